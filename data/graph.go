@@ -34,14 +34,25 @@ type Graph struct {
 	// EdgeType, when not nil, is parallel to Adj.Idx: the type of each
 	// directed edge entry (e.g. the bond type of a molecule), 0-based.
 	EdgeType []int32
+	// EdgeFeat, when not nil, holds len(Adj.Idx)×len(Dataset.EdgeFeatVocab)
+	// categorical edge features, row-major and parallel to Adj.Idx (both
+	// directions of an undirected edge carry the same values): column c of
+	// an entry lies in 0..Dataset.EdgeFeatVocab[c]-1. OGB's 3 bond features.
+	EdgeFeat []int32
 	// Labels holds one categorical label per node (0..Dataset.NumLabels-1),
 	// or is nil when the dataset has none.
 	Labels []int32
+	// NodeCat, when not nil, holds N×len(Dataset.NodeCatVocab) categorical
+	// node features, row-major: column c of node u lies in
+	// 0..Dataset.NodeCatVocab[c]-1. OGB's 9 atom features.
+	NodeCat []int32
 	// Attrs holds N×Dataset.AttrDim real node attributes, row-major, or nil.
 	Attrs []float32
 	// Y is the class index 0..Dataset.NumClasses-1 for classification.
 	Y int
-	// Target holds the regression targets (Dataset.NumTargets), or nil.
+	// Target holds Dataset.NumTargets values, or nil: regression targets
+	// (TaskRegression), or binary labels 0/1 with NaN for a missing label
+	// (TaskBinary).
 	Target []float64
 }
 
@@ -69,8 +80,17 @@ type Dataset struct {
 	NumEdgeTypes int
 	// NumClasses is the number of graph classes; 0 for regression.
 	NumClasses int
-	// NumTargets is the number of regression targets; 0 for classification.
+	// NumTargets is the number of regression targets or binary tasks; 0 for
+	// classification.
 	NumTargets int
+	// NodeCatVocab is the vocabulary size of each categorical node feature
+	// column of Graph.NodeCat (nil if none).
+	NodeCatVocab []int
+	// EdgeFeatVocab is the vocabulary size of each categorical edge feature
+	// column of Graph.EdgeFeat (nil if none).
+	EdgeFeatVocab []int
+	// Task says what the graph targets are; "" means inferred: see TaskOf.
+	Task Task
 	// Splits are the dataset's fixed splits (folds), in order.
 	Splits []Split
 }
@@ -90,4 +110,29 @@ type GraphHops struct {
 	Hop []CSR
 	// Unreachable, when kept, lists N_∞(u): nodes in other components.
 	Unreachable *CSR
+}
+
+// Task is the kind of graph-level prediction a dataset asks for.
+type Task string
+
+const (
+	// TaskClassification: one class Graph.Y in 0..NumClasses-1.
+	TaskClassification Task = "classification"
+	// TaskRegression: NumTargets real values in Graph.Target.
+	TaskRegression Task = "regression"
+	// TaskBinary: NumTargets binary tasks in Graph.Target, each 0, 1 or NaN
+	// (missing), as OGB's MoleculeNet classification sets.
+	TaskBinary Task = "binary"
+)
+
+// TaskOf returns ds.Task, or, when it is empty, the task its sizes imply:
+// classification when NumClasses > 0, regression otherwise.
+func (ds *Dataset) TaskOf() Task {
+	if ds.Task != "" {
+		return ds.Task
+	}
+	if ds.NumClasses > 0 {
+		return TaskClassification
+	}
+	return TaskRegression
 }

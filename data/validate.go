@@ -1,6 +1,9 @@
 package data
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // ValidateCSR checks that c is a CSR over n rows whose entries lie in
 // 0..cols-1 and are strictly ascending within each row; when noDiag is set
@@ -67,6 +70,28 @@ func (g *Graph) Validate(ds *Dataset) error {
 			}
 		}
 	}
+	if g.EdgeFeat != nil {
+		w := len(ds.EdgeFeatVocab)
+		if len(g.EdgeFeat) != len(g.Adj.Idx)*w {
+			return fmt.Errorf("%d edge feature values for %d edge entries × %d features", len(g.EdgeFeat), len(g.Adj.Idx), w)
+		}
+		for i, f := range g.EdgeFeat {
+			if c := i % w; f < 0 || int(f) >= ds.EdgeFeatVocab[c] {
+				return fmt.Errorf("edge entry %d feature %d is %d outside 0..%d", i/w, c, f, ds.EdgeFeatVocab[c]-1)
+			}
+		}
+	}
+	if g.NodeCat != nil {
+		w := len(ds.NodeCatVocab)
+		if len(g.NodeCat) != g.N*w {
+			return fmt.Errorf("%d categorical node feature values for %d nodes × %d features", len(g.NodeCat), g.N, w)
+		}
+		for i, f := range g.NodeCat {
+			if c := i % w; f < 0 || int(f) >= ds.NodeCatVocab[c] {
+				return fmt.Errorf("node %d feature %d is %d outside 0..%d", i/w, c, f, ds.NodeCatVocab[c]-1)
+			}
+		}
+	}
 	if g.Labels != nil {
 		if len(g.Labels) != g.N {
 			return fmt.Errorf("%d node labels for %d nodes", len(g.Labels), g.N)
@@ -85,6 +110,20 @@ func (g *Graph) Validate(ds *Dataset) error {
 	}
 	if g.Target != nil && len(g.Target) != ds.NumTargets {
 		return fmt.Errorf("%d targets, want %d", len(g.Target), ds.NumTargets)
+	}
+	switch ds.TaskOf() {
+	case TaskBinary:
+		for t, y := range g.Target {
+			if !math.IsNaN(y) && y != 0 && y != 1 {
+				return fmt.Errorf("task %d has label %v, want 0, 1 or NaN (missing)", t, y)
+			}
+		}
+	case TaskRegression:
+		for t, y := range g.Target {
+			if math.IsNaN(y) || math.IsInf(y, 0) {
+				return fmt.Errorf("target %d is %v", t, y)
+			}
+		}
 	}
 	return nil
 }
@@ -108,6 +147,22 @@ func hasEntry(row []int32, v int32) bool {
 func (ds *Dataset) Validate() error {
 	if ds.NumLabels < 0 || ds.AttrDim < 0 || ds.NumEdgeTypes < 0 || ds.NumClasses < 0 || ds.NumTargets < 0 {
 		return fmt.Errorf("dataset %q: negative vocabulary size", ds.Name)
+	}
+	for _, v := range [][]int{ds.NodeCatVocab, ds.EdgeFeatVocab} {
+		for _, n := range v {
+			if n < 1 {
+				return fmt.Errorf("dataset %q: categorical feature vocabulary of size %d", ds.Name, n)
+			}
+		}
+	}
+	switch ds.Task {
+	case "", TaskClassification, TaskRegression:
+	case TaskBinary:
+		if ds.NumTargets < 1 {
+			return fmt.Errorf("dataset %q: binary task with %d targets", ds.Name, ds.NumTargets)
+		}
+	default:
+		return fmt.Errorf("dataset %q: unknown task %q", ds.Name, ds.Task)
 	}
 	for i := range ds.Graphs {
 		if err := ds.Graphs[i].Validate(ds); err != nil {
