@@ -327,8 +327,12 @@ func (a *app) run(en *engine, args []string) int {
 	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
+	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
+		return a.usageError("run", err)
+	}
+	if err := sl.resolve(a); err != nil {
 		return a.usageError("run", err)
 	}
 	if len(pos) > 1 {
@@ -348,6 +352,9 @@ func (a *app) run(en *engine, args []string) int {
 	spec, p, reg, code := a.buildPlan(en, "run", file, o)
 	if p == nil {
 		return code
+	}
+	if sl.executor == executorSlurm {
+		return a.runSlurm(en, spec, p, file, o, sl, *out)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
