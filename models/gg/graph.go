@@ -48,18 +48,27 @@ type progKey struct {
 // program is one built and compiled graph, the batch data its ops read and
 // the places its results are read into.
 type program struct {
-	key     progKey
-	g       *G.ExprGraph
-	vm      G.VM
-	bd      *batchData
-	params  []paramBinding
-	masks   [][]float32 // backing of the dropout-mask nodes (G×Out each)
-	seed    []float32   // backing of the output-gradient node (G×Out)
-	outVal  G.Value
-	lossVal G.Value
-	grads   []G.Value
+	key    progKey
+	g      *G.ExprGraph
+	vm     G.VM
+	bd     *batchData
+	params []paramBinding
+	masks  [][]float32 // backing of the dropout-mask nodes (G×Out each)
+	seed   []float32   // backing of the output-gradient node (G×Out)
+	// vals are the values gorgonia.Read copies out of a run. They live
+	// apart from program: a Read node holds a pointer to its target, and
+	// a target inside program would close the cycle machine → graph →
+	// Read → program → machine, which the machine's finalizer
+	// (NewTapeMachine's runtime.SetFinalizer) keeps alive forever.
+	vals    *readVals
 	hasGrad bool
 	ar      *arena
+}
+
+// readVals are the values a run reads out of a compiled graph.
+type readVals struct {
+	out, loss G.Value
+	grads     []G.Value
 }
 
 // paramBinding is a parameter node bound to the storage of an nn.Param.
@@ -165,7 +174,7 @@ func (p *program) run() error {
 	if err := p.vm.RunAll(); err != nil {
 		return fmt.Errorf("running the model graph: %w", err)
 	}
-	if p.outVal == nil {
+	if p.vals.out == nil {
 		return fmt.Errorf("running the model graph: no output value")
 	}
 	// A cached graph keeps no reference to this batch or to the machine's
@@ -177,7 +186,7 @@ func (p *program) run() error {
 
 // outputs returns a copy of the real (unpadded) output values.
 func (p *program) outputs(c int) []float32 {
-	v, _ := p.outVal.Data().([]float32)
+	v, _ := p.vals.out.Data().([]float32)
 	return append([]float32(nil), v[:p.bd.g*c]...)
 }
 
@@ -186,10 +195,10 @@ func (p *program) accumulate(ps []*nn.Param) error {
 	if !p.hasGrad {
 		return fmt.Errorf("graph has no gradients")
 	}
-	if len(p.grads) != len(ps) {
-		return fmt.Errorf("graph has %d gradients for %d parameters", len(p.grads), len(ps))
+	if len(p.vals.grads) != len(ps) {
+		return fmt.Errorf("graph has %d gradients for %d parameters", len(p.vals.grads), len(ps))
 	}
-	for i, gv := range p.grads {
+	for i, gv := range p.vals.grads {
 		if gv == nil {
 			return fmt.Errorf("no gradient value for %s", ps[i].Name)
 		}
