@@ -17,8 +17,15 @@ const (
 func HigherIsBetter(metric string) bool { return metric != MetricMAE }
 
 // CheckMetric reports whether metric suits a model of configuration cfg:
-// accuracy and rocauc (binary only) for classification, mae for regression.
+// accuracy and rocauc (binary only) for classification, rocauc (mean over
+// tasks) for multi-task binary classification, mae for regression.
 func CheckMetric(metric string, cfg Config) error {
+	if cfg.Task == TaskBinary {
+		if metric != MetricROCAUC {
+			return fmt.Errorf("metric %s does not suit a multi-task binary task (want rocauc)", metric)
+		}
+		return nil
+	}
 	switch metric {
 	case MetricAccuracy, MetricROCAUC:
 		if cfg.Task != TaskClassification {
@@ -47,6 +54,9 @@ func Score(metric string, out []float32, c int, y []int32, target []float64) (fl
 	case MetricMAE:
 		return MAE(out, target)
 	case MetricROCAUC:
+		if y == nil && target != nil {
+			return MeanROCAUC(out, c, target)
+		}
 		if c != 2 {
 			return 0, fmt.Errorf("rocauc needs a binary task, got %d classes", c)
 		}
@@ -130,4 +140,42 @@ func ROCAUC(scores []float64, y []int32) (float64, error) {
 		return 0, fmt.Errorf("rocauc: need both classes, have %v positives and %v negatives", pos, neg)
 	}
 	return (rankSum - pos*(pos+1)/2) / (pos * neg), nil
+}
+
+// MeanROCAUC is OGB's multi-task ROC-AUC: for every task (column of the
+// g×t logits out and targets), the ROC-AUC over the graphs whose label is
+// not missing (NaN), averaged over the tasks that have both classes among
+// those labels. It fails when no task has both classes.
+func MeanROCAUC(out []float32, t int, target []float64) (float64, error) {
+	if t < 1 || len(out) != len(target) || len(out)%t != 0 {
+		return 0, fmt.Errorf("rocauc: %d outputs for %d targets of %d tasks", len(out), len(target), t)
+	}
+	var sum float64
+	tasks := 0
+	for c := 0; c < t; c++ {
+		var s []float64
+		var y []int32
+		pos := 0
+		for i := c; i < len(target); i += t {
+			if math.IsNaN(target[i]) {
+				continue
+			}
+			s = append(s, float64(out[i]))
+			y = append(y, int32(target[i]))
+			pos += int(y[len(y)-1])
+		}
+		if pos == 0 || pos == len(y) {
+			continue
+		}
+		a, err := ROCAUC(s, y)
+		if err != nil {
+			return 0, fmt.Errorf("task %d: %w", c, err)
+		}
+		sum += a
+		tasks++
+	}
+	if tasks == 0 {
+		return 0, fmt.Errorf("rocauc: no task has both a positive and a negative label")
+	}
+	return sum / float64(tasks), nil
 }
