@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	metrics "github.com/spn-project/spn/models/metric"
 )
 
 // Metric names (schema.Protocol.Metric).
@@ -11,10 +13,23 @@ const (
 	MetricAccuracy = "accuracy"
 	MetricMAE      = "mae"
 	MetricROCAUC   = "rocauc"
+	// MetricFiLM is GNN-FiLM's QM9 error: per target, MAE divided by the
+	// target's chemical-accuracy factor (models/metric.FiLMError). Scoring
+	// it needs the factors: see ScoreWith.
+	MetricFiLM = "film_error"
 )
 
 // HigherIsBetter reports whether larger values of metric are better.
-func HigherIsBetter(metric string) bool { return metric != MetricMAE }
+func HigherIsBetter(metric string) bool { return metric != MetricMAE && metric != MetricFiLM }
+
+// IsMetric reports whether metric is a metric name spn knows.
+func IsMetric(metric string) bool {
+	switch metric {
+	case MetricAccuracy, MetricMAE, MetricROCAUC, MetricFiLM:
+		return true
+	}
+	return false
+}
 
 // CheckMetric reports whether metric suits a model of configuration cfg:
 // accuracy and rocauc (binary only) for classification, mae for regression.
@@ -28,9 +43,9 @@ func CheckMetric(metric string, cfg Config) error {
 			return fmt.Errorf("metric rocauc needs a binary task, dataset has %d classes", cfg.Out)
 		}
 		return nil
-	case MetricMAE:
+	case MetricMAE, MetricFiLM:
 		if cfg.Task != TaskRegression {
-			return fmt.Errorf("metric mae needs a regression task, dataset is %s", cfg.Task)
+			return fmt.Errorf("metric %s needs a regression task, dataset is %s", metric, cfg.Task)
 		}
 		return nil
 	}
@@ -41,7 +56,18 @@ func CheckMetric(metric string, cfg Config) error {
 // classification, predictions for regression) against classes y or
 // regression targets.
 func Score(metric string, out []float32, c int, y []int32, target []float64) (float64, error) {
+	return ScoreWith(metric, out, c, y, target, nil)
+}
+
+// ScoreWith is Score with the per-target normalising factors of
+// MetricFiLM (ignored by the other metrics).
+func ScoreWith(metric string, out []float32, c int, y []int32, target []float64, factors []float64) (float64, error) {
 	switch metric {
+	case MetricFiLM:
+		if len(factors) != c {
+			return 0, fmt.Errorf("%s: %d normalising factors for %d outputs", metric, len(factors), c)
+		}
+		return metrics.FiLMError(out, target, factors)
 	case MetricAccuracy:
 		return Accuracy(out, c, y)
 	case MetricMAE:

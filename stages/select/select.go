@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/stages"
 )
 
@@ -116,16 +117,14 @@ func Select(p stages.SelectParams, runs []TrainRun) (*stages.SelectResult, error
 // LowerIsBetter reports whether smaller scores win when comparing by
 // selectOn ("val_metric" or "val_loss") for the given metric.
 func LowerIsBetter(selectOn, metric string) (bool, error) {
-	switch metric {
-	case MetricAccuracy, MetricROCAUC, MetricMAE:
-	default:
-		return false, fmt.Errorf("unknown metric %q (want %q, %q or %q)", metric, MetricAccuracy, MetricROCAUC, MetricMAE)
+	if !models.IsMetric(metric) {
+		return false, fmt.Errorf("unknown metric %q (want %q, %q, %q or %q)", metric, MetricAccuracy, MetricROCAUC, MetricMAE, models.MetricFiLM)
 	}
 	switch selectOn {
 	case SelectOnValLoss:
 		return true, nil
 	case SelectOnValMetric:
-		return metric == MetricMAE, nil
+		return !models.HigherIsBetter(metric), nil
 	}
 	return false, fmt.Errorf("unknown select_on %q (want %q or %q)", selectOn, SelectOnValMetric, SelectOnValLoss)
 }
