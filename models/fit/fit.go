@@ -16,6 +16,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -39,10 +40,11 @@ type Sets struct {
 // Options configure one training run.
 type Options struct {
 	Training schema.Training
-	// Metric is "accuracy", "mae", "rocauc" or "film_error".
+	// Metric is a models/metric name, e.g. "accuracy", "mae", "rocauc" or
+	// "film_error".
 	Metric string
 	// Factors are the per-target normalising factors of "film_error"
-	// (models.ScoreWith); ignored by the other metrics.
+	// (metric.ScoreWith); ignored by the other metrics.
 	Factors []float64
 	// Seed and Stream seed the PCG generator that shuffles the training set.
 	Seed, Stream uint64
@@ -119,7 +121,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	if sel == SelectEarlyStopping && tr.Patience < 1 {
 		return nil, fmt.Errorf("training.patience = %d: early stopping needs a positive patience", tr.Patience)
 	}
-	if err := models.CheckMetric(o.Metric, m.Config()); err != nil {
+	if err := metric.Check(o.Metric, data.Task(m.Config().Task), m.Config().Out); err != nil {
 		return nil, err
 	}
 	if o.EvalBatch < 1 {
@@ -176,7 +178,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		// training loops usually report them; no extra evaluation pass.
 		rec := stages.EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
 		var err error
-		if rec.TrainScore, err = models.ScoreWith(o.Metric, outs, cfg.Out, ys, targets, o.Factors); err != nil {
+		if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), outs, cfg.Out, ys, targets, o.Factors); err != nil {
 			return nil, fmt.Errorf("epoch %d: train score: %w", epoch, err)
 		}
 		if rec.ValLoss, rec.ValScore, err = evaluate(m, ds, hops, sets.Val, o.Metric, o.Factors, o.EvalBatch); err != nil {
@@ -222,9 +224,9 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 
 // better reports whether epoch a beats the best epoch so far b (strictly:
 // ties keep the earlier epoch).
-func better(sel, metric string, a, b stages.EpochRecord) bool {
+func better(sel, name string, a, b stages.EpochRecord) bool {
 	if sel == SelectBestValMetric {
-		if models.HigherIsBetter(metric) {
+		if metric.HigherIsBetter(name) {
 			return a.ValScore > b.ValScore
 		}
 		return a.ValScore < b.ValScore
@@ -268,12 +270,12 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 
 // Evaluate returns the mean loss and the metric of m (evaluation mode) on the
 // graphs idx, in batches of batchSize graphs.
-func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, metric string, batchSize int) (loss, score float64, err error) {
-	return evaluate(m, ds, hops, idx, metric, nil, batchSize)
+func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, batchSize int) (loss, score float64, err error) {
+	return evaluate(m, ds, hops, idx, name, nil, batchSize)
 }
 
 // evaluate is Evaluate with the factors of metric film_error.
-func evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, metric string, factors []float64, batchSize int) (loss, score float64, err error) {
+func evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, factors []float64, batchSize int) (loss, score float64, err error) {
 	if len(idx) == 0 {
 		return 0, 0, fmt.Errorf("empty evaluation set")
 	}
@@ -285,7 +287,7 @@ func evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, metr
 	if err != nil {
 		return 0, 0, err
 	}
-	score, err = models.ScoreWith(metric, out, m.Config().Out, b.Y, b.Target, factors)
+	score, err = metric.ScoreWith(name, data.Task(m.Config().Task), out, m.Config().Out, b.Y, b.Target, factors)
 	return loss, score, err
 }
 

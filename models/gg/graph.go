@@ -9,6 +9,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/op"
 )
 
 // Bucketing of compiled graphs: node-level tensors get a multiple of
@@ -114,6 +115,19 @@ func bindParam(pb *paramBinding) error {
 	return nil
 }
 
+// op adds the op.Op o to b's graph, its buffers from be.
+func (b *builder) op(be env, o op.Op, in ...*G.Node) *G.Node {
+	if b.err != nil {
+		return nil
+	}
+	n, err := op.Apply(be, o, in...)
+	if err != nil {
+		b.err = fmt.Errorf("building %s: %w", o.Sig().ID, err)
+		return nil
+	}
+	return n
+}
+
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
 
 // batchHops returns the hop sets of b the layers aggregate over (checked
@@ -153,9 +167,9 @@ func (m *Model) buildGraph(key progKey, bd *batchData) (*program, error) {
 		mn := l.bind(param)
 
 		// α = softmax(logits)
-		alpha := bdr.apply(newSoftmax(name+".alpha", k), logits)
+		alpha := bdr.op(be, newSoftmax(name+".alpha", k), logits)
 		// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v ∈ N_i(u)} h_v
-		agg := bdr.apply(newHopAgg(name+".agg", be, bd, k, N, d), h, alpha, eps)
+		agg := bdr.op(be, newHopAgg(name+".agg", be, bd, k, N, d), h, alpha, eps)
 		// MLP: Linear → BN → ReLU → Linear → BN → ReLU
 		h = l.apply(bdr, be, bd, key, name, agg, mn)
 		hs = append(hs, h)

@@ -1,4 +1,3 @@
-// Package metric holds the evaluation metrics of spn's tasks.
 package metric
 
 import (

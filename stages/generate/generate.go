@@ -13,7 +13,7 @@ import (
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/tu"
-	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 )
@@ -70,13 +70,13 @@ func Build(ctx context.Context, d schema.Dataset, env stages.Env) (*data.Dataset
 // (nil: the dataset's own targets, all of them), and for metric
 // "film_error" their chemical-accuracy normalising factors. Only QM9
 // selects targets and has the factors.
-func Targets(d schema.Dataset, metric string) ([]int, []float64, error) {
+func Targets(d schema.Dataset, metricName string) ([]int, []float64, error) {
 	if d.Kind != "qm9" {
 		if len(d.Targets) > 0 {
 			return nil, nil, fmt.Errorf("dataset.targets: dataset kind %q does not select targets", d.Kind)
 		}
-		if metric == models.MetricFiLM {
-			return nil, nil, fmt.Errorf("protocol.metric %s needs QM9's chemical-accuracy factors; dataset kind %q has none", metric, d.Kind)
+		if metricName == metric.FiLM {
+			return nil, nil, fmt.Errorf("protocol.metric %s needs QM9's chemical-accuracy factors; dataset kind %q has none", metricName, d.Kind)
 		}
 		return nil, nil, nil
 	}
@@ -88,7 +88,7 @@ func Targets(d schema.Dataset, metric string) ([]int, []float64, error) {
 			return nil, nil, fmt.Errorf("dataset.targets[%d]: %w", i, err)
 		}
 		idx[i] = j
-		if metric == models.MetricFiLM {
+		if metricName == metric.FiLM {
 			factors = append(factors, qm9.ChemAccFactors[j])
 		}
 	}
