@@ -107,7 +107,8 @@ type Training struct {
 
 // Protocol is the evaluation protocol.
 type Protocol struct {
-	// Kind is "holdout" (fixed splits × reruns) or "errica".
+	// Kind is "holdout" (fixed splits × reruns), "errica" or "fixed" (the
+	// dataset's own split × reruns); see stages/protocol.
 	Kind string `json:"kind"`
 	// Splits is how many of the dataset's fixed splits/outer folds are used.
 	Splits int `json:"splits"`

@@ -24,7 +24,7 @@ type Kind struct{}
 func (Kind) Name() string { return stages.KindGenerate }
 
 // Version returns the kind's version.
-func (Kind) Version() string { return "2" }
+func (Kind) Version() string { return "3" }
 
 // Run builds the dataset of job.Params (stages.GenerateParams) and writes
 // it to job.Dir/dataset.bin. h-Proximity uses the spec's dataset seed
