@@ -16,6 +16,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -116,7 +117,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	if sel == SelectEarlyStopping && tr.Patience < 1 {
 		return nil, fmt.Errorf("training.patience = %d: early stopping needs a positive patience", tr.Patience)
 	}
-	if err := models.CheckMetric(o.Metric, m.Config()); err != nil {
+	if err := metric.Check(o.Metric, data.Task(m.Config().Task), m.Config().Out); err != nil {
 		return nil, err
 	}
 	if o.EvalBatch < 1 {
@@ -173,7 +174,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		// training loops usually report them; no extra evaluation pass.
 		rec := stages.EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
 		var err error
-		if rec.TrainScore, err = models.Score(o.Metric, outs, cfg.Out, ys, targets); err != nil {
+		if rec.TrainScore, err = metric.Score(o.Metric, data.Task(cfg.Task), outs, cfg.Out, ys, targets); err != nil {
 			return nil, fmt.Errorf("epoch %d: train score: %w", epoch, err)
 		}
 		if rec.ValLoss, rec.ValScore, err = Evaluate(m, ds, hops, sets.Val, o.Metric, o.EvalBatch); err != nil {
@@ -219,9 +220,9 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 
 // better reports whether epoch a beats the best epoch so far b (strictly:
 // ties keep the earlier epoch).
-func better(sel, metric string, a, b stages.EpochRecord) bool {
+func better(sel, name string, a, b stages.EpochRecord) bool {
 	if sel == SelectBestValMetric {
-		if models.HigherIsBetter(metric) {
+		if metric.HigherIsBetter(name) {
 			return a.ValScore > b.ValScore
 		}
 		return a.ValScore < b.ValScore
@@ -265,7 +266,7 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 
 // Evaluate returns the mean loss and the metric of m (evaluation mode) on the
 // graphs idx, in batches of batchSize graphs.
-func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, metric string, batchSize int) (loss, score float64, err error) {
+func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, batchSize int) (loss, score float64, err error) {
 	if len(idx) == 0 {
 		return 0, 0, fmt.Errorf("empty evaluation set")
 	}
@@ -277,7 +278,7 @@ func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, metr
 	if err != nil {
 		return 0, 0, err
 	}
-	score, err = models.Score(metric, out, m.Config().Out, b.Y, b.Target)
+	score, err = metric.Score(name, data.Task(m.Config().Task), out, m.Config().Out, b.Y, b.Target)
 	return loss, score, err
 }
 
