@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+
+	"github.com/spn-project/spn/data/ogb"
 )
 
 // Device is the only supported compute device.
@@ -156,8 +158,14 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 			}
 		}
 	}
-	if e.Dataset.Kind != "tu" && l.idx.has(at("dataset", "name")) {
-		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\")", e.Dataset.Kind)
+	if e.Dataset.Kind != "tu" && e.Dataset.Kind != "ogb" && l.idx.has(at("dataset", "name")) {
+		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\" and \"ogb\")", e.Dataset.Kind)
+	}
+	if e.Dataset.Kind == "ogb" {
+		folds = 1
+		if want := ogb.Metric(e.Dataset.Name); want != "" && e.Protocol.Metric != want {
+			l.errAt(at("protocol", "metric"), "OGB's %s is evaluated with %q, not %q", e.Dataset.Name, want, e.Protocol.Metric)
+		}
 	}
 	if e.Protocol.Splits > folds {
 		l.errAt(at("protocol", "splits"), "%d splits requested but dataset %s has only %d folds", e.Protocol.Splits, datasetLabel(e.Dataset), folds)

@@ -52,7 +52,8 @@ type GridValue struct {
 type Dataset struct {
 	// Kind is "prox" or "tu" (later "qm9", "ogb").
 	Kind string `json:"kind"`
-	// Name is the TU dataset name: DD, NCI1, PROTEINS, PROTEINS_full, ENZYMES.
+	// Name is the TU dataset name (DD, NCI1, PROTEINS, PROTEINS_full,
+	// ENZYMES) or the OGB set name (bbbp, tox21, ..., see data/ogb.Names).
 	Name string `json:"name,omitempty"`
 	// H is the h of h-Proximity.
 	H int `json:"h,omitempty"`

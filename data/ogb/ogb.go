@@ -90,6 +90,19 @@ func AtomFeatureDims() []int { return []int{119, 5, 12, 12, 10, 6, 6, 2, 2} }
 // (get_bond_feature_dims): bond type, stereo, conjugated.
 func BondFeatureDims() []int { return []int{5, 6, 2} }
 
+// Metric returns the metric OGB's Evaluator uses for dataset name
+// ("rocauc" for the binary sets, "rmse" for esol and freesolv), or "" for
+// an unknown name. Metric names are those of models/metric.
+func Metric(name string) string {
+	switch t, _ := TaskOf(name); t {
+	case data.TaskBinary:
+		return "rocauc"
+	case data.TaskRegression:
+		return "rmse"
+	}
+	return ""
+}
+
 // URL returns the upstream location of dataset name's zip.
 func URL(name string) string { return fetch.OGBBase + name + ".zip" }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/schema"
@@ -259,6 +260,13 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 			return 0, nil, fmt.Errorf("batch has %d targets for %d outputs", len(b.Target), len(out))
 		}
 		l, g := nn.MSE(out, b.Target)
+		return l, g, nil
+	case models.TaskBinary:
+		if len(b.Target) != len(out) {
+			return 0, nil, fmt.Errorf("batch has %d binary labels for %d outputs", len(b.Target), len(out))
+		}
+		g := make([]float32, len(out))
+		l, _ := kernels.BCEWithLogits(g, out, b.Target)
 		return l, g, nil
 	}
 	return 0, nil, fmt.Errorf("unknown task %q", cfg.Task)

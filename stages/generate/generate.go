@@ -1,6 +1,6 @@
 // Package generate implements the "generate" stage kind: it materialises a
-// dataset (h-Proximity generated from its seed, a TU dataset or QM9 fetched
-// and parsed) into the stage directory as stages.FileDataset.
+// dataset (h-Proximity generated from its seed, a TU dataset, QM9 or an OGB
+// MoleculeNet set fetched and parsed) into the stage directory as stages.FileDataset.
 package generate
 
 import (
@@ -10,6 +10,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/tu"
@@ -61,6 +62,9 @@ func Build(ctx context.Context, d schema.Dataset, env stages.Env) (*data.Dataset
 	case "qm9":
 		f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror}
 		return qm9.Fetch(ctx, f)
+	case "ogb":
+		f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror}
+		return ogb.Fetch(ctx, f, d.Name)
 	}
-	return nil, fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9)", d.Kind)
+	return nil, fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9, ogb)", d.Kind)
 }
