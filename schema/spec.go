@@ -50,7 +50,7 @@ type GridValue struct {
 
 // Dataset selects and parameterises a dataset. Kind discriminates.
 type Dataset struct {
-	// Kind is "prox" or "tu" (later "qm9", "ogb").
+	// Kind is "prox", "tu" or "qm9" (later "ogb").
 	Kind string `json:"kind"`
 	// Name is the TU dataset name (DD, NCI1, PROTEINS, PROTEINS_full,
 	// ENZYMES) or the OGB set name (bbbp, tox21, ..., see data/ogb.Names).
@@ -70,6 +70,15 @@ type Dataset struct {
 	KMax int `json:"kmax"`
 	// Unreachable keeps N_∞(u) in the precompute.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// Targets are the QM9 properties predicted, by name, in order.
+	Targets []string `json:"targets,omitempty"`
+	// Source is QM9's training data: "film" or "valid-as-train".
+	Source string `json:"source,omitempty"`
+	// TrainSize is the number of valid-file molecules trained on with
+	// source "valid-as-train".
+	TrainSize int `json:"train_size,omitempty"`
+	// Limit, when > 0, reads only the first Limit molecules of each file.
+	Limit int `json:"limit,omitempty"`
 }
 
 // Model is one model configuration.

@@ -41,8 +41,12 @@ type Sets struct {
 // Options configure one training run.
 type Options struct {
 	Training schema.Training
-	// Metric is "accuracy", "mae" or "rocauc".
+	// Metric is a models/metric name, e.g. "accuracy", "mae", "rocauc" or
+	// "film_error".
 	Metric string
+	// Factors are the per-target normalising factors of "film_error"
+	// (metric.ScoreWith); ignored by the other metrics.
+	Factors []float64
 	// Seed and Stream seed the PCG generator that shuffles the training set.
 	Seed, Stream uint64
 	// EvalBatch is the number of graphs per evaluation batch (default 256);
@@ -175,14 +179,14 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		// training loops usually report them; no extra evaluation pass.
 		rec := stages.EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
 		var err error
-		if rec.TrainScore, err = metric.Score(o.Metric, data.Task(cfg.Task), outs, cfg.Out, ys, targets); err != nil {
+		if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), outs, cfg.Out, ys, targets, o.Factors); err != nil {
 			return nil, fmt.Errorf("epoch %d: train score: %w", epoch, err)
 		}
-		if rec.ValLoss, rec.ValScore, err = Evaluate(m, ds, hops, sets.Val, o.Metric, o.EvalBatch); err != nil {
+		if rec.ValLoss, rec.ValScore, err = evaluate(m, ds, hops, sets.Val, o.Metric, o.Factors, o.EvalBatch); err != nil {
 			return nil, fmt.Errorf("epoch %d: validation: %w", epoch, err)
 		}
 		if len(sets.Test) > 0 {
-			if rec.TestLoss, rec.TestScore, err = Evaluate(m, ds, hops, sets.Test, o.Metric, o.EvalBatch); err != nil {
+			if rec.TestLoss, rec.TestScore, err = evaluate(m, ds, hops, sets.Test, o.Metric, o.Factors, o.EvalBatch); err != nil {
 				return nil, fmt.Errorf("epoch %d: test: %w", epoch, err)
 			}
 		}
@@ -275,6 +279,11 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 // Evaluate returns the mean loss and the metric of m (evaluation mode) on the
 // graphs idx, in batches of batchSize graphs.
 func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, batchSize int) (loss, score float64, err error) {
+	return evaluate(m, ds, hops, idx, name, nil, batchSize)
+}
+
+// evaluate is Evaluate with the factors of metric film_error.
+func evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, factors []float64, batchSize int) (loss, score float64, err error) {
 	if len(idx) == 0 {
 		return 0, 0, fmt.Errorf("empty evaluation set")
 	}
@@ -286,7 +295,7 @@ func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name
 	if err != nil {
 		return 0, 0, err
 	}
-	score, err = metric.Score(name, data.Task(m.Config().Task), out, m.Config().Out, b.Y, b.Target)
+	score, err = metric.ScoreWith(name, data.Task(m.Config().Task), out, m.Config().Out, b.Y, b.Target, factors)
 	return loss, score, err
 }
 

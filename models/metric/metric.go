@@ -24,6 +24,10 @@ const (
 	MAE      = "mae"
 	RMSE     = "rmse"
 	ROCAUC   = "rocauc"
+	// FiLM is GNN-FiLM's QM9 error: per target, the MAE divided by the
+	// target's chemical-accuracy factor (FiLMError); scoring it needs the
+	// factors (ScoreWith).
+	FiLM = "film_error"
 )
 
 // metrics lists every metric with its direction and the tasks it suits;
@@ -37,6 +41,7 @@ var metrics = []struct {
 	{MAE, false, []data.Task{data.TaskRegression}},
 	{RMSE, false, []data.Task{data.TaskRegression}},
 	{ROCAUC, true, []data.Task{data.TaskClassification, data.TaskBinary}},
+	{FiLM, false, []data.Task{data.TaskRegression}},
 }
 
 // Names returns the metric names in a fixed order.
@@ -92,10 +97,21 @@ func Check(name string, task data.Task, out int) error {
 // targets), or one logit per binary task against 0/1/NaN targets (binary,
 // c tasks; OGB's mean ROC-AUC).
 func Score(name string, task data.Task, out []float32, c int, y []int32, target []float64) (float64, error) {
+	return ScoreWith(name, task, out, c, y, target, nil)
+}
+
+// ScoreWith is Score with the per-target normalising factors of FiLM
+// (one per output; ignored by the other metrics).
+func ScoreWith(name string, task data.Task, out []float32, c int, y []int32, target []float64, factors []float64) (float64, error) {
 	if err := Check(name, task, c); err != nil {
 		return 0, err
 	}
 	switch {
+	case name == FiLM:
+		if len(factors) != c {
+			return 0, fmt.Errorf("%s: %d normalising factors for %d outputs", name, len(factors), c)
+		}
+		return FiLMError(out, target, factors)
 	case name == Accuracy:
 		return AccuracyOf(out, c, y)
 	case name == MAE:

@@ -26,6 +26,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/generate"
 	"github.com/spn-project/spn/stages/protocol"
 )
 
@@ -229,10 +230,15 @@ func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 	}
 	ds := e.Dataset
 	label := DatasetLabel(ds)
+	targets, factors, err := generate.Targets(ds, p.Metric)
+	if err != nil {
+		return nil, err
+	}
 	genDS := ds
-	// generate does not depend on the precompute settings: leave them out
-	// so every kmax shares one generated dataset.
-	genDS.KMax, genDS.Unreachable = 0, false
+	// generate does not depend on the precompute settings nor on the
+	// targets a model predicts (train selects them): leave them out so
+	// every kmax and every property shares one generated dataset.
+	genDS.KMax, genDS.Unreachable, genDS.Targets = 0, false, nil
 	gen, err := b.add(stages.KindGenerate, "generate "+label, stages.GenerateParams{Dataset: genDS}, nil)
 	if err != nil {
 		return nil, err
@@ -247,7 +253,8 @@ func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 		return nil, err
 	}
 	train := func(t protocol.Train, sel *Node) (*Node, error) {
-		tp := stages.TrainParams{Role: t.Role, Metric: p.Metric, Split: t.Split, Run: t.Run, Seed: RunSeed(e.Seeds, t.Run)}
+		tp := stages.TrainParams{Role: t.Role, Metric: p.Metric, Split: t.Split, Run: t.Run, Seed: RunSeed(e.Seeds, t.Run),
+			Targets: targets, Factors: factors}
 		deps := []*Node{gen, pre}
 		var name string
 		switch {
