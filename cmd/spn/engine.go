@@ -21,6 +21,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/figure"
 	"github.com/spn-project/spn/stages/plan"
 )
 
@@ -428,7 +429,7 @@ func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 		}
 		fmt.Fprintf(a.stderr, "spn: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
 	}
-	return exitOK
+	return a.writeFigures(spec, p, c, out)
 }
 
 // copyArtifacts copies the regular files of a stage dir (record.json
@@ -485,6 +486,15 @@ func (a *app) table(en *engine, args []string) int {
 	// Tables render from finished experiments only: name every missing one.
 	missing := map[string]bool{}
 	pending := 0
+	for _, f := range spec.Figures {
+		n := p.Figure[f.Name]
+		if n.Status == plan.ToRun {
+			pending++
+		}
+		if figureInputsMissing(n) {
+			missing[f.Experiment] = true
+		}
+	}
 	for _, t := range spec.Tables {
 		if p.Tabulate[t.Name].Status == plan.ToRun {
 			pending++
@@ -524,7 +534,7 @@ func (a *app) table(en *engine, args []string) int {
 			fmt.Fprintf(a.stderr, "spn table: %v\n", err)
 			return exitFail
 		}
-		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate }
+		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == figure.KindName }
 		if code := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); code != exitOK {
 			return code
 		}
