@@ -54,6 +54,10 @@ func (l *loader) decode() *Spec {
 	for _, f := range sortedFields(l.root.LookupPath(cue.ParsePath("tables"))) {
 		spec.Tables = append(spec.Tables, l.table(f.name, f.v, names))
 	}
+	for _, f := range sortedFields(l.root.LookupPath(cue.ParsePath("figures"))) {
+		spec.Figures = append(spec.Figures, l.figure(f.name, f.v, spec.Experiments, names))
+	}
+	l.sourceCaptions(spec)
 	if spec.Experiments == nil {
 		spec.Experiments = []Experiment{}
 	}

@@ -19,6 +19,8 @@ type Spec struct {
 	Experiments []Experiment `json:"experiments"`
 	// Tables in name order.
 	Tables []Table `json:"tables"`
+	// Figures in name order.
+	Figures []Figure `json:"figures,omitempty"`
 	// Executor configures the executors; it never enters stage keys.
 	Executor Executor `json:"-"`
 }
