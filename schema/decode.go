@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+
+	"github.com/spn-project/spn/data/ogb"
 )
 
 // Device is the only supported compute device.
@@ -105,8 +107,27 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 			}
 		}
 	}
-	if e.Dataset.Kind != "tu" && l.idx.has(at("dataset", "name")) {
-		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\")", e.Dataset.Kind)
+	if e.Dataset.Kind != "tu" && e.Dataset.Kind != "ogb" && l.idx.has(at("dataset", "name")) {
+		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\" and \"ogb\")", e.Dataset.Kind)
+	}
+	if e.Dataset.Kind == "ogb" {
+		folds = 1
+		if want := ogb.Metric(e.Dataset.Name); want != "" && e.Protocol.Metric != want {
+			l.errAt(at("protocol", "metric"), "OGB's %s is evaluated with %q, not %q", e.Dataset.Name, want, e.Protocol.Metric)
+		}
+	}
+	if e.Dataset.Kind == "qm9" {
+		folds = 1
+		l.qm9Checks(at, e.Dataset)
+	} else {
+		if e.Protocol.Metric == "film_error" {
+			l.errAt(at("protocol", "metric"), "film_error needs QM9's chemical-accuracy factors; dataset kind %q has none", e.Dataset.Kind)
+		}
+		for _, f := range []string{"targets", "source", "train_size", "limit"} {
+			if l.idx.has(at("dataset", f)) {
+				l.errAt(at("dataset", f), "not allowed for dataset kind %q (only for \"qm9\")", e.Dataset.Kind)
+			}
+		}
 	}
 	if e.Protocol.Splits > folds {
 		l.errAt(at("protocol", "splits"), "%d splits requested but dataset %s has only %d folds", e.Protocol.Splits, datasetLabel(e.Dataset), folds)
@@ -157,9 +178,36 @@ func (l *loader) proxChecks(at func(...string) []string, d Dataset) {
 	}
 }
 
+// qm9Checks checks the QM9 settings: distinct targets, train_size only
+// with source "valid-as-train" and leaving molecules to validate on.
+func (l *loader) qm9Checks(at func(...string) []string, d Dataset) {
+	seen := map[string]bool{}
+	for i, t := range d.Targets {
+		if seen[t] {
+			l.errAt(at("dataset", "targets", strconv.Itoa(i)), "property %q is repeated", t)
+		}
+		seen[t] = true
+	}
+	if d.Source != "valid-as-train" && l.idx.has(at("dataset", "train_size")) {
+		l.errAt(at("dataset", "train_size"), "only for source \"valid-as-train\" (source is %q)", d.Source)
+	}
+	if d.Source == "valid-as-train" && d.Limit > 0 && d.TrainSize >= d.Limit {
+		l.errAt(at("dataset", "train_size"), "train_size %d leaves none of the %d molecules read from the valid file (limit) to validate on", d.TrainSize, d.Limit)
+	}
+	if d.Source == "valid-as-train" && d.Limit == 0 && d.TrainSize >= QM9ValidMolecules {
+		l.errAt(at("dataset", "train_size"), "train_size %d leaves none of the valid file's %d molecules to validate on", d.TrainSize, QM9ValidMolecules)
+	}
+}
+
+// QM9ValidMolecules is the number of molecules of GNN-FiLM's valid file.
+const QM9ValidMolecules = 10000
+
 func datasetLabel(d Dataset) string {
-	if d.Kind == "prox" {
+	switch d.Kind {
+	case "prox":
 		return fmt.Sprintf("prox(h=%d)", d.H)
+	case "qm9":
+		return "QM9"
 	}
 	return d.Name
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/protocol"
 	"github.com/spn-project/spn/stages/train"
 )
 
@@ -112,8 +113,9 @@ func modelRegistry(reg *stages.Registry) models.Registry {
 }
 
 // modelDir finds the cached train stage of experiment name for split and
-// run: for holdout, of grid point point (or the evaluated winner, or the
-// only point); for errica, the final run.
+// run, at the position its protocol gives (holdout and fixed: of grid point
+// point, or the evaluated winner, or the only point; errica: the fold's
+// final run).
 func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, split, run, point int) (string, error) {
 	i := slices.IndexFunc(spec.Experiments, func(e schema.Experiment) bool { return e.Name == name })
 	ev := p.Evaluate[name]
@@ -126,29 +128,15 @@ func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, spli
 		return "", fmt.Errorf("no experiment %q in the spec (have %v)", name, names)
 	}
 	e := spec.Experiments[i]
-	pr := e.Protocol
-	if split < 0 || split >= pr.Splits || run < 0 || run >= pr.Runs {
-		return "", fmt.Errorf("experiment %s has splits 0..%d and runs 0..%d; asked for split %d run %d", name, pr.Splits-1, pr.Runs-1, split, run)
+	proto, err := protocol.Get(e.Protocol.Kind)
+	if err != nil {
+		return "", fmt.Errorf("experiment %s: %w", name, err)
 	}
-	var idx int
-	switch pr.Kind {
-	case "errica":
-		if point >= 0 {
-			return "", fmt.Errorf("experiment %s uses the errica protocol: the point is chosen per split, --point does not apply", name)
-		}
-		idx = split*pr.Runs + run
-	default:
-		if point < 0 {
-			w, err := winner(c, ev, len(e.Points))
-			if err != nil {
-				return "", fmt.Errorf("experiment %s: %w", name, err)
-			}
-			point = w
-		}
-		if point >= len(e.Points) {
-			return "", fmt.Errorf("experiment %s has grid points 0..%d; asked for %d", name, len(e.Points)-1, point)
-		}
-		idx = (point*pr.Splits+split)*pr.Runs + run
+	idx, err := proto.Model(e.Protocol, len(e.Points), point, split, run, func() (int, error) {
+		return winner(c, ev, len(e.Points))
+	})
+	if err != nil {
+		return "", fmt.Errorf("experiment %s (protocol %s): %w", name, e.Protocol.Kind, err)
 	}
 	if idx >= len(ev.Deps) || ev.Deps[idx].Kind != stages.KindTrain {
 		return "", fmt.Errorf("experiment %s: the plan has no train stage at position %d", name, idx)
