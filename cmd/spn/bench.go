@@ -23,6 +23,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/train"
 )
@@ -207,12 +208,16 @@ func benchName(name string, o *dataOpts) string {
 }
 
 // benchMetric is the metric the training loop reports: accuracy for
-// classification, MAE for regression (it does not change the work).
+// classification, MAE for regression, ROC-AUC for multi-task binary sets
+// (it does not change the training work).
 func benchMetric(cfg models.Config) string {
-	if cfg.Task == models.TaskRegression {
-		return models.MetricMAE
+	switch cfg.Task {
+	case models.TaskRegression:
+		return metric.MAE
+	case models.TaskBinary:
+		return metric.ROCAUC
 	}
-	return models.MetricAccuracy
+	return metric.Accuracy
 }
 
 // resetPeakRSS resets the kernel's peak resident set size of this process
