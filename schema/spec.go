@@ -19,6 +19,8 @@ type Spec struct {
 	Experiments []Experiment `json:"experiments"`
 	// Tables in name order.
 	Tables []Table `json:"tables"`
+	// Figures in name order.
+	Figures []Figure `json:"figures,omitempty"`
 }
 
 // Experiment is one dataset × model family × protocol, with its grid unrolled.
