@@ -561,6 +561,9 @@ func (l *loader) table(name string, v cue.Value, experiments map[string]bool) Ta
 	}
 	for i, r := range t.Rows {
 		ri := strconv.Itoa(i)
+		if r.Derived != nil {
+			l.derivedRow(at("rows", ri), r, keys)
+		}
 		for _, k := range slices.Sorted(maps.Keys(r.Cells)) {
 			c := r.Cells[k]
 			cs := at("rows", ri, "cells", k)

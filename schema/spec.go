@@ -152,9 +152,12 @@ type Table struct {
 	// StdOver is "splits" (per-split means) or "runs" (all run scores).
 	StdOver string `json:"std_over"`
 	// HigherIsBetter decides which value per column is bold.
-	HigherIsBetter bool     `json:"higher_is_better"`
-	Columns        []Column `json:"columns"`
-	Rows           []Row    `json:"rows"`
+	HigherIsBetter bool `json:"higher_is_better"`
+	// Best is where bold values are sought: "" or "column" per column,
+	// "row" per row.
+	Best    string   `json:"best,omitempty"`
+	Columns []Column `json:"columns"`
+	Rows    []Row    `json:"rows"`
 }
 
 // Column is one table column.
@@ -169,6 +172,8 @@ type Row struct {
 	Cells map[string]Cell `json:"cells"`
 	// Line, when true, draws a \midrule before this row.
 	Line bool `json:"line,omitempty"`
+	// Derived, when not nil, computes the row from the other rows.
+	Derived *Derived `json:"derived,omitempty"`
 }
 
 // Cell is either a reference to an experiment's result or a cited constant.
@@ -184,60 +189,10 @@ type Cell struct {
 	PaperStd  *float64 `json:"paper_std,omitempty"`
 }
 
-// Executor holds the executors' settings (spec field executor).
-type Executor struct {
-	Slurm Slurm `json:"slurm"`
-}
-
-// Slurm configures `spn run --executor slurm` (see #Slurm in schema.cue).
-type Slurm struct {
-	Partition string   `json:"partition,omitempty"`
-	Account   string   `json:"account,omitempty"`
-	Sbatch    []string `json:"sbatch,omitempty"`
-	// Group is "array" (job arrays per DAG level and kind) or "stage"
-	// (one job per stage).
-	Group    string `json:"group"`
-	MaxArray int    `json:"max_array"`
-	// Per stage kind.
-	Generate   SlurmResources `json:"generate"`
-	Precompute SlurmResources `json:"precompute"`
-	Train      SlurmResources `json:"train"`
-	Select     SlurmResources `json:"select"`
-	Evaluate   SlurmResources `json:"evaluate"`
-	Tabulate   SlurmResources `json:"tabulate"`
-}
-
-// SlurmResources are the resources of one stage kind's jobs.
-type SlurmResources struct {
-	CPUs      int      `json:"cpus"`
-	Mem       string   `json:"mem,omitempty"`
-	Time      string   `json:"time,omitempty"`
-	Partition string   `json:"partition,omitempty"`
-	Bundle    int      `json:"bundle"`
-	Sbatch    []string `json:"sbatch,omitempty"`
-}
-
-// Group values of Slurm.Group.
-const (
-	SlurmGroupArray = "array"
-	SlurmGroupStage = "stage"
-)
-
-// Resources returns the resources of the given stage kind's jobs.
-func (s *Slurm) Resources(kind string) SlurmResources {
-	switch kind {
-	case "generate":
-		return s.Generate
-	case "precompute":
-		return s.Precompute
-	case "train":
-		return s.Train
-	case "select":
-		return s.Select
-	case "evaluate":
-		return s.Evaluate
-	case "tabulate":
-		return s.Tabulate
-	}
-	return SlurmResources{CPUs: 1, Bundle: 1}
+// Derived is a row computed from the table's other rows (see #Derived).
+type Derived struct {
+	// Kind is "mean_relative_change".
+	Kind     string   `json:"kind"`
+	Baseline []string `json:"baseline"`
+	Columns  []string `json:"columns"`
 }

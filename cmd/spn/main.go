@@ -39,6 +39,7 @@ func commands() map[string]command {
 		"data":    {"fetch, inspect, export and import datasets", cmdData},
 		"stage":   {"run planned stages one by one from a plan file (used by Slurm jobs)", cmdStage},
 		"status":  {"count a spec's stages per kind: cached, running, queued, failed, to run", cmdStatus},
+		"bench":   {"train one epoch per workload and print graphs/s and peak memory", cmdBench},
 		// Engine commands (vet, plan, run, table) are registered in engine.go,
 		// data commands in data.go, predict/bench in predict.go.
 	}
