@@ -21,7 +21,8 @@ type Prediction struct {
 	Class int `json:"class"`
 	// Probabilities are the softmax class probabilities (classification).
 	Probabilities []float64 `json:"probabilities,omitempty"`
-	// Values are the regression outputs (regression only).
+	// Values are the regression outputs (regression), or the probability
+	// of label 1 of every binary task, σ(logit) (multi-task binary).
 	Values []float64 `json:"values,omitempty"`
 }
 
@@ -31,7 +32,8 @@ type Prediction struct {
 func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads int) ([]Prediction, error) {
 	cfg := m.Config()
 	graphs = slices.Clone(graphs) // the fields set below must not reach the caller
-	ds := &data.Dataset{Name: "input", Graphs: graphs, NumLabels: cfg.NumLabels, AttrDim: cfg.AttrDim}
+	ds := &data.Dataset{Name: "input", Graphs: graphs, NumLabels: cfg.NumLabels, AttrDim: cfg.AttrDim,
+		NumEdgeTypes: cfg.NumEdgeTypes, NodeCatVocab: cfg.NodeCatVocab, EdgeFeatVocab: cfg.EdgeFeatVocab}
 	// Targets are not known: give every graph class 0 (or zero targets) so
 	// the batch builder's checks pass; they are never read here.
 	if cfg.Task == models.TaskClassification {
@@ -51,7 +53,7 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 		if cfg.AttrDim == 0 {
 			g.Attrs = nil
 		}
-		g.Y = 0
+		g.Y, g.Target = 0, nil
 	}
 	var hops *data.Hops
 	if k := m.Hops(); k > 0 {
@@ -72,10 +74,17 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 	c := cfg.Out
 	for i := range preds {
 		row := out[i*c : (i+1)*c]
-		if cfg.Task == models.TaskRegression {
+		switch cfg.Task {
+		case models.TaskRegression:
 			preds[i].Values = make([]float64, c)
 			for j, v := range row {
 				preds[i].Values[j] = float64(v)
+			}
+			continue
+		case models.TaskBinary:
+			preds[i].Values = make([]float64, c)
+			for j, v := range row {
+				preds[i].Values[j] = 1 / (1 + math.Exp(-float64(v)))
 			}
 			continue
 		}
