@@ -18,11 +18,13 @@ import (
 // Prediction is the model's output for one graph.
 type Prediction struct {
 	// Class is the arg-max class (classification only).
-	Class int `json:"class"`
+	Class *int `json:"class,omitempty"`
 	// Probabilities are the softmax class probabilities (classification).
 	Probabilities []float64 `json:"probabilities,omitempty"`
-	// Values are the regression outputs (regression), or the probability
-	// of label 1 of every binary task, σ(logit) (multi-task binary).
+	// TaskProbabilities are, per binary task, the probability of label 1
+	// (the sigmoid of the task's logit; multi-task binary sets like OGB's).
+	TaskProbabilities []float64 `json:"task_probabilities,omitempty"`
+	// Values are the regression outputs (regression only).
 	Values []float64 `json:"values,omitempty"`
 }
 
@@ -53,7 +55,22 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 		if cfg.AttrDim == 0 {
 			g.Attrs = nil
 		}
-		g.Y, g.Target = 0, nil
+		if w := len(cfg.NodeCatVocab); w > 0 && len(g.NodeCat) != g.N*w {
+			return nil, fmt.Errorf("graph %d: the model needs %d categorical features per node, got %d values for %d nodes", i, w, len(g.NodeCat), g.N)
+		} else if w == 0 {
+			g.NodeCat = nil
+		}
+		if w := len(cfg.EdgeFeatVocab); w > 0 && len(g.EdgeFeat) != len(g.Adj.Idx)*w {
+			return nil, fmt.Errorf("graph %d: the model needs %d categorical features per edge, got %d values for %d edges", i, w, len(g.EdgeFeat), g.NumEdges())
+		} else if w == 0 {
+			g.EdgeFeat = nil
+		}
+		g.Y = 0
+		g.Target = nil
+		// Feature values must lie in the vocabularies the model was trained on.
+		if err := g.Validate(ds); err != nil {
+			return nil, fmt.Errorf("graph %d: %w", i, err)
+		}
 	}
 	var hops *data.Hops
 	if k := m.Hops(); k > 0 {
@@ -74,26 +91,28 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 	c := cfg.Out
 	for i := range preds {
 		row := out[i*c : (i+1)*c]
-		switch cfg.Task {
-		case models.TaskRegression:
+		if cfg.Task == models.TaskRegression {
 			preds[i].Values = make([]float64, c)
 			for j, v := range row {
 				preds[i].Values[j] = float64(v)
 			}
 			continue
-		case models.TaskBinary:
-			preds[i].Values = make([]float64, c)
+		}
+		if cfg.Task == models.TaskBinary {
+			preds[i].TaskProbabilities = make([]float64, c)
 			for j, v := range row {
-				preds[i].Values[j] = 1 / (1 + math.Exp(-float64(v)))
+				preds[i].TaskProbabilities[j] = 1 / (1 + math.Exp(-float64(v)))
 			}
 			continue
 		}
 		preds[i].Probabilities = softmax(row)
+		class := 0
 		for j, p := range preds[i].Probabilities {
-			if p > preds[i].Probabilities[preds[i].Class] {
-				preds[i].Class = j
+			if p > preds[i].Probabilities[class] {
+				class = j
 			}
 		}
+		preds[i].Class = &class
 	}
 	return preds, nil
 }
