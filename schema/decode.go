@@ -53,6 +53,10 @@ func (l *loader) decode() *Spec {
 	for _, f := range sortedFields(l.root.LookupPath(cue.ParsePath("tables"))) {
 		spec.Tables = append(spec.Tables, l.table(f.name, f.v, names))
 	}
+	for _, f := range sortedFields(l.root.LookupPath(cue.ParsePath("figures"))) {
+		spec.Figures = append(spec.Figures, l.figure(f.name, f.v, spec.Experiments, names))
+	}
+	l.sourceCaptions(spec)
 	if spec.Experiments == nil {
 		spec.Experiments = []Experiment{}
 	}
@@ -556,6 +560,9 @@ func (l *loader) table(name string, v cue.Value, experiments map[string]bool) Ta
 	}
 	for i, r := range t.Rows {
 		ri := strconv.Itoa(i)
+		if r.Derived != nil {
+			l.derivedRow(at("rows", ri), r, keys)
+		}
 		for _, k := range slices.Sorted(maps.Keys(r.Cells)) {
 			c := r.Cells[k]
 			cs := at("rows", ri, "cells", k)

@@ -21,6 +21,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/figure"
 	"github.com/spn-project/spn/stages/plan"
 )
 
@@ -429,7 +430,7 @@ func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 		}
 		fmt.Fprintf(a.stderr, "spn: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
 	}
-	return exitOK
+	return a.writeFigures(spec, p, c, out)
 }
 
 // copyArtifacts copies the regular files of a stage dir (record.json
@@ -517,7 +518,7 @@ func (a *app) table(en *engine, args []string) int {
 	if pending > 0 {
 		ctx, stop := signalContext()
 		defer stop()
-		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate }
+		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == figure.KindName }
 		if code := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); code != exitOK {
 			return code
 		}
@@ -538,6 +539,16 @@ func tableNeeds(spec *schema.Spec, p *plan.Plan) (missing []string, pending int)
 				seen[e] = true
 				missing = append(missing, e)
 			}
+		}
+	}
+	for _, f := range spec.Figures {
+		n := p.Figure[f.Name]
+		if n.Status == plan.ToRun {
+			pending++
+		}
+		if figureInputsMissing(n) && !seen[f.Experiment] {
+			seen[f.Experiment] = true
+			missing = append(missing, f.Experiment)
 		}
 	}
 	sort.Strings(missing)
