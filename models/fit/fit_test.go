@@ -12,7 +12,6 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
-	"github.com/spn-project/spn/stages"
 )
 
 func layered(t testing.TB, n, h int) (*data.Dataset, *data.Hops) {
@@ -98,9 +97,9 @@ func TestSelection(t *testing.T) {
 	recs := []struct{ loss, score float64 }{{0.9, 0.5}, {0.5, 0.6}, {0.5, 0.8}, {0.7, 0.8}}
 	pick := func(sel, metric string) int {
 		best := -1
-		var es []stages.EpochRecord
+		var es []EpochRecord
 		for i, r := range recs {
-			es = append(es, stages.EpochRecord{ValLoss: r.loss, ValScore: r.score})
+			es = append(es, EpochRecord{ValLoss: r.loss, ValScore: r.score})
 			if best < 0 || better(sel, metric, es[i], es[best]) {
 				best = i
 			}
