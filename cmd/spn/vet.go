@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/train"
 )
 
 const vetUsage = `Usage: spn vet [--mode full|smoke] FILE|DIR...
@@ -70,7 +71,7 @@ func cmdVet(a *app, args []string) int {
 	}
 	code := exitOK
 	for _, f := range files {
-		if _, err := schema.Load(f, schema.Options{Mode: *mode}); err != nil {
+		if _, err := schema.Load(f, schema.Options{Mode: *mode, Models: train.Kind{}.Registry()}); err != nil {
 			code = exitUsage
 			var errs schema.Errors
 			if errors.As(err, &errs) {

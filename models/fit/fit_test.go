@@ -29,7 +29,7 @@ func newModel(t testing.TB, ds *data.Dataset, m schema.Model, seed uint64) model
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, err := models.NewRegistry().New(cfg, seed, kernels.CPU{Threads: 2})
+	mod, err := models.HandWritten().New(cfg, seed, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ import (
 type Kind struct {
 	// Models builds the model of each model.kind; nil means gg.Kinds(),
 	// the models built as Gorgonia graphs over the project's kernels. The
-	// hand-written models (models.NewRegistry()) are the reference
+	// hand-written models (models.HandWritten()) are the reference
 	// implementations the Gorgonia models are tested against.
 	Models models.Registry
 }
