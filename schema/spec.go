@@ -19,6 +19,8 @@ type Spec struct {
 	Experiments []Experiment `json:"experiments"`
 	// Tables in name order.
 	Tables []Table `json:"tables"`
+	// Figures in name order.
+	Figures []Figure `json:"figures,omitempty"`
 }
 
 // Experiment is one dataset × model family × protocol, with its grid unrolled.
@@ -50,9 +52,10 @@ type GridValue struct {
 
 // Dataset selects and parameterises a dataset. Kind discriminates.
 type Dataset struct {
-	// Kind is "prox" or "tu" (later "qm9", "ogb").
+	// Kind is "prox", "tu" or "qm9" (later "ogb").
 	Kind string `json:"kind"`
-	// Name is the TU dataset name: DD, NCI1, PROTEINS, PROTEINS_full, ENZYMES.
+	// Name is the TU dataset name (DD, NCI1, PROTEINS, PROTEINS_full,
+	// ENZYMES) or the OGB set name (bbbp, tox21, ..., see data/ogb.Names).
 	Name string `json:"name,omitempty"`
 	// H is the h of h-Proximity.
 	H int `json:"h,omitempty"`
@@ -69,6 +72,15 @@ type Dataset struct {
 	KMax int `json:"kmax"`
 	// Unreachable keeps N_∞(u) in the precompute.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// Targets are the QM9 properties predicted, by name, in order.
+	Targets []string `json:"targets,omitempty"`
+	// Source is QM9's training data: "film" or "valid-as-train".
+	Source string `json:"source,omitempty"`
+	// TrainSize is the number of valid-file molecules trained on with
+	// source "valid-as-train".
+	TrainSize int `json:"train_size,omitempty"`
+	// Limit, when > 0, reads only the first Limit molecules of each file.
+	Limit int `json:"limit,omitempty"`
 }
 
 // Model is one model configuration.
@@ -138,9 +150,12 @@ type Table struct {
 	// StdOver is "splits" (per-split means) or "runs" (all run scores).
 	StdOver string `json:"std_over"`
 	// HigherIsBetter decides which value per column is bold.
-	HigherIsBetter bool     `json:"higher_is_better"`
-	Columns        []Column `json:"columns"`
-	Rows           []Row    `json:"rows"`
+	HigherIsBetter bool `json:"higher_is_better"`
+	// Best is where bold values are sought: "" or "column" per column,
+	// "row" per row.
+	Best    string   `json:"best,omitempty"`
+	Columns []Column `json:"columns"`
+	Rows    []Row    `json:"rows"`
 }
 
 // Column is one table column.
@@ -155,6 +170,8 @@ type Row struct {
 	Cells map[string]Cell `json:"cells"`
 	// Line, when true, draws a \midrule before this row.
 	Line bool `json:"line,omitempty"`
+	// Derived, when not nil, computes the row from the other rows.
+	Derived *Derived `json:"derived,omitempty"`
 }
 
 // Cell is either a reference to an experiment's result or a cited constant.
@@ -168,4 +185,12 @@ type Cell struct {
 	// Paper value to compare against (style "compare"), in table units.
 	PaperMean *float64 `json:"paper_mean,omitempty"`
 	PaperStd  *float64 `json:"paper_std,omitempty"`
+}
+
+// Derived is a row computed from the table's other rows (see #Derived).
+type Derived struct {
+	// Kind is "mean_relative_change".
+	Kind     string   `json:"kind"`
+	Baseline []string `json:"baseline"`
+	Columns  []string `json:"columns"`
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/generate"
 	"github.com/spn-project/spn/stages/protocol"
 )
 
@@ -99,12 +100,16 @@ type Plan struct {
 	// TableExperiments maps table names to the experiments the table
 	// references (sorted).
 	TableExperiments map[string][]string
+	// Figure maps figure names to their figure node.
+	Figure map[string]*Node
 }
 
 type builder struct {
 	reg   *stages.Registry
 	plan  *Plan
 	byKey map[string]*Node
+	// gen maps experiment names to their generate node (for figures).
+	gen map[string]*Node
 }
 
 // Build unrolls spec into a plan. The registry supplies each kind's version
@@ -122,8 +127,10 @@ func Build(spec *schema.Spec, reg *stages.Registry) (*Plan, error) {
 			Evaluate:         map[string]*Node{},
 			Tabulate:         map[string]*Node{},
 			TableExperiments: map[string][]string{},
+			Figure:           map[string]*Node{},
 		},
 		byKey: map[string]*Node{},
+		gen:   map[string]*Node{},
 	}
 	for i := range spec.Experiments {
 		e := &spec.Experiments[i]
@@ -143,6 +150,12 @@ func Build(spec *schema.Spec, reg *stages.Registry) (*Plan, error) {
 		}
 		if err := b.table(t); err != nil {
 			return nil, fmt.Errorf("tables.%s: %w", t.Name, err)
+		}
+	}
+	for i := range spec.Figures {
+		f := &spec.Figures[i]
+		if err := b.figure(spec, f); err != nil {
+			return nil, fmt.Errorf("figures.%s: %w", f.Name, err)
 		}
 	}
 	disambiguate(b.plan.Nodes)
@@ -229,14 +242,20 @@ func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 	}
 	ds := e.Dataset
 	label := DatasetLabel(ds)
+	targets, factors, err := generate.Targets(ds, p.Metric)
+	if err != nil {
+		return nil, err
+	}
 	genDS := ds
-	// generate does not depend on the precompute settings: leave them out
-	// so every kmax shares one generated dataset.
-	genDS.KMax, genDS.Unreachable = 0, false
+	// generate does not depend on the precompute settings nor on the
+	// targets a model predicts (train selects them): leave them out so
+	// every kmax and every property shares one generated dataset.
+	genDS.KMax, genDS.Unreachable, genDS.Targets = 0, false, nil
 	gen, err := b.add(stages.KindGenerate, "generate "+label, stages.GenerateParams{Dataset: genDS}, nil)
 	if err != nil {
 		return nil, err
 	}
+	b.gen[e.Name] = gen
 	preName := fmt.Sprintf("precompute %s kmax=%d", label, ds.KMax)
 	if ds.Unreachable {
 		preName += " unreachable"
@@ -247,7 +266,8 @@ func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 		return nil, err
 	}
 	train := func(t protocol.Train, sel *Node) (*Node, error) {
-		tp := stages.TrainParams{Role: t.Role, Metric: p.Metric, Split: t.Split, Run: t.Run, Seed: RunSeed(e.Seeds, t.Run)}
+		tp := stages.TrainParams{Role: t.Role, Metric: p.Metric, Split: t.Split, Run: t.Run, Seed: RunSeed(e.Seeds, t.Run),
+			Targets: targets, Factors: factors}
 		deps := []*Node{gen, pre}
 		var name string
 		switch {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,6 +69,9 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	if err != nil {
 		return err
 	}
+	if ds, err = data.SelectTargets(ds, p.Targets); err != nil {
+		return err
+	}
 	if p.Split < 0 || p.Split >= len(ds.Splits) {
 		return fmt.Errorf("split %d: dataset %q has %d splits", p.Split, ds.Name, len(ds.Splits))
 	}
@@ -124,21 +128,29 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	if err != nil {
 		return nil, err
 	}
+	if hops != nil {
+		// The kind's own check (spn vet and plan ran it against the
+		// spec's kmax), here against the artifact's.
+		var errs []error
+		for _, fe := range reg.CheckModel(point.Model, hops.KMax) {
+			errs = append(errs, fe)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("precomputed hop sets: %w", err)
+		}
+	}
 	be := kernels.CPU{Threads: max(job.Env.Threads, 1)}
 	m, err := reg.New(cfg, job.Seed, be)
 	if err != nil {
 		return nil, err
 	}
-	if k := m.Hops(); k > 0 && (hops == nil || k > hops.KMax) {
-		have := 0
-		if hops != nil {
-			have = hops.KMax
-		}
-		return nil, fmt.Errorf("model.k = %d exceeds the precomputed dataset.kmax = %d", k, have)
+	if k := m.Hops(); k > 0 && hops == nil {
+		return nil, fmt.Errorf("model reads %d hop sets, but there is no precomputed hop artifact", k)
 	}
 	opts := fit.Options{
 		Training: point.Training,
 		Metric:   p.Metric,
+		Factors:  p.Factors,
 		Seed:     job.Seed,
 		Stream:   uint64(p.Seed) + uint64(p.Run),
 		Log:      job.Log,

@@ -218,7 +218,7 @@ func TestKindUsesItsRegistry(t *testing.T) {
 	in := inputs(t)
 	k := Kind{Models: models.NewRegistry(models.HandWritten()["gin"])}
 	err := k.Run(context.Background(), job(t, stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy"}, in))
-	if err == nil || !strings.Contains(err.Error(), `model.kind "spn" is unknown to this model registry (have [gin])`) {
+	if err == nil || !strings.Contains(err.Error(), `model kind "spn" is not built by this spn (have [gin])`) {
 		t.Fatalf("err = %v, want the registry's unknown-kind error", err)
 	}
 	if err := k.Run(context.Background(), job(t, stages.TrainParams{Role: stages.RoleHoldout, Point: point("gin", 1), Metric: "accuracy"}, in)); err != nil {
