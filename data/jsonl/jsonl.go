@@ -226,3 +226,15 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	}
 	return data.Graph{}, "", errors.New("missing \"y\" or \"target\"")
 }
+
+// ParseGraph decodes one graph object of the format, such as a graph
+// embedded in another record: "y" and "target" are optional, and the
+// attribute width is the graph's own.
+func ParseGraph(raw []byte) (data.Graph, error) {
+	g, _, err := parseLine(bytes.TrimSpace(raw), &data.Dataset{}, true)
+	return g, err
+}
+
+// ReadLine reads one line of at most MaxLine bytes without its newline from
+// br, as Read does; it returns io.EOF after the last line.
+func ReadLine(br *bufio.Reader) ([]byte, error) { return readLine(br) }
