@@ -7,6 +7,13 @@ import (
 
 // Batch is many small graphs joined into one block-diagonal graph: node
 // indices of graph j are GraphPtr[j]..GraphPtr[j+1]-1.
+//
+// Besides the node inputs and the targets, a batch carries the typed
+// neighbourhoods a model aggregates over (see Neighbourhoods): the hop sets
+// N_1..N_k, optionally N_∞ (nodes in other components of the same graph),
+// and the direct edges split by relation (edge type). Every neighbourhood
+// is a block-diagonal CSR over the batch's nodes. Per-edge data (EdgeType,
+// EdgeFeat) is parallel to Adj.Idx.
 type Batch struct {
 	// N is the total number of nodes.
 	N int
@@ -22,31 +29,141 @@ type Batch struct {
 	Attrs []float32
 	// AttrDim is the attribute width.
 	AttrDim int
+	// NodeCat holds N×len(NodeCatVocab) categorical node features,
+	// row-major (nil if none); column c lies in 0..NodeCatVocab[c]-1.
+	NodeCat []int32
+	// NodeCatVocab is the vocabulary size of each NodeCat column.
+	NodeCatVocab []int
 	// Adj is the block-diagonal adjacency.
 	Adj CSR
+	// EdgeType, when the dataset has edge types, is parallel to Adj.Idx:
+	// the relation 0..NumEdgeTypes-1 of every directed edge entry.
+	EdgeType []int32
+	// NumEdgeTypes is the number of relations (0: untyped edges).
+	NumEdgeTypes int
+	// EdgeFeat holds len(Adj.Idx)×len(EdgeFeatVocab) categorical edge
+	// features, row-major and parallel to Adj.Idx (nil if none).
+	EdgeFeat []int32
+	// EdgeFeatVocab is the vocabulary size of each EdgeFeat column.
+	EdgeFeatVocab []int
 	// Hop[i-1] is the block-diagonal CSR of N_i for i = 1..len(Hop).
 	Hop []CSR
+	// Unreachable, when asked for (BatchOptions.Unreachable), is the
+	// block-diagonal CSR of N_∞: the nodes of the same graph in another
+	// connected component. Graphs never see each other's nodes.
+	Unreachable *CSR
+	// Rel[j] holds the direct edges of relation j (Adj restricted to
+	// EdgeType == j), j = 0..NumEdgeTypes-1; nil for untyped edges.
+	Rel []CSR
+	// Task is the dataset's task (classification, regression or binary).
+	Task Task
 	// Y holds the class of every graph (classification).
 	Y []int32
-	// Target holds NumGraphs×NumTargets regression targets.
+	// Target holds NumGraphs×NumTargets targets: regression values, or
+	// binary labels 0/1 with NaN for a missing label (TaskBinary).
 	Target []float64
+	// NumTargets is the number of targets (regression) or tasks (binary).
+	NumTargets int
+}
+
+// NbhdKind is the type of a neighbourhood of a batch.
+type NbhdKind int
+
+const (
+	// NbhdHop is the shortest-path hop set N_i, i ≥ 1 (N_1 = the adjacency).
+	NbhdHop NbhdKind = iota
+	// NbhdUnreachable is N_∞: the nodes of the same graph at distance ∞.
+	NbhdUnreachable
+	// NbhdRelation is the set of direct neighbours along one relation r_j.
+	NbhdRelation
+)
+
+// String names the kind as messages print it.
+func (k NbhdKind) String() string {
+	switch k {
+	case NbhdHop:
+		return "hop"
+	case NbhdUnreachable:
+		return "unreachable"
+	case NbhdRelation:
+		return "relation"
+	}
+	return fmt.Sprintf("NbhdKind(%d)", int(k))
+}
+
+// Neighbourhood is one typed neighbourhood of a batch: for Kind NbhdHop,
+// N_Index (Index = i ≥ 1); for NbhdRelation, the edges of relation Index
+// (0-based); for NbhdUnreachable, N_∞ (Index 0).
+type Neighbourhood struct {
+	Kind  NbhdKind
+	Index int
+	Set   CSR
+}
+
+// Name is the neighbourhood as the paper writes it: N_3, N_∞, r_2.
+func (nb Neighbourhood) Name() string {
+	switch nb.Kind {
+	case NbhdHop:
+		return fmt.Sprintf("N_%d", nb.Index)
+	case NbhdUnreachable:
+		return "N_∞"
+	case NbhdRelation:
+		return fmt.Sprintf("r_%d", nb.Index+1)
+	}
+	return nb.Kind.String()
+}
+
+// Neighbourhoods returns the typed list of the batch's neighbourhoods: the
+// hop sets N_1..N_k in order, then N_∞ when present, then the relations
+// r_1..r_R. The sets share storage with the batch.
+func (b *Batch) Neighbourhoods() []Neighbourhood {
+	out := make([]Neighbourhood, 0, len(b.Hop)+1+len(b.Rel))
+	for i, h := range b.Hop {
+		out = append(out, Neighbourhood{Kind: NbhdHop, Index: i + 1, Set: h})
+	}
+	if b.Unreachable != nil {
+		out = append(out, Neighbourhood{Kind: NbhdUnreachable, Set: *b.Unreachable})
+	}
+	for j, r := range b.Rel {
+		out = append(out, Neighbourhood{Kind: NbhdRelation, Index: j, Set: r})
+	}
+	return out
+}
+
+// BatchOptions selects the neighbourhoods NewBatchWith builds.
+type BatchOptions struct {
+	// K is the number of hop sets N_1..N_K (0: none).
+	K int
+	// Unreachable asks for N_∞, which the hop sets must have kept.
+	Unreachable bool
 }
 
 // NewBatch joins the graphs ds.Graphs[idx[0]], ds.Graphs[idx[1]], ... (in
-// that order) into one block-diagonal batch carrying the hop sets N_1..N_k.
-// hops may be nil only when k == 0. It fails when k exceeds hops.KMax, when
-// an index is out of range, or when a graph's stored arrays are inconsistent
-// with its node count.
+// that order) into one block-diagonal batch carrying the hop sets N_1..N_k;
+// it is NewBatchWith with BatchOptions{K: k}.
 func NewBatch(ds *Dataset, hops *Hops, idx []int, k int) (*Batch, error) {
+	return NewBatchWith(ds, hops, idx, BatchOptions{K: k})
+}
+
+// NewBatchWith joins the graphs ds.Graphs[idx[0]], ds.Graphs[idx[1]], ...
+// (in that order) into one block-diagonal batch with the neighbourhoods opt
+// asks for, plus the relations when the dataset has edge types, and every
+// node and edge feature and target the dataset has. hops may be nil only
+// when neither hop sets nor N_∞ are asked for. It fails when opt.K exceeds
+// hops.KMax, when N_∞ is asked for but was not kept, when an index is out
+// of range, or when a graph's stored arrays are inconsistent with its node
+// count or with the dataset's vocabularies.
+func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch, error) {
 	if ds == nil {
 		return nil, fmt.Errorf("building batch: nil dataset")
 	}
+	k := opt.K
 	if k < 0 {
 		return nil, fmt.Errorf("building batch: negative hop count k=%d", k)
 	}
-	if k > 0 {
+	if k > 0 || opt.Unreachable {
 		if hops == nil {
-			return nil, fmt.Errorf("building batch: k=%d hops requested but no hop sets given", k)
+			return nil, fmt.Errorf("building batch: k=%d hops (unreachable %v) requested but no hop sets given", k, opt.Unreachable)
 		}
 		if k > hops.KMax {
 			return nil, fmt.Errorf("building batch: k=%d exceeds the precomputed kmax=%d", k, hops.KMax)
@@ -55,10 +172,13 @@ func NewBatch(ds *Dataset, hops *Hops, idx []int, k int) (*Batch, error) {
 			return nil, fmt.Errorf("building batch: hop sets cover %d graphs, dataset %q has %d", len(hops.Graphs), ds.Name, len(ds.Graphs))
 		}
 	}
+	if ds.NumEdgeTypes < 0 {
+		return nil, fmt.Errorf("building batch: dataset %q has %d edge types", ds.Name, ds.NumEdgeTypes)
+	}
 	// First pass: sizes, so every slice is allocated exactly once.
-	n, nnzAdj := 0, 0
+	n, nnzAdj, nnzUnr := 0, 0, 0
 	nnzHop := make([]int, k)
-	hasLabels, hasAttrs, hasTarget := ds.NumLabels > 0, ds.AttrDim > 0, ds.NumTargets > 0
+	nnzRel := make([]int, ds.NumEdgeTypes)
 	for _, gi := range idx {
 		if gi < 0 || gi >= len(ds.Graphs) {
 			return nil, fmt.Errorf("building batch: graph index %d out of range [0,%d)", gi, len(ds.Graphs))
@@ -69,43 +189,78 @@ func NewBatch(ds *Dataset, hops *Hops, idx []int, k int) (*Batch, error) {
 		}
 		n += g.N
 		nnzAdj += len(g.Adj.Idx)
-		for i := 0; i < k; i++ {
+		for _, t := range g.EdgeType {
+			nnzRel[t]++
+		}
+		if k > 0 || opt.Unreachable {
 			gh := &hops.Graphs[gi]
 			if len(gh.Hop) < k {
 				return nil, fmt.Errorf("building batch: graph %d has %d hop sets, need %d", gi, len(gh.Hop), k)
 			}
-			if err := checkCSR(gh.Hop[i], g.N); err != nil {
-				return nil, fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
+			for i := 0; i < k; i++ {
+				if err := checkCSR(gh.Hop[i], g.N); err != nil {
+					return nil, fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
+				}
+				nnzHop[i] += len(gh.Hop[i].Idx)
 			}
-			nnzHop[i] += len(gh.Hop[i].Idx)
+			if opt.Unreachable {
+				if gh.Unreachable == nil {
+					return nil, fmt.Errorf("building batch: graph %d has no N_∞ (unreachable pairs were not kept; set the dataset's unreachable: true)", gi)
+				}
+				if err := checkCSR(*gh.Unreachable, g.N); err != nil {
+					return nil, fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
+				}
+				nnzUnr += len(gh.Unreachable.Idx)
+			}
 		}
 	}
-	if n > math.MaxInt32 {
-		return nil, fmt.Errorf("building batch: %d nodes exceed the int32 index range", n)
+	if n > math.MaxInt32 || nnzAdj > math.MaxInt32 {
+		return nil, fmt.Errorf("building batch: %d nodes and %d edge entries exceed the int32 index range", n, nnzAdj)
 	}
 	b := &Batch{
-		N:         n,
-		NumGraphs: len(idx),
-		GraphPtr:  make([]int32, len(idx)+1),
-		GraphOf:   make([]int32, n),
-		AttrDim:   ds.AttrDim,
-		Adj:       CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzAdj)},
-		Hop:       make([]CSR, k),
+		N:            n,
+		NumGraphs:    len(idx),
+		GraphPtr:     make([]int32, len(idx)+1),
+		GraphOf:      make([]int32, n),
+		AttrDim:      ds.AttrDim,
+		Adj:          CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzAdj)},
+		Hop:          make([]CSR, k),
+		NumEdgeTypes: ds.NumEdgeTypes,
+		Task:         ds.TaskOf(),
+		NumTargets:   ds.NumTargets,
 	}
-	if hasLabels {
+	if ds.NumLabels > 0 {
 		b.Labels = make([]int32, 0, n)
 	}
-	if hasAttrs {
+	if ds.AttrDim > 0 {
 		b.Attrs = make([]float32, 0, n*ds.AttrDim)
+	}
+	if w := len(ds.NodeCatVocab); w > 0 {
+		b.NodeCat = make([]int32, 0, n*w)
+		b.NodeCatVocab = append([]int(nil), ds.NodeCatVocab...)
+	}
+	if ds.NumEdgeTypes > 0 {
+		b.EdgeType = make([]int32, 0, nnzAdj)
+		b.Rel = make([]CSR, ds.NumEdgeTypes)
+		for j := range b.Rel {
+			b.Rel[j] = CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzRel[j])}
+		}
+	}
+	if w := len(ds.EdgeFeatVocab); w > 0 {
+		b.EdgeFeat = make([]int32, 0, nnzAdj*w)
+		b.EdgeFeatVocab = append([]int(nil), ds.EdgeFeatVocab...)
 	}
 	if ds.NumClasses > 0 {
 		b.Y = make([]int32, len(idx))
 	}
-	if hasTarget {
+	if ds.NumTargets > 0 {
 		b.Target = make([]float64, 0, len(idx)*ds.NumTargets)
 	}
 	for i := range b.Hop {
 		b.Hop[i] = CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzHop[i])}
+	}
+	if opt.Unreachable {
+		b.Unreachable = &CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzUnr)}
 	}
 	off := int32(0)
 	for j, gi := range idx {
@@ -118,16 +273,29 @@ func NewBatch(ds *Dataset, hops *Hops, idx []int, k int) (*Batch, error) {
 		for i := 0; i < k; i++ {
 			b.Hop[i].Idx = appendShifted(b.Hop[i].Idx, b.Hop[i].Ptr[off:], hops.Graphs[gi].Hop[i], off)
 		}
-		if hasLabels {
+		if opt.Unreachable {
+			b.Unreachable.Idx = appendShifted(b.Unreachable.Idx, b.Unreachable.Ptr[off:], *hops.Graphs[gi].Unreachable, off)
+		}
+		if b.Rel != nil {
+			b.EdgeType = append(b.EdgeType, g.EdgeType...)
+			appendRelations(b.Rel, g, off)
+		}
+		if b.Labels != nil {
 			b.Labels = append(b.Labels, g.Labels...)
 		}
-		if hasAttrs {
+		if b.Attrs != nil {
 			b.Attrs = append(b.Attrs, g.Attrs...)
 		}
-		if ds.NumClasses > 0 {
+		if b.NodeCat != nil {
+			b.NodeCat = append(b.NodeCat, g.NodeCat...)
+		}
+		if b.EdgeFeat != nil {
+			b.EdgeFeat = append(b.EdgeFeat, g.EdgeFeat...)
+		}
+		if b.Y != nil {
 			b.Y[j] = int32(g.Y)
 		}
-		if hasTarget {
+		if b.Target != nil {
 			b.Target = append(b.Target, g.Target...)
 		}
 		off += int32(g.N)
@@ -149,8 +317,23 @@ func appendShifted(idx []int32, ptr []int32, c CSR, off int32) []int32 {
 	return idx
 }
 
+// appendRelations appends the edges of g, shifted by off, to the relation
+// CSRs rel by their type (g's rows start at row off of every rel[j]).
+func appendRelations(rel []CSR, g *Graph, off int32) {
+	for u := 0; u < g.N; u++ {
+		for p := g.Adj.Ptr[u]; p < g.Adj.Ptr[u+1]; p++ {
+			t := g.EdgeType[p]
+			rel[t].Idx = append(rel[t].Idx, g.Adj.Idx[p]+off)
+		}
+		for j := range rel {
+			rel[j].Ptr[int(off)+u+1] = int32(len(rel[j].Idx))
+		}
+	}
+}
+
 // checkGraph verifies that the arrays of graph gi agree with its node count
-// and with the dataset's vocabulary, so a bad file fails here, not in a kernel.
+// and with the dataset's vocabularies, so a bad file fails here, not in a
+// kernel.
 func checkGraph(g *Graph, ds *Dataset, gi int) error {
 	if err := checkCSR(g.Adj, g.N); err != nil {
 		return fmt.Errorf("building batch: graph %d adjacency: %w", gi, err)
@@ -168,11 +351,60 @@ func checkGraph(g *Graph, ds *Dataset, gi int) error {
 	if ds.AttrDim > 0 && len(g.Attrs) != g.N*ds.AttrDim {
 		return fmt.Errorf("building batch: graph %d has %d attribute values, want %d×%d", gi, len(g.Attrs), g.N, ds.AttrDim)
 	}
+	if err := checkCategorical(g.NodeCat, g.N, ds.NodeCatVocab); err != nil {
+		return fmt.Errorf("building batch: graph %d categorical node features: %w", gi, err)
+	}
+	e := len(g.Adj.Idx)
+	if ds.NumEdgeTypes > 0 {
+		if len(g.EdgeType) != e {
+			return fmt.Errorf("building batch: graph %d has %d edge types for %d edge entries (dataset %q has %d relations)", gi, len(g.EdgeType), e, ds.Name, ds.NumEdgeTypes)
+		}
+		for p, t := range g.EdgeType {
+			if t < 0 || int(t) >= ds.NumEdgeTypes {
+				return fmt.Errorf("building batch: graph %d edge entry %d has type %d outside [0,%d)", gi, p, t, ds.NumEdgeTypes)
+			}
+		}
+	}
+	if err := checkCategorical(g.EdgeFeat, e, ds.EdgeFeatVocab); err != nil {
+		return fmt.Errorf("building batch: graph %d edge features: %w", gi, err)
+	}
 	if ds.NumClasses > 0 && (g.Y < 0 || g.Y >= ds.NumClasses) {
 		return fmt.Errorf("building batch: graph %d has class %d outside [0,%d)", gi, g.Y, ds.NumClasses)
 	}
-	if ds.NumTargets > 0 && len(g.Target) != ds.NumTargets {
-		return fmt.Errorf("building batch: graph %d has %d targets, want %d", gi, len(g.Target), ds.NumTargets)
+	if ds.NumTargets > 0 {
+		if len(g.Target) != ds.NumTargets {
+			return fmt.Errorf("building batch: graph %d has %d targets, want %d", gi, len(g.Target), ds.NumTargets)
+		}
+		binary := ds.TaskOf() == TaskBinary
+		for t, y := range g.Target {
+			switch {
+			case binary && !math.IsNaN(y) && y != 0 && y != 1:
+				return fmt.Errorf("building batch: graph %d task %d has label %v, want 0, 1 or NaN (missing)", gi, t, y)
+			case !binary && (math.IsNaN(y) || math.IsInf(y, 0)):
+				return fmt.Errorf("building batch: graph %d target %d is %v, want a finite value", gi, t, y)
+			}
+		}
+	}
+	return nil
+}
+
+// checkCategorical verifies that x holds rows×len(vocab) values, column c
+// within [0,vocab[c]); x must be nil when vocab is.
+func checkCategorical(x []int32, rows int, vocab []int) error {
+	w := len(vocab)
+	if w == 0 {
+		if x != nil {
+			return fmt.Errorf("%d values but the dataset declares no feature columns", len(x))
+		}
+		return nil
+	}
+	if len(x) != rows*w {
+		return fmt.Errorf("%d values, want %d×%d", len(x), rows, w)
+	}
+	for i, v := range x {
+		if c := i % w; v < 0 || int(v) >= vocab[c] {
+			return fmt.Errorf("row %d column %d is %d outside [0,%d)", i/w, c, v, vocab[c])
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -68,7 +69,8 @@ func TestNewBatch(t *testing.T) {
 			{Ptr: []int32{0, 1, 2, 3, 5, 6}, Idx: []int32{1, 0, 3, 2, 4, 3}},
 			{Ptr: []int32{0, 0, 0, 1, 1, 2}, Idx: []int32{4, 2}},
 		},
-		Y: []int32{0, 0},
+		Task: TaskClassification,
+		Y:    []int32{0, 0},
 	}
 	if !reflect.DeepEqual(b, want) {
 		t.Fatalf("NewBatch =\n%+v\nwant\n%+v", b, want)
@@ -114,6 +116,171 @@ func TestNewBatchZeroHops(t *testing.T) {
 	}
 	if len(b.Hop) != 0 || b.N != 4 || len(b.Adj.Idx) != 6 {
 		t.Fatalf("got N=%d hops=%d adj=%d", b.N, len(b.Hop), len(b.Adj.Idx))
+	}
+}
+
+// molecule returns a typed path 0-1-...-(n-1) plus an isolated node n (so
+// N_∞ is not empty): edge u–u+1 has relation u%2 and edge features
+// (u%3, 1), node u has categorical features (u%4, u%2); targets t.
+func molecule(n int, t ...float64) (Graph, GraphHops) {
+	g := pathGraph(n, 1, 0)
+	g.Labels = nil
+	g.Y = 0
+	// Append the isolated node.
+	g.N = n + 1
+	g.Adj.Ptr = append(g.Adj.Ptr, g.Adj.Ptr[n])
+	for u := 0; u < n; u++ {
+		for _, v := range g.Adj.Row(u) {
+			e := min(u, int(v)) // the edge {e, e+1}
+			g.EdgeType = append(g.EdgeType, int32(e%2))
+			g.EdgeFeat = append(g.EdgeFeat, int32(e%3), 1)
+		}
+	}
+	for u := 0; u <= n; u++ {
+		g.NodeCat = append(g.NodeCat, int32(u%4), int32(u%2))
+	}
+	g.Target = t
+	gh := pathHops(n, 2)
+	for i := range gh.Hop {
+		gh.Hop[i].Ptr = append(gh.Hop[i].Ptr, gh.Hop[i].Ptr[n])
+	}
+	unr := CSR{Ptr: []int32{0}}
+	for u := 0; u < n; u++ {
+		unr.Idx = append(unr.Idx, int32(n))
+		unr.Ptr = append(unr.Ptr, int32(len(unr.Idx)))
+	}
+	for v := 0; v < n; v++ {
+		unr.Idx = append(unr.Idx, int32(v))
+	}
+	unr.Ptr = append(unr.Ptr, int32(len(unr.Idx)))
+	gh.Unreachable = &unr
+	return g, gh
+}
+
+// molecules is a binary multi-task dataset of typed paths with 3 and 2
+// nodes (plus one isolated node each), hop sets up to 2 and N_∞ kept.
+func molecules() (*Dataset, *Hops) {
+	nan := math.NaN()
+	g0, h0 := molecule(3, 1, nan)
+	g1, h1 := molecule(2, 0, 1)
+	ds := &Dataset{Name: "mols", NumEdgeTypes: 2, NumTargets: 2, Task: TaskBinary,
+		NodeCatVocab: []int{4, 2}, EdgeFeatVocab: []int{3, 2}, Graphs: []Graph{g0, g1}}
+	return ds, &Hops{KMax: 2, Graphs: []GraphHops{h0, h1}}
+}
+
+func TestNewBatchTyped(t *testing.T) {
+	ds, hops := molecules()
+	b, err := NewBatchWith(ds, hops, []int{1, 0}, BatchOptions{K: 2, Unreachable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Graph 1 (nodes 0,1 path, 2 isolated), then graph 0 (3,4,5 path, 6 isolated).
+	nan := math.NaN()
+	want := &Batch{
+		N: 7, NumGraphs: 2,
+		GraphPtr:      []int32{0, 3, 7},
+		GraphOf:       []int32{0, 0, 0, 1, 1, 1, 1},
+		NodeCat:       []int32{0, 0, 1, 1, 2, 0, 0, 0, 1, 1, 2, 0, 3, 1},
+		NodeCatVocab:  []int{4, 2},
+		Adj:           CSR{Ptr: []int32{0, 1, 2, 2, 3, 5, 6, 6}, Idx: []int32{1, 0, 4, 3, 5, 4}},
+		EdgeType:      []int32{0, 0, 0, 0, 1, 1},
+		NumEdgeTypes:  2,
+		EdgeFeat:      []int32{0, 1, 0, 1, 0, 1, 0, 1, 1, 1, 1, 1},
+		EdgeFeatVocab: []int{3, 2},
+		Hop: []CSR{
+			{Ptr: []int32{0, 1, 2, 2, 3, 5, 6, 6}, Idx: []int32{1, 0, 4, 3, 5, 4}},
+			{Ptr: []int32{0, 0, 0, 0, 1, 1, 2, 2}, Idx: []int32{5, 3}},
+		},
+		Unreachable: &CSR{Ptr: []int32{0, 1, 2, 4, 5, 6, 7, 10}, Idx: []int32{2, 2, 0, 1, 6, 6, 6, 3, 4, 5}},
+		Rel: []CSR{
+			{Ptr: []int32{0, 1, 2, 2, 3, 4, 4, 4}, Idx: []int32{1, 0, 4, 3}},
+			{Ptr: []int32{0, 0, 0, 0, 0, 1, 2, 2}, Idx: []int32{5, 4}},
+		},
+		Task:       TaskBinary,
+		Target:     []float64{0, 1, 1, nan},
+		NumTargets: 2,
+	}
+	// NaN != NaN: compare the targets apart.
+	if !math.IsNaN(b.Target[3]) {
+		t.Fatalf("missing label lost: targets %v", b.Target)
+	}
+	b.Target[3], want.Target[3] = 0, 0
+	if !reflect.DeepEqual(b, want) {
+		t.Fatalf("NewBatchWith =\n%+v\nwant\n%+v", b, want)
+	}
+	// Every relation is a subset of the adjacency, and together they are all of it.
+	total := 0
+	for _, r := range b.Rel {
+		if err := ValidateCSR(r, b.N, b.N, true); err != nil {
+			t.Fatal(err)
+		}
+		total += len(r.Idx)
+	}
+	if total != len(b.Adj.Idx) {
+		t.Fatalf("relations hold %d edges, adjacency %d", total, len(b.Adj.Idx))
+	}
+	var names []string
+	for _, nb := range b.Neighbourhoods() {
+		names = append(names, nb.Name()+":"+nb.Kind.String())
+	}
+	if got := strings.Join(names, " "); got != "N_1:hop N_2:hop N_∞:unreachable r_1:relation r_2:relation" {
+		t.Fatalf("Neighbourhoods = %s", got)
+	}
+}
+
+func TestNewBatchTypedErrors(t *testing.T) {
+	type mutate func(ds *Dataset, hops *Hops)
+	tests := []struct {
+		name string
+		f    mutate
+		opt  BatchOptions
+		want string
+	}{
+		{"ok", func(*Dataset, *Hops) {}, BatchOptions{K: 2, Unreachable: true}, ""},
+		{"no N_inf kept", func(_ *Dataset, h *Hops) { h.Graphs[1].Unreachable = nil }, BatchOptions{K: 1, Unreachable: true},
+			"graph 1 has no N_∞ (unreachable pairs were not kept"},
+		{"N_inf without hops", func(_ *Dataset, h *Hops) {}, BatchOptions{Unreachable: true}, ""},
+		{"bad N_inf", func(_ *Dataset, h *Hops) { h.Graphs[0].Unreachable.Idx[0] = 11 }, BatchOptions{Unreachable: true},
+			"graph 0 N_∞: entry 11 outside [0,4)"},
+		{"edge types missing", func(ds *Dataset, _ *Hops) { ds.Graphs[0].EdgeType = nil }, BatchOptions{},
+			"graph 0 has 0 edge types for 4 edge entries (dataset \"mols\" has 2 relations)"},
+		{"edge type out of range", func(ds *Dataset, _ *Hops) { ds.Graphs[1].EdgeType[1] = 2 }, BatchOptions{},
+			"graph 1 edge entry 1 has type 2 outside [0,2)"},
+		{"negative edge type", func(ds *Dataset, _ *Hops) { ds.Graphs[0].EdgeType[0] = -1 }, BatchOptions{},
+			"graph 0 edge entry 0 has type -1 outside [0,2)"},
+		{"edge features short", func(ds *Dataset, _ *Hops) { ds.Graphs[0].EdgeFeat = ds.Graphs[0].EdgeFeat[:3] }, BatchOptions{},
+			"graph 0 edge features: 3 values, want 4×2"},
+		{"edge feature out of vocab", func(ds *Dataset, _ *Hops) { ds.Graphs[0].EdgeFeat[3] = 2 }, BatchOptions{},
+			"graph 0 edge features: row 1 column 1 is 2 outside [0,2)"},
+		{"edge features without vocab", func(ds *Dataset, _ *Hops) { ds.EdgeFeatVocab = nil }, BatchOptions{},
+			"graph 0 edge features: 8 values but the dataset declares no feature columns"},
+		{"node features out of vocab", func(ds *Dataset, _ *Hops) { ds.Graphs[1].NodeCat[4] = 4 }, BatchOptions{},
+			"graph 1 categorical node features: row 2 column 0 is 4 outside [0,4)"},
+		{"node features missing", func(ds *Dataset, _ *Hops) { ds.Graphs[1].NodeCat = nil }, BatchOptions{},
+			"graph 1 categorical node features: 0 values, want 3×2"},
+		{"binary label not 0/1", func(ds *Dataset, _ *Hops) { ds.Graphs[1].Target[0] = 0.5 }, BatchOptions{},
+			"graph 1 task 0 has label 0.5, want 0, 1 or NaN (missing)"},
+		{"regression NaN", func(ds *Dataset, _ *Hops) { ds.Task = TaskRegression }, BatchOptions{},
+			"graph 0 target 1 is NaN, want a finite value"},
+		{"too few targets", func(ds *Dataset, _ *Hops) { ds.Graphs[0].Target = ds.Graphs[0].Target[:1] }, BatchOptions{},
+			"graph 0 has 1 targets, want 2"},
+		{"k beyond kmax", func(*Dataset, *Hops) {}, BatchOptions{K: 3}, "k=3 exceeds the precomputed kmax=2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ds, hops := molecules()
+			tc.f(ds, hops)
+			_, err := NewBatchWith(ds, hops, []int{0, 1}, tc.opt)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want containing %q", err, tc.want)
+			}
+		})
 	}
 }
 

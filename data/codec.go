@@ -18,16 +18,21 @@ import (
 // over every preceding byte, so equal values give equal bytes and any
 // corruption is detected before decoding.
 //
-// Dataset file (version 1):
+// Dataset file (version 2; version 1 lacked the categorical features and
+// the task, and is rejected rather than misread):
 //
 //	magic "SPN-DSET", u32 version
 //	u32 len + name bytes
 //	u32 NumLabels, AttrDim, NumEdgeTypes, NumClasses, NumTargets
+//	u32 C + u32[C] NodeCatVocab, u32 E + u32[E] EdgeFeatVocab
+//	u8 Task (0 "", 1 classification, 2 regression, 3 binary)
 //	u32 #graphs, then per graph:
-//	  u32 N, u32 nnz, u8 flags (1 edge types, 2 labels, 4 attrs, 8 target)
+//	  u32 N, u32 nnz, u8 flags (1 edge types, 2 labels, 4 attrs, 8 target,
+//	    16 categorical node features, 32 categorical edge features)
 //	  i32[N+1] Adj.Ptr, i32[nnz] Adj.Idx
 //	  [i32[nnz] EdgeType] [i32[N] Labels] [f32[N*AttrDim] Attrs]
-//	  i32 Y, [f64[NumTargets] Target]
+//	  [i32[N*C] NodeCat] [i32[nnz*E] EdgeFeat]
+//	  i32 Y, [f64[NumTargets] Target] (NaN kept bit for bit)
 //	u32 #splits, per split train, validation, test as u32 len + i32[len]
 //	[32]byte SHA-256
 //
@@ -40,7 +45,7 @@ import (
 const (
 	datasetMagic   = "SPN-DSET"
 	hopsMagic      = "SPN-HOPS"
-	datasetVersion = 1
+	datasetVersion = 2
 	hopsVersion    = 1
 )
 
@@ -49,7 +54,21 @@ const (
 	flagLabels
 	flagAttrs
 	flagTarget
+	flagNodeCat
+	flagEdgeFeat
 )
+
+// taskCodes numbers the tasks in the dataset file; the index is the code.
+var taskCodes = [...]Task{"", TaskClassification, TaskRegression, TaskBinary}
+
+func taskCode(t Task) (byte, bool) {
+	for i, c := range taskCodes {
+		if c == t {
+			return byte(i), true
+		}
+	}
+	return 0, false
+}
 
 // WriteDatasetFile writes ds to path atomically (temporary file + rename).
 func WriteDatasetFile(path string, ds *Dataset) error {
@@ -128,6 +147,17 @@ func WriteDataset(w io.Writer, ds *Dataset) error {
 	for _, v := range []int{ds.NumLabels, ds.AttrDim, ds.NumEdgeTypes, ds.NumClasses, ds.NumTargets} {
 		e.u32(uint32(v))
 	}
+	for _, vocab := range [][]int{ds.NodeCatVocab, ds.EdgeFeatVocab} {
+		e.u32(uint32(len(vocab)))
+		for _, v := range vocab {
+			e.u32(uint32(v))
+		}
+	}
+	code, ok := taskCode(ds.Task)
+	if !ok { // Validate rejects unknown tasks; kept as a guard.
+		return fmt.Errorf("writing dataset: unknown task %q", ds.Task)
+	}
+	e.bytes([]byte{code})
 	e.u32(uint32(len(ds.Graphs)))
 	for i := range ds.Graphs {
 		g := &ds.Graphs[i]
@@ -144,6 +174,12 @@ func WriteDataset(w io.Writer, ds *Dataset) error {
 		if g.Target != nil {
 			flags |= flagTarget
 		}
+		if g.NodeCat != nil {
+			flags |= flagNodeCat
+		}
+		if g.EdgeFeat != nil {
+			flags |= flagEdgeFeat
+		}
 		e.u32(uint32(g.N))
 		e.u32(uint32(len(g.Adj.Idx)))
 		e.bytes([]byte{flags})
@@ -157,6 +193,12 @@ func WriteDataset(w io.Writer, ds *Dataset) error {
 		}
 		if g.Attrs != nil {
 			e.f32s(g.Attrs)
+		}
+		if g.NodeCat != nil {
+			e.i32s(g.NodeCat)
+		}
+		if g.EdgeFeat != nil {
+			e.i32s(g.EdgeFeat)
 		}
 		e.u32(uint32(int32(g.Y)))
 		if g.Target != nil {
@@ -476,6 +518,15 @@ func (d *decoder) i32s(n int) []int32 {
 	return out
 }
 
+// flagged returns the n values of a slice whose flag is set: empty but not
+// nil when n == 0, so a round trip keeps the flag.
+func (d *decoder) flagged(n int) []int32 {
+	if n == 0 {
+		return []int32{}
+	}
+	return d.i32s(n)
+}
+
 func (d *decoder) f32s(n int) []float32 {
 	if n == 0 || !d.fits(uint64(n), 4, "array length") {
 		return nil
@@ -534,6 +585,26 @@ func (d *decoder) dataset() (*Dataset, error) {
 		}
 		*p = int(v)
 	}
+	for _, vocab := range []*[]int{&ds.NodeCatVocab, &ds.EdgeFeatVocab} {
+		m := d.count(4, "categorical feature count")
+		for j := 0; j < m && d.err == nil; j++ {
+			v := d.u32()
+			if d.err == nil && (v < 1 || v > math.MaxInt32) {
+				return nil, fmt.Errorf("categorical feature %d: vocabulary size %d out of range", j, v)
+			}
+			*vocab = append(*vocab, int(v))
+		}
+	}
+	code := d.u8()
+	if d.err == nil {
+		if int(code) >= len(taskCodes) {
+			return nil, fmt.Errorf("unknown task code %d", code)
+		}
+		ds.Task = taskCodes[code]
+		if ds.Task == TaskBinary && ds.NumTargets < 1 {
+			return nil, fmt.Errorf("binary task with %d targets", ds.NumTargets)
+		}
+	}
 	// Every graph takes at least 13 bytes.
 	ng := d.count(13, "graph count")
 	ds.Graphs = make([]Graph, ng)
@@ -542,23 +613,38 @@ func (d *decoder) dataset() (*Dataset, error) {
 		n := d.count(4, "node count")
 		nnz := d.count(4, "edge entry count")
 		flags := d.u8()
-		if flags&^(flagEdgeType|flagLabels|flagAttrs|flagTarget) != 0 {
+		if flags&^(flagEdgeType|flagLabels|flagAttrs|flagTarget|flagNodeCat|flagEdgeFeat) != 0 {
 			return nil, fmt.Errorf("graph %d: unknown flags %#x", i, flags)
 		}
 		g.N = n
 		g.Adj.Ptr = d.i32s(n + 1)
 		g.Adj.Idx = d.i32s(nnz)
 		if flags&flagEdgeType != 0 {
-			g.EdgeType = d.i32s(nnz)
+			g.EdgeType = d.flagged(nnz)
 		}
 		if flags&flagLabels != 0 {
-			g.Labels = d.i32s(n)
+			g.Labels = d.flagged(n)
 		}
 		if flags&flagAttrs != 0 {
 			if !d.fits(uint64(n)*uint64(ds.AttrDim), 4, "attribute count") {
 				return nil, fmt.Errorf("graph %d: %w", i, d.err)
 			}
 			g.Attrs = d.f32s(n * ds.AttrDim)
+			if g.Attrs == nil && d.err == nil {
+				g.Attrs = []float32{}
+			}
+		}
+		if flags&flagNodeCat != 0 {
+			if !d.fits(uint64(n)*uint64(len(ds.NodeCatVocab)), 4, "categorical node feature count") {
+				return nil, fmt.Errorf("graph %d: %w", i, d.err)
+			}
+			g.NodeCat = d.flagged(n * len(ds.NodeCatVocab))
+		}
+		if flags&flagEdgeFeat != 0 {
+			if !d.fits(uint64(nnz)*uint64(len(ds.EdgeFeatVocab)), 4, "categorical edge feature count") {
+				return nil, fmt.Errorf("graph %d: %w", i, d.err)
+			}
+			g.EdgeFeat = d.flagged(nnz * len(ds.EdgeFeatVocab))
 		}
 		g.Y = int(int32(d.u32()))
 		if flags&flagTarget != 0 {
@@ -566,6 +652,9 @@ func (d *decoder) dataset() (*Dataset, error) {
 				return nil, fmt.Errorf("graph %d: %w", i, d.err)
 			}
 			g.Target = d.f64s(ds.NumTargets)
+			if g.Target == nil && d.err == nil {
+				g.Target = []float64{}
+			}
 		}
 		if d.err != nil {
 			return nil, fmt.Errorf("graph %d: %w", i, d.err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -34,6 +35,33 @@ func sampleDataset(t testing.TB) *Dataset {
 		Name: "sample", Graphs: []Graph{g1, g2},
 		NumLabels: 3, AttrDim: 2, NumEdgeTypes: 2, NumClasses: 2,
 		Splits: []Split{{Train: []int{0}, Test: []int{1}}, {Train: []int{1}, Val: []int{}, Test: []int{0}}},
+	}
+}
+
+// sampleMolecules is an OGB-like dataset: categorical atom and bond
+// features, a multi-task binary target with missing labels (NaN), and a
+// one-atom molecule without bonds.
+func sampleMolecules(t testing.TB) *Dataset {
+	t.Helper()
+	g1, err := FromEdges(3, [][2]int{{0, 1}, {1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1.NodeCat = []int32{5, 0, 1, 6, 2, 0, 7, 0, 3}
+	g1.EdgeFeat = []int32{0, 1, 0, 0, 1, 1, 2, 0}
+	g1.Target = []float64{1, math.NaN()}
+	g2, err := FromEdges(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2.NodeCat = []int32{5, 1, 0}
+	g2.EdgeFeat = []int32{}
+	g2.Target = []float64{math.NaN(), 0}
+	return &Dataset{
+		Name: "mol", Graphs: []Graph{g1, g2},
+		NumTargets: 2, NodeCatVocab: []int{119, 4, 12}, EdgeFeatVocab: []int{5, 6},
+		Task:   TaskBinary,
+		Splits: []Split{{Train: []int{0}, Val: []int{1}, Test: []int{}}},
 	}
 }
 
@@ -97,6 +125,47 @@ func TestDatasetRoundTrip(t *testing.T) {
 	}
 }
 
+func TestDatasetRoundTripCategorical(t *testing.T) {
+	ds := sampleMolecules(t)
+	b := encodeDataset(t, ds)
+	got, err := ReadDataset(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Task != TaskBinary || !reflect.DeepEqual(got.NodeCatVocab, ds.NodeCatVocab) || !reflect.DeepEqual(got.EdgeFeatVocab, ds.EdgeFeatVocab) {
+		t.Fatalf("header changed: task %q, vocab %v %v", got.Task, got.NodeCatVocab, got.EdgeFeatVocab)
+	}
+	for i := range ds.Graphs {
+		w, g := &ds.Graphs[i], &got.Graphs[i]
+		if !reflect.DeepEqual(g.NodeCat, w.NodeCat) || !reflect.DeepEqual(g.EdgeFeat, w.EdgeFeat) {
+			t.Errorf("graph %d: features %v %v, want %v %v", i, g.NodeCat, g.EdgeFeat, w.NodeCat, w.EdgeFeat)
+		}
+		for j := range w.Target {
+			if math.Float64bits(g.Target[j]) != math.Float64bits(w.Target[j]) {
+				t.Errorf("graph %d target %d: %v, want %v", i, j, g.Target[j], w.Target[j])
+			}
+		}
+	}
+	if g := got.Graphs[1]; g.EdgeFeat == nil {
+		t.Error("empty edge features of a graph without bonds decoded as absent")
+	}
+	if b2 := encodeDataset(t, got); !bytes.Equal(b, b2) {
+		t.Fatal("re-encoding the decoded dataset gives different bytes")
+	}
+}
+
+// TestDatasetVersionRejected: a file of the format before the categorical
+// features must be rejected, never read with those fields silently empty.
+func TestDatasetVersionRejected(t *testing.T) {
+	b := encodeDataset(t, sampleMolecules(t))
+	old := append([]byte{}, b...)
+	old[8] = 1
+	_, err := ReadDataset(bytes.NewReader(resign(old)))
+	if err == nil || !strings.Contains(err.Error(), "unsupported format version 1") {
+		t.Fatalf("version-1 file: got %v", err)
+	}
+}
+
 func TestHopsRoundTrip(t *testing.T) {
 	h := sampleHops(t)
 	path := filepath.Join(t.TempDir(), "hops.bin")
@@ -133,8 +202,13 @@ func TestDecodeErrorsGolden(t *testing.T) {
 		c[i] = v
 		return resign(c)
 	}
+	mol := encodeDataset(t, sampleMolecules(t))
 	// Byte offsets into the sample dataset: magic 8, version 4, name len 4,
-	// name 6, vocab 20, #graphs 4 -> graph 0 at 46: N, nnz, flags, ptr...
+	// name 6, vocab 20, categorical counts 8, task 1, #graphs 4 -> graph 0
+	// at 55: N, nnz, flags, ptr...
+	// Into the molecules: name 3, vocab 20, node vocab 4+12 (at 39), edge
+	// vocab 4+8, task at 67, #graphs 4 -> graph 0 at 72: N 3, nnz 4, flags,
+	// ptr 16, idx 16, node features 36 (at 113), edge features 32.
 	cases := []struct {
 		name string
 		hops bool
@@ -145,9 +219,16 @@ func TestDecodeErrorsGolden(t *testing.T) {
 		{"dataset bit flip", false, flip(ds, 30)},
 		{"dataset bad magic", false, set(ds, 0, 'X')},
 		{"dataset bad version", false, set(ds, 8, 9)},
-		{"dataset huge graph count", false, set(ds, 45, 0x7f)},
-		{"dataset node id out of range", false, set(ds, 46+9+20, 9)},
-		{"dataset label out of range", false, set(ds, 46+9+20+32, 7)},
+		{"dataset version 1", false, set(ds, 8, 1)},
+		{"dataset huge graph count", false, set(ds, 54, 0x7f)},
+		{"dataset node id out of range", false, set(ds, 55+9+20, 9)},
+		{"dataset label out of range", false, set(ds, 55+9+20+32, 7)},
+		{"dataset zero vocabulary", false, set(mol, 43, 0)},
+		{"dataset unknown task", false, set(mol, 67, 9)},
+		{"dataset binary without tasks", false, set(set(mol, 35, 0), 67, 3)},
+		{"dataset node feature out of range", false, set(mol, 113+4, 4)},
+		{"dataset edge feature out of range", false, set(mol, 113+36+4, 6)},
+		{"dataset unknown flag", false, set(mol, 72+8, 0x40)},
 		{"dataset split index out of range", false, set(ds, len(ds)-32-20, 99)},
 		{"hops empty", true, nil},
 		{"hops bit flip", true, flip(hp, 20)},
@@ -219,6 +300,9 @@ func golden(t *testing.T, name, got string) {
 
 func FuzzReadDataset(f *testing.F) {
 	ds := encodeDataset(f, sampleDataset(f))
+	mol := encodeDataset(f, sampleMolecules(f))
+	f.Add(mol)
+	f.Add(mol[:len(mol)-40])
 	f.Add(ds)
 	f.Add(ds[:len(ds)/2])
 	f.Add(resign(append([]byte{}, ds...)))
@@ -234,6 +318,14 @@ func FuzzReadDataset(f *testing.F) {
 		}
 		if err := got.Validate(); err != nil {
 			t.Fatalf("decoded dataset is invalid: %v", err)
+		}
+		// What decodes re-encodes to the same bytes (NaN payloads included).
+		var buf bytes.Buffer
+		if err := WriteDataset(&buf, got); err != nil {
+			t.Fatalf("re-encoding a decoded dataset: %v", err)
+		}
+		if !bytes.Equal(buf.Bytes(), b) {
+			t.Fatal("re-encoding a decoded dataset gives different bytes")
 		}
 	})
 }

@@ -19,6 +19,10 @@ import (
 const (
 	TaskClassification = "classification"
 	TaskRegression     = "regression"
+	// TaskBinary is multi-task binary classification with missing labels
+	// (data.TaskBinary): Out logits per graph, BCE with logits over the
+	// labelled entries.
+	TaskBinary = "binary"
 )
 
 // Config is everything needed to build a model: the spec's model section and
@@ -28,16 +32,25 @@ type Config struct {
 	// NumLabels and AttrDim describe the node inputs (Dataset fields).
 	NumLabels int `json:"num_labels"`
 	AttrDim   int `json:"attr_dim"`
-	// Task is "classification" or "regression"; Out is the number of
-	// classes or targets.
+	// NodeCatVocab and EdgeFeatVocab are the vocabularies of the
+	// categorical node and edge feature columns, NumEdgeTypes the number
+	// of relations (Dataset fields; nil/0 when absent).
+	NodeCatVocab  []int `json:"node_cat_vocab,omitempty"`
+	EdgeFeatVocab []int `json:"edge_feat_vocab,omitempty"`
+	NumEdgeTypes  int   `json:"num_edge_types,omitempty"`
+	// Task is "classification", "regression" or "binary"; Out is the
+	// number of classes, targets or binary tasks.
 	Task string `json:"task"`
 	Out  int    `json:"out"`
 }
 
 // ConfigFor returns the model configuration m for dataset ds.
 func ConfigFor(m schema.Model, ds *data.Dataset) (Config, error) {
-	c := Config{Model: m, NumLabels: ds.NumLabels, AttrDim: ds.AttrDim}
+	c := Config{Model: m, NumLabels: ds.NumLabels, AttrDim: ds.AttrDim,
+		NodeCatVocab: ds.NodeCatVocab, EdgeFeatVocab: ds.EdgeFeatVocab, NumEdgeTypes: ds.NumEdgeTypes}
 	switch {
+	case ds.TaskOf() == data.TaskBinary && ds.NumTargets > 0 && ds.NumClasses == 0:
+		c.Task, c.Out = TaskBinary, ds.NumTargets
 	case ds.NumClasses > 0 && ds.NumTargets == 0:
 		c.Task, c.Out = TaskClassification, ds.NumClasses
 	case ds.NumTargets > 0 && ds.NumClasses == 0:

@@ -280,35 +280,6 @@ func TestConstructorErrors(t *testing.T) {
 	}
 }
 
-func TestMetrics(t *testing.T) {
-	acc, _ := Accuracy([]float32{1, 0, 0, 1, 0.5, 0.5}, 2, []int32{0, 0, 0})
-	if math.Abs(acc-2.0/3) > 1e-12 {
-		t.Errorf("accuracy = %v, want 2/3 (ties pick class 0)", acc)
-	}
-	mae, _ := MAE([]float32{1, 2}, []float64{0, 4})
-	if mae != 1.5 {
-		t.Errorf("mae = %v, want 1.5", mae)
-	}
-	aucs := []struct {
-		s    []float64
-		y    []int32
-		want float64
-	}{
-		{[]float64{0.1, 0.4, 0.35, 0.8}, []int32{0, 0, 1, 1}, 0.75},
-		{[]float64{1, 1, 1, 1}, []int32{0, 1, 0, 1}, 0.5},
-		{[]float64{3, 2, 1}, []int32{1, 0, 0}, 1},
-	}
-	for _, a := range aucs {
-		got, err := ROCAUC(a.s, a.y)
-		if err != nil || math.Abs(got-a.want) > 1e-12 {
-			t.Errorf("ROCAUC(%v,%v) = %v, %v; want %v", a.s, a.y, got, err, a.want)
-		}
-	}
-	if _, err := ROCAUC([]float64{1, 2}, []int32{1, 1}); err == nil {
-		t.Error("ROCAUC with one class should fail")
-	}
-}
-
 // TestParamNamesUnique guards checkpoints and optimiser state.
 func TestParamNamesUnique(t *testing.T) {
 	m, _ := NewSPN(testConfig("spn", 3, "sum", 0), 0, kernels.CPU{})

@@ -101,7 +101,7 @@ func (l *loader) summarize(rs []rawError) []rawError {
 		if disj && len(rs) > 0 {
 			return rs[:1]
 		}
-		return subs
+		return dropDefaultConflicts(subs)
 	}
 
 	// Find the user's value: the side common to all conflicts.
@@ -165,7 +165,26 @@ func (l *loader) summarize(rs []rawError) []rawError {
 	if len(keep) == 0 {
 		keep = subs
 	}
-	return keep
+	// A conflict between two literals next to an error that explains the
+	// constraint (a bound, a type) is the untaken default of a
+	// conditional field (graphs: *9000 | _ under kind == "prox"), which
+	// the probe above cannot see: drop it too.
+	return dropDefaultConflicts(keep)
+}
+
+// dropDefaultConflicts drops the conflicts between two literals from rs
+// when another error of rs explains the constraint (a bound, a type):
+// such a conflict is the untaken default of a conditional field (graphs:
+// *9000 | _ under kind == "prox", a default list's element), which the
+// schema probe cannot see.
+func dropDefaultConflicts(rs []rawError) []rawError {
+	if !slices.ContainsFunc(rs, func(r rawError) bool { return !conflictRE.MatchString(r.msg) }) {
+		return rs
+	}
+	return slices.DeleteFunc(rs, func(r rawError) bool {
+		m := conflictRE.FindStringSubmatch(r.msg)
+		return m != nil && m[3] == "" && isLiteral(m[1]) && isLiteral(m[2])
+	})
 }
 
 // fieldInfo is what the schema declares for one field.

@@ -3,11 +3,14 @@ package schema
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
+
+	"github.com/spn-project/spn/data/ogb"
 )
 
 // Device is the only supported compute device.
@@ -62,10 +65,60 @@ func (l *loader) decode() *Spec {
 // decodeInto decodes v into x, recording a positioned error on failure.
 func (l *loader) decodeInto(segs []string, v cue.Value, x any) bool {
 	if err := v.Decode(x); err != nil {
-		l.errAt(segs, "%v", strings.Join(strings.Fields(err.Error()), " "))
+		if !l.numericRange(segs, v, 0) {
+			l.errAt(segs, "%v", strings.Join(strings.Fields(err.Error()), " "))
+		}
 		return false
 	}
 	return true
+}
+
+// numericRange reports, at the field itself, every number below v that
+// does not fit the Go type it decodes into (an int beyond 64 bits, a float
+// beyond float64's range or so small it would round to 0). It returns
+// whether it found one.
+func (l *loader) numericRange(segs []string, v cue.Value, depth int) bool {
+	found := false
+	switch v.Kind() {
+	case cue.IntKind:
+		if _, err := v.Int64(); err != nil {
+			l.errAt(segs, "%v does not fit a 64-bit integer (%d..%d)", v, int64(math.MinInt64), int64(math.MaxInt64))
+			found = true
+		}
+	case cue.FloatKind:
+		f, err := v.Float64()
+		switch {
+		case err != nil && (math.IsInf(f, 0) || math.Abs(f) == math.MaxFloat64):
+			l.errAt(segs, "%v is beyond the float64 range (±%g)", v, math.MaxFloat64)
+			found = true
+		case err != nil:
+			l.errAt(segs, "%v is too close to 0 for a float64 (it would round to %g; the smallest magnitude is %g)", v, f, math.SmallestNonzeroFloat64)
+			found = true
+		}
+	case cue.StructKind:
+		if depth > 16 {
+			return false
+		}
+		for _, f := range sortedFields(v) {
+			if l.numericRange(append(slices.Clone(segs), f.name), f.v, depth+1) {
+				found = true
+			}
+		}
+	case cue.ListKind:
+		if depth > 16 {
+			return false
+		}
+		it, err := v.List()
+		if err != nil {
+			return false
+		}
+		for i := 0; it.Next(); i++ {
+			if l.numericRange(append(slices.Clone(segs), strconv.Itoa(i)), it.Value(), depth+1) {
+				found = true
+			}
+		}
+	}
+	return found
 }
 
 // gridAxis is one grid key with its values, as the spec declares them. A
@@ -105,8 +158,27 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 			}
 		}
 	}
-	if e.Dataset.Kind != "tu" && l.idx.has(at("dataset", "name")) {
-		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\")", e.Dataset.Kind)
+	if e.Dataset.Kind != "tu" && e.Dataset.Kind != "ogb" && l.idx.has(at("dataset", "name")) {
+		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\" and \"ogb\")", e.Dataset.Kind)
+	}
+	if e.Dataset.Kind == "ogb" {
+		folds = 1
+		if want := ogb.Metric(e.Dataset.Name); want != "" && e.Protocol.Metric != want {
+			l.errAt(at("protocol", "metric"), "OGB's %s is evaluated with %q, not %q", e.Dataset.Name, want, e.Protocol.Metric)
+		}
+	}
+	if e.Dataset.Kind == "qm9" {
+		folds = 1
+		l.qm9Checks(at, e.Dataset)
+	} else {
+		if e.Protocol.Metric == "film_error" {
+			l.errAt(at("protocol", "metric"), "film_error needs QM9's chemical-accuracy factors; dataset kind %q has none", e.Dataset.Kind)
+		}
+		for _, f := range []string{"targets", "source", "train_size", "limit"} {
+			if l.idx.has(at("dataset", f)) {
+				l.errAt(at("dataset", f), "not allowed for dataset kind %q (only for \"qm9\")", e.Dataset.Kind)
+			}
+		}
 	}
 	if e.Protocol.Splits > folds {
 		l.errAt(at("protocol", "splits"), "%d splits requested but dataset %s has only %d folds", e.Protocol.Splits, datasetLabel(e.Dataset), folds)
@@ -155,11 +227,50 @@ func (l *loader) proxChecks(at func(...string) []string, d Dataset) {
 	if d.Graphs%2 != 0 {
 		l.errAt(at("dataset", "graphs"), "%d graphs: must be even (half positive, half negative)", d.Graphs)
 	}
+	if n := d.Levels[0] * d.Width[0]; d.Levels[0] <= d.Levels[1] && d.Width[0] <= d.Width[1] && n < ProxMinNodes {
+		l.errAt(at("dataset", "levels"), "the smallest graph has levels min %d × width min %d = %d nodes, fewer than the %d that 3 red and 6 blue nodes need; raise levels[0] or width[0]",
+			d.Levels[0], d.Width[0], n, ProxMinNodes)
+	}
+	if d.Graphs >= 2 && d.Graphs/2 < d.Folds {
+		l.errAt(at("dataset", "graphs"), "%d graphs are %d positive/negative twins, too few for %d folds (twins share a fold): use graphs ≥ %d or fewer folds",
+			d.Graphs, d.Graphs/2, d.Folds, 2*d.Folds)
+	}
 }
 
+// ProxMinNodes is the fewest nodes an h-Proximity graph can have: 3 red
+// and 6 blue nodes (data/prox checks the same at generation).
+const ProxMinNodes = 9
+
+// qm9Checks checks the QM9 settings: distinct targets, train_size only
+// with source "valid-as-train" and leaving molecules to validate on.
+func (l *loader) qm9Checks(at func(...string) []string, d Dataset) {
+	seen := map[string]bool{}
+	for i, t := range d.Targets {
+		if seen[t] {
+			l.errAt(at("dataset", "targets", strconv.Itoa(i)), "property %q is repeated", t)
+		}
+		seen[t] = true
+	}
+	if d.Source != "valid-as-train" && l.idx.has(at("dataset", "train_size")) {
+		l.errAt(at("dataset", "train_size"), "only for source \"valid-as-train\" (source is %q)", d.Source)
+	}
+	if d.Source == "valid-as-train" && d.Limit > 0 && d.TrainSize >= d.Limit {
+		l.errAt(at("dataset", "train_size"), "train_size %d leaves none of the %d molecules read from the valid file (limit) to validate on", d.TrainSize, d.Limit)
+	}
+	if d.Source == "valid-as-train" && d.Limit == 0 && d.TrainSize >= QM9ValidMolecules {
+		l.errAt(at("dataset", "train_size"), "train_size %d leaves none of the valid file's %d molecules to validate on", d.TrainSize, QM9ValidMolecules)
+	}
+}
+
+// QM9ValidMolecules is the number of molecules of GNN-FiLM's valid file.
+const QM9ValidMolecules = 10000
+
 func datasetLabel(d Dataset) string {
-	if d.Kind == "prox" {
+	switch d.Kind {
+	case "prox":
 		return fmt.Sprintf("prox(h=%d)", d.H)
+	case "qm9":
+		return "QM9"
 	}
 	return d.Name
 }
@@ -358,6 +469,14 @@ func (l *loader) pointChecks(at func(...string) []string, axes []gridAxis, idx [
 	add := func(path, format string, args ...any) {
 		p, _ := l.idx.closest(where(path))
 		l.errs = append(l.errs, l.at(p, pathOf(path), fmt.Sprintf(format, args...)))
+	}
+	// The models compute in float32: a value the schema accepts may still
+	// round onto a bound there.
+	if pt.Model.Dropout >= 1 || float32(pt.Model.Dropout) >= 1 {
+		add("model.dropout", "dropout is below 1 as written but rounds to 1 in float32 (as the models compute), which would drop every unit; use a value below %v", math.Nextafter32(1, 0))
+	}
+	if pt.Training.LR > 0 && float32(pt.Training.LR) == 0 {
+		add("training.lr", "lr %v rounds to 0 in float32 (as the optimiser computes); use at least %g", pt.Training.LR, math.SmallestNonzeroFloat32)
 	}
 	if pt.Model.Kind == "gin" && pt.Model.K != 1 {
 		add("model.k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", pt.Model.K)

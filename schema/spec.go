@@ -50,9 +50,10 @@ type GridValue struct {
 
 // Dataset selects and parameterises a dataset. Kind discriminates.
 type Dataset struct {
-	// Kind is "prox" or "tu" (later "qm9", "ogb").
+	// Kind is "prox", "tu" or "qm9" (later "ogb").
 	Kind string `json:"kind"`
-	// Name is the TU dataset name: DD, NCI1, PROTEINS, PROTEINS_full, ENZYMES.
+	// Name is the TU dataset name (DD, NCI1, PROTEINS, PROTEINS_full,
+	// ENZYMES) or the OGB set name (bbbp, tox21, ..., see data/ogb.Names).
 	Name string `json:"name,omitempty"`
 	// H is the h of h-Proximity.
 	H int `json:"h,omitempty"`
@@ -69,6 +70,15 @@ type Dataset struct {
 	KMax int `json:"kmax"`
 	// Unreachable keeps N_∞(u) in the precompute.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// Targets are the QM9 properties predicted, by name, in order.
+	Targets []string `json:"targets,omitempty"`
+	// Source is QM9's training data: "film" or "valid-as-train".
+	Source string `json:"source,omitempty"`
+	// TrainSize is the number of valid-file molecules trained on with
+	// source "valid-as-train".
+	TrainSize int `json:"train_size,omitempty"`
+	// Limit, when > 0, reads only the first Limit molecules of each file.
+	Limit int `json:"limit,omitempty"`
 }
 
 // Model is one model configuration.
@@ -107,7 +117,8 @@ type Training struct {
 
 // Protocol is the evaluation protocol.
 type Protocol struct {
-	// Kind is "holdout" (fixed splits × reruns) or "errica".
+	// Kind is "holdout" (fixed splits × reruns), "errica" or "fixed" (the
+	// dataset's own split × reruns); see stages/protocol.
 	Kind string `json:"kind"`
 	// Splits is how many of the dataset's fixed splits/outer folds are used.
 	Splits int `json:"splits"`

@@ -75,6 +75,14 @@ type TrainParams struct {
 	// Run numbers reruns 0..Runs-1; Seed is the spec seed it derives from.
 	Run  int   `json:"run"`
 	Seed int64 `json:"seed"`
+	// Targets, when not empty, are the indices of the dataset's targets
+	// the model predicts, in order (QM9's dataset.targets); the generate
+	// stage keeps all of them, so every property shares one dataset and
+	// one precompute.
+	Targets []int `json:"targets,omitempty"`
+	// Factors are the normalising factors of metric film_error, one per
+	// entry of Targets (QM9's chemical-accuracy factors).
+	Factors []float64 `json:"factors,omitempty"`
 }
 
 // SelectParams picks the best grid point of one split. Inputs: the train

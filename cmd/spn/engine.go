@@ -228,7 +228,7 @@ func (a *app) plan(en *engine, args []string) int {
 		return code
 	}
 	// Reading complete stage dirs needs no lock, and plan creates nothing.
-	if err := p.Resolve(&cache.Cache{Root: o.cache}); err != nil {
+	if err := p.Resolve(&cache.Cache{Root: o.cache, Warn: a.warnDamage("plan")}); err != nil {
 		fmt.Fprintf(a.stderr, "spn plan: %v\n", err)
 		return exitFail
 	}
@@ -354,6 +354,7 @@ func (a *app) run(en *engine, args []string) int {
 		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
 		return exitFail
 	}
+	c.Warn = a.warnDamage("run")
 	ctx, stop := signalContext()
 	defer stop()
 	lk, code := a.lockCache(ctx, "run", c, *noWait)
@@ -477,57 +478,68 @@ func (a *app) table(en *engine, args []string) int {
 	if p == nil {
 		return code
 	}
-	c := &cache.Cache{Root: o.cache}
+	c := &cache.Cache{Root: o.cache, Warn: a.warnDamage("table")}
 	if err := p.Resolve(c); err != nil {
 		fmt.Fprintf(a.stderr, "spn table: %v\n", err)
 		return exitFail
 	}
-	// Tables render from finished experiments only: name every missing one.
-	missing := map[string]bool{}
-	pending := 0
-	for _, t := range spec.Tables {
-		if p.Tabulate[t.Name].Status == plan.ToRun {
-			pending++
-		}
-		for _, e := range p.TableExperiments[t.Name] {
-			if p.Evaluate[e].Status != plan.Cached {
-				missing[e] = true
+	// Tables render from finished experiments only. A run in progress may
+	// still be computing the missing ones: wait for its lock (or fail at
+	// once with --no-wait, naming the holder), then look again.
+	missing, pending := tableNeeds(spec, p)
+	if len(missing) > 0 || pending > 0 {
+		if _, err := os.Stat(o.cache); err == nil || pending > 0 {
+			if _, err := cache.Open(o.cache); err != nil {
+				fmt.Fprintf(a.stderr, "spn table: %v\n", err)
+				return exitFail
 			}
+			ctx, stop := signalContext()
+			defer stop()
+			lk, code := a.lockCache(ctx, "table", c, *noWait)
+			if lk == nil {
+				return code
+			}
+			defer lk.Unlock()
+			c.Forget() // the holder may have finished stages meanwhile
+			if err := p.Resolve(c); err != nil {
+				fmt.Fprintf(a.stderr, "spn table: %v\n", err)
+				return exitFail
+			}
+			missing, pending = tableNeeds(spec, p)
 		}
 	}
 	if len(missing) > 0 {
-		names := make([]string, 0, len(missing))
-		for e := range missing {
-			names = append(names, e)
-		}
-		sort.Strings(names)
-		for _, e := range names {
+		for _, e := range missing {
 			fmt.Fprintf(a.stderr, "spn table: experiment %s has no results in %s yet; run it first: spn run %s\n", e, c.Root, pos[0])
 		}
 		return exitFail
 	}
 	if pending > 0 {
-		oc, err := cache.Open(o.cache)
-		if err != nil {
-			fmt.Fprintf(a.stderr, "spn table: %v\n", err)
-			return exitFail
-		}
-		c = oc
 		ctx, stop := signalContext()
 		defer stop()
-		lk, code := a.lockCache(ctx, "table", c, *noWait)
-		if lk == nil {
-			return code
-		}
-		defer lk.Unlock()
-		if err := p.Resolve(c); err != nil {
-			fmt.Fprintf(a.stderr, "spn table: %v\n", err)
-			return exitFail
-		}
 		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate }
 		if code := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); code != exitOK {
 			return code
 		}
 	}
 	return a.writeTables(en, spec, p, c, outDir(*out, spec))
+}
+
+// tableNeeds returns the experiments of the spec's tables whose
+// evaluation is not cached (sorted) and how many tables must be rendered.
+func tableNeeds(spec *schema.Spec, p *plan.Plan) (missing []string, pending int) {
+	seen := map[string]bool{}
+	for _, t := range spec.Tables {
+		if p.Tabulate[t.Name].Status == plan.ToRun {
+			pending++
+		}
+		for _, e := range p.TableExperiments[t.Name] {
+			if p.Evaluate[e].Status != plan.Cached && !seen[e] {
+				seen[e] = true
+				missing = append(missing, e)
+			}
+		}
+	}
+	sort.Strings(missing)
+	return missing, pending
 }

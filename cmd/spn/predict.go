@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/protocol"
 	"github.com/spn-project/spn/stages/train"
 )
 
@@ -61,6 +63,10 @@ func (a *app) predict(en *engine, args []string) int {
 	dir, err := modelDir(spec, p, c, *expName, *split, *run, *point)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
+		var fe flagError
+		if errors.As(err, &fe) {
+			return exitUsage
+		}
 		return exitFail
 	}
 	threads := runtime.GOMAXPROCS(0)
@@ -74,16 +80,17 @@ func (a *app) predict(en *engine, args []string) int {
 	if *input != "-" {
 		f, err := os.Open(*input)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
-			return exitFail
+			fmt.Fprintf(a.stderr, "spn predict: --input: %v\n", err)
+			return exitUsage
 		}
 		defer f.Close()
 		r, name = f, *input
 	}
 	ds, err := jsonl.ReadUnlabelled(r, name)
 	if err != nil {
+		// The input is the user's: a bad file is a validation error.
 		fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
-		return exitFail
+		return exitUsage
 	}
 	preds, err := predict.Graphs(context.Background(), m, ds.Graphs, threads)
 	if err != nil {
@@ -112,8 +119,9 @@ func modelRegistry(reg *stages.Registry) models.Registry {
 }
 
 // modelDir finds the cached train stage of experiment name for split and
-// run: for holdout, of grid point point (or the evaluated winner, or the
-// only point); for errica, the final run.
+// run, at the position its protocol gives (holdout and fixed: of grid point
+// point, or the evaluated winner, or the only point; errica: the fold's
+// final run).
 func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, split, run, point int) (string, error) {
 	i := slices.IndexFunc(spec.Experiments, func(e schema.Experiment) bool { return e.Name == name })
 	ev := p.Evaluate[name]
@@ -123,32 +131,25 @@ func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, spli
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return "", fmt.Errorf("no experiment %q in the spec (have %v)", name, names)
+		return "", flagError{fmt.Errorf("--experiment: no experiment %q in the spec (have %v)", name, names)}
 	}
 	e := spec.Experiments[i]
-	pr := e.Protocol
-	if split < 0 || split >= pr.Splits || run < 0 || run >= pr.Runs {
-		return "", fmt.Errorf("experiment %s has splits 0..%d and runs 0..%d; asked for split %d run %d", name, pr.Splits-1, pr.Runs-1, split, run)
+	proto, err := protocol.Get(e.Protocol.Kind)
+	if err != nil {
+		return "", fmt.Errorf("experiment %s: %w", name, err)
 	}
-	var idx int
-	switch pr.Kind {
-	case "errica":
-		if point >= 0 {
-			return "", fmt.Errorf("experiment %s uses the errica protocol: the point is chosen per split, --point does not apply", name)
+	var winnerErr error
+	idx, err := proto.Model(e.Protocol, len(e.Points), point, split, run, func() (int, error) {
+		w, err := winner(c, ev, len(e.Points))
+		winnerErr = err
+		return w, err
+	})
+	if err != nil {
+		err = fmt.Errorf("experiment %s (protocol %s): %w", name, e.Protocol.Kind, err)
+		if winnerErr == nil {
+			err = flagError{err} // --split, --run or --point out of range
 		}
-		idx = split*pr.Runs + run
-	default:
-		if point < 0 {
-			w, err := winner(c, ev, len(e.Points))
-			if err != nil {
-				return "", fmt.Errorf("experiment %s: %w", name, err)
-			}
-			point = w
-		}
-		if point >= len(e.Points) {
-			return "", fmt.Errorf("experiment %s has grid points 0..%d; asked for %d", name, len(e.Points)-1, point)
-		}
-		idx = (point*pr.Splits+split)*pr.Runs + run
+		return "", err
 	}
 	if idx >= len(ev.Deps) || ev.Deps[idx].Kind != stages.KindTrain {
 		return "", fmt.Errorf("experiment %s: the plan has no train stage at position %d", name, idx)
@@ -162,11 +163,19 @@ func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, spli
 	if err != nil {
 		return "", err
 	}
+	if d := c.Damaged(t.Kind, t.Key); d != nil {
+		return "", fmt.Errorf("the cached model of %s is damaged, so it is not used: %v; run the spec again to retrain it", t.Name, d)
+	}
 	if !done {
 		return "", fmt.Errorf("%s is not trained yet (key %s): run the spec first", t.Name, t.ShortKey())
 	}
 	return c.StageDir(t.Kind, t.Key), nil
 }
+
+// flagError is an error caused by a flag's value: exit status 2.
+type flagError struct{ error }
+
+func (e flagError) Unwrap() error { return e.error }
 
 // winner returns the holdout winner recorded by a finished evaluate stage,
 // or 0 when the experiment has a single point.
@@ -177,6 +186,9 @@ func winner(c *cache.Cache, ev *plan.Node, points int) (int, error) {
 	done, err := c.Has(ev.Kind, ev.Key)
 	if err != nil {
 		return 0, err
+	}
+	if d := c.Damaged(ev.Kind, ev.Key); d != nil {
+		return 0, fmt.Errorf("the cached evaluation %s is damaged, so it is not used: %v; run the spec again or pass --point", ev.Name, d)
 	}
 	if !done {
 		return 0, fmt.Errorf("%d grid points and no finished evaluation to pick the winner: pass --point or run the spec", points)

@@ -114,7 +114,7 @@ func TestPredict(t *testing.T) {
 	}
 	// Errors name what is wrong.
 	errb.Reset()
-	if code := a.main([]string{"predict", spec, "--experiment", "gin", "--input", "x", "--cache", cacheDir}); code != exitFail || !strings.Contains(errb.String(), `no experiment "gin" in the spec (have [spn])`) {
+	if code := a.main([]string{"predict", spec, "--experiment", "gin", "--input", "x", "--cache", cacheDir}); code != exitUsage || !strings.Contains(errb.String(), `no experiment "gin" in the spec (have [spn])`) {
 		t.Errorf("unknown experiment: exit %d, %s", code, errb.String())
 	}
 	errb.Reset()

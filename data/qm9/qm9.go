@@ -16,11 +16,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
@@ -37,46 +40,163 @@ const (
 // TargetNames are the targets in file order.
 var TargetNames = [NumTargets]string{"mu", "alpha", "HOMO", "LUMO", "gap", "R2", "ZPVE", "U0", "U", "H", "G", "Cv", "Omega"}
 
+// ChemAccFactors are GNN-FiLM's chemical-accuracy normalising factors, in
+// target order: CHEMICAL_ACC_NORMALISING_FACTORS of tf-gnn-samples
+// (github.com/microsoft/tf-gnn-samples, tasks/qm9_task.py), also used by
+// the SP-MPNN code (github.com/radoslav11/SP-MPNN,
+// src/experiments/run_gr.py). The targets in the files are z-scored, and
+// factor j is property j's chemical accuracy divided by its standard
+// deviation, so that the MAE of a z-scored property divided by its factor
+// is the error in units of chemical accuracy ("error ratio"): the number
+// GNN-FiLM's tables and the SP-MPNN paper's Table 4 report.
+var ChemAccFactors = [NumTargets]float64{
+	0.066513725, 0.012235489, 0.071939046, 0.033730778, 0.033486113,
+	0.004278493, 0.001330901, 0.004165489, 0.004128926, 0.00409976,
+	0.004527465, 0.012292586, 0.037467458,
+}
+
+// TargetIndex returns the position of the property name in TargetNames.
+func TargetIndex(name string) (int, error) {
+	for i, n := range TargetNames {
+		if n == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown QM9 property %q (want one of %s)", name, strings.Join(TargetNames[:], ", "))
+}
+
 // Parts are the file names of the three parts, in split order.
 var Parts = [3]string{"train", "valid", "test"}
+
+// PartSHA256 pins the files the offline mirror holds (upstream copies):
+// Fetch checks them beside the data directory's lock file. The train file
+// could not be obtained here, so only the lock file (its hash recorded at
+// first download) guards it.
+var PartSHA256 = map[string]string{
+	"valid": "011b6f00034f06530fe9a07e0c7e33fb3ab81bddbcdefb59c7de44f6b07498e9",
+	"test":  "b34d2b43c9ad294ae30fac0d687e7a2cab320d81f88e10197d26df865d8fe5fc",
+}
 
 // URL returns the upstream location of one part.
 func URL(part string) string { return fetch.QM9Base + part + ".jsonl.gz" }
 
-// Fetch fetches the three parts and returns them as one dataset (train,
-// then valid, then test) with a single split over them. The offline mirror
-// holds no train part, so without network this fails for "train".
-func Fetch(ctx context.Context, f *fetch.Fetcher) (*data.Dataset, error) {
-	all := &data.Dataset{Name: "QM9", AttrDim: NumFeatures, NumEdgeTypes: NumEdgeTypes, NumTargets: NumTargets}
+// Sources of the training data (Options.Source).
+const (
+	// SourceFiLM is GNN-FiLM's split: train, valid and test files.
+	SourceFiLM = "film"
+	// SourceValidAsTrain trains on the first TrainSize molecules of the
+	// valid file, validates on the rest of it and tests on the test file;
+	// the train file is not used. Results made this way are not the
+	// paper's protocol and must say so.
+	SourceValidAsTrain = "valid-as-train"
+)
+
+// Options choose the files and how much of them Fetch reads.
+type Options struct {
+	// Source is SourceFiLM (default when empty) or SourceValidAsTrain.
+	Source string
+	// TrainSize is the number of molecules of the valid file used for
+	// training with SourceValidAsTrain.
+	TrainSize int
+	// Limit, when > 0, reads only the first Limit molecules of each file.
+	Limit int
+}
+
+// Fetch fetches the parts o asks for and returns them as one dataset with
+// a single split (train, then validation, then test graphs). With
+// SourceFiLM the train file is required: without it (the offline mirror
+// does not hold it) Fetch fails naming the file and its URL.
+func Fetch(ctx context.Context, f *fetch.Fetcher, o Options) (*data.Dataset, error) {
+	all := &data.Dataset{Name: "QM9", AttrDim: NumFeatures, NumEdgeTypes: NumEdgeTypes, NumTargets: NumTargets, Task: data.TaskRegression}
 	var split data.Split
-	for _, part := range Parts {
-		p, err := f.Get(ctx, URL(part))
-		if err != nil {
-			return nil, err
+	add := func(gs []data.Graph, to *[]int) {
+		for i := range gs {
+			*to = append(*to, len(all.Graphs)+i)
 		}
-		ds, err := Load(p, part)
-		if err != nil {
-			return nil, err
-		}
-		for i := range ds.Graphs {
-			idx := len(all.Graphs) + i
+		all.Graphs = append(all.Graphs, gs...)
+	}
+	switch o.Source {
+	case "", SourceFiLM:
+		for _, part := range Parts {
+			ds, err := fetchPart(ctx, f, part, o.Limit)
+			if err != nil {
+				if part == "train" {
+					return nil, fmt.Errorf("QM9 with GNN-FiLM's split needs its training file train.jsonl.gz (%s), which could not be obtained: %w; "+
+						"the offline mirror holds only valid and test: dataset.source \"valid-as-train\" trains on part of the valid file instead", URL(part), err)
+				}
+				return nil, err
+			}
 			switch part {
 			case "train":
-				split.Train = append(split.Train, idx)
+				add(ds.Graphs, &split.Train)
 			case "valid":
-				split.Val = append(split.Val, idx)
+				add(ds.Graphs, &split.Val)
 			default:
-				split.Test = append(split.Test, idx)
+				add(ds.Graphs, &split.Test)
 			}
 		}
-		all.Graphs = append(all.Graphs, ds.Graphs...)
+	case SourceValidAsTrain:
+		all.Name = "QM9 (valid-as-train)"
+		valid, err := fetchPart(ctx, f, "valid", o.Limit)
+		if err != nil {
+			return nil, err
+		}
+		if o.TrainSize < 1 || o.TrainSize >= len(valid.Graphs) {
+			return nil, fmt.Errorf("QM9 valid-as-train: train_size %d must leave molecules of the %d read from valid.jsonl.gz to validate on", o.TrainSize, len(valid.Graphs))
+		}
+		add(valid.Graphs[:o.TrainSize], &split.Train)
+		add(valid.Graphs[o.TrainSize:], &split.Val)
+		test, err := fetchPart(ctx, f, "test", o.Limit)
+		if err != nil {
+			return nil, err
+		}
+		add(test.Graphs, &split.Test)
+	default:
+		return nil, fmt.Errorf("QM9 source %q is unknown (want %q or %q)", o.Source, SourceFiLM, SourceValidAsTrain)
 	}
 	all.Splits = []data.Split{split}
 	return all, nil
 }
 
+// fetchPart fetches, verifies and reads one part (at most limit molecules
+// when limit > 0).
+func fetchPart(ctx context.Context, f *fetch.Fetcher, part string, limit int) (*data.Dataset, error) {
+	p, err := f.Get(ctx, URL(part))
+	if err != nil {
+		return nil, err
+	}
+	if want, ok := PartSHA256[part]; ok {
+		got, err := fileSHA256(p)
+		if err != nil {
+			return nil, err
+		}
+		if got != want {
+			return nil, fmt.Errorf("%s (%s): sha256 %s, want %s: not GNN-FiLM's file", p, URL(part), got, want)
+		}
+	}
+	return LoadN(p, part, limit)
+}
+
+func fileSHA256(p string) (string, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // Load reads one gzipped part file.
-func Load(path, name string) (*data.Dataset, error) {
+func Load(path, name string) (*data.Dataset, error) { return LoadN(path, name, 0) }
+
+// LoadN reads the first limit molecules (all when limit <= 0) of one
+// gzipped part file. Errors name the file and, for bad content (including
+// a truncated or corrupted gzip stream), the line.
+func LoadN(path, name string, limit int) (*data.Dataset, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading QM9 %s: %w", name, err)
@@ -86,7 +206,7 @@ func Load(path, name string) (*data.Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading QM9 %s: %w", path, err)
 	}
-	ds, err := Read(zr, path)
+	ds, err := ReadN(zr, path, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +223,11 @@ type molecule struct {
 
 // Read parses uncompressed JSON Lines; file names the input in errors,
 // which give the line.
-func Read(r io.Reader, file string) (*data.Dataset, error) {
-	ds := &data.Dataset{Name: file, AttrDim: NumFeatures, NumEdgeTypes: NumEdgeTypes, NumTargets: NumTargets}
+func Read(r io.Reader, file string) (*data.Dataset, error) { return ReadN(r, file, 0) }
+
+// ReadN is Read stopping after limit molecules when limit > 0.
+func ReadN(r io.Reader, file string, limit int) (*data.Dataset, error) {
+	ds := &data.Dataset{Name: file, AttrDim: NumFeatures, NumEdgeTypes: NumEdgeTypes, NumTargets: NumTargets, Task: data.TaskRegression}
 	br := bufio.NewReaderSize(r, 1<<16)
 	for no := 1; ; no++ {
 		line, err := br.ReadBytes('\n')
@@ -117,6 +240,9 @@ func Read(r io.Reader, file string) (*data.Dataset, error) {
 				return nil, fmt.Errorf("%s line %d: %w", file, no, perr)
 			}
 			ds.Graphs = append(ds.Graphs, g)
+			if limit > 0 && len(ds.Graphs) == limit {
+				break
+			}
 		}
 		if err == io.EOF {
 			break

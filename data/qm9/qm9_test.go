@@ -25,7 +25,7 @@ func TestLoadMirror(t *testing.T) {
 	}
 	// The mirror has no train part: Fetch fails with a clear error.
 	f := &fetch.Fetcher{DataDir: t.TempDir(), Mirror: mirrortest.Dir(t)}
-	if _, err := Fetch(context.Background(), f); err == nil || !strings.Contains(err.Error(), "train.jsonl.gz") {
+	if _, err := Fetch(context.Background(), f, Options{}); err == nil || !strings.Contains(err.Error(), "train.jsonl.gz") {
 		t.Fatalf("Fetch without train: %v", err)
 	}
 }

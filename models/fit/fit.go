@@ -16,6 +16,8 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -39,8 +41,12 @@ type Sets struct {
 // Options configure one training run.
 type Options struct {
 	Training schema.Training
-	// Metric is "accuracy", "mae" or "rocauc".
+	// Metric is a models/metric name, e.g. "accuracy", "mae", "rocauc" or
+	// "film_error".
 	Metric string
+	// Factors are the per-target normalising factors of "film_error"
+	// (metric.ScoreWith); ignored by the other metrics.
+	Factors []float64
 	// Seed and Stream seed the PCG generator that shuffles the training set.
 	Seed, Stream uint64
 	// EvalBatch is the number of graphs per evaluation batch (default 256);
@@ -116,7 +122,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	if sel == SelectEarlyStopping && tr.Patience < 1 {
 		return nil, fmt.Errorf("training.patience = %d: early stopping needs a positive patience", tr.Patience)
 	}
-	if err := models.CheckMetric(o.Metric, m.Config()); err != nil {
+	if err := metric.Check(o.Metric, data.Task(m.Config().Task), m.Config().Out); err != nil {
 		return nil, err
 	}
 	if o.EvalBatch < 1 {
@@ -173,14 +179,14 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		// training loops usually report them; no extra evaluation pass.
 		rec := stages.EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
 		var err error
-		if rec.TrainScore, err = models.Score(o.Metric, outs, cfg.Out, ys, targets); err != nil {
+		if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), outs, cfg.Out, ys, targets, o.Factors); err != nil {
 			return nil, fmt.Errorf("epoch %d: train score: %w", epoch, err)
 		}
-		if rec.ValLoss, rec.ValScore, err = Evaluate(m, ds, hops, sets.Val, o.Metric, o.EvalBatch); err != nil {
+		if rec.ValLoss, rec.ValScore, err = evaluate(m, ds, hops, sets.Val, o.Metric, o.Factors, o.EvalBatch); err != nil {
 			return nil, fmt.Errorf("epoch %d: validation: %w", epoch, err)
 		}
 		if len(sets.Test) > 0 {
-			if rec.TestLoss, rec.TestScore, err = Evaluate(m, ds, hops, sets.Test, o.Metric, o.EvalBatch); err != nil {
+			if rec.TestLoss, rec.TestScore, err = evaluate(m, ds, hops, sets.Test, o.Metric, o.Factors, o.EvalBatch); err != nil {
 				return nil, fmt.Errorf("epoch %d: test: %w", epoch, err)
 			}
 		}
@@ -219,9 +225,9 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 
 // better reports whether epoch a beats the best epoch so far b (strictly:
 // ties keep the earlier epoch).
-func better(sel, metric string, a, b stages.EpochRecord) bool {
+func better(sel, name string, a, b stages.EpochRecord) bool {
 	if sel == SelectBestValMetric {
-		if models.HigherIsBetter(metric) {
+		if metric.HigherIsBetter(name) {
 			return a.ValScore > b.ValScore
 		}
 		return a.ValScore < b.ValScore
@@ -259,13 +265,25 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 		}
 		l, g := nn.MSE(out, b.Target)
 		return l, g, nil
+	case models.TaskBinary:
+		if len(b.Target) != len(out) {
+			return 0, nil, fmt.Errorf("batch has %d binary labels for %d outputs", len(b.Target), len(out))
+		}
+		g := make([]float32, len(out))
+		l, _ := kernels.BCEWithLogits(g, out, b.Target)
+		return l, g, nil
 	}
 	return 0, nil, fmt.Errorf("unknown task %q", cfg.Task)
 }
 
 // Evaluate returns the mean loss and the metric of m (evaluation mode) on the
 // graphs idx, in batches of batchSize graphs.
-func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, metric string, batchSize int) (loss, score float64, err error) {
+func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, batchSize int) (loss, score float64, err error) {
+	return evaluate(m, ds, hops, idx, name, nil, batchSize)
+}
+
+// evaluate is Evaluate with the factors of metric film_error.
+func evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, factors []float64, batchSize int) (loss, score float64, err error) {
 	if len(idx) == 0 {
 		return 0, 0, fmt.Errorf("empty evaluation set")
 	}
@@ -277,7 +295,7 @@ func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, metr
 	if err != nil {
 		return 0, 0, err
 	}
-	score, err = models.Score(metric, out, m.Config().Out, b.Y, b.Target)
+	score, err = metric.ScoreWith(name, data.Task(m.Config().Task), out, m.Config().Out, b.Y, b.Target, factors)
 	return loss, score, err
 }
 

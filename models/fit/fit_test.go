@@ -211,3 +211,20 @@ func TestRegressionLearns(t *testing.T) {
 		t.Fatalf("test MAE %.3f, baseline %.3f: want below half the baseline", best.TestScore, base)
 	}
 }
+
+// TestBinaryLoss: the multi-task loss is BCE with logits over the labelled
+// entries only.
+func TestBinaryLoss(t *testing.T) {
+	cfg := models.Config{Task: models.TaskBinary, Out: 2}
+	b := &data.Batch{NumGraphs: 2, Target: []float64{1, math.NaN(), 0, 1}}
+	loss, grad, err := Loss(cfg, []float32{0, 42, 0, 0}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(loss-math.Ln2) > 1e-12 || grad[1] != 0 || math.Abs(float64(grad[0])+0.5/3) > 1e-7 {
+		t.Fatalf("loss %v, grad %v; want ln 2 and (σ(0)−1)/3 = −1/6 at [0], 0 at the missing label", loss, grad)
+	}
+	if _, _, err := Loss(cfg, []float32{0, 0}, b); err == nil || !strings.Contains(err.Error(), "4 binary labels for 2 outputs") {
+		t.Fatalf("mismatch: %v", err)
+	}
+}

@@ -18,6 +18,9 @@ func (e env) buf(n int) []float32 {
 	return e.ar.get(n)
 }
 
+// Buf implements op.Buffers.
+func (e env) Buf(n int) []float32 { return e.buf(n) }
+
 // zeros returns n zeroed floats.
 func (e env) zeros(n int) []float32 {
 	if e.ar == nil {

@@ -177,7 +177,7 @@ func (b *Agnostic) Backward(dOut []float32) {
 		return
 	}
 	for i, prm := range b.Params() {
-		g, err := agnFloats(p.grads[i], len(prm.G))
+		g, err := agnFloats(p.vals.grads[i], len(prm.G))
 		if err != nil {
 			b.backErr = fmt.Errorf("gradient of %s: %w", prm.Name, err)
 			return
@@ -198,13 +198,14 @@ type agnKey struct {
 // agnProg is one compiled baseline graph with the backing of its data
 // nodes (rewritten for every batch) and the values it reads out.
 type agnProg struct {
-	g     *G.ExprGraph
-	vm    G.VM
-	x     []float32 // rows×F node (DeepMultisets) or graph (fingerprint) inputs
-	pool  []float32 // G×N pooling matrix (DeepMultisets only)
-	seed  []float32 // G×Out output gradient (grad only)
-	out   G.Value
-	grads []G.Value
+	g    *G.ExprGraph
+	vm   G.VM
+	x    []float32 // rows×F node (DeepMultisets) or graph (fingerprint) inputs
+	pool []float32 // G×N pooling matrix (DeepMultisets only)
+	seed []float32 // G×Out output gradient (grad only)
+	// vals are read out of every run; apart from agnProg for the reason
+	// given at program.vals.
+	vals *readVals
 }
 
 // program returns the compiled graph for batch bt, loaded with its inputs.
@@ -270,7 +271,7 @@ func (b *Agnostic) load(p *agnProg, bt *data.Batch) {
 // compile builds the expression graph of key and its tape machine.
 func (b *Agnostic) compile(key agnKey) (*agnProg, error) {
 	g := G.NewGraph()
-	p := &agnProg{g: g}
+	p := &agnProg{g: g, vals: &readVals{}}
 	rows := key.G
 	if b.form == FormDeepMultisets {
 		rows = key.N
@@ -302,7 +303,7 @@ func (b *Agnostic) compile(key agnKey) (*agnProg, error) {
 			}
 		}
 	}
-	G.Read(h, &p.out)
+	G.Read(h, &p.vals.out)
 	if key.grad {
 		p.seed = make([]float32, key.G*b.cfg.Out)
 		prod, err := G.HadamardProd(h, agnData(g, "seed", p.seed, key.G, b.cfg.Out))
@@ -317,9 +318,9 @@ func (b *Agnostic) compile(key agnKey) (*agnProg, error) {
 		if err != nil {
 			return nil, fmt.Errorf("differentiating the baseline graph: %w", err)
 		}
-		p.grads = make([]G.Value, len(grads))
+		p.vals.grads = make([]G.Value, len(grads))
 		for i, gn := range grads {
-			G.Read(gn, &p.grads[i])
+			G.Read(gn, &p.vals.grads[i])
 		}
 	}
 	p.vm = G.NewTapeMachine(g)
@@ -346,7 +347,7 @@ func (p *agnProg) run() error {
 	if err := p.vm.RunAll(); err != nil {
 		return fmt.Errorf("running the baseline graph: %w", err)
 	}
-	if p.out == nil {
+	if p.vals.out == nil {
 		return fmt.Errorf("running the baseline graph: no output value")
 	}
 	return nil
@@ -354,7 +355,7 @@ func (p *agnProg) run() error {
 
 // outputs returns a copy of the first n output values (the real graphs).
 func (p *agnProg) outputs(n int) []float32 {
-	v, _ := p.out.Data().([]float32)
+	v, _ := p.vals.out.Data().([]float32)
 	return append([]float32(nil), v[:n]...)
 }
 

@@ -115,9 +115,9 @@ func (e *engine) Step(b *data.Batch) (loss float64, out []float32, err error) {
 	if err := p.accumulate(e.arch.gradParams(p)); err != nil {
 		return 0, nil, err
 	}
-	lv, ok := p.lossVal.Data().(float32)
+	lv, ok := p.vals.loss.Data().(float32)
 	if !ok {
-		return 0, nil, fmt.Errorf("loss node holds %T, want float32", p.lossVal.Data())
+		return 0, nil, fmt.Errorf("loss node holds %T, want float32", p.vals.loss.Data())
 	}
 	return float64(lv), p.outputs(e.cfg.Out), nil
 }
@@ -284,7 +284,7 @@ func (e *engine) build(b *data.Batch, o buildOpts) (*program, error) {
 // newProgram starts the expression graph of key over the batch data bd.
 func (e *engine) newProgram(key progKey, bd *batchData) (*builder, *program, env) {
 	bdr := &builder{g: G.NewGraph()}
-	return bdr, &program{key: key, g: bdr.g, bd: bd, ar: e.ar}, env{Backend: e.be, ar: e.ar}
+	return bdr, &program{key: key, g: bdr.g, bd: bd, ar: e.ar, vals: &readVals{}}, env{Backend: e.be, ar: e.ar}
 }
 
 // param returns a new parameter node of p's graph bound to the storage of
@@ -342,7 +342,7 @@ func (e *engine) finish(bdr *builder, p *program, be env, bd *batchData, hs []*G
 		return nil, bdr.err
 	}
 
-	G.Read(out, &p.outVal)
+	G.Read(out, &p.vals.out)
 	var cost *G.Node
 	switch {
 	case key.loss && cfg.Task == models.TaskClassification:
@@ -357,7 +357,7 @@ func (e *engine) finish(bdr *builder, p *program, be env, bd *batchData, hs []*G
 		return nil, bdr.err
 	}
 	if cost != nil {
-		G.Read(cost, &p.lossVal)
+		G.Read(cost, &p.vals.loss)
 		wrt := make(G.Nodes, len(p.params))
 		for i, pb := range p.params {
 			wrt[i] = pb.node
@@ -366,9 +366,9 @@ func (e *engine) finish(bdr *builder, p *program, be env, bd *batchData, hs []*G
 		if err != nil {
 			return nil, fmt.Errorf("differentiating the %s graph: %w", what, err)
 		}
-		p.grads = make([]G.Value, len(grads))
+		p.vals.grads = make([]G.Value, len(grads))
 		for i, gn := range grads {
-			G.Read(gn, &p.grads[i])
+			G.Read(gn, &p.vals.grads[i])
 		}
 		p.hasGrad = true
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/op"
 )
 
 // The float64 checks: every op has a float64 reference forward written
@@ -104,7 +105,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 		c opCase
 		f ref64
 	}{
-		{opCase{name: "hop aggregation", op: newHopAgg("agg", be, bd, k, N, d),
+		{opCase{name: "hop aggregation", op: op.Adapt(nil, newHopAgg("agg", be, bd, k, N, d)),
 			in: [][]float32{randFloats(rng, N*d, 1), {0.2, 0.5, 0.3}, {0.4}}, shapes: [][]int{{N, d}, {k}, {1}}},
 			func(in [][]float64) []float64 {
 				x, a, e := in[0], in[1], in[2][0]
@@ -123,7 +124,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{opCase{name: "softmax", op: newSoftmax("alpha", k), in: [][]float32{randFloats(rng, k, 1)}, shapes: [][]int{{k}}},
+		{opCase{name: "softmax", op: op.Adapt(nil, newSoftmax("alpha", k)), in: [][]float32{randFloats(rng, k, 1)}, shapes: [][]int{{k}}},
 			func(in [][]float64) []float64 {
 				var s float64
 				y := make([]float64, len(in[0]))

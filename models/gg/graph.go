@@ -9,6 +9,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/op"
 )
 
 // Bucketing of compiled graphs: node-level tensors get a multiple of
@@ -48,18 +49,27 @@ type progKey struct {
 // program is one built and compiled graph, the batch data its ops read and
 // the places its results are read into.
 type program struct {
-	key     progKey
-	g       *G.ExprGraph
-	vm      G.VM
-	bd      *batchData
-	params  []paramBinding
-	masks   [][]float32 // backing of the dropout-mask nodes (G×Out each)
-	seed    []float32   // backing of the output-gradient node (G×Out)
-	outVal  G.Value
-	lossVal G.Value
-	grads   []G.Value
+	key    progKey
+	g      *G.ExprGraph
+	vm     G.VM
+	bd     *batchData
+	params []paramBinding
+	masks  [][]float32 // backing of the dropout-mask nodes (G×Out each)
+	seed   []float32   // backing of the output-gradient node (G×Out)
+	// vals are the values gorgonia.Read copies out of a run. They live
+	// apart from program: a Read node holds a pointer to its target, and
+	// a target inside program would close the cycle machine → graph →
+	// Read → program → machine, which the machine's finalizer
+	// (NewTapeMachine's runtime.SetFinalizer) keeps alive forever.
+	vals    *readVals
 	hasGrad bool
 	ar      *arena
+}
+
+// readVals are the values a run reads out of a compiled graph.
+type readVals struct {
+	out, loss G.Value
+	grads     []G.Value
 }
 
 // paramBinding is a parameter node bound to the storage of an nn.Param.
@@ -105,6 +115,19 @@ func bindParam(pb *paramBinding) error {
 	return nil
 }
 
+// op adds the op.Op o to b's graph, its buffers from be.
+func (b *builder) op(be env, o op.Op, in ...*G.Node) *G.Node {
+	if b.err != nil {
+		return nil
+	}
+	n, err := op.Apply(be, o, in...)
+	if err != nil {
+		b.err = fmt.Errorf("building %s: %w", o.Sig().ID, err)
+		return nil
+	}
+	return n
+}
+
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
 
 // batchHops returns the hop sets of b the layers aggregate over (checked
@@ -144,9 +167,9 @@ func (m *Model) buildGraph(key progKey, bd *batchData) (*program, error) {
 		mn := l.bind(param)
 
 		// α = softmax(logits)
-		alpha := bdr.apply(newSoftmax(name+".alpha", k), logits)
+		alpha := bdr.op(be, newSoftmax(name+".alpha", k), logits)
 		// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v ∈ N_i(u)} h_v
-		agg := bdr.apply(newHopAgg(name+".agg", be, bd, k, N, d), h, alpha, eps)
+		agg := bdr.op(be, newHopAgg(name+".agg", be, bd, k, N, d), h, alpha, eps)
 		// MLP: Linear → BN → ReLU → Linear → BN → ReLU
 		h = l.apply(bdr, be, bd, key, name, agg, mn)
 		hs = append(hs, h)
@@ -165,7 +188,7 @@ func (p *program) run() error {
 	if err := p.vm.RunAll(); err != nil {
 		return fmt.Errorf("running the model graph: %w", err)
 	}
-	if p.outVal == nil {
+	if p.vals.out == nil {
 		return fmt.Errorf("running the model graph: no output value")
 	}
 	// A cached graph keeps no reference to this batch or to the machine's
@@ -177,7 +200,7 @@ func (p *program) run() error {
 
 // outputs returns a copy of the real (unpadded) output values.
 func (p *program) outputs(c int) []float32 {
-	v, _ := p.outVal.Data().([]float32)
+	v, _ := p.vals.out.Data().([]float32)
 	return append([]float32(nil), v[:p.bd.g*c]...)
 }
 
@@ -186,10 +209,10 @@ func (p *program) accumulate(ps []*nn.Param) error {
 	if !p.hasGrad {
 		return fmt.Errorf("graph has no gradients")
 	}
-	if len(p.grads) != len(ps) {
-		return fmt.Errorf("graph has %d gradients for %d parameters", len(p.grads), len(ps))
+	if len(p.vals.grads) != len(ps) {
+		return fmt.Errorf("graph has %d gradients for %d parameters", len(p.vals.grads), len(ps))
 	}
-	for i, gv := range p.grads {
+	for i, gv := range p.vals.grads {
 		if gv == nil {
 			return fmt.Errorf("no gradient value for %s", ps[i].Name)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/op"
 )
 
 // opCase is one differentiable op under a finite-difference check.
@@ -223,10 +224,10 @@ func TestOpGradients(t *testing.T) {
 		bdAttrs.attrs = nil
 		bdMSE := &batchData{g: 3, target: []float64{1, -1, 0.5, 2, 0, 3}}
 		cases := []opCase{
-			{name: "hop aggregation", op: newHopAgg("agg", be, bd, k, N, d),
+			{name: "hop aggregation", op: op.Adapt(nil, newHopAgg("agg", be, bd, k, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), alpha, {0.3}},
 				shapes: [][]int{{N, d}, {k}, {1}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
-			{name: "softmax", op: newSoftmax("alpha", k),
+			{name: "softmax", op: op.Adapt(nil, newSoftmax("alpha", k)),
 				in: [][]float32{randFloats(rng, k, 1)}, shapes: [][]int{{k}}, h: 1e-2, tol: 1e-3},
 			{name: "linear", op: newLinear("lin", be, bd, false, N, d, 3),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d*3, 0.5), randFloats(rng, 3, 0.5)},
@@ -302,16 +303,15 @@ func TestOpsMatchKernelsBitwise(t *testing.T) {
 	agg.Logits.Uniform(rng, 1)
 	want := agg.Forward(be, x, hop, hopT, n)
 	bd := &batchData{n: n, hops: hop, hopsT: hopT}
-	op := newHopAgg("agg", be, bd, k, n, d)
-	a, err := newSoftmax("alpha", k).Do(tensor.New(tensor.WithShape(k), tensor.WithBacking(agg.Logits.W)))
-	if err != nil {
+	a := make([]float32, k)
+	if err := newSoftmax("alpha", k).Forward([][]float32{agg.Logits.W}, a); err != nil {
 		t.Fatal(err)
 	}
-	got, err := op.Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)), a, tensor.New(tensor.WithShape(1), tensor.WithBacking(agg.Eps.W)))
-	if err != nil {
+	gotAgg := make([]float32, n*d)
+	if err := newHopAgg("agg", be, bd, k, n, d).Forward([][]float32{x, a, agg.Eps.W}, gotAgg); err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range got.Data().([]float32) {
+	for i, v := range gotAgg {
 		if v != want[i] {
 			t.Fatalf("hop aggregation [%d] = %v, nn.HopAggregation %v", i, v, want[i])
 		}
@@ -322,7 +322,7 @@ func TestOpsMatchKernelsBitwise(t *testing.T) {
 	bn.Beta.Uniform(rng, 1)
 	st := &bnStats{RunMean: make([]float64, d), RunVar: constFloat64(d, 1), Momentum: 0.1, Eps: 1e-5}
 	want = bn.Forward(be, x, n, true)
-	got, err = newBNReLU("bn", be, bd, st, true, true, n, d).Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)),
+	got, err := newBNReLU("bn", be, bd, st, true, true, n, d).Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)),
 		tensor.New(tensor.WithShape(d), tensor.WithBacking(bn.Gamma.W)), tensor.New(tensor.WithShape(d), tensor.WithBacking(bn.Beta.W)))
 	if err != nil {
 		t.Fatal(err)
@@ -359,7 +359,7 @@ func TestOpIdentity(t *testing.T) {
 	a := G.NewVector(g, G.Float32, G.WithShape(1), G.WithName("alpha"), G.WithInit(G.Ones()))
 	e := G.NewVector(g, G.Float32, G.WithShape(1), G.WithName("eps"), G.WithInit(G.Zeroes()))
 	apply := func(id string) *G.Node {
-		n, err := G.ApplyOp(newHopAgg(id, be, bd, 1, 2, 3), x, a, e)
+		n, err := op.Apply(nil, newHopAgg(id, be, bd, 1, 2, 3), x, a, e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,10 +373,10 @@ func TestOpIdentity(t *testing.T) {
 		t.Fatalf("the same op applied twice to the same inputs gave two nodes: Gorgonia's merge rule changed")
 	}
 	ops := []G.Op{
-		newHopAgg("layer1.agg", be, bd, 1, 2, 3), newHopAgg("layer1.agg.dx", be, bd, 1, 2, 3),
+		op.Adapt(nil, newHopAgg("layer1.agg", be, bd, 1, 2, 3)), op.Adapt(nil, newHopAgg("layer2.agg", be, bd, 1, 2, 3)),
 		newLinear("layer1.lin1", be, bd, false, 2, 3, 3), newLinear("layer1.lin2", be, bd, false, 2, 3, 3),
 		newBNReLU("layer1.bn1", be, bd, nil, true, true, 2, 3), newBNReLU("layer1.bn1", be, bd, nil, false, false, 2, 3),
-		newSoftmax("layer1.alpha", 1), newSoftmax("layer2.alpha", 1),
+		op.Adapt(nil, newSoftmax("layer1.alpha", 1)), op.Adapt(nil, newSoftmax("layer2.alpha", 1)),
 		newDropout("readout0.dropout", 2, 1), newDropout("readout1.dropout", 2, 1),
 		newPart("layer1.agg.dalpha", 0, 1), newPart("layer1.agg.deps", 1, 1),
 	}

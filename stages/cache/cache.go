@@ -7,9 +7,11 @@
 //	<root>/index/<kind>/<vkey>.json  last key seen for a version-free params hash
 //	<root>/lock                      exclusive writer lock (pid inside)
 //
-// A stage directory counts as present only when its record.json exists. The
-// executor writes into a temp directory, writes record.json last and renames
-// the directory into place, so readers never see partial artifacts.
+// A stage directory counts as present only when its record.json exists and
+// every artifact still has the SHA-256 the record lists (Check). The
+// executor writes into a temp directory, writes record.json last and
+// renames the directory into place, so readers never see partial
+// artifacts; a damaged stage counts as not cached and runs again.
 package cache
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spn-project/spn/stages"
@@ -37,6 +40,13 @@ const (
 type Cache struct {
 	// Root is the cache directory.
 	Root string
+	// Warn, if not nil, is told once about each damaged stage that Has
+	// treats as not cached, naming the file at fault.
+	Warn func(*Damage)
+
+	mu      sync.Mutex
+	checked map[string]checkResult // kind/key → outcome of Check
+	warned  map[string]bool
 }
 
 // Open returns the cache rooted at root, creating the directory if needed.
@@ -73,16 +83,37 @@ func (c *Cache) StageDir(kind, key string) string {
 	return filepath.Join(c.Root, kind, p, key)
 }
 
-// Has reports whether the stage kind/key is complete in the cache.
+// Has reports whether the stage kind/key is complete and intact in the
+// cache (see Check). A damaged stage is reported to Warn, once, and counts
+// as absent, so it runs again.
 func (c *Cache) Has(kind, key string) (bool, error) {
-	_, err := os.Stat(filepath.Join(c.StageDir(kind, key), stages.FileRecord))
-	if err == nil {
-		return true, nil
+	ok, damage, err := c.Check(kind, key)
+	if err != nil {
+		return false, err
 	}
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+	if damage != nil {
+		c.mu.Lock()
+		if c.warned == nil {
+			c.warned = map[string]bool{}
+		}
+		first := !c.warned[kind+"/"+key]
+		c.warned[kind+"/"+key] = true
+		c.mu.Unlock()
+		if first && c.Warn != nil {
+			c.Warn(damage)
+		}
 	}
-	return false, fmt.Errorf("checking cache for %s %s: %w", kind, key, err)
+	return ok, nil
+}
+
+// Damaged returns the damage of the stage kind/key if it is present but
+// fails verification, nil otherwise.
+func (c *Cache) Damaged(kind, key string) *Damage {
+	_, d, err := c.Check(kind, key)
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 // ReadRecord reads the record of a complete stage.
@@ -148,6 +179,16 @@ func (c *Cache) Commit(tmp string, rec *Record) error {
 	if _, err := os.Lstat(recPath); err == nil {
 		return fmt.Errorf("committing %s: the stage wrote its own %s", rec.Name, stages.FileRecord)
 	}
+	sums, err := Checksums(tmp)
+	if err != nil {
+		return fmt.Errorf("committing %s: %w", rec.Name, err)
+	}
+	for name, sum := range sums {
+		if !strings.HasPrefix(sum, "sha256:") {
+			return fmt.Errorf("committing %s: %s is %s", rec.Name, name, sum)
+		}
+	}
+	rec.Files = sums
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding record of %s: %w", rec.Name, err)
@@ -159,22 +200,27 @@ func (c *Cache) Commit(tmp string, rec *Record) error {
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return fmt.Errorf("committing %s: %w", rec.Name, err)
 	}
+	id := rec.Kind + "/" + rec.Key
 	if err := os.Rename(tmp, final); err != nil {
-		if ok, _ := c.Has(rec.Kind, rec.Key); ok {
+		c.remember(id, checkResult{}) // look again: another writer may have committed
+		if ok, _, _ := c.Check(rec.Kind, rec.Key); ok {
 			return os.RemoveAll(tmp)
 		}
-		// A record-less leftover (not a complete stage) may block the
-		// rename; it is never visible as present, so replace it.
+		// A record-less leftover (not a complete stage) or a damaged
+		// stage may block the rename; neither is ever served, so
+		// replace it.
 		if _, serr := os.Stat(final); serr == nil {
 			if rerr := os.RemoveAll(final); rerr != nil {
 				return fmt.Errorf("committing %s: removing incomplete %s: %w", rec.Name, final, rerr)
 			}
 			if err2 := os.Rename(tmp, final); err2 == nil {
+				c.remember(id, checkResult{ok: true})
 				return nil
 			}
 		}
 		return fmt.Errorf("committing %s to %s: %w", rec.Name, final, err)
 	}
+	c.remember(id, checkResult{ok: true})
 	return nil
 }
 
@@ -205,6 +251,11 @@ type Record struct {
 	GoVersion  string    `json:"go_version"`
 	GOOS       string    `json:"goos"`
 	GOARCH     string    `json:"goarch"`
+	// Files holds "sha256:HEX" of every artifact (record.json excluded),
+	// by slash-separated path relative to the stage directory. Check
+	// verifies them before the stage is served. Nil in records written
+	// before checksums existed.
+	Files map[string]string `json:"files,omitempty"`
 }
 
 // indexEntry is what the index keeps for a version-free params hash.

@@ -1,6 +1,6 @@
 // Package generate implements the "generate" stage kind: it materialises a
-// dataset (h-Proximity generated from its seed, a TU dataset or QM9 fetched
-// and parsed) into the stage directory as stages.FileDataset.
+// dataset (h-Proximity generated from its seed, a TU dataset, QM9 or an OGB
+// MoleculeNet set fetched and parsed) into the stage directory as stages.FileDataset.
 package generate
 
 import (
@@ -10,9 +10,11 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 )
@@ -24,7 +26,7 @@ type Kind struct{}
 func (Kind) Name() string { return stages.KindGenerate }
 
 // Version returns the kind's version.
-func (Kind) Version() string { return "2" }
+func (Kind) Version() string { return "3" }
 
 // Run builds the dataset of job.Params (stages.GenerateParams) and writes
 // it to job.Dir/dataset.bin. h-Proximity uses the spec's dataset seed
@@ -60,7 +62,39 @@ func Build(ctx context.Context, d schema.Dataset, env stages.Env) (*data.Dataset
 		return tu.Fetch(ctx, f, d.Name)
 	case "qm9":
 		f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror}
-		return qm9.Fetch(ctx, f)
+		return qm9.Fetch(ctx, f, qm9.Options{Source: d.Source, TrainSize: d.TrainSize, Limit: d.Limit})
+	case "ogb":
+		f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror}
+		return ogb.Fetch(ctx, f, d.Name)
 	}
-	return nil, fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9)", d.Kind)
+	return nil, fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9, ogb)", d.Kind)
+}
+
+// Targets returns the indices of the dataset targets d selects, in order
+// (nil: the dataset's own targets, all of them), and for metric
+// "film_error" their chemical-accuracy normalising factors. Only QM9
+// selects targets and has the factors.
+func Targets(d schema.Dataset, metricName string) ([]int, []float64, error) {
+	if d.Kind != "qm9" {
+		if len(d.Targets) > 0 {
+			return nil, nil, fmt.Errorf("dataset.targets: dataset kind %q does not select targets", d.Kind)
+		}
+		if metricName == metric.FiLM {
+			return nil, nil, fmt.Errorf("protocol.metric %s needs QM9's chemical-accuracy factors; dataset kind %q has none", metricName, d.Kind)
+		}
+		return nil, nil, nil
+	}
+	idx := make([]int, len(d.Targets))
+	var factors []float64
+	for i, name := range d.Targets {
+		j, err := qm9.TargetIndex(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dataset.targets[%d]: %w", i, err)
+		}
+		idx[i] = j
+		if metricName == metric.FiLM {
+			factors = append(factors, qm9.ChemAccFactors[j])
+		}
+	}
+	return idx, factors, nil
 }

@@ -67,9 +67,26 @@ func TestTUThroughMirror(t *testing.T) {
 	}
 }
 
+func TestOGBThroughMirror(t *testing.T) {
+	env := stages.Env{DataDir: t.TempDir(), Mirror: mirrortest.Dir(t)}
+	j := job(t, schema.Dataset{Kind: "ogb", Name: "bace", KMax: 10}, env)
+	if err := (Kind{}).Run(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := data.ReadDatasetFile(filepath.Join(j.Dir, stages.FileDataset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Graphs) != 1513 || len(ds.Splits) != 1 || ds.Task != data.TaskBinary || len(ds.NodeCatVocab) != 9 || len(ds.EdgeFeatVocab) != 3 {
+		t.Fatalf("bace: %d graphs, %d splits, task %q, vocabularies %v %v", len(ds.Graphs), len(ds.Splits), ds.Task, ds.NodeCatVocab, ds.EdgeFeatVocab)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	for _, d := range []schema.Dataset{
 		{Kind: "ogb"},
+		{Kind: "ogb", Name: "bace"}, // the mirror is empty
+		{Kind: "ogb", Name: "pcba"},
 		{Kind: "prox", H: 0},
 		{Kind: "tu", Name: "MUTAG"},
 	} {

@@ -26,6 +26,8 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/generate"
+	"github.com/spn-project/spn/stages/protocol"
 )
 
 // Status is whether a node must run.
@@ -215,21 +217,28 @@ func RunSeed(seeds []int64, r int) int64 {
 
 func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 	p := e.Protocol
-	if p.Splits < 1 {
-		return nil, fmt.Errorf("protocol.splits: need at least 1, got %d", p.Splits)
-	}
-	if p.Runs < 1 {
-		return nil, fmt.Errorf("protocol.runs: need at least 1, got %d", p.Runs)
+	proto, err := protocol.Get(p.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("protocol.kind: %w", err)
 	}
 	if len(e.Points) == 0 {
 		return nil, errors.New("points: the experiment has no configuration")
 	}
+	layout, err := proto.Layout(p, len(e.Points))
+	if err != nil {
+		return nil, err
+	}
 	ds := e.Dataset
 	label := DatasetLabel(ds)
+	targets, factors, err := generate.Targets(ds, p.Metric)
+	if err != nil {
+		return nil, err
+	}
 	genDS := ds
-	// generate does not depend on the precompute settings: leave them out
-	// so every kmax shares one generated dataset.
-	genDS.KMax, genDS.Unreachable = 0, false
+	// generate does not depend on the precompute settings nor on the
+	// targets a model predicts (train selects them): leave them out so
+	// every kmax and every property shares one generated dataset.
+	genDS.KMax, genDS.Unreachable, genDS.Targets = 0, false, nil
 	gen, err := b.add(stages.KindGenerate, "generate "+label, stages.GenerateParams{Dataset: genDS}, nil)
 	if err != nil {
 		return nil, err
@@ -243,56 +252,72 @@ func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var evalDeps []*Node
-	switch p.Kind {
-	case "holdout":
-		for i := range e.Points {
-			pt := e.Points[i]
-			for s := 0; s < p.Splits; s++ {
-				for r := 0; r < p.Runs; r++ {
-					tp := stages.TrainParams{Role: stages.RoleHoldout, Point: &pt, Metric: p.Metric,
-						Split: s, Run: r, Seed: RunSeed(e.Seeds, r)}
-					name := fmt.Sprintf("train %s %s split=%d run=%d", label, PointLabel(pt), s, r)
-					t, err := b.add(stages.KindTrain, name, tp, []*Node{gen, pre})
-					if err != nil {
-						return nil, err
-					}
-					evalDeps = append(evalDeps, t)
-				}
+	train := func(t protocol.Train, sel *Node) (*Node, error) {
+		tp := stages.TrainParams{Role: t.Role, Metric: p.Metric, Split: t.Split, Run: t.Run, Seed: RunSeed(e.Seeds, t.Run),
+			Targets: targets, Factors: factors}
+		deps := []*Node{gen, pre}
+		var name string
+		switch {
+		case t.Point < 0:
+			if sel == nil {
+				return nil, fmt.Errorf("protocol %s: a %s train stage without a point needs a select stage", p.Kind, t.Role)
+			}
+			deps = append(deps, sel)
+			name = fmt.Sprintf("train %s final split=%d run=%d", e.Name, t.Split, t.Run)
+		case t.Point >= len(e.Points):
+			return nil, fmt.Errorf("protocol %s: layout names grid point %d of %d", p.Kind, t.Point, len(e.Points))
+		default:
+			pt := e.Points[t.Point]
+			tp.Point = &pt
+			if t.Role == stages.RoleSelect {
+				name = fmt.Sprintf("train %s %s select split=%d", label, PointLabel(pt), t.Split)
+			} else {
+				name = fmt.Sprintf("train %s %s split=%d run=%d", label, PointLabel(pt), t.Split, t.Run)
 			}
 		}
-	case "errica":
-		for s := 0; s < p.Splits; s++ {
-			var selDeps []*Node
-			for i := range e.Points {
-				pt := e.Points[i]
-				tp := stages.TrainParams{Role: stages.RoleSelect, Point: &pt, Metric: p.Metric,
-					Split: s, Run: 0, Seed: RunSeed(e.Seeds, 0)}
-				name := fmt.Sprintf("train %s %s select split=%d", label, PointLabel(pt), s)
-				t, err := b.add(stages.KindTrain, name, tp, []*Node{gen, pre})
-				if err != nil {
-					return nil, err
-				}
-				selDeps = append(selDeps, t)
-			}
-			sel, err := b.add(stages.KindSelect, fmt.Sprintf("select %s split=%d", e.Name, s),
-				stages.SelectParams{Split: s, Points: len(e.Points), Runs: 1, SelectOn: p.SelectOn}, selDeps)
+		return b.add(stages.KindTrain, name, tp, deps)
+	}
+	// Selection stages are added just before the first stage that needs
+	// them, so the plan order follows the protocol's (fold by fold).
+	sels := make([]*Node, len(layout.Selects))
+	selectNode := func(i int) (*Node, error) {
+		if i < 0 {
+			return nil, nil
+		}
+		if i >= len(sels) {
+			return nil, fmt.Errorf("protocol %s: layout names select stage %d of %d", p.Kind, i, len(sels))
+		}
+		if sels[i] != nil {
+			return sels[i], nil
+		}
+		s := layout.Selects[i]
+		deps := make([]*Node, 0, len(s.Trains))
+		for _, t := range s.Trains {
+			n, err := train(t, nil)
 			if err != nil {
 				return nil, err
 			}
-			for r := 0; r < p.Runs; r++ {
-				tp := stages.TrainParams{Role: stages.RoleFinal, Metric: p.Metric,
-					Split: s, Run: r, Seed: RunSeed(e.Seeds, r)}
-				name := fmt.Sprintf("train %s final split=%d run=%d", e.Name, s, r)
-				t, err := b.add(stages.KindTrain, name, tp, []*Node{gen, pre, sel})
-				if err != nil {
-					return nil, err
-				}
-				evalDeps = append(evalDeps, t)
-			}
+			deps = append(deps, n)
 		}
-	default:
-		return nil, fmt.Errorf("protocol.kind: unknown protocol %q (want holdout or errica)", p.Kind)
+		n, err := b.add(stages.KindSelect, fmt.Sprintf("select %s split=%d", e.Name, s.Split),
+			stages.SelectParams{Split: s.Split, Points: len(e.Points), Runs: s.Runs, SelectOn: p.SelectOn}, deps)
+		if err != nil {
+			return nil, err
+		}
+		sels[i] = n
+		return n, nil
+	}
+	evalDeps := make([]*Node, 0, len(layout.Evaluated))
+	for _, t := range layout.Evaluated {
+		sel, err := selectNode(t.Select)
+		if err != nil {
+			return nil, err
+		}
+		n, err := train(t, sel)
+		if err != nil {
+			return nil, err
+		}
+		evalDeps = append(evalDeps, n)
 	}
 	return b.add(stages.KindEvaluate, "evaluate "+e.Name,
 		stages.EvaluateParams{Protocol: p, Points: len(e.Points)}, evalDeps)

@@ -344,7 +344,7 @@ func TestBuildErrors(t *testing.T) {
 		want   string
 	}{
 		{"unknown protocol", func(s *schema.Spec) { s.Experiments[1].Protocol.Kind = "kfold" }, nil,
-			`experiments.prox_spn: protocol.kind: unknown protocol "kfold" (want holdout or errica)`},
+			`experiments.prox_spn: protocol.kind: unknown protocol kind "kfold" (want holdout, errica, fixed)`},
 		{"no runs", func(s *schema.Spec) { s.Experiments[0].Protocol.Runs = 0 }, nil,
 			"experiments.prox_gin: protocol.runs: need at least 1, got 0"},
 		{"no points", func(s *schema.Spec) { s.Experiments[2].Points = nil }, nil,

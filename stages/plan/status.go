@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/spn-project/spn/stages/cache"
 )
 
 // Store is what Resolve needs to know of a cache.
@@ -15,9 +17,15 @@ type Store interface {
 	Last(kind, vkey string) (key, version string, ok bool, err error)
 }
 
+// damageReporter is implemented by stores that verify what they hold
+// (cache.Cache): Damaged says why a present stage is not served.
+type damageReporter interface {
+	Damaged(kind, key string) *cache.Damage
+}
+
 // Resolve sets every node's Status and Reason from the store. Reasons are
-// "not in cache", "input NAME must run", "code version changed (was V)"
-// and "an input changed".
+// "not in cache", "damaged in cache: FILE: PROBLEM", "input NAME must
+// run", "code version changed (was V)" and "an input changed".
 func (p *Plan) Resolve(s Store) error {
 	for _, n := range p.Nodes {
 		ok, err := s.Has(n.Kind, n.Key)
@@ -40,7 +48,13 @@ func (p *Plan) Resolve(s Store) error {
 				break
 			}
 		}
+		var damage *cache.Damage
+		if dr, ok := s.(damageReporter); ok {
+			damage = dr.Damaged(n.Kind, n.Key)
+		}
 		switch {
+		case damage != nil:
+			n.Reason = "damaged in cache, runs again: " + damage.Error()
 		case found && lastVer != n.Version:
 			n.Reason = fmt.Sprintf("code version changed (was %s)", lastVer)
 		case dep != nil:

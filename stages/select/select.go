@@ -14,14 +14,8 @@ import (
 	"path/filepath"
 	"reflect"
 
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/stages"
-)
-
-// Metric names a result may carry.
-const (
-	MetricAccuracy = "accuracy"
-	MetricMAE      = "mae"
-	MetricROCAUC   = "rocauc"
 )
 
 // Selection criteria (schema.Protocol.SelectOn).
@@ -35,8 +29,8 @@ const (
 // Artifact: stages.FileResult holding a stages.SelectResult.
 //
 // Each point is scored by the mean of its runs' validation scores
-// (SelectOn "val_metric": higher wins for accuracy and rocauc, lower for
-// mae; "val_loss": lower wins). Tie rule: among points with exactly equal
+// (SelectOn "val_metric": the metric's direction, metric.HigherIsBetter;
+// "val_loss": lower wins). Tie rule: among points with exactly equal
 // mean scores, the earliest in grid order wins.
 type Kind struct{}
 
@@ -115,17 +109,15 @@ func Select(p stages.SelectParams, runs []TrainRun) (*stages.SelectResult, error
 
 // LowerIsBetter reports whether smaller scores win when comparing by
 // selectOn ("val_metric" or "val_loss") for the given metric.
-func LowerIsBetter(selectOn, metric string) (bool, error) {
-	switch metric {
-	case MetricAccuracy, MetricROCAUC, MetricMAE:
-	default:
-		return false, fmt.Errorf("unknown metric %q (want %q, %q or %q)", metric, MetricAccuracy, MetricROCAUC, MetricMAE)
+func LowerIsBetter(selectOn, name string) (bool, error) {
+	if err := metric.Known(name); err != nil {
+		return false, err
 	}
 	switch selectOn {
 	case SelectOnValLoss:
 		return true, nil
 	case SelectOnValMetric:
-		return metric == MetricMAE, nil
+		return !metric.HigherIsBetter(name), nil
 	}
 	return false, fmt.Errorf("unknown select_on %q (want %q or %q)", selectOn, SelectOnValMetric, SelectOnValLoss)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 )
@@ -46,12 +47,12 @@ func TestSelect(t *testing.T) {
 		winner   int
 		scores   []float64
 	}{
-		{"accuracy higher wins", MetricAccuracy, SelectOnValMetric, [][]float64{{0.5, 0.7}, {0.8, 0.8}, {0.9, 0.5}}, false, 1, []float64{0.6, 0.8, 0.7}},
-		{"rocauc higher wins", MetricROCAUC, SelectOnValMetric, [][]float64{{0.5}, {0.75}}, false, 1, []float64{0.5, 0.75}},
-		{"mae lower wins", MetricMAE, SelectOnValMetric, [][]float64{{3, 1}, {1, 1}, {2, 2}}, false, 1, []float64{2, 1, 2}},
-		{"val_loss lower wins even for accuracy", MetricAccuracy, SelectOnValLoss, [][]float64{{0.3, 0.5}, {0.2, 0.2}}, true, 1, []float64{0.4, 0.2}},
-		{"tie: earliest point wins (higher)", MetricAccuracy, SelectOnValMetric, [][]float64{{0.5, 0.5}, {0.75, 0.25}, {0.25, 0.75}, {0.5, 0.5}}, false, 0, []float64{0.5, 0.5, 0.5, 0.5}},
-		{"tie: earliest point wins (lower)", MetricMAE, SelectOnValMetric, [][]float64{{2}, {1}, {1}}, false, 1, []float64{2, 1, 1}},
+		{"accuracy higher wins", metric.Accuracy, SelectOnValMetric, [][]float64{{0.5, 0.7}, {0.8, 0.8}, {0.9, 0.5}}, false, 1, []float64{0.6, 0.8, 0.7}},
+		{"rocauc higher wins", metric.ROCAUC, SelectOnValMetric, [][]float64{{0.5}, {0.75}}, false, 1, []float64{0.5, 0.75}},
+		{"mae lower wins", metric.MAE, SelectOnValMetric, [][]float64{{3, 1}, {1, 1}, {2, 2}}, false, 1, []float64{2, 1, 2}},
+		{"val_loss lower wins even for accuracy", metric.Accuracy, SelectOnValLoss, [][]float64{{0.3, 0.5}, {0.2, 0.2}}, true, 1, []float64{0.4, 0.2}},
+		{"tie: earliest point wins (higher)", metric.Accuracy, SelectOnValMetric, [][]float64{{0.5, 0.5}, {0.75, 0.25}, {0.25, 0.75}, {0.5, 0.5}}, false, 0, []float64{0.5, 0.5, 0.5, 0.5}},
+		{"tie: earliest point wins (lower)", metric.MAE, SelectOnValMetric, [][]float64{{2}, {1}, {1}}, false, 1, []float64{2, 1, 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,12 +81,12 @@ func TestSelect(t *testing.T) {
 }
 
 func TestSelectErrors(t *testing.T) {
-	good := runs(MetricAccuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
-	nan := runs(MetricAccuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
+	good := runs(metric.Accuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
+	nan := runs(metric.Accuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
 	nan[2].Result.ValScore = math.NaN()
-	mixed := runs(MetricAccuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
-	mixed[3].Result.Metric = MetricMAE
-	ungrouped := runs(MetricAccuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
+	mixed := runs(metric.Accuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
+	mixed[3].Result.Metric = metric.MAE
+	ungrouped := runs(metric.Accuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
 	ungrouped[1], ungrouped[2] = ungrouped[2], ungrouped[1]
 	p := stages.SelectParams{Points: 2, Runs: 2, SelectOn: SelectOnValMetric}
 	tests := []struct {
@@ -154,7 +155,7 @@ func job(t *testing.T, p stages.SelectParams, rs []stages.TrainResult) *stages.J
 
 func TestRun(t *testing.T) {
 	var rs []stages.TrainResult
-	for _, r := range runs(MetricMAE, [][]float64{{0.4, 0.6}, {0.3, 0.5}, {0.2, 0.9}}, false) {
+	for _, r := range runs(metric.MAE, [][]float64{{0.4, 0.6}, {0.3, 0.5}, {0.2, 0.9}}, false) {
 		rs = append(rs, r.Result)
 	}
 	j := job(t, stages.SelectParams{Split: 1, Points: 3, Runs: 2, SelectOn: SelectOnValMetric}, rs)

@@ -68,6 +68,9 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	if err != nil {
 		return err
 	}
+	if ds, err = data.SelectTargets(ds, p.Targets); err != nil {
+		return err
+	}
 	if p.Split < 0 || p.Split >= len(ds.Splits) {
 		return fmt.Errorf("split %d: dataset %q has %d splits", p.Split, ds.Name, len(ds.Splits))
 	}
@@ -139,6 +142,7 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	opts := fit.Options{
 		Training: point.Training,
 		Metric:   p.Metric,
+		Factors:  p.Factors,
 		Seed:     job.Seed,
 		Stream:   uint64(p.Seed) + uint64(p.Run),
 		Log:      job.Log,

@@ -1,0 +1,316 @@
+// Package nbop holds the differentiable ops of the SP-MPNNs over typed
+// neighbourhoods (R-SPN, E-SPN, and the global readout of the SPN kinds),
+// each an op.Op written once over the kernels of models/kernels:
+//
+//   - Combine: y = (1+ε)·S + α_1·R + Σ_{i=2..k} α_i·A_i·H, the SP-MPNN
+//     combination whose first-hop term R is given (relation sums, edge
+//     messages, …) and whose higher hops aggregate H over N_2..N_k;
+//   - RelAgg: y_u = Σ_j Σ_{v: r_j(u,v)} X_j[v], the relation sums of R-SPN;
+//   - EdgeMsg: y_u = Σ_{v∈N(u)} ReLU(h_v + e_uv) with e_uv from a
+//     BondEncoder table, E-SPN's first hop;
+//   - CatEmbed: OGB's AtomEncoder/BondEncoder sum of one embedding per
+//     categorical column;
+//   - GraphSum: y_u = Σ_{v∈G(u)} x_v, the global readout broadcast;
+//   - BCE: multi-task binary cross-entropy with logits, missing labels
+//     (NaN) ignored.
+//
+// Node-level tensors have N ≥ n rows (the compiled graph's padded size):
+// the ops compute on the batch's n real rows (graph-level: g rows) and
+// write zeros into the padding.
+package nbop
+
+import (
+	"fmt"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
+)
+
+// Data is the per-batch data the ops read when they run; Set points it at
+// a batch before every run of a compiled graph.
+type Data struct {
+	// N and G are the batch's real node and graph counts.
+	N, G int
+	// Ptr are the graph offsets (len G+1).
+	Ptr []int32
+	// Hops are N_2..N_k (Combine's higher hops), HopsT their transposes.
+	Hops, HopsT []data.CSR
+	// Rel are the relations r_1..r_R, RelT their transposes.
+	Rel, RelT []data.CSR
+	// Adj is the adjacency, AdjIn its incoming entries
+	// (kernels.IncomingEntries), EdgeFeat its categorical edge features
+	// and EdgeOff the first table row of every edge feature column.
+	Adj, AdjIn data.CSR
+	EdgeFeat   []int32
+	EdgeOff    []int32
+	// NodeCat are the categorical node features, NodeOff the first table
+	// row of every column.
+	NodeCat []int32
+	NodeOff []int32
+	// Target are the G×t targets (BCE: 0, 1 or NaN).
+	Target []float64
+}
+
+// Need says which parts of a batch Set prepares.
+type Need struct {
+	// K is the hop count: Combine reads N_2..N_K.
+	K int
+	// Relations, Edges: the relations (R-SPN), the adjacency with its
+	// edge features (E-SPN).
+	Relations, Edges bool
+}
+
+// Set points d at batch b, which must carry what need asks for (the
+// model's batch check verifies it first).
+func (d *Data) Set(b *data.Batch, need Need) error {
+	if len(b.Hop) < need.K {
+		return fmt.Errorf("batch carries %d hop sets, need %d", len(b.Hop), need.K)
+	}
+	*d = Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr, NodeCat: b.NodeCat, Target: b.Target}
+	for i := 1; i < need.K; i++ {
+		d.Hops = append(d.Hops, b.Hop[i])
+		d.HopsT = append(d.HopsT, kernels.Transpose(b.Hop[i]))
+	}
+	if need.Relations {
+		d.Rel = b.Rel
+		for _, r := range b.Rel {
+			d.RelT = append(d.RelT, kernels.Transpose(r))
+		}
+	}
+	if need.Edges {
+		d.Adj, d.AdjIn, d.EdgeFeat = b.Adj, kernels.IncomingEntries(b.Adj), b.EdgeFeat
+		d.EdgeOff, _ = kernels.EmbedOffsets(b.EdgeFeatVocab)
+	}
+	d.NodeOff, _ = kernels.EmbedOffsets(b.NodeCatVocab)
+	return nil
+}
+
+// Combine is the SP-MPNN combination over N×d node states
+//
+//	y = (1+ε)·S + α_1·R + Σ_{i=2..k} α_i·A_i·H
+//
+// with inputs S, R, H (N×d), α (k) and ε (1), A_i the 0/1 matrix of N_i.
+// Its gradient: dS = (1+ε)·dy, dR = α_1·dy, dH = Σ_{i≥2} α_i·A_iᵀ·dy,
+// dα_1 = ⟨dy, R⟩, dα_i = ⟨A_iᵀ·dy, H⟩, dε = ⟨dy, S⟩.
+type Combine struct {
+	ID      string
+	Be      kernels.Backend
+	D       *Data
+	K, N, W int // hops, padded rows, width
+}
+
+// Sig implements op.Op.
+func (o Combine) Sig() op.Sig {
+	nd := []int{o.N, o.W}
+	return op.Sig{ID: o.ID, In: [][]int{nd, nd, nd, {o.K}, {1}}, Out: nd}
+}
+
+// Forward implements op.Op.
+func (o Combine) Forward(in [][]float32, y []float32) error {
+	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
+	n, d := o.D.N, o.W
+	if len(o.D.Hops) != o.K-1 {
+		return fmt.Errorf("%d higher hop sets for k = %d", len(o.D.Hops), o.K)
+	}
+	clear(y[n*d:])
+	o.Be.HopAggregate(y[:n*d], H[:n*d], o.D.Hops, alpha[1:], 0, n, d)
+	s, a1 := 1+eps[0], alpha[0]
+	for i := range y[:n*d] {
+		y[i] += s*S[i] + a1*R[i]
+	}
+	return nil
+}
+
+// Backward implements op.Op.
+func (o Combine) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
+	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
+	n, d := o.D.N, o.W
+	s, a1 := 1+eps[0], alpha[0]
+	for i, v := range dy[:n*d] {
+		g[0][i], g[1][i] = s*v, a1*v
+	}
+	T := make([][]float32, len(o.D.HopsT))
+	for i := range T {
+		T[i] = make([]float32, n*d)
+	}
+	o.Be.HopAggregateSums(g[2][:n*d], T, dy[:n*d], o.D.HopsT, alpha[1:], 0, n, d)
+	dots := o.Be.Dots(dy[:n*d], [][]float32{R[:n*d], S[:n*d]}, n, d)
+	g[3][0], g[4][0] = float32(dots[0]), float32(dots[1])
+	for i, v := range o.Be.Dots(H[:n*d], T, n, d) {
+		g[3][i+1] = float32(v)
+	}
+	return nil
+}
+
+// RelAgg is R-SPN's relation aggregation over inputs X_1..X_R (N×d each):
+// y_u = Σ_j Σ_{v: r_j(u,v)} X_j[v]; dX_j = A_{r_j}ᵀ·dy.
+type RelAgg struct {
+	ID      string
+	Be      kernels.Backend
+	D       *Data
+	R, N, W int
+}
+
+// Sig implements op.Op.
+func (o RelAgg) Sig() op.Sig {
+	in := make([][]int, o.R)
+	for j := range in {
+		in[j] = []int{o.N, o.W}
+	}
+	return op.Sig{ID: o.ID, In: in, Out: []int{o.N, o.W}}
+}
+
+// Forward implements op.Op.
+func (o RelAgg) Forward(in [][]float32, y []float32) error {
+	if len(o.D.Rel) != o.R {
+		return fmt.Errorf("batch has %d relations, op built for %d", len(o.D.Rel), o.R)
+	}
+	n := o.D.N
+	clear(y[n*o.W:])
+	kernels.RelAggregate(o.Be, y, nil, in, o.D.Rel, n, o.W)
+	return nil
+}
+
+// Backward implements op.Op.
+func (o RelAgg) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
+	kernels.RelAggregateGrad(o.Be, g, dy, o.D.RelT, o.D.N, o.W)
+	return nil
+}
+
+// EdgeMsg is E-SPN's first-hop aggregation over inputs h (N×d) and the
+// stacked BondEncoder tables T (Rows×d):
+//
+//	y_u = Σ_{v∈N(u)} ReLU(h_v + e_uv),  e_uv = Σ_c T[off_c + f_uv,c]
+//
+// (the edge embeddings are recomputed in the backward rather than kept).
+type EdgeMsg struct {
+	ID         string
+	Be         kernels.Backend
+	D          *Data
+	Rows, N, W int
+}
+
+// Sig implements op.Op.
+func (o EdgeMsg) Sig() op.Sig {
+	return op.Sig{ID: o.ID, In: [][]int{{o.N, o.W}, {o.Rows, o.W}}, Out: []int{o.N, o.W}}
+}
+
+// edges returns the embeddings e (E×d) of the batch's edge entries.
+func (o EdgeMsg) edges(T []float32) []float32 {
+	E := len(o.D.Adj.Idx)
+	e := make([]float32, E*o.W)
+	kernels.EmbedSum(o.Be, e, T, o.D.EdgeFeat, o.D.EdgeOff, E, o.W)
+	return e
+}
+
+// Forward implements op.Op.
+func (o EdgeMsg) Forward(in [][]float32, y []float32) error {
+	if len(o.D.EdgeFeat) != len(o.D.Adj.Idx)*len(o.D.EdgeOff) || len(o.D.EdgeOff) == 0 {
+		return fmt.Errorf("batch has %d edge feature values for %d edge entries × %d columns", len(o.D.EdgeFeat), len(o.D.Adj.Idx), len(o.D.EdgeOff))
+	}
+	n := o.D.N
+	clear(y[n*o.W:])
+	kernels.EdgeMessages(o.Be, y, in[0], o.edges(in[1]), o.D.Adj, n, o.W)
+	return nil
+}
+
+// Backward implements op.Op.
+func (o EdgeMsg) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
+	E := len(o.D.Adj.Idx)
+	de := make([]float32, E*o.W)
+	kernels.EdgeMessagesGrad(o.Be, g[0], de, dy, in[0], o.edges(in[1]), o.D.Adj, o.D.AdjIn, o.D.N, o.W)
+	kernels.EmbedSumGrad(g[1], de, o.D.EdgeFeat, o.D.EdgeOff, E, o.W)
+	return nil
+}
+
+// CatEmbed is OGB's AtomEncoder over the batch's categorical node features
+// for the stacked tables T (Rows×d): y_u = Σ_c T[off_c + x_u,c].
+type CatEmbed struct {
+	ID         string
+	Be         kernels.Backend
+	D          *Data
+	Rows, N, W int
+}
+
+// Sig implements op.Op.
+func (o CatEmbed) Sig() op.Sig {
+	return op.Sig{ID: o.ID, In: [][]int{{o.Rows, o.W}}, Out: []int{o.N, o.W}}
+}
+
+// Forward implements op.Op.
+func (o CatEmbed) Forward(in [][]float32, y []float32) error {
+	n := o.D.N
+	if len(o.D.NodeCat) != n*len(o.D.NodeOff) || len(o.D.NodeOff) == 0 {
+		return fmt.Errorf("batch has %d categorical node feature values for %d nodes × %d columns", len(o.D.NodeCat), n, len(o.D.NodeOff))
+	}
+	clear(y[n*o.W:])
+	kernels.EmbedSum(o.Be, y, in[0], o.D.NodeCat, o.D.NodeOff, n, o.W)
+	return nil
+}
+
+// Backward implements op.Op.
+func (o CatEmbed) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
+	kernels.EmbedSumGrad(g[0], dy, o.D.NodeCat, o.D.NodeOff, o.D.N, o.W)
+	return nil
+}
+
+// GraphSum is the global readout broadcast, y_u = Σ_{v∈G(u)} x_v over
+// x (N×d); the map is symmetric, so dx = GraphSum(dy).
+type GraphSum struct {
+	ID   string
+	Be   kernels.Backend
+	D    *Data
+	N, W int
+}
+
+// Sig implements op.Op.
+func (o GraphSum) Sig() op.Sig {
+	return op.Sig{ID: o.ID, In: [][]int{{o.N, o.W}}, Out: []int{o.N, o.W}}
+}
+
+// Forward implements op.Op.
+func (o GraphSum) Forward(in [][]float32, y []float32) error {
+	clear(y[o.D.N*o.W:])
+	kernels.GraphSumBroadcast(o.Be, y, in[0], o.D.Ptr, o.W)
+	return nil
+}
+
+// Backward implements op.Op.
+func (o GraphSum) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
+	kernels.GraphSumBroadcast(o.Be, g[0], dy, o.D.Ptr, o.W)
+	return nil
+}
+
+// BCE is the mean binary cross-entropy with logits over the labelled
+// entries of the G×T outputs (targets 0, 1, or NaN for a missing label,
+// which contributes neither loss nor gradient): a scalar.
+type BCE struct {
+	ID   string
+	D    *Data
+	G, T int
+}
+
+// Sig implements op.Op.
+func (o BCE) Sig() op.Sig { return op.Sig{ID: o.ID, In: [][]int{{o.G, o.T}}} }
+
+// Forward implements op.Op.
+func (o BCE) Forward(in [][]float32, y []float32) error {
+	m := o.D.G * o.T
+	if len(o.D.Target) != m {
+		return fmt.Errorf("batch has %d binary labels, want %d graphs × %d tasks", len(o.D.Target), o.D.G, o.T)
+	}
+	l, _ := kernels.BCEWithLogits(nil, in[0][:m], o.D.Target)
+	y[0] = float32(l)
+	return nil
+}
+
+// Backward implements op.Op.
+func (o BCE) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
+	m := o.D.G * o.T
+	kernels.BCEWithLogits(g[0][:m], in[0][:m], o.D.Target)
+	for i := range g[0][:m] {
+		g[0][i] *= dy[0]
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package nbop
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op/optest"
+	"github.com/spn-project/spn/models/synth"
+)
+
+func randFloats(rng *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * scale)
+	}
+	return x
+}
+
+// awayFromZero moves values near 0 away from the ReLU kink, so that finite
+// differences do not cross it.
+func awayFromZero(x []float32) []float32 {
+	for i, v := range x {
+		if math.Abs(float64(v)) < 0.1 {
+			x[i] = 0.2
+		}
+	}
+	return x
+}
+
+// typedBatch is a batch of 6 random typed graphs with binary targets
+// (some missing), hop sets up to k.
+func typedBatch(t *testing.T, k int) *data.Batch {
+	t.Helper()
+	ds, hops, err := synth.EdgeFeatures(3, 6, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := data.NewBatch(ds, hops, []int{0, 1, 2, 3, 4, 5}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestGradients(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		be := kernels.CPU{Threads: threads}
+		rng := rand.New(rand.NewPCG(3, 4))
+		k := 3
+		ds, hops, err := synth.Relational(3, 6, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := data.NewBatch(ds, hops, []int{0, 1, 2, 3, 4, 5}, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := typedBatch(t, k)
+		D, Dbin := &Data{}, &Data{}
+		if err := D.Set(b, Need{K: k, Relations: true, Edges: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := Dbin.Set(bin, Need{K: 1}); err != nil {
+			t.Fatal(err)
+		}
+		n, w := b.N, 4
+		N := n + 7
+		_, edgeRows := kernels.EmbedOffsets(b.EdgeFeatVocab)
+		_, nodeRows := kernels.EmbedOffsets(b.NodeCatVocab)
+		R := b.NumEdgeTypes
+		rel := make([][]float32, R)
+		for j := range rel {
+			rel[j] = randFloats(rng, N*w, 1)
+		}
+		nd := func() []float32 { return randFloats(rng, N*w, 1) }
+		D1 := *D
+		D1.Hops, D1.HopsT = nil, nil
+		G := bin.NumGraphs + 2
+		cases := []optest.Case{
+			{Name: "combine", Op: Combine{ID: "c", Be: be, D: D, K: k, N: N, W: w},
+				In: [][]float32{nd(), nd(), nd(), {0.2, 0.5, 0.3}, {0.4}}, ZeroFrom: n * w},
+			{Name: "combine k=1", Op: Combine{ID: "c1", Be: be, D: &D1, K: 1, N: N, W: w},
+				In: [][]float32{nd(), nd(), nd(), {1}, {-0.2}}, ZeroFrom: n * w},
+			{Name: "relation aggregation", Op: RelAgg{ID: "r", Be: be, D: D, R: R, N: N, W: w},
+				In: rel, ZeroFrom: n * w},
+			// |e| small against |h|: h_v + e_uv keeps h_v's sign.
+			{Name: "edge messages", Op: EdgeMsg{ID: "e", Be: be, D: D, Rows: edgeRows, N: N, W: w},
+				In: [][]float32{awayFromZero(nd()), randFloats(rng, edgeRows*w, 0.02)}, H: 1e-3, ZeroFrom: n * w},
+			{Name: "atom encoder", Op: CatEmbed{ID: "a", Be: be, D: D, Rows: nodeRows, N: N, W: w},
+				In: [][]float32{randFloats(rng, nodeRows*w, 1)}, ZeroFrom: n * w},
+			{Name: "graph sum", Op: GraphSum{ID: "g", Be: be, D: D, N: N, W: w},
+				In: [][]float32{nd()}, ZeroFrom: n * w},
+			{Name: "masked bce", Op: BCE{ID: "b", D: Dbin, G: G, T: bin.NumTargets},
+				In: [][]float32{randFloats(rng, G*bin.NumTargets, 2)}},
+		}
+		for _, c := range cases {
+			optest.CheckGrad(t, c)
+		}
+	}
+}
+
+// TestBCEIgnoresMissing: a missing label contributes neither loss nor
+// gradient, whatever its logit.
+func TestBCEIgnoresMissing(t *testing.T) {
+	o := BCE{ID: "b", D: &Data{G: 2, Target: []float64{1, math.NaN(), 0, 1}}, G: 2, T: 2}
+	for _, z := range []float32{-100, 100} {
+		y := make([]float32, 1)
+		if err := o.Forward([][]float32{{0, z, 0, 0}}, y); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(float64(y[0])-math.Ln2) > 1e-6 {
+			t.Fatalf("logit %v at the missing label: loss %v, want ln 2", z, y[0])
+		}
+		g := [][]float32{make([]float32, 4)}
+		if err := o.Backward([][]float32{{0, z, 0, 0}}, y, []float32{1}, g); err != nil {
+			t.Fatal(err)
+		}
+		if g[0][1] != 0 {
+			t.Fatalf("gradient %v at the missing label", g[0][1])
+		}
+	}
+}
+
+// TestErrors: ops refuse a batch that lacks what they read.
+func TestErrors(t *testing.T) {
+	be := kernels.CPU{}
+	D := &Data{N: 2, G: 1, Ptr: []int32{0, 2}, Adj: data.CSR{Ptr: []int32{0, 1, 2}, Idx: []int32{1, 0}}}
+	y := make([]float32, 8)
+	x := make([]float32, 8)
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"combine without hops", Combine{ID: "c", Be: be, D: D, K: 3, N: 2, W: 4}.Forward([][]float32{x, x, x, {1, 0, 0}, {0}}, y), "0 higher hop sets for k = 3"},
+		{"relations missing", RelAgg{ID: "r", Be: be, D: D, R: 2, N: 2, W: 4}.Forward([][]float32{x, x}, y), "batch has 0 relations, op built for 2"},
+		{"edge features missing", EdgeMsg{ID: "e", Be: be, D: D, Rows: 3, N: 2, W: 4}.Forward([][]float32{x, make([]float32, 12)}, y), "0 edge feature values for 2 edge entries × 0 columns"},
+		{"node features missing", CatEmbed{ID: "a", Be: be, D: D, Rows: 3, N: 2, W: 4}.Forward([][]float32{make([]float32, 12)}, y), "0 categorical node feature values for 2 nodes × 0 columns"},
+		{"labels missing", BCE{ID: "b", D: D, G: 1, T: 2}.Forward([][]float32{{0, 0}}, y[:1]), "batch has 0 binary labels, want 1 graphs × 2 tasks"},
+	}
+	for _, tc := range tests {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want containing %q", tc.name, tc.err, tc.want)
+		}
+	}
+	if err := D.Set(&data.Batch{N: 2, Hop: nil}, Need{K: 2}); err == nil || !strings.Contains(err.Error(), "batch carries 0 hop sets, need 2") {
+		t.Errorf("Set: %v", err)
+	}
+}
