@@ -60,6 +60,9 @@ func separateSPN(ctx context.Context, pairs []expressivity.Pair, results []*expr
 	numLabels, attrDim := 1, -1
 	for pi := range pairs {
 		for _, g := range []data.Graph{pairs[pi].A, pairs[pi].B} {
+			if g.NodeCat != nil {
+				return nil, fmt.Errorf("pair %s: the SPN check does not take categorical node features (\"node_feat\"); use --spn-seeds 0", pairs[pi].Name)
+			}
 			if g.Labels == nil {
 				g.Labels = make([]int32, g.N) // label 0, as the refinement assumes
 			}

@@ -109,3 +109,26 @@ func TestEXP(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeAndEdgeFeatures(t *testing.T) {
+	src := `{"name": "cat", "a": {"nodes": 2, "edges": [[0,1]], "node_feat": [[1, 0], [0, 0]]}, "b": {"nodes": 2, "edges": [[0,1]], "node_feat": [[0, 0], [0, 1]]}}
+{"name": "same", "a": {"nodes": 2, "edges": [[0,1]], "node_feat": [[1, 0], [0, 0]]}, "b": {"nodes": 2, "edges": [[0,1]], "node_feat": [[0, 0], [1, 0]]}}
+{"name": "edges", "a": {"nodes": 2, "edges": [[0,1]], "edge_feat": [[1]]}, "b": {"nodes": 2, "edges": [[0,1]], "edge_feat": [[1]]}}
+`
+	ps, err := ReadPairs(strings.NewReader(src), "f.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		r, err := Check(context.Background(), &ps[i], Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.WL != want {
+			t.Errorf("%s: 1-WL %v, want %v", ps[i].Name, r.WL, want)
+		}
+	}
+	if _, err := Check(context.Background(), &ps[2], Options{}); err == nil || !strings.Contains(err.Error(), "edge types or features") {
+		t.Errorf("edge features: %v", err)
+	}
+}

@@ -55,14 +55,14 @@ func (c Colouring) Separates(i, j int) bool {
 	return !slices.Equal(c.Histogram(i), c.Histogram(j))
 }
 
-// InitialColours returns the colour signature of every node before
-// refinement: its label (0 when the graph has none) followed by the bits
-// of its real attributes (attrDim per node, none when Attrs is nil).
+// initialSignatures returns the colour signature of every node before
+// refinement: its label (0 when the graph has none), its categorical
+// features (NodeCat) and the bits of its real attributes.
 func initialSignatures(g *data.Graph) [][]int32 {
 	sig := make([][]int32, g.N)
-	dim := 0
-	if g.N > 0 && len(g.Attrs) > 0 {
-		dim = len(g.Attrs) / g.N
+	dim, cats := 0, 0
+	if g.N > 0 {
+		dim, cats = len(g.Attrs)/g.N, len(g.NodeCat)/g.N
 	}
 	for u := range sig {
 		s := make([]int32, 0, 1+2*dim)
@@ -70,7 +70,8 @@ func initialSignatures(g *data.Graph) [][]int32 {
 		if g.Labels != nil {
 			l = g.Labels[u]
 		}
-		s = append(s, l)
+		s = append(s, l, int32(cats))
+		s = append(s, g.NodeCat[u*cats:(u+1)*cats]...)
 		for _, a := range g.Attrs[u*dim : (u+1)*dim] {
 			s = append(s, int32(math.Float32bits(a)))
 		}
@@ -106,7 +107,8 @@ func intern(sigs [][][]int32) ([][]int32, int) {
 }
 
 // Refine runs SP-MPNN(k) colour refinement on graphs together, starting
-// from their node labels and attributes: a node's new colour is its colour
+// from their node labels, categorical node features and attributes (edge
+// types and features are rejected): a node's new colour is its colour
 // with the multiset of colours of N_i(u) for i = 1..k, and of N_∞(u) when
 // unreachable is set. hops[i] are graph i's hop sets; they must hold at
 // least k hop distances, and N_∞ when unreachable is set. k = 1 without
@@ -117,6 +119,11 @@ func Refine(graphs []*data.Graph, hops []data.GraphHops, k int, unreachable bool
 	}
 	if len(hops) != len(graphs) {
 		return Colouring{}, fmt.Errorf("colour refinement: %d hop sets for %d graphs", len(hops), len(graphs))
+	}
+	for i, g := range graphs {
+		if g.EdgeType != nil || g.EdgeFeat != nil {
+			return Colouring{}, fmt.Errorf("colour refinement: graph %d has edge types or features, which the refinement does not model", i)
+		}
 	}
 	for i, h := range hops {
 		if len(h.Hop) < k {
