@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/spn-project/spn/data"
 )
@@ -24,6 +25,17 @@ import (
 type record struct {
 	Nodes  int         `json:"nodes"`
 	Edges  [][2]int    `json:"edges"`
+	X      []int32     `json:"x,omitempty"`
+	Attrs  [][]float32 `json:"attrs,omitempty"`
+	Y      *int        `json:"y,omitempty"`
+	Target []float64   `json:"target,omitempty"`
+}
+
+// inRecord is one line as read: "nodes" must be present and each edge
+// must have exactly two ends, which record's types cannot tell.
+type inRecord struct {
+	Nodes  *int        `json:"nodes"`
+	Edges  [][]int     `json:"edges"`
 	X      []int32     `json:"x,omitempty"`
 	Attrs  [][]float32 `json:"attrs,omitempty"`
 	Y      *int        `json:"y,omitempty"`
@@ -145,14 +157,31 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 // parseLine decodes and checks one record; ds supplies and collects the
 // attribute and target widths.
 func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, string, error) {
-	var rec record
+	var in inRecord
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rec); err != nil {
+	if err := dec.Decode(&in); err != nil {
 		return data.Graph{}, "", fmt.Errorf("bad JSON: %w", err)
 	}
 	if dec.More() {
 		return data.Graph{}, "", errors.New("more than one JSON value on the line")
+	}
+	if in.Nodes == nil {
+		return data.Graph{}, "", errors.New(`no "nodes": every line needs the node count, e.g. {"nodes": 3, "edges": [[0, 1], [1, 2]]}`)
+	}
+	rec := record{Nodes: *in.Nodes, X: in.X, Attrs: in.Attrs, Y: in.Y, Target: in.Target, Edges: make([][2]int, len(in.Edges))}
+	for i, e := range in.Edges {
+		if len(e) != 2 {
+			return data.Graph{}, "", fmt.Errorf("edge %d %v: an edge is a pair of node ids [u, v], this one has %d", i, e, len(e))
+		}
+		rec.Edges[i] = [2]int{e[0], e[1]}
+	}
+	for u, row := range rec.Attrs {
+		for j, v := range row {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return data.Graph{}, "", fmt.Errorf("node %d attribute %d is %v: attributes must be finite", u, j, v)
+			}
+		}
 	}
 	if rec.Nodes < 0 || rec.Nodes > 1<<24 {
 		return data.Graph{}, "", fmt.Errorf("node count %d out of range 0..%d", rec.Nodes, 1<<24)
@@ -161,6 +190,9 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	for i, e := range rec.Edges {
 		u, v := min(e[0], e[1]), max(e[0], e[1])
 		if u < 0 || v >= rec.Nodes {
+			if rec.Nodes == 0 {
+				return data.Graph{}, "", fmt.Errorf("edge %d [%d,%d]: the graph has \"nodes\": 0, so no edge can exist", i, e[0], e[1])
+			}
 			return data.Graph{}, "", fmt.Errorf("edge %d [%d,%d]: node id out of range 0..%d", i, e[0], e[1], rec.Nodes-1)
 		}
 		if u == v {

@@ -111,6 +111,11 @@ func TestReadErrorsGolden(t *testing.T) {
 		{"mixed kinds", ok + `{"nodes":1,"edges":[],"target":[1]}`},
 		{"ragged attrs", `{"nodes":2,"edges":[],"attrs":[[1],[1,2]],"y":0}`},
 		{"negative nodes", `{"nodes":-1,"edges":[],"y":0}`},
+		{"no nodes", `{"edges":[[0,1]],"y":0}`},
+		{"zero nodes with an edge", `{"nodes":0,"edges":[[0,1]],"y":0}`},
+		{"one-ended edge", `{"nodes":2,"edges":[[0]],"y":0}`},
+		{"three-ended edge", `{"nodes":3,"edges":[[0,1,2]],"y":0}`},
+		{"attribute beyond float32", `{"nodes":1,"edges":[],"attrs":[[1e39]],"y":0}`},
 	}
 	var out strings.Builder
 	for _, tc := range cases {
