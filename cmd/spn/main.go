@@ -37,6 +37,7 @@ func commands() map[string]command {
 		"vet":     {"validate spec files against the schema", cmdVet},
 		"predict": {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
 		"data":    {"fetch, inspect, export and import datasets", cmdData},
+		"cache":   {"verify the stage cache, or remove what no spec uses", cmdCache},
 		// Engine commands (vet, plan, run, table) are registered in engine.go,
 		// data commands in data.go, predict/bench in predict.go.
 	}
