@@ -32,6 +32,7 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 		{"#Column", Column{}, nil},
 		{"#Row", Row{}, nil},
 		{"#Cell", Cell{}, nil},
+		{"#Figure", Figure{}, []string{"name"}},
 		{"#Experiment", Experiment{}, []string{"name", "points", "grid", "model", "training"}}, // model and training become Points
 	}
 	for _, tt := range tests {

@@ -23,6 +23,7 @@ import (
 	"github.com/spn-project/spn/data/exp"
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/jsonl"
+	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/stats"
@@ -35,7 +36,7 @@ const importedDir = "imported"
 const dataUsage = `Usage: spn data SUBCOMMAND [flags] [args]
 
 Subcommands:
-  fetch NAME...                     download (or copy from --mirror) TU datasets with splits, EXP, CEXP
+  fetch NAME...                     download (or copy from --mirror) TU datasets with splits, EXP, CEXP, OGB sets
   stats NAME... [--json]            dataset statistics
   export NAME --format jsonl        write a dataset as JSON Lines (one graph per line)
   show NAME --graph I [--json]      one graph (I from 0 in file order) with its distance matrix
@@ -43,7 +44,10 @@ Subcommands:
   hops NAME [--kmax K] [--out FILE] compute the hop sets N_1..N_K and report their size
 
 NAME is a TU dataset (DD, ENZYMES, NCI1, PROTEINS, PROTEINS_full), EXP or
-CEXP (expressivity benchmarks, no splits), "prox"
+CEXP (expressivity benchmarks, no splits), an OGB MoleculeNet set by its OGB
+name (ogbg-molbace, ogbg-molbbbp, ogbg-molclintox, ogbg-molesol,
+ogbg-molfreesolv, ogbg-molhiv, ogbg-molsider, ogbg-moltox21,
+ogbg-moltoxcast), "prox"
 (generated with --h, --graphs, --seed, --folds) or a name given to import.
 Flags of every subcommand: --mirror (env SPN_DATA_MIRROR), --data-dir (env
 SPN_DATA, default .spn/data). Run 'spn data SUBCOMMAND -h' for its flags.
@@ -123,6 +127,8 @@ func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset
 		return tu.Fetch(ctx, o.fetcher(a), name)
 	case slices.Contains(exp.Names(), name):
 		return exp.Fetch(ctx, o.fetcher(a), name)
+	case ogbSet(name) != "":
+		return ogb.Fetch(ctx, o.fetcher(a), ogbSet(name))
 	case name == "prox":
 		return prox.Generate(ctx, prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds})
 	}
@@ -132,7 +138,19 @@ func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset
 			return data.ReadDatasetFile(p)
 		}
 	}
-	return nil, fmt.Errorf("%w %q: not a TU dataset (%s), not EXP, CEXP or prox, and not imported into %s", errUnknownDataset, name, strings.Join(tu.Names(), ", "), filepath.Join(o.dataDir, importedDir))
+	return nil, fmt.Errorf("%w %q: not a TU dataset (%s), not EXP, CEXP, an OGB set (ogbg-molNAME) or prox, and not imported into %s", errUnknownDataset, name, strings.Join(tu.Names(), ", "), filepath.Join(o.dataDir, importedDir))
+}
+
+// ogbPrefix starts OGB's names of its molecule sets, e.g. ogbg-molbace.
+const ogbPrefix = "ogbg-mol"
+
+// ogbSet returns the data/ogb name of an OGB molecule set named as OGB
+// does (ogbg-molbace -> bace), or "".
+func ogbSet(name string) string {
+	if rest, ok := strings.CutPrefix(name, ogbPrefix); ok && slices.Contains(ogb.Names(), rest) {
+		return rest
+	}
+	return ""
 }
 
 // validName is what import accepts as a dataset name.
@@ -160,6 +178,9 @@ func (a *app) dataFetch(args []string) int {
 		return a.usageError("data fetch", fmt.Errorf("no dataset named (known: %s)", strings.Join(tu.Names(), ", ")))
 	}
 	known := append(tu.Names(), exp.Names()...)
+	for _, n := range ogb.Names() {
+		known = append(known, ogbPrefix+n)
+	}
 	for _, n := range names {
 		if !slices.Contains(known, n) {
 			return a.usageError("data fetch", fmt.Errorf("cannot fetch %q (known: %s)", n, strings.Join(known, ", ")))
@@ -189,6 +210,17 @@ func (a *app) dataFetch(args []string) int {
 			}
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, p)
 			if _, err := exp.Load(p, n); err != nil {
+				return a.dataErr("fetch", err)
+			}
+			continue
+		}
+		if set := ogbSet(n); set != "" {
+			p, err := f.Get(ctx, ogb.URL(set))
+			if err != nil {
+				return a.dataErr("fetch", err)
+			}
+			fmt.Fprintf(a.stdout, "%s\t%s\n", n, p)
+			if _, err := ogb.Load(p, set); err != nil {
 				return a.dataErr("fetch", err)
 			}
 			continue

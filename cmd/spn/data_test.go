@@ -92,6 +92,29 @@ func TestDataExportProx(t *testing.T) {
 	}
 }
 
+// TestDataOGB: OGB sets by their OGB names; the export is the JSONL that
+// spn predict reads (categorical atom and bond features, null for a
+// missing label).
+func TestDataOGB(t *testing.T) {
+	mirror := mirrortest.Dir(t)
+	dir := t.TempDir()
+	code, out, errs := dataRun(dir, mirror, "export", "ogbg-moltox21", "--format", "jsonl")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 7831 || !strings.Contains(lines[0], `"node_feat":[[`) || !strings.Contains(lines[0], `"edge_feat":[[`) || !strings.Contains(lines[0], `null`) {
+		t.Fatalf("%d lines, first %.200s", len(lines), lines[0])
+	}
+	code, _, errs = dataRun(dir, mirror, "fetch", "ogbg-molbace")
+	if code != exitOK {
+		t.Fatalf("fetch: exit %d: %s", code, errs)
+	}
+	if code, _, _ := dataRun(dir, mirror, "fetch", "ogbg-molpcba"); code != exitUsage {
+		t.Errorf("fetch of an unknown OGB set: exit %d, want %d", code, exitUsage)
+	}
+}
+
 func TestDataErrorsGolden(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")

@@ -21,6 +21,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/figure"
 	"github.com/spn-project/spn/stages/plan"
 )
 
@@ -329,8 +330,12 @@ func (a *app) run(en *engine, args []string) int {
 	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
+	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
+		return a.usageError("run", err)
+	}
+	if err := sl.resolve(a); err != nil {
 		return a.usageError("run", err)
 	}
 	if len(pos) > 1 {
@@ -350,6 +355,9 @@ func (a *app) run(en *engine, args []string) int {
 	spec, p, reg, code := a.buildPlan(en, "run", file, o)
 	if p == nil {
 		return code
+	}
+	if sl.executor == executorSlurm {
+		return a.runSlurm(en, spec, p, file, o, sl, *out)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
@@ -431,7 +439,7 @@ func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 		}
 		fmt.Fprintf(a.stderr, "spn: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
 	}
-	return exitOK
+	return a.writeFigures(spec, p, c, out)
 }
 
 // copyArtifacts copies the regular files of a stage dir (record.json
@@ -519,7 +527,7 @@ func (a *app) table(en *engine, args []string) int {
 	if pending > 0 {
 		ctx, stop := signalContext()
 		defer stop()
-		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate }
+		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == figure.KindName }
 		if code := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); code != exitOK {
 			return code
 		}
@@ -540,6 +548,16 @@ func tableNeeds(spec *schema.Spec, p *plan.Plan) (missing []string, pending int)
 				seen[e] = true
 				missing = append(missing, e)
 			}
+		}
+	}
+	for _, f := range spec.Figures {
+		n := p.Figure[f.Name]
+		if n.Status == plan.ToRun {
+			pending++
+		}
+		if figureInputsMissing(n) && !seen[f.Experiment] {
+			seen[f.Experiment] = true
+			missing = append(missing, f.Experiment)
 		}
 	}
 	sort.Strings(missing)

@@ -38,6 +38,9 @@ func commands() map[string]command {
 		"predict": {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
 		"data":    {"fetch, inspect, export and import datasets", cmdData},
 		"cache":   {"verify the stage cache, or remove what no spec uses", cmdCache},
+		"stage":   {"run planned stages one by one from a plan file (used by Slurm jobs)", cmdStage},
+		"status":  {"count a spec's stages per kind: cached, running, queued, failed, to run", cmdStatus},
+		"bench":   {"train one epoch per workload and print graphs/s and peak memory", cmdBench},
 		// Engine commands (vet, plan, run, table) are registered in engine.go,
 		// data commands in data.go, predict/bench in predict.go.
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spn-project/spn/pipelines"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/evaluate"
+	"github.com/spn-project/spn/stages/figure"
 	"github.com/spn-project/spn/stages/generate"
 	"github.com/spn-project/spn/stages/precompute"
 	selectstage "github.com/spn-project/spn/stages/select"
@@ -23,6 +24,7 @@ func newRegistry() *stages.Registry {
 		selectstage.Kind{},
 		evaluate.Kind{},
 		tabulate.Kind{},
+		figure.Kind{},
 	)
 }
 

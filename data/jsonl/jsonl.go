@@ -6,7 +6,19 @@
 // either orientation); "x" holds the categorical node labels (optional),
 // "attrs" one array of real attributes per node (optional), "y" the class
 // of a classification graph and "target" the targets of a regression graph
-// (exactly one of the two). Splits are not part of the format.
+// or the labels of a multi-task binary graph (exactly one of the two).
+// Splits are not part of the format.
+//
+// Molecules in OGB's encoding (dataset kind ogb) carry categorical features
+// instead of labels: "node_feat" one array per node (OGB's 9 atom features)
+// and "edge_feat" one array per edge of "edges", in the same order (OGB's 3
+// bond features); a missing binary label is null. A two-atom molecule of an
+// OGB binary set with its first task unlabelled:
+//
+//	{"nodes": 2, "edges": [[0,1]], "node_feat": [[5,0,4,5,3,0,2,0,0],[7,0,1,5,2,0,2,0,0]], "edge_feat": [[0,0,0]], "target": [null,1]}
+//
+// Graphs whose targets hold a null are read as a binary dataset (every
+// other label must then be 0 or 1).
 package jsonl
 
 import (
@@ -17,29 +29,65 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/spn-project/spn/data"
 )
 
 // record is one line.
 type record struct {
-	Nodes  int         `json:"nodes"`
-	Edges  [][2]int    `json:"edges"`
-	X      []int32     `json:"x,omitempty"`
-	Attrs  [][]float32 `json:"attrs,omitempty"`
-	Y      *int        `json:"y,omitempty"`
-	Target []float64   `json:"target,omitempty"`
+	Nodes    int         `json:"nodes"`
+	Edges    [][2]int    `json:"edges"`
+	X        []int32     `json:"x,omitempty"`
+	NodeFeat [][]int32   `json:"node_feat,omitempty"`
+	EdgeFeat [][]int32   `json:"edge_feat,omitempty"`
+	Attrs    [][]float32 `json:"attrs,omitempty"`
+	Y        *int        `json:"y,omitempty"`
+	Target   targets     `json:"target,omitempty"`
 }
 
-// inRecord is one line as read: "nodes" must be present and each edge
-// must have exactly two ends, which record's types cannot tell.
-type inRecord struct {
-	Nodes  *int        `json:"nodes"`
-	Edges  [][]int     `json:"edges"`
-	X      []int32     `json:"x,omitempty"`
-	Attrs  [][]float32 `json:"attrs,omitempty"`
-	Y      *int        `json:"y,omitempty"`
-	Target []float64   `json:"target,omitempty"`
+// targets are numbers with null for a missing label (NaN).
+type targets []float64
+
+// MarshalJSON writes NaN as null.
+func (t targets) MarshalJSON() ([]byte, error) {
+	b := []byte{'['}
+	for i, v := range t {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(v) {
+			b = append(b, "null"...)
+			continue
+		}
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, vb...)
+	}
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON reads null as NaN.
+func (t *targets) UnmarshalJSON(b []byte) error {
+	var vs []*float64
+	if err := json.Unmarshal(b, &vs); err != nil {
+		return err
+	}
+	if vs == nil {
+		*t = nil
+		return nil
+	}
+	out := make(targets, len(vs))
+	for i, v := range vs {
+		out[i] = math.NaN()
+		if v != nil {
+			out[i] = *v
+		}
+	}
+	*t = out
+	return nil
 }
 
 // Write writes every graph of ds as one line.
@@ -51,6 +99,23 @@ func Write(w io.Writer, ds *data.Dataset) error {
 		rec := record{Nodes: g.N, Edges: g.Edges(), X: g.Labels}
 		if rec.Edges == nil {
 			rec.Edges = [][2]int{}
+		}
+		if w := len(ds.NodeCatVocab); g.NodeCat != nil && w > 0 {
+			rec.NodeFeat = make([][]int32, g.N)
+			for u := range rec.NodeFeat {
+				rec.NodeFeat[u] = g.NodeCat[u*w : (u+1)*w]
+			}
+		}
+		if w := len(ds.EdgeFeatVocab); g.EdgeFeat != nil && w > 0 && len(rec.Edges) > 0 {
+			// Edges() lists (u,v) with u < v in CSR order: the entry of v in u's row.
+			rec.EdgeFeat = make([][]int32, 0, len(rec.Edges))
+			for u := 0; u < g.N; u++ {
+				for j := g.Adj.Ptr[u]; j < g.Adj.Ptr[u+1]; j++ {
+					if int(g.Adj.Idx[j]) > u {
+						rec.EdgeFeat = append(rec.EdgeFeat, g.EdgeFeat[int(j)*w:(int(j)+1)*w])
+					}
+				}
+			}
 		}
 		if g.Attrs != nil && ds.AttrDim > 0 {
 			for u := 0; u < g.N; u++ {
@@ -95,6 +160,7 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	no := 0
 	kind := "" // "y", "target" or "none" (unlabelled), fixed by the first graph
+	var lines []int
 	for {
 		line, err := readLine(br)
 		if len(line) == 0 && err == io.EOF {
@@ -118,9 +184,13 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, error) {
 			return nil, fmt.Errorf("%s line %d: graph has %q but earlier graphs have %q", name, no, k, kind)
 		}
 		ds.Graphs = append(ds.Graphs, g)
+		lines = append(lines, no)
 	}
 	if len(ds.Graphs) == 0 {
 		return nil, fmt.Errorf("%s: no graphs", name)
+	}
+	if err := complete(ds, name, lines); err != nil {
+		return nil, err
 	}
 	for _, g := range ds.Graphs {
 		if g.Labels != nil {
@@ -131,11 +201,27 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, error) {
 		if kind == "y" {
 			ds.NumClasses = max(ds.NumClasses, g.Y+1)
 		}
+		for _, y := range g.Target {
+			if math.IsNaN(y) {
+				ds.Task = data.TaskBinary
+			}
+		}
+		vocab(ds.NodeCatVocab, g.NodeCat)
+		vocab(ds.EdgeFeatVocab, g.EdgeFeat)
 	}
 	if err := ds.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return ds, nil
+}
+
+// vocab raises each column's vocabulary size to cover the values of the
+// row-major feature slice f.
+func vocab(sizes []int, f []int32) {
+	for i, v := range f {
+		c := i % len(sizes)
+		sizes[c] = max(sizes[c], int(v)+1)
+	}
 }
 
 // readLine reads one line of at most MaxLine bytes without its newline.
@@ -157,24 +243,31 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 // parseLine decodes and checks one record; ds supplies and collects the
 // attribute and target widths.
 func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, string, error) {
-	var in inRecord
+	var rec record
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	if err := dec.Decode(&rec); err != nil {
 		return data.Graph{}, "", fmt.Errorf("bad JSON: %w", err)
 	}
 	if dec.More() {
 		return data.Graph{}, "", errors.New("more than one JSON value on the line")
 	}
-	if in.Nodes == nil {
+	// record's types cannot tell a missing "nodes" from 0, nor an edge
+	// [0] from [0, 0] (or [0, 1, 2] from [0, 1]): look at the shape.
+	var shape struct {
+		Nodes *int    `json:"nodes"`
+		Edges [][]int `json:"edges"`
+	}
+	if err := json.Unmarshal(line, &shape); err != nil {
+		return data.Graph{}, "", fmt.Errorf("bad JSON: %w", err)
+	}
+	if shape.Nodes == nil {
 		return data.Graph{}, "", errors.New(`no "nodes": every line needs the node count, e.g. {"nodes": 3, "edges": [[0, 1], [1, 2]]}`)
 	}
-	rec := record{Nodes: *in.Nodes, X: in.X, Attrs: in.Attrs, Y: in.Y, Target: in.Target, Edges: make([][2]int, len(in.Edges))}
-	for i, e := range in.Edges {
+	for i, e := range shape.Edges {
 		if len(e) != 2 {
 			return data.Graph{}, "", fmt.Errorf("edge %d %v: an edge is a pair of node ids [u, v], this one has %d", i, e, len(e))
 		}
-		rec.Edges[i] = [2]int{e[0], e[1]}
 	}
 	for u, row := range rec.Attrs {
 		for j, v := range row {
@@ -205,6 +298,9 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	}
 	g, err := data.FromEdges(rec.Nodes, rec.Edges)
 	if err != nil {
+		return data.Graph{}, "", err
+	}
+	if err := categorical(&g, rec, ds); err != nil {
 		return data.Graph{}, "", err
 	}
 	if rec.X != nil {
@@ -257,4 +353,88 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 		return g, "none", nil
 	}
 	return data.Graph{}, "", errors.New("missing \"y\" or \"target\"")
+}
+
+// maxFeat bounds a categorical feature value or width read from JSONL.
+const maxFeat = 1 << 20
+
+// categorical checks and stores the record's categorical node and edge
+// features; the first graph that has rows fixes each width, later graphs
+// must match it (graphs read before are checked by complete).
+func categorical(g *data.Graph, rec record, ds *data.Dataset) error {
+	rows := func(what, of string, rs [][]int32, n int, width *[]int) ([]int32, error) {
+		if rs == nil {
+			if len(*width) > 0 && n > 0 {
+				return nil, fmt.Errorf("missing %q", what)
+			}
+			return nil, nil
+		}
+		if len(rs) != n {
+			return nil, fmt.Errorf("%d rows in %q for %d %s", len(rs), what, n, of)
+		}
+		if n == 0 {
+			return []int32{}, nil
+		}
+		if *width == nil {
+			if w := len(rs[0]); w < 1 || w > 1024 {
+				return nil, fmt.Errorf("%q rows of %d values (want 1..1024)", what, w)
+			}
+			*width = make([]int, len(rs[0]))
+		}
+		out := make([]int32, 0, n*len(*width))
+		for i, r := range rs {
+			if len(r) != len(*width) {
+				return nil, fmt.Errorf("%q row %d has %d values, want %d", what, i, len(r), len(*width))
+			}
+			for j, v := range r {
+				if v < 0 || v >= maxFeat {
+					return nil, fmt.Errorf("%q row %d column %d: %d outside 0..%d", what, i, j, v, maxFeat-1)
+				}
+			}
+			out = append(out, r...)
+		}
+		return out, nil
+	}
+	var err error
+	if g.NodeCat, err = rows("node_feat", "nodes", rec.NodeFeat, rec.Nodes, &ds.NodeCatVocab); err != nil {
+		return err
+	}
+	ef, err := rows("edge_feat", "edges", rec.EdgeFeat, len(rec.Edges), &ds.EdgeFeatVocab)
+	if err != nil || ef == nil {
+		return err
+	}
+	// Both directed entries of edge i carry its features.
+	w := len(ds.EdgeFeatVocab)
+	g.EdgeFeat = make([]int32, len(g.Adj.Idx)*w)
+	for i, e := range rec.Edges {
+		for _, p := range [2][2]int{{e[0], e[1]}, {e[1], e[0]}} {
+			row := g.Adj.Row(p[0])
+			j, _ := slices.BinarySearch(row, int32(p[1]))
+			k := int(g.Adj.Ptr[p[0]]) + j
+			copy(g.EdgeFeat[k*w:(k+1)*w], ef[i*w:(i+1)*w])
+		}
+	}
+	return nil
+}
+
+// complete checks that, once a dataset has categorical features, every
+// graph has them (empty slices for graphs without nodes or edges); lines
+// gives each graph's line number.
+func complete(ds *data.Dataset, name string, lines []int) error {
+	for i := range ds.Graphs {
+		g := &ds.Graphs[i]
+		if len(ds.NodeCatVocab) > 0 && g.NodeCat == nil {
+			if g.N > 0 {
+				return fmt.Errorf("%s line %d: missing \"node_feat\" (other graphs have it)", name, lines[i])
+			}
+			g.NodeCat = []int32{}
+		}
+		if len(ds.EdgeFeatVocab) > 0 && g.EdgeFeat == nil {
+			if len(g.Adj.Idx) > 0 {
+				return fmt.Errorf("%s line %d: missing \"edge_feat\" (other graphs have it)", name, lines[i])
+			}
+			g.EdgeFeat = []int32{}
+		}
+	}
+	return nil
 }

@@ -94,6 +94,40 @@ func TestRoundTripAttrsAndTargets(t *testing.T) {
 	}
 }
 
+// TestMolecules: OGB-encoded molecules (categorical atom and bond
+// features, a missing binary label as null) survive a write and a read;
+// the documented example parses.
+func TestMolecules(t *testing.T) {
+	example := `{"nodes": 2, "edges": [[0,1]], "node_feat": [[5,0,4,5,3,0,2,0,0],[7,0,1,5,2,0,2,0,0]], "edge_feat": [[0,0,0]], "target": [null,1]}`
+	in := example + "\n" + `{"nodes":3,"edges":[[2,1],[0,1]],"node_feat":[[5,0,1,5,3,0,2,0,0],[5,0,2,5,2,0,2,0,0],[7,0,1,5,2,0,2,0,0]],"edge_feat":[[1,0,1],[0,0,0]],"target":[0,0]}` + "\n" + `{"nodes":1,"edges":[],"node_feat":[[16,0,0,5,2,0,3,0,0]],"target":[1,null]}` + "\n"
+	ds, err := Read(strings.NewReader(in), "mol.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Task != data.TaskBinary || len(ds.NodeCatVocab) != 9 || ds.NodeCatVocab[0] != 17 || !reflect.DeepEqual(ds.EdgeFeatVocab, []int{2, 1, 2}) {
+		t.Fatalf("task %q, vocabularies %v %v", ds.Task, ds.NodeCatVocab, ds.EdgeFeatVocab)
+	}
+	g := ds.Graphs[1]
+	// CSR rows 0:[1] 1:[0 2] 2:[1]; bond 2-1 has features 1,0,1.
+	if want := []int32{0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 1}; !reflect.DeepEqual(g.EdgeFeat, want) {
+		t.Errorf("edge features %v, want %v", g.EdgeFeat, want)
+	}
+	if lone := ds.Graphs[2]; lone.EdgeFeat == nil || len(lone.EdgeFeat) != 0 {
+		t.Errorf("a graph without bonds has edge features %v, want empty", lone.EdgeFeat)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, ds); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"nodes":2,"edges":[[0,1]],"node_feat":[[5,0,4,5,3,0,2,0,0],[7,0,1,5,2,0,2,0,0]],"edge_feat":[[0,0,0]],"target":[null,1]}
+{"nodes":3,"edges":[[0,1],[1,2]],"node_feat":[[5,0,1,5,3,0,2,0,0],[5,0,2,5,2,0,2,0,0],[7,0,1,5,2,0,2,0,0]],"edge_feat":[[0,0,0],[1,0,1]],"target":[0,0]}
+{"nodes":1,"edges":[],"node_feat":[[16,0,0,5,2,0,3,0,0]],"target":[1,null]}
+`
+	if buf.String() != want {
+		t.Fatalf("rewritten:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
 func TestReadErrorsGolden(t *testing.T) {
 	ok := `{"nodes":2,"edges":[[0,1]],"x":[0,1],"y":0}` + "\n"
 	cases := []struct{ name, in string }{
@@ -116,6 +150,14 @@ func TestReadErrorsGolden(t *testing.T) {
 		{"one-ended edge", `{"nodes":2,"edges":[[0]],"y":0}`},
 		{"three-ended edge", `{"nodes":3,"edges":[[0,1,2]],"y":0}`},
 		{"attribute beyond float32", `{"nodes":1,"edges":[],"attrs":[[1e39]],"y":0}`},
+		{"node_feat wrong rows", `{"nodes":2,"edges":[],"node_feat":[[1,2]],"y":0}`},
+		{"node_feat ragged", `{"nodes":2,"edges":[],"node_feat":[[1,2],[1]],"y":0}`},
+		{"node_feat negative", `{"nodes":1,"edges":[],"node_feat":[[-1]],"y":0}`},
+		{"node_feat missing later", `{"nodes":1,"edges":[],"node_feat":[[1]],"y":0}` + "\n" + `{"nodes":1,"edges":[],"y":0}`},
+		{"node_feat missing earlier", `{"nodes":1,"edges":[],"y":0}` + "\n" + `{"nodes":1,"edges":[],"node_feat":[[1]],"y":0}`},
+		{"edge_feat wrong rows", `{"nodes":2,"edges":[[0,1]],"edge_feat":[],"y":0}`},
+		{"edge_feat width changes", `{"nodes":2,"edges":[[0,1]],"edge_feat":[[1,2]],"y":0}` + "\n" + `{"nodes":2,"edges":[[0,1]],"edge_feat":[[1]],"y":0}`},
+		{"null in a regression-like target", `{"nodes":1,"edges":[],"target":[null,2.5]}`},
 	}
 	var out strings.Builder
 	for _, tc := range cases {
@@ -133,6 +175,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"nodes":3,"edges":[[0,1],[1,2]],"x":[0,2,1],"y":1}`))
 	f.Add([]byte(`{"nodes":2,"edges":[[1,0]],"attrs":[[0.5,1],[2,3]],"target":[1.5,-2]}`))
 	f.Add([]byte("{\"nodes\":1,\"edges\":[],\"y\":0}\n\n{\"nodes\":0,\"edges\":[],\"y\":2}\n"))
+	f.Add([]byte(`{"nodes":2,"edges":[[0,1]],"node_feat":[[5,0],[7,1]],"edge_feat":[[0,2]],"target":[null,1]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ds, err := Read(bytes.NewReader(b), "fuzz")
 		if err != nil {

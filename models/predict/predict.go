@@ -18,9 +18,12 @@ import (
 // Prediction is the model's output for one graph.
 type Prediction struct {
 	// Class is the arg-max class (classification only).
-	Class int `json:"class"`
+	Class *int `json:"class,omitempty"`
 	// Probabilities are the softmax class probabilities (classification).
 	Probabilities []float64 `json:"probabilities,omitempty"`
+	// TaskProbabilities are, per binary task, the probability of label 1
+	// (the sigmoid of the task's logit; multi-task binary sets like OGB's).
+	TaskProbabilities []float64 `json:"task_probabilities,omitempty"`
 	// Values are the regression outputs (regression only).
 	Values []float64 `json:"values,omitempty"`
 }
@@ -31,7 +34,8 @@ type Prediction struct {
 func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads int) ([]Prediction, error) {
 	cfg := m.Config()
 	graphs = slices.Clone(graphs) // the fields set below must not reach the caller
-	ds := &data.Dataset{Name: "input", Graphs: graphs, NumLabels: cfg.NumLabels, AttrDim: cfg.AttrDim}
+	ds := &data.Dataset{Name: "input", Graphs: graphs, NumLabels: cfg.NumLabels, AttrDim: cfg.AttrDim,
+		NumEdgeTypes: cfg.NumEdgeTypes, NodeCatVocab: cfg.NodeCatVocab, EdgeFeatVocab: cfg.EdgeFeatVocab}
 	// Targets are not known: give every graph class 0 (or zero targets) so
 	// the batch builder's checks pass; they are never read here.
 	if cfg.Task == models.TaskClassification {
@@ -51,7 +55,22 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 		if cfg.AttrDim == 0 {
 			g.Attrs = nil
 		}
+		if w := len(cfg.NodeCatVocab); w > 0 && len(g.NodeCat) != g.N*w {
+			return nil, fmt.Errorf("graph %d: the model needs %d categorical features per node, got %d values for %d nodes", i, w, len(g.NodeCat), g.N)
+		} else if w == 0 {
+			g.NodeCat = nil
+		}
+		if w := len(cfg.EdgeFeatVocab); w > 0 && len(g.EdgeFeat) != len(g.Adj.Idx)*w {
+			return nil, fmt.Errorf("graph %d: the model needs %d categorical features per edge, got %d values for %d edges", i, w, len(g.EdgeFeat), g.NumEdges())
+		} else if w == 0 {
+			g.EdgeFeat = nil
+		}
 		g.Y = 0
+		g.Target = nil
+		// Feature values must lie in the vocabularies the model was trained on.
+		if err := g.Validate(ds); err != nil {
+			return nil, fmt.Errorf("graph %d: %w", i, err)
+		}
 	}
 	var hops *data.Hops
 	if k := m.Hops(); k > 0 {
@@ -79,12 +98,21 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 			}
 			continue
 		}
+		if cfg.Task == models.TaskBinary {
+			preds[i].TaskProbabilities = make([]float64, c)
+			for j, v := range row {
+				preds[i].TaskProbabilities[j] = 1 / (1 + math.Exp(-float64(v)))
+			}
+			continue
+		}
 		preds[i].Probabilities = softmax(row)
+		class := 0
 		for j, p := range preds[i].Probabilities {
-			if p > preds[i].Probabilities[preds[i].Class] {
-				preds[i].Class = j
+			if p > preds[i].Probabilities[class] {
+				class = j
 			}
 		}
+		preds[i].Class = &class
 	}
 	return preds, nil
 }

@@ -88,8 +88,8 @@ func TestRelabellingInvariance(t *testing.T) {
 					for j := range p1[i].Probabilities {
 						worst = math.Max(worst, math.Abs(p1[i].Probabilities[j]-p2[i].Probabilities[j]))
 					}
-					if p1[i].Class != p2[i].Class && worst > Tolerance {
-						t.Errorf("%s %s/%s graph %d: class %d vs %d after relabelling", path.name, kind, pool, i, p1[i].Class, p2[i].Class)
+					if *p1[i].Class != *p2[i].Class && worst > Tolerance {
+						t.Errorf("%s %s/%s graph %d: class %d vs %d after relabelling", path.name, kind, pool, i, *p1[i].Class, *p2[i].Class)
 					}
 				}
 				if worst > Tolerance {

@@ -100,12 +100,16 @@ type Plan struct {
 	// TableExperiments maps table names to the experiments the table
 	// references (sorted).
 	TableExperiments map[string][]string
+	// Figure maps figure names to their figure node.
+	Figure map[string]*Node
 }
 
 type builder struct {
 	reg   *stages.Registry
 	plan  *Plan
 	byKey map[string]*Node
+	// gen maps experiment names to their generate node (for figures).
+	gen map[string]*Node
 }
 
 // Build unrolls spec into a plan. The registry supplies each kind's version
@@ -123,8 +127,10 @@ func Build(spec *schema.Spec, reg *stages.Registry) (*Plan, error) {
 			Evaluate:         map[string]*Node{},
 			Tabulate:         map[string]*Node{},
 			TableExperiments: map[string][]string{},
+			Figure:           map[string]*Node{},
 		},
 		byKey: map[string]*Node{},
+		gen:   map[string]*Node{},
 	}
 	for i := range spec.Experiments {
 		e := &spec.Experiments[i]
@@ -144,6 +150,12 @@ func Build(spec *schema.Spec, reg *stages.Registry) (*Plan, error) {
 		}
 		if err := b.table(t); err != nil {
 			return nil, fmt.Errorf("tables.%s: %w", t.Name, err)
+		}
+	}
+	for i := range spec.Figures {
+		f := &spec.Figures[i]
+		if err := b.figure(spec, f); err != nil {
+			return nil, fmt.Errorf("figures.%s: %w", f.Name, err)
 		}
 	}
 	disambiguate(b.plan.Nodes)
@@ -243,6 +255,7 @@ func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.gen[e.Name] = gen
 	preName := fmt.Sprintf("precompute %s kmax=%d", label, ds.KMax)
 	if ds.Unreachable {
 		preName += " unreachable"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/figure"
 )
 
 // TestQM9Targets: one model per property shares the generated dataset and
@@ -43,4 +44,43 @@ func TestQM9Targets(t *testing.T) {
 	if _, err := Build(s, testRegistry(nil)); err == nil {
 		t.Error("film_error on a TU dataset: no error")
 	}
+}
+
+// TestFigures: a diameters figure reads the experiment's generate stage, a
+// hop_weights figure its evaluated train stages, with the first and last
+// layer by default.
+func TestFigures(t *testing.T) {
+	pr := schema.Protocol{Kind: "fixed", Splits: 1, Runs: 3, SelectOn: "val_loss", Metric: "film_error"}
+	ds := schema.Dataset{Kind: "qm9", Targets: []string{"U0"}, Source: "valid-as-train", TrainSize: 90, Limit: 100, KMax: 5}
+	pt := point(3, 0.001)
+	pt.Model.Layers = 8
+	s := &schema.Spec{Name: "q", Device: "cpu", Mode: "smoke",
+		Experiments: []schema.Experiment{{Name: "u0", Dataset: ds, Protocol: pr, Points: []schema.Point{pt}}},
+		Figures: []schema.Figure{
+			{Name: "d", Kind: schema.FigureDiameters, Experiment: "u0", Formats: []string{"png"}, Width: 12, Height: 7},
+			{Name: "a", Kind: schema.FigureHopWeights, Experiment: "u0", Formats: []string{"png"}, Width: 12, Height: 7},
+		}}
+	reg := testRegistry(nil)
+	reg = stages.NewRegistry(append(kindsOf(reg), testKind{"figure", "1"})...)
+	p := mustBuild(t, s, reg)
+	d, a := p.Figure["d"], p.Figure["a"]
+	if len(d.Deps) != 1 || d.Deps[0].Kind != stages.KindGenerate {
+		t.Errorf("diameters figure inputs %v", d.Deps)
+	}
+	if len(a.Deps) != 3 || a.Deps[0] != p.Evaluate["u0"].Deps[0] {
+		t.Errorf("hop_weights figure has %d inputs, want the 3 train stages", len(a.Deps))
+	}
+	if got := a.Params.(figure.Params).Layers; !reflect.DeepEqual(got, []int{1, 8}) {
+		t.Errorf("layers %v, want [1 8]", got)
+	}
+}
+
+func kindsOf(r *stages.Registry) []stages.Kind {
+	var out []stages.Kind
+	for _, n := range []string{stages.KindGenerate, stages.KindPrecompute, stages.KindTrain,
+		stages.KindSelect, stages.KindEvaluate, stages.KindTabulate} {
+		k, _ := r.Get(n)
+		out = append(out, k)
+	}
+	return out
 }

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+// writeFigures copies every figure's files from its figure stage into out
+// (atomically, file by file).
+func (a *app) writeFigures(spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) int {
+	for _, f := range spec.Figures {
+		n := p.Figure[f.Name]
+		if n == nil {
+			fmt.Fprintf(a.stderr, "spn: figure %s is not in the plan\n", f.Name)
+			return exitFail
+		}
+		files, err := copyArtifacts(c.StageDir(n.Kind, n.Key), out)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn: figure %s: %v\n", f.Name, err)
+			return exitFail
+		}
+		fmt.Fprintf(a.stderr, "spn: figure %s: wrote %s\n", f.Name, strings.Join(files, ", "))
+	}
+	return exitOK
+}
+
+// figureInputsMissing reports whether a figure stage lacks a cached input
+// (spn table renders figures from finished stages only).
+func figureInputsMissing(n *plan.Node) bool {
+	for _, d := range n.Deps {
+		if d.Status != plan.Cached {
+			return true
+		}
+	}
+	return false
+}
