@@ -73,7 +73,10 @@ func cmdVet(a *app, args []string) int {
 	}
 	code := exitOK
 	for _, f := range files {
-		if _, err := schema.Load(f, schema.Options{Mode: *mode, Models: train.Kind{}.Registry()}); err != nil {
+		stop := a.guardSpecMemory("vet", f)
+		_, err := schema.Load(f, schema.Options{Mode: *mode, Models: train.Kind{}.Registry()})
+		stop()
+		if err != nil {
 			code = exitUsage
 			var errs schema.Errors
 			if errors.As(err, &errs) {
