@@ -65,6 +65,10 @@ func (l *loader) convertCUE(err error) Errors {
 			continue
 		}
 		for _, r := range l.summarize(groups[p]) {
+			if l.mode != "" && r.path == "mode" && strings.HasPrefix(r.msg, "conflicting values") &&
+				!strings.Contains(r.msg, strconv.Quote(l.mode)) {
+				continue // another disjunct of mode's enumeration, not the override
+			}
 			if l.mode != "" && r.path == "mode" && strings.HasPrefix(r.msg, "conflicting values") {
 				r.msg = fmt.Sprintf("the spec fixes mode, so it cannot be overridden with mode %q (%s)", l.mode, r.msg)
 			}

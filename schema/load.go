@@ -33,6 +33,9 @@ const PackageName = "spn"
 const (
 	ModeFull  = "full"
 	ModeSmoke = "smoke"
+	// ModeEvidence is a reduced but real run that tests one of the
+	// paper's claims on the data at hand (e.g. QM9's valid-file training).
+	ModeEvidence = "evidence"
 )
 
 // Source returns a copy of the embedded CUE schema (schema.cue), the
@@ -57,6 +60,18 @@ func Load(path string, opt Options) (*Spec, error) {
 	return LoadBytes(path, src, opt)
 }
 
+// Modes lists the modes a spec may run in (schema.cue's mode).
+var Modes = []string{ModeFull, ModeSmoke, ModeEvidence}
+
+// ModeList returns the modes quoted and comma-separated, for messages.
+func ModeList() string {
+	q := make([]string, len(Modes))
+	for i, m := range Modes {
+		q[i] = strconv.Quote(m)
+	}
+	return strings.Join(q, ", ")
+}
+
 // LoadBytes validates and decodes the spec src, reporting positions under
 // filename. It unifies src with the embedded schema as one CUE instance of
 // package spn, fills defaults, checks that every value is concrete, decodes
@@ -64,8 +79,8 @@ func Load(path string, opt Options) (*Spec, error) {
 // (device, grid paths and values, gin ⇒ k = 1, k ≤ kmax, splits ≤ folds,
 // table references). On failure the error is Errors, sorted by position.
 func LoadBytes(filename string, src []byte, opt Options) (spec *Spec, err error) {
-	if opt.Mode != "" && opt.Mode != ModeFull && opt.Mode != ModeSmoke {
-		return nil, fmt.Errorf("loading %s: mode %q is not one of %q, %q", filename, opt.Mode, ModeFull, ModeSmoke)
+	if opt.Mode != "" && !slices.Contains(Modes, opt.Mode) {
+		return nil, fmt.Errorf("loading %s: mode %q is not one of %s", filename, opt.Mode, ModeList())
 	}
 	l := &loader{file: filename, mode: opt.Mode}
 	defer func() {
