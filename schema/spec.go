@@ -21,6 +21,8 @@ type Spec struct {
 	Tables []Table `json:"tables"`
 	// Figures in name order.
 	Figures []Figure `json:"figures,omitempty"`
+	// Executor configures the executors; it never enters stage keys.
+	Executor Executor `json:"-"`
 }
 
 // Experiment is one dataset × model family × protocol, with its grid unrolled.

@@ -8,13 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spn-project/spn/schema"
 )
 
-const vetUsage = `Usage: spn vet [--mode full|smoke|evidence] FILE|DIR...
+const vetUsage = `Usage: spn vet [--mode full|smoke|paper-1split|evidence] FILE|DIR...
 
 Validate experiment specs against the spn schema. A DIR stands for every
 *.cue file below it (sorted, cue.mod skipped). Each problem is printed to
@@ -28,7 +27,7 @@ Flags:
 func cmdVet(a *app, args []string) int {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
-	mode := fs.String("mode", "", `load the specs in this mode: "full", "smoke" or "evidence" (default: the spec's own mode)`)
+	mode := fs.String("mode", "", `load the specs in this mode: "full", "smoke", "paper-1split" or "evidence" (default: the spec's own mode)`)
 	usage := func(w io.Writer) {
 		fs.SetOutput(w)
 		fmt.Fprint(w, vetUsage)
@@ -56,9 +55,11 @@ func cmdVet(a *app, args []string) int {
 		targets = append(targets, rest[0])
 		args = rest[1:]
 	}
-	if *mode != "" && !slices.Contains(schema.Modes, *mode) {
-		fmt.Fprintf(a.stderr, "spn vet: --mode %q is not one of %s\n", *mode, schema.ModeList())
-		return exitUsage
+	if *mode != "" {
+		if err := schema.CheckMode(*mode); err != nil {
+			fmt.Fprintf(a.stderr, "spn vet: --%v\n", err)
+			return exitUsage
+		}
 	}
 	if len(targets) == 0 {
 		fmt.Fprintln(a.stderr, "spn vet: want at least one spec FILE or DIR (see 'spn vet -h')")

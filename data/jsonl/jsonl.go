@@ -411,3 +411,15 @@ func complete(ds *data.Dataset, name string, lines []int) error {
 	}
 	return nil
 }
+
+// ParseGraph decodes one graph object of the format, such as a graph
+// embedded in another record: "y" and "target" are optional, and the
+// attribute width is the graph's own.
+func ParseGraph(raw []byte) (data.Graph, error) {
+	g, _, err := parseLine(bytes.TrimSpace(raw), &data.Dataset{}, true)
+	return g, err
+}
+
+// ReadLine reads one line of at most MaxLine bytes without its newline from
+// br, as Read does; it returns io.EOF after the last line.
+func ReadLine(br *bufio.Reader) ([]byte, error) { return readLine(br) }
