@@ -208,8 +208,13 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 	return e, len(l.errs) == nerr
 }
 
-// distinctSeeds reports a repeated seed, which would only repeat runs.
+// distinctSeeds reports a repeated seed, which would only repeat runs,
+// and more than MaxSeeds seeds.
 func (l *loader) distinctSeeds(segs []string, seeds []int64) {
+	if len(seeds) > MaxSeeds {
+		l.errAt(segs, "%d seeds; at most %d are allowed", len(seeds), MaxSeeds)
+		return
+	}
 	seen := map[int64]bool{}
 	for i, s := range seeds {
 		if seen[s] {

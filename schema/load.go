@@ -124,9 +124,15 @@ type loader struct {
 }
 
 func (l *loader) load(src []byte) (*Spec, Errors) {
+	if errs := l.sizeErrors(src); len(errs) > 0 {
+		return nil, errs
+	}
 	f, err := parser.ParseFile(l.file, src, parser.ParseComments)
 	if err != nil {
 		return nil, l.syntaxErrors(err)
+	}
+	if errs := l.syntaxLimits(f); len(errs) > 0 {
+		return nil, errs
 	}
 	l.idx = indexFile(f)
 	if name := f.PackageName(); name != PackageName {

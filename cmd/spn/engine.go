@@ -172,7 +172,9 @@ func (a *app) loadSpec(en *engine, cmd, file, mode string) (*schema.Spec, int) {
 		}
 		spec, err = schema.LoadBytes(name, src, opt)
 	} else {
+		stop := a.guardSpecMemory(cmd, file)
 		spec, err = schema.Load(file, opt)
+		stop()
 	}
 	if err != nil {
 		var errs schema.Errors

@@ -72,7 +72,10 @@ func cmdVet(a *app, args []string) int {
 	}
 	code := exitOK
 	for _, f := range files {
-		if _, err := schema.Load(f, schema.Options{Mode: *mode}); err != nil {
+		stop := a.guardSpecMemory("vet", f)
+		_, err := schema.Load(f, schema.Options{Mode: *mode})
+		stop()
+		if err != nil {
 			code = exitUsage
 			var errs schema.Errors
 			if errors.As(err, &errs) {
