@@ -38,10 +38,13 @@ const (
 	// ModePaper1Split is the paper's settings on one split with one run:
 	// paper-scale evidence that fits in hours rather than days.
 	ModePaper1Split = "paper-1split"
+	// ModeEvidence is a reduced but real run that tests one claim of the
+	// paper on the data at hand (e.g. QM9 trained on its valid file).
+	ModeEvidence = "evidence"
 )
 
 // Modes lists every mode, in the order the schema declares them.
-var Modes = []string{ModeFull, ModeSmoke, ModePaper1Split}
+var Modes = []string{ModeFull, ModeSmoke, ModePaper1Split, ModeEvidence}
 
 // CheckMode returns an error unless m is one of Modes.
 func CheckMode(m string) error {
