@@ -430,7 +430,7 @@ func (l *mlp) bind(param func(*nn.Param) *G.Node) mlpNodes {
 func (l *mlp) apply(bdr *builder, be env, bd *batchData, key progKey, name string, x *G.Node, n mlpNodes) *G.Node {
 	N, d := key.N, l.lin1.Out
 	z := bdr.op(be, newLinear(name+".lin1", be, bd, false, N, d, d), x, n[0], n[1])
-	z = bdr.apply(newBNReLU(name+".bn1", be, bd, l.st1, key.train, key.update, N, d), z, n[2], n[3])
+	z = bdr.op(be, newBNReLU(name+".bn1", be, bd, l.st1, key.train, key.update, N, d), z, n[2], n[3])
 	z = bdr.op(be, newLinear(name+".lin2", be, bd, false, N, d, d), z, n[4], n[5])
-	return bdr.apply(newBNReLU(name+".bn2", be, bd, l.st2, key.train, key.update, N, d), z, n[6], n[7])
+	return bdr.op(be, newBNReLU(name+".bn2", be, bd, l.st2, key.train, key.update, N, d), z, n[6], n[7])
 }

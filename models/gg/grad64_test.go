@@ -154,10 +154,10 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{opCase{name: "batchnorm-relu train", op: newBNReLU("bn", be, bd, st, true, false, N, d),
+		{opCase{name: "batchnorm-relu train", op: op.Adapt(nil, newBNReLU("bn", be, bd, st, true, false, N, d)),
 			in: [][]float32{randFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7}, {0, 0.1, -0.2, 0.3}}, shapes: [][]int{{N, d}, {d}, {d}}},
 			func(in [][]float64) []float64 { return bn64(in, nil, n, N, d) }},
-		{opCase{name: "batchnorm-relu eval", op: newBNReLU("bn", be, bd, stEval, false, false, N, d),
+		{opCase{name: "batchnorm-relu eval", op: op.Adapt(nil, newBNReLU("bn", be, bd, stEval, false, false, N, d)),
 			in: [][]float32{randFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7}, {0, 0.1, -0.2, 0.3}}, shapes: [][]int{{N, d}, {d}, {d}}},
 			func(in [][]float64) []float64 { return bn64(in, stEval, n, N, d) }},
 		{opCase{name: "dropout", op: op.Adapt(nil, newDropout("drop", G, 2)),

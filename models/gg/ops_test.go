@@ -242,16 +242,16 @@ func TestOpGradients(t *testing.T) {
 				in: [][]float32{randFloats(rng, 4*d, 1), randFloats(rng, d, 1)}, shapes: [][]int{{4, d}, {d}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
 			// β = 10 keeps every entry far from the ReLU kink: checks the
 			// normalisation (training: through the batch statistics).
-			{name: "batchnorm-relu train", op: newBNReLU("bn", be, bd, st, true, false, N, d),
+			{name: "batchnorm-relu train", op: op.Adapt(nil, newBNReLU("bn", be, bd, st, true, false, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d, 1), constFloats(d, 10)},
 				shapes: [][]int{{N, d}, {d}, {d}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
-			{name: "batchnorm-relu eval", op: newBNReLU("bn", be, bd, stEval, false, false, N, d),
+			{name: "batchnorm-relu eval", op: op.Adapt(nil, newBNReLU("bn", be, bd, stEval, false, false, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d, 1), constFloats(d, 10)},
 				shapes: [][]int{{N, d}, {d}, {d}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
 			// β = 0: about half the entries are cut; a small step (an entry
 			// within h of the kink makes the central difference wrong by
 			// up to |r|/2) checks γ and β through the ReLU mask.
-			{name: "batchnorm-relu kink", op: newBNReLU("bnk", be, bd, st, true, false, N, d),
+			{name: "batchnorm-relu kink", op: op.Adapt(nil, newBNReLU("bnk", be, bd, st, true, false, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7, -1.1}, make([]float32, d)},
 				shapes: [][]int{{N, d}, {d}, {d}}, diff: []bool{false, true, true}, h: 1e-4, tol: 5e-2},
 			{name: "dropout", op: op.Adapt(nil, newDropout("drop", 20, 3)),
@@ -322,7 +322,7 @@ func TestOpsMatchKernelsBitwise(t *testing.T) {
 	bn.Beta.Uniform(rng, 1)
 	st := &bnStats{RunMean: make([]float64, d), RunVar: constFloat64(d, 1), Momentum: 0.1, Eps: 1e-5}
 	want = bn.Forward(be, x, n, true)
-	got, err := newBNReLU("bn", be, bd, st, true, true, n, d).Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)),
+	got, err := op.Adapt(nil, newBNReLU("bn", be, bd, st, true, true, n, d)).Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)),
 		tensor.New(tensor.WithShape(d), tensor.WithBacking(bn.Gamma.W)), tensor.New(tensor.WithShape(d), tensor.WithBacking(bn.Beta.W)))
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +375,7 @@ func TestOpIdentity(t *testing.T) {
 	ops := []G.Op{
 		op.Adapt(nil, newHopAgg("layer1.agg", be, bd, 1, 2, 3)), op.Adapt(nil, newHopAgg("layer2.agg", be, bd, 1, 2, 3)),
 		op.Adapt(nil, newLinear("layer1.lin1", be, bd, false, 2, 3, 3)), op.Adapt(nil, newLinear("layer1.lin2", be, bd, false, 2, 3, 3)),
-		newBNReLU("layer1.bn1", be, bd, nil, true, true, 2, 3), newBNReLU("layer1.bn1", be, bd, nil, false, false, 2, 3),
+		op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, true, true, 2, 3)), op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, false, false, 2, 3)),
 		op.Adapt(nil, newSoftmax("layer1.alpha", 1)), op.Adapt(nil, newSoftmax("layer2.alpha", 1)),
 		op.Adapt(nil, newDropout("readout0.dropout", 2, 1)), op.Adapt(nil, newDropout("readout1.dropout", 2, 1)),
 		newPart("layer1.agg.dalpha", 0, 1), newPart("layer1.agg.deps", 1, 1),
