@@ -36,6 +36,11 @@ func (l *loader) decode() *Spec {
 	}
 	l.decodeInto([]string{"device"}, l.root.LookupPath(cue.ParsePath("device")), &spec.Device)
 	l.decodeInto([]string{"mode"}, l.root.LookupPath(cue.ParsePath("mode")), &spec.Mode)
+	var modes []string
+	l.decodeInto([]string{"modes"}, l.root.LookupPath(cue.ParsePath("modes")), &modes)
+	if len(l.errs) == 0 && !slices.Contains(modes, spec.Mode) {
+		l.errAt([]string{"modes"}, "the spec does not define mode %q (its modes: %s; add it to modes with its branches)", spec.Mode, quoteList(modes))
+	}
 	if spec.Device != Device && len(l.errs) == 0 {
 		l.errAt([]string{"device"}, "%q is not supported: spn has CPU kernels only (supported: %q)", spec.Device, Device)
 	}
