@@ -37,6 +37,7 @@ func commands() map[string]command {
 		"vet":          {"validate spec files against the schema", cmdVet},
 		"predict":      {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
 		"data":         {"fetch, inspect, export and import datasets", cmdData},
+		"cache":        {"verify the stage cache, or remove what no spec uses", cmdCache},
 		"stage":        {"run planned stages one by one from a plan file (used by Slurm jobs)", cmdStage},
 		"status":       {"count a spec's stages per kind: cached, running, queued, failed, to run", cmdStatus},
 		"bench":        {"train one epoch per workload and print graphs/s and peak memory", cmdBench},
