@@ -4,16 +4,11 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/models/kernels"
 )
-
-// blas32 is the pure-Go BLAS the per-graph attention GEMMs run on.
-var blas32 gonum.Implementation
 
 // GATSlope is the negative slope of GAT's LeakyReLU.
 const GATSlope = 0.2
@@ -328,7 +323,7 @@ func (o graphAttnOp) Do(vals ...G.Value) (G.Value, error) {
 		}
 		c := h * dh
 		S := P[off : off+nj*nj]
-		blas32.Sgemm(blas.NoTrans, blas.Trans, nj, nj, dh, scale, q[p0*d+c:], d, k[p0*d+c:], d, 0, S, nj)
+		o.be.Gemm(false, true, nj, nj, dh, scale, q[p0*d+c:], d, k[p0*d+c:], d, 0, S, nj)
 		bk := gd.bucket[gd.boff[j] : gd.boff[j]+nj*nj]
 		for i := 0; i < nj; i++ {
 			row, br := S[i*nj:(i+1)*nj], bk[i*nj:(i+1)*nj]
@@ -348,7 +343,7 @@ func (o graphAttnOp) Do(vals ...G.Value) (G.Value, error) {
 				row[w] *= inv
 			}
 		}
-		blas32.Sgemm(blas.NoTrans, blas.NoTrans, nj, dh, nj, 1, S, nj, v[p0*d+c:], d, 0, y[p0*d+c:], d)
+		o.be.Gemm(false, false, nj, dh, nj, 1, S, nj, v[p0*d+c:], d, 0, y[p0*d+c:], d)
 	})
 	return o.out(y), nil
 }
@@ -419,7 +414,7 @@ func (o graphAttnGradOp) Do(vals ...G.Value) (G.Value, error) {
 		}
 		c := h * dh
 		pr, sr := P[off:off+nj*nj], dS[off:off+nj*nj]
-		blas32.Sgemm(blas.NoTrans, blas.Trans, nj, nj, dh, 1, dy[p0*d+c:], d, v[p0*d+c:], d, 0, sr, nj)
+		f.be.Gemm(false, true, nj, nj, dh, 1, dy[p0*d+c:], d, v[p0*d+c:], d, 0, sr, nj)
 		bk := gd.bucket[gd.boff[j] : gd.boff[j]+nj*nj]
 		pb := part[t*B : (t+1)*B]
 		for i := 0; i < nj; i++ {
@@ -434,9 +429,9 @@ func (o graphAttnGradOp) Do(vals ...G.Value) (G.Value, error) {
 				pb[br[w]] += g
 			}
 		}
-		blas32.Sgemm(blas.NoTrans, blas.NoTrans, nj, dh, nj, scale, sr, nj, k[p0*d+c:], d, 0, dq[p0*d+c:], d)
-		blas32.Sgemm(blas.Trans, blas.NoTrans, nj, dh, nj, scale, sr, nj, q[p0*d+c:], d, 0, dk[p0*d+c:], d)
-		blas32.Sgemm(blas.Trans, blas.NoTrans, nj, dh, nj, 1, pr, nj, dy[p0*d+c:], d, 0, dv[p0*d+c:], d)
+		f.be.Gemm(false, false, nj, dh, nj, scale, sr, nj, k[p0*d+c:], d, 0, dq[p0*d+c:], d)
+		f.be.Gemm(true, false, nj, dh, nj, scale, sr, nj, q[p0*d+c:], d, 0, dk[p0*d+c:], d)
+		f.be.Gemm(true, false, nj, dh, nj, 1, pr, nj, dy[p0*d+c:], d, 0, dv[p0*d+c:], d)
 	})
 	db := make([]float64, B*H)
 	for t := 0; t < tasks; t++ {
