@@ -56,13 +56,16 @@ type benchRow struct {
 
 // benchReport is the JSON output of spn bench.
 type benchReport struct {
-	Model      schema.Model    `json:"model"`
-	Training   schema.Training `json:"training"`
-	Threads    int             `json:"threads"`
-	GEMM       string          `json:"gemm"`
-	GOMAXPROCS int             `json:"gomaxprocs"`
-	GoVersion  string          `json:"go_version"`
-	Workloads  []benchRow      `json:"workloads"`
+	Model    schema.Model    `json:"model"`
+	Training schema.Training `json:"training"`
+	Threads  int             `json:"threads"`
+	GEMM     string          `json:"gemm"`
+	// GEMMKernels names the kernels standing in for gonum's GEMM in the
+	// default build (same bits), "" when gonum computes them all.
+	GEMMKernels string     `json:"gemm_kernels,omitempty"`
+	GOMAXPROCS  int        `json:"gomaxprocs"`
+	GoVersion   string     `json:"go_version"`
+	Workloads   []benchRow `json:"workloads"`
 }
 
 func cmdBench(a *app, args []string) int {
@@ -110,7 +113,7 @@ func cmdBench(a *app, args []string) int {
 		Model: schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout},
 		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
 			Selection: fit.SelectBestValLoss},
-		Threads: *threads, GEMM: kernels.GEMM, GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+		Threads: *threads, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -269,9 +272,13 @@ func parseVmHWM(r io.Reader) (int64, bool, error) {
 // renderBench prints the report as a terminal table with a header line.
 func renderBench(w io.Writer, rep benchReport) error {
 	m := rep.Model
+	gemm := rep.GEMM
+	if rep.GEMMKernels != "" && !strings.HasPrefix(gemm, "OpenBLAS") {
+		gemm += " with " + rep.GEMMKernels + " kernels"
+	}
 	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %d epoch(s), %d threads, GEMM %s, %s\n",
 		m.Kind, m.K, m.Layers, m.Hidden, m.Pool, m.Dropout, rep.Training.BatchSize, rep.Training.Epochs,
-		rep.Threads, rep.GEMM, rep.GoVersion); err != nil {
+		rep.Threads, gemm, rep.GoVersion); err != nil {
 		return err
 	}
 	tab := tablewriter.NewTable(w,

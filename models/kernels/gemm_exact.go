@@ -204,3 +204,13 @@ func dotUnitaryGo(x, y []float32, p int) float32 {
 	}
 	return (s[0] + s[1]) + (s[2] + s[3])
 }
+
+// GEMMKernels names the kernels that compute the default build's GEMMs in
+// place of gonum, with gonum's bits ("" when there are none: another
+// architecture, a CPU without AVX2, or -tags purego).
+func GEMMKernels() string {
+	if haveAVX2 {
+		return "AVX2 (Go assembly)"
+	}
+	return ""
+}

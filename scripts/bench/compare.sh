@@ -49,7 +49,10 @@ def runs(w, who):
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
 first = runs(workloads[0], "spn")[0]
 print(f"machine: {cpu}, {sum(1 for l in open('/proc/cpuinfo') if l.startswith('processor'))} CPUs, load average {open('/proc/loadavg').read().split()[0]}")
-print(f"spn: GEMM {first['gemm']}, {first['threads']} threads, {first['go_version']}; "
+gemm = first["gemm"]
+if first.get("gemm_kernels") and not gemm.startswith("OpenBLAS"):
+    gemm += f" with {first['gemm_kernels']} kernels"
+print(f"spn: GEMM {gemm}, {first['threads']} threads, {first['go_version']}; "
       f"PyTorch {runs(workloads[0], 'torch')[0]['torch']}, {runs(workloads[0], 'torch')[0]['threads']} threads; "
       f"median of {rounds} run(s) each, alternating")
 print()
