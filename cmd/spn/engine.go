@@ -161,7 +161,7 @@ func (a *app) usageError(cmd string, err error) int {
 // empty), printing spec errors as file:line:col lines. It returns the exit
 // code to use when spec is nil.
 func (a *app) loadSpec(en *engine, cmd, file, mode string) (*schema.Spec, int) {
-	opt := schema.Options{Mode: mode}
+	opt := schema.Options{Mode: mode, Models: modelRegistry(en.reg)}
 	var spec *schema.Spec
 	var err error
 	if file == "" {
