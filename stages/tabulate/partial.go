@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
 )
 
 // Partial returns a copy of t for rendering while the experiments in
@@ -39,4 +40,35 @@ func Partial(t schema.Table, missing []string) schema.Table {
 	}
 	out.Caption += note
 	return out
+}
+
+// withNotes appends to t's caption the notes of the experiments its cells
+// show (grid points model selection excluded because training diverged),
+// in experiment name order, so every format says that a cell's protocol
+// ran on fewer points than the spec lists.
+func withNotes(t schema.Table, results map[string]*stages.EvalResult) schema.Table {
+	used := map[string]bool{}
+	for _, r := range t.Rows {
+		for _, c := range r.Cells {
+			if c.Experiment != "" {
+				used[c.Experiment] = true
+			}
+		}
+	}
+	var notes []string
+	for _, e := range slices.Sorted(maps.Keys(used)) {
+		if r := results[e]; r != nil {
+			for _, n := range r.Notes {
+				notes = append(notes, e+": "+n)
+			}
+		}
+	}
+	if len(notes) == 0 {
+		return t
+	}
+	if t.Caption != "" {
+		t.Caption += " "
+	}
+	t.Caption += "Diverged training runs: " + strings.Join(notes, "; ") + "."
+	return t
 }
