@@ -38,10 +38,13 @@ const (
 	// ModePaper1Split is the paper's settings on one split with one run:
 	// paper-scale evidence that fits in hours rather than days.
 	ModePaper1Split = "paper-1split"
+	// ModeEvidence is a reduced but real run that tests one claim of the
+	// paper on the data at hand (e.g. QM9 trained on its valid file).
+	ModeEvidence = "evidence"
 )
 
 // Modes lists every mode, in the order the schema declares them.
-var Modes = []string{ModeFull, ModeSmoke, ModePaper1Split}
+var Modes = []string{ModeFull, ModeSmoke, ModePaper1Split, ModeEvidence}
 
 // CheckMode returns an error unless m is one of Modes.
 func CheckMode(m string) error {
@@ -70,6 +73,11 @@ type Options struct {
 	// evaluation, so comprehensions such as `if mode == "smoke" {...}` see
 	// it. Empty keeps the spec's own mode (default "full").
 	Mode string
+	// Models, when not nil, checks every model section (of every grid
+	// point) against its kind's constraints, with the errors positioned at
+	// the field or grid value that set it. Without it only the CUE
+	// definitions of the model kinds apply.
+	Models ModelChecker
 }
 
 // Load reads, validates and decodes the spec file at path. Validation
@@ -86,15 +94,15 @@ func Load(path string, opt Options) (*Spec, error) {
 // filename. It unifies src with the embedded schema as one CUE instance of
 // package spn, fills defaults, checks that every value is concrete, decodes
 // into Spec, unrolls the grids and applies the checks CUE cannot express
-// (device, grid paths and values, gin ⇒ k = 1, k ≤ kmax, splits ≤ folds,
-// table references). On failure the error is Errors, sorted by position.
+// (device, grid paths and values, the model kinds' own constraints through
+// opt.Models, splits ≤ folds, table references). On failure the error is Errors, sorted by position.
 func LoadBytes(filename string, src []byte, opt Options) (spec *Spec, err error) {
 	if opt.Mode != "" {
 		if err := CheckMode(opt.Mode); err != nil {
 			return nil, fmt.Errorf("loading %s: %w", filename, err)
 		}
 	}
-	l := &loader{file: filename, mode: opt.Mode}
+	l := &loader{file: filename, mode: opt.Mode, models: opt.Models}
 	defer func() {
 		// The CUE evaluator is large; a defect in it must not take the
 		// caller down on some input. Report it as an error of this file.
@@ -118,6 +126,8 @@ type loader struct {
 	root   cue.Value
 	schema cue.Value // the schema alone, for probing
 	errs   Errors
+	models ModelChecker
+	user   cue.Value // the user's file alone, for the model kinds in probe
 }
 
 func (l *loader) load(src []byte) (*Spec, Errors) {
@@ -171,6 +181,7 @@ func (l *loader) load(src []byte) (*Spec, Errors) {
 	ctx := cuecontext.New()
 	l.root = ctx.BuildInstance(bi)
 	l.schema = ctx.BuildFile(sf)
+	l.user = ctx.BuildFile(f)
 	if errs := l.validate(l.root); len(errs) > 0 {
 		return nil, errs
 	}
@@ -293,8 +304,22 @@ func (l *loader) probe(segs []string) cue.Value {
 			list[n] = build(i + 1)
 			return list
 		}
-		return map[string]any{segs[i]: build(i + 1)}
+		sub := build(i + 1)
+		if m, ok := sub.(map[string]any); ok && segs[i] == "model" {
+			// The fields of a model section depend on its kind: probe
+			// with the user's kind.
+			if k, err := l.user.LookupPath(cue.MakePath(append(selsOf(segs[:i+1]), cue.Str("kind"))...)).String(); err == nil {
+				m["kind"] = k
+			}
+		}
+		return map[string]any{segs[i]: sub}
 	}
+	shape := l.schema.Context().Encode(build(0))
+	return l.schema.Unify(shape).LookupPath(cue.MakePath(selsOf(segs)...))
+}
+
+// selsOf returns the selectors of the path segs (digits: list indices).
+func selsOf(segs []string) []cue.Selector {
 	sels := make([]cue.Selector, len(segs))
 	for i, s := range segs {
 		if isIndex(s) {
@@ -304,8 +329,7 @@ func (l *loader) probe(segs []string) cue.Value {
 			sels[i] = cue.Str(s)
 		}
 	}
-	shape := l.schema.Context().Encode(build(0))
-	return l.schema.Unify(shape).LookupPath(cue.MakePath(sels...))
+	return sels
 }
 
 // at builds an error at pos in the user's file (its start when pos is

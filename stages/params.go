@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -111,19 +112,9 @@ type TabulateParams struct {
 	ExperimentNames []string     `json:"experiments"`
 }
 
-// EpochRecord is one epoch of a training curve.
-type EpochRecord struct {
-	Epoch      int         `json:"epoch"`
-	LR         float64     `json:"lr"`
-	TrainLoss  float64     `json:"train_loss"`
-	TrainScore float64     `json:"train_score"`
-	ValLoss    float64     `json:"val_loss"`
-	ValScore   float64     `json:"val_score"`
-	TestLoss   float64     `json:"test_loss"`
-	TestScore  float64     `json:"test_score"`
-	Alpha      [][]float64 `json:"alpha,omitempty"` // learned α per layer
-	Eps        []float64   `json:"eps,omitempty"`   // ε per layer
-}
+// EpochRecord is one epoch of a training curve (defined where training
+// produces it, in models/fit).
+type EpochRecord = fit.EpochRecord
 
 // TrainResult is the train stage's result record.
 type TrainResult struct {

@@ -21,7 +21,6 @@ import (
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/schema"
-	"github.com/spn-project/spn/stages"
 )
 
 // Selection rules (schema.Training.Selection).
@@ -63,10 +62,25 @@ type Options struct {
 	Progress func(done, total int)
 }
 
+// EpochRecord is one epoch of a training curve (the train stage's
+// result.json records them as they are).
+type EpochRecord struct {
+	Epoch      int         `json:"epoch"`
+	LR         float64     `json:"lr"`
+	TrainLoss  float64     `json:"train_loss"`
+	TrainScore float64     `json:"train_score"`
+	ValLoss    float64     `json:"val_loss"`
+	ValScore   float64     `json:"val_score"`
+	TestLoss   float64     `json:"test_loss"`
+	TestScore  float64     `json:"test_score"`
+	Alpha      [][]float64 `json:"alpha,omitempty"` // learned α per layer
+	Eps        []float64   `json:"eps,omitempty"`   // ε per layer
+}
+
 // Result is the outcome of a run.
 type Result struct {
 	// Epochs are the per-epoch records (1-based Epoch).
-	Epochs []stages.EpochRecord
+	Epochs []EpochRecord
 	// Best is the index into Epochs of the selected epoch.
 	Best int
 	// Checkpoint is the model at the selected epoch (models.WriteCheckpoint).
@@ -187,7 +201,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		// The training loss and score are those of the training-mode outputs
 		// seen during the epoch (dropout on, batch statistics), as PyTorch
 		// training loops usually report them; no extra evaluation pass.
-		rec := stages.EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
+		rec := EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
 		var err error
 		if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), outs, cfg.Out, ys, targets, o.Factors); err != nil {
 			return nil, fmt.Errorf("epoch %d: train score: %w", epoch, err)
@@ -235,7 +249,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 
 // better reports whether epoch a beats the best epoch so far b (strictly:
 // ties keep the earlier epoch).
-func better(sel, name string, a, b stages.EpochRecord) bool {
+func better(sel, name string, a, b EpochRecord) bool {
 	if sel == SelectBestValMetric {
 		if metric.HigherIsBetter(name) {
 			return a.ValScore > b.ValScore

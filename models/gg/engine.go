@@ -1,6 +1,7 @@
 package gg
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -71,24 +72,24 @@ func newEngine(cfg models.Config, seed uint64, be kernels.Backend, maxFloats int
 		cache: map[progKey]*program{}, cacheSize: MaxCachedGraphs, maxFloats: maxFloats}
 }
 
-// checkModelConfig verifies the fields of cfg every engine model reads.
-func checkModelConfig(cfg models.Config) error {
-	m := cfg.Model
-	switch {
-	case m.Layers < 1:
-		return fmt.Errorf("model.layers = %d: need at least 1 layer", m.Layers)
-	case m.Hidden < 1:
-		return fmt.Errorf("model.hidden = %d: need a positive width", m.Hidden)
-	case m.Dropout < 0 || m.Dropout >= 1:
-		return fmt.Errorf("model.dropout = %v: need 0 ≤ p < 1", m.Dropout)
-	case cfg.Out < 1:
-		return fmt.Errorf("model output width %d: need at least 1", cfg.Out)
-	case cfg.Task != models.TaskClassification && cfg.Task != models.TaskRegression:
-		return fmt.Errorf("unknown task %q", cfg.Task)
-	case m.Pool != nn.PoolSum && m.Pool != nn.PoolMean && m.Pool != nn.PoolMax:
-		return fmt.Errorf("model.pool: unknown pooling %q (want sum, mean or max)", m.Pool)
+// checkConfig verifies cfg with its kind's Check (the one place of a
+// kind's constraints) and the dataset-side fields every model reads.
+func checkConfig(cfg models.Config) error {
+	k, err := Kinds().Lookup(cfg.Model.Kind)
+	if err != nil {
+		return err
 	}
-	return nil
+	var errs []error
+	for _, fe := range k.Check(cfg.Model, 0) {
+		errs = append(errs, fe)
+	}
+	switch {
+	case cfg.Out < 1:
+		errs = append(errs, fmt.Errorf("model output width %d: need at least 1", cfg.Out))
+	case cfg.Task != models.TaskClassification && cfg.Task != models.TaskRegression:
+		errs = append(errs, fmt.Errorf("unknown task %q", cfg.Task))
+	}
+	return errors.Join(errs...)
 }
 
 // Config implements models.Model.

@@ -43,25 +43,16 @@ var (
 // and dropout masks derive from seed exactly as in models.NewSPN/NewGIN, so
 // both models built from the same seed hold equal parameters.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
-	useAdj := false
 	switch cfg.Model.Kind {
-	case "spn":
-	case "gin":
-		if cfg.Model.K > 1 {
-			return nil, fmt.Errorf("model.k = %d: gin aggregates over direct neighbours only (k = 1)", cfg.Model.K)
-		}
-		cfg.Model.K = 1
-		useAdj = true
+	case "spn", "gin":
 	default:
-		return nil, fmt.Errorf("model.kind %q: the gorgonia path builds spn and gin only", cfg.Model.Kind)
+		return nil, fmt.Errorf("model.kind %q: gg.New builds spn and gin only", cfg.Model.Kind)
 	}
-	m := cfg.Model
-	if m.K < 1 {
-		return nil, fmt.Errorf("model.k = %d: need at least 1 hop", m.K)
-	}
-	if err := checkModelConfig(cfg); err != nil {
+	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
+	useAdj := cfg.Model.Kind == "gin"
+	m := cfg.Model
 	if be == nil {
 		return nil, fmt.Errorf("gg.New: nil kernel backend")
 	}
@@ -82,11 +73,6 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 		md.readout = append(md.readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
 	}
 	return md, nil
-}
-
-// NewModel is New as a models.Constructor.
-func NewModel(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
-	return New(cfg, seed, be)
 }
 
 // Hops implements models.Model: k for SPN, 0 for GIN (which reads Batch.Adj).

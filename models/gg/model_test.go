@@ -56,7 +56,7 @@ func config(kind string, k, layers, hidden int, dropout float64, pool, task stri
 func pair(t *testing.T, cfg models.Config, seed uint64) (models.Model, *Model) {
 	t.Helper()
 	be := kernels.CPU{Threads: 2}
-	ref, err := models.NewRegistry().New(cfg, seed, be)
+	ref, err := models.HandWritten().New(cfg, seed, be)
 	if err != nil {
 		t.Fatal(err)
 	}

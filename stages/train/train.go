@@ -36,7 +36,7 @@ import (
 type Kind struct {
 	// Models builds the model of each model.kind; nil means gg.Kinds(),
 	// the models built as Gorgonia graphs over the project's kernels. The
-	// hand-written models (models.NewRegistry()) are the reference
+	// hand-written models (models.HandWritten()) are the reference
 	// implementations the Gorgonia models are tested against.
 	Models models.Registry
 }
@@ -146,17 +146,24 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	if err != nil {
 		return nil, err
 	}
+	if hops != nil {
+		// The kind's own check (spn vet and plan ran it against the
+		// spec's kmax), here against the artifact's.
+		var errs []error
+		for _, fe := range reg.CheckModel(point.Model, hops.KMax) {
+			errs = append(errs, fe)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("precomputed hop sets: %w", err)
+		}
+	}
 	be := kernels.CPU{Threads: max(job.Env.Threads, 1)}
 	m, err := reg.New(cfg, job.Seed, be)
 	if err != nil {
 		return nil, err
 	}
-	if k := m.Hops(); k > 0 && (hops == nil || k > hops.KMax) {
-		have := 0
-		if hops != nil {
-			have = hops.KMax
-		}
-		return nil, fmt.Errorf("model.k = %d exceeds the precomputed dataset.kmax = %d", k, have)
+	if k := m.Hops(); k > 0 && hops == nil {
+		return nil, fmt.Errorf("model reads %d hop sets, but there is no precomputed hop artifact", k)
 	}
 	opts := fit.Options{
 		Training: point.Training,
