@@ -51,7 +51,7 @@ func FuzzSpecPath(f *testing.F) {
 	reg := newRegistry()
 	mreg := modelRegistry(reg)
 	f.Fuzz(func(t *testing.T, src []byte, smoke bool) {
-		opt := schema.Options{}
+		opt := schema.Options{Models: mreg}
 		if smoke {
 			opt.Mode = schema.ModeSmoke
 		}
@@ -104,30 +104,10 @@ func FuzzSpecPath(f *testing.F) {
 					continue // too large to build in a fuzz iteration
 				}
 				cfg.Model = m
-				if _, err := mreg.New(cfg, 1, kernels.CPU{Threads: 1}); err != nil && !modelKindGap(m) {
+				if _, err := mreg.New(cfg, 1, kernels.CPU{Threads: 1}); err != nil {
 					t.Fatalf("vet accepts experiment %s point %d, the model rejects it: %v", e.Name, i, err)
 				}
 			}
 		}
 	})
-}
-
-// modelKindGap reports the per-kind model constraints that spn vet does
-// not check yet (issue 13 leaves them to the #Model rework: a baseline
-// needs dropout 0, gat's heads divide hidden, gcn and gat take k = 1).
-// The fuzz skips them; remove this once #Model checks them.
-func modelKindGap(m schema.Model) bool {
-	heads := m.Heads
-	if heads == 0 {
-		heads = 4
-	}
-	switch m.Kind {
-	case "baseline":
-		return m.Dropout != 0
-	case "gat", "graphormer":
-		return m.Hidden%heads != 0 || (m.Kind == "gat" && m.K != 1)
-	case "gcn":
-		return m.K != 1
-	}
-	return false
 }
