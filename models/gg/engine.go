@@ -80,7 +80,7 @@ func checkConfig(cfg models.Config) error {
 		return err
 	}
 	var errs []error
-	for _, fe := range k.Check(cfg.Model, 0) {
+	for _, fe := range k.Check(cfg.Model, models.ConfigInfo(cfg)) {
 		errs = append(errs, fe)
 	}
 	switch {
