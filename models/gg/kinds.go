@@ -19,6 +19,7 @@ func Kinds() models.Registry {
 		spnKind{}, spnKind{gin: true},
 		gcnKind{}, gatKind{}, graphormerKind{},
 		baselineKind{},
+		typedKind{KindRSPN}, typedKind{KindESPN},
 	)
 }
 
