@@ -38,10 +38,13 @@ const (
 	// ModePaper1Split is the paper's settings on one split with one run:
 	// paper-scale evidence that fits in hours rather than days.
 	ModePaper1Split = "paper-1split"
+	// ModeEvidence is a reduced but real run that tests one claim of the
+	// paper on the data at hand (e.g. QM9 trained on its valid file).
+	ModeEvidence = "evidence"
 )
 
 // Modes lists every mode, in the order the schema declares them.
-var Modes = []string{ModeFull, ModeSmoke, ModePaper1Split}
+var Modes = []string{ModeFull, ModeSmoke, ModePaper1Split, ModeEvidence}
 
 // CheckMode returns an error unless m is one of Modes.
 func CheckMode(m string) error {
@@ -49,6 +52,21 @@ func CheckMode(m string) error {
 		return nil
 	}
 	return fmt.Errorf("mode %q is not one of %s", m, quoteList(Modes))
+}
+
+// checkModes returns an error when the spec's mode is concrete but not one
+// of its (concrete) modes; undecidable cases are left to validation.
+func (l *loader) checkModes() *Error {
+	var mode string
+	var modes []string
+	if l.root.LookupPath(cue.ParsePath("mode")).Decode(&mode) != nil ||
+		l.root.LookupPath(cue.ParsePath("modes")).Decode(&modes) != nil || slices.Contains(modes, mode) {
+		return nil
+	}
+	l.errAt([]string{"modes"}, "the spec does not define mode %q (its modes: %s; add it to modes with its branches)", mode, quoteList(modes))
+	e := l.errs[len(l.errs)-1]
+	l.errs = l.errs[:len(l.errs)-1]
+	return &e
 }
 
 // quoteList renders ss as "a", "b", "c".
@@ -179,6 +197,11 @@ func (l *loader) load(src []byte) (*Spec, Errors) {
 	l.root = ctx.BuildInstance(bi)
 	l.schema = ctx.BuildFile(sf)
 	l.user = ctx.BuildFile(f)
+	// A mode the spec does not define leaves its mode branches out, and the
+	// errors that follow from that would hide the cause: report it alone.
+	if err := l.checkModes(); err != nil {
+		return nil, Errors{*err}
+	}
 	if errs := l.validate(l.root); len(errs) > 0 {
 		return nil, errs
 	}

@@ -303,3 +303,22 @@ func TestExecutorSettings(t *testing.T) {
 		t.Errorf("Resources(select) = %+v", r)
 	}
 }
+
+// TestModes checks that a spec loads only in the modes it declares.
+func TestModes(t *testing.T) {
+	plain := []byte("package spn\nname: \"m\"\n")
+	if _, err := LoadBytes("m.cue", plain, Options{Mode: ModeSmoke}); err != nil {
+		t.Errorf("default modes, smoke: %v", err)
+	}
+	_, err := LoadBytes("m.cue", plain, Options{Mode: ModePaper1Split})
+	if err == nil || err.Error() != `m.cue:1:1: modes: the spec does not define mode "paper-1split" (its modes: "full", "smoke"; add it to modes with its branches)` {
+		t.Errorf("default modes, paper-1split: %v", err)
+	}
+	declared := []byte("package spn\nname: \"m\"\nmodes: [\"paper-1split\"]\n")
+	if _, err := LoadBytes("m.cue", declared, Options{Mode: ModePaper1Split}); err != nil {
+		t.Errorf("declared paper-1split: %v", err)
+	}
+	if _, err := LoadBytes("m.cue", declared, Options{}); err == nil || !strings.Contains(err.Error(), `m.cue:3:1: modes: the spec does not define mode "full"`) {
+		t.Errorf("declared paper-1split only, loaded in full: %v", err)
+	}
+}

@@ -64,7 +64,7 @@ func (a *app) envFlags(fs *flag.FlagSet) *envOpts {
 	fs.StringVar(&o.cache, "cache", "", "stage cache `dir` (env "+cache.EnvVar+", default "+cache.DefaultDir+")")
 	fs.StringVar(&o.mirror, "mirror", "", "local mirror `dir` of upstream data files (env "+envMirror+")")
 	fs.StringVar(&o.dataDir, "data-dir", "", "`dir` for downloaded data (env "+envDataDir+", default "+defaultDataDir+")")
-	fs.StringVar(&o.mode, "mode", "", "override the spec's mode: full, smoke or paper-1split")
+	fs.StringVar(&o.mode, "mode", "", "override the spec's mode: full, smoke, paper-1split or evidence")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: trace, debug, info, warn or error")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
 	return o

@@ -14,7 +14,7 @@ import (
 	"github.com/spn-project/spn/stages/train"
 )
 
-const vetUsage = `Usage: spn vet [--mode full|smoke|paper-1split] FILE|DIR...
+const vetUsage = `Usage: spn vet [--mode full|smoke|paper-1split|evidence] FILE|DIR...
 
 Validate experiment specs against the spn schema. A DIR stands for every
 *.cue file below it (sorted, cue.mod skipped). Each problem is printed to
@@ -28,7 +28,7 @@ Flags:
 func cmdVet(a *app, args []string) int {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
-	mode := fs.String("mode", "", `load the specs in this mode: "full", "smoke" or "paper-1split" (default: the spec's own mode)`)
+	mode := fs.String("mode", "", `load the specs in this mode: "full", "smoke", "paper-1split" or "evidence" (default: the spec's own mode)`)
 	usage := func(w io.Writer) {
 		fs.SetOutput(w)
 		fmt.Fprint(w, vetUsage)

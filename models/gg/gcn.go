@@ -217,7 +217,7 @@ func (m *Competitor) buildGraph(key progKey, bd *batchData) (*program, error) {
 		if l.att != nil {
 			w, b := param(l.att.W), param(l.att.B)
 			aSrc, aDst := param(l.aSrc), param(l.aDst)
-			z := bdr.apply(newLinear(name+".att.lin", be, bd, false, N, d, d), h, w, b)
+			z := bdr.op(be, newLinear(name+".att.lin", be, bd, false, N, d, d), h, w, b)
 			agg = bdr.apply(newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
 		} else {
 			agg = bdr.apply(newGCNAgg(name+".gcn", be, bd, m.gd, N, d), h)

@@ -46,7 +46,7 @@ func (l *tfLayer) params() []*nn.Param {
 //	f = LN₂(h'); out = h' + W₂·ReLU(W₁ f)
 func (l *tfLayer) apply(bdr *builder, param func(*nn.Param) *G.Node, name string, be env, bd *batchData, gd *graphData, heads, maxDist, N, d int, h *G.Node) *G.Node {
 	lin := func(id string, ln *nn.Linear, x *G.Node) *G.Node {
-		return bdr.apply(newLinear(id, be, bd, false, N, d, d), x, param(ln.W), param(ln.B))
+		return bdr.op(be, newLinear(id, be, bd, false, N, d, d), x, param(ln.W), param(ln.B))
 	}
 	add := func(a, b *G.Node) *G.Node {
 		if bdr.err != nil {

@@ -321,25 +321,9 @@ func Transpose(a data.CSR) data.CSR {
 }
 
 // sumRows sets s = Σ_{v ∈ rows} x_v (rows of width d), adding four rows at
-// a time in a fixed order.
+// a time in a fixed order (sumRowsGo; the AVX2 kernels give the same bits).
 func sumRows(s, x []float32, rows []int32, d int) {
-	s = s[:d]
-	clear(s)
-	r := 0
-	for ; r+4 <= len(rows); r += 4 {
-		x0 := x[int(rows[r])*d : int(rows[r]+1)*d]
-		x1 := x[int(rows[r+1])*d : int(rows[r+1]+1)*d]
-		x2 := x[int(rows[r+2])*d : int(rows[r+2]+1)*d]
-		x3 := x[int(rows[r+3])*d : int(rows[r+3]+1)*d]
-		x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
-		for j, v := range x0 {
-			s[j] += (v + x1[j]) + (x2[j] + x3[j])
-		}
-	}
-	for ; r < len(rows); r++ {
-		xr := x[int(rows[r])*d : int(rows[r]+1)*d]
-		for j, v := range xr {
-			s[j] += v
-		}
+	if !sumRowsAVX2(s, x, rows, d) {
+		sumRowsGo(s, x, rows, d, d)
 	}
 }
