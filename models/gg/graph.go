@@ -245,7 +245,7 @@ func (p *program) accumulate(ps []*nn.Param) error {
 		if gv == nil {
 			return fmt.Errorf("no gradient value for %s", ps[i].Name)
 		}
-		g, err := floats("gradient of "+ps[i].Name, []G.Value{gv}, 0, len(ps[i].G))
+		g, err := op.Floats("gradient of "+ps[i].Name, []G.Value{gv}, 0, len(ps[i].G))
 		if err != nil {
 			return err
 		}
