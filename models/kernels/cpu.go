@@ -308,18 +308,23 @@ func (c CPU) Dots(g []float32, xs [][]float32, n, d int) []float64 {
 }
 
 // Transpose returns the transpose of the square CSR a (rows sorted
-// ascending): IncomingEntries with every entry replaced by its row, so the
-// rows of the transpose are ascending too; for a symmetric a it equals a.
+// ascending), by a counting sort; for a symmetric a it equals a.
 func Transpose(a data.CSR) data.CSR {
-	t := IncomingEntries(a)
-	row := make([]int32, len(a.Idx))
-	for u := 0; u < a.Len(); u++ {
-		for p := a.Ptr[u]; p < a.Ptr[u+1]; p++ {
-			row[p] = int32(u)
-		}
+	n := a.Len()
+	t := data.CSR{Ptr: make([]int32, n+1), Idx: make([]int32, len(a.Idx))}
+	for _, v := range a.Idx {
+		t.Ptr[v+1]++
 	}
-	for q, p := range t.Idx {
-		t.Idx[q] = row[p]
+	for u := 0; u < n; u++ {
+		t.Ptr[u+1] += t.Ptr[u]
+	}
+	next := make([]int32, n)
+	copy(next, t.Ptr[:n])
+	for u := 0; u < n; u++ {
+		for _, v := range a.Idx[a.Ptr[u]:a.Ptr[u+1]] {
+			t.Idx[next[v]] = int32(u)
+			next[v]++
+		}
 	}
 	return t
 }
