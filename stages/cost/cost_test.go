@@ -32,7 +32,7 @@ func TestEstimate(t *testing.T) {
 		Params: stages.TrainParams{Role: stages.RoleHoldout, Point: point("gat", 1, 2, 32, 10)}}
 	p := &plan.Plan{Nodes: []*plan.Node{gen, pre, t1, t2, sel, fin, gat}}
 	cal := &Calibration{Version: 1, Threads: 2,
-		Entries: []Entry{{Dataset: "prox(h=3)", Model: "spn", K: 5, Layers: 4, Hidden: 64, Graphs: 1000, SecondsPerEpoch: 1.8}},
+		Entries:      []Entry{{Dataset: "prox(h=3)", Model: "spn", K: 5, Layers: 4, Hidden: 64, Graphs: 1000, SecondsPerEpoch: 1.8}},
 		StageSeconds: map[string]map[string]float64{"precompute": {"prox(h=3)": 36}, "generate": {"prox(h=3)": 72}}}
 	est, err := cal.Estimate(p)
 	if err != nil {
