@@ -281,14 +281,14 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 				return 0, nil, fmt.Errorf("graph %d of the batch has class %d outside [0,%d)", i, y, cfg.Out)
 			}
 		}
-		l, g, _ := nn.CrossEntropy(out, b.Y, cfg.Out)
-		return l, g, nil
+		g := make([]float32, len(out))
+		return kernels.CrossEntropy(g, 1, out, b.Y, b.NumGraphs, cfg.Out), g, nil
 	case models.TaskRegression:
 		if len(b.Target) != len(out) {
 			return 0, nil, fmt.Errorf("batch has %d targets for %d outputs", len(b.Target), len(out))
 		}
-		l, g := nn.MSE(out, b.Target)
-		return l, g, nil
+		g := make([]float32, len(out))
+		return kernels.MSE(g, 1, out, b.Target), g, nil
 	case models.TaskBinary:
 		if len(b.Target) != len(out) {
 			return 0, nil, fmt.Errorf("batch has %d binary labels for %d outputs", len(b.Target), len(out))

@@ -208,7 +208,7 @@ func (m *Competitor) buildGraph(key progKey, bd *batchData) (*program, error) {
 	param := func(prm *nn.Param) *G.Node { return p.param(bdr, prm) }
 	h := m.encode(bdr, p, be, bd)
 	if m.degEmb != nil {
-		h = bdr.apply(newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
+		h = bdr.op(be, newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
 	}
 	hs := []*G.Node{h}
 	for t, l := range m.mlp {
@@ -218,9 +218,9 @@ func (m *Competitor) buildGraph(key progKey, bd *batchData) (*program, error) {
 			w, b := param(l.att.W), param(l.att.B)
 			aSrc, aDst := param(l.aSrc), param(l.aDst)
 			z := bdr.op(be, newLinear(name+".att.lin", be, bd, false, N, d, d), h, w, b)
-			agg = bdr.apply(newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
+			agg = bdr.op(be, newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
 		} else {
-			agg = bdr.apply(newGCNAgg(name+".gcn", be, bd, m.gd, N, d), h)
+			agg = bdr.op(be, newGCNAgg(name+".gcn", be, bd, m.gd, N, d), h)
 		}
 		h = l.apply(bdr, be, bd, key, name, agg, l.bind(param))
 		hs = append(hs, h)

@@ -148,9 +148,10 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	}
 	if hops != nil {
 		// The kind's own check (spn vet and plan ran it against the
-		// spec's kmax), here against the artifact's.
+		// spec's dataset section), here against the dataset and the
+		// artifact's kmax.
 		var errs []error
-		for _, fe := range reg.CheckModel(point.Model, hops.KMax) {
+		for _, fe := range reg.CheckModel(point.Model, models.InfoFor(ds, hops.KMax)) {
 			errs = append(errs, fe)
 		}
 		if err := errors.Join(errs...); err != nil {
