@@ -64,9 +64,15 @@ func (l *loader) convertCUE(err error) Errors {
 		if listLengthNoise(p, groups) {
 			continue
 		}
+		overridden := false
 		for _, r := range l.summarize(groups[p]) {
-			if l.mode != "" && r.path == "mode" && strings.HasPrefix(r.msg, "conflicting values") {
-				r.msg = fmt.Sprintf("the spec fixes mode, so it cannot be overridden with mode %q (%s)", l.mode, r.msg)
+			if l.mode != "" && r.path == "mode" && conflictRE.MatchString(r.msg) {
+				// One conflict per other schema alternative: report once.
+				if overridden {
+					continue
+				}
+				overridden = true
+				r.msg = fmt.Sprintf("the spec fixes mode, so it cannot be overridden with mode %q", l.mode)
 			}
 			out = append(out, l.positioned(r))
 		}

@@ -39,6 +39,7 @@ func (l *loader) decode() *Spec {
 	if spec.Device != Device && len(l.errs) == 0 {
 		l.errAt([]string{"device"}, "%q is not supported: spn has CPU kernels only (supported: %q)", spec.Device, Device)
 	}
+	l.executor(spec)
 	var seeds []int64
 	l.decodeInto([]string{"seeds"}, l.root.LookupPath(cue.ParsePath("seeds")), &seeds)
 	l.distinctSeeds([]string{"seeds"}, seeds)
@@ -207,8 +208,13 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 	return e, len(l.errs) == nerr
 }
 
-// distinctSeeds reports a repeated seed, which would only repeat runs.
+// distinctSeeds reports a repeated seed, which would only repeat runs,
+// and more than MaxSeeds seeds.
 func (l *loader) distinctSeeds(segs []string, seeds []int64) {
+	if len(seeds) > MaxSeeds {
+		l.errAt(segs, "%d seeds; at most %d are allowed", len(seeds), MaxSeeds)
+		return
+	}
 	seen := map[int64]bool{}
 	for i, s := range seeds {
 		if seen[s] {
@@ -560,6 +566,9 @@ func (l *loader) table(name string, v cue.Value, experiments map[string]bool) Ta
 	}
 	for i, r := range t.Rows {
 		ri := strconv.Itoa(i)
+		if r.Derived != nil {
+			l.derivedRow(at("rows", ri), r, keys)
+		}
 		for _, k := range slices.Sorted(maps.Keys(r.Cells)) {
 			c := r.Cells[k]
 			cs := at("rows", ri, "cells", k)
@@ -594,4 +603,34 @@ func columnKeys(cs []Column) []string {
 		out[i] = fmt.Sprintf("%q", c.Key)
 	}
 	return out
+}
+
+// sbatchReserved are the sbatch options spn sets itself.
+var sbatchReserved = []string{"--array", "--dependency", "--job-name", "--comment", "--output",
+	"--error", "--parsable", "--hold", "--kill-on-invalid-dep", "-a", "-d", "-J", "-o", "-e", "-H"}
+
+// executor decodes the executor settings and checks the sbatch options.
+func (l *loader) executor(spec *Spec) {
+	at := []string{"executor"}
+	if !l.decodeInto(at, l.root.LookupPath(cue.ParsePath("executor")), &spec.Executor) {
+		return
+	}
+	s := &spec.Executor.Slurm
+	check := func(segs []string, opts []string) {
+		for i, o := range opts {
+			p := append(slices.Clone(segs), "sbatch", strconv.Itoa(i))
+			if !strings.HasPrefix(o, "-") {
+				l.errAt(p, "%q is not an sbatch option (options start with -)", o)
+				continue
+			}
+			name, _, _ := strings.Cut(o, "=")
+			if slices.Contains(sbatchReserved, name) {
+				l.errAt(p, "%s is set by spn itself and cannot be given here", name)
+			}
+		}
+	}
+	check([]string{"executor", "slurm"}, s.Sbatch)
+	for _, k := range []string{"generate", "precompute", "train", "select", "evaluate", "tabulate"} {
+		check([]string{"executor", "slurm", k}, s.Resources(k).Sbatch)
+	}
 }

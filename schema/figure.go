@@ -131,3 +131,20 @@ func usesAny(r Row, exps map[string]bool) string {
 	}
 	return ""
 }
+
+// derivedRow checks a derived row: no cells, known column keys.
+func (l *loader) derivedRow(at []string, r Row, keys map[string]bool) {
+	if len(r.Cells) > 0 {
+		l.errAt(append(slices.Clone(at), "cells"), "a derived row is computed from the other rows and has no cells")
+	}
+	for _, f := range []struct {
+		name string
+		keys []string
+	}{{"baseline", r.Derived.Baseline}, {"columns", r.Derived.Columns}} {
+		for j, k := range f.keys {
+			if !keys[k] {
+				l.errAt(append(slices.Clone(at), "derived", f.name, strconv.Itoa(j)), "no column with key %q", k)
+			}
+		}
+	}
+}

@@ -29,11 +29,39 @@ const modeFile = "spn:mode-override.cue"
 // PackageName is the CUE package every spec file must declare.
 const PackageName = "spn"
 
-// Modes a spec can be loaded in.
+// Modes a spec can be loaded in. A spec reads its mode in comprehensions;
+// one that has no branch for a mode fails to load in it (its fields stay
+// incomplete).
 const (
 	ModeFull  = "full"
 	ModeSmoke = "smoke"
+	// ModePaper1Split is the paper's settings on one split with one run:
+	// paper-scale evidence that fits in hours rather than days.
+	ModePaper1Split = "paper-1split"
+	// ModeEvidence is a reduced but real run that tests one claim of the
+	// paper on the data at hand (e.g. QM9 trained on its valid file).
+	ModeEvidence = "evidence"
 )
+
+// Modes lists every mode, in the order the schema declares them.
+var Modes = []string{ModeFull, ModeSmoke, ModePaper1Split, ModeEvidence}
+
+// CheckMode returns an error unless m is one of Modes.
+func CheckMode(m string) error {
+	if slices.Contains(Modes, m) {
+		return nil
+	}
+	return fmt.Errorf("mode %q is not one of %s", m, quoteList(Modes))
+}
+
+// quoteList renders ss as "a", "b", "c".
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
 
 // Source returns a copy of the embedded CUE schema (schema.cue), the
 // reference documentation of the spec format.
@@ -41,7 +69,7 @@ func Source() []byte { return slices.Clone(schemaSource) }
 
 // Options controls how a spec is loaded.
 type Options struct {
-	// Mode, when not empty, sets the spec's mode ("full" or "smoke") before
+	// Mode, when not empty, sets the spec's mode (one of Modes) before
 	// evaluation, so comprehensions such as `if mode == "smoke" {...}` see
 	// it. Empty keeps the spec's own mode (default "full").
 	Mode string
@@ -64,8 +92,10 @@ func Load(path string, opt Options) (*Spec, error) {
 // (device, grid paths and values, gin ⇒ k = 1, k ≤ kmax, splits ≤ folds,
 // table references). On failure the error is Errors, sorted by position.
 func LoadBytes(filename string, src []byte, opt Options) (spec *Spec, err error) {
-	if opt.Mode != "" && opt.Mode != ModeFull && opt.Mode != ModeSmoke {
-		return nil, fmt.Errorf("loading %s: mode %q is not one of %q, %q", filename, opt.Mode, ModeFull, ModeSmoke)
+	if opt.Mode != "" {
+		if err := CheckMode(opt.Mode); err != nil {
+			return nil, fmt.Errorf("loading %s: %w", filename, err)
+		}
 	}
 	l := &loader{file: filename, mode: opt.Mode}
 	defer func() {
@@ -94,9 +124,15 @@ type loader struct {
 }
 
 func (l *loader) load(src []byte) (*Spec, Errors) {
+	if errs := l.sizeErrors(src); len(errs) > 0 {
+		return nil, errs
+	}
 	f, err := parser.ParseFile(l.file, src, parser.ParseComments)
 	if err != nil {
 		return nil, l.syntaxErrors(err)
+	}
+	if errs := l.syntaxLimits(f); len(errs) > 0 {
+		return nil, errs
 	}
 	l.idx = indexFile(f)
 	if name := f.PackageName(); name != PackageName {

@@ -175,6 +175,7 @@ func TestGoodSpecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			tt.want.Executor = defaultExecutor()
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("decoded spec differs\ngot:  %+v\nwant: %+v", got, tt.want)
 			}
@@ -270,5 +271,35 @@ func BenchmarkLoadGrid(b *testing.B) {
 		if _, err := LoadBytes("grid.cue", src, Options{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// defaultExecutor is the executor settings of a spec without any.
+func defaultExecutor() Executor {
+	r := SlurmResources{CPUs: 1, Bundle: 1}
+	return Executor{Slurm: Slurm{Group: "array", MaxArray: 1000,
+		Generate: r, Precompute: r, Train: r, Select: r, Evaluate: r, Tabulate: r}}
+}
+
+// The executor settings decode with the schema's defaults for what a spec
+// leaves out.
+func TestExecutorSettings(t *testing.T) {
+	spec, err := Load("testdata/good/slurm.cue", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := defaultExecutor()
+	want.Slurm.Partition = "cpu"
+	want.Slurm.Sbatch = []string{"--qos=long"}
+	want.Slurm.MaxArray = 500
+	want.Slurm.Train = SlurmResources{CPUs: 2, Mem: "4G", Time: "1-02:00:00", Bundle: 3}
+	if !reflect.DeepEqual(spec.Executor, want) {
+		t.Errorf("executor\ngot:  %+v\nwant: %+v", spec.Executor, want)
+	}
+	if r := spec.Executor.Slurm.Resources("train"); r.CPUs != 2 || r.Bundle != 3 {
+		t.Errorf("Resources(train) = %+v", r)
+	}
+	if r := spec.Executor.Slurm.Resources("select"); r.CPUs != 1 || r.Bundle != 1 {
+		t.Errorf("Resources(select) = %+v", r)
 	}
 }

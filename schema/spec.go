@@ -21,6 +21,8 @@ type Spec struct {
 	Tables []Table `json:"tables"`
 	// Figures in name order.
 	Figures []Figure `json:"figures,omitempty"`
+	// Executor configures the executors; it never enters stage keys.
+	Executor Executor `json:"-"`
 }
 
 // Experiment is one dataset × model family × protocol, with its grid unrolled.
@@ -150,9 +152,12 @@ type Table struct {
 	// StdOver is "splits" (per-split means) or "runs" (all run scores).
 	StdOver string `json:"std_over"`
 	// HigherIsBetter decides which value per column is bold.
-	HigherIsBetter bool     `json:"higher_is_better"`
-	Columns        []Column `json:"columns"`
-	Rows           []Row    `json:"rows"`
+	HigherIsBetter bool `json:"higher_is_better"`
+	// Best is where bold values are sought: "" or "column" per column,
+	// "row" per row.
+	Best    string   `json:"best,omitempty"`
+	Columns []Column `json:"columns"`
+	Rows    []Row    `json:"rows"`
 }
 
 // Column is one table column.
@@ -167,6 +172,8 @@ type Row struct {
 	Cells map[string]Cell `json:"cells"`
 	// Line, when true, draws a \midrule before this row.
 	Line bool `json:"line,omitempty"`
+	// Derived, when not nil, computes the row from the other rows.
+	Derived *Derived `json:"derived,omitempty"`
 }
 
 // Cell is either a reference to an experiment's result or a cited constant.
@@ -180,4 +187,12 @@ type Cell struct {
 	// Paper value to compare against (style "compare"), in table units.
 	PaperMean *float64 `json:"paper_mean,omitempty"`
 	PaperStd  *float64 `json:"paper_std,omitempty"`
+}
+
+// Derived is a row computed from the table's other rows (see #Derived).
+type Derived struct {
+	// Kind is "mean_relative_change".
+	Kind     string   `json:"kind"`
+	Baseline []string `json:"baseline"`
+	Columns  []string `json:"columns"`
 }

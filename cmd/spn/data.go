@@ -167,8 +167,9 @@ func (a *app) dataErr(sub string, err error) int {
 }
 
 func (a *app) dataFetch(args []string) int {
-	fs := a.newFlagSet("data fetch", "data fetch NAME... [flags]")
+	fs := a.newFlagSet("data fetch", "data fetch NAME... [--refresh] [flags]")
 	o := a.dataFlags(fs, false)
+	refresh := fs.Bool("refresh", false, "fetch the files again and record their new checksums in the lock file (after a damaged or changed file)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return a.usageError("data fetch", err)
@@ -190,6 +191,18 @@ func (a *app) dataFetch(args []string) int {
 	defer cancel()
 	f := o.fetcher(a)
 	for _, n := range names {
+		if *refresh {
+			urls := []string{exp.URL(n)}
+			if !slices.Contains(exp.Names(), n) {
+				zipURL, splitsURL := tu.URLs(n)
+				urls = []string{zipURL, splitsURL}
+			}
+			for _, u := range urls {
+				if err := f.Forget(ctx, u); err != nil {
+					return a.dataErr("fetch", err)
+				}
+			}
+		}
 		if slices.Contains(exp.Names(), n) {
 			p, err := f.Get(ctx, exp.URL(n))
 			if err != nil {

@@ -64,7 +64,7 @@ func (a *app) envFlags(fs *flag.FlagSet) *envOpts {
 	fs.StringVar(&o.cache, "cache", "", "stage cache `dir` (env "+cache.EnvVar+", default "+cache.DefaultDir+")")
 	fs.StringVar(&o.mirror, "mirror", "", "local mirror `dir` of upstream data files (env "+envMirror+")")
 	fs.StringVar(&o.dataDir, "data-dir", "", "`dir` for downloaded data (env "+envDataDir+", default "+defaultDataDir+")")
-	fs.StringVar(&o.mode, "mode", "", "override the spec's mode: full or smoke")
+	fs.StringVar(&o.mode, "mode", "", "override the spec's mode: full, smoke, paper-1split or evidence")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: trace, debug, info, warn or error")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
 	return o
@@ -172,7 +172,9 @@ func (a *app) loadSpec(en *engine, cmd, file, mode string) (*schema.Spec, int) {
 		}
 		spec, err = schema.LoadBytes(name, src, opt)
 	} else {
+		stop := a.guardSpecMemory(cmd, file)
 		spec, err = schema.Load(file, opt)
+		stop()
 	}
 	if err != nil {
 		var errs schema.Errors
@@ -328,8 +330,12 @@ func (a *app) run(en *engine, args []string) int {
 	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
+	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
+		return a.usageError("run", err)
+	}
+	if err := sl.resolve(a); err != nil {
 		return a.usageError("run", err)
 	}
 	if len(pos) > 1 {
@@ -349,6 +355,9 @@ func (a *app) run(en *engine, args []string) int {
 	spec, p, reg, code := a.buildPlan(en, "run", file, o)
 	if p == nil {
 		return code
+	}
+	if sl.executor == executorSlurm {
+		return a.runSlurm(en, spec, p, file, o, sl, *out)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {

@@ -283,7 +283,7 @@ func TestUsageAndSpecErrors(t *testing.T) {
 		{[]string{"plan", "testdata/small.cue", "--log-level", "loud"}, exitUsage,
 			"spn plan: --log-level: unknown level \"loud\" (want trace, debug, info, warn or error)\n"},
 		{[]string{"plan", "testdata/small.cue", "--mode", "huge"}, exitUsage,
-			"spn plan: loading testdata/small.cue: mode \"huge\" is not one of \"full\", \"smoke\"\n"},
+			"spn plan: loading testdata/small.cue: mode \"huge\" is not one of \"full\", \"smoke\", \"paper-1split\", \"evidence\"\n"},
 		{[]string{"table", "testdata/missing.cue"}, exitUsage,
 			"spn table: reading spec testdata/missing.cue: open testdata/missing.cue: no such file or directory\n"},
 		{[]string{"plan", "testdata/bad.cue"}, exitUsage,

@@ -30,13 +30,18 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"version": {"print the version", cmdVersion},
-		"plan":    {"show a spec's stages and which must run", cmdPlan},
-		"run":     {"run a spec's missing stages and write its tables", cmdRun},
-		"table":   {"render a spec's tables from cached results", cmdTable},
-		"vet":     {"validate spec files against the schema", cmdVet},
-		"predict": {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
-		"data":    {"fetch, inspect, export and import datasets", cmdData},
+		"version":      {"print the version", cmdVersion},
+		"plan":         {"show a spec's stages and which must run", cmdPlan},
+		"run":          {"run a spec's missing stages and write its tables", cmdRun},
+		"table":        {"render a spec's tables from cached results", cmdTable},
+		"vet":          {"validate spec files against the schema", cmdVet},
+		"predict":      {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
+		"data":         {"fetch, inspect, export and import datasets", cmdData},
+		"cache":        {"verify the stage cache, or remove what no spec uses", cmdCache},
+		"stage":        {"run planned stages one by one from a plan file (used by Slurm jobs)", cmdStage},
+		"status":       {"count a spec's stages per kind: cached, running, queued, failed, to run", cmdStatus},
+		"bench":        {"train one epoch per workload and print graphs/s and peak memory", cmdBench},
+		"expressivity": {"which graph pairs 1-WL, SP and SP-MPNN(k) distinguish; the paper's claims", cmdExpressivity},
 		// Engine commands (vet, plan, run, table) are registered in engine.go,
 		// data commands in data.go, predict/bench in predict.go.
 	}
@@ -73,7 +78,7 @@ func (a *app) usage(cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(a.stdout, "  %-9s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(a.stdout, "  %-12s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(a.stdout, "\nRun 'spn COMMAND -h' for a command's flags.")
 }

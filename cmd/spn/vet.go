@@ -13,7 +13,7 @@ import (
 	"github.com/spn-project/spn/schema"
 )
 
-const vetUsage = `Usage: spn vet [--mode full|smoke] FILE|DIR...
+const vetUsage = `Usage: spn vet [--mode full|smoke|paper-1split|evidence] FILE|DIR...
 
 Validate experiment specs against the spn schema. A DIR stands for every
 *.cue file below it (sorted, cue.mod skipped). Each problem is printed to
@@ -27,7 +27,7 @@ Flags:
 func cmdVet(a *app, args []string) int {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
-	mode := fs.String("mode", "", `load the specs in this mode: "full" or "smoke" (default: the spec's own mode)`)
+	mode := fs.String("mode", "", `load the specs in this mode: "full", "smoke", "paper-1split" or "evidence" (default: the spec's own mode)`)
 	usage := func(w io.Writer) {
 		fs.SetOutput(w)
 		fmt.Fprint(w, vetUsage)
@@ -55,9 +55,11 @@ func cmdVet(a *app, args []string) int {
 		targets = append(targets, rest[0])
 		args = rest[1:]
 	}
-	if *mode != "" && *mode != schema.ModeFull && *mode != schema.ModeSmoke {
-		fmt.Fprintf(a.stderr, "spn vet: --mode %q is not one of %q, %q\n", *mode, schema.ModeFull, schema.ModeSmoke)
-		return exitUsage
+	if *mode != "" {
+		if err := schema.CheckMode(*mode); err != nil {
+			fmt.Fprintf(a.stderr, "spn vet: --%v\n", err)
+			return exitUsage
+		}
 	}
 	if len(targets) == 0 {
 		fmt.Fprintln(a.stderr, "spn vet: want at least one spec FILE or DIR (see 'spn vet -h')")
@@ -70,7 +72,10 @@ func cmdVet(a *app, args []string) int {
 	}
 	code := exitOK
 	for _, f := range files {
-		if _, err := schema.Load(f, schema.Options{Mode: *mode}); err != nil {
+		stop := a.guardSpecMemory("vet", f)
+		_, err := schema.Load(f, schema.Options{Mode: *mode})
+		stop()
+		if err != nil {
 			code = exitUsage
 			var errs schema.Errors
 			if errors.As(err, &errs) {

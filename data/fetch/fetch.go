@@ -4,6 +4,8 @@
 package fetch
 
 import (
+	"archive/zip"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -137,12 +139,21 @@ func (f *Fetcher) Get(ctx context.Context, url string) (string, error) {
 		}
 		if known {
 			if sum != want.SHA256 || size != want.Size {
-				return "", fmt.Errorf("file %s does not match lock file %s: sha256 %s (%d bytes), locked %s (%d bytes)", dest, lockPath, sum, size, want.SHA256, want.Size)
+				return "", fmt.Errorf("file %s does not match lock file %s: sha256 %s (%d bytes), locked %s (%d bytes); it changed after it was fetched: fetch it again with `spn data fetch --refresh NAME` (or delete the file)", dest, lockPath, sum, size, want.SHA256, want.Size)
 			}
 			return dest, nil
 		}
-		lk.Files[rel] = lockEntry{SHA256: sum, Size: size, URL: url}
-		return dest, writeLock(lockPath, lk)
+		// A file nobody locked yet (copied in by hand, or left by an
+		// older spn): lock it only if its content is well-formed.
+		if err := checkContent(dest, rel); err == nil {
+			lk.Files[rel] = lockEntry{SHA256: sum, Size: size, URL: url}
+			return dest, writeLock(lockPath, lk)
+		} else {
+			f.log().Warn("refetching malformed file", "path", dest, "error", err)
+			if err := os.Remove(dest); err != nil {
+				return "", fmt.Errorf("fetching %s: removing malformed %s: %w", url, dest, err)
+			}
+		}
 	}
 	tmp, sum, size, err := f.download(ctx, url, rel, dest)
 	if err != nil {
@@ -150,7 +161,13 @@ func (f *Fetcher) Get(ctx context.Context, url string) (string, error) {
 	}
 	if known && (sum != want.SHA256 || size != want.Size) {
 		os.Remove(tmp)
-		return "", fmt.Errorf("fetched %s does not match lock file %s: sha256 %s (%d bytes), locked %s (%d bytes); nothing was written", url, lockPath, sum, size, want.SHA256, want.Size)
+		return "", fmt.Errorf("fetched %s does not match lock file %s: sha256 %s (%d bytes), locked %s (%d bytes); nothing was written (if upstream really changed, accept it with `spn data fetch --refresh NAME`)", url, lockPath, sum, size, want.SHA256, want.Size)
+	}
+	// The lock records a file only once its content is well-formed, so a
+	// truncated download is never locked in as the reference.
+	if err := checkContent(tmp, rel); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("fetched %s is malformed (%v; truncated download?); nothing was written or locked, run again to retry", url, err)
 	}
 	if err := os.Rename(tmp, dest); err != nil {
 		os.Remove(tmp)
@@ -164,6 +181,88 @@ func (f *Fetcher) Get(ctx context.Context, url string) (string, error) {
 	}
 	f.log().Info("fetched", "url", url, "path", dest, "bytes", size)
 	return dest, nil
+}
+
+// Forget removes url's file from the data directory and its entry from
+// the lock file, so the next Get fetches and locks it afresh (spn data
+// fetch --refresh).
+func (f *Fetcher) Forget(ctx context.Context, url string) error {
+	rel, ok := LocalPath(url)
+	if !ok {
+		return fmt.Errorf("refreshing %s: not a known upstream location", url)
+	}
+	if err := os.MkdirAll(f.DataDir, 0o755); err != nil {
+		return fmt.Errorf("refreshing %s: %w", url, err)
+	}
+	unlock, err := lockDir(ctx, f.DataDir)
+	if err != nil {
+		return fmt.Errorf("refreshing %s: %w", url, err)
+	}
+	defer unlock()
+	lockPath := filepath.Join(f.DataDir, LockFile)
+	lk, err := readLock(lockPath)
+	if err != nil {
+		return err
+	}
+	dest := filepath.Join(f.DataDir, filepath.FromSlash(rel))
+	if err := os.Remove(dest); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("refreshing %s: %w", url, err)
+	}
+	if _, ok := lk.Files[rel]; ok {
+		delete(lk.Files, rel)
+		return writeLock(lockPath, lk)
+	}
+	return nil
+}
+
+// checkContent checks that the file at p, fetched for rel, is
+// well-formed for its type (by rel's extension), as
+// far as the container format goes: a zip's central directory and every
+// member's CRC, a gzip stream to its end (CRC included), JSON syntax.
+// Other files are taken as they are; their readers parse them.
+func checkContent(p, rel string) error {
+	name := path.Base(rel)
+	switch {
+	case strings.HasSuffix(name, ".zip"):
+		zr, err := zip.OpenReader(p)
+		if err != nil {
+			return fmt.Errorf("not a readable zip: %w", err)
+		}
+		defer zr.Close()
+		for _, zf := range zr.File {
+			rc, err := zf.Open()
+			if err != nil {
+				return fmt.Errorf("zip member %s: %w", zf.Name, err)
+			}
+			_, err = io.Copy(io.Discard, rc)
+			rc.Close()
+			if err != nil {
+				return fmt.Errorf("zip member %s: %w", zf.Name, err)
+			}
+		}
+	case strings.HasSuffix(name, ".gz"):
+		fh, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		zr, err := gzip.NewReader(fh)
+		if err != nil {
+			return fmt.Errorf("not a readable gzip stream: %w", err)
+		}
+		if _, err := io.Copy(io.Discard, zr); err != nil {
+			return fmt.Errorf("gzip stream: %w", err)
+		}
+	case strings.HasSuffix(name, ".json"):
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !json.Valid(b) {
+			return errors.New("not valid JSON")
+		}
+	}
+	return nil
 }
 
 func knownPrefixes() string {

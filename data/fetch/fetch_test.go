@@ -1,10 +1,13 @@
 package fetch
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -61,17 +64,17 @@ func TestMirrorAndLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	content := "zip bytes"
-	if err := os.WriteFile(filepath.Join(mirror, "tu", "X.zip"), []byte(content), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(mirror, "tu", "X.txt"), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	f := &Fetcher{DataDir: dir, Mirror: mirror}
 	ctx := context.Background()
-	p, err := f.Get(ctx, TUBase+"X.zip")
+	p, err := f.Get(ctx, TUBase+"X.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(dir, "tu", "X.zip"); p != want {
+	if want := filepath.Join(dir, "tu", "X.txt"); p != want {
 		t.Fatalf("path %s, want %s", p, want)
 	}
 	lock, err := os.ReadFile(filepath.Join(dir, LockFile))
@@ -80,10 +83,10 @@ func TestMirrorAndLock(t *testing.T) {
 	}
 	wantLock := fmt.Sprintf(`{
   "files": {
-    "tu/X.zip": {
+    "tu/X.txt": {
       "sha256": "%s",
       "size": %d,
-      "url": "%sX.zip"
+      "url": "%sX.txt"
     }
   },
   "version": 1
@@ -92,14 +95,14 @@ func TestMirrorAndLock(t *testing.T) {
 	if string(lock) != wantLock {
 		t.Fatalf("lock file:\n%s\nwant:\n%s", lock, wantLock)
 	}
-	if _, err := f.Get(ctx, TUBase+"X.zip"); err != nil {
+	if _, err := f.Get(ctx, TUBase+"X.txt"); err != nil {
 		t.Fatalf("second Get: %v", err)
 	}
 	// A tampered local copy is detected and left alone.
 	if err := os.WriteFile(p, []byte("tampered"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.Get(ctx, TUBase+"X.zip")
+	_, err = f.Get(ctx, TUBase+"X.txt")
 	if err == nil || !strings.Contains(err.Error(), sha("tampered")) || !strings.Contains(err.Error(), sha(content)) || !strings.Contains(err.Error(), p) {
 		t.Fatalf("tampered file: got %v, want error naming the file and both hashes", err)
 	}
@@ -130,7 +133,7 @@ func TestHTTP(t *testing.T) {
 	dir := t.TempDir()
 	f := &Fetcher{DataDir: dir, Client: &http.Client{Transport: redirect{target}}}
 	ctx := context.Background()
-	p, err := f.Get(ctx, TUBase+"Y.zip")
+	p, err := f.Get(ctx, TUBase+"Y.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +145,7 @@ func TestHTTP(t *testing.T) {
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.Get(ctx, TUBase+"Y.zip")
+	_, err = f.Get(ctx, TUBase+"Y.txt")
 	if err == nil || !strings.Contains(err.Error(), sha("second")) || !strings.Contains(err.Error(), sha("first")) {
 		t.Fatalf("changed upstream: got %v", err)
 	}
@@ -178,14 +181,14 @@ func TestConcurrentGet(t *testing.T) {
 	mirror := t.TempDir()
 	os.MkdirAll(filepath.Join(mirror, "tu"), 0o755)
 	for _, n := range []string{"A", "B", "C"} {
-		os.WriteFile(filepath.Join(mirror, "tu", n+".zip"), []byte("content "+n), 0o644)
+		os.WriteFile(filepath.Join(mirror, "tu", n+".txt"), []byte("content "+n), 0o644)
 	}
 	dir := t.TempDir()
 	errs := make(chan error, 12)
 	for i := 0; i < 12; i++ {
 		go func(i int) {
 			f := &Fetcher{DataDir: dir, Mirror: mirror}
-			_, err := f.Get(context.Background(), TUBase+[]string{"A", "B", "C"}[i%3]+".zip")
+			_, err := f.Get(context.Background(), TUBase+[]string{"A", "B", "C"}[i%3]+".txt")
 			errs <- err
 		}(i)
 	}
@@ -200,5 +203,85 @@ func TestConcurrentGet(t *testing.T) {
 	}
 	if len(lk.Files) != 3 {
 		t.Fatalf("lock file records %d files, want 3", len(lk.Files))
+	}
+}
+
+// zipOf returns a zip archive holding one member with content.
+func zipOf(t *testing.T, content string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create("X/X_A.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(w, content); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// A truncated download is never recorded in the lock file, so the good
+// file is accepted when it comes; a damaged local copy names the way out,
+// and Forget (spn data fetch --refresh) takes it.
+func TestTruncatedNotLocked(t *testing.T) {
+	good := zipOf(t, strings.Repeat("1, 2\n", 1000))
+	var body atomic.Value
+	body.Store(good[:len(good)/2])
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(body.Load().([]byte))
+	}))
+	defer srv.Close()
+	target, _ := url.Parse(srv.URL)
+	dir := t.TempDir()
+	f := &Fetcher{DataDir: dir, Client: &http.Client{Transport: redirect{target}}}
+	ctx := context.Background()
+	u := TUBase + "X.zip"
+	_, err := f.Get(ctx, u)
+	if err == nil || !strings.Contains(err.Error(), "malformed") || !strings.Contains(err.Error(), "nothing was written or locked") {
+		t.Fatalf("truncated zip: got %v", err)
+	}
+	if lk, _ := readLock(filepath.Join(dir, LockFile)); len(lk.Files) != 0 {
+		t.Fatalf("truncated zip was locked: %v", lk.Files)
+	}
+	// Splits that are not JSON are refused the same way.
+	if _, err := f.Get(ctx, ErricaBase+"X_splits.json"); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("bad JSON: got %v", err)
+	}
+	body.Store(good)
+	p, err := f.Get(ctx, u)
+	if err != nil {
+		t.Fatalf("good zip after a truncated one: %v", err)
+	}
+	// A truncated file put there by hand, unlocked, is fetched again.
+	os.WriteFile(p, good[:10], 0o644)
+	lk, _ := readLock(filepath.Join(dir, LockFile))
+	delete(lk.Files, "tu/X.zip")
+	writeLock(filepath.Join(dir, LockFile), lk)
+	if _, err := f.Get(ctx, u); err != nil {
+		t.Fatalf("unlocked truncated copy: %v", err)
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, good) {
+		t.Fatal("unlocked truncated copy was not replaced")
+	}
+	// A locked file damaged later: the error says how to recover.
+	os.WriteFile(p, good[:10], 0o644)
+	if _, err := f.Get(ctx, u); err == nil || !strings.Contains(err.Error(), "spn data fetch --refresh NAME") {
+		t.Fatalf("damaged locked copy: got %v", err)
+	}
+	// Upstream changed for real: --refresh accepts the new file.
+	newer := zipOf(t, "other")
+	body.Store(newer)
+	if err := f.Forget(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Get(ctx, u); err != nil {
+		t.Fatalf("after Forget: %v", err)
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, newer) {
+		t.Fatal("Forget did not lead to a fresh fetch")
 	}
 }

@@ -252,6 +252,30 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	if dec.More() {
 		return data.Graph{}, "", errors.New("more than one JSON value on the line")
 	}
+	// record's types cannot tell a missing "nodes" from 0, nor an edge
+	// [0] from [0, 0] (or [0, 1, 2] from [0, 1]): look at the shape.
+	var shape struct {
+		Nodes *int    `json:"nodes"`
+		Edges [][]int `json:"edges"`
+	}
+	if err := json.Unmarshal(line, &shape); err != nil {
+		return data.Graph{}, "", fmt.Errorf("bad JSON: %w", err)
+	}
+	if shape.Nodes == nil {
+		return data.Graph{}, "", errors.New(`no "nodes": every line needs the node count, e.g. {"nodes": 3, "edges": [[0, 1], [1, 2]]}`)
+	}
+	for i, e := range shape.Edges {
+		if len(e) != 2 {
+			return data.Graph{}, "", fmt.Errorf("edge %d %v: an edge is a pair of node ids [u, v], this one has %d", i, e, len(e))
+		}
+	}
+	for u, row := range rec.Attrs {
+		for j, v := range row {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return data.Graph{}, "", fmt.Errorf("node %d attribute %d is %v: attributes must be finite", u, j, v)
+			}
+		}
+	}
 	if rec.Nodes < 0 || rec.Nodes > 1<<24 {
 		return data.Graph{}, "", fmt.Errorf("node count %d out of range 0..%d", rec.Nodes, 1<<24)
 	}
@@ -259,6 +283,9 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	for i, e := range rec.Edges {
 		u, v := min(e[0], e[1]), max(e[0], e[1])
 		if u < 0 || v >= rec.Nodes {
+			if rec.Nodes == 0 {
+				return data.Graph{}, "", fmt.Errorf("edge %d [%d,%d]: the graph has \"nodes\": 0, so no edge can exist", i, e[0], e[1])
+			}
 			return data.Graph{}, "", fmt.Errorf("edge %d [%d,%d]: node id out of range 0..%d", i, e[0], e[1], rec.Nodes-1)
 		}
 		if u == v {
@@ -411,3 +438,15 @@ func complete(ds *data.Dataset, name string, lines []int) error {
 	}
 	return nil
 }
+
+// ParseGraph decodes one graph object of the format, such as a graph
+// embedded in another record: "y" and "target" are optional, and the
+// attribute width is the graph's own.
+func ParseGraph(raw []byte) (data.Graph, error) {
+	g, _, err := parseLine(bytes.TrimSpace(raw), &data.Dataset{}, true)
+	return g, err
+}
+
+// ReadLine reads one line of at most MaxLine bytes without its newline from
+// br, as Read does; it returns io.EOF after the last line.
+func ReadLine(br *bufio.Reader) ([]byte, error) { return readLine(br) }

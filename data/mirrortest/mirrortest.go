@@ -45,3 +45,40 @@ func TUZip(t testing.TB, name string) string {
 func Splits(t testing.TB, name string) string {
 	return filepath.Join(Dir(t), "splits", "errica", name+"_splits.json")
 }
+
+// PaperDir returns the directory of the paper's source and numbers
+// (paper.tex, results.json): the mirror's sibling "paper", i.e.
+// $SPN_DATA_MIRROR/../paper or ../shared/paper next to the repository
+// root. When it is absent the test is skipped, or fails when CI=true (a CI
+// run must check the paper's numbers).
+func PaperDir(t testing.TB) string {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format+" (CI=true: the paper's numbers must be checked)", args...)
+		}
+		t.Skipf(format, args...)
+	}
+	mirror := os.Getenv("SPN_DATA_MIRROR")
+	if mirror == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := wd; mirror == ""; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				mirror = filepath.Join(d, "..", "shared", "data")
+			} else if filepath.Dir(d) == d {
+				missing("repository root (go.mod) not found; set SPN_DATA_MIRROR")
+				return ""
+			}
+		}
+	}
+	p := filepath.Join(mirror, "..", "paper")
+	if _, err := os.Stat(filepath.Join(p, "results.json")); err != nil {
+		missing("the paper's numbers not found at %s (the data mirror's sibling; set SPN_DATA_MIRROR): %v", p, err)
+		return ""
+	}
+	return p
+}

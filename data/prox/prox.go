@@ -117,6 +117,13 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// Validate reports what Generate would reject in cfg (after defaults),
+// without generating anything; spn vet checks the same bounds.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // Name returns the dataset name for threshold h, e.g. "prox-h3".
 func Name(h int) string { return fmt.Sprintf("prox-h%d", h) }
 

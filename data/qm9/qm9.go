@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -291,7 +292,10 @@ func parse(line []byte) (data.Graph, error) {
 		if len(f) != NumFeatures {
 			return data.Graph{}, fmt.Errorf("%s: atom %d has %d features, want %d", m.ID, u, len(f), NumFeatures)
 		}
-		for _, v := range f {
+		for j, v := range f {
+			if x := float32(v); math.IsInf(float64(x), 0) || math.IsNaN(v) {
+				return data.Graph{}, fmt.Errorf("%s: atom %d feature %d is %v, not a finite float32", m.ID, u, j, v)
+			}
 			g.Attrs = append(g.Attrs, float32(v))
 		}
 	}

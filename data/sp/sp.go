@@ -168,6 +168,12 @@ func bfsLevel(ptr, idx []int32, frontier, seen, next []uint64) uint64 {
 // so every row comes out sorted without a sort, and batches are appended
 // in source order.
 func (s *scratch) graphHops(g *data.Graph, kmax int, keepUnreachable bool) data.GraphHops {
+	return s.graphHopsBy(g, kmax, keepUnreachable, g.N > sparseFrom)
+}
+
+// graphHopsBy is graphHops with the BFS variant chosen by the caller
+// (tests compare the two).
+func (s *scratch) graphHopsBy(g *data.Graph, kmax int, keepUnreachable, sparse bool) data.GraphHops {
 	n := g.N
 	s.reset(n)
 	s.resetRaw(kmax)
@@ -177,7 +183,10 @@ func (s *scratch) graphHops(g *data.Graph, kmax int, keepUnreachable bool) data.
 		hops[i].Ptr = make([]int32, n+1)
 	}
 	seen, frontier, next := s.seen, s.frontier, s.next
-	for b0 := 0; b0 < n; b0 += 64 {
+	if sparse {
+		s.sparseHops(g, kmax, hops)
+	}
+	for b0 := 0; !sparse && b0 < n; b0 += 64 {
 		k := startBlock(seen, frontier, b0)
 		d := 1
 		for ; d <= kmax; d++ {
@@ -206,6 +215,113 @@ func (s *scratch) graphHops(g *data.Graph, kmax int, keepUnreachable bool) data.
 		gh.Unreachable = &c
 	}
 	return gh
+}
+
+// sparseFrom is the node count above which graphHops visits only the
+// nodes each block of sources reaches (sparseHops) instead of scanning
+// all n nodes per level: the dense scan costs n²/64 · kmax, which is
+// quadratic for the large graphs spn predict may get, while the sparse
+// one costs what the 64 sources' kmax-balls hold (plus a sort per level).
+// Both give the same bytes.
+const sparseFrom = 4096
+
+// sparseHops fills hops (row pointers allocated, raw entries in s.raw)
+// like the dense loop of graphHops, touching per block of 64 sources only
+// the nodes within kmax hops of them: the frontier is a list, the
+// neighbours of frontier nodes are pushed into next, and the reached
+// nodes of each level are sorted so that rows come out sorted.
+func (s *scratch) sparseHops(g *data.Graph, kmax int, hops []data.CSR) {
+	n := g.N
+	ptr, idx := g.Adj.Ptr, g.Adj.Idx
+	seen, frontier, next := s.seen, s.frontier, s.next
+	clear(seen)
+	clear(frontier)
+	clear(next)
+	var touched, front, reached []int32
+	for b0 := 0; b0 < n; b0 += 64 {
+		k := min(64, n-b0)
+		touched, front = touched[:0], front[:0]
+		for j := 0; j < k; j++ {
+			frontier[b0+j] = 1 << j
+			seen[b0+j] = 1 << j
+			touched = append(touched, int32(b0+j))
+			front = append(front, int32(b0+j))
+		}
+		d := 1
+		for ; d <= kmax; d++ {
+			reached = reached[:0]
+			for _, v := range front {
+				f := frontier[v]
+				for _, w := range idx[ptr[v]:ptr[v+1]] {
+					acc := f &^ seen[w]
+					if acc == 0 {
+						continue
+					}
+					if next[w] == 0 {
+						reached = append(reached, w)
+					}
+					next[w] |= acc
+				}
+			}
+			slices.Sort(reached)
+			s.raw[d-1] = s.emitList(hops[d-1].Ptr, s.raw[d-1], next, reached, b0, k)
+			for _, v := range front {
+				frontier[v] = 0
+			}
+			for _, w := range reached {
+				seen[w] |= next[w]
+				touched = append(touched, w)
+			}
+			frontier, next = next, frontier
+			front, reached = reached, front
+			if len(front) == 0 {
+				d++
+				break
+			}
+		}
+		for ; d <= kmax; d++ {
+			for j := 0; j < k; j++ {
+				hops[d-1].Ptr[b0+j+1] = int32(len(s.raw[d-1]))
+			}
+		}
+		for _, v := range front {
+			frontier[v] = 0
+		}
+		for _, v := range touched {
+			seen[v] = 0
+		}
+	}
+}
+
+// emitList is emit over the nodes of list only (sorted, the only nodes
+// whose level mask may be non-zero).
+func (s *scratch) emitList(ptr, idx []int32, level []uint64, list []int32, b0, k int) []int32 {
+	cnt := &s.cnt
+	clear(cnt[:])
+	for _, v := range list {
+		for m := level[v]; m != 0; m &= m - 1 {
+			cnt[bits.TrailingZeros64(m)]++
+		}
+	}
+	base := int32(len(idx))
+	total := int32(0)
+	for j := 0; j < k; j++ {
+		s.pos[j] = base + total
+		total += cnt[j]
+		ptr[b0+j+1] = base + total
+	}
+	if total == 0 {
+		return idx
+	}
+	idx = slices.Grow(idx, int(total))[:int(base+total)]
+	for _, v := range list {
+		for m := level[v]; m != 0; m &= m - 1 {
+			j := bits.TrailingZeros64(m)
+			idx[s.pos[j]] = v
+			s.pos[j]++
+		}
+	}
+	return idx
 }
 
 // emit appends rows b0..b0+k-1 of one hop CSR (row pointers ptr, entries

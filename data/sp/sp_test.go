@@ -2,6 +2,9 @@ package sp
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -154,5 +157,68 @@ func TestStats(t *testing.T) {
 	want := []int32{0, 1, 2, -1, -1, 1, 0, 1, -1, -1, 2, 1, 0, -1, -1, -1, -1, -1, 0, 1, -1, -1, -1, 1, 0}
 	if !slices.Equal(d, want) {
 		t.Errorf("distances = %v", d)
+	}
+}
+
+// The sparse BFS (large graphs) gives the same hop sets as the dense one,
+// on random graphs of every density, with and without N_∞.
+func TestSparseMatchesDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for trial := 0; trial < 60; trial++ {
+		n := 1 + rng.IntN(300)
+		m := rng.IntN(3 * n)
+		if trial%5 == 0 {
+			m = rng.IntN(n*(n-1)/2 + 1)
+		}
+		var edges [][2]int
+		seen := map[[2]int]bool{}
+		for len(edges) < m && n > 1 {
+			u, v := rng.IntN(n), rng.IntN(n)
+			if u == v {
+				continue
+			}
+			e := [2]int{min(u, v), max(u, v)}
+			if seen[e] {
+				if len(seen) == n*(n-1)/2 {
+					break
+				}
+				continue
+			}
+			seen[e] = true
+			edges = append(edges, e)
+		}
+		g, err := data.FromEdges(n, edges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kmax := 1 + rng.IntN(12)
+		var s1, s2 scratch
+		dense := s1.graphHopsBy(&g, kmax, trial%2 == 0, false)
+		sparse := s2.graphHopsBy(&g, kmax, trial%2 == 0, true)
+		if !reflect.DeepEqual(dense, sparse) {
+			t.Fatalf("trial %d (n=%d, m=%d, kmax=%d): sparse hop sets differ from dense", trial, n, len(edges), kmax)
+		}
+	}
+}
+
+// BenchmarkPathGraph is a long path: the dense BFS is quadratic in n
+// there, the sparse one linear.
+func BenchmarkPathGraph(b *testing.B) {
+	for _, n := range []int{100_000, 400_000, 2_000_000} {
+		edges := make([][2]int, n-1)
+		for i := range edges {
+			edges[i] = [2]int{i, i + 1}
+		}
+		g, err := data.FromEdges(n, edges)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Compute(context.Background(), []data.Graph{g}, DefaultKMax, false, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -16,8 +16,10 @@ package tu
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"path/filepath"
 	"slices"
@@ -287,8 +289,14 @@ func Parse(name string, in Files) (*data.Dataset, Info, error) {
 			}
 			for _, f := range fields {
 				v, err := strconv.ParseFloat(strings.TrimSpace(f), 32)
-				if err != nil {
+				if errors.Is(err, strconv.ErrRange) && math.Abs(v) > 1 {
+					return fmt.Errorf("attribute %q is beyond the float32 range (±%g)", strings.TrimSpace(f), math.MaxFloat32)
+				}
+				if err != nil && !errors.Is(err, strconv.ErrRange) {
 					return fmt.Errorf("bad attribute %q", strings.TrimSpace(f))
+				}
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return fmt.Errorf("attribute %q is not a finite number", strings.TrimSpace(f))
 				}
 				attrs = append(attrs, float32(v))
 			}

@@ -171,6 +171,9 @@ func TestParseErrorsGolden(t *testing.T) {
 		{"too many node labels", map[string]string{"node_labels": "1\n1\n1\n1\n1\n1\n"}},
 		{"ragged attributes", map[string]string{"node_attributes": "1, 2\n3\n5, 6\n7, 8\n9, 10\n"}},
 		{"bad attribute", map[string]string{"node_attributes": "1, 2\n3, y\n5, 6\n7, 8\n9, 10\n"}},
+		{"NaN attribute", map[string]string{"node_attributes": "1, 2\n3, 4\n5, nan\n7, 8\n9, 10\n"}},
+		{"infinite attribute", map[string]string{"node_attributes": "1, 2\n3, 4\n5, 6\n-Inf, 8\n9, 10\n"}},
+		{"attribute beyond float32", map[string]string{"node_attributes": "1, 2\n3, 4\n5, 6\n1e39, 8\n9, 10\n"}},
 		{"attribute rows missing", map[string]string{"node_attributes": "1, 2\n"}},
 	}
 	var out strings.Builder

@@ -8,8 +8,12 @@ import "gonum.org/v1/gonum/blas"
 const GEMM = "gonum (pure Go)"
 
 // sgemm is C = alpha·op(A)·op(B) + beta·C on row-major matrices, computed
-// by gonum's pure-Go BLAS (serial for the chunk sizes used here).
+// by gonum's pure-Go BLAS (serial for the chunk sizes used here), or, with
+// the same bits, by sgemmExact's register-blocked kernels where they apply.
 func sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if sgemmExact(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return
+	}
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if tA {
 		ta = blas.Trans

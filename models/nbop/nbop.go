@@ -10,7 +10,8 @@
 //     BondEncoder table, E-SPN's first hop;
 //   - CatEmbed: OGB's AtomEncoder/BondEncoder sum of one embedding per
 //     categorical column;
-//   - GraphSum: y_u = Σ_{v∈G(u)} x_v, the global readout broadcast;
+//   - GlobalRead: y_u = (Σ_{v∈G(u)} x_v)·W, the learnable global readout
+//     term of an SP-MPNN with global readout;
 //   - BCE: multi-task binary cross-entropy with logits, missing labels
 //     (NaN) ignored.
 //
@@ -255,9 +256,12 @@ func (o CatEmbed) Backward(_ [][]float32, _, dy []float32, g [][]float32) error 
 	return nil
 }
 
-// GraphSum is the global readout broadcast, y_u = Σ_{v∈G(u)} x_v over
-// x (N×d); the map is symmetric, so dx = GraphSum(dy).
-type GraphSum struct {
+// GlobalRead is the global readout term of an SP-MPNN with global readout
+// (paper §3), READ(h_u, {{h_v | v ∈ G}}) = (Σ_{v∈G} h_v)·W, a learnable
+// d×d map of the graph's sum as the R of the ACR-GNN the paper's appendix
+// builds on, for inputs x (N×d) and W (d×d). Its gradient: dW = Σ_u
+// s_uᵀ·dy_u with s = GraphSum(x), dx = GraphSum(dy·Wᵀ).
+type GlobalRead struct {
 	ID   string
 	Be   kernels.Backend
 	D    *Data
@@ -265,20 +269,29 @@ type GraphSum struct {
 }
 
 // Sig implements op.Op.
-func (o GraphSum) Sig() op.Sig {
-	return op.Sig{ID: o.ID, In: [][]int{{o.N, o.W}}, Out: []int{o.N, o.W}}
+func (o GlobalRead) Sig() op.Sig {
+	return op.Sig{ID: o.ID, In: [][]int{{o.N, o.W}, {o.W, o.W}}, Out: []int{o.N, o.W}}
 }
 
 // Forward implements op.Op.
-func (o GraphSum) Forward(in [][]float32, y []float32) error {
-	clear(y[o.D.N*o.W:])
-	kernels.GraphSumBroadcast(o.Be, y, in[0], o.D.Ptr, o.W)
+func (o GlobalRead) Forward(in [][]float32, y []float32) error {
+	n, d := o.D.N, o.W
+	s := make([]float32, n*d)
+	kernels.GraphSumBroadcast(o.Be, s, in[0], o.D.Ptr, d)
+	clear(y[n*d:])
+	o.Be.MatMul(y[:n*d], s, in[1], nil, n, d, d)
 	return nil
 }
 
 // Backward implements op.Op.
-func (o GraphSum) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
-	kernels.GraphSumBroadcast(o.Be, g[0], dy, o.D.Ptr, o.W)
+func (o GlobalRead) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
+	n, d := o.D.N, o.W
+	s := make([]float32, n*d)
+	kernels.GraphSumBroadcast(o.Be, s, in[0], o.D.Ptr, d)
+	o.Be.MatMulAT(g[1], nil, s, dy[:n*d], n, d, d)
+	t := make([]float32, n*d)
+	o.Be.MatMulBT(t, dy[:n*d], in[1], n, d, d)
+	kernels.GraphSumBroadcast(o.Be, g[0], t, o.D.Ptr, d)
 	return nil
 }
 

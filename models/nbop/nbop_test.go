@@ -92,8 +92,8 @@ func TestGradients(t *testing.T) {
 				In: [][]float32{awayFromZero(nd()), randFloats(rng, edgeRows*w, 0.02)}, H: 1e-3, ZeroFrom: n * w},
 			{Name: "atom encoder", Op: CatEmbed{ID: "a", Be: be, D: D, Rows: nodeRows, N: N, W: w},
 				In: [][]float32{randFloats(rng, nodeRows*w, 1)}, ZeroFrom: n * w},
-			{Name: "graph sum", Op: GraphSum{ID: "g", Be: be, D: D, N: N, W: w},
-				In: [][]float32{nd()}, ZeroFrom: n * w},
+			{Name: "global readout", Op: GlobalRead{ID: "gr", Be: be, D: D, N: N, W: w},
+				In: [][]float32{nd(), randFloats(rng, w*w, 1)}, ZeroFrom: n * w},
 			{Name: "masked bce", Op: BCE{ID: "b", D: Dbin, G: G, T: bin.NumTargets},
 				In: [][]float32{randFloats(rng, G*bin.NumTargets, 2)}},
 		}

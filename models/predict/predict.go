@@ -35,7 +35,7 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 	cfg := m.Config()
 	graphs = slices.Clone(graphs) // the fields set below must not reach the caller
 	ds := &data.Dataset{Name: "input", Graphs: graphs, NumLabels: cfg.NumLabels, AttrDim: cfg.AttrDim,
-		NodeCatVocab: cfg.NodeCatVocab, EdgeFeatVocab: cfg.EdgeFeatVocab}
+		NumEdgeTypes: cfg.NumEdgeTypes, NodeCatVocab: cfg.NodeCatVocab, EdgeFeatVocab: cfg.EdgeFeatVocab}
 	// Targets are not known: give every graph class 0 (or zero targets) so
 	// the batch builder's checks pass; they are never read here.
 	if cfg.Task == models.TaskClassification {

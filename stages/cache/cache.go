@@ -5,7 +5,9 @@
 //	<root>/<kind>/<key[:2]>/<key>/   artifacts plus record.json
 //	<root>/tmp/<key>-<random>/       stages being written
 //	<root>/index/<kind>/<vkey>.json  last key seen for a version-free params hash
-//	<root>/lock                      exclusive writer lock (pid inside)
+//	<root>/lock                      lock of one host's spn run (pid inside)
+//	<root>/locks/<key>.lock          per-stage lock (see LockStage)
+//	<root>/failed/<key>.json         last failure of a stage not yet done
 //
 // A stage directory counts as present only when its record.json exists and
 // every artifact still has the SHA-256 the record lists (Check). The
@@ -145,9 +147,10 @@ func (c *Cache) NewTemp(key string) (string, error) {
 	return dir, nil
 }
 
-// CleanTemp removes every directory left under <root>/tmp by writers that
-// died. Call it only while holding the exclusive lock. It returns how many
-// entries it removed.
+// CleanTemp removes the directories left under <root>/tmp by writers that
+// died: every entry except those of stages whose per-stage lock a live
+// writer holds (see LockStage), so it is safe while other processes or
+// Slurm jobs write to the cache. It returns how many entries it removed.
 func (c *Cache) CleanTemp() (int, error) {
 	ents, err := os.ReadDir(c.tmpRoot())
 	if errors.Is(err, os.ErrNotExist) {
@@ -159,6 +162,11 @@ func (c *Cache) CleanTemp() (int, error) {
 	n := 0
 	for _, e := range ents {
 		p := filepath.Join(c.tmpRoot(), e.Name())
+		if key, _, ok := strings.Cut(e.Name(), "-"); ok {
+			if _, live := c.StageLocked(key, 0); live {
+				continue
+			}
+		}
 		if err := os.RemoveAll(p); err != nil {
 			return n, fmt.Errorf("removing stale %s: %w", p, err)
 		}

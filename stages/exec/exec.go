@@ -64,6 +64,8 @@ type Options struct {
 	Message func(string)
 	// SPNVersion is recorded in every record.json.
 	SPNVersion string
+	// Lock tunes the per-stage locks (see cache.LockStage).
+	Lock cache.StageLockOptions
 	// Select, if not nil, restricts the run to the nodes it returns true
 	// for; other uncached nodes are left alone (and selected nodes that
 	// depend on them are not started).
@@ -131,10 +133,15 @@ type runner struct {
 }
 
 // Run executes the nodes of p whose Status is not plan.Cached (call
-// p.Resolve first), in dependency order. The caller must hold the cache's
-// exclusive lock: Run first removes stale temp directories. The returned
+// p.Resolve first), in dependency order. Run first removes the temp
+// directories of dead writers (cache.CleanTemp). The returned
 // error is for problems of the engine itself (cache unusable, context
 // cancelled); stage failures are in the Result.
+//
+// Every stage runs under its per-stage lock (RunNode), the same scheme
+// Slurm jobs use, so Run may share the cache with other spn processes and
+// Slurm jobs: a stage another writer is running is waited for, not run
+// twice.
 func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry, opt Options) (*Result, error) {
 	if opt.Jobs < 1 {
 		opt.Jobs = 1
@@ -354,15 +361,92 @@ func SeedOf(key string) uint64 {
 	return binary.BigEndian.Uint64(b[:8])
 }
 
-func (r *runner) runStage(ctx context.Context, n *plan.Node) (err error) {
-	kind, ok := r.reg.Get(n.Kind)
+func (r *runner) runStage(ctx context.Context, n *plan.Node) error {
+	var progress func(done, total int)
+	if r.opt.Progress != nil {
+		pr := r.opt.Progress
+		progress = func(done, total int) { pr.StageProgress(n, done, total) }
+	}
+	_, err := RunNode(ctx, r.c, r.reg, n, NodeOptions{
+		Env: r.opt.Env, Threads: r.opt.Threads, Log: r.log, SPNVersion: r.opt.SPNVersion,
+		Progress: progress, Lock: r.opt.Lock,
+	})
+	return err
+}
+
+// NodeOptions configure RunNode.
+type NodeOptions struct {
+	// Env is passed to the stage, with Threads.
+	Env     stages.Env
+	Threads int
+	// Log receives diagnostics (nil: none).
+	Log hclog.Logger
+	// SPNVersion is recorded in record.json.
+	SPNVersion string
+	// Progress, if not nil, receives the stage's own progress.
+	Progress func(done, total int)
+	// Lock tunes the per-stage lock.
+	Lock cache.StageLockOptions
+}
+
+// RunNode runs one stage under its per-stage lock (cache.LockStage): it
+// waits while another writer (goroutine, process or Slurm job) runs the
+// same stage, and does nothing when the stage is complete once it holds
+// the lock. The artifacts are written into a temp directory and committed
+// atomically. A failure (not a cancellation) is recorded in the cache
+// (cache.RecordFailure) and cleared by a later success. ran reports
+// whether this call ran the stage.
+func RunNode(ctx context.Context, c *cache.Cache, reg *stages.Registry, n *plan.Node, opt NodeOptions) (ran bool, err error) {
+	log := opt.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if opt.Threads < 1 {
+		opt.Threads = 1
+	}
+	kind, ok := reg.Get(n.Kind)
 	if !ok {
-		return fmt.Errorf("no stage kind %q is registered", n.Kind)
+		return false, fmt.Errorf("no stage kind %q is registered", n.Kind)
 	}
 	if kind.Version() != n.Version {
-		return fmt.Errorf("plan was built for %s version %s, registry has %s", n.Kind, n.Version, kind.Version())
+		return false, fmt.Errorf("plan was built for %s version %s, registry has %s", n.Kind, n.Version, kind.Version())
 	}
-	tmp, err := r.c.NewTemp(n.Key)
+	lopt := opt.Lock
+	if lopt.OnWait == nil {
+		lopt.OnWait = func(h cache.LockInfo) {
+			log.Info("waiting: another writer runs this stage", "stage", n.Name, "host", h.Host, "pid", h.PID, "job", h.Job)
+		}
+	}
+	lk, err := c.LockStage(ctx, n.Key, lopt)
+	if err != nil {
+		return false, err
+	}
+	defer lk.Unlock()
+	if has, err := c.Has(n.Kind, n.Key); err != nil {
+		return false, err
+	} else if has {
+		log.Debug("stage completed by another writer", "stage", n.Name)
+		return false, nil
+	}
+	err = runLocked(ctx, c, kind, n, opt, log)
+	if err != nil && ctx.Err() == nil {
+		if ferr := c.RecordFailure(cache.Failure{Key: n.Key, Kind: n.Kind, Name: n.Name,
+			Error: err.Error(), Time: time.Now().UTC()}); ferr != nil {
+			log.Warn("failure not recorded", "stage", n.Name, "error", ferr)
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	if cerr := c.ClearFailure(n.Key); cerr != nil {
+		log.Warn("old failure record not cleared", "stage", n.Name, "error", cerr)
+	}
+	return true, nil
+}
+
+// runLocked runs and commits the stage; the caller holds its lock.
+func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.Node, opt NodeOptions, log hclog.Logger) error {
+	tmp, err := c.NewTemp(n.Key)
 	if err != nil {
 		return err
 	}
@@ -375,21 +459,17 @@ func (r *runner) runStage(ctx context.Context, n *plan.Node) (err error) {
 	inputs := make([]stages.Input, len(n.Deps))
 	recIn := make([]cache.Input, len(n.Deps))
 	for i, d := range n.Deps {
-		inputs[i] = stages.Input{Kind: d.Kind, Key: d.Key, Dir: r.c.StageDir(d.Kind, d.Key)}
+		inputs[i] = stages.Input{Kind: d.Kind, Key: d.Key, Dir: c.StageDir(d.Kind, d.Key)}
 		recIn[i] = cache.Input{Kind: d.Kind, Key: d.Key, Name: d.Name}
 	}
-	env := r.opt.Env
-	env.Threads = r.opt.Threads
+	env := opt.Env
+	env.Threads = opt.Threads
 	job := &stages.Job{
 		Key: n.Key, Name: n.Name, Params: n.JSON, Inputs: inputs, Dir: tmp,
 		Seed: SeedOf(n.Key), Env: env,
-		Log: r.log.Named(n.Kind).With("stage", n.Name),
+		Log: log.Named(n.Kind).With("stage", n.Name), Progress: opt.Progress,
 	}
-	if r.opt.Progress != nil {
-		pr := r.opt.Progress
-		job.Progress = func(done, total int) { pr.StageProgress(n, done, total) }
-	}
-	r.log.Debug("stage start", "stage", n.Name, "key", n.ShortKey())
+	log.Debug("stage start", "stage", n.Name, "key", n.ShortKey())
 	start := time.Now()
 	if err := runKind(ctx, kind, job); err != nil {
 		return err
@@ -399,15 +479,17 @@ func (r *runner) runStage(ctx context.Context, n *plan.Node) (err error) {
 		Key: n.Key, Kind: n.Kind, Version: n.Version, Name: n.Name, Params: n.JSON,
 		Inputs: recIn, Seed: job.Seed, Threads: env.Threads,
 		Start: start.UTC(), End: end.UTC(), Seconds: end.Sub(start).Seconds(),
-		SPNVersion: r.opt.SPNVersion, GoVersion: runtime.Version(),
+		SPNVersion: opt.SPNVersion, GoVersion: runtime.Version(),
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
 	}
-	if err := r.c.Commit(tmp, rec); err != nil {
+	if err := c.Commit(tmp, rec); err != nil {
 		return err
 	}
 	committed = true
-	if err := r.c.SetLast(n.Kind, n.VKey, n.Key, n.Version); err != nil {
-		r.log.Warn("cache index not updated", "stage", n.Name, "error", err)
+	if n.VKey != "" {
+		if err := c.SetLast(n.Kind, n.VKey, n.Key, n.Version); err != nil {
+			log.Warn("cache index not updated", "stage", n.Name, "error", err)
+		}
 	}
 	return nil
 }

@@ -157,8 +157,15 @@ func build(t schema.Table, results map[string]*stages.EvalResult) (*grid, error)
 		sort.Ints(g.marks[i])
 		g.marks[i] = dedup(g.marks[i])
 	}
+	if err := g.derive(); err != nil {
+		return nil, err
+	}
 	if t.Style == StyleResults {
-		g.markBest()
+		if t.Best == BestRow {
+			g.markBestRows()
+		} else {
+			g.markBest()
+		}
 	}
 	return g, nil
 }
@@ -274,7 +281,7 @@ func (g *grid) markBest() {
 		count := 0
 		for i := range g.cells {
 			e := &g.cells[i][j]
-			if !e.ours.ok {
+			if !e.ours.ok || g.t.Rows[i].Derived != nil {
 				continue
 			}
 			count++
@@ -288,7 +295,7 @@ func (g *grid) markBest() {
 		}
 		for i := range g.cells {
 			e := &g.cells[i][j]
-			e.best = e.ours.ok && g.rat(e.ours.mean).Cmp(best) == 0
+			e.best = e.ours.ok && g.t.Rows[i].Derived == nil && g.rat(e.ours.mean).Cmp(best) == 0
 		}
 	}
 }

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/fit"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/metric"
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/train"
+)
+
+const benchUsage = `bench [WORKLOAD...] [flags]
+
+Trains each workload (a dataset NAME as in 'spn data': PROTEINS, NCI1,
+prox, ...; default PROTEINS NCI1 prox with --graphs 1000) for --epochs
+epochs through the train stage's models and training loop, and prints the
+training throughput (graphs/s, training batches only, as the train stage's
+timing.json counts it) and the process's peak resident memory while the
+workload was loaded and trained. Loading the data and computing the hop
+sets are not timed. Datasets come from the data dir or the mirror, as
+with 'spn data'.`
+
+// benchRow is one workload's result (the JSON form of spn bench).
+type benchRow struct {
+	Workload     string  `json:"workload"`
+	Graphs       int     `json:"graphs"`
+	MeanNodes    float64 `json:"mean_nodes"`
+	Epochs       int     `json:"epochs"`
+	TrainSeconds float64 `json:"train_seconds"`
+	GraphsPerSec float64 `json:"graphs_per_second"`
+	PeakRSSMB    float64 `json:"peak_rss_mb"`
+	// PeakRSSScope is "workload" when the peak was reset before the
+	// workload, "process" when the kernel did not allow it (then the
+	// figure is the process's peak so far).
+	PeakRSSScope string `json:"peak_rss_scope"`
+}
+
+// benchReport is the JSON output of spn bench.
+type benchReport struct {
+	Model      schema.Model    `json:"model"`
+	Training   schema.Training `json:"training"`
+	Threads    int             `json:"threads"`
+	GEMM       string          `json:"gemm"`
+	GOMAXPROCS int             `json:"gomaxprocs"`
+	GoVersion  string          `json:"go_version"`
+	Workloads  []benchRow      `json:"workloads"`
+}
+
+func cmdBench(a *app, args []string) int {
+	fs := a.newFlagSet("bench", benchUsage)
+	o := a.dataFlags(fs, true)
+	// Prox at 1000 graphs is the benchmark workload, not the generator's
+	// default of 9000.
+	g := fs.Lookup("graphs")
+	g.DefValue = "1000"
+	_ = g.Value.Set("1000")
+	kind := fs.String("kind", "spn", "model `kind`")
+	k := fs.Int("k", 5, "hops `k` of the spn kinds")
+	layers := fs.Int("layers", 5, "message-passing `layers`")
+	hidden := fs.Int("hidden", 64, "`hidden` width")
+	pool := fs.String("pool", "sum", "graph readout `pool`ing")
+	dropout := fs.Float64("dropout", 0.5, "`dropout` rate")
+	batch := fs.Int("batch", 32, "training `batch` size")
+	epochs := fs.Int("epochs", 1, "training `epochs` per workload")
+	lr := fs.Float64("lr", 1e-3, "Adam learning `rate`")
+	threads := fs.Int("threads", 2, "kernel `threads`")
+	seed := fs.Uint64("model-seed", 1, "model initialisation and shuffling `seed`")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return a.usageError("bench", err)
+	}
+	if len(names) == 0 {
+		names = []string{"PROTEINS", "NCI1", "prox"}
+	}
+	switch {
+	case *epochs < 1:
+		err = fmt.Errorf("--epochs must be at least 1, got %d", *epochs)
+	case *batch < 1:
+		err = fmt.Errorf("--batch must be at least 1, got %d", *batch)
+	case *threads < 1:
+		err = fmt.Errorf("--threads must be at least 1, got %d", *threads)
+	case o.graphs < 1:
+		err = fmt.Errorf("--graphs must be at least 1, got %d", o.graphs)
+	}
+	if err != nil {
+		return a.usageError("bench", err)
+	}
+	o.resolve(a)
+	rep := benchReport{
+		Model: schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout},
+		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
+			Selection: fit.SelectBestValLoss},
+		Threads: *threads, GEMM: kernels.GEMM, GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	for _, name := range names {
+		row, err := benchOne(ctx, a, o, name, rep, *seed)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn bench: %s: %v\n", name, err)
+			if errors.Is(err, errUnknownDataset) || errors.Is(err, errBenchConfig) {
+				return exitUsage
+			}
+			return exitFail
+		}
+		rep.Workloads = append(rep.Workloads, row)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	if err := renderBench(a.stdout, rep); err != nil {
+		fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// errBenchConfig marks a model configuration the dataset does not admit.
+var errBenchConfig = errors.New("model configuration")
+
+// benchOne loads one workload, computes its hop sets and trains it.
+func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchReport, seed uint64) (benchRow, error) {
+	// Start from what the previous workload left: free it, then reset the
+	// kernel's peak-RSS counter so the peak is this workload's.
+	runtime.GC()
+	debug.FreeOSMemory()
+	scope := "workload"
+	if err := resetPeakRSS(); err != nil {
+		scope = "process"
+	}
+	ds, err := o.load(ctx, a, name)
+	if err != nil {
+		return benchRow{}, err
+	}
+	cfg, err := models.ConfigFor(rep.Model, ds)
+	if err != nil {
+		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
+	}
+	m, err := train.Kind{}.Registry().New(cfg, seed, kernels.CPU{Threads: rep.Threads})
+	if err != nil {
+		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
+	}
+	var hops *data.Hops
+	if kmax := m.Hops(); kmax > 0 {
+		if hops, err = sp.Compute(ctx, ds.Graphs, kmax, false, rep.Threads); err != nil {
+			return benchRow{}, err
+		}
+	}
+	all := make([]int, len(ds.Graphs))
+	nodes := 0
+	for i := range all {
+		all[i] = i
+		nodes += ds.Graphs[i].N
+	}
+	if len(all) == 0 {
+		return benchRow{}, fmt.Errorf("dataset %q has no graphs", name)
+	}
+	// Validation on one graph keeps the measured time to training (the
+	// throughput counts training batches only in any case).
+	opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed, Stream: 1}
+	res, err := fit.Train(ctx, m, ds, hops, fit.Sets{Train: all, Val: all[:1]}, opts)
+	if err != nil {
+		return benchRow{}, err
+	}
+	peak, err := peakRSS()
+	if err != nil {
+		return benchRow{}, err
+	}
+	return benchRow{
+		Workload: benchName(name, o), Graphs: len(all), MeanNodes: float64(nodes) / float64(len(all)),
+		Epochs: len(res.EpochSeconds), TrainSeconds: float64(len(all)*len(res.EpochSeconds)) / res.GraphsPerSecond,
+		GraphsPerSec: res.GraphsPerSecond, PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
+	}, nil
+}
+
+// benchName labels prox workloads with their size.
+func benchName(name string, o *dataOpts) string {
+	if name == "prox" {
+		return fmt.Sprintf("%d-Prox (%d graphs)", o.proxH, o.graphs)
+	}
+	return name
+}
+
+// benchMetric is the metric the training loop reports: accuracy for
+// classification, MAE for regression, ROC-AUC for multi-task binary sets
+// (it does not change the training work).
+func benchMetric(cfg models.Config) string {
+	switch cfg.Task {
+	case models.TaskRegression:
+		return metric.MAE
+	case models.TaskBinary:
+		return metric.ROCAUC
+	}
+	return metric.Accuracy
+}
+
+// resetPeakRSS resets the kernel's peak resident set size of this process
+// (VmHWM) to the current one (Linux ≥ 4.0: "5" to /proc/self/clear_refs).
+func resetPeakRSS() error {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS returns the process's peak resident set size in bytes: VmHWM
+// from /proc/self/status, or getrusage's ru_maxrss where that is missing.
+func peakRSS() (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err == nil {
+		defer f.Close()
+		if v, ok, err := parseVmHWM(f); err != nil {
+			return 0, fmt.Errorf("/proc/self/status: %w", err)
+		} else if ok {
+			return v, nil
+		}
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return ru.Maxrss * 1024, nil // kilobytes on Linux
+}
+
+// parseVmHWM reads the "VmHWM:   123 kB" line of a /proc/PID/status file.
+func parseVmHWM(r io.Reader) (int64, bool, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, false, fmt.Errorf("VmHWM line %q: want \"VmHWM: N kB\"", sc.Text())
+		}
+		v, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || v < 0 || v > math.MaxInt64>>10 {
+			return 0, false, fmt.Errorf("VmHWM line %q: bad number", sc.Text())
+		}
+		return v * 1024, true, nil
+	}
+	return 0, false, sc.Err()
+}
+
+// renderBench prints the report as a terminal table with a header line.
+func renderBench(w io.Writer, rep benchReport) error {
+	m := rep.Model
+	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %d epoch(s), %d threads, GEMM %s, %s\n",
+		m.Kind, m.K, m.Layers, m.Hidden, m.Pool, m.Dropout, rep.Training.BatchSize, rep.Training.Epochs,
+		rep.Threads, rep.GEMM, rep.GoVersion); err != nil {
+		return err
+	}
+	tab := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	tab.Header("workload", "graphs", "mean nodes", "train s", "graphs/s", "peak RSS MB")
+	for _, r := range rep.Workloads {
+		rss := fmt.Sprintf("%.0f", r.PeakRSSMB)
+		if r.PeakRSSScope != "workload" {
+			rss += " (process)"
+		}
+		if err := tab.Append([]string{r.Workload, strconv.Itoa(r.Graphs), fmt.Sprintf("%.1f", r.MeanNodes),
+			fmt.Sprintf("%.2f", r.TrainSeconds), fmt.Sprintf("%.0f", r.GraphsPerSec), rss}); err != nil {
+			return err
+		}
+	}
+	return tab.Render()
+}

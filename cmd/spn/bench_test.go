@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// benchRun runs `spn bench ARGS` with SPN_DATA set to a temporary dir.
+func benchRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := map[string]string{envDataDir: t.TempDir()}
+	a := &app{stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+	code = a.main(append([]string{"bench"}, args...))
+	return code, out.String(), errb.String()
+}
+
+// TestBenchProx trains a small generated workload and checks the JSON
+// report and the table.
+func TestBenchProx(t *testing.T) {
+	code, out, errs := benchRun(t, "prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "3", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	if len(rep.Workloads) != 1 {
+		t.Fatalf("workloads: %+v", rep.Workloads)
+	}
+	w := rep.Workloads[0]
+	if w.Workload != "3-Prox (40 graphs)" || w.Graphs != 40 || w.Epochs != 1 || w.GraphsPerSec <= 0 || w.PeakRSSMB <= 0 || w.MeanNodes <= 0 {
+		t.Errorf("row %+v", w)
+	}
+	if rep.Model.K != 3 || rep.Model.Layers != 2 || rep.Model.Hidden != 8 || rep.Training.BatchSize != 32 || rep.Threads != 2 || rep.GEMM == "" {
+		t.Errorf("report header %+v", rep)
+	}
+	code, out, errs = benchRun(t, "prox", "--graphs", "20", "--layers", "1", "--hidden", "4", "--k", "2")
+	if code != exitOK || !strings.Contains(out, "graphs/s") || !strings.Contains(out, "3-Prox (20 graphs)") {
+		t.Fatalf("table: exit %d:\n%s%s", code, out, errs)
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--epochs", "0"}, "--epochs must be at least 1"},
+		{[]string{"--threads", "0"}, "--threads must be at least 1"},
+		{[]string{"--batch", "-1"}, "--batch must be at least 1"},
+		{[]string{"--nope"}, "flag provided but not defined"},
+		{[]string{"NOSUCH"}, `unknown dataset "NOSUCH"`},
+		{[]string{"prox", "--graphs", "40", "--kind", "nosuch"}, "model configuration"},
+	} {
+		code, _, errs := benchRun(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, exitUsage, tc.want)
+		}
+	}
+}
+
+func TestParseVmHWM(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int64
+		ok, err bool
+	}{
+		{"Name:\tspn\nVmPeak:\t 1 kB\nVmHWM:\t  2048 kB\nVmRSS:\t 1 kB\n", 2048 << 10, true, false},
+		{"Name:\tspn\n", 0, false, false},
+		{"VmHWM:\t12 MB\n", 0, false, true},
+		{"VmHWM:\t-3 kB\n", 0, false, true},
+		{"VmHWM:\n", 0, false, true},
+	} {
+		got, ok, err := parseVmHWM(strings.NewReader(tc.in))
+		if got != tc.want || ok != tc.ok || (err != nil) != tc.err {
+			t.Errorf("%q: %d %v %v, want %d %v err=%v", tc.in, got, ok, err, tc.want, tc.ok, tc.err)
+		}
+	}
+}
+
+func FuzzParseVmHWM(f *testing.F) {
+	f.Add("VmHWM:\t  2048 kB\n")
+	f.Add("VmHWM: 9223372036854775807 kB")
+	f.Add("VmHWM:")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok, err := parseVmHWM(strings.NewReader(s))
+		if v < 0 || (ok && err != nil) || (!ok && v != 0) {
+			t.Fatalf("%q: %d %v %v", s, v, ok, err)
+		}
+	})
+}

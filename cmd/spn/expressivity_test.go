@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spn-project/spn/data/mirrortest"
+)
+
+// exprRun runs `spn expressivity args...`.
+func exprRun(env map[string]string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+	code = a.main(append([]string{"expressivity"}, args...))
+	return code, out.String(), errb.String()
+}
+
+// TestExpressivityGolden checks the output and exit code of spn
+// expressivity against golden files (go test -update rewrites them).
+func TestExpressivityGolden(t *testing.T) {
+	pairs := filepath.Join("testdata", "expressivity", "pairs.jsonl")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+	}{
+		{"paper", []string{"--paper"}, exitOK},
+		{"paper_json", []string{"--paper", "--json", "--spn-seeds", "0"}, exitOK},
+		{"pairs", []string{pairs, "--spn-seeds", "2"}, exitOK},
+		{"pairs_k_unreachable", []string{pairs, "--k", "1,3-4", "--unreachable", "--spn-seeds", "0"}, exitOK},
+		{"bad_line", []string{filepath.Join("testdata", "expressivity", "bad.jsonl")}, exitUsage},
+		{"bad_k", []string{"--paper", "--k", "0-2"}, exitUsage},
+		{"bad_k_range", []string{"--paper", "--k", "3-1"}, exitUsage},
+		{"bad_seeds", []string{"--paper", "--spn-seeds", "-1"}, exitUsage},
+		{"paper_and_file", []string{"--paper", pairs}, exitUsage},
+		{"no_input", nil, exitUsage},
+		{"missing_file", []string{filepath.Join("testdata", "expressivity", "nope.jsonl")}, exitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := exprRun(nil, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d\nstderr:\n%s", code, tt.wantCode, stderr)
+			}
+			golden(t, filepath.Join("expressivity", tt.name), []byte("stdout:\n"+stdout+"stderr:\n"+stderr))
+		})
+	}
+}
+
+// TestExpressivityConcreteSPN checks the concrete SPNs against the
+// refinement on the paper's pairs and the test pairs: an SPN never
+// separates what SP-MPNN(k) refinement does not (it is the upper bound),
+// and SPN(k = 1), whose α has one entry, separates exactly what 1-WL does.
+func TestExpressivityConcreteSPN(t *testing.T) {
+	for _, args := range [][]string{{"--paper"}, {filepath.Join("testdata", "expressivity", "pairs.jsonl")}} {
+		code, stdout, stderr := exprRun(nil, append(args, "--json", "--spn-seeds", "3")...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var rep exprReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.BoundViolations != 0 {
+			t.Errorf("%v: %d bound violations", args, rep.BoundViolations)
+		}
+		for _, p := range rep.Pairs {
+			if len(p.SPN) != len(p.SPMPNN) {
+				t.Fatalf("%s: %d SPN results for %d ks", p.Name, len(p.SPN), len(p.SPMPNN))
+			}
+			for i, s := range p.SPN {
+				if s.K != p.SPMPNN[i].K || s.Seeds != 3 {
+					t.Errorf("%s: SPN result %d: %+v", p.Name, i, s)
+				}
+				if s.Separates() && !p.SPMPNN[i].Distinguishes {
+					t.Errorf("%s: SPN(k=%d) separates (rel. diff %g) what the refinement does not", p.Name, s.K, s.MaxRelDiff)
+				}
+				if !s.Separates() && s.MaxRelDiff > spnTolerance {
+					t.Errorf("%s: k=%d: max diff %g above the tolerance but not separating", p.Name, s.K, s.MaxRelDiff)
+				}
+			}
+			if p.SPN[0].K == 1 && p.SPN[0].Separates() != p.WL {
+				t.Errorf("%s: SPN(k=1) separates %v, 1-WL %v", p.Name, p.SPN[0].Separates(), p.WL)
+			}
+		}
+	}
+}
+
+// TestExpressivityPaperFast checks that --paper answers well under a second
+// (a smoke bound on a loaded machine, not a benchmark).
+func TestExpressivityPaperFast(t *testing.T) {
+	start := time.Now()
+	if code, _, stderr := exprRun(nil, "--paper", "--spn-seeds", "0"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("--paper took %v", d)
+	}
+}
+
+// TestExpressivityEXP runs EXP and CEXP from the mirror: EXP's pairs are
+// 1-WL-equivalent by construction, CEXP corrupts half of them.
+func TestExpressivityEXP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads EXP and CEXP")
+	}
+	mirror := mirrortest.Dir(t)
+	for _, tc := range []struct {
+		name string
+		wl   int
+	}{{"EXP", 0}, {"CEXP", 300}} {
+		code, stdout, stderr := exprRun(nil, tc.name, "--mirror", mirror, "--data-dir", t.TempDir(), "--k", "1-3", "--spn-seeds", "1", "--json")
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", tc.name, code, stderr)
+		}
+		var rep exprReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		counts := map[string]int{}
+		for _, c := range rep.Counts {
+			if c.Pairs != 600 {
+				t.Errorf("%s: %+v: want 600 pairs", tc.name, c)
+			}
+			key := c.Method
+			if c.K > 0 {
+				key += "/" + string(rune('0'+c.K))
+			}
+			counts[key] = c.Separated
+		}
+		if counts["1-WL"] != tc.wl || counts["SP-MPNN/1"] != tc.wl {
+			t.Errorf("%s: 1-WL separates %d, SP-MPNN(1) %d, want %d", tc.name, counts["1-WL"], counts["SP-MPNN/1"], tc.wl)
+		}
+		if rep.BoundViolations != 0 {
+			t.Errorf("%s: %d bound violations", tc.name, rep.BoundViolations)
+		}
+		t.Logf("%s: %v", tc.name, counts)
+	}
+}
+
+func TestParseKs(t *testing.T) {
+	got, err := parseKs("5, 1-3,2")
+	if err != nil || len(got) != 4 || got[0] != 1 || got[3] != 5 {
+		t.Errorf("parseKs = %v, %v", got, err)
+	}
+	for _, bad := range []string{"x", "0", "2-1", "1-", "-3", "1,,2"} {
+		if _, err := parseKs(bad); err == nil {
+			t.Errorf("parseKs(%q) accepted", bad)
+		}
+	}
+}

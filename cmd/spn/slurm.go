@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/slurm"
+)
+
+// envExecutor names the environment variable that picks the executor.
+const envExecutor = "SPN_EXECUTOR"
+
+// Executors.
+const (
+	executorLocal = "local"
+	executorSlurm = "slurm"
+)
+
+// slurmOpts are spn run's executor flags.
+type slurmOpts struct {
+	executor  string
+	wait      bool
+	hold      bool
+	dryRun    bool
+	partition string
+	group     string
+	maxArray  int
+	binary    string
+	poll      time.Duration
+	runner    slurm.Runner // tests may replace the Slurm commands
+}
+
+// slurmFlags registers the executor flags on fs.
+func (a *app) slurmFlags(fs *flag.FlagSet) *slurmOpts {
+	s := &slurmOpts{}
+	fs.StringVar(&s.executor, "executor", "", "where stages run: local or slurm (env "+envExecutor+", default local)")
+	fs.BoolVar(&s.wait, "wait", false, "slurm: follow the jobs until the DAG is done, then write the tables")
+	fs.BoolVar(&s.hold, "hold", false, "slurm: submit the jobs held (release them with scontrol release)")
+	fs.BoolVar(&s.dryRun, "dry-run", false, "slurm: print the sbatch commands instead of submitting")
+	fs.StringVar(&s.partition, "partition", "", "slurm: partition of every job (overrides the spec's executor.slurm.partition)")
+	fs.StringVar(&s.group, "group", "", "slurm: array (job arrays per DAG level and kind) or stage (one job per stage); default the spec's")
+	fs.IntVar(&s.maxArray, "max-array", 0, "slurm: most tasks per job array (default the spec's, 1000)")
+	fs.StringVar(&s.binary, "spn-binary", "", "slurm: the spn `executable` jobs run, on the shared filesystem (default this one)")
+	fs.DurationVar(&s.poll, "poll", 5*time.Second, "slurm: how often --wait looks at the queue")
+	return s
+}
+
+// resolve picks the executor and checks the flags.
+func (s *slurmOpts) resolve(a *app) error {
+	if s.executor == "" {
+		s.executor = a.getenv(envExecutor)
+	}
+	if s.executor == "" {
+		s.executor = executorLocal
+	}
+	switch s.executor {
+	case executorLocal:
+		if s.wait || s.hold || s.dryRun || s.partition != "" || s.group != "" || s.maxArray != 0 || s.binary != "" {
+			return fmt.Errorf("--wait, --hold, --dry-run, --partition, --group, --max-array and --spn-binary need --executor slurm")
+		}
+	case executorSlurm:
+		if s.hold && s.wait {
+			return fmt.Errorf("--hold and --wait exclude each other: held jobs never finish until released")
+		}
+		if s.group != "" && s.group != schema.SlurmGroupArray && s.group != schema.SlurmGroupStage {
+			return fmt.Errorf("--group: %q is not array or stage", s.group)
+		}
+		if s.maxArray < 0 {
+			return fmt.Errorf("--max-array must be positive")
+		}
+		if s.poll <= 0 {
+			return fmt.Errorf("--poll must be positive")
+		}
+	default:
+		return fmt.Errorf("--executor (or %s): %q is not local or slurm", envExecutor, s.executor)
+	}
+	return nil
+}
+
+// config is the spec's Slurm settings with the command line's overrides.
+func (s *slurmOpts) config(spec *schema.Spec) schema.Slurm {
+	cfg := spec.Executor.Slurm
+	if s.partition != "" {
+		cfg.Partition = s.partition
+	}
+	if s.group != "" {
+		cfg.Group = s.group
+	}
+	if s.maxArray > 0 {
+		cfg.MaxArray = s.maxArray
+	}
+	return cfg
+}
+
+// runSlurm submits the plan's missing stages to Slurm and, with --wait,
+// follows them and writes the tables.
+func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string, o *envOpts, s *slurmOpts, out string) int {
+	c, err := cache.Open(o.cache)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
+		return exitFail
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if err := p.Resolve(c); err != nil {
+		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
+		return exitFail
+	}
+	runner := s.runner
+	if runner == nil {
+		runner = slurm.Commands{}
+	}
+	active := map[string]slurm.Active{}
+	if !s.dryRun || slurm.Available() {
+		act, dead, err := slurm.Queue(ctx, runner, c)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn run: %v\n", err)
+			return exitFail
+		}
+		active = act
+		if len(dead) > 0 && !s.dryRun {
+			fmt.Fprintf(a.stderr, "spn run: cancelling %d jobs whose inputs failed (%s); their stages are submitted again\n", len(dead), strings.Join(dead, ", "))
+			if err := slurm.Cancel(ctx, runner, dead); err != nil {
+				fmt.Fprintf(a.stderr, "spn run: %v\n", err)
+				return exitFail
+			}
+		}
+	}
+	bin := s.binary
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			fmt.Fprintf(a.stderr, "spn run: finding the spn executable for the jobs: %v (give --spn-binary)\n", err)
+			return exitFail
+		}
+	}
+	stageArgs := []string{"--cache", c.Root, "--data-dir", o.dataDir, "--log-level", o.logLevel}
+	if o.mirror != "" {
+		stageArgs = append(stageArgs, "--mirror", o.mirror)
+	}
+	cached, _ := p.Counts()
+	queued := 0
+	for _, n := range p.Nodes {
+		if _, ok := active[n.Key]; ok && n.Status != plan.Cached {
+			queued++
+		}
+	}
+	start := time.Now()
+	sub, err := slurm.Submit(ctx, p, c, active, slurm.Options{
+		Config: s.config(spec), Binary: bin, StageArgs: stageArgs, Spec: spec.Name,
+		Hold: s.hold, DryRun: s.dryRun, Runner: runner,
+	})
+	if sub != nil && s.dryRun {
+		for _, j := range sub.Jobs {
+			fmt.Fprintf(a.stdout, "sbatch %s   # %s: %d stages in %d tasks\n", strings.Join(j.Args, " "), j.ID, j.Stages(), len(j.Tasks))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
+		if sub != nil && len(sub.Jobs) > 0 {
+			fmt.Fprintf(a.stderr, "spn run: jobs submitted before the error stay queued; run again to submit the rest\n")
+		}
+		return exitFail
+	}
+	tasks := 0
+	for _, j := range sub.Jobs {
+		tasks += len(j.Tasks)
+	}
+	verb := "submitted"
+	switch {
+	case s.dryRun:
+		verb = "would submit"
+	case s.hold:
+		verb = "submitted (held)"
+	}
+	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d queued or running, %d %s as %d jobs (%d array tasks) in %.2f s\n",
+		specLabel(spec, file), len(p.Nodes), cached, queued, sub.Stages, verb, len(sub.Jobs), tasks, time.Since(start).Seconds())
+	if sub.Dir != "" && !s.dryRun {
+		fmt.Fprintf(a.stderr, "spn run: job files and logs in %s\n", sub.Dir)
+	}
+	if !s.wait {
+		if !s.dryRun {
+			fmt.Fprintf(a.stderr, "spn run: follow with 'spn status %s', then 'spn table %s' (or run again with --wait)\n", file, file)
+		}
+		return exitOK
+	}
+	return a.waitSlurm(ctx, en, spec, p, c, runner, s.poll, out)
+}
+
+// waitSlurm follows spn's jobs on the cache until none of the plan's
+// stages is queued or running, reports what did not complete, and writes
+// the tables when everything did.
+func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache,
+	runner slurm.Runner, poll time.Duration, out string) int {
+	last := ""
+	_, err := slurm.Wait(ctx, runner, p, c, poll, func(t map[slurm.State]int) {
+		line := fmt.Sprintf("%d/%d stages done, %d running, %d queued, %d failed",
+			t[slurm.Cached], len(p.Nodes), t[slurm.Running], t[slurm.Queued], t[slurm.Failed])
+		if line != last {
+			fmt.Fprintf(a.stderr, "spn run: %s\n", line)
+			last = line
+		}
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(a.stderr, "spn run: stopped waiting; the jobs keep running (spn status shows them)\n")
+		} else {
+			fmt.Fprintf(a.stderr, "spn run: %v\n", err)
+		}
+		return exitFail
+	}
+	if err := p.Resolve(c); err != nil {
+		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
+		return exitFail
+	}
+	if _, toRun := p.Counts(); toRun > 0 {
+		for _, m := range slurm.Outcome(p, c) {
+			fmt.Fprintf(a.stderr, "spn run: %s\n", m)
+		}
+		fmt.Fprintf(a.stderr, "spn run: %d of %d stages did not complete; fix the cause and run again to resubmit them\n", toRun, len(p.Nodes))
+		return exitFail
+	}
+	return a.writeTables(en, spec, p, c, outDir(out, spec))
+}

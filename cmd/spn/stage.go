@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/exec"
+)
+
+func cmdStage(a *app, args []string) int { return a.stage(realEngine(), args) }
+
+// stage implements `spn stage run`: run planned stages, one by one, each
+// in this process, from a plan file in the cache. Slurm jobs run it; any
+// scheduler (or a test) can.
+func (a *app) stage(en *engine, args []string) int {
+	if len(args) == 0 || args[0] != "run" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(a.stderr, "Usage: spn stage run [KEY...] --plan FILE [--tasks FILE [--task N]] [flags]")
+			return exitOK
+		}
+		return a.usageError("stage", errors.New("want a subcommand: spn stage run [KEY...] --plan FILE"))
+	}
+	fs := a.newFlagSet("stage run", "stage run [KEY...] --plan FILE [--tasks FILE [--task N]] [flags]\n\n"+
+		"Runs the given stages of a plan file (written by spn run --executor slurm) one\n"+
+		"after the other, each under its per-stage lock; a cached stage is not run again.\n"+
+		"With --tasks, the keys are line N+1 of FILE (N from --task or SLURM_ARRAY_TASK_ID).")
+	o := a.envFlags(fs)
+	planFile := fs.String("plan", "", "plan `file` holding the stages")
+	tasksFile := fs.String("tasks", "", "tasks `file`: one line of stage keys per task")
+	task := fs.Int("task", -1, "task index in the tasks file (default $SLURM_ARRAY_TASK_ID)")
+	threads := fs.Int("threads", 0, "kernel threads of each stage (default $SLURM_CPUS_PER_TASK, else NumCPU)")
+	keys, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return a.usageError("stage run", err)
+	}
+	if err := o.resolve(a); err != nil {
+		return a.usageError("stage run", err)
+	}
+	if *planFile == "" {
+		return a.usageError("stage run", errors.New("--plan FILE is required"))
+	}
+	if *tasksFile != "" {
+		if len(keys) > 0 {
+			return a.usageError("stage run", errors.New("give stage KEYs or --tasks, not both"))
+		}
+		idx := *task
+		if idx < 0 {
+			v := a.getenv("SLURM_ARRAY_TASK_ID")
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return a.usageError("stage run", fmt.Errorf("--tasks needs --task N or SLURM_ARRAY_TASK_ID (got %q)", v))
+			}
+			idx = n
+		}
+		lines, err := os.ReadFile(*tasksFile)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn stage run: %v\n", err)
+			return exitFail
+		}
+		ls := strings.Split(strings.TrimRight(string(lines), "\n"), "\n")
+		if idx >= len(ls) {
+			return a.usageError("stage run", fmt.Errorf("%s has %d tasks, no task %d", *tasksFile, len(ls), idx))
+		}
+		keys = strings.Fields(ls[idx])
+	}
+	if len(keys) == 0 {
+		return a.usageError("stage run", errors.New("no stage KEY given"))
+	}
+	t := *threads
+	if t <= 0 {
+		if n, err := strconv.Atoi(a.getenv("SLURM_CPUS_PER_TASK")); err == nil && n > 0 {
+			t = n
+		} else {
+			t = runtime.NumCPU()
+		}
+	}
+	pf, err := exec.ReadPlanFile(*planFile)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "spn stage run: %v\n", err)
+		return exitUsage
+	}
+	c, err := cache.Open(o.cache)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "spn stage run: %v\n", err)
+		return exitFail
+	}
+	log := o.logger(a.stderr)
+	ctx, stop := signalContext()
+	defer stop()
+	code := exitOK
+	for _, key := range keys {
+		n, err := pf.Node(key)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn stage run: %s: %v\n", *planFile, err)
+			return exitUsage
+		}
+		missing := ""
+		for _, d := range n.Deps {
+			if ok, _ := c.Has(d.Kind, d.Key); !ok {
+				missing = d.Name
+				break
+			}
+		}
+		if missing != "" {
+			fmt.Fprintf(a.stderr, "spn stage run: %s: input %s is not in the cache %s\n", n.Name, missing, c.Root)
+			code = exitFail
+			continue
+		}
+		start := time.Now()
+		ran, err := exec.RunNode(ctx, c, en.reg, n, exec.NodeOptions{
+			Env: o.env(), Threads: t, Log: log, SPNVersion: version,
+		})
+		switch {
+		case ctx.Err() != nil:
+			fmt.Fprintf(a.stderr, "spn stage run: %s: interrupted; nothing of it is kept\n", n.Name)
+			return exitFail
+		case err != nil:
+			fmt.Fprintf(a.stderr, "spn stage run: failed %s: %v\n", n.Name, err)
+			code = exitFail
+		case ran:
+			fmt.Fprintf(a.stderr, "spn stage run: %s: done in %.1f s\n", n.Name, time.Since(start).Seconds())
+		default:
+			fmt.Fprintf(a.stderr, "spn stage run: %s: already in the cache\n", n.Name)
+		}
+	}
+	return code
+}

@@ -1,0 +1,40 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+// haveAVX2 selects the AVX2 row kernels (set once from CPUID).
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasAVX
+
+// Row kernels (gemm_amd64.s): c[0:W] += Σ_{l<k, a[l·astride] ≠ 0}
+// a[l·astride]·b[l·ldb : l·ldb+W], W = 64, 32, 8, in l order, each product
+// rounded before it is added.
+
+//go:noescape
+func axpyRow64(c, a *float32, astride, k int, b *float32, ldb int)
+
+//go:noescape
+func axpyRow32(c, a *float32, astride, k int, b *float32, ldb int)
+
+//go:noescape
+func axpyRow8(c, a *float32, astride, k int, b *float32, ldb int)
+
+// axpyRow sets c[j] += Σ_l a[l·astride]·b[l·ldb+j] for j < len(c), terms
+// with a zero a skipped: the AVX2 kernels over blocks of 64, 32 and 8
+// columns, the rest in Go with the same order and rounding.
+func axpyRow(c, a []float32, astride, k int, b []float32, ldb int) {
+	n, j := len(c), 0
+	for ; j+64 <= n; j += 64 {
+		axpyRow64(&c[j], &a[0], astride, k, &b[j], ldb)
+	}
+	for ; j+32 <= n; j += 32 {
+		axpyRow32(&c[j], &a[0], astride, k, &b[j], ldb)
+	}
+	for ; j+8 <= n; j += 8 {
+		axpyRow8(&c[j], &a[0], astride, k, &b[j], ldb)
+	}
+	if j < n {
+		axpyRowGo(c[j:], a, astride, k, b[j:], ldb)
+	}
+}

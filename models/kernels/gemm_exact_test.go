@@ -1,0 +1,250 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+)
+
+// gemmCase is one shape of the exactness tests.
+type gemmCase struct {
+	tA         bool
+	m, n, k    int
+	lda, ldb   int
+	ldc        int
+	beta       float32
+	zeros, nan bool // a with many ±0 entries (ReLU outputs); a NaN in b
+}
+
+func gemmCases() []gemmCase {
+	var cs []gemmCase
+	for _, tA := range []bool{false, true} {
+		for _, mnk := range [][3]int{
+			{1, 1, 1}, {128, 64, 64}, {37, 64, 64}, {128, 2, 64}, {128, 64, 3}, {5, 64, 37},
+			{64, 64, 128}, {7, 101, 13}, {3, 8, 0}, {2, 33, 5}, {128, 72, 64}, {4, 200, 9},
+		} {
+			for _, beta := range []float32{0, 1, 0.5} {
+				m, n, k := mnk[0], mnk[1], mnk[2]
+				lda := max(k, 1)
+				if tA {
+					lda = m
+				}
+				cs = append(cs, gemmCase{tA: tA, m: m, n: n, k: k, lda: lda, ldb: n, ldc: n, beta: beta})
+			}
+			m, n, k := mnk[0], mnk[1], mnk[2]
+			lda := k + 3
+			if tA {
+				lda = m + 3
+			}
+			cs = append(cs,
+				gemmCase{tA: tA, m: m, n: n, k: k, lda: lda, ldb: n + 5, ldc: n + 1, beta: 1, zeros: true},
+				gemmCase{tA: tA, m: m, n: n, k: k, lda: lda, ldb: n, ldc: n, beta: 0, zeros: true, nan: k > 0})
+		}
+	}
+	return cs
+}
+
+func (c gemmCase) String() string {
+	return fmt.Sprintf("tA=%v m=%d n=%d k=%d lda=%d ldb=%d ldc=%d beta=%g zeros=%v nan=%v", c.tA, c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.beta, c.zeros, c.nan)
+}
+
+// operands returns random a, b, c for the case.
+func (c gemmCase) operands(rng *rand.Rand) (a, b, cm []float32) {
+	rows := c.m
+	if c.tA {
+		rows = c.k
+	}
+	a = make([]float32, max(rows*c.lda, 1))
+	b = make([]float32, max(c.k*c.ldb, 1))
+	cm = make([]float32, max(c.m*c.ldc, 1))
+	for i := range a {
+		a[i] = float32(rng.NormFloat64())
+		if c.zeros && rng.IntN(2) == 0 {
+			a[i] = float32(math.Copysign(0, rng.NormFloat64())) // ±0
+		}
+	}
+	for i := range b {
+		b[i] = float32(rng.NormFloat64())
+	}
+	for i := range cm {
+		cm[i] = float32(rng.NormFloat64())
+		if c.zeros && rng.IntN(4) == 0 {
+			cm[i] = float32(math.Copysign(0, -1)) // -0 stays -0 when every term is skipped
+		}
+	}
+	if c.nan {
+		b[rng.IntN(len(b))] = float32(math.NaN())
+	}
+	return a, b, cm
+}
+
+// TestSgemmExactMatchesGonum checks sgemmExact bit for bit against gonum's
+// Sgemm (the default build's GEMM, which the trace golden pins) and the
+// Go row kernel against the assembly one.
+func TestSgemmExactMatchesGonum(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no AVX2 kernels in this build or on this CPU: sgemm is gonum's")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range gemmCases() {
+		a, b, c0 := c.operands(rng)
+		want := append([]float32(nil), c0...)
+		ta := blas.NoTrans
+		if c.tA {
+			ta = blas.Trans
+		}
+		impl.Sgemm(ta, blas.NoTrans, c.m, c.n, c.k, 1, a, c.lda, b, c.ldb, c.beta, want, c.ldc)
+		got := append([]float32(nil), c0...)
+		if !sgemmExact(c.tA, false, c.m, c.n, c.k, 1, a, c.lda, b, c.ldb, c.beta, got, c.ldc) {
+			t.Fatalf("%v: sgemmExact declined", c)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v: c[%d] = %v (%#x), gonum %v (%#x)", c, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			}
+		}
+	}
+}
+
+// TestSgemmExactReference checks sgemmExact against a float64 reference
+// (within float32 rounding of the products' magnitudes), and that the Go
+// row kernel gives the assembly kernels' bits.
+func TestSgemmExactReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range gemmCases() {
+		if c.nan {
+			continue
+		}
+		a, b, c0 := c.operands(rng)
+		at := func(i, l int) float32 {
+			if c.tA {
+				return a[l*c.lda+i]
+			}
+			return a[i*c.lda+l]
+		}
+		got := append([]float32(nil), c0...)
+		if !sgemmExact(c.tA, false, c.m, c.n, c.k, 1, a, c.lda, b, c.ldb, c.beta, got, c.ldc) {
+			if haveAVX2 {
+				t.Fatalf("%v: sgemmExact declined", c)
+			}
+			continue
+		}
+		goRows := append([]float32(nil), c0...)
+		for i := 0; i < c.m; i++ {
+			row := goRows[i*c.ldc : i*c.ldc+c.n]
+			for j := range row {
+				switch c.beta {
+				case 0:
+					row[j] = 0
+				case 1:
+				default:
+					row[j] *= c.beta
+				}
+			}
+			if c.k == 0 {
+				continue
+			}
+			if c.tA {
+				axpyRowGo(row, a[i:], c.lda, c.k, b, c.ldb)
+			} else {
+				axpyRowGo(row, a[i*c.lda:], 1, c.k, b, c.ldb)
+			}
+		}
+		for i := 0; i < c.m; i++ {
+			for j := 0; j < c.n; j++ {
+				ref, mag := float64(c.beta)*float64(c0[i*c.ldc+j]), math.Abs(float64(c.beta)*float64(c0[i*c.ldc+j]))
+				if c.beta == 0 {
+					ref, mag = 0, 0
+				}
+				for l := 0; l < c.k; l++ {
+					p := float64(at(i, l)) * float64(b[l*c.ldb+j])
+					ref += p
+					mag += math.Abs(p)
+				}
+				g := got[i*c.ldc+j]
+				if tol := float64(c.k+2) * 6e-8 * mag; math.Abs(float64(g)-ref) > tol {
+					t.Fatalf("%v: c[%d,%d] = %v, float64 reference %v (tolerance %g)", c, i, j, g, ref, tol)
+				}
+				if gr := goRows[i*c.ldc+j]; math.Float32bits(gr) != math.Float32bits(g) {
+					t.Fatalf("%v: c[%d,%d]: Go row kernel %v, assembly %v", c, i, j, gr, g)
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmExactDeclines checks the cases left to gonum.
+func TestSgemmExactDeclines(t *testing.T) {
+	a, b, c := make([]float32, 16), make([]float32, 16), make([]float32, 16)
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"transposed b", sgemmExact(false, true, 4, 4, 4, 1, a, 4, b, 4, 0, c, 4)},
+		{"alpha 2", sgemmExact(false, false, 4, 4, 4, 2, a, 4, b, 4, 0, c, 4)},
+		{"short a", sgemmExact(false, false, 4, 4, 5, 1, a, 5, b, 4, 0, c, 4)},
+		{"short c", sgemmExact(false, false, 5, 4, 4, 1, a, 4, b, 4, 0, c, 4)},
+		{"small ldb", sgemmExact(false, false, 4, 4, 4, 1, a, 4, b, 3, 0, c, 4)},
+	} {
+		if tc.ok {
+			t.Errorf("%s: sgemmExact accepted", tc.name)
+		}
+	}
+}
+
+// BenchmarkSgemm compares gonum's Sgemm with sgemmExact on the kernels'
+// shapes: a 128-row chunk (or a few rows) by hidden 64.
+func BenchmarkSgemm(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, s := range []struct {
+		name    string
+		tA, tB  bool
+		m, n, k int
+	}{
+		{"NN/128x64x64", false, false, 128, 64, 64},
+		{"NN/16x64x64", false, false, 16, 64, 64},
+		{"NN/128x2x64", false, false, 128, 2, 64},
+		{"TN/64x64x128", true, false, 64, 64, 128},
+		{"NT/128x64x64", false, true, 128, 64, 64},
+	} {
+		lda, ldb := s.k, s.n
+		if s.tA {
+			lda = s.m
+		}
+		if s.tB {
+			ldb = s.k
+		}
+		a := make([]float32, s.m*s.k)
+		bm := make([]float32, s.k*s.n)
+		c := make([]float32, s.m*s.n)
+		for i := range a {
+			a[i] = max(0, float32(rng.NormFloat64())) // ReLU-like: half zeros
+		}
+		for i := range bm {
+			bm[i] = float32(rng.NormFloat64())
+		}
+		ta, tb := blas.NoTrans, blas.NoTrans
+		if s.tA {
+			ta = blas.Trans
+		}
+		if s.tB {
+			tb = blas.Trans
+		}
+		flops := float64(2 * s.m * s.n * s.k)
+		b.Run(s.name+"/gonum", func(b *testing.B) {
+			for b.Loop() {
+				impl.Sgemm(ta, tb, s.m, s.n, s.k, 1, a, lda, bm, ldb, 0, c, s.n)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		b.Run(s.name+"/sgemm", func(b *testing.B) {
+			for b.Loop() {
+				sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bm, ldb, 0, c, s.n)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

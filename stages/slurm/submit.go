@@ -1,0 +1,306 @@
+package slurm
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+// CommentPrefix starts the comment of every job spn submits; the rest of
+// the comment is the job's tasks file.
+const CommentPrefix = "spn:"
+
+// Options configure Submit.
+type Options struct {
+	// Config is the spec's executor.slurm settings.
+	Config schema.Slurm
+	// Binary is the spn executable the jobs run (on the shared filesystem).
+	Binary string
+	// StageArgs are extra arguments of `spn stage run` (e.g. --data-dir,
+	// --mirror, --log-level), already split.
+	StageArgs []string
+	// Spec names the spec, for the plan files.
+	Spec string
+	// Hold submits the jobs held (sbatch --hold); `scontrol release`
+	// starts them.
+	Hold bool
+	// DryRun writes nothing and calls no sbatch: Submit only returns the
+	// jobs with the sbatch command lines it would run.
+	DryRun bool
+	// Runner runs sbatch (default Commands).
+	Runner Runner
+}
+
+// Job is one submitted job (an array of Tasks).
+type Job struct {
+	// ID is Slurm's job id (the array's), or "dry-N" in a dry run.
+	ID string
+	// Name is the job name: spn-<kind>.
+	Name string
+	Kind string
+	// Level is the DAG level of the job's stages among those submitted.
+	Level int
+	// Tasks are the stages of each array task, in run order.
+	Tasks [][]*plan.Node
+	// After are the ids of the jobs it waits for.
+	After []string
+	// Dir holds the job's plan file, tasks file, batch script and logs.
+	PlanFile, TasksFile, Script string
+	// Args are sbatch's arguments.
+	Args []string
+}
+
+// Stages returns how many stages the job runs.
+func (j *Job) Stages() int {
+	n := 0
+	for _, t := range j.Tasks {
+		n += len(t)
+	}
+	return n
+}
+
+// Submission is the result of Submit.
+type Submission struct {
+	// Dir is <cache>/slurm/<id>/.
+	Dir  string
+	Jobs []*Job
+	// Stages is the number of stages submitted.
+	Stages int
+}
+
+// Group splits the stages to run into jobs. todo is in plan order. Stages
+// are grouped by DAG level (0 for stages whose inputs are all cached or
+// queued, else one more than the highest level among their inputs) and
+// kind; with group "array" each group becomes job arrays of at most
+// MaxArray tasks of `bundle` stages each, with group "stage" every stage
+// is its own job. Jobs come out in submission order (a job after the jobs
+// it waits for).
+func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
+	inTodo := make(map[string]bool, len(todo))
+	for _, n := range todo {
+		inTodo[n.Key] = true
+	}
+	level := make(map[string]int, len(todo))
+	type groupKey struct {
+		level int
+		kind  string
+	}
+	var order []groupKey
+	groups := map[groupKey][]*plan.Node{}
+	for _, n := range todo {
+		l := 0
+		for _, d := range n.Deps {
+			if inTodo[d.Key] {
+				l = max(l, level[d.Key]+1)
+			}
+		}
+		level[n.Key] = l
+		k := groupKey{l, n.Kind}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], n)
+	}
+	slices.SortStableFunc(order, func(a, b groupKey) int { return a.level - b.level })
+	maxArray := max(cfg.MaxArray, 1)
+	var jobs []*Job
+	for _, k := range order {
+		nodes := groups[k]
+		bundle := max(cfg.Resources(k.kind).Bundle, 1)
+		if cfg.Group == schema.SlurmGroupStage {
+			bundle, maxArray = 1, 1
+		}
+		var tasks [][]*plan.Node
+		for i := 0; i < len(nodes); i += bundle {
+			tasks = append(tasks, nodes[i:min(i+bundle, len(nodes))])
+		}
+		for i := 0; i < len(tasks); i += maxArray {
+			jobs = append(jobs, &Job{Name: "spn-" + k.kind, Kind: k.kind, Level: k.level,
+				Tasks: tasks[i:min(i+maxArray, len(tasks))]})
+		}
+	}
+	return jobs
+}
+
+// Submit submits the stages of p that are neither cached (call p.Resolve
+// first) nor in active (stage key → its queued or running job, from
+// Queue). Jobs whose inputs are queued wait for those jobs too.
+func Submit(ctx context.Context, p *plan.Plan, c *cache.Cache, active map[string]Active, opt Options) (*Submission, error) {
+	if opt.Runner == nil {
+		opt.Runner = Commands{}
+	}
+	if opt.Binary == "" {
+		return nil, fmt.Errorf("submitting to Slurm: no spn binary given")
+	}
+	var todo []*plan.Node
+	for _, n := range p.Nodes {
+		if n.Status == plan.Cached {
+			continue
+		}
+		if _, ok := active[n.Key]; ok {
+			continue
+		}
+		todo = append(todo, n)
+	}
+	sub := &Submission{Stages: len(todo)}
+	if len(todo) == 0 {
+		return sub, nil
+	}
+	sub.Dir = filepath.Join(c.Root, "slurm", time.Now().UTC().Format("20060102-150405")+"-"+rand.Text()[:6])
+	sub.Jobs = Group(todo, opt.Config)
+	jobOf := map[string]*Job{}
+	for _, j := range sub.Jobs {
+		for _, t := range j.Tasks {
+			for _, n := range t {
+				jobOf[n.Key] = j
+			}
+		}
+	}
+	if !opt.DryRun {
+		if err := os.MkdirAll(filepath.Join(sub.Dir, "logs"), 0o755); err != nil {
+			return nil, fmt.Errorf("submitting to Slurm: %w", err)
+		}
+	}
+	for i, j := range sub.Jobs {
+		j.After = dependencies(j, jobOf, active)
+		base := filepath.Join(sub.Dir, fmt.Sprintf("%03d-%s-L%d", i, j.Kind, j.Level))
+		j.TasksFile, j.Script = base+".tasks", base+".sh"
+		if err := j.prepare(base, sub.Dir, opt); err != nil {
+			return sub, err
+		}
+		if opt.DryRun {
+			j.ID = fmt.Sprintf("dry-%d", i)
+			continue
+		}
+		out, err := opt.Runner.Run(ctx, "sbatch", j.Args...)
+		if err != nil {
+			return sub, fmt.Errorf("submitting job %d of %d (%s, %d stages): %w", i+1, len(sub.Jobs), j.Name, j.Stages(), err)
+		}
+		id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+		if _, err := strconv.Atoi(id); err != nil {
+			return sub, fmt.Errorf("sbatch printed %q, not a job id", strings.TrimSpace(string(out)))
+		}
+		j.ID = id
+	}
+	return sub, nil
+}
+
+// dependencies lists the jobs j waits for: those that run or will run its
+// stages' inputs, in submission order.
+func dependencies(j *Job, jobOf map[string]*Job, active map[string]Active) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range j.Tasks {
+		for _, n := range t {
+			for _, d := range n.Deps {
+				id := ""
+				if dj, ok := jobOf[d.Key]; ok && dj != j {
+					id = dj.ID
+				} else if a, ok := active[d.Key]; ok {
+					id = a.JobID
+				}
+				if id != "" && !seen[id] {
+					seen[id] = true
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// prepare writes the job's plan file, tasks file and script (unless dry
+// run) and sets its sbatch arguments.
+func (j *Job) prepare(base, dir string, opt Options) error {
+	var nodes []*plan.Node
+	var lines []string
+	for _, t := range j.Tasks {
+		keys := make([]string, len(t))
+		for i, n := range t {
+			keys[i] = n.Key
+			nodes = append(nodes, n)
+		}
+		lines = append(lines, strings.Join(keys, " "))
+	}
+	pf := exec.NewPlanFile(opt.Spec, nodes)
+	j.PlanFile = base + ".plan.json"
+	stageCmd := []string{opt.Binary, "stage", "run", "--plan", j.PlanFile, "--tasks", j.TasksFile}
+	stageCmd = append(stageCmd, opt.StageArgs...)
+	quoted := make([]string, len(stageCmd))
+	for i, a := range stageCmd {
+		quoted[i] = shellQuote(a)
+	}
+	script := fmt.Sprintf(`#!/bin/sh
+# spn: %d %s stages (DAG level %d) in %d array tasks; written by spn run --executor slurm.
+# Each task runs the stages on its line of the tasks file, one by one.
+exec %s --threads "${SLURM_CPUS_PER_TASK:-1}"
+`, j.Stages(), j.Kind, j.Level, len(j.Tasks), strings.Join(quoted, " "))
+	if !opt.DryRun {
+		b, err := jsonMarshal(pf)
+		if err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			path string
+			data []byte
+		}{
+			{j.PlanFile, b},
+			{j.TasksFile, []byte(strings.Join(lines, "\n") + "\n")},
+			{j.Script, []byte(script)},
+		} {
+			if err := cache.WriteFileAtomic(f.path, f.data); err != nil {
+				return err
+			}
+		}
+		if err := os.Chmod(j.Script, 0o755); err != nil {
+			return fmt.Errorf("submitting to Slurm: %w", err)
+		}
+	}
+	cfg := opt.Config
+	res := cfg.Resources(j.Kind)
+	args := []string{"--parsable", "--job-name=" + j.Name, "--comment=" + CommentPrefix + j.TasksFile,
+		fmt.Sprintf("--array=0-%d", len(j.Tasks)-1),
+		"--cpus-per-task=" + strconv.Itoa(max(res.CPUs, 1)),
+		"--output=" + filepath.Join(dir, "logs", filepath.Base(base)+"-%A_%a.out"),
+		"--kill-on-invalid-dep=yes"}
+	if res.Mem != "" {
+		args = append(args, "--mem="+res.Mem)
+	}
+	if res.Time != "" {
+		args = append(args, "--time="+res.Time)
+	}
+	if part := cmpOr(res.Partition, cfg.Partition); part != "" {
+		args = append(args, "--partition="+part)
+	}
+	if cfg.Account != "" {
+		args = append(args, "--account="+cfg.Account)
+	}
+	if len(j.After) > 0 {
+		args = append(args, "--dependency=afterok:"+strings.Join(j.After, ":"))
+	}
+	if opt.Hold {
+		args = append(args, "--hold")
+	}
+	args = append(args, cfg.Sbatch...)
+	args = append(args, res.Sbatch...)
+	j.Args = append(args, j.Script)
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

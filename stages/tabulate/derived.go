@@ -1,0 +1,116 @@
+package tabulate
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+)
+
+// Where bold values are sought (schema.Table.Best).
+const (
+	BestColumn = "column"
+	BestRow    = "row"
+)
+
+// Derived row kinds (schema.Derived.Kind).
+const (
+	// DerivedMeanRelativeChange: per column, the mean over the other rows
+	// of 100·(x − b)/b, b the row's best baseline value.
+	DerivedMeanRelativeChange = "mean_relative_change"
+)
+
+// derive computes the derived rows from the other rows' displayed values
+// (cells computed by build): see schema.Derived.
+func (g *grid) derive() error {
+	col := map[string]int{}
+	for j, c := range g.t.Columns {
+		col[c.Key] = j
+	}
+	for i, r := range g.t.Rows {
+		d := r.Derived
+		if d == nil {
+			continue
+		}
+		if d.Kind != DerivedMeanRelativeChange {
+			return fmt.Errorf("row %d (%q): derived kind %q: want %q", i, r.Label, d.Kind, DerivedMeanRelativeChange)
+		}
+		var base []int
+		for _, k := range d.Baseline {
+			j, ok := col[k]
+			if !ok {
+				return fmt.Errorf("row %d (%q): derived baseline: no column %q", i, r.Label, k)
+			}
+			base = append(base, j)
+		}
+		for _, k := range d.Columns {
+			j, ok := col[k]
+			if !ok {
+				return fmt.Errorf("row %d (%q): derived columns: no column %q", i, r.Label, k)
+			}
+			var sum float64
+			n := 0
+			for o := range g.t.Rows {
+				if g.t.Rows[o].Derived != nil || !g.cells[o][j].ours.ok {
+					continue
+				}
+				b, ok := g.bestOf(o, base)
+				if !ok || b == 0 {
+					continue
+				}
+				sum += 100 * (g.cells[o][j].ours.mean - b) / b
+				n++
+			}
+			if n == 0 {
+				return fmt.Errorf("row %d (%q), column %q: no row has a value there and in every baseline column", i, r.Label, k)
+			}
+			g.cells[i][j] = entry{present: true, ours: value{ok: true, mean: sum / float64(n)}}
+		}
+	}
+	return nil
+}
+
+// bestOf returns the best value of row i over columns cols, when the row
+// has a value in each of them.
+func (g *grid) bestOf(i int, cols []int) (float64, bool) {
+	var best float64
+	for n, j := range cols {
+		e := g.cells[i][j]
+		if !e.ours.ok {
+			return 0, false
+		}
+		if n == 0 || (g.t.HigherIsBetter && e.ours.mean > best) || (!g.t.HigherIsBetter && e.ours.mean < best) {
+			best = e.ours.mean
+		}
+	}
+	return best, true
+}
+
+// markBestRows bolds the best displayed value of every row with at least
+// two values (derived rows excepted); ties are all bold.
+func (g *grid) markBestRows() {
+	for i := range g.cells {
+		if g.t.Rows[i].Derived != nil {
+			continue
+		}
+		var best *big.Rat
+		var js []int
+		for j := range g.t.Columns {
+			e := &g.cells[i][j]
+			if !e.ours.ok {
+				continue
+			}
+			js = append(js, j)
+			r := g.rat(e.ours.mean)
+			if best == nil || (g.t.HigherIsBetter && r.Cmp(best) > 0) || (!g.t.HigherIsBetter && r.Cmp(best) < 0) {
+				best = r
+			}
+		}
+		if len(js) < 2 {
+			continue
+		}
+		for _, j := range slices.Clone(js) {
+			e := &g.cells[i][j]
+			e.best = g.rat(e.ours.mean).Cmp(best) == 0
+		}
+	}
+}
