@@ -28,7 +28,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 		if len(b) > 1<<20 {
 			return
 		}
-		m, err := ReadCheckpoint(bytes.NewReader(b), NewRegistry(), kernels.CPU{})
+		m, err := ReadCheckpoint(bytes.NewReader(b), HandWritten(), kernels.CPU{})
 		if err != nil {
 			return
 		}
@@ -36,7 +36,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 		if err := WriteCheckpoint(&out, m); err != nil {
 			return // NaN-free JSON can still decode to values WriteCheckpoint refuses
 		}
-		if _, err := ReadCheckpoint(&out, NewRegistry(), kernels.CPU{}); err != nil {
+		if _, err := ReadCheckpoint(&out, HandWritten(), kernels.CPU{}); err != nil {
 			t.Fatalf("re-encoded checkpoint fails to load: %v", err)
 		}
 	})

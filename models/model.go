@@ -7,7 +7,6 @@ package models
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
@@ -96,31 +95,23 @@ type HopWeights interface {
 	HopWeights() (alpha [][]float64, eps []float64)
 }
 
-// Constructor builds a model from its configuration; all random
-// initialisation and dropout derive from seed.
-type Constructor func(cfg Config, seed uint64, be kernels.Backend) (Model, error)
-
-// Registry maps model kinds to constructors.
-type Registry map[string]Constructor
-
-// NewRegistry returns the registry of every model kind spn knows.
-func NewRegistry() Registry {
-	return Registry{
-		"spn": NewSPN,
-		"gin": NewGIN,
-	}
+// HandWritten returns the registry of the hand-written reference models
+// (spn, gin) the Gorgonia models are tested against.
+func HandWritten() Registry {
+	return NewRegistry(refKind{"spn", NewSPN}, refKind{"gin", NewGIN})
 }
 
-// New builds the model of kind cfg.Model.Kind.
-func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
-	c, ok := r[cfg.Model.Kind]
-	if !ok {
-		kinds := make([]string, 0, len(r))
-		for k := range r {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		return nil, fmt.Errorf("model.kind %q is unknown to this model registry (have %v)", cfg.Model.Kind, kinds)
-	}
-	return c(cfg, seed, be)
+// refKind is a hand-written reference model kind.
+type refKind struct {
+	name string
+	new  func(cfg Config, seed uint64, be kernels.Backend) (Model, error)
+}
+
+func (k refKind) Name() string { return k.name }
+
+// Check leaves the checks to the constructor.
+func (refKind) Check(schema.Model, schema.DatasetInfo) []schema.FieldError { return nil }
+
+func (k refKind) New(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
+	return k.new(cfg, seed, be)
 }

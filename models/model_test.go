@@ -44,7 +44,7 @@ func batchOf(t testing.TB, ds *data.Dataset, hops *data.Hops, idx []int, k int) 
 // gradients: α = softmax of one logit is exactly 1.
 func TestGINEqualsSPNk1(t *testing.T) {
 	ds, hops := testData(t, 20)
-	reg := NewRegistry()
+	reg := HandWritten()
 	be := kernels.CPU{Threads: 2}
 	gin, err := reg.New(testConfig("gin", 1, PoolSumName, 0), 5, be)
 	if err != nil {
@@ -210,7 +210,7 @@ func TestDeterministicAcrossThreads(t *testing.T) {
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	ds, hops := testData(t, 10)
-	reg := NewRegistry()
+	reg := HandWritten()
 	be := kernels.CPU{Threads: 1}
 	m, _ := reg.New(testConfig("spn", 2, "max", 0.2), 1, be)
 	b := batchOf(t, ds, hops, []int{1, 2, 3}, 2)
@@ -255,7 +255,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 }
 
 func TestConstructorErrors(t *testing.T) {
-	reg := NewRegistry()
+	reg := HandWritten()
 	tests := []struct {
 		name string
 		edit func(*Config)

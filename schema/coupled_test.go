@@ -22,7 +22,7 @@ experiments: a: {
 		"training.lr": [1e-2, 1e-4]
 	}
 }
-`), Options{})
+`), Options{Models: testModels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ experiments: a: {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadBytes("c.cue", []byte(head+"\tgrid: {\n\t\t"+tc.grid+"\n\t}\n}\n"), Options{})
+			_, err := LoadBytes("c.cue", []byte(head+"\tgrid: {\n\t\t"+tc.grid+"\n\t}\n}\n"), Options{Models: testModels})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error:\n%v\nwant it to contain:\n%s", err, tc.want)
 			}

@@ -16,10 +16,6 @@ import (
 // Device is the only supported compute device.
 const Device = "cpu"
 
-// DefaultMaxDist is graphormer's distance clamp when model.max_dist is
-// not set (models/gg uses the same default).
-const DefaultMaxDist = 5
-
 // MaxPoints bounds the number of points of one experiment's grid.
 const MaxPoints = 10000
 
@@ -290,7 +286,7 @@ func datasetLabel(d Dataset) string {
 // value must be valid for it (filled into the experiment and validated).
 func (l *loader) gridAxes(at func(...string) []string, v cue.Value) ([]gridAxis, bool) {
 	allowed := map[string][]string{
-		"model":    slices.DeleteFunc(l.defFields("#Model"), func(s string) bool { return s == "kind" }),
+		"model":    slices.DeleteFunc(fieldNames(v.LookupPath(cue.ParsePath("model"))), func(s string) bool { return s == "kind" }),
 		"training": l.defFields("#Training"),
 	}
 	ok := true
@@ -397,7 +393,12 @@ func gridTuple(entry cue.Value, n int) ([]cue.Value, error) {
 
 // defFields lists the field names of a schema definition, in schema order.
 func (l *loader) defFields(def string) []string {
-	it, err := l.root.LookupPath(cue.ParsePath(def)).Fields(cue.Optional(true))
+	return fieldNames(l.root.LookupPath(cue.ParsePath(def)))
+}
+
+// fieldNames returns the field names of v, optional ones included.
+func fieldNames(v cue.Value) []string {
+	it, err := v.Fields(cue.Optional(true))
 	if err != nil {
 		return nil
 	}
@@ -476,7 +477,9 @@ func (l *loader) pointChecks(at func(...string) []string, axes []gridAxis, idx [
 		}
 		return displayPath(at(strings.Split(path, ".")...)...)
 	}
+	reported := map[string]bool{}
 	add := func(path, format string, args ...any) {
+		reported[path] = true
 		p, _ := l.idx.closest(where(path))
 		l.errs = append(l.errs, l.at(p, pathOf(path), fmt.Sprintf(format, args...)))
 	}
@@ -488,19 +491,12 @@ func (l *loader) pointChecks(at func(...string) []string, axes []gridAxis, idx [
 	if pt.Training.LR > 0 && float32(pt.Training.LR) == 0 {
 		add("training.lr", "lr %v rounds to 0 in float32 (as the optimiser computes); use at least %g", pt.Training.LR, math.SmallestNonzeroFloat32)
 	}
-	if pt.Model.Kind == "gin" && pt.Model.K != 1 {
-		add("model.k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", pt.Model.K)
+	if l.models == nil {
+		return
 	}
-	if pt.Model.K > d.KMax {
-		add("model.k", "k = %d exceeds dataset.kmax = %d (hops are precomputed up to kmax)", pt.Model.K, d.KMax)
-	}
-	if pt.Model.Kind == "graphormer" {
-		maxDist := pt.Model.MaxDist
-		if maxDist == 0 {
-			maxDist = DefaultMaxDist
-		}
-		if maxDist > d.KMax {
-			add("model.max_dist", "graphormer's max_dist = %d exceeds dataset.kmax = %d (its distance buckets read the hop sets up to max_dist)", maxDist, d.KMax)
+	for _, fe := range l.models.CheckModel(pt.Model, InfoOf(d)) {
+		if !reported["model."+fe.Field] { // one message per field
+			add("model."+fe.Field, "%s", fe.Msg)
 		}
 	}
 }

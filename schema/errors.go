@@ -57,3 +57,28 @@ func (es Errors) normalize() Errors {
 	})
 	return slices.Compact(out)
 }
+
+// FieldError is a problem with one field of a model section, found by a
+// ModelChecker; Field is relative to the section (e.g. "k").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+// Error implements error as "model.FIELD: MSG", or "model.MSG" when the
+// message starts with the field ("k = 0: need at least 1 hop").
+func (e FieldError) Error() string {
+	if strings.HasPrefix(e.Msg, e.Field+" ") {
+		return "model." + e.Msg
+	}
+	return "model." + e.Field + ": " + e.Msg
+}
+
+// ModelChecker checks a model section beyond its CUE definition: the
+// constraints of its kind, against what the dataset declares (kmax,
+// relations, categorical features; see InfoOf). The registry of model
+// kinds (models.Registry) implements it; spn's commands pass it in
+// Options.Models.
+type ModelChecker interface {
+	CheckModel(m Model, d DatasetInfo) []FieldError
+}

@@ -33,7 +33,7 @@ func FuzzLoadBytes(f *testing.F) {
 	f.Add([]byte("package spn\nname: \"x\"\ntables: t: rows: [{label: \"a\", cells: \"\\u0000\": {}}]\n"), false)
 
 	f.Fuzz(func(t *testing.T, src []byte, smoke bool) {
-		opt := Options{}
+		opt := Options{Models: testModels}
 		if smoke {
 			opt.Mode = ModeSmoke
 		}

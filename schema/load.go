@@ -54,6 +54,21 @@ func CheckMode(m string) error {
 	return fmt.Errorf("mode %q is not one of %s", m, quoteList(Modes))
 }
 
+// checkModes returns an error when the spec's mode is concrete but not one
+// of its (concrete) modes; undecidable cases are left to validation.
+func (l *loader) checkModes() *Error {
+	var mode string
+	var modes []string
+	if l.root.LookupPath(cue.ParsePath("mode")).Decode(&mode) != nil ||
+		l.root.LookupPath(cue.ParsePath("modes")).Decode(&modes) != nil || slices.Contains(modes, mode) {
+		return nil
+	}
+	l.errAt([]string{"modes"}, "the spec does not define mode %q (its modes: %s; add it to modes with its branches)", mode, quoteList(modes))
+	e := l.errs[len(l.errs)-1]
+	l.errs = l.errs[:len(l.errs)-1]
+	return &e
+}
+
 // quoteList renders ss as "a", "b", "c".
 func quoteList(ss []string) string {
 	q := make([]string, len(ss))
@@ -73,6 +88,11 @@ type Options struct {
 	// evaluation, so comprehensions such as `if mode == "smoke" {...}` see
 	// it. Empty keeps the spec's own mode (default "full").
 	Mode string
+	// Models, when not nil, checks every model section (of every grid
+	// point) against its kind's constraints, with the errors positioned at
+	// the field or grid value that set it. Without it only the CUE
+	// definitions of the model kinds apply.
+	Models ModelChecker
 }
 
 // Load reads, validates and decodes the spec file at path. Validation
@@ -89,15 +109,15 @@ func Load(path string, opt Options) (*Spec, error) {
 // filename. It unifies src with the embedded schema as one CUE instance of
 // package spn, fills defaults, checks that every value is concrete, decodes
 // into Spec, unrolls the grids and applies the checks CUE cannot express
-// (device, grid paths and values, gin ⇒ k = 1, k ≤ kmax, splits ≤ folds,
-// table references). On failure the error is Errors, sorted by position.
+// (device, grid paths and values, the model kinds' own constraints through
+// opt.Models, splits ≤ folds, table references). On failure the error is Errors, sorted by position.
 func LoadBytes(filename string, src []byte, opt Options) (spec *Spec, err error) {
 	if opt.Mode != "" {
 		if err := CheckMode(opt.Mode); err != nil {
 			return nil, fmt.Errorf("loading %s: %w", filename, err)
 		}
 	}
-	l := &loader{file: filename, mode: opt.Mode}
+	l := &loader{file: filename, mode: opt.Mode, models: opt.Models}
 	defer func() {
 		// The CUE evaluator is large; a defect in it must not take the
 		// caller down on some input. Report it as an error of this file.
@@ -121,6 +141,8 @@ type loader struct {
 	root   cue.Value
 	schema cue.Value // the schema alone, for probing
 	errs   Errors
+	models ModelChecker
+	user   cue.Value // the user's file alone, for the model kinds in probe
 }
 
 func (l *loader) load(src []byte) (*Spec, Errors) {
@@ -174,6 +196,12 @@ func (l *loader) load(src []byte) (*Spec, Errors) {
 	ctx := cuecontext.New()
 	l.root = ctx.BuildInstance(bi)
 	l.schema = ctx.BuildFile(sf)
+	l.user = ctx.BuildFile(f)
+	// A mode the spec does not define leaves its mode branches out, and the
+	// errors that follow from that would hide the cause: report it alone.
+	if err := l.checkModes(); err != nil {
+		return nil, Errors{*err}
+	}
 	if errs := l.validate(l.root); len(errs) > 0 {
 		return nil, errs
 	}
@@ -296,8 +324,22 @@ func (l *loader) probe(segs []string) cue.Value {
 			list[n] = build(i + 1)
 			return list
 		}
-		return map[string]any{segs[i]: build(i + 1)}
+		sub := build(i + 1)
+		if m, ok := sub.(map[string]any); ok && segs[i] == "model" {
+			// The fields of a model section depend on its kind: probe
+			// with the user's kind.
+			if k, err := l.user.LookupPath(cue.MakePath(append(selsOf(segs[:i+1]), cue.Str("kind"))...)).String(); err == nil {
+				m["kind"] = k
+			}
+		}
+		return map[string]any{segs[i]: sub}
 	}
+	shape := l.schema.Context().Encode(build(0))
+	return l.schema.Unify(shape).LookupPath(cue.MakePath(selsOf(segs)...))
+}
+
+// selsOf returns the selectors of the path segs (digits: list indices).
+func selsOf(segs []string) []cue.Selector {
 	sels := make([]cue.Selector, len(segs))
 	for i, s := range segs {
 		if isIndex(s) {
@@ -307,8 +349,7 @@ func (l *loader) probe(segs []string) cue.Value {
 			sels[i] = cue.Str(s)
 		}
 	}
-	shape := l.schema.Context().Encode(build(0))
-	return l.schema.Unify(shape).LookupPath(cue.MakePath(sels...))
+	return sels
 }
 
 // at builds an error at pos in the user's file (its start when pos is

@@ -25,7 +25,7 @@ func TestBadSpecs(t *testing.T) {
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".cue")
 		t.Run(name, func(t *testing.T) {
-			spec, err := Load(file, Options{})
+			spec, err := Load(file, Options{Models: testModels})
 			if err == nil {
 				t.Fatalf("loaded a malformed spec: %+v", spec)
 			}
@@ -63,7 +63,7 @@ func checkGolden(t *testing.T, path, got string) {
 // TestErrorsSortedAndUnique checks the ordering contract of Errors on a
 // spec with many problems.
 func TestErrorsSortedAndUnique(t *testing.T) {
-	_, err := Load("testdata/bad/many_errors.cue", Options{})
+	_, err := Load("testdata/bad/many_errors.cue", Options{Models: testModels})
 	var errs Errors
 	if !errors.As(err, &errs) {
 		t.Fatalf("want Errors, got %v", err)
@@ -171,7 +171,7 @@ func TestGoodSpecs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
-			got, err := Load(tt.file, Options{})
+			got, err := Load(tt.file, Options{Models: testModels})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +197,7 @@ func TestModeOverride(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("mode="+tt.mode, func(t *testing.T) {
-			spec, err := Load("testdata/good/modes.cue", Options{Mode: tt.mode})
+			spec, err := Load("testdata/good/modes.cue", Options{Mode: tt.mode, Models: testModels})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +211,7 @@ func TestModeOverride(t *testing.T) {
 	}
 
 	src := []byte("package spn\nname: \"fixed\"\nmode: \"full\"\n")
-	_, err := LoadBytes("fixed.cue", src, Options{Mode: "smoke"})
+	_, err := LoadBytes("fixed.cue", src, Options{Mode: "smoke", Models: testModels})
 	checkGolden(t, "testdata/mode_fixed.golden", err.Error()+"\n")
 
 	if _, err := LoadBytes("x.cue", src, Options{Mode: "fast"}); err == nil || !strings.Contains(err.Error(), `"fast"`) {
@@ -221,7 +221,7 @@ func TestModeOverride(t *testing.T) {
 
 // TestLoadMissingFile checks that an I/O error names the file.
 func TestLoadMissingFile(t *testing.T) {
-	_, err := Load("testdata/does-not-exist.cue", Options{})
+	_, err := Load("testdata/does-not-exist.cue", Options{Models: testModels})
 	if err == nil || !strings.Contains(err.Error(), "testdata/does-not-exist.cue") || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("want a wrapped not-exist error naming the file, got %v", err)
 	}
@@ -255,7 +255,7 @@ func BenchmarkLoadQuickstart(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := LoadBytes("quickstart.cue", src, Options{}); err != nil {
+		if _, err := LoadBytes("quickstart.cue", src, Options{Models: testModels}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -268,7 +268,7 @@ func BenchmarkLoadGrid(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := LoadBytes("grid.cue", src, Options{}); err != nil {
+		if _, err := LoadBytes("grid.cue", src, Options{Models: testModels}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -301,5 +301,24 @@ func TestExecutorSettings(t *testing.T) {
 	}
 	if r := spec.Executor.Slurm.Resources("select"); r.CPUs != 1 || r.Bundle != 1 {
 		t.Errorf("Resources(select) = %+v", r)
+	}
+}
+
+// TestModes checks that a spec loads only in the modes it declares.
+func TestModes(t *testing.T) {
+	plain := []byte("package spn\nname: \"m\"\n")
+	if _, err := LoadBytes("m.cue", plain, Options{Mode: ModeSmoke}); err != nil {
+		t.Errorf("default modes, smoke: %v", err)
+	}
+	_, err := LoadBytes("m.cue", plain, Options{Mode: ModePaper1Split})
+	if err == nil || err.Error() != `m.cue:1:1: modes: the spec does not define mode "paper-1split" (its modes: "full", "smoke"; add it to modes with its branches)` {
+		t.Errorf("default modes, paper-1split: %v", err)
+	}
+	declared := []byte("package spn\nname: \"m\"\nmodes: [\"paper-1split\"]\n")
+	if _, err := LoadBytes("m.cue", declared, Options{Mode: ModePaper1Split}); err != nil {
+		t.Errorf("declared paper-1split: %v", err)
+	}
+	if _, err := LoadBytes("m.cue", declared, Options{}); err == nil || !strings.Contains(err.Error(), `m.cue:3:1: modes: the spec does not define mode "full"`) {
+		t.Errorf("declared paper-1split only, loaded in full: %v", err)
 	}
 }

@@ -32,7 +32,7 @@ func TestBenchProx(t *testing.T) {
 		t.Fatalf("workloads: %+v", rep.Workloads)
 	}
 	w := rep.Workloads[0]
-	if w.Workload != "3-Prox (40 graphs)" || w.Graphs != 40 || w.Epochs != 1 || w.GraphsPerSec <= 0 || w.PeakRSSMB <= 0 || w.MeanNodes <= 0 {
+	if w.Workload != "3-Prox (40 graphs)" || w.Graphs != 40 || w.Epochs != 1 || w.GraphsPerSec <= 0 || w.GraphsPerCPUSec <= 0 || w.PeakRSSMB <= 0 || w.MeanNodes <= 0 {
 		t.Errorf("row %+v", w)
 	}
 	if rep.Model.K != 3 || rep.Model.Layers != 2 || rep.Model.Hidden != 8 || rep.Training.BatchSize != 32 || rep.Threads != 2 || rep.GEMM == "" {

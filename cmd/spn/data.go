@@ -24,6 +24,7 @@ import (
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/ogb"
+	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/stats"
@@ -47,7 +48,8 @@ NAME is a TU dataset (DD, ENZYMES, NCI1, PROTEINS, PROTEINS_full), EXP or
 CEXP (expressivity benchmarks, no splits), an OGB MoleculeNet set by its OGB
 name (ogbg-molbace, ogbg-molbbbp, ogbg-molclintox, ogbg-molesol,
 ogbg-molfreesolv, ogbg-molhiv, ogbg-molsider, ogbg-moltox21,
-ogbg-moltoxcast), "prox"
+ogbg-moltoxcast), QM9 (GNN-FiLM's three files) or one of its parts QM9-train,
+QM9-valid, QM9-test, "prox"
 (generated with --h, --graphs, --seed, --folds) or a name given to import.
 Flags of every subcommand: --mirror (env SPN_DATA_MIRROR), --data-dir (env
 SPN_DATA, default .spn/data). Run 'spn data SUBCOMMAND -h' for its flags.
@@ -129,6 +131,10 @@ func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset
 		return exp.Fetch(ctx, o.fetcher(a), name)
 	case ogbSet(name) != "":
 		return ogb.Fetch(ctx, o.fetcher(a), ogbSet(name))
+	case name == "QM9":
+		return qm9.Fetch(ctx, o.fetcher(a), qm9.Options{})
+	case strings.HasPrefix(name, "QM9-") && slices.Contains(qm9.Parts[:], name[len("QM9-"):]):
+		return qm9.FetchPart(ctx, o.fetcher(a), name[len("QM9-"):], 0)
 	case name == "prox":
 		return prox.Generate(ctx, prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds})
 	}

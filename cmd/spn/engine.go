@@ -161,7 +161,7 @@ func (a *app) usageError(cmd string, err error) int {
 // empty), printing spec errors as file:line:col lines. It returns the exit
 // code to use when spec is nil.
 func (a *app) loadSpec(en *engine, cmd, file, mode string) (*schema.Spec, int) {
-	opt := schema.Options{Mode: mode}
+	opt := schema.Options{Mode: mode, Models: modelRegistry(en.reg)}
 	var spec *schema.Spec
 	var err error
 	if file == "" {
@@ -380,6 +380,9 @@ func (a *app) run(en *engine, args []string) int {
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (jobs=%d, threads=%d)\n",
 		specLabel(spec, file), len(p.Nodes), cached, toRun, j, t)
 	if code := a.execute(ctx, "run", p, c, reg, o, exec.Options{Jobs: j, Threads: t, KeepGoing: *keepGoing}); code != exitOK {
+		if *keepGoing && ctx.Err() == nil {
+			a.writePartialTables(en, spec, p, c, outDir(*out, spec))
+		}
 		return code
 	}
 	return a.writeTables(en, spec, p, c, outDir(*out, spec))

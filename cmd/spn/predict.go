@@ -115,7 +115,7 @@ func modelRegistry(reg *stages.Registry) models.Registry {
 			return tk.Registry()
 		}
 	}
-	return models.NewRegistry()
+	return train.Kind{}.Registry()
 }
 
 // modelDir finds the cached train stage of experiment name for split and

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/train"
 )
 
 const vetUsage = `Usage: spn vet [--mode full|smoke|paper-1split|evidence] FILE|DIR...
@@ -73,7 +74,7 @@ func cmdVet(a *app, args []string) int {
 	code := exitOK
 	for _, f := range files {
 		stop := a.guardSpecMemory("vet", f)
-		_, err := schema.Load(f, schema.Options{Mode: *mode})
+		_, err := schema.Load(f, schema.Options{Mode: *mode, Models: train.Kind{}.Registry()})
 		stop()
 		if err != nil {
 			code = exitUsage

@@ -132,3 +132,34 @@ func TestNodeAndEdgeFeatures(t *testing.T) {
 		t.Errorf("edge features: %v", err)
 	}
 }
+
+// BenchmarkPaperPairs measures Check on the paper's three pairs (every k).
+func BenchmarkPaperPairs(b *testing.B) {
+	pps := PaperPairs()
+	for b.Loop() {
+		for i := range pps {
+			if _, err := Check(context.Background(), &pps[i].Pair, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkEXP measures Check on all 600 EXP pairs with k = 1..3.
+func BenchmarkEXP(b *testing.B) {
+	ds, err := exp.Load(filepath.Join(mirrortest.Dir(b), "expressivity", "EXP", "GRAPHSAT.txt"), "EXP")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ps, err := Consecutive(ds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		for i := range ps {
+			if _, err := Check(context.Background(), &ps[i], Options{Ks: []int{1, 2, 3}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -39,7 +39,7 @@ func benchEpoch(b *testing.B, ds *data.Dataset, hops *data.Hops, kind string, k 
 	for _, path := range []struct {
 		name string
 		reg  models.Registry
-	}{{"gorgonia", gg.Kinds()}, {"handwritten", models.NewRegistry()}} {
+	}{{"gorgonia", gg.Kinds()}, {"handwritten", models.HandWritten()}} {
 		b.Run(path.name, func(b *testing.B) { benchEpochWith(b, path.reg, ds, hops, kind, k) })
 	}
 }

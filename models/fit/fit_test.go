@@ -12,7 +12,6 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
-	"github.com/spn-project/spn/stages"
 )
 
 func layered(t testing.TB, n, h int) (*data.Dataset, *data.Hops) {
@@ -30,7 +29,7 @@ func newModel(t testing.TB, ds *data.Dataset, m schema.Model, seed uint64) model
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, err := models.NewRegistry().New(cfg, seed, kernels.CPU{Threads: 2})
+	mod, err := models.HandWritten().New(cfg, seed, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +97,9 @@ func TestSelection(t *testing.T) {
 	recs := []struct{ loss, score float64 }{{0.9, 0.5}, {0.5, 0.6}, {0.5, 0.8}, {0.7, 0.8}}
 	pick := func(sel, metric string) int {
 		best := -1
-		var es []stages.EpochRecord
+		var es []EpochRecord
 		for i, r := range recs {
-			es = append(es, stages.EpochRecord{ValLoss: r.loss, ValScore: r.score})
+			es = append(es, EpochRecord{ValLoss: r.loss, ValScore: r.score})
 			if best < 0 || better(sel, metric, es[i], es[best]) {
 				best = i
 			}

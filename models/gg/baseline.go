@@ -74,13 +74,14 @@ var _ models.Model = (*Agnostic)(nil)
 func NewAgnostic(cfg models.Config, seed uint64, _ kernels.Backend) (*Agnostic, error) {
 	m := cfg.Model
 	f := cfg.NumLabels + cfg.AttrDim
+	if m.Kind == "baseline" {
+		if err := checkConfig(cfg); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case m.Kind != "baseline":
 		return nil, fmt.Errorf("model.kind %q: NewAgnostic builds kind baseline only", m.Kind)
-	case m.Hidden < 1:
-		return nil, fmt.Errorf("model.hidden = %d: need a positive width", m.Hidden)
-	case m.Dropout != 0:
-		return nil, fmt.Errorf("model.dropout = %v: the baseline has no dropout (Errica et al.); set model.dropout: 0", m.Dropout)
 	case cfg.Task != models.TaskClassification:
 		return nil, fmt.Errorf("task %q: the baseline is a graph classifier", cfg.Task)
 	case cfg.Out < 1:
@@ -100,11 +101,6 @@ func NewAgnostic(cfg models.Config, seed uint64, _ kernels.Backend) (*Agnostic, 
 		b.reluAt = []bool{true, true, false}
 	}
 	return b, nil
-}
-
-// newAgnostic adapts NewAgnostic to models.Constructor.
-func newAgnostic(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
-	return NewAgnostic(cfg, seed, be)
 }
 
 // Form returns FormFingerprint or FormDeepMultisets.

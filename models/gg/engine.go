@@ -1,6 +1,7 @@
 package gg
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/nn"
 )
 
@@ -71,24 +73,24 @@ func newEngine(cfg models.Config, seed uint64, be kernels.Backend, maxFloats int
 		cache: map[progKey]*program{}, cacheSize: MaxCachedGraphs, maxFloats: maxFloats}
 }
 
-// checkModelConfig verifies the fields of cfg every engine model reads.
-func checkModelConfig(cfg models.Config) error {
-	m := cfg.Model
-	switch {
-	case m.Layers < 1:
-		return fmt.Errorf("model.layers = %d: need at least 1 layer", m.Layers)
-	case m.Hidden < 1:
-		return fmt.Errorf("model.hidden = %d: need a positive width", m.Hidden)
-	case m.Dropout < 0 || m.Dropout >= 1:
-		return fmt.Errorf("model.dropout = %v: need 0 ≤ p < 1", m.Dropout)
-	case cfg.Out < 1:
-		return fmt.Errorf("model output width %d: need at least 1", cfg.Out)
-	case cfg.Task != models.TaskClassification && cfg.Task != models.TaskRegression:
-		return fmt.Errorf("unknown task %q", cfg.Task)
-	case m.Pool != nn.PoolSum && m.Pool != nn.PoolMean && m.Pool != nn.PoolMax:
-		return fmt.Errorf("model.pool: unknown pooling %q (want sum, mean or max)", m.Pool)
+// checkConfig verifies cfg with its kind's Check (the one place of a
+// kind's constraints) and the dataset-side fields every model reads.
+func checkConfig(cfg models.Config) error {
+	k, err := Kinds().Lookup(cfg.Model.Kind)
+	if err != nil {
+		return err
 	}
-	return nil
+	var errs []error
+	for _, fe := range k.Check(cfg.Model, models.ConfigInfo(cfg)) {
+		errs = append(errs, fe)
+	}
+	switch {
+	case cfg.Out < 1:
+		errs = append(errs, fmt.Errorf("model output width %d: need at least 1", cfg.Out))
+	case cfg.Task != models.TaskClassification && cfg.Task != models.TaskRegression && cfg.Task != models.TaskBinary:
+		errs = append(errs, fmt.Errorf("unknown task %q", cfg.Task))
+	}
+	return errors.Join(errs...)
 }
 
 // Config implements models.Model.
@@ -240,6 +242,9 @@ func (e *engine) build(b *data.Batch, o buildOpts) (*program, error) {
 	if ok {
 		e.CacheHits++
 		p.bd.set(b, hops)
+		if p.lossData != nil {
+			p.lossData.G, p.lossData.Target = b.NumGraphs, b.Target
+		}
 	} else {
 		e.CacheMisses++
 		if p, err = e.arch.buildGraph(key, newBatchData(b, hops)); err != nil {
@@ -305,7 +310,7 @@ func (e *engine) encode(bdr *builder, p *program, be env, bd *batchData) *G.Node
 	for _, prm := range e.enc.Params() {
 		encIn = append(encIn, p.param(bdr, prm))
 	}
-	return bdr.apply(newEncoder("enc", be, bd, e.cfg.NumLabels, e.cfg.AttrDim, p.key.N, e.cfg.Model.Hidden), encIn...)
+	return bdr.op(be, newEncoder("enc", be, bd, e.cfg.NumLabels, e.cfg.AttrDim, p.key.N, e.cfg.Model.Hidden), encIn...)
 }
 
 // finish adds to p's graph the readout out = Σ_t Dropout(Wᵗ·pool(hᵗ) + bᵗ)
@@ -323,12 +328,12 @@ func (e *engine) finish(bdr *builder, p *program, be env, bd *batchData, hs []*G
 		if err != nil {
 			return nil, err
 		}
-		r := bdr.apply(pool, ht)
-		r = bdr.apply(newLinear(name+".lin", be, bd, true, G_, d, c), r, w, bias)
+		r := bdr.op(be, pool, ht)
+		r = bdr.op(be, newLinear(name+".lin", be, bd, true, G_, d, c), r, w, bias)
 		if key.dropout {
 			mk := make([]float32, G_*c)
 			p.masks = append(p.masks, mk)
-			r = bdr.apply(newDropout(name+".dropout", G_, c), r, bdr.data(name+".dropout_mask", mk, G_, c))
+			r = bdr.op(be, newDropout(name+".dropout", G_, c), r, bdr.data(name+".dropout_mask", mk, G_, c))
 		}
 		if out == nil || bdr.err != nil {
 			out = r
@@ -346,12 +351,15 @@ func (e *engine) finish(bdr *builder, p *program, be env, bd *batchData, hs []*G
 	var cost *G.Node
 	switch {
 	case key.loss && cfg.Task == models.TaskClassification:
-		cost = bdr.apply(newCrossEntropy("loss.cross_entropy", bd, G_, c), out)
+		cost = bdr.op(be, newCrossEntropy("loss.cross_entropy", bd, G_, c), out)
+	case key.loss && cfg.Task == models.TaskBinary:
+		p.lossData = &nbop.Data{G: bd.g, Target: bd.target}
+		cost = bdr.op(be, nbop.BCE{ID: "loss.bce", D: p.lossData, G: G_, T: c}, out)
 	case key.loss:
-		cost = bdr.apply(newMSE("loss.mse", bd, G_, c), out)
+		cost = bdr.op(be, newMSE("loss.mse", bd, G_, c), out)
 	case key.seeded:
 		p.seed = make([]float32, G_*c)
-		cost = bdr.apply(newDot("loss.dot_seed", G_, c), out, bdr.data("seed", p.seed, G_, c))
+		cost = bdr.op(be, newDot("loss.dot_seed", G_, c), out, bdr.data("seed", p.seed, G_, c))
 	}
 	if bdr.err != nil {
 		return nil, bdr.err
@@ -428,8 +436,8 @@ func (l *mlp) bind(param func(*nn.Param) *G.Node) mlpNodes {
 // graph, with batch statistics and their update as key asks.
 func (l *mlp) apply(bdr *builder, be env, bd *batchData, key progKey, name string, x *G.Node, n mlpNodes) *G.Node {
 	N, d := key.N, l.lin1.Out
-	z := bdr.apply(newLinear(name+".lin1", be, bd, false, N, d, d), x, n[0], n[1])
-	z = bdr.apply(newBNReLU(name+".bn1", be, bd, l.st1, key.train, key.update, N, d), z, n[2], n[3])
-	z = bdr.apply(newLinear(name+".lin2", be, bd, false, N, d, d), z, n[4], n[5])
-	return bdr.apply(newBNReLU(name+".bn2", be, bd, l.st2, key.train, key.update, N, d), z, n[6], n[7])
+	z := bdr.op(be, newLinear(name+".lin1", be, bd, false, N, d, d), x, n[0], n[1])
+	z = bdr.op(be, newBNReLU(name+".bn1", be, bd, l.st1, key.train, key.update, N, d), z, n[2], n[3])
+	z = bdr.op(be, newLinear(name+".lin2", be, bd, false, N, d, d), z, n[4], n[5])
+	return bdr.op(be, newBNReLU(name+".bn2", be, bd, l.st2, key.train, key.update, N, d), z, n[6], n[7])
 }

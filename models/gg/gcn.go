@@ -35,13 +35,8 @@ const (
 	KindGraphormer = "graphormer"
 )
 
-// Defaults of the competitor kinds' optional fields.
+// MaxDegree clamps node degrees for Graphormer's centrality embedding.
 const (
-	// DefaultHeads is the number of attention heads when model.heads is unset.
-	DefaultHeads = 4
-	// DefaultMaxDist is Graphormer's distance clamp when model.max_dist is
-	// unset (the paper's appendix: 5).
-	DefaultMaxDist = 5
 	// MaxDegree clamps node degrees for Graphormer's centrality embedding.
 	MaxDegree = 32
 )
@@ -89,18 +84,8 @@ func NewCompetitor(cfg models.Config, seed uint64, be kernels.Backend) (*Competi
 	default:
 		return nil, fmt.Errorf("model.kind %q: not a competitor kind (gcn, gat, graphormer)", m.Kind)
 	}
-	if err := checkModelConfig(cfg); err != nil {
+	if err := checkConfig(cfg); err != nil {
 		return nil, err
-	}
-	switch {
-	case m.Heads < 0:
-		return nil, fmt.Errorf("model.heads = %d: need at least 1 head", m.Heads)
-	case m.MaxDist < 0:
-		return nil, fmt.Errorf("model.max_dist = %d: need at least 1", m.MaxDist)
-	case m.Kind == KindGCN && m.K > 1:
-		return nil, fmt.Errorf("model.k = %d: gcn aggregates over direct neighbours only (k = 1)", m.K)
-	case m.Kind == KindGAT && m.K > 1:
-		return nil, fmt.Errorf("model.k = %d: gat aggregates over direct neighbours only (k = 1)", m.K)
 	}
 	if be == nil {
 		return nil, fmt.Errorf("gg.NewCompetitor: nil kernel backend")
@@ -109,15 +94,6 @@ func NewCompetitor(cfg models.Config, seed uint64, be kernels.Backend) (*Competi
 	// The cache of a competitor is bounded by MaxCachedGraphs only.
 	md := &Competitor{engine: newEngine(cfg, seed, be, math.MaxInt), kind: m.Kind, heads: m.Heads, maxDist: m.MaxDist, gd: &graphData{}}
 	md.arch = md
-	if m.Kind != KindGCN && md.heads == 0 {
-		md.heads = DefaultHeads
-	}
-	if m.Kind == KindGraphormer && md.maxDist == 0 {
-		md.maxDist = DefaultMaxDist
-	}
-	if md.heads > 0 && d%md.heads != 0 {
-		return nil, fmt.Errorf("model.hidden = %d is not a multiple of model.heads = %d", d, md.heads)
-	}
 	ck := cfg
 	if m.Kind == KindGraphormer {
 		ck.Model.K = md.maxDist
@@ -155,11 +131,6 @@ func NewCompetitor(cfg models.Config, seed uint64, be kernels.Backend) (*Competi
 		md.readout = append(md.readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
 	}
 	return md, nil
-}
-
-// newCompetitor is NewCompetitor as a models.Constructor.
-func newCompetitor(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
-	return NewCompetitor(cfg, seed, be)
 }
 
 // Hops implements models.Model: Graphormer reads N_1..N_max_dist (so the
@@ -237,7 +208,7 @@ func (m *Competitor) buildGraph(key progKey, bd *batchData) (*program, error) {
 	param := func(prm *nn.Param) *G.Node { return p.param(bdr, prm) }
 	h := m.encode(bdr, p, be, bd)
 	if m.degEmb != nil {
-		h = bdr.apply(newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
+		h = bdr.op(be, newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
 	}
 	hs := []*G.Node{h}
 	for t, l := range m.mlp {
@@ -246,10 +217,10 @@ func (m *Competitor) buildGraph(key progKey, bd *batchData) (*program, error) {
 		if l.att != nil {
 			w, b := param(l.att.W), param(l.att.B)
 			aSrc, aDst := param(l.aSrc), param(l.aDst)
-			z := bdr.apply(newLinear(name+".att.lin", be, bd, false, N, d, d), h, w, b)
-			agg = bdr.apply(newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
+			z := bdr.op(be, newLinear(name+".att.lin", be, bd, false, N, d, d), h, w, b)
+			agg = bdr.op(be, newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
 		} else {
-			agg = bdr.apply(newGCNAgg(name+".gcn", be, bd, m.gd, N, d), h)
+			agg = bdr.op(be, newGCNAgg(name+".gcn", be, bd, m.gd, N, d), h)
 		}
 		h = l.apply(bdr, be, bd, key, name, agg, l.bind(param))
 		hs = append(hs, h)

@@ -137,13 +137,13 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{opCase{name: "linear", op: newLinear("lin", be, bd, false, N, d, 3),
+		{opCase{name: "linear", op: op.Adapt(nil, newLinear("lin", be, bd, false, N, d, 3)),
 			in: [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d*3, 0.5), randFloats(rng, 3, 0.5)}, shapes: [][]int{{N, d}, {d, 3}, {3}}},
 			func(in [][]float64) []float64 { return linear64(in[0], in[1], in[2], n, N, d, 3) }},
-		{opCase{name: "linear graph-level", op: newLinear("readout", be, bd, true, G, d, 2),
+		{opCase{name: "linear graph-level", op: op.Adapt(nil, newLinear("readout", be, bd, true, G, d, 2)),
 			in: [][]float32{randFloats(rng, G*d, 1), randFloats(rng, d*2, 0.5), randFloats(rng, 2, 0.5)}, shapes: [][]int{{G, d}, {d, 2}, {2}}},
 			func(in [][]float64) []float64 { return linear64(in[0], in[1], in[2], g, G, d, 2) }},
-		{opCase{name: "encoder", op: newEncoder("enc", be, bd, 3, 2, N, d),
+		{opCase{name: "encoder", op: op.Adapt(nil, newEncoder("enc", be, bd, 3, 2, N, d)),
 			in: [][]float32{randFloats(rng, 3*d, 1), randFloats(rng, 2*d, 1), randFloats(rng, d, 1)}, shapes: [][]int{{3, d}, {2, d}, {d}}},
 			func(in [][]float64) []float64 {
 				y := linear64(to64(attrs), in[1], in[2], n, N, 2, d)
@@ -154,13 +154,13 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{opCase{name: "batchnorm-relu train", op: newBNReLU("bn", be, bd, st, true, false, N, d),
+		{opCase{name: "batchnorm-relu train", op: op.Adapt(nil, newBNReLU("bn", be, bd, st, true, false, N, d)),
 			in: [][]float32{randFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7}, {0, 0.1, -0.2, 0.3}}, shapes: [][]int{{N, d}, {d}, {d}}},
 			func(in [][]float64) []float64 { return bn64(in, nil, n, N, d) }},
-		{opCase{name: "batchnorm-relu eval", op: newBNReLU("bn", be, bd, stEval, false, false, N, d),
+		{opCase{name: "batchnorm-relu eval", op: op.Adapt(nil, newBNReLU("bn", be, bd, stEval, false, false, N, d)),
 			in: [][]float32{randFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7}, {0, 0.1, -0.2, 0.3}}, shapes: [][]int{{N, d}, {d}, {d}}},
 			func(in [][]float64) []float64 { return bn64(in, stEval, n, N, d) }},
-		{opCase{name: "dropout", op: newDropout("drop", G, 2),
+		{opCase{name: "dropout", op: op.Adapt(nil, newDropout("drop", G, 2)),
 			in: [][]float32{randFloats(rng, G*2, 1), dropMask(rng, G*2, 0.4)}, shapes: [][]int{{G, 2}, {G, 2}}, diff: []bool{true, false}},
 			func(in [][]float64) []float64 {
 				y := make([]float64, len(in[0]))
@@ -169,7 +169,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{opCase{name: "cross-entropy", op: newCrossEntropy("ce", bd, G, 3), in: [][]float32{randFloats(rng, G*3, 1)}, shapes: [][]int{{G, 3}}, scalar: true},
+		{opCase{name: "cross-entropy", op: op.Adapt(nil, newCrossEntropy("ce", bd, G, 3)), in: [][]float32{randFloats(rng, G*3, 1)}, shapes: [][]int{{G, 3}}, scalar: true},
 			func(in [][]float64) []float64 {
 				var l float64
 				for i := 0; i < g; i++ {
@@ -182,7 +182,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return []float64{l / float64(g)}
 			}},
-		{opCase{name: "mse", op: newMSE("mse", bd, G, 2), in: [][]float32{randFloats(rng, G*2, 1)}, shapes: [][]int{{G, 2}}, scalar: true},
+		{opCase{name: "mse", op: op.Adapt(nil, newMSE("mse", bd, G, 2)), in: [][]float32{randFloats(rng, G*2, 1)}, shapes: [][]int{{G, 2}}, scalar: true},
 			func(in [][]float64) []float64 {
 				var l float64
 				for i, tv := range target {
@@ -200,7 +200,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 		refs = append(refs, struct {
 			c opCase
 			f ref64
-		}{opCase{name: "pool " + kind, op: p, in: [][]float32{randFloats(rng, N*d, 1)}, shapes: [][]int{{N, d}}},
+		}{opCase{name: "pool " + kind, op: op.Adapt(nil, p), in: [][]float32{randFloats(rng, N*d, 1)}, shapes: [][]int{{N, d}}},
 			func(in [][]float64) []float64 {
 				y := make([]float64, G*d)
 				for gi := 0; gi < g; gi++ {

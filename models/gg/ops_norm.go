@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
-
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
 )
 
 // bnStats is the state one batch-norm layer keeps outside the graph: the
@@ -21,20 +19,19 @@ type bnStats struct {
 
 	xhat   []float32 // normalised input of the last forward
 	invStd []float32
-	// dz = dy·[y>0] and its sums Σ_rows dz, Σ_rows dz·x̂ (float64) of the
-	// last backward, written by the [dγ; dβ] op and read by the dx op that
-	// takes its output as input (so it runs after it).
-	dz        []float32
-	sdz, sdzx []float64
 }
 
-// bnReLUOp is the fused y = ReLU(γ·(x−μ)/√(σ²+ε) + β) for inputs x (n×d),
+// bnReLU is the fused y = ReLU(γ·(x−μ)/√(σ²+ε) + β) for inputs x (n×d),
 // γ (d), β (d): batch statistics in training mode (and a running-statistics
-// update), running statistics in evaluation mode, like nn.BatchNormReLU.
-// Gorgonia's BatchNorm is not used: its training-mode machine resets the
-// running statistics and nil scale/bias become random parameters.
-type bnReLUOp struct {
-	base
+// update), running statistics in evaluation mode. Gorgonia's BatchNorm is
+// not used: its training-mode machine resets the running statistics and
+// nil scale/bias become random parameters. With dz = dy·[y>0] its gradient
+// is
+//
+//	dγ = Σ_rows dz·x̂,  dβ = Σ_rows dz,
+//	dx = γ/σ·(dz − mean(dz) − x̂·mean(dz·x̂))  (training; γ/σ·dz in evaluation).
+type bnReLU struct {
+	id     string
 	be     env
 	st     *bnStats
 	train  bool
@@ -43,32 +40,23 @@ type bnReLUOp struct {
 	N, d   int
 }
 
-func newBNReLU(id string, be env, bd *batchData, st *bnStats, train, update bool, N, d int) bnReLUOp {
+func newBNReLU(id string, be env, bd *batchData, st *bnStats, train, update bool, N, d int) bnReLU {
 	mode := "eval"
 	if train {
 		mode = "train"
 	}
-	return bnReLUOp{base: newBase(id+"."+mode, tensor.Shape{N, d}, 2, 1, 1), be: be, bd: bd, st: st, train: train, update: train && update, N: N, d: d}
+	return bnReLU{id: id + "." + mode, be: be, bd: bd, st: st, train: train, update: train && update, N: N, d: d}
 }
 
-// Do implements gorgonia.Op.
-func (o bnReLUOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 3); err != nil {
-		return nil, err
-	}
+// Sig implements op.Op.
+func (o bnReLU) Sig() op.Sig {
+	return op.Sig{ID: o.id, In: [][]int{{o.N, o.d}, {o.d}, {o.d}}, Out: []int{o.N, o.d}}
+}
+
+// Forward implements op.Op.
+func (o bnReLU) Forward(in [][]float32, y []float32) error {
 	n, d, st := o.bd.n, o.d, o.st
-	x, err := floats(o.id, vals, 0, o.N*d)
-	if err != nil {
-		return nil, err
-	}
-	g, err := floats(o.id, vals, 1, d)
-	if err != nil {
-		return nil, err
-	}
-	bt, err := floats(o.id, vals, 2, d)
-	if err != nil {
-		return nil, err
-	}
+	x, g, bt := in[0], in[1], in[2]
 	mean := make([]float64, d)
 	variance := make([]float64, d)
 	if o.train && n > 0 {
@@ -99,7 +87,6 @@ func (o bnReLUOp) Do(vals ...G.Value) (G.Value, error) {
 		st.invStd[j] = float32(1 / math.Sqrt(variance[j]+st.Eps))
 	}
 	st.xhat = o.be.buf(n * d)
-	y := o.be.buf(o.N * d)
 	clear(y[n*d:])
 	inv, xhat := st.invStd, st.xhat
 	o.be.ForEachChunk(n, func(_, lo, hi int) {
@@ -112,64 +99,20 @@ func (o bnReLUOp) Do(vals ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	return o.out(y), nil
+	return nil
 }
 
-// DiffWRT implements gorgonia.SDOp.
-func (o bnReLUOp) DiffWRT(int) []bool { return []bool{true, true, true} }
-
-// SymDiff implements gorgonia.SDOp. With dz = dy·[y>0]:
-//
-//	dγ = Σ_rows dz·x̂,  dβ = Σ_rows dz,
-//	dx = γ/σ·(dz − mean(dz) − x̂·mean(dz·x̂))  (training; γ/σ·dz in evaluation).
-//
-// The packed [dγ; dβ] is computed first and feeds dx, so the column sums
-// are taken once.
-func (o bnReLUOp) SymDiff(in G.Nodes, y, dy *G.Node) (G.Nodes, error) {
-	gamma := in[1]
-	packed, err := G.ApplyOp(bnParamGradOp{base: newBase(o.id+".dparams", tensor.Shape{2 * o.d}, 2, 2), fwd: o}, y, dy)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
+// Backward implements op.Op: dz and its column sums once, then [dγ; dβ]
+// and dx from them.
+func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error {
+	n, d, st := o.bd.n, o.d, o.st
+	g := in[1]
+	xhat, inv := st.xhat, st.invStd
+	if len(xhat) != n*d || len(inv) != d {
+		return fmt.Errorf("no forward pass recorded for %d×%d rows", n, d)
 	}
-	dx, err := G.ApplyOp(bnDxOp{base: newBase(o.id+".dx", tensor.Shape{o.N, o.d}, 2, 2, 1, 1), fwd: o}, y, dy, gamma, packed)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
-	}
-	parts, err := applyParts(packed, o.id, []string{"dgamma", "dbeta"}, [][]int{{o.d}, {o.d}})
-	if err != nil {
-		return nil, err
-	}
-	return G.Nodes{dx, parts[0], parts[1]}, nil
-}
-
-// bnParamGradOp is the packed [dγ; dβ] for inputs y, dy. It also leaves
-// dz = dy·[y>0] and the float64 sums in the state for the dx op.
-type bnParamGradOp struct {
-	base
-	fwd bnReLUOp
-}
-
-// Do implements gorgonia.Op.
-func (o bnParamGradOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 2); err != nil {
-		return nil, err
-	}
-	f := o.fwd
-	n, d, st := f.bd.n, f.d, f.st
-	y, err := floats(o.id, vals, 0, f.N*d)
-	if err != nil {
-		return nil, err
-	}
-	dy, err := floats(o.id, vals, 1, f.N*d)
-	if err != nil {
-		return nil, err
-	}
-	if len(st.xhat) != n*d {
-		return nil, fmt.Errorf("%s: no forward pass recorded for %d×%d rows", o.id, n, d)
-	}
-	// dz = dy·[y>0], as nn.BatchNormReLU.Backward computes it.
-	dz := f.be.buf(n * d)
-	f.be.ForEachChunk(n, func(_, lo, hi int) {
+	dz := o.be.buf(n * d)
+	o.be.ForEachChunk(n, func(_, lo, hi int) {
 		ys, zs, gs := y[lo*d:hi*d], dz[lo*d:hi*d], dy[lo*d:hi*d]
 		for i, v := range ys {
 			// Branch-free ReLU mask: y ≥ 0, and y > 0 exactly when its bits
@@ -179,51 +122,14 @@ func (o bnParamGradOp) Do(vals ...G.Value) (G.Value, error) {
 			zs[i] = math.Float32frombits(math.Float32bits(gs[i]) & mask)
 		}
 	})
-	st.dz = dz
-	st.sdz, st.sdzx = kernels.ColSumsPair(f.be, dz, st.xhat, n, d)
-	g := make([]float32, 2*d)
+	sdz, sdzx := kernels.ColSumsPair(o.be, dz, xhat, n, d)
 	for j := 0; j < d; j++ {
-		g[j] = float32(st.sdzx[j])
-		g[d+j] = float32(st.sdz[j])
+		dIn[1][j] = float32(sdzx[j])
+		dIn[2][j] = float32(sdz[j])
 	}
-	return o.out(g), nil
-}
-
-// bnDxOp is dx for inputs y, dy, γ and the packed [dγ; dβ] (inputs for the
-// ordering; dz and the float64 sums behind [dγ; dβ] are read from the state).
-type bnDxOp struct {
-	base
-	fwd bnReLUOp
-}
-
-// Do implements gorgonia.Op.
-func (o bnDxOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 4); err != nil {
-		return nil, err
-	}
-	f := o.fwd
-	n, d, st := f.bd.n, f.d, f.st
-	if _, err := floats(o.id, vals, 0, f.N*d); err != nil {
-		return nil, err
-	}
-	if _, err := floats(o.id, vals, 1, f.N*d); err != nil {
-		return nil, err
-	}
-	g, err := floats(o.id, vals, 2, d)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := floats(o.id, vals, 3, 2*d); err != nil {
-		return nil, err
-	}
-	xhat, inv, dz := st.xhat, st.invStd, st.dz
-	if len(xhat) != n*d || len(dz) != n*d || len(inv) != d || len(st.sdz) != d || len(st.sdzx) != d {
-		return nil, fmt.Errorf("%s: no forward pass recorded for %d×%d rows", o.id, n, d)
-	}
-	dx := f.be.buf(f.N * d)
-	clear(dx[n*d:])
-	if !f.train {
-		f.be.ForEachChunk(n, func(_, lo, hi int) {
+	dx := dIn[0]
+	if !o.train {
+		o.be.ForEachChunk(n, func(_, lo, hi int) {
 			for r := lo; r < hi; r++ {
 				xr, zr := dx[r*d:(r+1)*d], dz[r*d:(r+1)*d]
 				for j := range xr {
@@ -231,15 +137,15 @@ func (o bnDxOp) Do(vals ...G.Value) (G.Value, error) {
 				}
 			}
 		})
-		return o.out(dx), nil
+		return nil
 	}
 	mdz := make([]float32, d)
 	mdzx := make([]float32, d)
 	for j := 0; j < d; j++ {
-		mdz[j] = float32(st.sdz[j] / float64(n))
-		mdzx[j] = float32(st.sdzx[j] / float64(n))
+		mdz[j] = float32(sdz[j] / float64(n))
+		mdzx[j] = float32(sdzx[j] / float64(n))
 	}
-	f.be.ForEachChunk(n, func(_, lo, hi int) {
+	o.be.ForEachChunk(n, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, zr, hr := dx[r*d:(r+1)*d], dz[r*d:(r+1)*d], xhat[r*d:(r+1)*d]
 			for j := range xr {
@@ -247,5 +153,5 @@ func (o bnDxOp) Do(vals ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	return o.out(dx), nil
+	return nil
 }

@@ -57,7 +57,7 @@ func gradThroughGorgonia(t *testing.T, c opCase, r []float32) [][]float32 {
 		s := y.Shape().Clone()
 		rv := tensor.New(tensor.WithShape(s...), tensor.WithBacking(r))
 		rn := G.NewTensor(g, G.Float32, len(s), G.WithShape(s...), G.WithName("probe"), G.WithValue(rv))
-		if cost, err = G.ApplyOp(newDot("probe.dot", s...), y, rn); err != nil {
+		if cost, err = op.Apply(nil, newDot("probe.dot", s...), y, rn); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 	}
@@ -229,37 +229,37 @@ func TestOpGradients(t *testing.T) {
 				shapes: [][]int{{N, d}, {k}, {1}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
 			{name: "softmax", op: op.Adapt(nil, newSoftmax("alpha", k)),
 				in: [][]float32{randFloats(rng, k, 1)}, shapes: [][]int{{k}}, h: 1e-2, tol: 1e-3},
-			{name: "linear", op: newLinear("lin", be, bd, false, N, d, 3),
+			{name: "linear", op: op.Adapt(nil, newLinear("lin", be, bd, false, N, d, 3)),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d*3, 0.5), randFloats(rng, 3, 0.5)},
 				shapes: [][]int{{N, d}, {d, 3}, {3}}, h: 1e-2, tol: 2e-2, zeroFrom: n * 3},
-			{name: "linear graph-level", op: newLinear("readout", be, bd, true, 8, d, 2),
+			{name: "linear graph-level", op: op.Adapt(nil, newLinear("readout", be, bd, true, 8, d, 2)),
 				in:     [][]float32{randFloats(rng, 8*d, 1), randFloats(rng, d*2, 0.5), randFloats(rng, 2, 0.5)},
 				shapes: [][]int{{8, d}, {d, 2}, {2}}, h: 1e-2, tol: 2e-2, zeroFrom: 5 * 2},
-			{name: "encoder labels+attrs", op: newEncoder("enc", be, bd, 4, 2, N, d),
+			{name: "encoder labels+attrs", op: op.Adapt(nil, newEncoder("enc", be, bd, 4, 2, N, d)),
 				in:     [][]float32{randFloats(rng, 4*d, 1), randFloats(rng, 2*d, 1), randFloats(rng, d, 1)},
 				shapes: [][]int{{4, d}, {2, d}, {d}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
-			{name: "encoder labels", op: newEncoder("enc", be, &bdAttrs, 4, 0, N, d),
+			{name: "encoder labels", op: op.Adapt(nil, newEncoder("enc", be, &bdAttrs, 4, 0, N, d)),
 				in: [][]float32{randFloats(rng, 4*d, 1), randFloats(rng, d, 1)}, shapes: [][]int{{4, d}, {d}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
 			// β = 10 keeps every entry far from the ReLU kink: checks the
 			// normalisation (training: through the batch statistics).
-			{name: "batchnorm-relu train", op: newBNReLU("bn", be, bd, st, true, false, N, d),
+			{name: "batchnorm-relu train", op: op.Adapt(nil, newBNReLU("bn", be, bd, st, true, false, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d, 1), constFloats(d, 10)},
 				shapes: [][]int{{N, d}, {d}, {d}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
-			{name: "batchnorm-relu eval", op: newBNReLU("bn", be, bd, stEval, false, false, N, d),
+			{name: "batchnorm-relu eval", op: op.Adapt(nil, newBNReLU("bn", be, bd, stEval, false, false, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d, 1), constFloats(d, 10)},
 				shapes: [][]int{{N, d}, {d}, {d}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
 			// β = 0: about half the entries are cut; a small step (an entry
 			// within h of the kink makes the central difference wrong by
 			// up to |r|/2) checks γ and β through the ReLU mask.
-			{name: "batchnorm-relu kink", op: newBNReLU("bnk", be, bd, st, true, false, N, d),
+			{name: "batchnorm-relu kink", op: op.Adapt(nil, newBNReLU("bnk", be, bd, st, true, false, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7, -1.1}, make([]float32, d)},
 				shapes: [][]int{{N, d}, {d}, {d}}, diff: []bool{false, true, true}, h: 1e-4, tol: 5e-2},
-			{name: "dropout", op: newDropout("drop", 20, 3),
+			{name: "dropout", op: op.Adapt(nil, newDropout("drop", 20, 3)),
 				in:     [][]float32{randFloats(rng, 60, 1), dropMask(rng, 60, 0.3)},
 				shapes: [][]int{{20, 3}, {20, 3}}, diff: []bool{true, false}, h: 1e-2, tol: 1e-3},
-			{name: "cross-entropy", op: newCrossEntropy("ce", bd, 8, 3),
+			{name: "cross-entropy", op: op.Adapt(nil, newCrossEntropy("ce", bd, 8, 3)),
 				in: [][]float32{randFloats(rng, 24, 1)}, shapes: [][]int{{8, 3}}, h: 1e-2, tol: 1e-3},
-			{name: "mse", op: newMSE("mse", bdMSE, 4, 2),
+			{name: "mse", op: op.Adapt(nil, newMSE("mse", bdMSE, 4, 2)),
 				in: [][]float32{randFloats(rng, 8, 1)}, shapes: [][]int{{4, 2}}, h: 1e-2, tol: 1e-3},
 		}
 		for _, kind := range []string{nn.PoolSum, nn.PoolMean, nn.PoolMax} {
@@ -267,7 +267,7 @@ func TestOpGradients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cases = append(cases, opCase{name: "pool " + kind, op: p,
+			cases = append(cases, opCase{name: "pool " + kind, op: op.Adapt(nil, p),
 				in: [][]float32{randFloats(rng, N*d, 1)}, shapes: [][]int{{N, d}}, h: 1e-3, tol: 2e-2, zeroFrom: 5 * d})
 		}
 		for _, c := range cases {
@@ -322,7 +322,7 @@ func TestOpsMatchKernelsBitwise(t *testing.T) {
 	bn.Beta.Uniform(rng, 1)
 	st := &bnStats{RunMean: make([]float64, d), RunVar: constFloat64(d, 1), Momentum: 0.1, Eps: 1e-5}
 	want = bn.Forward(be, x, n, true)
-	got, err := newBNReLU("bn", be, bd, st, true, true, n, d).Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)),
+	got, err := op.Adapt(nil, newBNReLU("bn", be, bd, st, true, true, n, d)).Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)),
 		tensor.New(tensor.WithShape(d), tensor.WithBacking(bn.Gamma.W)), tensor.New(tensor.WithShape(d), tensor.WithBacking(bn.Beta.W)))
 	if err != nil {
 		t.Fatal(err)
@@ -374,11 +374,10 @@ func TestOpIdentity(t *testing.T) {
 	}
 	ops := []G.Op{
 		op.Adapt(nil, newHopAgg("layer1.agg", be, bd, 1, 2, 3)), op.Adapt(nil, newHopAgg("layer2.agg", be, bd, 1, 2, 3)),
-		newLinear("layer1.lin1", be, bd, false, 2, 3, 3), newLinear("layer1.lin2", be, bd, false, 2, 3, 3),
-		newBNReLU("layer1.bn1", be, bd, nil, true, true, 2, 3), newBNReLU("layer1.bn1", be, bd, nil, false, false, 2, 3),
+		op.Adapt(nil, newLinear("layer1.lin1", be, bd, false, 2, 3, 3)), op.Adapt(nil, newLinear("layer1.lin2", be, bd, false, 2, 3, 3)),
+		op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, true, true, 2, 3)), op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, false, false, 2, 3)),
 		op.Adapt(nil, newSoftmax("layer1.alpha", 1)), op.Adapt(nil, newSoftmax("layer2.alpha", 1)),
-		newDropout("readout0.dropout", 2, 1), newDropout("readout1.dropout", 2, 1),
-		newPart("layer1.agg.dalpha", 0, 1), newPart("layer1.agg.deps", 1, 1),
+		op.Adapt(nil, newDropout("readout0.dropout", 2, 1)), op.Adapt(nil, newDropout("readout1.dropout", 2, 1)),
 	}
 	seen := map[uint32]string{}
 	for _, op := range ops {

@@ -49,6 +49,10 @@ type Backend interface {
 	// ForEachChunk runs f on the fixed row chunks [lo,hi) of n rows, in
 	// parallel; f must only write rows lo..hi-1 or chunk-private memory.
 	ForEachChunk(n int, f func(chunk, lo, hi int))
+	// Gemm sets C = alpha·op(A)·op(B) + beta·C on strided row-major
+	// matrices (op transposes when tA, tB), serially: for callers that
+	// parallelise over independent blocks themselves (attention heads).
+	Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 }
 
 // CPU is the pure-Go backend. Threads ≤ 1 runs serially.
@@ -57,6 +61,11 @@ type CPU struct {
 }
 
 var _ Backend = CPU{}
+
+// Gemm implements Backend with this build's GEMM.
+func (CPU) Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
 
 // NumChunks returns the number of ChunkRows chunks covering n rows.
 func NumChunks(n int) int { return (n + ChunkRows - 1) / ChunkRows }
@@ -321,25 +330,9 @@ func Transpose(a data.CSR) data.CSR {
 }
 
 // sumRows sets s = Σ_{v ∈ rows} x_v (rows of width d), adding four rows at
-// a time in a fixed order.
+// a time in a fixed order (sumRowsGo; the AVX2 kernels give the same bits).
 func sumRows(s, x []float32, rows []int32, d int) {
-	s = s[:d]
-	clear(s)
-	r := 0
-	for ; r+4 <= len(rows); r += 4 {
-		x0 := x[int(rows[r])*d : int(rows[r]+1)*d]
-		x1 := x[int(rows[r+1])*d : int(rows[r+1]+1)*d]
-		x2 := x[int(rows[r+2])*d : int(rows[r+2]+1)*d]
-		x3 := x[int(rows[r+3])*d : int(rows[r+3]+1)*d]
-		x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
-		for j, v := range x0 {
-			s[j] += (v + x1[j]) + (x2[j] + x3[j])
-		}
-	}
-	for ; r < len(rows); r++ {
-		xr := x[int(rows[r])*d : int(rows[r]+1)*d]
-		for j, v := range xr {
-			s[j] += v
-		}
+	if !sumRowsAVX2(s, x, rows, d) {
+		sumRowsGo(s, x, rows, d, d)
 	}
 }

@@ -38,3 +38,10 @@ func axpyRow(c, a []float32, astride, k int, b []float32, ldb int) {
 		axpyRowGo(c[j:], a, astride, k, b[j:], ldb)
 	}
 }
+
+// dotRow8 adds to c[0:8] the dot products of x with the 8 rows of W whose
+// transpose wt holds (row stride ldw), in gonum's DotUnitary order for rows
+// of W with p elements before 16-byte alignment: len = p+16·nb+4·t4+t1.
+//
+//go:noescape
+func dotRow8(c, x, wt *float32, ldw, p, nb, t4, t1 int)

@@ -1,5 +1,10 @@
 package kernels
 
+import (
+	"sync"
+	"unsafe"
+)
+
 // sgemmExact computes C = op(A)·B + beta·C for op(A) = A (tA false) or Aᵀ,
 // B not transposed and alpha = 1, with the same additions in the same order
 // and the same roundings as gonum's Sgemm, so the bits are the same:
@@ -10,10 +15,16 @@ package kernels
 // loading and storing C for every l; here each row of C stays in
 // registers over the whole l loop (AVX2 row kernels on amd64).
 //
-// It reports false, doing nothing, where it does not apply (no AVX2, B
+// For C = A·Bᵀ (tB, not tA) it reproduces gonum's dot products instead
+// (sgemmExactNT).
+//
+// It reports false, doing nothing, where it does not apply (no AVX2, both
 // transposed, alpha ≠ 1, or slices shorter than the shapes need, which
 // gonum then reports); the caller then uses gonum.
 func sgemmExact(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
+	if tB && !tA {
+		return sgemmExactNT(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
 	if !haveAVX2 || tB || alpha != 1 || m <= 0 || n <= 0 || k < 0 || ldb < n || ldc < n {
 		return false
 	}
@@ -32,18 +43,7 @@ func sgemmExact(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	if k == 0 && beta == 1 {
 		return true
 	}
-	if beta != 1 {
-		for i := 0; i < m; i++ {
-			ci := c[i*ldc : i*ldc+n]
-			if beta == 0 {
-				clear(ci)
-				continue
-			}
-			for j := range ci {
-				ci[j] *= beta
-			}
-		}
-	}
+	scaleC(m, n, beta, c, ldc)
 	if k == 0 {
 		return true
 	}
@@ -67,4 +67,150 @@ func axpyRowGo(c, a []float32, astride, k int, b []float32, ldb int) {
 			c[j] += float32(v * bv)
 		}
 	}
+}
+
+// scaleC zeroes (beta = 0) or scales (beta ≠ 1) the m×n matrix c, as
+// gonum's Sgemm does before adding products.
+func scaleC(m, n int, beta float32, c []float32, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := 0; i < m; i++ {
+		ci := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(ci)
+			continue
+		}
+		for j := range ci {
+			ci[j] *= beta
+		}
+	}
+}
+
+// gonum's Sgemm splits the inner dimension into blocks of gonumBlock when
+// it runs in parallel, which it does from gonumMinParBlocks output blocks
+// of gonumBlock×gonumBlock on (gonum/blas/gonum: blockSize, minParBlock).
+const (
+	gonumBlock        = 64
+	gonumMinParBlocks = 4
+)
+
+// wtPool holds the transposes of B that sgemmExactNT reads.
+var wtPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// sgemmExactNT computes C = A·Bᵀ + beta·C (alpha = 1) bit for bit as
+// gonum's Sgemm does: C[i,j] += DotUnitary(A[i,:], B[j,:]), whose SSE
+// summation order depends on where B's row starts relative to a 16-byte
+// boundary (dotUnitaryGo spells it out). Eight columns j at a time run
+// through dotRow8 over a transposed copy of B, the rest through
+// dotUnitaryGo. It declines (false) where gonum would split the dot
+// products (inner dimension above 64 in its parallel mode), where rows
+// of B differ in alignment (ldb not a multiple of 4), and without AVX2.
+func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
+	if !haveAVX2 || alpha != 1 || m <= 0 || n <= 0 || k < 0 || lda < max(k, 1) || ldb < max(k, 1) || ldb%4 != 0 || ldc < n {
+		return false
+	}
+	if k > gonumBlock && blocks(m)*blocks(n) >= gonumMinParBlocks {
+		return false
+	}
+	if (k > 0 && (len(a) < (m-1)*lda+k || len(b) < (n-1)*ldb+k)) || len(c) < (m-1)*ldc+n {
+		return false
+	}
+	if k == 0 && beta == 1 {
+		return true
+	}
+	scaleC(m, n, beta, c, ldc)
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			for j, v := range c[i*ldc : i*ldc+n] {
+				c[i*ldc+j] = v + 0 // gonum adds the empty dot product
+			}
+		}
+		return true
+	}
+	p := alignPrefix(&b[0], k)
+	rem := k - p
+	nb, t4, t1 := rem/16, rem%16/4, rem%4
+	n8 := n / 8 * 8
+	if n8 > 0 {
+		bufp := wtPool.Get().(*[]float32)
+		if cap(*bufp) < k*n8 {
+			*bufp = make([]float32, k*n8)
+		}
+		wt := (*bufp)[:k*n8]
+		for j := 0; j < n8; j++ {
+			for t, v := range b[j*ldb : j*ldb+k] {
+				wt[t*n8+j] = v
+			}
+		}
+		for i := 0; i < m; i++ {
+			for j := 0; j < n8; j += 8 {
+				dotRow8(&c[i*ldc+j], &a[i*lda], &wt[j], n8, p, nb, t4, t1)
+			}
+		}
+		wtPool.Put(bufp)
+	}
+	for i := 0; i < m; i++ {
+		for j := n8; j < n; j++ {
+			c[i*ldc+j] += dotUnitaryGo(a[i*lda:i*lda+k], b[j*ldb:j*ldb+k], p)
+		}
+	}
+	return true
+}
+
+func blocks(d int) int { return (d + gonumBlock - 1) / gonumBlock }
+
+// alignPrefix is the number of elements DotUnitary handles one by one
+// before y reaches a 16-byte boundary (at most k).
+func alignPrefix(y *float32, k int) int {
+	off := int(uintptr(unsafe.Pointer(y)) & 15)
+	if off == 0 {
+		return 0
+	}
+	return min((16-off)/4, k)
+}
+
+// dotUnitaryGo is gonum's DotUnitary (amd64 SSE) in Go, for a y whose first
+// p elements precede a 16-byte boundary: partial sums s0..s7, the first p
+// products into s0, then blocks of 16 elements (element e of a block into
+// s[e mod 8]), s0..3 += s4..7 if there was a block, groups of 4 into
+// s0..3, the last products into s0, and (s0+s1)+(s2+s3). Products are
+// rounded before they are added.
+func dotUnitaryGo(x, y []float32, p int) float32 {
+	var s [8]float32
+	i := 0
+	for ; i < p; i++ {
+		s[0] += float32(x[i] * y[i])
+	}
+	nb := (len(x) - i) / 16
+	for ; nb > 0; nb-- {
+		for e := 0; e < 16; e++ {
+			s[e%8] += float32(x[i+e] * y[i+e])
+		}
+		i += 16
+	}
+	if (len(x)-p)/16 > 0 {
+		for q := 0; q < 4; q++ {
+			s[q] += s[q+4]
+		}
+	}
+	for ; i+4 <= len(x); i += 4 {
+		for q := 0; q < 4; q++ {
+			s[q] += float32(x[i+q] * y[i+q])
+		}
+	}
+	for ; i < len(x); i++ {
+		s[0] += float32(x[i] * y[i])
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+// GEMMKernels names the kernels that compute the default build's GEMMs in
+// place of gonum, with gonum's bits ("" when there are none: another
+// architecture, a CPU without AVX2, or -tags purego).
+func GEMMKernels() string {
+	if haveAVX2 {
+		return "AVX2 (Go assembly)"
+	}
+	return ""
 }

@@ -183,7 +183,8 @@ func TestSgemmExactDeclines(t *testing.T) {
 		name string
 		ok   bool
 	}{
-		{"transposed b", sgemmExact(false, true, 4, 4, 4, 1, a, 4, b, 4, 0, c, 4)},
+		{"both transposed", sgemmExact(true, true, 4, 4, 4, 1, a, 4, b, 4, 0, c, 4)},
+		{"ldb not a multiple of 4", sgemmExact(false, true, 3, 3, 3, 1, a, 3, b, 5, 0, c, 3)},
 		{"alpha 2", sgemmExact(false, false, 4, 4, 4, 2, a, 4, b, 4, 0, c, 4)},
 		{"short a", sgemmExact(false, false, 4, 4, 5, 1, a, 5, b, 4, 0, c, 4)},
 		{"short c", sgemmExact(false, false, 5, 4, 4, 1, a, 4, b, 4, 0, c, 4)},
@@ -246,5 +247,89 @@ func BenchmarkSgemm(b *testing.B) {
 			}
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// TestSgemmExactNTMatchesGonum checks C = A·Bᵀ bit for bit against gonum's
+// Sgemm for every alignment of B's rows, inner dimensions around the
+// 16-element blocks and column counts around the 8-column kernel.
+func TestSgemmExactNTMatchesGonum(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no AVX2 kernels in this build or on this CPU: sgemm is gonum's")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, k := range []int{0, 1, 2, 3, 4, 5, 15, 16, 17, 19, 35, 64, 68, 100} {
+		for _, n := range []int{1, 7, 8, 9, 64, 67, 130} {
+			for _, m := range []int{1, 5, 128} {
+				for shift := 0; shift < 4; shift++ {
+					for _, beta := range []float32{0, 1, -0.5} {
+						ldb := (k + 3) / 4 * 4
+						if ldb == 0 {
+							ldb = 4
+						}
+						lda := max(k, 1) + shift
+						a := make([]float32, m*lda)
+						bb := make([]float32, shift+n*ldb)[shift:] // rows start shift elements off 16 bytes
+						c0 := make([]float32, m*n)
+						for i := range a {
+							a[i] = float32(rng.NormFloat64())
+						}
+						for i := range bb {
+							bb[i] = float32(rng.NormFloat64())
+						}
+						for i := range c0 {
+							c0[i] = float32(rng.NormFloat64())
+							if i%7 == 0 {
+								c0[i] = float32(math.Copysign(0, -1))
+							}
+						}
+						want := append([]float32(nil), c0...)
+						impl.Sgemm(blas.NoTrans, blas.Trans, m, n, k, 1, a, lda, bb, ldb, beta, want, n)
+						got := append([]float32(nil), c0...)
+						name := fmt.Sprintf("m=%d n=%d k=%d shift=%d beta=%g", m, n, k, shift, beta)
+						if !sgemmExact(false, true, m, n, k, 1, a, lda, bb, ldb, beta, got, n) {
+							if k > gonumBlock && blocks(m)*blocks(n) >= gonumMinParBlocks {
+								continue // gonum splits these dot products: left to it
+							}
+							t.Fatalf("%s: declined", name)
+						}
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%s: c[%d] = %v, gonum %v", name, i, got[i], want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDotUnitaryGo checks the Go spelling of gonum's dot product against
+// gonum (Sdot with unit strides is DotUnitary) and a float64 reference.
+func TestDotUnitaryGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for k := 0; k < 70; k++ {
+		for shift := 0; shift < 4; shift++ {
+			x := make([]float32, k)
+			y := make([]float32, k+shift)[shift:]
+			ref, mag := 0.0, 0.0
+			for i := range x {
+				x[i], y[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+				ref += float64(x[i]) * float64(y[i])
+				mag += math.Abs(float64(x[i]) * float64(y[i]))
+			}
+			var p int
+			if k > 0 {
+				p = alignPrefix(&y[0], k)
+			}
+			got := dotUnitaryGo(x, y, p)
+			if want := impl.Sdot(k, x, 1, y, 1); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("k=%d shift=%d: %v, gonum %v", k, shift, got, want)
+			}
+			if math.Abs(float64(got)-ref) > float64(k+1)*6e-8*mag {
+				t.Fatalf("k=%d shift=%d: %v, float64 reference %v", k, shift, got, ref)
+			}
+		}
 	}
 }

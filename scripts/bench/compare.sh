@@ -2,8 +2,9 @@
 # Trains one epoch of SPN k = 5, 5 layers, hidden 64, batch 32 on PROTEINS,
 # NCI1 and 3-Prox (1000 graphs) with `spn bench` and with the PyTorch CPU
 # reference scripts/bench/torch_spn.py, alternating the two per workload in
-# one run (so both see the same machine load), and prints graphs/s, peak
-# RSS and the ratio spn / PyTorch per workload.
+# one run (so both see the same machine load), and prints graphs/s,
+# graphs per CPU-second (steadier on a shared machine), peak RSS and the
+# ratios spn / PyTorch per workload.
 #
 # Usage: scripts/bench/compare.sh [WORKLOAD...]     (default PROTEINS NCI1 prox)
 #
@@ -49,18 +50,23 @@ def runs(w, who):
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
 first = runs(workloads[0], "spn")[0]
 print(f"machine: {cpu}, {sum(1 for l in open('/proc/cpuinfo') if l.startswith('processor'))} CPUs, load average {open('/proc/loadavg').read().split()[0]}")
-print(f"spn: GEMM {first['gemm']}, {first['threads']} threads, {first['go_version']}; "
+gemm = first["gemm"]
+if first.get("gemm_kernels") and not gemm.startswith("OpenBLAS"):
+    gemm += f" with {first['gemm_kernels']} kernels"
+print(f"spn: GEMM {gemm}, {first['threads']} threads, {first['go_version']}; "
       f"PyTorch {runs(workloads[0], 'torch')[0]['torch']}, {runs(workloads[0], 'torch')[0]['threads']} threads; "
       f"median of {rounds} run(s) each, alternating")
 print()
-print("| workload | PyTorch CPU graphs/s | spn graphs/s | spn / PyTorch | PyTorch peak RSS MB | spn peak RSS MB |")
-print("|---|---|---|---|---|---|")
+print("| workload | PyTorch graphs/s | spn graphs/s | spn / PyTorch | PyTorch graphs/CPU-s | spn graphs/CPU-s | spn / PyTorch per CPU-s | PyTorch peak RSS MB | spn peak RSS MB |")
+print("|---|---|---|---|---|---|---|---|---|")
 for w in workloads:
     s, t = runs(w, "spn"), runs(w, "torch")
     sg = statistics.median(r["workloads"][0]["graphs_per_second"] for r in s)
     tg = statistics.median(r["graphs_per_second"] for r in t)
+    sc = statistics.median(r["workloads"][0]["graphs_per_cpu_second"] for r in s)
+    tc = statistics.median(r["graphs_per_cpu_second"] for r in t)
     sm = statistics.median(r["workloads"][0]["peak_rss_mb"] for r in s)
     tm = statistics.median(r["peak_rss_mb"] for r in t)
     name = s[0]["workloads"][0]["workload"]
-    print(f"| {name} | {tg:.0f} | {sg:.0f} | {sg / tg:.1f}× | {tm:.0f} | {sm:.0f} |")
+    print(f"| {name} | {tg:.0f} | {sg:.0f} | {sg / tg:.1f}× | {tc:.0f} | {sc:.0f} | {sc / tc:.1f}× | {tm:.0f} | {sm:.0f} |")
 EOF

@@ -206,7 +206,7 @@ func HopWeights(runs []selectstage.TrainRun, layers []int, f schema.Figure) (*Da
 	if err := selectstage.SamePoint(runs); err != nil {
 		return nil, err
 	}
-	out := &Data{XLabel: "hop i", YLabel: "α_i"}
+	out := &Data{XLabel: "hop i", YLabel: "hop weight α_i"}
 	header := []string{"layer", "hop", "mean", "std", "runs"}
 	if len(f.Paper) > 0 {
 		header = append(header, "paper")

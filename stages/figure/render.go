@@ -70,9 +70,15 @@ func plots(d *Data) ([]*plot.Plot, error) {
 		p.X.Label.Text = d.XLabel
 		p.Y.Label.Text = d.YLabel
 		p.Legend.Top = true
-		w := vg.Points(18 / float64(max(len(pn.Series), 1)))
+		w := vg.Points(10 / float64(max(len(pn.Series), 1)))
 		if len(pn.Series) > 0 && len(pn.Series[0].X) > 8 {
-			w = vg.Points(9 / float64(max(len(pn.Series), 1)))
+			w = vg.Points(8 / float64(max(len(pn.Series), 1)))
+		}
+		top := 0.0
+		for _, s := range pn.Series {
+			for _, y := range s.Y {
+				top = max(top, y)
+			}
 		}
 		for i, s := range pn.Series {
 			if len(s.X) == 0 {
@@ -97,6 +103,9 @@ func plots(d *Data) ([]*plot.Plot, error) {
 		}
 		p.X.Tick.Marker = ticks
 		p.Y.Min = 0
+		if top > 0 {
+			p.Y.Max = top * 1.3 // room for the legend above the bars
+		}
 		out = append(out, p)
 	}
 	return out, nil
@@ -190,8 +199,8 @@ func barWidth(p Panel) string {
 
 // texLabel writes the Greek α of axis labels in math mode.
 func texLabel(s string) string {
-	if s == "α_i" {
-		return "$\\alpha_i$"
+	if s == "hop weight α_i" {
+		return "hop weight $\\alpha_i$"
 	}
 	return texEscape(s)
 }

@@ -132,7 +132,11 @@ func printMatrix(w io.Writer, m Matrix) error {
 	}
 	var notes []string
 	if anyBest {
-		notes = append(notes, "* best in column")
+		if m.Best == BestRow {
+			notes = append(notes, "* best in row")
+		} else {
+			notes = append(notes, "* best in column")
+		}
 	}
 	notes = append(notes, m.Notes...)
 	if m.Caption != "" {

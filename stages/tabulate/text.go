@@ -26,6 +26,9 @@ type Matrix struct {
 	Rows   []MatrixRow `json:"rows"`
 	// Notes are the footnotes (cited sources), in marker order.
 	Notes []string `json:"notes,omitempty"`
+	// Best is "row" when bold values are the best of each row (empty:
+	// of each column).
+	Best string `json:"best,omitempty"`
 }
 
 // MatrixRow is one printed row.
@@ -80,6 +83,9 @@ func (g *grid) notes() []string {
 func (g *grid) matrix(bold func(string) string) Matrix {
 	t := g.t
 	m := Matrix{SPNTable: MatrixVersion, Name: t.Name, Title: t.Title, Caption: t.Caption, Style: t.Style, Notes: g.notes()}
+	if t.Best == BestRow {
+		m.Best = BestRow
+	}
 	if t.Style == StyleCompare {
 		m.Header = []string{"", "", "Paper", "Ours", "Δ", "Within std"}
 		first := true

@@ -117,7 +117,7 @@ func TestHoldoutDeterministic(t *testing.T) {
 	if err := (Kind{}).Run(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
-	m, err := models.LoadCheckpoint(filepath.Join(j.Dir, stages.FileModel), models.NewRegistry(), kernels.CPU{Threads: 1})
+	m, err := models.LoadCheckpoint(filepath.Join(j.Dir, stages.FileModel), models.HandWritten(), kernels.CPU{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,9 +216,9 @@ func TestErrors(t *testing.T) {
 // registry it is given.
 func TestKindUsesItsRegistry(t *testing.T) {
 	in := inputs(t)
-	k := Kind{Models: models.Registry{"gin": models.NewGIN}}
+	k := Kind{Models: models.NewRegistry(models.HandWritten()["gin"])}
 	err := k.Run(context.Background(), job(t, stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy"}, in))
-	if err == nil || !strings.Contains(err.Error(), `model.kind "spn" is unknown to this model registry (have [gin])`) {
+	if err == nil || !strings.Contains(err.Error(), `model kind "spn" is not built by this spn (have [gin])`) {
 		t.Fatalf("err = %v, want the registry's unknown-kind error", err)
 	}
 	if err := k.Run(context.Background(), job(t, stages.TrainParams{Role: stages.RoleHoldout, Point: point("gin", 1), Metric: "accuracy"}, in)); err != nil {

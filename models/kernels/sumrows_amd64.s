@@ -1,0 +1,167 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Row-sum kernels of sumRows (cpu.go), W = 64 or 8 columns: s[0:W] =
+// Σ_{v ∈ rows} x[v·ld : v·ld+W] in sumRows' order: rows four at a time as
+// s += (x0+x1) + (x2+x3), then one at a time, from s = 0. Each column is
+// one lane, so the bits are those of the Go loop; s stays in registers.
+
+// func sumRows64(s, x *float32, rows *int32, n, ld int)
+TEXT ·sumRows64(SB), NOSPLIT, $0-40
+	MOVQ s+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ rows+16(FP), BX
+	MOVQ n+24(FP), CX
+	MOVQ ld+32(FP), R9
+	SHLQ $2, R9 // row stride in bytes
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+sumRows64_quad:
+	CMPQ CX, $4
+	JLT sumRows64_single
+	MOVLQSX 0(BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R10
+	MOVLQSX 4(BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R11
+	MOVLQSX 8(BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R12
+	MOVLQSX 12(BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R13
+	VMOVUPS 0(R10), Y9
+	VADDPS 0(R11), Y9, Y9
+	VMOVUPS 0(R12), Y10
+	VADDPS 0(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y1, Y1
+	VMOVUPS 32(R10), Y9
+	VADDPS 32(R11), Y9, Y9
+	VMOVUPS 32(R12), Y10
+	VADDPS 32(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y2, Y2
+	VMOVUPS 64(R10), Y9
+	VADDPS 64(R11), Y9, Y9
+	VMOVUPS 64(R12), Y10
+	VADDPS 64(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y3, Y3
+	VMOVUPS 96(R10), Y9
+	VADDPS 96(R11), Y9, Y9
+	VMOVUPS 96(R12), Y10
+	VADDPS 96(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y4, Y4
+	VMOVUPS 128(R10), Y9
+	VADDPS 128(R11), Y9, Y9
+	VMOVUPS 128(R12), Y10
+	VADDPS 128(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y5, Y5
+	VMOVUPS 160(R10), Y9
+	VADDPS 160(R11), Y9, Y9
+	VMOVUPS 160(R12), Y10
+	VADDPS 160(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y6, Y6
+	VMOVUPS 192(R10), Y9
+	VADDPS 192(R11), Y9, Y9
+	VMOVUPS 192(R12), Y10
+	VADDPS 192(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y7, Y7
+	VMOVUPS 224(R10), Y9
+	VADDPS 224(R11), Y9, Y9
+	VMOVUPS 224(R12), Y10
+	VADDPS 224(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y8, Y8
+	ADDQ $16, BX
+	SUBQ $4, CX
+	JMP sumRows64_quad
+sumRows64_single:
+	TESTQ CX, CX
+	JZ sumRows64_store
+	MOVLQSX (BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R10
+	VADDPS 0(R10), Y1, Y1
+	VADDPS 32(R10), Y2, Y2
+	VADDPS 64(R10), Y3, Y3
+	VADDPS 96(R10), Y4, Y4
+	VADDPS 128(R10), Y5, Y5
+	VADDPS 160(R10), Y6, Y6
+	VADDPS 192(R10), Y7, Y7
+	VADDPS 224(R10), Y8, Y8
+	ADDQ $4, BX
+	DECQ CX
+	JMP sumRows64_single
+sumRows64_store:
+	VMOVUPS Y1, 0(DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	VMOVUPS Y5, 128(DI)
+	VMOVUPS Y6, 160(DI)
+	VMOVUPS Y7, 192(DI)
+	VMOVUPS Y8, 224(DI)
+	VZEROUPPER
+	RET
+
+// func sumRows8(s, x *float32, rows *int32, n, ld int)
+TEXT ·sumRows8(SB), NOSPLIT, $0-40
+	MOVQ s+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ rows+16(FP), BX
+	MOVQ n+24(FP), CX
+	MOVQ ld+32(FP), R9
+	SHLQ $2, R9 // row stride in bytes
+	VXORPS Y1, Y1, Y1
+sumRows8_quad:
+	CMPQ CX, $4
+	JLT sumRows8_single
+	MOVLQSX 0(BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R10
+	MOVLQSX 4(BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R11
+	MOVLQSX 8(BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R12
+	MOVLQSX 12(BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R13
+	VMOVUPS 0(R10), Y9
+	VADDPS 0(R11), Y9, Y9
+	VMOVUPS 0(R12), Y10
+	VADDPS 0(R13), Y10, Y10
+	VADDPS Y10, Y9, Y9
+	VADDPS Y9, Y1, Y1
+	ADDQ $16, BX
+	SUBQ $4, CX
+	JMP sumRows8_quad
+sumRows8_single:
+	TESTQ CX, CX
+	JZ sumRows8_store
+	MOVLQSX (BX), AX
+	IMULQ R9, AX
+	LEAQ (SI)(AX*1), R10
+	VADDPS 0(R10), Y1, Y1
+	ADDQ $4, BX
+	DECQ CX
+	JMP sumRows8_single
+sumRows8_store:
+	VMOVUPS Y1, 0(DI)
+	VZEROUPPER
+	RET

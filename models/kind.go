@@ -1,0 +1,103 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/schema"
+)
+
+// Kind is one model architecture (model.kind): the one place that knows
+// its name, its configuration constraints beyond the field ranges of its
+// CUE definition, and how to build it. Schema checks (spn vet, plan),
+// training, prediction and checkpoints all consult the Kind of a model
+// through a Registry.
+type Kind interface {
+	// Name is the model.kind value of specs.
+	Name() string
+	// Check returns the problems of model section m for a dataset that
+	// declares d (d.KMax ≤ 0: kmax not known, skip that check; !d.Known:
+	// its inputs not known, skip those checks), each naming its field.
+	Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError
+	// New builds the model for cfg (which has passed Check); all random
+	// initialisation and dropout derive from seed.
+	New(cfg Config, seed uint64, be kernels.Backend) (Model, error)
+}
+
+// Registry holds the model kinds by name.
+type Registry map[string]Kind
+
+// NewRegistry returns the registry of kinds (a later kind of the same
+// name replaces an earlier one).
+func NewRegistry(kinds ...Kind) Registry {
+	r := Registry{}
+	for _, k := range kinds {
+		r[k.Name()] = k
+	}
+	return r
+}
+
+// Names returns the kind names, sorted.
+func (r Registry) Names() []string {
+	ns := make([]string, 0, len(r))
+	for n := range r {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// Lookup returns the kind called name.
+func (r Registry) Lookup(name string) (Kind, error) {
+	k, ok := r[name]
+	if !ok {
+		return nil, fmt.Errorf("model.kind %q is unknown to this model registry (have %v)", name, r.Names())
+	}
+	return k, nil
+}
+
+// CheckModel implements schema.ModelChecker: the problems of m's kind
+// (an unknown kind is one, on field kind).
+func (r Registry) CheckModel(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+	k, ok := r[m.Kind]
+	if !ok {
+		return []schema.FieldError{{Field: "kind", Msg: fmt.Sprintf("model kind %q is not built by this spn (have %v)", m.Kind, r.Names())}}
+	}
+	return k.Check(m, d)
+}
+
+// New checks cfg.Model against its kind and builds the model.
+func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
+	k, err := r.Lookup(cfg.Model.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if errs := k.Check(cfg.Model, ConfigInfo(cfg)); len(errs) > 0 {
+		es := make([]error, len(errs))
+		for i, e := range errs {
+			es[i] = e
+		}
+		return nil, errors.Join(es...)
+	}
+	if be == nil {
+		return nil, fmt.Errorf("model.kind %q: nil kernel backend", cfg.Model.Kind)
+	}
+	return k.New(cfg, seed, be)
+}
+
+// InfoFor returns what dataset ds provides, with hop sets precomputed up
+// to kmax (0: not known): the properties the model kinds check.
+func InfoFor(ds *data.Dataset, kmax int) schema.DatasetInfo {
+	return schema.DatasetInfo{Kind: ds.Name, Known: true, KMax: kmax, Relations: ds.NumEdgeTypes,
+		EdgeFeatures: len(ds.EdgeFeatVocab) > 0, NodeCategories: len(ds.NodeCatVocab) > 0}
+}
+
+// ConfigInfo returns what the dataset a model was configured for provides
+// (cfg's relation count and vocabularies; kmax not known).
+func ConfigInfo(cfg Config) schema.DatasetInfo {
+	return schema.DatasetInfo{Known: true, Relations: cfg.NumEdgeTypes,
+		EdgeFeatures: len(cfg.EdgeFeatVocab) > 0, NodeCategories: len(cfg.NodeCatVocab) > 0}
+}

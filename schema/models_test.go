@@ -1,0 +1,25 @@
+package schema_test
+
+import (
+	"testing"
+
+	"github.com/spn-project/spn/models/gg"
+	"github.com/spn-project/spn/schema"
+)
+
+func init() { schema.SetTestModels(gg.Kinds()) }
+
+// TestModelKindsMatchSchema checks that the Go registry of model kinds and
+// the schema's #Model union name the same kinds.
+func TestModelKindsMatchSchema(t *testing.T) {
+	got := gg.Kinds().Names()
+	want := schema.ModelKinds()
+	if len(got) != len(want) {
+		t.Fatalf("registry kinds %v, schema kinds %v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("registry kinds %v, schema kinds %v", got, want)
+		}
+	}
+}
