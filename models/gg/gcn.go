@@ -67,10 +67,10 @@ type Competitor struct {
 	degEmb  *nn.Param // graphormer: (MaxDegree+1) × d
 	mlp     []*mlpLayer
 	tf      []*tfLayer
-	// check validates batches and returns the aggregated sets (the
-	// adjacency, or N_1..N_max_dist for Graphormer); it is never run.
-	check *Model
-	gd    *graphData
+	// need are the aggregated sets: the adjacency, or N_1..N_max_dist for
+	// Graphormer.
+	need hopNeed
+	gd   *graphData
 }
 
 var _ models.Model = (*Competitor)(nil)
@@ -94,13 +94,9 @@ func NewCompetitor(cfg models.Config, seed uint64, be kernels.Backend) (*Competi
 	// The cache of a competitor is bounded by MaxCachedGraphs only.
 	md := &Competitor{engine: newEngine(cfg, seed, be, math.MaxInt), kind: m.Kind, heads: m.Heads, maxDist: m.MaxDist, gd: &graphData{}}
 	md.arch = md
-	ck := cfg
+	md.need = hopNeed{adj: true, k: 1}
 	if m.Kind == KindGraphormer {
-		ck.Model.K = md.maxDist
-		md.check = &Model{engine: engine{cfg: ck}}
-	} else {
-		ck.Model.K = 1
-		md.check = &Model{engine: engine{cfg: ck}, useAdj: true}
+		md.need = hopNeed{k: md.maxDist}
 	}
 
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
@@ -183,13 +179,13 @@ func (m *Competitor) checkBatch(b *data.Batch, o buildOpts) error {
 	if b != nil && m.kind == KindGraphormer && len(b.Hop) < m.maxDist {
 		return fmt.Errorf("batch carries %d hop sets, graphormer needs N_1..N_%d (model.max_dist = %d; the dataset's kmax must be at least max_dist)", len(b.Hop), m.maxDist, m.maxDist)
 	}
-	return m.check.checkBatch(b, o)
+	return checkBatch(m.cfg, m.need, b, o)
 }
 
 // prepare implements arch: the checked hop sets, and the graph data of
 // the batch (degrees, and Graphormer's distance buckets).
 func (m *Competitor) prepare(b *data.Batch) ([]data.CSR, error) {
-	hops, err := m.check.hopSets(b)
+	hops, err := m.need.sets(b)
 	if err != nil {
 		return nil, err
 	}

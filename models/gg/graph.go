@@ -256,12 +256,12 @@ func (p *program) accumulate(ps []*nn.Param) error {
 	return nil
 }
 
-// hopSets returns the hop sets N_1..N_k the model aggregates over (the
-// adjacency for GIN), checked against the batch.
-func (m *Model) hopSets(b *data.Batch) ([]data.CSR, error) {
-	k := m.cfg.Model.K
+// sets returns the neighbourhoods of b the model aggregates over (N_1..N_k,
+// or the adjacency), checked against the batch.
+func (h hopNeed) sets(b *data.Batch) ([]data.CSR, error) {
+	k := h.k
 	hops := []data.CSR{b.Adj}
-	if !m.useAdj {
+	if !h.adj {
 		if len(b.Hop) < k {
 			return nil, fmt.Errorf("batch carries %d hop sets, model needs k = %d", len(b.Hop), k)
 		}
@@ -275,9 +275,24 @@ func (m *Model) hopSets(b *data.Batch) ([]data.CSR, error) {
 	return hops, nil
 }
 
-// checkBatch verifies the batch against the model's inputs.
+// hopNeed is which neighbourhoods a model aggregates over: the adjacency
+// (adj) or the hop sets N_1..N_k.
+type hopNeed struct {
+	adj bool
+	k   int
+}
+
+// need returns the neighbourhoods m aggregates over.
+func (m *Model) need() hopNeed { return hopNeed{adj: m.useAdj, k: m.cfg.Model.K} }
+
+// checkBatch implements arch.
 func (m *Model) checkBatch(b *data.Batch, o buildOpts) error {
-	c := m.cfg
+	return checkBatch(m.cfg, m.need(), b, o)
+}
+
+// checkBatch verifies batch b against the inputs of a model of
+// configuration c reading the neighbourhoods need.
+func checkBatch(c models.Config, need hopNeed, b *data.Batch, o buildOpts) error {
 	if b == nil {
 		return fmt.Errorf("nil batch")
 	}
@@ -324,7 +339,7 @@ func (m *Model) checkBatch(b *data.Batch, o buildOpts) error {
 	if o.seed != nil && len(o.seed) != b.NumGraphs*c.Out {
 		return fmt.Errorf("output gradient has %d values, want %d", len(o.seed), b.NumGraphs*c.Out)
 	}
-	_, err := m.hopSets(b)
+	_, err := need.sets(b)
 	return err
 }
 

@@ -30,8 +30,8 @@ const (
 // and runtime are the engine's (as SPN's).
 type Typed struct {
 	engine
-	kind  string
-	check *Model // the SPN checks of node inputs, targets and hop sets
+	kind string
+	need hopNeed // the hop sets N_1..N_k (SPN's batch checks)
 	// atom is OGB's AtomEncoder (one table per categorical node feature
 	// column, stacked), nil without categorical node features.
 	atom    *nn.Param
@@ -102,7 +102,7 @@ func NewTyped(cfg models.Config, seed uint64, be kernels.Backend) (*Typed, error
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
 	md := &Typed{engine: newEngine(cfg, seed, be, MaxCachedFloats), kind: m.Kind}
 	md.arch = md
-	md.check = &Model{engine: engine{cfg: cfg}}
+	md.need = hopNeed{k: cfg.Model.K}
 	d := m.Hidden
 	md.enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	if len(cfg.NodeCatVocab) > 0 {
@@ -225,7 +225,7 @@ func (m *Typed) gradParams(p *program) []*nn.Param { return p.boundParams() }
 // checkBatch implements arch: SPN's checks, then the relations (R-SPN) or
 // the edge features (E-SPN) and the categorical node features.
 func (m *Typed) checkBatch(b *data.Batch, o buildOpts) error {
-	if err := m.check.checkBatch(b, o); err != nil {
+	if err := checkBatch(m.cfg, m.need, b, o); err != nil {
 		return err
 	}
 	c := m.cfg
@@ -272,7 +272,7 @@ func checkCategories(x []int32, vocab []int) error {
 
 // prepare implements arch: the hop sets, and the typed data of the batch.
 func (m *Typed) prepare(b *data.Batch) ([]data.CSR, error) {
-	hops, err := m.check.hopSets(b)
+	hops, err := m.need.sets(b)
 	if err != nil {
 		return nil, err
 	}
