@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/schema"
 )
@@ -17,10 +18,10 @@ import (
 type Kind interface {
 	// Name is the model.kind value of specs.
 	Name() string
-	// Check returns the problems of model section m for a dataset whose
-	// hop sets are precomputed up to kmax (kmax ≤ 0: not known, skip the
-	// dataset checks), each naming its field.
-	Check(m schema.Model, kmax int) []schema.FieldError
+	// Check returns the problems of model section m for a dataset that
+	// declares d (d.KMax ≤ 0: kmax not known, skip that check; !d.Known:
+	// its inputs not known, skip those checks), each naming its field.
+	Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError
 	// New builds the model for cfg (which has passed Check); all random
 	// initialisation and dropout derive from seed.
 	New(cfg Config, seed uint64, be kernels.Backend) (Model, error)
@@ -60,12 +61,12 @@ func (r Registry) Lookup(name string) (Kind, error) {
 
 // CheckModel implements schema.ModelChecker: the problems of m's kind
 // (an unknown kind is one, on field kind).
-func (r Registry) CheckModel(m schema.Model, kmax int) []schema.FieldError {
+func (r Registry) CheckModel(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 	k, ok := r[m.Kind]
 	if !ok {
 		return []schema.FieldError{{Field: "kind", Msg: fmt.Sprintf("model kind %q is not built by this spn (have %v)", m.Kind, r.Names())}}
 	}
-	return k.Check(m, kmax)
+	return k.Check(m, d)
 }
 
 // New checks cfg.Model against its kind and builds the model.
@@ -74,7 +75,7 @@ func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error
 	if err != nil {
 		return nil, err
 	}
-	if errs := k.Check(cfg.Model, 0); len(errs) > 0 {
+	if errs := k.Check(cfg.Model, ConfigInfo(cfg)); len(errs) > 0 {
 		es := make([]error, len(errs))
 		for i, e := range errs {
 			es[i] = e
@@ -85,4 +86,18 @@ func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error
 		return nil, fmt.Errorf("model.kind %q: nil kernel backend", cfg.Model.Kind)
 	}
 	return k.New(cfg, seed, be)
+}
+
+// InfoFor returns what dataset ds provides, with hop sets precomputed up
+// to kmax (0: not known): the properties the model kinds check.
+func InfoFor(ds *data.Dataset, kmax int) schema.DatasetInfo {
+	return schema.DatasetInfo{Kind: ds.Name, Known: true, KMax: kmax, Relations: ds.NumEdgeTypes,
+		EdgeFeatures: len(ds.EdgeFeatVocab) > 0, NodeCategories: len(ds.NodeCatVocab) > 0}
+}
+
+// ConfigInfo returns what the dataset a model was configured for provides
+// (cfg's relation count and vocabularies; kmax not known).
+func ConfigInfo(cfg Config) schema.DatasetInfo {
+	return schema.DatasetInfo{Known: true, Relations: cfg.NumEdgeTypes,
+		EdgeFeatures: len(cfg.EdgeFeatVocab) > 0, NodeCategories: len(cfg.NodeCatVocab) > 0}
 }

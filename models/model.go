@@ -110,7 +110,7 @@ type refKind struct {
 func (k refKind) Name() string { return k.name }
 
 // Check leaves the checks to the constructor.
-func (refKind) Check(schema.Model, int) []schema.FieldError { return nil }
+func (refKind) Check(schema.Model, schema.DatasetInfo) []schema.FieldError { return nil }
 
 func (k refKind) New(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
 	return k.new(cfg, seed, be)

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -101,7 +102,7 @@ func (l *loader) summarize(rs []rawError) []rawError {
 		if disj && len(rs) > 0 {
 			return rs[:1]
 		}
-		return dropDefaultConflicts(subs)
+		return l.dropForeignConflicts(dropDefaultConflicts(subs))
 	}
 
 	// Find the user's value: the side common to all conflicts.
@@ -169,7 +170,29 @@ func (l *loader) summarize(rs []rawError) []rawError {
 	// constraint (a bound, a type) is the untaken default of a
 	// conditional field (graphs: *9000 | _ under kind == "prox"), which
 	// the probe above cannot see: drop it too.
-	return dropDefaultConflicts(keep)
+	return l.dropForeignConflicts(dropDefaultConflicts(keep))
+}
+
+// dropForeignConflicts drops, when several conflicts between literals are
+// reported at one path, those naming a string the user's file never
+// writes: they come from the schema's alternatives (a discriminated
+// union's other kinds), while the conflict between the file's own values
+// says what is wrong.
+func (l *loader) dropForeignConflicts(rs []rawError) []rawError {
+	written := func(lit string) bool {
+		return !strings.HasPrefix(lit, `"`) || bytes.Contains(l.src, []byte(lit))
+	}
+	var own []rawError
+	for _, r := range rs {
+		m := conflictRE.FindStringSubmatch(r.msg)
+		if m == nil || (written(m[1]) && written(m[2])) {
+			own = append(own, r)
+		}
+	}
+	if len(own) == 0 || len(own) == len(rs) {
+		return rs
+	}
+	return own
 }
 
 // dropDefaultConflicts drops the conflicts between two literals from rs

@@ -494,7 +494,7 @@ func (l *loader) pointChecks(at func(...string) []string, axes []gridAxis, idx [
 	if l.models == nil {
 		return
 	}
-	for _, fe := range l.models.CheckModel(pt.Model, d.KMax) {
+	for _, fe := range l.models.CheckModel(pt.Model, InfoOf(d)) {
 		if !reported["model."+fe.Field] { // one message per field
 			add("model."+fe.Field, "%s", fe.Msg)
 		}

@@ -75,9 +75,10 @@ func (e FieldError) Error() string {
 }
 
 // ModelChecker checks a model section beyond its CUE definition: the
-// constraints of its kind, against the dataset's kmax. The registry of
-// model kinds (models.Registry) implements it; spn's commands pass it in
+// constraints of its kind, against what the dataset declares (kmax,
+// relations, categorical features; see InfoOf). The registry of model
+// kinds (models.Registry) implements it; spn's commands pass it in
 // Options.Models.
 type ModelChecker interface {
-	CheckModel(m Model, kmax int) []FieldError
+	CheckModel(m Model, d DatasetInfo) []FieldError
 }

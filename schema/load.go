@@ -135,6 +135,7 @@ func LoadBytes(filename string, src []byte, opt Options) (spec *Spec, err error)
 
 // loader carries the state of one LoadBytes call.
 type loader struct {
+	src    []byte // the spec's source
 	file   string
 	mode   string
 	idx    *posIndex
@@ -146,6 +147,7 @@ type loader struct {
 }
 
 func (l *loader) load(src []byte) (*Spec, Errors) {
+	l.src = src
 	if errs := l.sizeErrors(src); len(errs) > 0 {
 		return nil, errs
 	}
@@ -270,6 +272,55 @@ func (l *loader) validate(v cue.Value) Errors {
 			seen[k] = true
 			out = append(out, e)
 		}
+	}
+	return l.rangeLengths(out)
+}
+
+// rangeLengths replaces the errors of a [min, max] range field (dataset
+// levels and width) written with other than 2 elements by one error that
+// says so: CUE reports such a list as element conflicts with the default
+// range ("conflicting values 10 and 4"), which does not mention length.
+func (l *loader) rangeLengths(errs Errors) Errors {
+	bad := map[string]int{} // display path of the field → its length
+	for _, e := range errs {
+		segs := strings.Split(e.Path, ".")
+		for len(segs) > 0 && isIndex(segs[len(segs)-1]) {
+			segs = segs[:len(segs)-1]
+		}
+		if len(segs) != 4 || segs[0] != "experiments" || segs[2] != "dataset" || (segs[3] != "levels" && segs[3] != "width") {
+			continue
+		}
+		n := 0
+		for l.idx.has(append(slices.Clone(segs), strconv.Itoa(n))) {
+			n++
+		}
+		if n != 2 && n > 0 {
+			bad[strings.Join(segs, ".")] = n
+		}
+	}
+	if len(bad) == 0 {
+		return errs
+	}
+	var out Errors
+	done := map[string]bool{}
+	for _, e := range errs {
+		field := ""
+		for f := range bad {
+			if e.Path == f || strings.HasPrefix(e.Path, f+".") {
+				field = f
+			}
+		}
+		if field == "" {
+			out = append(out, e)
+			continue
+		}
+		if done[field] {
+			continue
+		}
+		done[field] = true
+		segs := strings.Split(field, ".")
+		p, _ := l.idx.closest(segs)
+		out = append(out, l.at(p, field, fmt.Sprintf("a [min, max] range needs exactly 2 elements; this list has %d", bad[field])))
 	}
 	return out
 }

@@ -102,6 +102,9 @@ type Model struct {
 	Heads int `json:"heads,omitempty"`
 	// MaxDist clamps distances for Graphormer's spatial bias.
 	MaxDist int `json:"max_dist,omitempty"`
+	// GlobalReadout adds the global readout term (Σ_{v∈G} h_v)·W to every
+	// layer of the SPN kinds (SP-MPNN with global readout, paper §3).
+	GlobalReadout bool `json:"global_readout,omitempty"`
 }
 
 // Training is one optimisation configuration.

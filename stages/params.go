@@ -126,6 +126,14 @@ type TrainResult struct {
 	TestLoss  float64       `json:"test_loss"`
 	TestScore float64       `json:"test_score"`
 	Epochs    []EpochRecord `json:"epochs"`
+	// Diverged, when not empty, says how training diverged (the loss or
+	// a weight became non-finite or exploded); the scores are then
+	// meaningless and no model.bin is written. Model selection excludes
+	// the run's grid point; any other use of the run is an error.
+	Diverged string `json:"diverged,omitempty"`
+	// Notes carry what model selection excluded (a final run copies its
+	// select stage's notes), for the table's caption.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // TrainTiming is the train stage's timing record (FileTiming): wall-clock
@@ -142,8 +150,13 @@ type SelectResult struct {
 	Split  int          `json:"split"`
 	Winner int          `json:"winner"`
 	Point  schema.Point `json:"point"`
-	// Scores are the mean validation scores (or losses) per point.
+	// Scores are the mean validation scores (or losses) per point (0
+	// for excluded points).
 	Scores []float64 `json:"scores"`
+	// Excluded lists the points left out because a run diverged, and
+	// Notes says why, one line per point.
+	Excluded []int    `json:"excluded,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
 }
 
 // EvalResult is the evaluate stage's record.
@@ -158,6 +171,8 @@ type EvalResult struct {
 	RunScores []float64 `json:"run_scores"`
 	// ValScores are the per-split validation scores of the reported point.
 	ValScores []float64 `json:"val_scores"`
+	// Notes say which grid points model selection excluded (diverged).
+	Notes []string `json:"notes,omitempty"`
 }
 
 func decodeStrict(raw json.RawMessage, v any) error {

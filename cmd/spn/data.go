@@ -25,6 +25,7 @@ import (
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
+	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/stats"
 	"github.com/spn-project/spn/data/tu"
@@ -47,7 +48,8 @@ NAME is a TU dataset (DD, ENZYMES, NCI1, PROTEINS, PROTEINS_full), EXP or
 CEXP (expressivity benchmarks, no splits), an OGB MoleculeNet set by its OGB
 name (ogbg-molbace, ogbg-molbbbp, ogbg-molclintox, ogbg-molesol,
 ogbg-molfreesolv, ogbg-molhiv, ogbg-molsider, ogbg-moltox21,
-ogbg-moltoxcast), "prox"
+ogbg-moltoxcast), QM9 (GNN-FiLM's three files) or one of its parts QM9-train,
+QM9-valid, QM9-test, "prox"
 (generated with --h, --graphs, --seed, --folds) or a name given to import.
 Flags of every subcommand: --mirror (env SPN_DATA_MIRROR), --data-dir (env
 SPN_DATA, default .spn/data). Run 'spn data SUBCOMMAND -h' for its flags.
@@ -120,6 +122,9 @@ func (o *dataOpts) fetcher(a *app) *fetch.Fetcher {
 // errUnknownDataset marks a NAME that is neither TU, prox nor imported.
 var errUnknownDataset = errors.New("unknown dataset")
 
+// errBadFlags marks errors caused by flag values (exit status 2).
+var errBadFlags = errors.New("invalid flags")
+
 // load returns the dataset called name.
 func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset, error) {
 	switch {
@@ -129,8 +134,17 @@ func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset
 		return exp.Fetch(ctx, o.fetcher(a), name)
 	case ogbSet(name) != "":
 		return ogb.Fetch(ctx, o.fetcher(a), ogbSet(name))
+	case name == "QM9":
+		return qm9.Fetch(ctx, o.fetcher(a), qm9.Options{})
+	case strings.HasPrefix(name, "QM9-") && slices.Contains(qm9.Parts[:], name[len("QM9-"):]):
+		return qm9.FetchPart(ctx, o.fetcher(a), name[len("QM9-"):], 0)
 	case name == "prox":
-		return prox.Generate(ctx, prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds})
+		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds}
+		if err := cfg.Validate(); err != nil {
+			// The flags describe an impossible dataset: a usage error.
+			return nil, fmt.Errorf("%w: prox: %w", errBadFlags, err)
+		}
+		return prox.Generate(ctx, cfg)
 	}
 	p := filepath.Join(o.dataDir, importedDir, name+".bin")
 	if validName.MatchString(name) {
@@ -160,7 +174,7 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // otherwise.
 func (a *app) dataErr(sub string, err error) int {
 	fmt.Fprintf(a.stderr, "spn data %s: %v\n", sub, err)
-	if errors.Is(err, errUnknownDataset) {
+	if errors.Is(err, errUnknownDataset) || errors.Is(err, errBadFlags) {
 		return exitUsage
 	}
 	return exitFail
@@ -468,12 +482,14 @@ func (a *app) dataImport(args []string) int {
 	o.resolve(a)
 	f, err := os.Open(files[0])
 	if err != nil {
-		return a.dataErr("import", err)
+		return a.usageError("data import", err)
 	}
 	defer f.Close()
 	ds, err := jsonl.Read(f, files[0])
 	if err != nil {
-		return a.dataErr("import", err)
+		// The user's file does not validate: exit 2 like a bad spec.
+		fmt.Fprintf(a.stderr, "spn data import: %v\n", err)
+		return exitUsage
 	}
 	ds.Name = *name
 	dir := filepath.Join(o.dataDir, importedDir)

@@ -132,9 +132,9 @@ func TestDataErrorsGolden(t *testing.T) {
 		{"show out of range", exitUsage, []string{"show", "prox", "--graphs", "20", "--graph", "20"}},
 		{"export bad format", exitUsage, []string{"export", "prox", "--format", "csv"}},
 		{"import without name", exitUsage, []string{"import", bad}},
-		{"import bad line", exitFail, []string{"import", bad, "--name", "bad"}},
-		{"import missing file", exitFail, []string{"import", "nope.jsonl", "--name", "x"}},
-		{"bad prox config", exitFail, []string{"stats", "prox", "--graphs", "7"}},
+		{"import bad line", exitUsage, []string{"import", bad, "--name", "bad"}},
+		{"import missing file", exitUsage, []string{"import", "nope.jsonl", "--name", "x"}},
+		{"bad prox config", exitUsage, []string{"stats", "prox", "--graphs", "7"}},
 		{"fetch from an empty mirror", exitFail, []string{"fetch", "ENZYMES", "--mirror", filepath.Join(dir, "empty")}},
 	}
 	var all strings.Builder

@@ -380,6 +380,9 @@ func (a *app) run(en *engine, args []string) int {
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (jobs=%d, threads=%d)\n",
 		specLabel(spec, file), len(p.Nodes), cached, toRun, j, t)
 	if code := a.execute(ctx, "run", p, c, reg, o, exec.Options{Jobs: j, Threads: t, KeepGoing: *keepGoing}); code != exitOK {
+		if *keepGoing && ctx.Err() == nil {
+			a.writePartialTables(en, spec, p, c, outDir(*out, spec))
+		}
 		return code
 	}
 	return a.writeTables(en, spec, p, c, outDir(*out, spec))

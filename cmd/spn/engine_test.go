@@ -251,8 +251,9 @@ func TestRunFailure(t *testing.T) {
 	if r.code != exitFail {
 		t.Fatalf("exit %d", r.code)
 	}
-	if r.stdout != "" {
-		t.Errorf("failed run printed tables: %s", r.stdout)
+	// --keep-going still writes the table, every computed cell missing.
+	if !strings.Contains(r.stdout, "Incomplete: cells shown as -- are experiments that did not finish (enz, gin, spn)") {
+		t.Errorf("keep-going run did not print the incomplete table: %s", r.stdout)
 	}
 	for _, want := range []string{
 		"spn run: failed precompute prox(h=3) kmax=3: injected failure\n",
@@ -264,9 +265,60 @@ func TestRunFailure(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, "out", "main.md")); err != nil || !strings.Contains(string(b), "Incomplete") {
+		t.Errorf("keep-going run wrote no incomplete main.md: %v %s", err, b)
+	}
+	// Without --keep-going a failed run writes no table.
+	r = spn(testEngine("precompute"), filepath.Join(dir, "cache2"), "run", "testdata/small.cue",
+		"--out", filepath.Join(dir, "out2"), "--log-level", "error")
+	if r.code != exitFail || r.stdout != "" {
+		t.Errorf("failed run: exit %d, printed tables: %s", r.code, r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out2")); err == nil {
 		t.Error("failed run created the output dir")
 	}
+}
+
+// With --keep-going, one failed experiment leaves the others' cells in
+// the table; the failed cell shows as -- and the caption names it.
+func TestKeepGoingPartialTable(t *testing.T) {
+	dir := t.TempDir()
+	en := testEngine()
+	en.reg = stages.NewRegistry(
+		nameFailKind{fakeKind{name: stages.KindGenerate}, "ENZYMES"},
+		fakeKind{name: stages.KindPrecompute}, fakeKind{name: stages.KindTrain},
+		selectstage.Kind{}, evaluate.Kind{}, tabulate.Kind{})
+	r := spn(en, filepath.Join(dir, "cache"), "run", "testdata/small.cue",
+		"--out", filepath.Join(dir, "out"), "--keep-going", "--log-level", "error")
+	if r.code != exitFail {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	golden(t, "run_keep_going_stdout.txt", []byte(r.stdout))
+	md, err := os.ReadFile(filepath.Join(dir, "out", "main.md"))
+	if err != nil || !strings.Contains(string(md), "did not finish (enz)") || strings.Count(string(md), "±") != 3 {
+		t.Errorf("main.md: %v\n%s", err, md)
+	}
+	if !strings.Contains(r.stderr, "spn run: table main: incomplete, 1 experiments missing (enz)") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	// The incomplete table is not cached: table still says what is missing.
+	r = spn(en, filepath.Join(dir, "cache"), "table", "testdata/small.cue", "--out", filepath.Join(dir, "out3"))
+	if r.code != exitFail || !strings.Contains(r.stderr, "experiment enz has no results") {
+		t.Errorf("table after a partial run: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// nameFailKind fails the stages whose name contains sub.
+type nameFailKind struct {
+	fakeKind
+	sub string
+}
+
+func (k nameFailKind) Run(ctx context.Context, j *stages.Job) error {
+	if strings.Contains(j.Name, k.sub) {
+		return errors.New("injected failure")
+	}
+	return k.fakeKind.Run(ctx, j)
 }
 
 func TestUsageAndSpecErrors(t *testing.T) {

@@ -119,7 +119,7 @@ func Fetch(ctx context.Context, f *fetch.Fetcher, o Options) (*data.Dataset, err
 	switch o.Source {
 	case "", SourceFiLM:
 		for _, part := range Parts {
-			ds, err := fetchPart(ctx, f, part, o.Limit)
+			ds, err := FetchPart(ctx, f, part, o.Limit)
 			if err != nil {
 				if part == "train" {
 					return nil, fmt.Errorf("QM9 with GNN-FiLM's split needs its training file train.jsonl.gz (%s), which could not be obtained: %w; "+
@@ -138,7 +138,7 @@ func Fetch(ctx context.Context, f *fetch.Fetcher, o Options) (*data.Dataset, err
 		}
 	case SourceValidAsTrain:
 		all.Name = "QM9 (valid-as-train)"
-		valid, err := fetchPart(ctx, f, "valid", o.Limit)
+		valid, err := FetchPart(ctx, f, "valid", o.Limit)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +147,7 @@ func Fetch(ctx context.Context, f *fetch.Fetcher, o Options) (*data.Dataset, err
 		}
 		add(valid.Graphs[:o.TrainSize], &split.Train)
 		add(valid.Graphs[o.TrainSize:], &split.Val)
-		test, err := fetchPart(ctx, f, "test", o.Limit)
+		test, err := FetchPart(ctx, f, "test", o.Limit)
 		if err != nil {
 			return nil, err
 		}
@@ -159,9 +159,9 @@ func Fetch(ctx context.Context, f *fetch.Fetcher, o Options) (*data.Dataset, err
 	return all, nil
 }
 
-// fetchPart fetches, verifies and reads one part (at most limit molecules
+// FetchPart fetches, verifies and reads one part (at most limit molecules
 // when limit > 0).
-func fetchPart(ctx context.Context, f *fetch.Fetcher, part string, limit int) (*data.Dataset, error) {
+func FetchPart(ctx context.Context, f *fetch.Fetcher, part string, limit int) (*data.Dataset, error) {
 	p, err := f.Get(ctx, URL(part))
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ package fit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -31,6 +32,10 @@ const (
 
 // DivergenceLimit is the batch loss above which training counts as diverged.
 const DivergenceLimit = 1e8
+
+// ErrDiverged is wrapped by the errors of a training run whose loss or
+// weights became non-finite or exploded.
+var ErrDiverged = errors.New("training diverged")
 
 // Sets are the graph indices of one training run.
 type Sets struct {
@@ -173,11 +178,16 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 				return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
 			}
 			if math.IsNaN(loss) || math.IsInf(loss, 0) || math.Abs(loss) > DivergenceLimit {
-				return nil, fmt.Errorf("training diverged: loss %v at epoch %d batch %d (lr %g)", loss, epoch, bi, opt.LR)
+				if epoch == 1 && bi == 0 && (math.IsNaN(loss) || math.IsInf(loss, 0)) {
+					// No step was taken yet: the learning rate is not
+					// to blame, the input or the initial weights are.
+					return nil, fmt.Errorf("%w: the loss of the very first batch is %v, before any optimiser step: check the dataset's features and targets for NaN/Inf or huge values", ErrDiverged, loss)
+				}
+				return nil, fmt.Errorf("%w: loss %v at epoch %d batch %d (lr %g)", ErrDiverged, loss, epoch, bi, opt.LR)
 			}
 			for _, p := range m.Params() {
 				if err := p.CheckFinite(); err != nil {
-					return nil, fmt.Errorf("training diverged at epoch %d batch %d: %w", epoch, bi, err)
+					return nil, fmt.Errorf("%w at epoch %d batch %d (lr %g): %w", ErrDiverged, epoch, bi, opt.LR, err)
 				}
 			}
 			opt.Step()
@@ -271,14 +281,14 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 				return 0, nil, fmt.Errorf("graph %d of the batch has class %d outside [0,%d)", i, y, cfg.Out)
 			}
 		}
-		l, g, _ := nn.CrossEntropy(out, b.Y, cfg.Out)
-		return l, g, nil
+		g := make([]float32, len(out))
+		return kernels.CrossEntropy(g, 1, out, b.Y, b.NumGraphs, cfg.Out), g, nil
 	case models.TaskRegression:
 		if len(b.Target) != len(out) {
 			return 0, nil, fmt.Errorf("batch has %d targets for %d outputs", len(b.Target), len(out))
 		}
-		l, g := nn.MSE(out, b.Target)
-		return l, g, nil
+		g := make([]float32, len(out))
+		return kernels.MSE(g, 1, out, b.Target), g, nil
 	case models.TaskBinary:
 		if len(b.Target) != len(out) {
 			return 0, nil, fmt.Errorf("batch has %d binary labels for %d outputs", len(b.Target), len(out))

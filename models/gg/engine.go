@@ -10,6 +10,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/nn"
 )
 
@@ -80,13 +81,13 @@ func checkConfig(cfg models.Config) error {
 		return err
 	}
 	var errs []error
-	for _, fe := range k.Check(cfg.Model, 0) {
+	for _, fe := range k.Check(cfg.Model, models.ConfigInfo(cfg)) {
 		errs = append(errs, fe)
 	}
 	switch {
 	case cfg.Out < 1:
 		errs = append(errs, fmt.Errorf("model output width %d: need at least 1", cfg.Out))
-	case cfg.Task != models.TaskClassification && cfg.Task != models.TaskRegression:
+	case cfg.Task != models.TaskClassification && cfg.Task != models.TaskRegression && cfg.Task != models.TaskBinary:
 		errs = append(errs, fmt.Errorf("unknown task %q", cfg.Task))
 	}
 	return errors.Join(errs...)
@@ -241,6 +242,9 @@ func (e *engine) build(b *data.Batch, o buildOpts) (*program, error) {
 	if ok {
 		e.CacheHits++
 		p.bd.set(b, hops)
+		if p.lossData != nil {
+			p.lossData.G, p.lossData.Target = b.NumGraphs, b.Target
+		}
 	} else {
 		e.CacheMisses++
 		if p, err = e.arch.buildGraph(key, newBatchData(b, hops)); err != nil {
@@ -348,6 +352,9 @@ func (e *engine) finish(bdr *builder, p *program, be env, bd *batchData, hs []*G
 	switch {
 	case key.loss && cfg.Task == models.TaskClassification:
 		cost = bdr.op(be, newCrossEntropy("loss.cross_entropy", bd, G_, c), out)
+	case key.loss && cfg.Task == models.TaskBinary:
+		p.lossData = &nbop.Data{G: bd.g, Target: bd.target}
+		cost = bdr.op(be, nbop.BCE{ID: "loss.bce", D: p.lossData, G: G_, T: c}, out)
 	case key.loss:
 		cost = bdr.op(be, newMSE("loss.mse", bd, G_, c), out)
 	case key.seeded:

@@ -67,10 +67,10 @@ type Competitor struct {
 	degEmb  *nn.Param // graphormer: (MaxDegree+1) × d
 	mlp     []*mlpLayer
 	tf      []*tfLayer
-	// check validates batches and returns the aggregated sets (the
-	// adjacency, or N_1..N_max_dist for Graphormer); it is never run.
-	check *Model
-	gd    *graphData
+	// need are the aggregated sets: the adjacency, or N_1..N_max_dist for
+	// Graphormer.
+	need hopNeed
+	gd   *graphData
 }
 
 var _ models.Model = (*Competitor)(nil)
@@ -94,13 +94,9 @@ func NewCompetitor(cfg models.Config, seed uint64, be kernels.Backend) (*Competi
 	// The cache of a competitor is bounded by MaxCachedGraphs only.
 	md := &Competitor{engine: newEngine(cfg, seed, be, math.MaxInt), kind: m.Kind, heads: m.Heads, maxDist: m.MaxDist, gd: &graphData{}}
 	md.arch = md
-	ck := cfg
+	md.need = hopNeed{adj: true, k: 1}
 	if m.Kind == KindGraphormer {
-		ck.Model.K = md.maxDist
-		md.check = &Model{engine: engine{cfg: ck}}
-	} else {
-		ck.Model.K = 1
-		md.check = &Model{engine: engine{cfg: ck}, useAdj: true}
+		md.need = hopNeed{k: md.maxDist}
 	}
 
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
@@ -183,13 +179,13 @@ func (m *Competitor) checkBatch(b *data.Batch, o buildOpts) error {
 	if b != nil && m.kind == KindGraphormer && len(b.Hop) < m.maxDist {
 		return fmt.Errorf("batch carries %d hop sets, graphormer needs N_1..N_%d (model.max_dist = %d; the dataset's kmax must be at least max_dist)", len(b.Hop), m.maxDist, m.maxDist)
 	}
-	return m.check.checkBatch(b, o)
+	return checkBatch(m.cfg, m.need, b, o)
 }
 
 // prepare implements arch: the checked hop sets, and the graph data of
 // the batch (degrees, and Graphormer's distance buckets).
 func (m *Competitor) prepare(b *data.Batch) ([]data.CSR, error) {
-	hops, err := m.check.hopSets(b)
+	hops, err := m.need.sets(b)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +204,7 @@ func (m *Competitor) buildGraph(key progKey, bd *batchData) (*program, error) {
 	param := func(prm *nn.Param) *G.Node { return p.param(bdr, prm) }
 	h := m.encode(bdr, p, be, bd)
 	if m.degEmb != nil {
-		h = bdr.apply(newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
+		h = bdr.op(be, newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
 	}
 	hs := []*G.Node{h}
 	for t, l := range m.mlp {
@@ -218,9 +214,9 @@ func (m *Competitor) buildGraph(key progKey, bd *batchData) (*program, error) {
 			w, b := param(l.att.W), param(l.att.B)
 			aSrc, aDst := param(l.aSrc), param(l.aDst)
 			z := bdr.op(be, newLinear(name+".att.lin", be, bd, false, N, d, d), h, w, b)
-			agg = bdr.apply(newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
+			agg = bdr.op(be, newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
 		} else {
-			agg = bdr.apply(newGCNAgg(name+".gcn", be, bd, m.gd, N, d), h)
+			agg = bdr.op(be, newGCNAgg(name+".gcn", be, bd, m.gd, N, d), h)
 		}
 		h = l.apply(bdr, be, bd, key, name, agg, l.bind(param))
 		hs = append(hs, h)

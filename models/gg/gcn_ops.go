@@ -3,40 +3,42 @@ package gg
 import (
 	"fmt"
 
-	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
+	"github.com/spn-project/spn/models/op"
 )
 
-// gcnAggOp is the GCN propagation y = D̂^-1/2 (A+I) D̂^-1/2 · x for input x
-// (N×d), D̂ the degrees plus one, over the batch adjacency and the weights
-// of graphData. The normalised matrix is symmetric (the adjacency of an
-// undirected graph is), so the gradient dx = Â·dy is the same op.
-type gcnAggOp struct {
-	base
+// gcnAgg is the GCN propagation y = Â·x with Â = D̂^-1/2 (A+I) D̂^-1/2 for
+// input x (N×d), D̂ the degrees plus one, over the batch adjacency and the
+// weights of graphData. Â is symmetric (the adjacency of an undirected
+// graph is), so the gradient dx = Âᵀ·dy = Â·dy is the same propagation.
+type gcnAgg struct {
+	id   string
 	be   env
 	bd   *batchData
 	gd   *graphData
 	N, d int
 }
 
-func newGCNAgg(id string, be env, bd *batchData, gd *graphData, N, d int) gcnAggOp {
-	return gcnAggOp{base: newBase(id, tensor.Shape{N, d}, 2), be: be, bd: bd, gd: gd, N: N, d: d}
+func newGCNAgg(id string, be env, bd *batchData, gd *graphData, N, d int) gcnAgg {
+	return gcnAgg{id: id, be: be, bd: bd, gd: gd, N: N, d: d}
 }
 
-// Do implements gorgonia.Op.
-func (o gcnAggOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 1); err != nil {
-		return nil, err
-	}
-	x, err := floats(o.id, vals, 0, o.N*o.d)
-	if err != nil {
-		return nil, err
-	}
+// Sig implements op.Op.
+func (o gcnAgg) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{{o.N, o.d}}, Out: []int{o.N, o.d}} }
+
+// Forward implements op.Op.
+func (o gcnAgg) Forward(in [][]float32, y []float32) error { return o.propagate(y, in[0]) }
+
+// Backward implements op.Op.
+func (o gcnAgg) Backward(_ [][]float32, _, dy []float32, dIn [][]float32) error {
+	return o.propagate(dIn[0], dy)
+}
+
+// propagate sets y = Â·x on the real rows and zeroes the padding.
+func (o gcnAgg) propagate(y, x []float32) error {
 	n, d, gd := o.bd.n, o.d, o.gd
 	if gd.n != n || len(gd.self) < n || len(gd.w) != len(gd.adj.Idx) {
-		return nil, fmt.Errorf("%s: GCN weights cover %d nodes, batch has %d", o.id, gd.n, n)
+		return fmt.Errorf("GCN weights cover %d nodes, batch has %d", gd.n, n)
 	}
-	y := o.be.buf(o.N * d)
 	clear(y[n*d:])
 	a := gd.adj
 	o.be.ForEachChunk(n, func(_, lo, hi int) {
@@ -54,17 +56,5 @@ func (o gcnAggOp) Do(vals ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	return o.out(y), nil
-}
-
-// DiffWRT implements gorgonia.SDOp.
-func (o gcnAggOp) DiffWRT(int) []bool { return []bool{true} }
-
-// SymDiff implements gorgonia.SDOp: dx = Âᵀ·dy = Â·dy.
-func (o gcnAggOp) SymDiff(_ G.Nodes, _, dy *G.Node) (G.Nodes, error) {
-	dx, err := G.ApplyOp(newGCNAgg(o.id+".dx", o.be, o.bd, o.gd, o.N, o.d), dy)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
-	}
-	return G.Nodes{dx}, nil
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/op"
 )
@@ -63,7 +64,9 @@ type program struct {
 	// (NewTapeMachine's runtime.SetFinalizer) keeps alive forever.
 	vals    *readVals
 	hasGrad bool
-	ar      *arena
+	// lossData are the targets of the multi-task BCE loss (binary task).
+	lossData *nbop.Data
+	ar       *arena
 }
 
 // readVals are the values a run reads out of a compiled graph.
@@ -139,14 +142,36 @@ func (m *Model) batchHops(b *data.Batch) []data.CSR {
 	return b.Hop[:m.cfg.Model.K]
 }
 
-// prepare implements arch: the hop sets of batchHops.
-func (m *Model) prepare(b *data.Batch) ([]data.CSR, error) { return m.batchHops(b), nil }
+// prepare implements arch: the hop sets of batchHops (and the graphs of b
+// for the global readout).
+func (m *Model) prepare(b *data.Batch) ([]data.CSR, error) {
+	m.gd = nbop.Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr}
+	return m.batchHops(b), nil
+}
+
+// globalRead returns x + (Σ_{v∈G(u)} h_v)·W, the global readout term of an
+// SP-MPNN with global readout (paper §3), for the node w of the layer's
+// map over the graphs of gd; x when w is nil.
+func globalRead(bdr *builder, be env, gd *nbop.Data, name string, w, x, h *G.Node, N, d int) *G.Node {
+	if w == nil || bdr.err != nil {
+		return x
+	}
+	r := bdr.op(be, nbop.GlobalRead{ID: name + ".global_readout", Be: be, D: gd, N: N, W: d}, h, w)
+	if bdr.err != nil {
+		return x
+	}
+	y, err := G.Add(x, r)
+	if err != nil {
+		bdr.err = fmt.Errorf("%s: adding the global readout: %w", name, err)
+	}
+	return y
+}
 
 // buildGraph constructs the expression graph of the model for the padded
 // sizes of key:
 //
 //	h⁰ = Enc(labels, attrs)
-//	hᵗ = MLPᵗ((1+εᵗ)·hᵗ⁻¹ + Σ_{i=1..k} αᵗ_i · Σ_{v∈N_i(u)} hᵗ⁻¹_v),  αᵗ = softmax(logitsᵗ)
+//	hᵗ = MLPᵗ((1+εᵗ)·hᵗ⁻¹ + Σ_{i=1..k} αᵗ_i · Σ_{v∈N_i(u)} hᵗ⁻¹_v [+ (Σ_{v∈G(u)} hᵗ⁻¹_v)·Wᵗ]),  αᵗ = softmax(logitsᵗ)
 //	out = Σ_{t=0..T} Dropout(Wᵗ·pool(hᵗ) + bᵗ)
 //
 // with MLP = Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU, then
@@ -170,6 +195,10 @@ func (m *Model) buildGraph(key progKey, bd *batchData) (*program, error) {
 		alpha := bdr.op(be, newSoftmax(name+".alpha", k), logits)
 		// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v ∈ N_i(u)} h_v
 		agg := bdr.op(be, newHopAgg(name+".agg", be, bd, k, N, d), h, alpha, eps)
+		// + (Σ_{v∈G(u)} h_v)·W with global readout
+		if l.read != nil {
+			agg = globalRead(bdr, be, &m.gd, name, param(l.read), agg, h, N, d)
+		}
 		// MLP: Linear → BN → ReLU → Linear → BN → ReLU
 		h = l.apply(bdr, be, bd, key, name, agg, mn)
 		hs = append(hs, h)
@@ -216,7 +245,7 @@ func (p *program) accumulate(ps []*nn.Param) error {
 		if gv == nil {
 			return fmt.Errorf("no gradient value for %s", ps[i].Name)
 		}
-		g, err := floats("gradient of "+ps[i].Name, []G.Value{gv}, 0, len(ps[i].G))
+		g, err := op.Floats("gradient of "+ps[i].Name, []G.Value{gv}, 0, len(ps[i].G))
 		if err != nil {
 			return err
 		}
@@ -227,12 +256,12 @@ func (p *program) accumulate(ps []*nn.Param) error {
 	return nil
 }
 
-// hopSets returns the hop sets N_1..N_k the model aggregates over (the
-// adjacency for GIN), checked against the batch.
-func (m *Model) hopSets(b *data.Batch) ([]data.CSR, error) {
-	k := m.cfg.Model.K
+// sets returns the neighbourhoods of b the model aggregates over (N_1..N_k,
+// or the adjacency), checked against the batch.
+func (h hopNeed) sets(b *data.Batch) ([]data.CSR, error) {
+	k := h.k
 	hops := []data.CSR{b.Adj}
-	if !m.useAdj {
+	if !h.adj {
 		if len(b.Hop) < k {
 			return nil, fmt.Errorf("batch carries %d hop sets, model needs k = %d", len(b.Hop), k)
 		}
@@ -246,9 +275,24 @@ func (m *Model) hopSets(b *data.Batch) ([]data.CSR, error) {
 	return hops, nil
 }
 
-// checkBatch verifies the batch against the model's inputs.
+// hopNeed is which neighbourhoods a model aggregates over: the adjacency
+// (adj) or the hop sets N_1..N_k.
+type hopNeed struct {
+	adj bool
+	k   int
+}
+
+// need returns the neighbourhoods m aggregates over.
+func (m *Model) need() hopNeed { return hopNeed{adj: m.useAdj, k: m.cfg.Model.K} }
+
+// checkBatch implements arch.
 func (m *Model) checkBatch(b *data.Batch, o buildOpts) error {
-	c := m.cfg
+	return checkBatch(m.cfg, m.need(), b, o)
+}
+
+// checkBatch verifies batch b against the inputs of a model of
+// configuration c reading the neighbourhoods need.
+func checkBatch(c models.Config, need hopNeed, b *data.Batch, o buildOpts) error {
 	if b == nil {
 		return fmt.Errorf("nil batch")
 	}
@@ -286,7 +330,7 @@ func (m *Model) checkBatch(b *data.Batch, o buildOpts) error {
 					return fmt.Errorf("graph %d of the batch has class %d outside [0,%d)", j, y, c.Out)
 				}
 			}
-		case models.TaskRegression:
+		case models.TaskRegression, models.TaskBinary:
 			if len(b.Target) != b.NumGraphs*c.Out {
 				return fmt.Errorf("batch has %d targets, want %d graphs × %d", len(b.Target), b.NumGraphs, c.Out)
 			}
@@ -295,7 +339,7 @@ func (m *Model) checkBatch(b *data.Batch, o buildOpts) error {
 	if o.seed != nil && len(o.seed) != b.NumGraphs*c.Out {
 		return fmt.Errorf("output gradient has %d values, want %d", len(o.seed), b.NumGraphs*c.Out)
 	}
-	_, err := m.hopSets(b)
+	_, err := need.sets(b)
 	return err
 }
 

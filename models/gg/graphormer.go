@@ -58,11 +58,11 @@ func (l *tfLayer) apply(bdr *builder, param func(*nn.Param) *G.Node, name string
 		}
 		return s
 	}
-	a := bdr.apply(newLayerNorm(name+".ln1", be, bd, N, d), h, param(l.ln1g), param(l.ln1b))
+	a := bdr.op(be, newLayerNorm(name+".ln1", be, bd, N, d), h, param(l.ln1g), param(l.ln1b))
 	q, k, v := lin(name+".attn.q", l.q, a), lin(name+".attn.k", l.k, a), lin(name+".attn.v", l.v, a)
-	att := bdr.apply(newGraphAttn(name+".attn", be, bd, gd, heads, maxDist+2, N, d), q, k, v, param(l.bias))
+	att := bdr.op(be, newGraphAttn(name+".attn", be, bd, gd, heads, maxDist+2, N, d), q, k, v, param(l.bias))
 	h = add(h, lin(name+".attn.o", l.o, att))
-	f := bdr.apply(newLayerNorm(name+".ln2", be, bd, N, d), h, param(l.ln2g), param(l.ln2b))
-	f = bdr.apply(newReLU(name+".ffn.relu", N, d), lin(name+".ffn1", l.ff1, f))
+	f := bdr.op(be, newLayerNorm(name+".ln2", be, bd, N, d), h, param(l.ln2g), param(l.ln2b))
+	f = bdr.op(be, newReLU(name+".ffn.relu", N, d), lin(name+".ffn1", l.ff1, f))
 	return add(h, lin(name+".ffn2", l.ff2, f))
 }

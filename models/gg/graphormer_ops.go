@@ -4,48 +4,41 @@ import (
 	"fmt"
 	"math"
 
-	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
-
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
 )
 
 // LayerNormEps is the ε of Graphormer's layer norms.
 const LayerNormEps = 1e-5
 
-// degEmbOp is Graphormer's centrality encoding y_u = x_u + E[deg_u] for
+// degEmb is Graphormer's centrality encoding y_u = x_u + E[deg_u] for
 // inputs x (N×d) and E ((MaxDegree+1)×d), deg_u the clamped degree of
-// graphData.
-type degEmbOp struct {
-	base
+// graphData. Its gradient: dx = dy on the real rows (zero on the padding),
+// dE[δ] = Σ_{u: deg_u = δ} dy_u (added in node order, in float64).
+type degEmb struct {
+	id   string
 	be   env
 	bd   *batchData
 	gd   *graphData
 	N, d int
 }
 
-func newDegEmb(id string, be env, bd *batchData, gd *graphData, N, d int) degEmbOp {
-	return degEmbOp{base: newBase(id, tensor.Shape{N, d}, 2, 2), be: be, bd: bd, gd: gd, N: N, d: d}
+func newDegEmb(id string, be env, bd *batchData, gd *graphData, N, d int) degEmb {
+	return degEmb{id: id, be: be, bd: bd, gd: gd, N: N, d: d}
 }
 
-// Do implements gorgonia.Op.
-func (o degEmbOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 2); err != nil {
-		return nil, err
-	}
-	x, err := floats(o.id, vals, 0, o.N*o.d)
-	if err != nil {
-		return nil, err
-	}
-	emb, err := floats(o.id, vals, 1, (MaxDegree+1)*o.d)
-	if err != nil {
-		return nil, err
-	}
+// Sig implements op.Op.
+func (o degEmb) Sig() op.Sig {
+	return op.Sig{ID: o.id, In: [][]int{{o.N, o.d}, {MaxDegree + 1, o.d}}, Out: []int{o.N, o.d}}
+}
+
+// Forward implements op.Op.
+func (o degEmb) Forward(in [][]float32, y []float32) error {
+	x, emb := in[0], in[1]
 	n, d := o.bd.n, o.d
 	if len(o.gd.deg) != n {
-		return nil, fmt.Errorf("%s: degrees cover %d nodes, batch has %d", o.id, len(o.gd.deg), n)
+		return fmt.Errorf("degrees cover %d nodes, batch has %d", len(o.gd.deg), n)
 	}
-	y := o.be.buf(o.N * d)
 	clear(y[n*d:])
 	for u := 0; u < n; u++ {
 		e := emb[int(o.gd.deg[u])*d : int(o.gd.deg[u]+1)*d]
@@ -53,68 +46,47 @@ func (o degEmbOp) Do(vals ...G.Value) (G.Value, error) {
 			y[u*d+j] = v + e[j]
 		}
 	}
-	return o.out(y), nil
+	return nil
 }
 
-// DiffWRT implements gorgonia.SDOp.
-func (o degEmbOp) DiffWRT(int) []bool { return []bool{true, true} }
-
-// SymDiff implements gorgonia.SDOp: one op computes the packed [dx; dE]
-// with dx = dy on the real rows (zero on the padding) and
-// dE[δ] = Σ_{u: deg_u = δ} dy_u.
-func (o degEmbOp) SymDiff(_ G.Nodes, _, dy *G.Node) (G.Nodes, error) {
-	g := degEmbGradOp{base: newBase(o.id+".grad", tensor.Shape{o.N*o.d + (MaxDegree+1)*o.d}, 2), fwd: o}
-	packed, err := G.ApplyOp(g, dy)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
-	}
-	return applyParts(packed, o.id, []string{"dx", "demb"}, [][]int{{o.N, o.d}, {MaxDegree + 1, o.d}})
-}
-
-// degEmbGradOp is the packed [dx; dE] of degEmbOp for input dy (dE rows
-// added in node order).
-type degEmbGradOp struct {
-	base
-	fwd degEmbOp
-}
-
-// Do implements gorgonia.Op.
-func (o degEmbGradOp) Do(vals ...G.Value) (G.Value, error) {
-	f := o.fwd
-	if err := checkArity(o.id, vals, 1); err != nil {
-		return nil, err
-	}
-	dy, err := floats(o.id, vals, 0, f.N*f.d)
-	if err != nil {
-		return nil, err
-	}
-	n, d := f.bd.n, f.d
-	out := make([]float32, f.N*d+(MaxDegree+1)*d)
-	copy(out[:n*d], dy[:n*d])
+// Backward implements op.Op.
+func (o degEmb) Backward(_ [][]float32, _, dy []float32, dIn [][]float32) error {
+	n, d := o.bd.n, o.d
+	copy(dIn[0][:n*d], dy[:n*d])
 	acc := make([]float64, (MaxDegree+1)*d)
 	for u := 0; u < n; u++ {
-		r := acc[int(f.gd.deg[u])*d : int(f.gd.deg[u]+1)*d]
+		r := acc[int(o.gd.deg[u])*d : int(o.gd.deg[u]+1)*d]
 		for j, v := range dy[u*d : (u+1)*d] {
 			r[j] += float64(v)
 		}
 	}
 	for i, v := range acc {
-		out[f.N*d+i] = float32(v)
+		dIn[1][i] = float32(v)
 	}
-	return o.out(out), nil
+	return nil
 }
 
-// layerNormOp is y = γ·(x−μ)/√(σ²+ε) + β per row of x (N×d), with inputs
-// x, γ (d), β (d); padding rows stay zero.
-type layerNormOp struct {
-	base
+// layerNorm is y = γ·(x−μ)/√(σ²+ε) + β per row of x (N×d), with inputs x,
+// γ (d), β (d); padding rows stay zero. With x̂ = (x−μ)/σ and g = γ⊙dy its
+// gradient is
+//
+//	dx = (g − mean(g) − x̂·mean(g⊙x̂))/σ,  dγ = Σ_rows dy⊙x̂,  dβ = Σ_rows dy,
+//
+// the column sums as per-chunk partials added in chunk order.
+type layerNorm struct {
+	id   string
 	be   env
 	bd   *batchData
 	N, d int
 }
 
-func newLayerNorm(id string, be env, bd *batchData, N, d int) layerNormOp {
-	return layerNormOp{base: newBase(id, tensor.Shape{N, d}, 2, 1, 1), be: be, bd: bd, N: N, d: d}
+func newLayerNorm(id string, be env, bd *batchData, N, d int) layerNorm {
+	return layerNorm{id: id, be: be, bd: bd, N: N, d: d}
+}
+
+// Sig implements op.Op.
+func (o layerNorm) Sig() op.Sig {
+	return op.Sig{ID: o.id, In: [][]int{{o.N, o.d}, {o.d}, {o.d}}, Out: []int{o.N, o.d}}
 }
 
 // rowStats returns the mean and 1/√(σ²+ε) of a row, in float64.
@@ -130,25 +102,10 @@ func rowStats(x []float32) (mu, inv float64) {
 	return mu, 1 / math.Sqrt(s/float64(len(x))+LayerNormEps)
 }
 
-// Do implements gorgonia.Op.
-func (o layerNormOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 3); err != nil {
-		return nil, err
-	}
-	x, err := floats(o.id, vals, 0, o.N*o.d)
-	if err != nil {
-		return nil, err
-	}
-	gamma, err := floats(o.id, vals, 1, o.d)
-	if err != nil {
-		return nil, err
-	}
-	beta, err := floats(o.id, vals, 2, o.d)
-	if err != nil {
-		return nil, err
-	}
+// Forward implements op.Op.
+func (o layerNorm) Forward(in [][]float32, y []float32) error {
+	x, gamma, beta := in[0], in[1], in[2]
 	n, d := o.bd.n, o.d
-	y := o.be.buf(o.N * d)
 	clear(y[n*d:])
 	o.be.ForEachChunk(n, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
@@ -159,55 +116,16 @@ func (o layerNormOp) Do(vals ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	return o.out(y), nil
+	return nil
 }
 
-// DiffWRT implements gorgonia.SDOp.
-func (o layerNormOp) DiffWRT(int) []bool { return []bool{true, true, true} }
-
-// SymDiff implements gorgonia.SDOp: one op computes the packed
-// [dx; dγ; dβ] with x̂ = (x−μ)/σ, g = γ⊙dy:
-//
-//	dx = (g − mean(g) − x̂·mean(g⊙x̂))/σ,  dγ = Σ_rows dy⊙x̂,  dβ = Σ_rows dy.
-func (o layerNormOp) SymDiff(in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
-	g := layerNormGradOp{base: newBase(o.id+".grad", tensor.Shape{o.N*o.d + 2*o.d}, 2, 1, 2), fwd: o}
-	packed, err := G.ApplyOp(g, in[0], in[1], dy)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
-	}
-	return applyParts(packed, o.id, []string{"dx", "dgamma", "dbeta"}, [][]int{{o.N, o.d}, {o.d}, {o.d}})
-}
-
-// layerNormGradOp is the backward of layerNormOp for inputs x, γ, dy; the
-// column sums are per-chunk partials added in chunk order.
-type layerNormGradOp struct {
-	base
-	fwd layerNormOp
-}
-
-// Do implements gorgonia.Op.
-func (o layerNormGradOp) Do(vals ...G.Value) (G.Value, error) {
-	f := o.fwd
-	if err := checkArity(o.id, vals, 3); err != nil {
-		return nil, err
-	}
-	x, err := floats(o.id, vals, 0, f.N*f.d)
-	if err != nil {
-		return nil, err
-	}
-	gamma, err := floats(o.id, vals, 1, f.d)
-	if err != nil {
-		return nil, err
-	}
-	dy, err := floats(o.id, vals, 2, f.N*f.d)
-	if err != nil {
-		return nil, err
-	}
-	n, d := f.bd.n, f.d
-	out := make([]float32, f.N*d+2*d)
+// Backward implements op.Op.
+func (o layerNorm) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
+	x, gamma, dx := in[0], in[1], dIn[0]
+	n, d := o.bd.n, o.d
 	nc := kernels.NumChunks(n)
 	part := make([]float64, nc*2*d)
-	f.be.ForEachChunk(n, func(ch, lo, hi int) {
+	o.be.ForEachChunk(n, func(ch, lo, hi int) {
 		ps := part[ch*2*d : (ch+1)*2*d]
 		xh := make([]float64, d)
 		for u := lo; u < hi; u++ {
@@ -226,72 +144,43 @@ func (o layerNormGradOp) Do(vals ...G.Value) (G.Value, error) {
 			mgx /= float64(d)
 			for j := range xr {
 				g := float64(gamma[j]) * float64(dr[j])
-				out[u*d+j] = float32((g - mg - xh[j]*mgx) * inv)
+				dx[u*d+j] = float32((g - mg - xh[j]*mgx) * inv)
 			}
 		}
 	})
-	for j, v := range sumChunks(part, nc, 2*d) {
-		out[f.N*d+j] = float32(v)
+	sums := sumChunks(part, nc, 2*d)
+	for j := 0; j < d; j++ {
+		dIn[1][j] = float32(sums[j])
+		dIn[2][j] = float32(sums[d+j])
 	}
-	return o.out(out), nil
+	return nil
 }
 
-// reluOp is y = max(x, 0) elementwise.
-type reluOp struct{ base }
-
-func newReLU(id string, shape ...int) reluOp {
-	return reluOp{newBase(id, tensor.Shape(shape), len(shape))}
+// relu is y = max(x, 0) elementwise; dx = dy·[y > 0].
+type relu struct {
+	id    string
+	shape []int
 }
 
-// Do implements gorgonia.Op.
-func (o reluOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 1); err != nil {
-		return nil, err
-	}
-	x, err := floats(o.id, vals, 0, o.size())
-	if err != nil {
-		return nil, err
-	}
-	y := make([]float32, len(x))
-	for i, v := range x {
+func newReLU(id string, shape ...int) relu { return relu{id: id, shape: shape} }
+
+// Sig implements op.Op.
+func (o relu) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{o.shape}, Out: o.shape} }
+
+// Forward implements op.Op.
+func (o relu) Forward(in [][]float32, y []float32) error {
+	for i, v := range in[0] {
 		y[i] = max(v, 0)
 	}
-	return o.out(y), nil
+	return nil
 }
 
-// DiffWRT implements gorgonia.SDOp.
-func (o reluOp) DiffWRT(int) []bool { return []bool{true} }
-
-// SymDiff implements gorgonia.SDOp: dx = dy·[y > 0].
-func (o reluOp) SymDiff(_ G.Nodes, y, dy *G.Node) (G.Nodes, error) {
-	dx, err := G.ApplyOp(reluGradOp{newBase(o.id+".dx", o.shape, len(o.shape), len(o.shape))}, y, dy)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
-	}
-	return G.Nodes{dx}, nil
-}
-
-// reluGradOp is dy·[y > 0] for inputs y, dy.
-type reluGradOp struct{ base }
-
-// Do implements gorgonia.Op.
-func (o reluGradOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 2); err != nil {
-		return nil, err
-	}
-	y, err := floats(o.id, vals, 0, o.size())
-	if err != nil {
-		return nil, err
-	}
-	dy, err := floats(o.id, vals, 1, o.size())
-	if err != nil {
-		return nil, err
-	}
-	dx := make([]float32, len(y))
+// Backward implements op.Op.
+func (o relu) Backward(_ [][]float32, y, dy []float32, dIn [][]float32) error {
 	for i, v := range y {
 		if v > 0 {
-			dx[i] = dy[i]
+			dIn[0][i] = dy[i]
 		}
 	}
-	return o.out(dx), nil
+	return nil
 }

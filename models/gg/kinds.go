@@ -19,6 +19,7 @@ func Kinds() models.Registry {
 		spnKind{}, spnKind{gin: true},
 		gcnKind{}, gatKind{}, graphormerKind{},
 		baselineKind{},
+		typedKind{KindRSPN}, typedKind{KindESPN},
 	)
 }
 
@@ -78,16 +79,22 @@ func (s spnKind) Name() string {
 	return "spn"
 }
 
-func (s spnKind) Check(m schema.Model, kmax int) []schema.FieldError {
+func (s spnKind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 	errs := checkCommon(m)
+	if s.gin && m.K != 1 {
+		return append(errs, errf("k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", m.K))
+	}
+	return checkHops(errs, m, d)
+}
+
+// checkHops requires 1 ≤ k ≤ dataset.kmax of the kinds that aggregate
+// over N_1..N_k.
+func checkHops(errs []schema.FieldError, m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 	switch {
-	case s.gin && m.K != 1:
-		errs = append(errs, errf("k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", m.K))
 	case m.K < 1:
 		errs = append(errs, errf("k", "k = %d: need at least 1 hop", m.K))
-	}
-	if kmax > 0 && m.K > kmax {
-		errs = append(errs, errf("k", "k = %d exceeds dataset.kmax = %d (hops are precomputed up to kmax)", m.K, kmax))
+	case d.KMax > 0 && m.K > d.KMax:
+		errs = append(errs, errf("k", "k = %d exceeds dataset.kmax = %d (hops are precomputed up to kmax)", m.K, d.KMax))
 	}
 	return errs
 }
@@ -101,7 +108,7 @@ type gcnKind struct{}
 
 func (gcnKind) Name() string { return KindGCN }
 
-func (gcnKind) Check(m schema.Model, _ int) []schema.FieldError {
+func (gcnKind) Check(m schema.Model, _ schema.DatasetInfo) []schema.FieldError {
 	return checkDirect(checkCommon(m), KindGCN, m.K)
 }
 
@@ -114,7 +121,7 @@ type gatKind struct{}
 
 func (gatKind) Name() string { return KindGAT }
 
-func (gatKind) Check(m schema.Model, _ int) []schema.FieldError {
+func (gatKind) Check(m schema.Model, _ schema.DatasetInfo) []schema.FieldError {
 	return checkHeads(checkDirect(checkCommon(m), KindGAT, m.K), m)
 }
 
@@ -127,13 +134,13 @@ type graphormerKind struct{}
 
 func (graphormerKind) Name() string { return KindGraphormer }
 
-func (graphormerKind) Check(m schema.Model, kmax int) []schema.FieldError {
+func (graphormerKind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 	errs := checkHeads(checkCommon(m), m)
 	if m.MaxDist < 1 {
 		return append(errs, errf("max_dist", "max_dist = %d: need at least 1", m.MaxDist))
 	}
-	if kmax > 0 && m.MaxDist > kmax {
-		errs = append(errs, errf("max_dist", "graphormer's max_dist = %d exceeds dataset.kmax = %d (its distance buckets read the hop sets up to max_dist)", m.MaxDist, kmax))
+	if d.KMax > 0 && m.MaxDist > d.KMax {
+		errs = append(errs, errf("max_dist", "graphormer's max_dist = %d exceeds dataset.kmax = %d (its distance buckets read the hop sets up to max_dist)", m.MaxDist, d.KMax))
 	}
 	return errs
 }
@@ -147,7 +154,7 @@ type baselineKind struct{}
 
 func (baselineKind) Name() string { return "baseline" }
 
-func (baselineKind) Check(m schema.Model, _ int) []schema.FieldError {
+func (baselineKind) Check(m schema.Model, _ schema.DatasetInfo) []schema.FieldError {
 	var errs []schema.FieldError
 	if m.Hidden < 1 {
 		errs = append(errs, errf("hidden", "hidden = %d: need a positive width", m.Hidden))

@@ -13,11 +13,14 @@ package gg
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/schema"
 )
 
 // layer holds the parameters of one SPN layer (the nn structs are used only
@@ -25,6 +28,9 @@ import (
 type layer struct {
 	agg *nn.HopAggregation // ε and the α logits
 	mlp
+	// read is the global readout map W (d×d; model.global_readout), nil
+	// without global readout.
+	read *nn.Param
 }
 
 // Model is the SPN (or GIN) of models.SPN computed through Gorgonia.
@@ -32,6 +38,8 @@ type Model struct {
 	engine
 	useAdj bool
 	layers []*layer
+	// gd are the graphs of the batch, for the global readout.
+	gd nbop.Data
 }
 
 var (
@@ -62,11 +70,13 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md.arch = md
 	d := m.Hidden
 	md.enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
+	readInit := globalReadInit(seed)
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
 		md.layers = append(md.layers, &layer{
-			agg: nn.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
-			mlp: newMLP(name, d, init),
+			agg:  nn.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
+			mlp:  newMLP(name, d, init),
+			read: newGlobalRead(name, m, readInit),
 		})
 	}
 	for t := 0; t <= m.Layers; t++ {
@@ -90,6 +100,9 @@ func (m *Model) Params() []*nn.Param {
 	for _, l := range m.layers {
 		ps = append(ps, l.agg.Params()...)
 		ps = append(ps, l.mlp.params()...)
+		if l.read != nil {
+			ps = append(ps, l.read)
+		}
 	}
 	for _, r := range m.readout {
 		ps = append(ps, r.Params()...)
@@ -124,3 +137,20 @@ func (m *Model) HopWeights() (alpha [][]float64, eps []float64) {
 // gradParams implements arch: the graph binds the parameters in the order
 // of Params.
 func (m *Model) gradParams(*program) []*nn.Param { return m.Params() }
+
+// globalReadInit returns the generator of the global readout maps: a
+// stream of its own, so that switching model.global_readout on leaves
+// every other parameter's initialisation unchanged.
+func globalReadInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x91ead)) }
+
+// newGlobalRead returns the global readout map W (d×d) of layer name,
+// uniform in ±1/√d as a linear layer's weights, or nil when m has no
+// global readout.
+func newGlobalRead(name string, m schema.Model, init *rand.Rand) *nn.Param {
+	if !m.GlobalReadout {
+		return nil
+	}
+	w := nn.NewParam(name+".global_readout.w", m.Hidden, m.Hidden)
+	w.Uniform(init, 1/math.Sqrt(float64(m.Hidden)))
+	return w
+}

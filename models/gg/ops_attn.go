@@ -4,16 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
-
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
 )
-
-// blas32 is the pure-Go BLAS the per-graph attention GEMMs run on.
-var blas32 gonum.Implementation
 
 // GATSlope is the negative slope of GAT's LeakyReLU.
 const GATSlope = 0.2
@@ -35,8 +28,8 @@ type gatState struct {
 // where z^h is the h-th block of d/H columns; the heads are concatenated
 // (y is N×d). Rows are independent, so the forward runs in parallel row
 // chunks with no reduction.
-type gatAttnOp struct {
-	base
+type gatAttn struct {
+	id      string
 	be      env
 	bd      *batchData
 	gd      *graphData
@@ -44,41 +37,28 @@ type gatAttnOp struct {
 	st      *gatState
 }
 
-func newGATAttn(id string, be env, bd *batchData, gd *graphData, heads, N, d int) gatAttnOp {
-	return gatAttnOp{base: newBase(id, tensor.Shape{N, d}, 2, 2, 2), be: be, bd: bd, gd: gd, H: heads, N: N, d: d, st: &gatState{}}
+func newGATAttn(id string, be env, bd *batchData, gd *graphData, heads, N, d int) gatAttn {
+	return gatAttn{id: id, be: be, bd: bd, gd: gd, H: heads, N: N, d: d, st: &gatState{}}
 }
 
-func (o gatAttnOp) inputs(vals []G.Value) (z, aSrc, aDst []float32, err error) {
-	if err = checkArity(o.id, vals, 3); err != nil {
-		return
-	}
-	if z, err = floats(o.id, vals, 0, o.N*o.d); err != nil {
-		return
-	}
-	if aSrc, err = floats(o.id, vals, 1, o.d); err != nil {
-		return
-	}
-	aDst, err = floats(o.id, vals, 2, o.d)
-	return
+// Sig implements op.Op.
+func (o gatAttn) Sig() op.Sig {
+	return op.Sig{ID: o.id, In: [][]int{{o.N, o.d}, {o.H, o.d / o.H}, {o.H, o.d / o.H}}, Out: []int{o.N, o.d}}
 }
 
-// Do implements gorgonia.Op.
-func (o gatAttnOp) Do(vals ...G.Value) (G.Value, error) {
-	z, aSrc, aDst, err := o.inputs(vals)
-	if err != nil {
-		return nil, err
-	}
+// Forward implements op.Op.
+func (o gatAttn) Forward(in [][]float32, y []float32) error {
+	z, aSrc, aDst := in[0], in[1], in[2]
 	n, d, H, gd := o.bd.n, o.d, o.H, o.gd
 	lp := gd.loops
 	if lp.Len() != n {
-		return nil, fmt.Errorf("%s: neighbourhoods cover %d nodes, batch has %d", o.id, lp.Len(), n)
+		return fmt.Errorf("neighbourhoods cover %d nodes, batch has %d", lp.Len(), n)
 	}
 	dh := d / H
 	E := len(lp.Idx)
 	o.st.alpha = resize(o.st.alpha, E*H)
 	o.st.pre = resize(o.st.pre, E*H)
 	alpha, pre := o.st.alpha, o.st.pre
-	y := o.be.buf(o.N * d)
 	clear(y)
 	o.be.ForEachChunk(n, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
@@ -115,29 +95,10 @@ func (o gatAttnOp) Do(vals ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	return o.out(y), nil
+	return nil
 }
 
-// DiffWRT implements gorgonia.SDOp.
-func (o gatAttnOp) DiffWRT(int) []bool { return []bool{true, true, true} }
-
-// SymDiff implements gorgonia.SDOp: one op computes the packed
-// [dz; da_src; da_dst] from the stored α (y is an input only to order it
-// after the forward).
-func (o gatAttnOp) SymDiff(in G.Nodes, y, dy *G.Node) (G.Nodes, error) {
-	g := gatGradOp{base: newBase(o.id+".grad", tensor.Shape{o.N*o.d + 2*o.d}, 2, 2, 2, 2, 2), fwd: o}
-	packed, err := G.ApplyOp(g, in[0], in[1], in[2], dy, y)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
-	}
-	parts, err := applyParts(packed, o.id, []string{"dz", "da_src", "da_dst"}, [][]int{{o.N, o.d}, {o.H, o.d / o.H}, {o.H, o.d / o.H}})
-	if err != nil {
-		return nil, err
-	}
-	return parts, nil
-}
-
-// gatGradOp is the backward of gatAttnOp for inputs z, a_src, a_dst, dy, y:
+// Backward implements op.Op, for inputs z, a_src, a_dst and dy:
 // with dα_uv = ⟨dy_u^h, z_v^h⟩ and dp_uv = α_uv(dα_uv − Σ_w α_uw dα_uw)·
 // LeakyReLU'(pre_uv),
 //
@@ -148,31 +109,14 @@ func (o gatAttnOp) SymDiff(in G.Nodes, y, dy *G.Node) (G.Nodes, error) {
 // sums of the attention-vector gradients (added in chunk order); the second
 // gathers dz per source row through the reverse edges, so no two
 // goroutines write one row.
-type gatGradOp struct {
-	base
-	fwd gatAttnOp
-}
-
-// Do implements gorgonia.Op.
-func (o gatGradOp) Do(vals ...G.Value) (G.Value, error) {
-	f := o.fwd
-	if err := checkArity(o.id, vals, 5); err != nil {
-		return nil, err
-	}
-	z, aSrc, aDst, err := f.inputs(vals[:3])
-	if err != nil {
-		return nil, err
-	}
-	dy, err := floats(o.id, vals, 3, f.N*f.d)
-	if err != nil {
-		return nil, err
-	}
+func (f gatAttn) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
+	z, aSrc, aDst := in[0], in[1], in[2]
 	n, d, H, lp, rev := f.bd.n, f.d, f.H, f.gd.loops, f.gd.rev
 	dh := d / H
 	E := len(lp.Idx)
 	alpha, pre := f.st.alpha, f.st.pre
 	if len(alpha) != E*H || len(rev) != E {
-		return nil, fmt.Errorf("%s: no forward attention recorded for %d edges", o.id, E)
+		return fmt.Errorf("no forward attention recorded for %d edges", E)
 	}
 	dp := make([]float32, E*H)
 	nc := kernels.NumChunks(n)
@@ -207,8 +151,7 @@ func (o gatGradOp) Do(vals ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	out := make([]float32, f.N*d+2*d)
-	dz := out[:f.N*d]
+	dz := dIn[0]
 	f.be.ForEachChunk(n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
 			dzv := dz[v*d : (v+1)*d]
@@ -224,10 +167,12 @@ func (o gatGradOp) Do(vals ...G.Value) (G.Value, error) {
 			}
 		}
 	})
-	for j, x := range sumChunks(part, nc, 2*d) {
-		out[f.N*d+j] = float32(x)
+	sums := sumChunks(part, nc, 2*d)
+	for j := 0; j < d; j++ {
+		dIn[1][j] = float32(sums[j])
+		dIn[2][j] = float32(sums[d+j])
 	}
-	return o.out(out), nil
+	return nil
 }
 
 // attnState is what a graph attention forward keeps for its backward: the
@@ -247,8 +192,8 @@ type attnState struct {
 // computed by one goroutine with two GEMMs over strided views of q, k, v
 // (no reduction across goroutines), so the result does not depend on the
 // thread count. P (Σ_j n_j² × H values) is kept for the backward.
-type graphAttnOp struct {
-	base
+type graphAttn struct {
+	id         string
 	be         env
 	bd         *batchData
 	gd         *graphData
@@ -256,28 +201,19 @@ type graphAttnOp struct {
 	st         *attnState
 }
 
-func newGraphAttn(id string, be env, bd *batchData, gd *graphData, heads, buckets, N, d int) graphAttnOp {
-	return graphAttnOp{base: newBase(id, tensor.Shape{N, d}, 2, 2, 2, 2), be: be, bd: bd, gd: gd,
-		H: heads, B: buckets, N: N, d: d, st: &attnState{}}
+func newGraphAttn(id string, be env, bd *batchData, gd *graphData, heads, buckets, N, d int) graphAttn {
+	return graphAttn{id: id, be: be, bd: bd, gd: gd, H: heads, B: buckets, N: N, d: d, st: &attnState{}}
 }
 
-func (o graphAttnOp) inputs(vals []G.Value) (q, k, v, bias []float32, err error) {
-	if q, err = floats(o.id, vals, 0, o.N*o.d); err != nil {
-		return
-	}
-	if k, err = floats(o.id, vals, 1, o.N*o.d); err != nil {
-		return
-	}
-	if v, err = floats(o.id, vals, 2, o.N*o.d); err != nil {
-		return
-	}
-	bias, err = floats(o.id, vals, 3, o.B*o.H)
-	return
+// Sig implements op.Op.
+func (o graphAttn) Sig() op.Sig {
+	nd := []int{o.N, o.d}
+	return op.Sig{ID: o.id, In: [][]int{nd, nd, nd, {o.B, o.H}}, Out: nd}
 }
 
 // block returns the graph and head of task t (t = j·H + h), the offset of
 // its n_j×n_j probability block in P, its first node and n_j.
-func (o graphAttnOp) block(t int) (j, h, off, p0, nj int) {
+func (o graphAttn) block(t int) (j, h, off, p0, nj int) {
 	gd := o.gd
 	j, h = t/o.H, t%o.H
 	p0 = int(gd.ptr[j])
@@ -285,10 +221,10 @@ func (o graphAttnOp) block(t int) (j, h, off, p0, nj int) {
 	return j, h, gd.boff[j]*o.H + h*nj*nj, p0, nj
 }
 
-func (o graphAttnOp) check(n int) error {
+func (o graphAttn) check(n int) error {
 	gd := o.gd
 	if len(gd.gof) != n || len(gd.boff) != o.bd.g+1 || len(gd.ptr) != o.bd.g+1 || gd.n != n {
-		return fmt.Errorf("%s: distance buckets do not cover the batch's %d nodes", o.id, n)
+		return fmt.Errorf("distance buckets do not cover the batch's %d nodes", n)
 	}
 	return nil
 }
@@ -300,26 +236,19 @@ func forEachTask(be env, tasks int, f func(t int)) {
 	be.ForEachChunk(tasks*kernels.ChunkRows, func(ch, _, _ int) { f(ch) })
 }
 
-// Do implements gorgonia.Op: per graph j and head h, S = Q_j K_jᵀ/√(d/H) +
+// Forward implements op.Op: per graph j and head h, S = Q_j K_jᵀ/√(d/H) +
 // bias (one GEMM), row softmax into P, Y_j = P V_j (one GEMM), where Q_j is
 // the strided n_j × d/H block of q (no copies).
-func (o graphAttnOp) Do(vals ...G.Value) (G.Value, error) {
-	if err := checkArity(o.id, vals, 4); err != nil {
-		return nil, err
-	}
-	q, k, v, bias, err := o.inputs(vals)
-	if err != nil {
-		return nil, err
-	}
+func (o graphAttn) Forward(in [][]float32, y []float32) error {
+	q, k, v, bias := in[0], in[1], in[2], in[3]
 	n, d, H, gd := o.bd.n, o.d, o.H, o.gd
 	if err := o.check(n); err != nil {
-		return nil, err
+		return err
 	}
 	dh := d / H
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	o.st.p = resize(o.st.p, gd.boff[len(gd.boff)-1]*H)
 	P := o.st.p
-	y := o.be.buf(o.N * d)
 	clear(y)
 	forEachTask(o.be, o.bd.g*H, func(t int) {
 		j, h, off, p0, nj := o.block(t)
@@ -328,7 +257,7 @@ func (o graphAttnOp) Do(vals ...G.Value) (G.Value, error) {
 		}
 		c := h * dh
 		S := P[off : off+nj*nj]
-		blas32.Sgemm(blas.NoTrans, blas.Trans, nj, nj, dh, scale, q[p0*d+c:], d, k[p0*d+c:], d, 0, S, nj)
+		o.be.Gemm(false, true, nj, nj, dh, scale, q[p0*d+c:], d, k[p0*d+c:], d, 0, S, nj)
 		bk := gd.bucket[gd.boff[j] : gd.boff[j]+nj*nj]
 		for i := 0; i < nj; i++ {
 			row, br := S[i*nj:(i+1)*nj], bk[i*nj:(i+1)*nj]
@@ -348,28 +277,12 @@ func (o graphAttnOp) Do(vals ...G.Value) (G.Value, error) {
 				row[w] *= inv
 			}
 		}
-		blas32.Sgemm(blas.NoTrans, blas.NoTrans, nj, dh, nj, 1, S, nj, v[p0*d+c:], d, 0, y[p0*d+c:], d)
+		o.be.Gemm(false, false, nj, dh, nj, 1, S, nj, v[p0*d+c:], d, 0, y[p0*d+c:], d)
 	})
-	return o.out(y), nil
+	return nil
 }
 
-// DiffWRT implements gorgonia.SDOp.
-func (o graphAttnOp) DiffWRT(int) []bool { return []bool{true, true, true, true} }
-
-// SymDiff implements gorgonia.SDOp: one op computes the packed
-// [dq; dk; dv; dbias] from the stored P (y orders it after the forward).
-func (o graphAttnOp) SymDiff(in G.Nodes, y, dy *G.Node) (G.Nodes, error) {
-	nd := o.N * o.d
-	g := graphAttnGradOp{base: newBase(o.id+".grad", tensor.Shape{3*nd + o.B*o.H}, 2, 2, 2, 2, 2, 2), fwd: o}
-	packed, err := G.ApplyOp(g, in[0], in[1], in[2], in[3], dy, y)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
-	}
-	return applyParts(packed, o.id, []string{"dq", "dk", "dv", "dbias"}, [][]int{{o.N, o.d}, {o.N, o.d}, {o.N, o.d}, {o.B, o.H}})
-}
-
-// graphAttnGradOp is the backward of graphAttnOp for inputs q, k, v, bias,
-// dy, y: with dP_uw = ⟨dy_u^h, v_w^h⟩ and dS_uw = P_uw(dP_uw − Σ_x P_ux dP_ux),
+// Backward implements op.Op: with dP_uw = ⟨dy_u^h, v_w^h⟩ and dS_uw = P_uw(dP_uw − Σ_x P_ux dP_ux),
 //
 //	dq_u^h = Σ_w dS_uw k_w^h/√(d/H),  dk_w^h = Σ_u dS_uw q_u^h/√(d/H),
 //	dv_w^h = Σ_u P_uw dy_u^h,         dbias[b,h] = Σ_{bucket(u,w)=b} dS_uw.
@@ -377,38 +290,19 @@ func (o graphAttnOp) SymDiff(in G.Nodes, y, dy *G.Node) (G.Nodes, error) {
 // Per (graph, head) task: four GEMMs (dP = dY Vᵀ, dQ = dS K, dK = dSᵀ Q,
 // dV = Pᵀ dY) into disjoint blocks of the outputs, and a per-task partial
 // of dbias; the partials are added in task order.
-type graphAttnGradOp struct {
-	base
-	fwd graphAttnOp
-}
-
-// Do implements gorgonia.Op.
-func (o graphAttnGradOp) Do(vals ...G.Value) (G.Value, error) {
-	f := o.fwd
-	if err := checkArity(o.id, vals, 6); err != nil {
-		return nil, err
-	}
-	q, k, v, _, err := f.inputs(vals[:4])
-	if err != nil {
-		return nil, err
-	}
-	dy, err := floats(o.id, vals, 4, f.N*f.d)
-	if err != nil {
-		return nil, err
-	}
+func (f graphAttn) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
+	q, k, v := in[0], in[1], in[2]
 	n, d, H, B, gd := f.bd.n, f.d, f.H, f.B, f.gd
 	if err := f.check(n); err != nil {
-		return nil, err
+		return err
 	}
 	P := f.st.p
 	if len(P) != gd.boff[len(gd.boff)-1]*H {
-		return nil, fmt.Errorf("%s: no forward attention recorded", o.id)
+		return fmt.Errorf("no forward attention recorded")
 	}
 	dh := d / H
 	scale := float32(1 / math.Sqrt(float64(dh)))
-	nd := f.N * d
-	out := make([]float32, 3*nd+B*H)
-	dq, dk, dv := out[:nd], out[nd:2*nd], out[2*nd:3*nd]
+	dq, dk, dv := dIn[0], dIn[1], dIn[2]
 	dS := f.be.buf(len(P)) // every block is overwritten by its first GEMM
 	tasks := f.bd.g * H
 	part := make([]float64, tasks*B)
@@ -419,7 +313,7 @@ func (o graphAttnGradOp) Do(vals ...G.Value) (G.Value, error) {
 		}
 		c := h * dh
 		pr, sr := P[off:off+nj*nj], dS[off:off+nj*nj]
-		blas32.Sgemm(blas.NoTrans, blas.Trans, nj, nj, dh, 1, dy[p0*d+c:], d, v[p0*d+c:], d, 0, sr, nj)
+		f.be.Gemm(false, true, nj, nj, dh, 1, dy[p0*d+c:], d, v[p0*d+c:], d, 0, sr, nj)
 		bk := gd.bucket[gd.boff[j] : gd.boff[j]+nj*nj]
 		pb := part[t*B : (t+1)*B]
 		for i := 0; i < nj; i++ {
@@ -434,9 +328,9 @@ func (o graphAttnGradOp) Do(vals ...G.Value) (G.Value, error) {
 				pb[br[w]] += g
 			}
 		}
-		blas32.Sgemm(blas.NoTrans, blas.NoTrans, nj, dh, nj, scale, sr, nj, k[p0*d+c:], d, 0, dq[p0*d+c:], d)
-		blas32.Sgemm(blas.Trans, blas.NoTrans, nj, dh, nj, scale, sr, nj, q[p0*d+c:], d, 0, dk[p0*d+c:], d)
-		blas32.Sgemm(blas.Trans, blas.NoTrans, nj, dh, nj, 1, pr, nj, dy[p0*d+c:], d, 0, dv[p0*d+c:], d)
+		f.be.Gemm(false, false, nj, dh, nj, scale, sr, nj, k[p0*d+c:], d, 0, dq[p0*d+c:], d)
+		f.be.Gemm(true, false, nj, dh, nj, scale, sr, nj, q[p0*d+c:], d, 0, dk[p0*d+c:], d)
+		f.be.Gemm(true, false, nj, dh, nj, 1, pr, nj, dy[p0*d+c:], d, 0, dv[p0*d+c:], d)
 	})
 	db := make([]float64, B*H)
 	for t := 0; t < tasks; t++ {
@@ -446,9 +340,9 @@ func (o graphAttnGradOp) Do(vals ...G.Value) (G.Value, error) {
 		}
 	}
 	for i, x := range db {
-		out[3*nd+i] = float32(x)
+		dIn[3][i] = float32(x)
 	}
-	return o.out(out), nil
+	return nil
 }
 
 // dot32 returns ⟨a, b⟩ accumulated in float64.

@@ -1,6 +1,8 @@
 package gg
 
 import (
+	"github.com/spn-project/spn/models/op"
+
 	"context"
 	"fmt"
 	"math"
@@ -267,27 +269,27 @@ func TestAttnOpGradients(t *testing.T) {
 		}
 		B := maxDist + 2
 		cases := []refCase{
-			{opCase{name: "gcn aggregation", op: newGCNAgg("gcn", be, bd, gcn, N, d),
+			{opCase{name: "gcn aggregation", op: op.Adapt(nil, newGCNAgg("gcn", be, bd, gcn, N, d)),
 				in: [][]float32{randFloats(rng, N*d, 1)}, shapes: [][]int{{N, d}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
 				func(in [][]float64) []float64 { return refGCN(b, in[0], N, d) }},
-			{opCase{name: "gat attention", op: newGATAttn("gat", be, bd, gat, H, N, d),
+			{opCase{name: "gat attention", op: op.Adapt(nil, newGATAttn("gat", be, bd, gat, H, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d, 0.7), randFloats(rng, d, 0.7)},
 				shapes: [][]int{{N, d}, {H, d / H}, {H, d / H}}, h: 1e-3, tol: 3e-2, zeroFrom: n * d},
 				func(in [][]float64) []float64 { return refGAT(b, in[0], in[1], in[2], H, N, d) }},
-			{opCase{name: "graph attention", op: newGraphAttn("attn", be, bd, gph, H, B, N, d),
+			{opCase{name: "graph attention", op: op.Adapt(nil, newGraphAttn("attn", be, bd, gph, H, B, N, d)),
 				in: [][]float32{randFloats(rng, N*d, 1), randFloats(rng, N*d, 1), randFloats(rng, N*d, 1),
 					randFloats(rng, B*H, 1)},
 				shapes: [][]int{{N, d}, {N, d}, {N, d}, {B, H}}, h: 1e-2, tol: 2e-2, zeroFrom: n * d},
 				func(in [][]float64) []float64 { return refGraphAttn(b, gph, in[0], in[1], in[2], in[3], H, B, N, d) }},
-			{opCase{name: "degree embedding", op: newDegEmb("deg", be, bd, gph, N, d),
+			{opCase{name: "degree embedding", op: op.Adapt(nil, newDegEmb("deg", be, bd, gph, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, (MaxDegree+1)*d, 1)},
 				shapes: [][]int{{N, d}, {MaxDegree + 1, d}}, h: 1e-2, tol: 1e-2, zeroFrom: n * d},
 				func(in [][]float64) []float64 { return refDegEmb(b, in[0], in[1], N, d) }},
-			{opCase{name: "layer norm", op: newLayerNorm("ln", be, bd, N, d),
+			{opCase{name: "layer norm", op: op.Adapt(nil, newLayerNorm("ln", be, bd, N, d)),
 				in:     [][]float32{randFloats(rng, N*d, 1), randFloats(rng, d, 1), randFloats(rng, d, 1)},
 				shapes: [][]int{{N, d}, {d}, {d}}, h: 1e-2, tol: 3e-2, zeroFrom: n * d},
 				func(in [][]float64) []float64 { return refLayerNorm(n, in[0], in[1], in[2], N, d) }},
-			{opCase{name: "relu", op: newReLU("relu", 50, 3),
+			{opCase{name: "relu", op: op.Adapt(nil, newReLU("relu", 50, 3)),
 				in: [][]float32{awayFromZero(randFloats(rng, 150, 1))}, shapes: [][]int{{50, 3}}, h: 1e-3, tol: 1e-3},
 				func(in [][]float64) []float64 {
 					y := make([]float64, len(in[0]))

@@ -2,8 +2,8 @@ package gg
 
 import (
 	"fmt"
-	"math"
 
+	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/op"
 )
@@ -159,54 +159,15 @@ func newCrossEntropy(id string, bd *batchData, G, c int) crossEntropy {
 // Sig implements op.Op.
 func (o crossEntropy) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{{o.G, o.c}}} }
 
-// probs returns the softmax of every real row and the mean loss.
-func (o crossEntropy) probs(logits []float32) ([]float64, float64) {
-	g, y := o.bd.g, o.bd.y
-	p := make([]float64, g*o.c)
-	var loss float64
-	for i := 0; i < g; i++ {
-		row := logits[i*o.c : (i+1)*o.c]
-		m := math.Inf(-1)
-		for _, v := range row {
-			m = math.Max(m, float64(v))
-		}
-		var s float64
-		for _, v := range row {
-			s += math.Exp(float64(v) - m)
-		}
-		lse := m + math.Log(s)
-		loss += lse - float64(row[y[i]])
-		for j, v := range row {
-			p[i*o.c+j] = math.Exp(float64(v) - lse)
-		}
-	}
-	if g > 0 {
-		loss /= float64(g)
-	}
-	return p, loss
-}
-
 // Forward implements op.Op.
 func (o crossEntropy) Forward(in [][]float32, out []float32) error {
-	_, loss := o.probs(in[0])
-	out[0] = float32(loss)
+	out[0] = float32(kernels.CrossEntropy(nil, 0, in[0], o.bd.y, o.bd.g, o.c))
 	return nil
 }
 
 // Backward implements op.Op.
 func (o crossEntropy) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
-	scale := float64(dL[0])
-	p, _ := o.probs(in[0])
-	g, c, y := o.bd.g, o.c, o.bd.y
-	for i := 0; i < g; i++ {
-		for j := 0; j < c; j++ {
-			d := p[i*c+j]
-			if int32(j) == y[i] {
-				d--
-			}
-			dIn[0][i*c+j] = float32(scale * d / float64(g))
-		}
-	}
+	kernels.CrossEntropy(dIn[0], float64(dL[0]), in[0], o.bd.y, o.bd.g, o.c)
 	return nil
 }
 
@@ -226,27 +187,13 @@ func (o mse) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{{o.G, o.t}}} }
 
 // Forward implements op.Op.
 func (o mse) Forward(in [][]float32, out []float32) error {
-	target := o.bd.target[:o.bd.g*o.t]
-	p := in[0][:len(target)]
-	var loss float64
-	for i, v := range p {
-		e := float64(v) - target[i]
-		loss += e * e
-	}
-	if len(p) > 0 {
-		loss /= float64(len(p))
-	}
-	out[0] = float32(loss)
+	out[0] = float32(kernels.MSE(nil, 0, in[0], o.bd.target[:o.bd.g*o.t]))
 	return nil
 }
 
 // Backward implements op.Op.
 func (o mse) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
-	scale := float64(dL[0])
-	target := o.bd.target[:o.bd.g*o.t]
-	for i, t := range target {
-		dIn[0][i] = float32(scale * 2 * (float64(in[0][i]) - t) / float64(len(target)))
-	}
+	kernels.MSE(dIn[0], float64(dL[0]), in[0], o.bd.target[:o.bd.g*o.t])
 	return nil
 }
 

@@ -378,7 +378,6 @@ func TestOpIdentity(t *testing.T) {
 		op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, true, true, 2, 3)), op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, false, false, 2, 3)),
 		op.Adapt(nil, newSoftmax("layer1.alpha", 1)), op.Adapt(nil, newSoftmax("layer2.alpha", 1)),
 		op.Adapt(nil, newDropout("readout0.dropout", 2, 1)), op.Adapt(nil, newDropout("readout1.dropout", 2, 1)),
-		newPart("layer1.agg.dalpha", 0, 1), newPart("layer1.agg.deps", 1, 1),
 	}
 	seen := map[uint32]string{}
 	for _, op := range ops {

@@ -49,6 +49,10 @@ type Backend interface {
 	// ForEachChunk runs f on the fixed row chunks [lo,hi) of n rows, in
 	// parallel; f must only write rows lo..hi-1 or chunk-private memory.
 	ForEachChunk(n int, f func(chunk, lo, hi int))
+	// Gemm sets C = alpha·op(A)·op(B) + beta·C on strided row-major
+	// matrices (op transposes when tA, tB), serially: for callers that
+	// parallelise over independent blocks themselves (attention heads).
+	Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 }
 
 // CPU is the pure-Go backend. Threads ≤ 1 runs serially.
@@ -57,6 +61,11 @@ type CPU struct {
 }
 
 var _ Backend = CPU{}
+
+// Gemm implements Backend with this build's GEMM.
+func (CPU) Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
 
 // NumChunks returns the number of ChunkRows chunks covering n rows.
 func NumChunks(n int) int { return (n + ChunkRows - 1) / ChunkRows }

@@ -54,7 +54,9 @@ func (c *Cache) Check(kind, key string) (ok bool, damage *Damage, err error) {
 	c.mu.Lock()
 	r, seen := c.checked[id]
 	c.mu.Unlock()
-	if seen {
+	// An absent stage is always looked up again: another writer (process,
+	// Slurm job) may commit it at any time.
+	if seen && (r.ok || r.damage != nil) {
 		return r.ok, r.damage, nil
 	}
 	ok, damage, err = c.check(kind, key)

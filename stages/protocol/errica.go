@@ -56,6 +56,11 @@ func (Errica) Evaluate(p schema.Protocol, points int, runs []selectstage.TrainRu
 	if err := aggregate(p, res, runs, true); err != nil {
 		return nil, err
 	}
+	// The folds' model selections excluded diverged points: their final
+	// runs carry the notes (once per fold, so once per run 0).
+	for s := range p.Splits {
+		res.Notes = append(res.Notes, runs[s*p.Runs].Result.Notes...)
+	}
 	return res, nil
 }
 

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -53,18 +54,28 @@ func (Holdout) Evaluate(p schema.Protocol, points int, runs []selectstage.TrainR
 	if err != nil {
 		return nil, err
 	}
-	scores := make([]float64, points)
+	res := &stages.EvalResult{Metric: p.Metric}
+	var scores []float64
+	var usable []int
 	for i := range points {
 		g := runs[i*per : (i+1)*per]
 		if err := selectstage.SamePoint(g); err != nil {
 			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
-		if scores[i], err = selectstage.MeanScore(g, p.SelectOn); err != nil {
+		if note := selectstage.DivergedNote(g); note != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("grid point %d %s excluded from selection: %s", i, selectstage.PointLabel(g[0].Result.Point), note))
+			continue
+		}
+		s, err := selectstage.MeanScore(g, p.SelectOn)
+		if err != nil {
 			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
+		scores, usable = append(scores, s), append(usable, i)
 	}
-	res := &stages.EvalResult{Metric: p.Metric}
-	res.Winner = selectstage.Best(scores, lower)
+	if len(usable) == 0 {
+		return nil, fmt.Errorf("every grid point diverged: %s", strings.Join(res.Notes, "; "))
+	}
+	res.Winner = usable[selectstage.Best(scores, lower)]
 	group := runs[res.Winner*per : (res.Winner+1)*per]
 	pt := group[0].Result.Point
 	res.Point = &pt

@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	"github.com/spn-project/spn/models/metric"
+	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 )
 
@@ -92,19 +94,49 @@ func Select(p stages.SelectParams, runs []TrainRun) (*stages.SelectResult, error
 			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
 	}
-	scores := make([]float64, p.Points)
+	res := &stages.SelectResult{Split: p.Split, Scores: make([]float64, p.Points)}
+	var usable []int
 	for i, g := range groups {
-		if scores[i], err = MeanScore(g, p.SelectOn); err != nil {
+		if note := DivergedNote(g); note != "" {
+			res.Excluded = append(res.Excluded, i)
+			res.Notes = append(res.Notes, fmt.Sprintf("split %d: grid point %d %s excluded from selection: %s", p.Split, i, PointLabel(g[0].Result.Point), note))
+			continue
+		}
+		if res.Scores[i], err = MeanScore(g, p.SelectOn); err != nil {
 			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
+		usable = append(usable, i)
 	}
-	w := Best(scores, lower)
-	return &stages.SelectResult{
-		Split:  p.Split,
-		Winner: w,
-		Point:  groups[w][0].Result.Point,
-		Scores: scores,
-	}, nil
+	if len(usable) == 0 {
+		return nil, fmt.Errorf("every grid point diverged, nothing to select: %s", strings.Join(res.Notes, "; "))
+	}
+	sub := make([]float64, len(usable))
+	for j, i := range usable {
+		sub[j] = res.Scores[i]
+	}
+	res.Winner = usable[Best(sub, lower)]
+	res.Point = groups[res.Winner][0].Result.Point
+	return res, nil
+}
+
+// DivergedNote returns, when a run of group diverged, which run and how;
+// "" when none did.
+func DivergedNote(group []TrainRun) string {
+	for r, run := range group {
+		if run.Result.Diverged != "" {
+			return fmt.Sprintf("run %d diverged (%s)", r, run.Result.Diverged)
+		}
+	}
+	return ""
+}
+
+// PointLabel writes a point's grid values as (path=value, ...).
+func PointLabel(pt schema.Point) string {
+	parts := make([]string, len(pt.Values))
+	for i, v := range pt.Values {
+		parts[i] = fmt.Sprintf("%s=%v", v.Path, v.Value)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // LowerIsBetter reports whether smaller scores win when comparing by
@@ -187,6 +219,9 @@ func Mean(runs []TrainRun, field string, get func(*stages.TrainResult) float64) 
 	}
 	var sum float64
 	for i := range runs {
+		if d := runs[i].Result.Diverged; d != "" {
+			return 0, fmt.Errorf("%s: the run diverged, it has no %s: %s", runs[i].Source, field, d)
+		}
 		v := get(&runs[i].Result)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return 0, fmt.Errorf("%s: %s is missing or not finite (%v)", runs[i].Source, field, v)

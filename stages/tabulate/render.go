@@ -56,6 +56,7 @@ type grid struct {
 // NAME.json always, and NAME.tex, NAME.md, NAME.csv for the formats t asks
 // for. Errors name the table, row and column of the offending cell.
 func Render(t schema.Table, results map[string]*stages.EvalResult) (map[string][]byte, error) {
+	t = withNotes(t, results)
 	g, err := build(t, results)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", t.Name, err)

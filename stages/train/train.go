@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
@@ -61,7 +62,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	if err := job.Decode(&p); err != nil {
 		return err
 	}
-	point, err := resolvePoint(job, &p)
+	point, notes, err := resolvePoint(job, &p)
 	if err != nil {
 		return err
 	}
@@ -85,9 +86,26 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 		return fmt.Errorf("role %q is unknown (want holdout, select or final)", p.Role)
 	}
 	res, err := Train(ctx, k.Registry(), point, ds, hops, sets, p, job)
+	if errors.Is(err, fit.ErrDiverged) {
+		// A diverged run is a result, not a failure of the stage: model
+		// selection excludes its grid point (select) and anything else
+		// that reads it fails naming it. It is deterministic, so it is
+		// cached like any result; there is no model to keep.
+		if job.Log != nil {
+			job.Log.Warn("training diverged", "error", err)
+		}
+		msg := err.Error()
+		if i := strings.Index(msg, fit.ErrDiverged.Error()); i >= 0 {
+			msg = msg[i:] // without the stage name, which the select note gives
+		}
+		return writeJSON(filepath.Join(job.Dir, stages.FileResult), stages.TrainResult{
+			Point: point, Metric: p.Metric, Diverged: msg, Notes: notes, Epochs: []stages.EpochRecord{},
+		})
+	}
 	if err != nil {
 		return err
 	}
+	res.TrainResult.Notes = notes
 	if err := os.WriteFile(filepath.Join(job.Dir, stages.FileModel), res.checkpoint, 0o644); err != nil {
 		return fmt.Errorf("writing model: %w", err)
 	}
@@ -130,9 +148,10 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	}
 	if hops != nil {
 		// The kind's own check (spn vet and plan ran it against the
-		// spec's kmax), here against the artifact's.
+		// spec's dataset section), here against the dataset and the
+		// artifact's kmax.
 		var errs []error
-		for _, fe := range reg.CheckModel(point.Model, hops.KMax) {
+		for _, fe := range reg.CheckModel(point.Model, models.InfoFor(ds, hops.KMax)) {
 			errs = append(errs, fe)
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -179,33 +198,33 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 
 // resolvePoint returns the configuration to train: params.Point, or for
 // RoleFinal the winner recorded by the select input.
-func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, error) {
+func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, []string, error) {
 	if p.Role != stages.RoleFinal {
 		if p.Point == nil {
-			return schema.Point{}, fmt.Errorf("role %s: parameters carry no point", p.Role)
+			return schema.Point{}, nil, fmt.Errorf("role %s: parameters carry no point", p.Role)
 		}
-		return *p.Point, nil
+		return *p.Point, nil, nil
 	}
 	if p.Point != nil {
-		return schema.Point{}, fmt.Errorf("role final: the point comes from the select stage, but parameters carry one")
+		return schema.Point{}, nil, fmt.Errorf("role final: the point comes from the select stage, but parameters carry one")
 	}
 	sel := job.InputsOf(stages.KindSelect)
 	if len(sel) != 1 {
-		return schema.Point{}, fmt.Errorf("role final: need exactly one select input, have %d", len(sel))
+		return schema.Point{}, nil, fmt.Errorf("role final: need exactly one select input, have %d", len(sel))
 	}
 	path := filepath.Join(sel[0].Dir, stages.FileResult)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return schema.Point{}, fmt.Errorf("reading select result: %w", err)
+		return schema.Point{}, nil, fmt.Errorf("reading select result: %w", err)
 	}
 	var sr stages.SelectResult
 	if err := json.Unmarshal(b, &sr); err != nil {
-		return schema.Point{}, fmt.Errorf("reading %s: %w", path, err)
+		return schema.Point{}, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if sr.Split != p.Split {
-		return schema.Point{}, fmt.Errorf("%s: select result is for split %d, training split %d", path, sr.Split, p.Split)
+		return schema.Point{}, nil, fmt.Errorf("%s: select result is for split %d, training split %d", path, sr.Split, p.Split)
 	}
-	return sr.Point, nil
+	return sr.Point, sr.Notes, nil
 }
 
 // loadInputs reads the dataset of the generate input and the hop sets of

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/evaluate"
+	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/tabulate"
+)
+
+// writePartialTables writes, after a run with --keep-going in which some
+// stages failed, every table it can: a table whose stage completed is
+// copied as usual; any other is rendered from the experiments that did
+// finish, their cells and the failed ones' marked (tabulate.Partial), and
+// written to out without entering the cache. It reports what it wrote.
+func (a *app) writePartialTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) {
+	for _, t := range spec.Tables {
+		n := p.Tabulate[t.Name]
+		if n == nil {
+			continue
+		}
+		if ok, _ := c.Has(n.Kind, n.Key); ok {
+			dir := c.StageDir(n.Kind, n.Key)
+			files, err := copyArtifacts(dir, out)
+			if err != nil {
+				fmt.Fprintf(a.stderr, "spn run: table %s: %v\n", t.Name, err)
+				continue
+			}
+			if en.printTable != nil {
+				en.printTable(a.stdout, dir)
+			}
+			fmt.Fprintf(a.stderr, "spn run: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
+			continue
+		}
+		results := map[string]*stages.EvalResult{}
+		var missing []string
+		for _, e := range p.TableExperiments[t.Name] {
+			ev := p.Evaluate[e]
+			if ok, _ := c.Has(ev.Kind, ev.Key); !ok {
+				missing = append(missing, e)
+				continue
+			}
+			r, err := evaluate.ReadResult(c.StageDir(ev.Kind, ev.Key))
+			if err != nil {
+				missing = append(missing, e)
+				continue
+			}
+			results[e] = r
+		}
+		sort.Strings(missing)
+		files, err := tabulate.Render(tabulate.Partial(t, missing), results)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn run: table %s: not written: %v\n", t.Name, err)
+			continue
+		}
+		tmp, err := os.MkdirTemp("", "spn-partial-")
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn run: table %s: %v\n", t.Name, err)
+			continue
+		}
+		if err := tabulate.WriteFiles(tmp, files); err == nil {
+			written, err := copyArtifacts(tmp, out)
+			if err != nil {
+				fmt.Fprintf(a.stderr, "spn run: table %s: %v\n", t.Name, err)
+			} else {
+				if en.printTable != nil {
+					en.printTable(a.stdout, tmp)
+				}
+				fmt.Fprintf(a.stderr, "spn run: table %s: incomplete, %d experiments missing (%s): wrote %s\n",
+					t.Name, len(missing), strings.Join(missing, ", "), strings.Join(written, ", "))
+			}
+		}
+		os.RemoveAll(tmp)
+	}
+}

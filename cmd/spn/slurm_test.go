@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+// The tests in this file run the real spn binary against a real Slurm
+// cluster: the one SLURM_CONF points at (scripts/slurm-test-cluster.sh
+// starts a one-node cluster on loopback). Without sbatch or a responding
+// cluster they skip, except under CI=true, where they fail: CI always runs
+// them.
+
+func needSlurm(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("Slurm test (-short)")
+	}
+	why := ""
+	if _, err := osexec.LookPath("sbatch"); err != nil {
+		why = "sbatch not found (apt-get install slurm-wlm)"
+	} else if out, err := osexec.Command("sinfo", "-h", "-o", "%t").CombinedOutput(); err != nil {
+		why = "no Slurm cluster answers (sinfo: " + strings.TrimSpace(string(out)) + ")"
+	}
+	if why == "" {
+		return
+	}
+	msg := why + "; start a test cluster with scripts/slurm-test-cluster.sh start DIR and export SLURM_CONF=DIR/slurm.conf"
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI must run the Slurm tests: " + msg)
+	}
+	t.Skip(msg)
+}
+
+var (
+	spnBinOnce sync.Once
+	spnBin     string
+	spnBinErr  error
+)
+
+// buildSpn builds the spn binary once per test process, into a directory
+// that outlives the single tests (one binary, left in the OS temp dir).
+func buildSpn(t *testing.T) string {
+	t.Helper()
+	spnBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "spn-slurm-test-")
+		if err != nil {
+			spnBinErr = err
+			return
+		}
+		spnBin = filepath.Join(dir, "spn")
+		out, err := osexec.Command("go", "build", "-o", spnBin, ".").CombinedOutput()
+		if err != nil {
+			spnBinErr = err
+			t.Logf("go build: %s", out)
+		}
+	})
+	if spnBinErr != nil {
+		t.Fatalf("building spn: %v", spnBinErr)
+	}
+	return spnBin
+}
+
+// spnCmd runs the spn binary in dir and returns stdout, stderr and the
+// exit code.
+func spnCmd(t *testing.T, bin, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := osexec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "SPN_EXECUTOR=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*osexec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running spn %v: %v", args, err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// readFiles returns the files of dir by name.
+func readFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(b)
+	}
+	return out
+}
+
+// allCached checks with `spn plan --json` that no stage is left to run.
+func allCached(t *testing.T, bin, dir, spec, cacheDir string) {
+	t.Helper()
+	out, stderr, code := spnCmd(t, bin, dir, "plan", spec, "--json", "--cache", cacheDir)
+	if code != 0 {
+		t.Fatalf("spn plan: exit %d: %s", code, stderr)
+	}
+	var nodes []struct {
+		Name, Status string
+	}
+	if err := json.Unmarshal([]byte(out), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Status != "cached" {
+			t.Errorf("after the Slurm run, %s is %q", n.Name, n.Status)
+		}
+	}
+	if len(nodes) == 0 {
+		t.Error("empty plan")
+	}
+}
+
+// localTables runs spec with the local executor and returns its tables.
+func localTables(t *testing.T, bin, dir, spec string) map[string]string {
+	t.Helper()
+	out := filepath.Join(dir, "out-local")
+	if _, stderr, code := spnCmd(t, bin, dir, "run", spec, "--cache", filepath.Join(dir, "cache-local"), "--out", out); code != 0 {
+		t.Fatalf("local run: exit %d: %s", code, stderr)
+	}
+	return readFiles(t, out)
+}
+
+func sameTables(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	if len(got) == 0 || len(got) != len(want) {
+		t.Fatalf("tables: got files %d, want %d", len(got), len(want))
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("table file %s differs from the local run:\n%s\nwant:\n%s", name, got[name], w)
+		}
+	}
+}
+
+// A small spec (two experiments, two folds each) run on Slurm with --wait
+// writes tables byte-identical to the local executor's, and spn plan then
+// shows every stage cached.
+func TestSlurmRunMatchesLocal(t *testing.T) {
+	needSlurm(t)
+	bin := buildSpn(t)
+	dir := t.TempDir()
+	spec, err := filepath.Abs("testdata/slurm_tiny.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := localTables(t, bin, dir, spec)
+	cacheDir := filepath.Join(dir, "cache-slurm")
+	out := filepath.Join(dir, "out-slurm")
+	_, stderr, code := spnCmd(t, bin, dir, "run", spec, "--executor", "slurm", "--wait", "--poll", "500ms",
+		"--cache", cacheDir, "--out", out)
+	if code != 0 {
+		t.Fatalf("slurm run: exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "15 stages, 0 cached, 0 queued or running, 15 submitted as 8 jobs") {
+		t.Errorf("unexpected submission summary:\n%s", stderr)
+	}
+	sameTables(t, readFiles(t, out), want)
+	allCached(t, bin, dir, spec, cacheDir)
+	// Nothing left to submit: a second run submits nothing and writes the
+	// same tables.
+	_, stderr, code = spnCmd(t, bin, dir, "run", spec, "--executor", "slurm", "--wait", "--poll", "500ms",
+		"--cache", cacheDir, "--out", out)
+	if code != 0 || !strings.Contains(stderr, "15 cached, 0 queued or running, 0 submitted as 0 jobs") {
+		t.Errorf("second slurm run: exit %d:\n%s", code, stderr)
+	}
+	sameTables(t, readFiles(t, out), want)
+	if ents, _ := os.ReadDir(filepath.Join(cacheDir, "tmp")); len(ents) != 0 {
+		t.Errorf("temp dirs left in the cache: %d", len(ents))
+	}
+}
+
+// squeueJobs lists spn's array tasks on cacheDir as "jobid_task state".
+func squeueJobs(t *testing.T, cacheDir string) []string {
+	t.Helper()
+	out, err := osexec.Command("squeue", "-h", "-r", "-o", "%F_%K %T %k").Output()
+	if err != nil {
+		t.Fatalf("squeue: %v", err)
+	}
+	var jobs []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.Contains(l, "spn:"+cacheDir+"/") {
+			f := strings.Fields(l)
+			jobs = append(jobs, f[0]+" "+f[1])
+		}
+	}
+	return jobs
+}
+
+// scancel of a running training job, then of all jobs at once, and spn run
+// --executor slurm again: the DAG completes with the tables of an
+// uninterrupted local run, and nothing half-written is ever visible.
+func TestSlurmCancelAndResume(t *testing.T) {
+	needSlurm(t)
+	bin := buildSpn(t)
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/slurm_tiny.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Longer training, so that jobs are caught running.
+	spec := filepath.Join(dir, "slow.cue")
+	if err := os.WriteFile(spec, bytes.Replace(src, []byte("epochs: 6}"), []byte("epochs: 150}"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := localTables(t, bin, dir, spec)
+	cacheDir := filepath.Join(dir, "cache-slurm")
+	if _, stderr, code := spnCmd(t, bin, dir, "run", spec, "--executor", "slurm", "--cache", cacheDir); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, stderr)
+	}
+	// Wait for a running train task and cancel it.
+	var running string
+	deadline := time.Now().Add(2 * time.Minute)
+	for running == "" && time.Now().Before(deadline) {
+		for _, j := range squeueJobs(t, cacheDir) {
+			if strings.HasSuffix(j, " RUNNING") {
+				running = strings.Fields(j)[0]
+			}
+		}
+		if running == "" {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if running == "" {
+		t.Fatal("no spn job ran within 2 minutes")
+	}
+	// Running jobs may be generate or precompute: wait for a train one.
+	for time.Now().Before(deadline) {
+		out, _ := osexec.Command("squeue", "-h", "-r", "-t", "RUNNING", "-o", "%F_%K %j %k").Output()
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, " spn-train ") && strings.Contains(l, cacheDir) {
+				running = strings.Fields(l)[0]
+			}
+		}
+		if strings.Contains(string(out), " spn-train ") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out, err := osexec.Command("scancel", running).CombinedOutput(); err != nil {
+		t.Fatalf("scancel %s: %v: %s", running, err, out)
+	}
+	time.Sleep(time.Second)
+	// Then everything at once.
+	var ids []string
+	for _, j := range squeueJobs(t, cacheDir) {
+		id, _, _ := strings.Cut(j, "_")
+		ids = append(ids, id)
+	}
+	if len(ids) > 0 {
+		if out, err := osexec.Command("scancel", ids...).CombinedOutput(); err != nil {
+			t.Fatalf("scancel all: %v: %s", err, out)
+		}
+	}
+	for time.Now().Before(deadline) && len(squeueJobs(t, cacheDir)) > 0 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	// What is visible is complete: every stage dir has its record.
+	dirs, _ := filepath.Glob(filepath.Join(cacheDir, "*", "*", "*"))
+	for _, d := range dirs {
+		if strings.Contains(d, string(filepath.Separator)+"slurm"+string(filepath.Separator)) ||
+			strings.Contains(d, string(filepath.Separator)+"index"+string(filepath.Separator)) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, "record.json")); err != nil {
+			t.Errorf("incomplete stage visible after scancel: %s", d)
+		}
+	}
+	status, _, _ := spnCmd(t, bin, dir, "status", spec, "--cache", cacheDir)
+	t.Logf("cancelled task %s, then all; spn status:\n%s", running, status)
+	out := filepath.Join(dir, "out-slurm")
+	_, stderr, code := spnCmd(t, bin, dir, "run", spec, "--executor", "slurm", "--wait", "--poll", "500ms",
+		"--cache", cacheDir, "--out", out)
+	if code != 0 {
+		t.Fatalf("resumed slurm run: exit %d:\n%s", code, stderr)
+	}
+	sameTables(t, readFiles(t, out), want)
+	allCached(t, bin, dir, spec, cacheDir)
+}
+
+// Two `spn stage run` of one stage at the same time: the stage runs once,
+// the other process waits on its lock and finds it in the cache.
+func TestStageRunTwiceAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test")
+	}
+	bin := buildSpn(t)
+	dir := t.TempDir()
+	// Generating 1000 h-Prox graphs takes about 2 s: long enough for the
+	// two processes to overlap.
+	spec := filepath.Join(dir, "gen.cue")
+	if err := os.WriteFile(spec, []byte(`package spn
+
+name: "gen-race"
+experiments: a: {
+	dataset: {kind: "prox", h: 3, graphs: 1000}
+	model: {kind: "spn"}
+	protocol: {splits: 1, runs: 1}
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := filepath.Join(dir, "cache")
+	s, err := schema.Load(spec, schema.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(s, newRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := p.Nodes[0]
+	if gen.Kind != stages.KindGenerate {
+		t.Fatalf("first stage is %s", gen.Name)
+	}
+	planFile, err := exec.NewPlanFile(s.Name, p.Nodes).Write(filepath.Join(cacheDir, "plans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]string, 2)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, stderr, code := spnCmd(t, bin, dir, "stage", "run", gen.Key, "--plan", planFile, "--cache", cacheDir)
+			results[i] = stderr
+			if code != 0 {
+				t.Errorf("stage run %d: exit %d: %s", i, code, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	done, already := 0, 0
+	for _, r := range results {
+		if strings.Contains(r, ": done in ") {
+			done++
+		}
+		if strings.Contains(r, "already in the cache") {
+			already++
+		}
+	}
+	if done != 1 || already != 1 {
+		t.Errorf("stage ran %d times, found cached %d times; want 1 and 1:\n%s\n---\n%s", done, already, results[0], results[1])
+	}
+}

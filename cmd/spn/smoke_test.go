@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/data/mirrortest"
+)
+
+// TestSmokeSpecs runs every valid spec of cmd/spn/testdata and pipelines/
+// for real, in smoke mode (specs that fix their mode in theirs), with the
+// real stage kinds: what users copy must run, not only vet. It takes
+// minutes of CPU (Table 3's smoke run alone ≈ 4 CPU-minutes), so it runs
+// only with SPN_SMOKE_SPECS=1 (and the data mirror):
+//
+//	SPN_SMOKE_SPECS=1 SPN_DATA_MIRROR=../shared/data go test ./cmd/spn -run SmokeSpecs -timeout 60m
+func TestSmokeSpecs(t *testing.T) {
+	if os.Getenv("SPN_SMOKE_SPECS") != "1" {
+		t.Skip("set SPN_SMOKE_SPECS=1 to run every spec for real")
+	}
+	mirror := mirrortest.Dir(t)
+	var files []string
+	for _, pat := range []string{"testdata/*.cue", "../../pipelines/*.cue", "../../pipelines/*/*.cue"} {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	for _, f := range files {
+		if filepath.Base(f) == "bad.cue" {
+			continue // the CLI tests' invalid spec
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".cue"), func(t *testing.T) {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"run", f, "--cache", filepath.Join(dir, "cache"), "--data-dir", dataDir,
+				"--mirror", mirror, "--out", filepath.Join(dir, "out", filepath.Base(f)), "--log-level", "warn"}
+			if !strings.Contains(string(src), "\nmode:") {
+				args = append(args, "--mode", "smoke")
+			}
+			var out, errb bytes.Buffer
+			a := &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+			if code := a.main(args); code != exitOK {
+				t.Fatalf("spn %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
+			}
+			if out.Len() == 0 {
+				t.Errorf("%s printed no table", f)
+			}
+			t.Logf("%s:\n%s", f, out.String())
+		})
+	}
+}
