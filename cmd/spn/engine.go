@@ -20,6 +20,7 @@ import (
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/figure"
 	"github.com/spn-project/spn/stages/plan"
@@ -216,6 +217,8 @@ func (a *app) plan(en *engine, args []string) int {
 	fs := a.newFlagSet("plan", "plan FILE [--json] [flags]")
 	o := a.envFlags(fs)
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
+	withCost := fs.Bool("cost", false, "print the estimated CPU-hours per stage kind instead of the stages")
+	calFile := fs.String("calibration", "", "calibration `file` for --cost (default calibration.json beside the spec; spn calibrate writes it)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return a.usageError("plan", err)
@@ -234,6 +237,22 @@ func (a *app) plan(en *engine, args []string) int {
 	if err := p.Resolve(&cache.Cache{Root: o.cache, Warn: a.warnDamage("plan")}); err != nil {
 		fmt.Fprintf(a.stderr, "spn plan: %v\n", err)
 		return exitFail
+	}
+	if *withCost {
+		f := *calFile
+		if f == "" {
+			f = defaultCalibration(pos[0])
+		}
+		cal, err := cost.ReadCalibration(f)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn plan: %v (spn calibrate %s --out %s measures one)\n", err, pos[0], f)
+			return exitFail
+		}
+		if err := writeCost(a.stdout, cal, f, p); err != nil {
+			fmt.Fprintf(a.stderr, "spn plan: %v\n", err)
+			return exitFail
+		}
+		return exitOK
 	}
 	if *asJSON {
 		err = p.WriteJSON(a.stdout)

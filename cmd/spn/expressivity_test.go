@@ -29,6 +29,7 @@ func TestExpressivityGolden(t *testing.T) {
 	}{
 		{"paper", []string{"--paper"}, exitOK},
 		{"paper_json", []string{"--paper", "--json", "--spn-seeds", "0"}, exitOK},
+		{"paper_unreachable", []string{"--paper", "--unreachable", "--spn-seeds", "0"}, exitOK},
 		{"pairs", []string{pairs, "--spn-seeds", "2"}, exitOK},
 		{"pairs_k_unreachable", []string{pairs, "--k", "1,3-4", "--unreachable", "--spn-seeds", "0"}, exitOK},
 		{"bad_line", []string{filepath.Join("testdata", "expressivity", "bad.jsonl")}, exitUsage},

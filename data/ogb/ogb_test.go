@@ -312,3 +312,14 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkLoad reads hiv (41,127 molecules), the largest set of the
+// mirror by graphs.
+func BenchmarkLoad(b *testing.B) {
+	zp := filepath.Join(mirrortest.Dir(b), "ogb", "hiv.zip")
+	for b.Loop() {
+		if _, err := Load(zp, "hiv"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

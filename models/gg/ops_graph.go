@@ -197,35 +197,5 @@ func (o mse) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
 	return nil
 }
 
-// dot is ⟨x, s⟩ for inputs x and s of the same shape: the scalar whose
-// gradient with respect to x is s, used to back-propagate a given output
-// gradient s (models.Model.Backward).
-type dot struct {
-	id    string
-	shape []int
-}
-
-func newDot(id string, shape ...int) dot { return dot{id: id, shape: shape} }
-
-// Sig implements op.Op: s is data.
-func (o dot) Sig() op.Sig {
-	return op.Sig{ID: o.id, In: [][]int{o.shape, o.shape}, Diff: []bool{true, false}}
-}
-
-// Forward implements op.Op.
-func (o dot) Forward(in [][]float32, out []float32) error {
-	var sum float64
-	for i, v := range in[0] {
-		sum += float64(v) * float64(in[1][i])
-	}
-	out[0] = float32(sum)
-	return nil
-}
-
-// Backward implements op.Op: dx = dL·s.
-func (o dot) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
-	for i, v := range in[1] {
-		dIn[0][i] = v * dL[0]
-	}
-	return nil
-}
+// newDot is ⟨x, s⟩ over tensors of the given shape (op.Dot).
+func newDot(id string, shape ...int) op.Dot { return op.Dot{ID: id, Shape: shape} }

@@ -331,3 +331,35 @@ func (p *part) Do(vals ...G.Value) (G.Value, error) {
 	copy(dst, src[p.off:p.off+p.n])
 	return p.value(dst), nil
 }
+
+// Dot is ⟨x, s⟩ for inputs x and s of shape Shape, a scalar computed in
+// float64, differentiated in x only (s is data): dx = dL·s. It turns a
+// given output gradient s into a loss (models.Model.Backward, gradient
+// tests).
+type Dot struct {
+	ID    string
+	Shape []int
+}
+
+// Sig implements Op.
+func (o Dot) Sig() Sig {
+	return Sig{ID: o.ID, In: [][]int{o.Shape, o.Shape}, Diff: []bool{true, false}}
+}
+
+// Forward implements Op.
+func (o Dot) Forward(in [][]float32, out []float32) error {
+	var sum float64
+	for i, v := range in[0] {
+		sum += float64(v) * float64(in[1][i])
+	}
+	out[0] = float32(sum)
+	return nil
+}
+
+// Backward implements Op.
+func (o Dot) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
+	for i, v := range in[1] {
+		dIn[0][i] = v * dL[0]
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/cost"
+	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+// defaultCalibration is the calibration file spn plan --cost reads when
+// --calibration is not given: calibration.json beside the spec.
+func defaultCalibration(specFile string) string {
+	return filepath.Join(filepath.Dir(specFile), "calibration.json")
+}
+
+// writeCost prints the cost estimate of p.
+func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan) error {
+	est, err := cal.Estimate(p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "cost estimate from %s (measured %s on %s, %d CPUs, %d thread(s) per stage):\n",
+		calFile, cal.Date.Format("2006-01-02"), cal.Host, cal.CPUs, max(cal.Threads, 1))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "kind\tstages\tto run\tCPU-hours (all)\tCPU-hours (to run)\t")
+	for _, k := range est.Kinds {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t\n", k.Kind, k.Stages, k.ToRun, k.Hours, k.ToRunHours)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Train stages count their maximum epochs (an upper bound with early stopping).")
+	for _, m := range est.Missing {
+		fmt.Fprintf(w, "not calibrated (counted as 0): %s; run spn calibrate on this spec\n", m)
+	}
+	return nil
+}
+
+func cmdCalibrate(a *app, args []string) int { return a.calibrate(realEngine(), args) }
+
+// calibrate implements `spn calibrate SPEC`: train every distinct dataset
+// × model kind × k of the spec for a few epochs on this machine and write
+// the per-epoch times that spn plan --cost uses.
+func (a *app) calibrate(en *engine, args []string) int {
+	fs := a.newFlagSet("calibrate", "calibrate FILE [--out FILE] [--epochs N] [flags]\n\n"+
+		"Trains each dataset × model kind × k of the spec (its first grid point) for\n"+
+		"--epochs epochs on one split, one stage at a time, and writes the measured\n"+
+		"seconds per epoch (and generate/precompute seconds) for spn plan --cost.\n"+
+		"Entries of an existing calibration file for other configurations are kept.")
+	o := a.envFlags(fs)
+	outFile := fs.String("out", "", "calibration `file` to write (default calibration.json beside the spec)")
+	epochs := fs.Int("epochs", 3, "epochs per measured configuration (at least 2; the first is not counted)")
+	threads := fs.Int("threads", 1, "kernel threads per stage (CPU-hours = seconds × threads)")
+	proxGraphs := fs.Int("prox-graphs", 1000, "measure h-Prox datasets with at most this many graphs (times scale linearly)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return a.usageError("calibrate", err)
+	}
+	if len(pos) != 1 {
+		return a.usageError("calibrate", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
+	}
+	if *epochs < 2 || *threads < 1 || *proxGraphs < 2 {
+		return a.usageError("calibrate", fmt.Errorf("--epochs must be at least 2, --threads at least 1, --prox-graphs at least 2"))
+	}
+	if err := o.resolve(a); err != nil {
+		return a.usageError("calibrate", err)
+	}
+	spec, code := a.loadSpec(en, "calibrate", pos[0], o.mode)
+	if spec == nil {
+		return code
+	}
+	out := *outFile
+	if out == "" {
+		out = defaultCalibration(pos[0])
+	}
+	cal, code := a.measure(en, spec, o, *epochs, *threads, *proxGraphs)
+	if cal == nil {
+		return code
+	}
+	if old, err := cost.ReadCalibration(out); err == nil {
+		cal.Merge(old)
+	}
+	if err := cal.Write(out); err != nil {
+		fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(a.stderr, "spn calibrate: %d configurations measured; wrote %s\n", len(cal.Entries), out)
+	return exitOK
+}
+
+type combo struct {
+	label, model string
+	k            int
+}
+
+// measure builds one single-run holdout experiment per distinct dataset ×
+// model kind × k of spec, runs it locally and reads the timings back.
+func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads, proxGraphs int) (*cost.Calibration, int) {
+	cspec := &schema.Spec{Name: spec.Name + "-calibration", Device: spec.Device, Mode: spec.Mode,
+		File: spec.File, Tables: []schema.Table{}, Executor: spec.Executor}
+	var combos []combo
+	seen := map[combo]bool{}
+	for _, e := range spec.Experiments {
+		for _, pt := range e.Points {
+			cb := combo{plan.DatasetLabel(e.Dataset), pt.Model.Kind, pt.Model.K}
+			if seen[cb] {
+				continue
+			}
+			seen[cb] = true
+			combos = append(combos, cb)
+			ds := e.Dataset
+			if ds.Kind == "prox" && ds.Graphs > proxGraphs {
+				ds.Graphs = proxGraphs
+			}
+			pt.Training.Epochs = epochs
+			pt.Values = nil
+			pr := e.Protocol
+			pr.Kind, pr.Splits, pr.Runs = "holdout", 1, 1
+			cspec.Experiments = append(cspec.Experiments, schema.Experiment{
+				Name: fmt.Sprintf("c%03d", len(combos)), Dataset: ds, Protocol: pr,
+				Seeds: e.Seeds, Points: []schema.Point{pt},
+			})
+		}
+	}
+	p, err := plan.Build(cspec, en.reg)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "spn calibrate: planning: %v\n", err)
+		return nil, exitFail
+	}
+	c, err := cache.Open(o.cache)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
+		return nil, exitFail
+	}
+	if err := p.Resolve(c); err != nil {
+		fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
+		return nil, exitFail
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	_, toRun := p.Counts()
+	fmt.Fprintf(a.stderr, "spn calibrate: %d configurations, %d stages to run (%d epochs each, %d thread(s))\n",
+		len(combos), toRun, epochs, threads)
+	// Train stages only: select, evaluate and tabulate are not needed.
+	sel := func(n *plan.Node) bool { return n.Kind != stages.KindEvaluate }
+	if code := a.execute(ctx, "calibrate", p, c, en.reg, o, exec.Options{Jobs: 1, Threads: threads, Select: sel}); code != exitOK {
+		return nil, code
+	}
+	host, _ := os.Hostname()
+	cal := &cost.Calibration{Version: cost.CalibrationVersion, Host: host, GOARCH: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Threads: threads, Date: time.Now().UTC().Truncate(time.Second),
+		StageSeconds: map[string]map[string]float64{}}
+	for _, n := range p.Nodes {
+		ds, _ := cost.DatasetOf(n)
+		label := plan.DatasetLabel(ds)
+		switch n.Kind {
+		case stages.KindGenerate, stages.KindPrecompute:
+			rec, err := c.ReadRecord(n.Kind, n.Key)
+			if err != nil {
+				fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
+				return nil, exitFail
+			}
+			if cal.StageSeconds[n.Kind] == nil {
+				cal.StageSeconds[n.Kind] = map[string]float64{}
+			}
+			cal.StageSeconds[n.Kind][label] = rec.Seconds
+		case stages.KindTrain:
+			tp := n.Params.(stages.TrainParams)
+			b, err := os.ReadFile(filepath.Join(c.StageDir(n.Kind, n.Key), stages.FileTiming))
+			var tm stages.TrainTiming
+			if err == nil {
+				err = json.Unmarshal(b, &tm)
+			}
+			if err != nil || len(tm.EpochSeconds) == 0 {
+				fmt.Fprintf(a.stderr, "spn calibrate: %s: no epoch timings (%v)\n", n.Name, err)
+				return nil, exitFail
+			}
+			secs := slices.Clone(tm.EpochSeconds)
+			if len(secs) > 1 {
+				secs = secs[1:] // the first epoch compiles graphs
+			}
+			slices.Sort(secs)
+			e := cost.Entry{Dataset: label, Model: tp.Point.Model.Kind, K: tp.Point.Model.K,
+				Layers: tp.Point.Model.Layers, Hidden: tp.Point.Model.Hidden, SecondsPerEpoch: secs[len(secs)/2]}
+			if ds.Kind == "prox" {
+				e.Graphs = ds.Graphs
+			}
+			cal.Entries = append(cal.Entries, e)
+		}
+	}
+	return cal, exitOK
+}

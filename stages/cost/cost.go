@@ -1,0 +1,287 @@
+// Package cost estimates what a plan costs in CPU-hours before it runs,
+// from per-epoch training times measured on the user's own hardware (a
+// calibration file written by `spn calibrate`).
+//
+// The model: a train stage costs epochs × the seconds per epoch measured
+// for its dataset, model kind and k, scaled linearly in layers × hidden
+// (and, for generated h-Prox datasets, in the number of graphs) from the
+// calibrated configuration. The epochs are the configured maximum, so the
+// estimate is an upper bound when early stopping ends runs sooner. A final
+// Errica run, whose configuration is only chosen by its select stage,
+// costs the mean of the fold's grid points. generate and precompute stages
+// cost what they took in the calibration (0 when not measured); select,
+// evaluate and tabulate stages cost nothing worth counting.
+package cost
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+// CalibrationVersion is the format version of calibration files.
+const CalibrationVersion = 1
+
+// Calibration is what `spn calibrate` measured.
+type Calibration struct {
+	Version int `json:"version"`
+	// Host, GOARCH, CPUs and Threads describe where and how it was
+	// measured (Threads kernel threads per stage).
+	Host    string    `json:"host"`
+	GOARCH  string    `json:"goarch"`
+	CPUs    int       `json:"cpus"`
+	Threads int       `json:"threads"`
+	Date    time.Time `json:"date"`
+	// Entries are the measured training configurations.
+	Entries []Entry `json:"entries"`
+	// StageSeconds are the measured seconds of generate and precompute
+	// stages, by kind and dataset label.
+	StageSeconds map[string]map[string]float64 `json:"stage_seconds,omitempty"`
+}
+
+// Entry is one measured training configuration.
+type Entry struct {
+	// Dataset is plan.DatasetLabel of the dataset, e.g. "tu(DD)".
+	Dataset string `json:"dataset"`
+	Model   string `json:"model"`
+	K       int    `json:"k"`
+	Layers  int    `json:"layers"`
+	Hidden  int    `json:"hidden"`
+	// Graphs is the h-Prox dataset size measured (0 for fixed datasets).
+	Graphs int `json:"graphs,omitempty"`
+	// SecondsPerEpoch is the median epoch time after the first epoch.
+	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
+}
+
+// ReadCalibration reads and checks a calibration file.
+func ReadCalibration(path string) (*Calibration, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading calibration: %w", err)
+	}
+	return ParseCalibration(path, b)
+}
+
+// ParseCalibration decodes and checks calibration content; name is used
+// in errors.
+func ParseCalibration(name string, b []byte) (*Calibration, error) {
+	var c Calibration
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("calibration %s: %w", name, err)
+	}
+	if c.Version != CalibrationVersion {
+		return nil, fmt.Errorf("calibration %s: format version %d, this spn reads %d", name, c.Version, CalibrationVersion)
+	}
+	for i, e := range c.Entries {
+		if e.Dataset == "" || e.Model == "" || e.Layers < 1 || e.Hidden < 1 || e.K < 0 || e.Graphs < 0 ||
+			!(e.SecondsPerEpoch >= 0) || math.IsInf(e.SecondsPerEpoch, 0) {
+			return nil, fmt.Errorf("calibration %s: entries[%d]: invalid entry %+v", name, i, e)
+		}
+	}
+	for kind, m := range c.StageSeconds {
+		for ds, s := range m {
+			if !(s >= 0) || math.IsInf(s, 0) {
+				return nil, fmt.Errorf("calibration %s: stage_seconds.%s.%s: invalid value %v", name, kind, ds, s)
+			}
+		}
+	}
+	return &c, nil
+}
+
+// Write stores the calibration as indented JSON.
+func (c *Calibration) Write(path string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding calibration: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing calibration: %w", err)
+	}
+	return nil
+}
+
+// Merge adds old's entries and stage seconds that c does not measure
+// itself (c's own win), so one file can serve several specs.
+func (c *Calibration) Merge(old *Calibration) {
+	type id struct {
+		ds, model string
+		k         int
+	}
+	have := map[id]bool{}
+	for _, e := range c.Entries {
+		have[id{e.Dataset, e.Model, e.K}] = true
+	}
+	for _, e := range old.Entries {
+		if !have[id{e.Dataset, e.Model, e.K}] {
+			c.Entries = append(c.Entries, e)
+		}
+	}
+	sort.SliceStable(c.Entries, func(i, j int) bool {
+		a, b := c.Entries[i], c.Entries[j]
+		if a.Dataset != b.Dataset {
+			return a.Dataset < b.Dataset
+		}
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		return a.K < b.K
+	})
+	for kind, m := range old.StageSeconds {
+		if c.StageSeconds == nil {
+			c.StageSeconds = map[string]map[string]float64{}
+		}
+		if c.StageSeconds[kind] == nil {
+			c.StageSeconds[kind] = map[string]float64{}
+		}
+		for ds, s := range m {
+			if _, ok := c.StageSeconds[kind][ds]; !ok {
+				c.StageSeconds[kind][ds] = s
+			}
+		}
+	}
+}
+
+// lookup finds the entry of dataset/model/k, else the same dataset and
+// model with the nearest k.
+func (c *Calibration) lookup(ds, model string, k int) (Entry, bool) {
+	best, found := Entry{}, false
+	for _, e := range c.Entries {
+		if e.Dataset != ds || e.Model != model {
+			continue
+		}
+		if !found || abs(e.K-k) < abs(best.K-k) {
+			best, found = e, true
+		}
+	}
+	return best, found
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// KindCost is the estimate of one stage kind.
+type KindCost struct {
+	Kind string
+	// Stages and ToRun count the kind's stages, all and not cached.
+	Stages, ToRun int
+	// Hours and ToRunHours are CPU-hours (seconds × calibration threads).
+	Hours, ToRunHours float64
+}
+
+// Estimate is a plan's cost.
+type Estimate struct {
+	Kinds []KindCost // in plan order of first appearance, then "total"
+	// Missing lists the dataset/model/k combinations without calibration
+	// (their train stages count 0).
+	Missing []string
+}
+
+// DatasetOf returns the dataset of a stage from its generate input (or
+// itself), if any.
+func DatasetOf(n *plan.Node) (schema.Dataset, bool) {
+	if gp, ok := n.Params.(stages.GenerateParams); ok {
+		return gp.Dataset, true
+	}
+	for _, d := range n.Deps {
+		if ds, ok := DatasetOf(d); ok {
+			return ds, true
+		}
+	}
+	return schema.Dataset{}, false
+}
+
+// Estimate computes the cost of every stage of p (Status from Resolve
+// decides what is still to run).
+func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
+	if c == nil {
+		return nil, errors.New("no calibration")
+	}
+	threads := float64(max(c.Threads, 1))
+	seconds := make(map[*plan.Node]float64, len(p.Nodes))
+	missing := map[string]bool{}
+	var pointCost func(n *plan.Node) float64
+	pointCost = func(n *plan.Node) float64 {
+		tp, ok := n.Params.(stages.TrainParams)
+		if !ok {
+			return 0
+		}
+		ds, _ := DatasetOf(n)
+		if tp.Point == nil { // final run: the mean of its fold's grid points
+			for _, d := range n.Deps {
+				if d.Kind != stages.KindSelect || len(d.Deps) == 0 {
+					continue
+				}
+				sum := 0.0
+				for _, t := range d.Deps {
+					sum += pointCost(t)
+				}
+				return sum / float64(len(d.Deps))
+			}
+			return 0
+		}
+		pt := tp.Point
+		label := plan.DatasetLabel(ds)
+		e, ok := c.lookup(label, pt.Model.Kind, pt.Model.K)
+		if !ok {
+			missing[fmt.Sprintf("%s %s k=%d", label, pt.Model.Kind, pt.Model.K)] = true
+			return 0
+		}
+		s := e.SecondsPerEpoch * float64(pt.Training.Epochs) *
+			float64(pt.Model.Layers*pt.Model.Hidden) / float64(e.Layers*e.Hidden)
+		if e.Graphs > 0 && ds.Graphs > 0 {
+			s *= float64(ds.Graphs) / float64(e.Graphs)
+		}
+		return s
+	}
+	est := &Estimate{}
+	idx := map[string]int{}
+	total := KindCost{Kind: "total"}
+	for _, n := range p.Nodes {
+		var s float64
+		switch n.Kind {
+		case stages.KindTrain:
+			s = pointCost(n)
+		case stages.KindGenerate, stages.KindPrecompute:
+			if ds, ok := DatasetOf(n); ok {
+				s = c.StageSeconds[n.Kind][plan.DatasetLabel(ds)]
+			}
+		}
+		seconds[n] = s
+		i, ok := idx[n.Kind]
+		if !ok {
+			i = len(est.Kinds)
+			idx[n.Kind] = i
+			est.Kinds = append(est.Kinds, KindCost{Kind: n.Kind})
+		}
+		h := s * threads / 3600
+		k := &est.Kinds[i]
+		k.Stages++
+		k.Hours += h
+		total.Stages++
+		total.Hours += h
+		if n.Status != plan.Cached {
+			k.ToRun++
+			k.ToRunHours += h
+			total.ToRun++
+			total.ToRunHours += h
+		}
+	}
+	est.Kinds = append(est.Kinds, total)
+	for m := range missing {
+		est.Missing = append(est.Missing, m)
+	}
+	sort.Strings(est.Missing)
+	return est, nil
+}

@@ -1,0 +1,78 @@
+package cost
+
+import (
+	"math"
+	"testing"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+func point(kind string, k, layers, hidden, epochs int) *schema.Point {
+	return &schema.Point{Model: schema.Model{Kind: kind, K: k, Layers: layers, Hidden: hidden},
+		Training: schema.Training{Epochs: epochs}}
+}
+
+// A two-point Errica fold: the estimate scales the calibrated epoch time
+// by epochs, layers × hidden and graphs, charges a final run the mean of
+// its fold's points and counts only uncached stages as to run.
+func TestEstimate(t *testing.T) {
+	ds := schema.Dataset{Kind: "prox", H: 3, Graphs: 2000}
+	gen := &plan.Node{Kind: stages.KindGenerate, Params: stages.GenerateParams{Dataset: ds}, Status: plan.Cached}
+	pre := &plan.Node{Kind: stages.KindPrecompute, Params: stages.PrecomputeParams{KMax: 5}, Deps: []*plan.Node{gen}, Status: plan.ToRun}
+	t1 := &plan.Node{Kind: stages.KindTrain, Deps: []*plan.Node{gen, pre}, Status: plan.ToRun,
+		Params: stages.TrainParams{Role: stages.RoleSelect, Point: point("spn", 5, 4, 64, 100)}}
+	t2 := &plan.Node{Kind: stages.KindTrain, Deps: []*plan.Node{gen, pre}, Status: plan.Cached,
+		Params: stages.TrainParams{Role: stages.RoleSelect, Point: point("spn", 4, 2, 32, 100)}}
+	sel := &plan.Node{Kind: stages.KindSelect, Deps: []*plan.Node{t1, t2}, Status: plan.ToRun}
+	fin := &plan.Node{Kind: stages.KindTrain, Deps: []*plan.Node{gen, pre, sel}, Status: plan.ToRun,
+		Params: stages.TrainParams{Role: stages.RoleFinal}}
+	gat := &plan.Node{Kind: stages.KindTrain, Deps: []*plan.Node{gen, pre}, Status: plan.ToRun,
+		Params: stages.TrainParams{Role: stages.RoleHoldout, Point: point("gat", 1, 2, 32, 10)}}
+	p := &plan.Plan{Nodes: []*plan.Node{gen, pre, t1, t2, sel, fin, gat}}
+	cal := &Calibration{Version: 1, Threads: 2,
+		Entries:      []Entry{{Dataset: "prox(h=3)", Model: "spn", K: 5, Layers: 4, Hidden: 64, Graphs: 1000, SecondsPerEpoch: 1.8}},
+		StageSeconds: map[string]map[string]float64{"precompute": {"prox(h=3)": 36}, "generate": {"prox(h=3)": 72}}}
+	est, err := cal.Estimate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// t1: 1.8 s × 100 epochs × 2 (graphs) = 360 s; t2 (nearest k = 5):
+	// 360 × (2·32)/(4·64) = 90 s; final = mean = 225 s. CPU-hours = s × 2 threads / 3600.
+	h := func(s float64) float64 { return s * 2 / 3600 }
+	want := map[string][2]float64{ // kind → {all, to run}
+		"generate":   {h(72), 0},
+		"precompute": {h(36), h(36)},
+		"train":      {h(360 + 90 + 225), h(360 + 225)},
+		"select":     {0, 0},
+		"total":      {h(72 + 36 + 675), h(36 + 585)},
+	}
+	for _, k := range est.Kinds {
+		w := want[k.Kind]
+		if math.Abs(k.Hours-w[0]) > 1e-9 || math.Abs(k.ToRunHours-w[1]) > 1e-9 {
+			t.Errorf("%s: %.6f / %.6f CPU-hours, want %.6f / %.6f", k.Kind, k.Hours, k.ToRunHours, w[0], w[1])
+		}
+	}
+	if len(est.Missing) != 1 || est.Missing[0] != "prox(h=3) gat k=1" {
+		t.Errorf("missing %v", est.Missing)
+	}
+}
+
+func FuzzParseCalibration(f *testing.F) {
+	f.Add([]byte(`{"version":1,"threads":1,"entries":[{"dataset":"tu(DD)","model":"spn","k":5,"layers":4,"hidden":64,"seconds_per_epoch":8.4}]}`))
+	f.Add([]byte(`{"version":1,"entries":[{"dataset":"x","model":"spn","layers":0,"hidden":1,"seconds_per_epoch":-1}]}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Add([]byte(`{"version":1,"stage_seconds":{"generate":{"tu(DD)":-3}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseCalibration("fuzz", b)
+		if err != nil {
+			return
+		}
+		for _, e := range c.Entries {
+			if e.Layers < 1 || e.Hidden < 1 || e.SecondsPerEpoch < 0 || math.IsNaN(e.SecondsPerEpoch) {
+				t.Fatalf("accepted invalid entry %+v", e)
+			}
+		}
+	})
+}

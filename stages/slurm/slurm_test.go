@@ -1,0 +1,219 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+// testPlan is a small DAG: gen → pre → 5 trains (select) → sel → 2 finals
+// → eval → tab.
+func testPlan() *plan.Plan {
+	p := &plan.Plan{}
+	add := func(kind, name string, deps ...*plan.Node) *plan.Node {
+		n := &plan.Node{Key: fmt.Sprintf("k%02d", len(p.Nodes)), Kind: kind, Version: "1", Name: name,
+			JSON: []byte(`{}`), Deps: deps, Index: len(p.Nodes), Status: plan.ToRun}
+		p.Nodes = append(p.Nodes, n)
+		return n
+	}
+	gen := add("generate", "gen")
+	pre := add("precompute", "pre", gen)
+	var trains []*plan.Node
+	for i := 0; i < 5; i++ {
+		trains = append(trains, add("train", fmt.Sprintf("train %d", i), gen, pre))
+	}
+	sel := add("select", "sel", trains...)
+	f1 := add("train", "final 0", gen, pre, sel)
+	f2 := add("train", "final 1", gen, pre, sel)
+	ev := add("evaluate", "eval", f1, f2)
+	add("tabulate", "tab", ev)
+	return p
+}
+
+func cfg(group string, maxArray, trainBundle int) schema.Slurm {
+	r := schema.SlurmResources{CPUs: 1, Bundle: 1}
+	tr := r
+	tr.Bundle = trainBundle
+	tr.CPUs, tr.Mem, tr.Time = 2, "4G", "01:00:00"
+	return schema.Slurm{Group: group, MaxArray: maxArray, Partition: "cpu",
+		Generate: r, Precompute: r, Train: tr, Select: r, Evaluate: r, Tabulate: r}
+}
+
+func shape(jobs []*Job) []string {
+	var out []string
+	for _, j := range jobs {
+		var tasks []string
+		for _, t := range j.Tasks {
+			var names []string
+			for _, n := range t {
+				names = append(names, n.Key)
+			}
+			tasks = append(tasks, strings.Join(names, "+"))
+		}
+		out = append(out, fmt.Sprintf("%s L%d [%s]", j.Kind, j.Level, strings.Join(tasks, " ")))
+	}
+	return out
+}
+
+func TestGroup(t *testing.T) {
+	p := testPlan()
+	for _, tc := range []struct {
+		name string
+		cfg  schema.Slurm
+		want []string
+	}{
+		{"arrays", cfg("array", 1000, 1), []string{
+			"generate L0 [k00]", "precompute L1 [k01]", "train L2 [k02 k03 k04 k05 k06]",
+			"select L3 [k07]", "train L4 [k08 k09]", "evaluate L5 [k10]", "tabulate L6 [k11]"}},
+		{"bundles and array limit", cfg("array", 2, 2), []string{
+			"generate L0 [k00]", "precompute L1 [k01]", "train L2 [k02+k03 k04+k05]", "train L2 [k06]",
+			"select L3 [k07]", "train L4 [k08+k09]", "evaluate L5 [k10]", "tabulate L6 [k11]"}},
+		{"one job per stage", cfg("stage", 1000, 3), []string{
+			"generate L0 [k00]", "precompute L1 [k01]", "train L2 [k02]", "train L2 [k03]", "train L2 [k04]",
+			"train L2 [k05]", "train L2 [k06]", "select L3 [k07]", "train L4 [k08]", "train L4 [k09]",
+			"evaluate L5 [k10]", "tabulate L6 [k11]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shape(Group(p.Nodes, tc.cfg)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// fakeSlurm records sbatch calls and answers squeue with a fixed listing.
+type fakeSlurm struct {
+	calls  [][]string
+	squeue string
+	next   int
+}
+
+func (f *fakeSlurm) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	f.calls = append(f.calls, append([]string{name}, args...))
+	switch name {
+	case "sbatch":
+		f.next++
+		return []byte(fmt.Sprintf("%d\n", 100+f.next)), nil
+	case "squeue":
+		return []byte(f.squeue), nil
+	}
+	return nil, nil
+}
+
+// Submit skips cached and queued stages, waits on the jobs of queued
+// inputs, and passes the resources and the dependencies to sbatch.
+func TestSubmit(t *testing.T) {
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPlan()
+	p.Nodes[0].Status = plan.Cached                                     // gen
+	active := map[string]Active{"k01": {JobID: "77", State: "RUNNING"}} // pre
+	f := &fakeSlurm{}
+	sub, err := Submit(context.Background(), p, c, active, Options{Config: cfg("array", 1000, 1),
+		Binary: "/shared/spn", StageArgs: []string{"--cache", c.Root}, Spec: "t", Runner: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Stages != 10 || len(sub.Jobs) != 5 {
+		t.Fatalf("submitted %d stages in %d jobs, want 10 in 5: %q", sub.Stages, len(sub.Jobs), shape(sub.Jobs))
+	}
+	train := strings.Join(f.calls[0], " ")
+	for _, want := range []string{"--array=0-4", "--cpus-per-task=2", "--mem=4G", "--time=01:00:00",
+		"--partition=cpu", "--dependency=afterok:77", "--kill-on-invalid-dep=yes", "--comment=spn:" + sub.Jobs[0].TasksFile} {
+		if !strings.Contains(train, want) {
+			t.Errorf("train sbatch call lacks %s: %s", want, train)
+		}
+	}
+	// The final trains wait on pre's running job (77) and the select job.
+	if got := strings.Join(f.calls[2], " "); !strings.Contains(got, "--dependency=afterok:77:102 ") {
+		t.Errorf("final train sbatch: %s", got)
+	}
+	tasks, err := os.ReadFile(sub.Jobs[0].TasksFile)
+	if err != nil || string(tasks) != "k02\nk03\nk04\nk05\nk06\n" {
+		t.Errorf("tasks file %q (%v)", tasks, err)
+	}
+	script, _ := os.ReadFile(sub.Jobs[0].Script)
+	if !strings.Contains(string(script), "exec /shared/spn stage run --plan "+sub.Jobs[0].PlanFile) {
+		t.Errorf("script:\n%s", script)
+	}
+
+	// Queue maps the array tasks back to stages through the tasks files.
+	f.squeue = fmt.Sprintf("101|0|RUNNING|None|spn:%s\n101|3|PENDING|Priority|spn:%s\n"+
+		"999|0|PENDING|None|spn:/elsewhere/x.tasks\n103|0|PENDING|DependencyNeverSatisfied|spn:%s\n",
+		sub.Jobs[0].TasksFile, sub.Jobs[0].TasksFile, sub.Jobs[2].TasksFile)
+	got, dead, err := Queue(context.Background(), f, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Active{
+		"k02": {JobID: "101", Task: 0, State: "RUNNING", Reason: "None"},
+		"k05": {JobID: "101", Task: 3, State: "PENDING", Reason: "Priority"},
+	}
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(dead, []string{"103"}) {
+		t.Errorf("Queue = %v, dead %v", got, dead)
+	}
+	if StateOf(p.Nodes[2], c, got) != Running || StateOf(p.Nodes[5], c, got) != Queued || StateOf(p.Nodes[3], c, got) != ToRun {
+		t.Error("StateOf disagrees with the queue")
+	}
+}
+
+// A dry run writes nothing and calls no sbatch.
+func TestSubmitDryRun(t *testing.T) {
+	root := t.TempDir()
+	c, _ := cache.Open(root)
+	f := &fakeSlurm{}
+	sub, err := Submit(context.Background(), testPlan(), c, nil, Options{Config: cfg("array", 1000, 1),
+		Binary: "spn", DryRun: true, Runner: f})
+	if err != nil || len(sub.Jobs) != 7 || len(f.calls) != 0 {
+		t.Fatalf("dry run: %v, %d jobs, %d calls", err, len(sub.Jobs), len(f.calls))
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "slurm")); len(ents) != 0 {
+		t.Error("dry run wrote job files")
+	}
+}
+
+// Outcome names every stage that did not complete once: failures with
+// their error, dependents as skipped with the root cause.
+func TestOutcome(t *testing.T) {
+	c, _ := cache.Open(t.TempDir())
+	p := testPlan()
+	for _, n := range p.Nodes[:5] {
+		n.Status = plan.Cached
+	}
+	if err := c.RecordFailure(cache.Failure{Key: "k05", Kind: "train", Name: "train 3", Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	got := Outcome(p, c)
+	want := []string{
+		"failed train 3: boom",
+		"not run train 4: its job ended without a result (cancelled, timed out or killed; see the job logs)",
+		"skipped sel: input train 3 failed",
+		"skipped final 0: input sel was skipped (train 3 failed)",
+		"skipped final 1: input sel was skipped (train 3 failed)",
+		"skipped eval: input final 0 was skipped (train 3 failed)",
+		"skipped tab: input eval was skipped (train 3 failed)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Outcome:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/a/b-c_d.e": "/a/b-c_d.e", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$HOME": "'$HOME'",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
