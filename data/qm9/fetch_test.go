@@ -83,7 +83,11 @@ func TestCorruptFiles(t *testing.T) {
 	// A file that is not the pinned one is refused by Fetch.
 	mir := t.TempDir()
 	os.MkdirAll(filepath.Join(mir, "qm9"), 0o755)
-	os.WriteFile(filepath.Join(mir, "qm9", "valid.jsonl.gz"), src[:len(src)/2], 0o644)
+	other, err := os.ReadFile(bad) // a well-formed gzip file, not GNN-FiLM's
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(mir, "qm9", "valid.jsonl.gz"), other, 0o644)
 	f := &fetch.Fetcher{DataDir: t.TempDir(), Mirror: mir}
 	if _, err := Fetch(context.Background(), f, Options{Source: SourceValidAsTrain, TrainSize: 5, Limit: 10}); err == nil || !strings.Contains(err.Error(), "not GNN-FiLM's file") {
 		t.Fatalf("unpinned file: %v", err)
