@@ -117,10 +117,13 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 	if runner == nil {
 		runner = slurm.Commands{}
 	}
-	active := map[string]slurm.Active{}
+	var active map[string]slurm.Active
 	if !s.dryRun || slurm.Available() {
 		act, dead, err := slurm.Queue(ctx, runner, c)
-		if err != nil {
+		switch {
+		case err != nil && s.dryRun:
+			fmt.Fprintf(a.stderr, "spn run: %v (dry run: queued jobs are not taken into account)\n", err)
+		case err != nil:
 			fmt.Fprintf(a.stderr, "spn run: %v\n", err)
 			return exitFail
 		}

@@ -83,7 +83,8 @@ func TestCorruptFiles(t *testing.T) {
 	// A file that is not the pinned one is refused by Fetch.
 	mir := t.TempDir()
 	os.MkdirAll(filepath.Join(mir, "qm9"), 0o755)
-	other, err := os.ReadFile(bad) // a well-formed gzip file, not GNN-FiLM's
+	// A well-formed gzip that is not the pinned file: refused by its checksum.
+	other, err := os.ReadFile(bad)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +92,12 @@ func TestCorruptFiles(t *testing.T) {
 	f := &fetch.Fetcher{DataDir: t.TempDir(), Mirror: mir}
 	if _, err := Fetch(context.Background(), f, Options{Source: SourceValidAsTrain, TrainSize: 5, Limit: 10}); err == nil || !strings.Contains(err.Error(), "not GNN-FiLM's file") {
 		t.Fatalf("unpinned file: %v", err)
+	}
+	// A truncated download is refused before anything is pinned or written.
+	os.WriteFile(filepath.Join(mir, "qm9", "valid.jsonl.gz"), src[:len(src)/2], 0o644)
+	f = &fetch.Fetcher{DataDir: t.TempDir(), Mirror: mir}
+	if _, err := Fetch(context.Background(), f, Options{Source: SourceValidAsTrain, TrainSize: 5, Limit: 10}); err == nil || !strings.Contains(err.Error(), "truncated download") {
+		t.Fatalf("truncated download: %v", err)
 	}
 }
 

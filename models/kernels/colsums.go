@@ -8,16 +8,17 @@ func ColSums(be Backend, x []float32, center []float64, n, d int) []float64 {
 	part := make([]float64, nc*d)
 	be.ForEachChunk(n, func(ch, lo, hi int) {
 		p := part[ch*d : (ch+1)*d]
+		j0 := colSumsAVX2(p, x[lo*d:hi*d], center, hi-lo, d) // columns the AVX2 kernels did, same bits
 		for r := lo; r < hi; r++ {
-			xr := x[r*d : (r+1)*d]
+			xr := x[r*d+j0 : (r+1)*d]
 			if center == nil {
 				for j, v := range xr {
-					p[j] += float64(v)
+					p[j0+j] += float64(v)
 				}
 			} else {
 				for j, v := range xr {
-					e := float64(v) - center[j]
-					p[j] += e * e
+					e := float64(v) - center[j0+j]
+					p[j0+j] += e * e
 				}
 			}
 		}
@@ -38,11 +39,12 @@ func ColSumsPair(be Backend, a, b []float32, n, d int) ([]float64, []float64) {
 	part := make([]float64, nc*2*d)
 	be.ForEachChunk(n, func(ch, lo, hi int) {
 		p := part[ch*2*d : (ch+1)*2*d]
+		j0 := colPairAVX2(p[:d], p[d:], a[lo*d:hi*d], b[lo*d:hi*d], hi-lo, d) // same bits
 		for r := lo; r < hi; r++ {
-			ar, br := a[r*d:(r+1)*d], b[r*d:(r+1)*d]
+			ar, br := a[r*d+j0:(r+1)*d], b[r*d+j0:(r+1)*d]
 			for j, v := range ar {
-				p[j] += float64(v)
-				p[d+j] += float64(v * br[j])
+				p[j0+j] += float64(v)
+				p[d+j0+j] += float64(v * br[j])
 			}
 		}
 	})

@@ -15,3 +15,7 @@ func dotRow8(c, x, wt *float32, ldw, p, nb, t4, t1 int) {
 }
 
 func sumRowsAVX2(s, x []float32, rows []int32, d int) bool { return false }
+
+func colSumsAVX2(p []float64, x []float32, center []float64, n, d int) int { return 0 }
+
+func colPairAVX2(s, sp []float64, a, b []float32, n, d int) int { return 0 }

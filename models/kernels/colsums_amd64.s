@@ -1,0 +1,185 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Column-sum kernels of ColSums and ColSumsPair (colsums.go): partial sums
+// p[0:W] (float64) over rows r = 0..n-1 in order, one column per lane, so
+// the bits are those of the Go loops: float64(x) added (colSums32),
+// (float64(x) − center)² added (colSq32: VSUBPD, VMULPD, VADDPD, no FMA),
+// float64(a) and float64(a·b) with a·b rounded to float32 first
+// (colPair16). W = 32 columns (16 for the pair); rows are ld floats apart.
+
+// func colSums32(p *float64, x *float32, n, ld int)
+TEXT ·colSums32(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ ld+24(FP), R9
+	SHLQ $2, R9
+	VMOVUPD 0(DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD 128(DI), Y4
+	VMOVUPD 160(DI), Y5
+	VMOVUPD 192(DI), Y6
+	VMOVUPD 224(DI), Y7
+	TESTQ CX, CX
+	JZ colsums_store
+colsums_loop:
+	VCVTPS2PD 0(SI), Y8
+	VADDPD Y8, Y0, Y0
+	VCVTPS2PD 16(SI), Y8
+	VADDPD Y8, Y1, Y1
+	VCVTPS2PD 32(SI), Y8
+	VADDPD Y8, Y2, Y2
+	VCVTPS2PD 48(SI), Y8
+	VADDPD Y8, Y3, Y3
+	VCVTPS2PD 64(SI), Y8
+	VADDPD Y8, Y4, Y4
+	VCVTPS2PD 80(SI), Y8
+	VADDPD Y8, Y5, Y5
+	VCVTPS2PD 96(SI), Y8
+	VADDPD Y8, Y6, Y6
+	VCVTPS2PD 112(SI), Y8
+	VADDPD Y8, Y7, Y7
+	ADDQ R9, SI
+	DECQ CX
+	JNZ colsums_loop
+colsums_store:
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 128(DI)
+	VMOVUPD Y5, 160(DI)
+	VMOVUPD Y6, 192(DI)
+	VMOVUPD Y7, 224(DI)
+	VZEROUPPER
+	RET
+
+// func colSq32(p *float64, x *float32, center *float64, n, ld int)
+TEXT ·colSq32(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ center+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ ld+32(FP), R9
+	SHLQ $2, R9
+	VMOVUPD 0(DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD 128(DI), Y4
+	VMOVUPD 160(DI), Y5
+	VMOVUPD 192(DI), Y6
+	VMOVUPD 224(DI), Y7
+	TESTQ CX, CX
+	JZ colsq_store
+colsq_loop:
+	VCVTPS2PD 0(SI), Y8
+	VSUBPD 0(DX), Y8, Y8
+	VMULPD Y8, Y8, Y8
+	VADDPD Y8, Y0, Y0
+	VCVTPS2PD 16(SI), Y9
+	VSUBPD 32(DX), Y9, Y9
+	VMULPD Y9, Y9, Y9
+	VADDPD Y9, Y1, Y1
+	VCVTPS2PD 32(SI), Y10
+	VSUBPD 64(DX), Y10, Y10
+	VMULPD Y10, Y10, Y10
+	VADDPD Y10, Y2, Y2
+	VCVTPS2PD 48(SI), Y11
+	VSUBPD 96(DX), Y11, Y11
+	VMULPD Y11, Y11, Y11
+	VADDPD Y11, Y3, Y3
+	VCVTPS2PD 64(SI), Y8
+	VSUBPD 128(DX), Y8, Y8
+	VMULPD Y8, Y8, Y8
+	VADDPD Y8, Y4, Y4
+	VCVTPS2PD 80(SI), Y9
+	VSUBPD 160(DX), Y9, Y9
+	VMULPD Y9, Y9, Y9
+	VADDPD Y9, Y5, Y5
+	VCVTPS2PD 96(SI), Y10
+	VSUBPD 192(DX), Y10, Y10
+	VMULPD Y10, Y10, Y10
+	VADDPD Y10, Y6, Y6
+	VCVTPS2PD 112(SI), Y11
+	VSUBPD 224(DX), Y11, Y11
+	VMULPD Y11, Y11, Y11
+	VADDPD Y11, Y7, Y7
+	ADDQ R9, SI
+	DECQ CX
+	JNZ colsq_loop
+colsq_store:
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 128(DI)
+	VMOVUPD Y5, 160(DI)
+	VMOVUPD Y6, 192(DI)
+	VMOVUPD Y7, 224(DI)
+	VZEROUPPER
+	RET
+
+// func colPair16(p, q *float64, a, b *float32, n, ld int)
+TEXT ·colPair16(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), DI
+	MOVQ q+8(FP), R8
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVQ ld+40(FP), R9
+	SHLQ $2, R9
+	VMOVUPD 0(DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD 0(R8), Y4
+	VMOVUPD 32(R8), Y5
+	VMOVUPD 64(R8), Y6
+	VMOVUPD 96(R8), Y7
+	TESTQ CX, CX
+	JZ colpair_store
+colpair_loop:
+	VMOVUPS 0(SI), X8
+	VMULPS 0(DX), X8, X9
+	VCVTPS2PD X8, Y10
+	VADDPD Y10, Y0, Y0
+	VCVTPS2PD X9, Y11
+	VADDPD Y11, Y4, Y4
+	VMOVUPS 16(SI), X8
+	VMULPS 16(DX), X8, X9
+	VCVTPS2PD X8, Y10
+	VADDPD Y10, Y1, Y1
+	VCVTPS2PD X9, Y11
+	VADDPD Y11, Y5, Y5
+	VMOVUPS 32(SI), X8
+	VMULPS 32(DX), X8, X9
+	VCVTPS2PD X8, Y10
+	VADDPD Y10, Y2, Y2
+	VCVTPS2PD X9, Y11
+	VADDPD Y11, Y6, Y6
+	VMOVUPS 48(SI), X8
+	VMULPS 48(DX), X8, X9
+	VCVTPS2PD X8, Y10
+	VADDPD Y10, Y3, Y3
+	VCVTPS2PD X9, Y11
+	VADDPD Y11, Y7, Y7
+	ADDQ R9, SI
+	ADDQ R9, DX
+	DECQ CX
+	JNZ colpair_loop
+colpair_store:
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 0(R8)
+	VMOVUPD Y5, 32(R8)
+	VMOVUPD Y6, 64(R8)
+	VMOVUPD Y7, 96(R8)
+	VZEROUPPER
+	RET
