@@ -189,7 +189,11 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 	}
 	if !s.wait {
 		if !s.dryRun {
-			fmt.Fprintf(a.stderr, "spn run: follow with 'spn status %s', then 'spn table %s' (or run again with --wait)\n", file, file)
+			f := file
+			if f == "" {
+				f = "SPEC" // the built-in quickstart has no file to name
+			}
+			fmt.Fprintf(a.stderr, "spn run: follow with 'spn status %s', then 'spn table %s' (or run again with --wait)\n", f, f)
 		}
 		return exitOK
 	}
