@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/stages/cache"
 )
 
 // spn plan --cost prints CPU-hours per kind from a calibration file; a
@@ -33,5 +36,43 @@ func TestPlanCost(t *testing.T) {
 	code = a.main([]string{"plan", "--cost", "testdata/slurm_tiny.cue", "--calibration", "testdata/none.json"})
 	if code != exitFail || !strings.Contains(errb.String(), "spn calibrate testdata/slurm_tiny.cue --out testdata/none.json") {
 		t.Errorf("missing calibration: exit %d: %s", code, errb.String())
+	}
+}
+
+// spn status counts stages per kind and lists recorded failures.
+func TestStatus(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+	// Record a failure of the first stage as a Slurm job would.
+	var pj bytes.Buffer
+	a.stdout = &pj
+	if code := a.main([]string{"plan", "--json", "testdata/slurm_tiny.cue", "--cache", dir}); code != exitOK {
+		t.Fatalf("plan: %s", errb.String())
+	}
+	var nodes []struct{ Key, Kind, Name string }
+	if err := json.Unmarshal(pj.Bytes(), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RecordFailure(cache.Failure{Key: nodes[0].Key, Kind: nodes[0].Kind, Name: nodes[0].Name, Error: "disk full"}); err != nil {
+		t.Fatal(err)
+	}
+	a.stdout = &out
+	if code := a.main([]string{"status", "testdata/slurm_tiny.cue", "--cache", dir}); code != exitOK {
+		t.Fatalf("status: exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"kind  cached  running  queued  failed  to run",
+		"generate       0        0       0       1       0",
+		"total       0        0       0       1      14",
+		"failed " + nodes[0].Name + ": disk full",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
 	}
 }

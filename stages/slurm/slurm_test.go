@@ -203,6 +203,18 @@ func TestOutcome(t *testing.T) {
 		"skipped eval: input final 0 was skipped (train 3 failed)",
 		"skipped tab: input eval was skipped (train 3 failed)",
 	}
+	// Without the failure: the stage that did not run, then its dependents.
+	defer func() {
+		if err := c.ClearFailure("k05"); err != nil {
+			t.Fatal(err)
+		}
+		got := Outcome(p, c)
+		if len(got) != 7 || !strings.HasPrefix(got[0], "not run train 3:") ||
+			got[2] != "skipped sel: input train 3 did not run" ||
+			got[6] != "skipped tab: input eval was skipped (train 3 did not run)" {
+			t.Errorf("Outcome without failure:\n%s", strings.Join(got, "\n"))
+		}
+	}()
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Outcome:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -99,9 +99,10 @@ func Wait(ctx context.Context, r Runner, p *plan.Plan, c *cache.Cache, poll time
 
 // Outcome explains, once per stage, why the stages of a finished run that
 // are not cached did not complete, in plan order: "failed NAME: error",
-// "skipped NAME: input D failed" (or "was skipped (R failed)"), or "not
-// run NAME: ..." when its job ended without a result (cancelled, timed
-// out, killed). Call p.Resolve first.
+// "skipped NAME: input D failed" (or "did not run", or "was skipped (R
+// failed)"), or "not run NAME: ..." when its job ended without a result
+// (cancelled, timed out, killed) although its inputs are complete. Call
+// p.Resolve first.
 func Outcome(p *plan.Plan, c *cache.Cache) []string {
 	const (
 		ok = iota
@@ -129,11 +130,14 @@ func Outcome(p *plan.Plan, c *cache.Cache) []string {
 		for _, d := range n.Deps {
 			switch state[d.Index] {
 			case failed:
-				state[i], cause[i] = skipped, d.Name
+				state[i], cause[i] = skipped, d.Name+" failed"
 				msgs = append(msgs, fmt.Sprintf("skipped %s: input %s failed", n.Name, d.Name))
 			case skipped:
 				state[i], cause[i] = skipped, cause[d.Index]
-				msgs = append(msgs, fmt.Sprintf("skipped %s: input %s was skipped (%s failed)", n.Name, d.Name, cause[d.Index]))
+				msgs = append(msgs, fmt.Sprintf("skipped %s: input %s was skipped (%s)", n.Name, d.Name, cause[d.Index]))
+			case notRun:
+				state[i], cause[i] = skipped, d.Name+" did not run"
+				msgs = append(msgs, fmt.Sprintf("skipped %s: input %s did not run", n.Name, d.Name))
 			default:
 				continue
 			}
