@@ -1,8 +1,9 @@
-//go:build !amd64 || purego
+//go:build !amd64 || purego || (openblas && cgo)
 
 package kernels
 
-// haveAVX2 is false off amd64 (and with -tags purego): sgemmExact declines
+// haveAVX2 is false off amd64, with -tags purego, and in the OpenBLAS build
+// (Go refuses assembly files in a package that uses cgo): sgemmExact declines
 // and gonum computes every product.
 const haveAVX2 = false
 
