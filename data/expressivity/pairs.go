@@ -1,7 +1,6 @@
 package expressivity
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -28,27 +27,17 @@ type pairRecord struct {
 // optional). A missing name becomes "pair N" (N the 1-based line number).
 // Blank lines are skipped; errors name file and line.
 func ReadPairs(r io.Reader, file string) ([]Pair, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
 	var out []Pair
-	no := 0
-	for {
-		line, err := jsonl.ReadLine(br)
-		if len(line) == 0 && err == io.EOF {
-			break
-		}
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s line %d: %w", file, no+1, err)
-		}
-		no++
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
+	err := jsonl.Lines(r, file, func(no int, line []byte) error {
 		p, err := parsePair(line, no)
 		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", file, no, err)
+			return err
 		}
 		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no pairs", file)

@@ -157,34 +157,24 @@ func ReadUnlabelled(r io.Reader, name string) (*data.Dataset, error) {
 
 func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, error) {
 	ds := &data.Dataset{Name: name}
-	br := bufio.NewReaderSize(r, 1<<16)
-	no := 0
 	kind := "" // "y", "target" or "none" (unlabelled), fixed by the first graph
 	var lines []int
-	for {
-		line, err := readLine(br)
-		if len(line) == 0 && err == io.EOF {
-			break
-		}
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s line %d: %w", name, no+1, err)
-		}
-		no++
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
+	err := Lines(r, name, func(no int, line []byte) error {
 		g, k, err := parseLine(line, ds, unlabelled)
 		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", name, no, err)
+			return err
 		}
 		if len(ds.Graphs) == 0 {
 			kind = k
 		} else if k != kind {
-			return nil, fmt.Errorf("%s line %d: graph has %q but earlier graphs have %q", name, no, k, kind)
+			return fmt.Errorf("graph has %q but earlier graphs have %q", k, kind)
 		}
 		ds.Graphs = append(ds.Graphs, g)
 		lines = append(lines, no)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(ds.Graphs) == 0 {
 		return nil, fmt.Errorf("%s: no graphs", name)
@@ -447,6 +437,26 @@ func ParseGraph(raw []byte) (data.Graph, error) {
 	return g, err
 }
 
-// ReadLine reads one line of at most MaxLine bytes without its newline from
-// br, as Read does; it returns io.EOF after the last line.
-func ReadLine(br *bufio.Reader) ([]byte, error) { return readLine(br) }
+// Lines calls fn with every non-blank line of r (at most MaxLine bytes,
+// surrounding white space trimmed) and its 1-based line number, in order,
+// as Read does. An error, from reading or from fn, stops it and is returned
+// as "file line N: error".
+func Lines(r io.Reader, file string, fn func(no int, line []byte) error) error {
+	br := bufio.NewReaderSize(r, 1<<16)
+	for no := 1; ; no++ {
+		line, err := readLine(br)
+		if len(line) == 0 && err == io.EOF {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s line %d: %w", file, no, err)
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if err := fn(no, line); err != nil {
+			return fmt.Errorf("%s line %d: %w", file, no, err)
+		}
+	}
+}
