@@ -91,17 +91,7 @@ func TestRSPNLearnsRelations(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, b := fitTyped(t, m, task, 20, 1e-2)
-	var mean float64
-	for _, j := range task.train {
-		mean += task.ds.Graphs[j].Target[0]
-	}
-	mean /= float64(len(task.train))
-	base := make([]float32, len(b.Target))
-	for i := range base {
-		base[i] = float32(mean)
-	}
-	mae, _ := metric.MAEOf(out, b.Target)
-	baseMAE, _ := metric.MAEOf(base, b.Target)
+	mae, baseMAE := maeAgainstMean(task, out, b)
 	t.Logf("rspn: test MAE %.4f, predicting the training mean %.4f", mae, baseMAE)
 	if mae > 0.5*baseMAE {
 		t.Errorf("rspn test MAE %.4f, want ≤ half of the mean predictor's %.4f", mae, baseMAE)
@@ -222,17 +212,7 @@ func TestRSPNLearnsQM9(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, b := fitTyped(t, m, task, 4, 1e-3)
-	var mean float64
-	for _, j := range task.train {
-		mean += ds.Graphs[j].Target[0]
-	}
-	mean /= float64(len(task.train))
-	base := make([]float32, len(b.Target))
-	for i := range base {
-		base[i] = float32(mean)
-	}
-	mae, _ := metric.MAEOf(out, b.Target)
-	baseMAE, _ := metric.MAEOf(base, b.Target)
+	mae, baseMAE := maeAgainstMean(task, out, b)
 	t.Logf("rspn on QM9 U0 (800 train molecules): test MAE %.4f, predicting the training mean %.4f", mae, baseMAE)
 	if mae > 0.5*baseMAE {
 		t.Errorf("rspn test MAE %.4f, want ≤ half of the mean predictor's %.4f", mae, baseMAE)
@@ -403,4 +383,21 @@ func TestTypedCheckpoint(t *testing.T) {
 			t.Fatalf("%s: outputs after the checkpoint differ", kind)
 		}
 	}
+}
+
+// maeAgainstMean returns the test MAE of out (the outputs on batch b of
+// task.test, one target) and that of predicting the training targets' mean.
+func maeAgainstMean(task typedTask, out []float32, b *data.Batch) (mae, meanMAE float64) {
+	var mean float64
+	for _, j := range task.train {
+		mean += task.ds.Graphs[j].Target[0]
+	}
+	mean /= float64(len(task.train))
+	base := make([]float32, len(b.Target))
+	for i := range base {
+		base[i] = float32(mean)
+	}
+	mae, _ = metric.MAEOf(out, b.Target)
+	meanMAE, _ = metric.MAEOf(base, b.Target)
+	return mae, meanMAE
 }
