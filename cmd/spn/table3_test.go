@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -28,30 +27,10 @@ func TestTable3Smoke(t *testing.T) {
 	out1, out2 := filepath.Join(dir, "out1"), filepath.Join(dir, "out2")
 	env := []string{"--mode", "smoke", "--mirror", mirror, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error"}
 
-	r := spn(realEngine(), cacheDir, append([]string{"run", table3Spec, "--out", out1, "--jobs", "2", "--threads", "1"}, env...)...)
-	if r.code != exitOK {
-		t.Fatalf("run: exit %d:\n%s", r.code, r.stderr)
-	}
-	for _, table := range []string{"results", "compare"} {
-		for _, ext := range []string{"tex", "md", "csv"} {
-			if fi, err := os.Stat(filepath.Join(out1, table+"."+ext)); err != nil || fi.Size() == 0 {
-				t.Errorf("%s.%s not written: %v", table, ext, err)
-			}
-		}
-	}
-	md, err := os.ReadFile(filepath.Join(out1, "results.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, md := runPaperSmoke(t, table3Spec, cacheDir, out1, env, "results", "compare")
 	// Every computed row has a mean ± std in each of the 4 columns (2
 	// folds, ddof 0), and the cited rows keep their constants.
-	cell := `\*{0,2}\d+\.\d\*{0,2} ± \d+\.\d`
-	for _, row := range []string{"Baseline (ours)", "SPN (k = 1)", "SPN (k = 5)", "SPN (k = 10)"} {
-		re := regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(row) + strings.Repeat(` \| `+cell, 4) + ` \|$`)
-		if !re.Match(md) {
-			t.Errorf("results.md has no complete row %q:\n%s", row, md)
-		}
-	}
+	checkCompleteRows(t, md, 4, "Baseline (ours)", "SPN (k = 1)", "SPN (k = 5)", "SPN (k = 10)")
 	for _, want := range []string{"| GIN † | 75.3 ± 2.9 |", "| D&D | NCI1 | PROTEINS | ENZYMES |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
@@ -63,11 +42,7 @@ func TestTable3Smoke(t *testing.T) {
 	}
 
 	// table regenerates the same bytes and the same terminal output.
-	r2 := spn(realEngine(), cacheDir, append([]string{"table", table3Spec, "--out", out2}, env...)...)
-	if r2.code != exitOK || r2.stdout != r.stdout {
-		t.Errorf("table: exit %d, stdout differs from run's: %s", r2.code, r2.stderr)
-	}
-	sameFiles(t, out1, out2)
+	checkTableRegenerates(t, table3Spec, cacheDir, out1, out2, env, r)
 	r3 := spn(realEngine(), cacheDir, append([]string{"plan", table3Spec}, env...)...)
 	if !strings.HasSuffix(r3.stdout, "122 stages: 122 cached, 0 to run\n") {
 		t.Errorf("plan after run:\n%s", r3.stdout)

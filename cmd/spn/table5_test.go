@@ -33,30 +33,10 @@ func TestTable5Smoke(t *testing.T) {
 	out1, out2 := filepath.Join(dir, "out1"), filepath.Join(dir, "out2")
 	env := []string{"--mode", "smoke", "--mirror", mirror, "--data-dir", dataDir, "--log-level", "error"}
 
-	r := spn(realEngine(), cacheDir, append([]string{"run", table5Spec, "--out", out1, "--jobs", "2", "--threads", "1"}, env...)...)
-	if r.code != exitOK {
-		t.Fatalf("run: exit %d:\n%s", r.code, r.stderr)
-	}
-	for _, table := range []string{"results", "compare"} {
-		for _, ext := range []string{"tex", "md", "csv"} {
-			if fi, err := os.Stat(filepath.Join(out1, table+"."+ext)); err != nil || fi.Size() == 0 {
-				t.Errorf("%s.%s not written: %v", table, ext, err)
-			}
-		}
-	}
-	md, err := os.ReadFile(filepath.Join(out1, "results.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, md := runPaperSmoke(t, table5Spec, cacheDir, out1, env, "results", "compare")
 	// Columns ClinTox and BACE (the paper's order); every E-SPN row has a
 	// mean ± std in both.
-	cell := `\*{0,2}\d+\.\d\*{0,2} ± \d+\.\d`
-	for _, row := range []string{"E-SPN (k = 1)", "E-SPN (k = 3)", "E-SPN (k = 5)"} {
-		re := regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(row) + strings.Repeat(` \| `+cell, 2) + ` \|$`)
-		if !re.Match(md) {
-			t.Errorf("results.md has no complete row %q:\n%s", row, md)
-		}
-	}
+	checkCompleteRows(t, md, 2, "E-SPN (k = 1)", "E-SPN (k = 3)", "E-SPN (k = 5)")
 	plain := strings.ReplaceAll(string(md), "**", "") // bold marks the best per column
 	for _, want := range []string{"| ClinTox | BACE |", "| GIN † | 88.1 ± 2.5 | 73.0 ± 4.0 |", "| GCN † | 91.3 ± 1.7 | 79.2 ± 1.4 |"} {
 		if !strings.Contains(plain, want) {
@@ -73,11 +53,7 @@ func TestTable5Smoke(t *testing.T) {
 	}
 
 	// table regenerates the same bytes and the same terminal output.
-	r2 := spn(realEngine(), cacheDir, append([]string{"table", table5Spec, "--out", out2}, env...)...)
-	if r2.code != exitOK || r2.stdout != r.stdout {
-		t.Errorf("table: exit %d, stdout differs from run's: %s", r2.code, r2.stderr)
-	}
-	sameFiles(t, out1, out2)
+	checkTableRegenerates(t, table5Spec, cacheDir, out1, out2, env, r)
 
 	// predict: two bace molecules exported as JSONL, labels dropped.
 	code, export, errs := dataRun(dataDir, mirror, "export", "ogbg-molbace", "--format", "jsonl")
