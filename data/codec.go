@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // Binary file formats. Both are little-endian and end in a SHA-256 trailer
@@ -36,17 +37,29 @@ import (
 //	u32 #splits, per split train, validation, test as u32 len + i32[len]
 //	[32]byte SHA-256
 //
-// Hops file (version 1):
+// Hops file (version 2, written; version 1 is still read, the version
+// field tells them apart):
 //
 //	magic "SPN-HOPS", u32 version, u32 KMax, u32 #graphs, then per graph:
 //	  u32 N, u8 hasUnreachable
-//	  KMax (+1 if hasUnreachable) times: u32 nnz, i32[N+1] Ptr, i32[nnz] Idx
+//	  KMax (+1 if hasUnreachable) CSRs, each
+//	    version 2: uvarint nnz, uvarint B, then B bytes: per row u = 0..N-1
+//	      uvarint count, then the row's sorted ids as uvarint gaps (the
+//	      first id itself, then id - previous id - 1)
+//	    version 1: u32 nnz, i32[N+1] Ptr, i32[nnz] Idx
 //	[32]byte SHA-256
+//
+// Version 2 stores D&D's hop sets (kmax 10) in 84 MB instead of 327 MB.
+// Its varints are minimal (a longer encoding of a value is rejected), so
+// equal hop sets give equal bytes.
 const (
 	datasetMagic   = "SPN-DSET"
 	hopsMagic      = "SPN-HOPS"
 	datasetVersion = 2
-	hopsVersion    = 1
+	hopsVersion    = 2
+	// hopsVersionInt32 is the first hops format (raw int32 CSRs), still
+	// read so that cached precompute artifacts stay valid.
+	hopsVersionInt32 = 1
 )
 
 const (
@@ -230,6 +243,7 @@ func WriteHops(w io.Writer, h *Hops) error {
 	e.u32(hopsVersion)
 	e.u32(uint32(h.KMax))
 	e.u32(uint32(len(h.Graphs)))
+	var rows []byte // one CSR's encoded rows, reused
 	for _, gh := range h.Graphs {
 		n := 0
 		if len(gh.Hop) > 0 {
@@ -244,15 +258,32 @@ func WriteHops(w io.Writer, h *Hops) error {
 			e.bytes([]byte{0})
 		}
 		for _, c := range csrs {
-			e.u32(uint32(len(c.Idx)))
-			e.i32s(c.Ptr)
-			e.i32s(c.Idx)
+			rows = appendRows(rows[:0], c)
+			e.bytes(binary.AppendUvarint(e.buf[:0], uint64(len(c.Idx))))
+			e.bytes(binary.AppendUvarint(e.buf[:0], uint64(len(rows))))
+			e.bytes(rows)
 		}
 	}
 	if err := e.finish(); err != nil {
 		return fmt.Errorf("writing hops: %w", err)
 	}
 	return nil
+}
+
+// appendRows appends the version-2 encoding of c's rows to b: per row its
+// length, then the gaps between its sorted ids (c is valid, so rows are
+// strictly increasing and every gap is ≥ 0).
+func appendRows(b []byte, c CSR) []byte {
+	for u := 0; u+1 < len(c.Ptr); u++ {
+		row := c.Row(u)
+		b = binary.AppendUvarint(b, uint64(len(row)))
+		prev := int32(-1)
+		for _, v := range row {
+			b = binary.AppendUvarint(b, uint64(v-prev-1))
+			prev = v
+		}
+	}
+	return b
 }
 
 // Validate checks that every graph has KMax hop CSRs over the same node
@@ -377,11 +408,17 @@ type decoder struct {
 	off    int64
 	err    error
 	buf    []byte
+	// version is the file's format version.
+	version uint32
+	// blob is a reusable buffer for variable-length sections.
+	blob []byte
 }
 
-// newDecoder checks the file's length and magic and version; size is the
-// total length including the SHA-256 trailer.
-func newDecoder(r io.Reader, size int64, magic string, version uint32) (*decoder, error) {
+// newDecoder checks the file's length and magic and that its version is
+// one of versions (the first is the current one, named in the error); size
+// is the total length including the SHA-256 trailer. d.version is the
+// file's version.
+func newDecoder(r io.Reader, size int64, magic string, versions ...uint32) (*decoder, error) {
 	if size < int64(len(magic))+4+sha256.Size {
 		return nil, fmt.Errorf("file of %d bytes is too short", size)
 	}
@@ -393,8 +430,9 @@ func newDecoder(r io.Reader, size int64, magic string, version uint32) (*decoder
 	if string(m) != magic {
 		return nil, d.finish(fmt.Errorf("bad magic %q, want %q", m, magic))
 	}
-	if v := d.u32(); v != version {
-		return nil, d.finish(fmt.Errorf("unsupported format version %d, want %d", v, version))
+	d.version = d.u32()
+	if d.err == nil && !slices.Contains(versions, d.version) {
+		return nil, d.finish(fmt.Errorf("unsupported format version %d, want %d", d.version, versions[0]))
 	}
 	return d, nil
 }
@@ -551,6 +589,120 @@ func (d *decoder) f64s(n int) []float64 {
 	return out
 }
 
+// uvarint reads a minimal unsigned varint.
+func (d *decoder) uvarint(what string) uint64 {
+	var v uint64
+	for i := 0; d.err == nil; i++ {
+		s := d.take(1)
+		if s == nil {
+			return 0
+		}
+		b := s[0]
+		if i == 9 && b > 1 || b == 0 && i > 0 {
+			d.err = fmt.Errorf("at byte %d: %s: bad varint", d.off-1, what)
+			return 0
+		}
+		v |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return v
+		}
+	}
+	return 0
+}
+
+// bytesN returns the next n bytes (n ≤ d.remain) in d.blob, valid until
+// the next call.
+func (d *decoder) bytesN(n int) []byte {
+	if !d.fits(uint64(n), 1, "section length") {
+		return nil
+	}
+	if cap(d.blob) < n {
+		d.blob = make([]byte, n)
+	}
+	b := d.blob[:n]
+	for i := 0; i < n && d.err == nil; {
+		k := min(n-i, len(d.buf))
+		s := d.take(k)
+		copy(b[i:], s)
+		i += k
+	}
+	if d.err != nil {
+		return nil
+	}
+	return b
+}
+
+// rowsCSR decodes a version-2 CSR of n rows: nnz, the byte length B of the
+// rows, and the rows (count, id gaps). The arrays are allocated once at
+// their final size, so a file decodes into one copy of its hop sets.
+func (d *decoder) rowsCSR(n int, what string) CSR {
+	nnz := d.uvarint(what + " entry count")
+	size := d.uvarint(what + " byte length")
+	if d.err != nil {
+		return CSR{}
+	}
+	// Every row takes one byte at least, and so does every entry.
+	if size < nnz || size < uint64(n) {
+		d.err = fmt.Errorf("at byte %d: %s: %d entries in %d rows do not fit in %d bytes", d.off, what, nnz, n, size)
+		return CSR{}
+	}
+	if size > uint64(d.remain) {
+		d.err = fmt.Errorf("at byte %d: %s: byte length %d exceeds the remaining data", d.off, what, size)
+		return CSR{}
+	}
+	rows := d.bytesN(int(size))
+	if d.err != nil {
+		return CSR{}
+	}
+	c := CSR{Ptr: make([]int32, n+1)}
+	if nnz > 0 {
+		c.Idx = make([]int32, 0, nnz)
+	}
+	bad := func(format string, a ...any) CSR {
+		d.err = fmt.Errorf("%s: "+format, append([]any{what}, a...)...)
+		return CSR{}
+	}
+	pos := 0
+	next := func() (uint64, bool) {
+		v, k := binary.Uvarint(rows[pos:])
+		// k > 1 with a zero last byte is a longer encoding than needed.
+		if k <= 0 || k > 1 && rows[pos+k-1] == 0 {
+			return 0, false
+		}
+		pos += k
+		return v, true
+	}
+	for u := 0; u < n; u++ {
+		cnt, ok := next()
+		if !ok {
+			return bad("row %d: bad varint", u)
+		}
+		if cnt > nnz-uint64(len(c.Idx)) {
+			return bad("row %d: %d entries exceed the entry count %d", u, cnt, nnz)
+		}
+		id := int64(-1)
+		for range cnt {
+			g, ok := next()
+			if !ok {
+				return bad("row %d: bad varint", u)
+			}
+			if g >= uint64(n) || id+1+int64(g) >= int64(n) {
+				return bad("row %d: node id beyond %d nodes", u, n)
+			}
+			id += 1 + int64(g)
+			c.Idx = append(c.Idx, int32(id))
+		}
+		c.Ptr[u+1] = int32(len(c.Idx))
+	}
+	if pos != len(rows) {
+		return bad("%d bytes left after the rows", len(rows)-pos)
+	}
+	if uint64(len(c.Idx)) != nnz {
+		return bad("rows hold %d entries, want %d", len(c.Idx), nnz)
+	}
+	return c
+}
+
 func (d *decoder) csr(n int, what string) CSR {
 	nnz := d.count(4, what+" entry count")
 	ptr := d.i32s(n + 1)
@@ -687,7 +839,7 @@ func (d *decoder) dataset() (*Dataset, error) {
 }
 
 func decodeHops(r io.Reader, size int64) (*Hops, error) {
-	d, err := newDecoder(r, size, hopsMagic, hopsVersion)
+	d, err := newDecoder(r, size, hopsMagic, hopsVersion, hopsVersionInt32)
 	if err != nil {
 		return nil, err
 	}
@@ -704,11 +856,20 @@ func (d *decoder) hops() (*Hops, error) {
 		return nil, fmt.Errorf("KMax %d out of range 1..65536", kmax)
 	}
 	h := &Hops{KMax: int(kmax)}
-	// Every graph takes at least 5 + KMax*8 bytes.
-	ng := d.count(5+8*int(kmax), "graph count")
+	// Every graph takes at least 5 + KMax*8 bytes in version 1, 5 + KMax*2
+	// in version 2, and every node 4*KMax resp. KMax bytes.
+	perCSR, perNode := 8, 4
+	if d.version == hopsVersion {
+		perCSR, perNode = 2, 1
+	}
+	ng := d.count(5+perCSR*int(kmax), "graph count")
 	h.Graphs = make([]GraphHops, ng)
+	csr := d.csr
+	if d.version == hopsVersion {
+		csr = d.rowsCSR
+	}
 	for i := 0; i < ng && d.err == nil; i++ {
-		n := d.count(4*int(kmax), "node count")
+		n := d.count(perNode*int(kmax), "node count")
 		flag := d.u8()
 		if flag > 1 {
 			return nil, fmt.Errorf("graph %d: bad unreachable flag %d", i, flag)
@@ -716,7 +877,7 @@ func (d *decoder) hops() (*Hops, error) {
 		gh := &h.Graphs[i]
 		gh.Hop = make([]CSR, kmax)
 		for k := range gh.Hop {
-			gh.Hop[k] = d.csr(n, "hop")
+			gh.Hop[k] = csr(n, "hop")
 			if d.err == nil {
 				if err := ValidateCSR(gh.Hop[k], n, n, true); err != nil {
 					return nil, fmt.Errorf("graph %d hop %d: %w", i, k+1, err)
@@ -724,7 +885,7 @@ func (d *decoder) hops() (*Hops, error) {
 			}
 		}
 		if flag == 1 {
-			c := d.csr(n, "unreachable")
+			c := csr(n, "unreachable")
 			if d.err == nil {
 				if err := ValidateCSR(c, n, n, true); err != nil {
 					return nil, fmt.Errorf("graph %d unreachable set: %w", i, err)

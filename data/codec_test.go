@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"flag"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -181,6 +184,80 @@ func TestHopsRoundTrip(t *testing.T) {
 	}
 }
 
+// TestHopsVersion1Read reads a hops file written by the first format (raw
+// int32 CSRs; testdata/hops_v1.bin holds sampleHops) and checks that the
+// current writer produces version 2 and reads it back to the same hops.
+func TestHopsVersion1Read(t *testing.T) {
+	got, err := ReadHopsFile(filepath.Join("testdata", "hops_v1.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sampleHops(t)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("version-1 file decoded to\n%+v\nwant\n%+v", got, want)
+	}
+	b := encodeHops(t, got)
+	if b[8] != hopsVersion {
+		t.Fatalf("writer wrote version %d, want %d", b[8], hopsVersion)
+	}
+	again, err := ReadHops(bytes.NewReader(b))
+	if err != nil || !reflect.DeepEqual(again, want) {
+		t.Fatalf("version-2 round trip: %v", err)
+	}
+}
+
+// TestHopsRoundTripRandom round-trips random hop sets, with rows whose ids
+// need multi-byte varints (graphs of up to 70 000 nodes, ids beyond
+// uint16) and empty graphs.
+func TestHopsRoundTripRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 20 {
+		kmax := 1 + rng.IntN(4)
+		h := &Hops{KMax: kmax}
+		for range 1 + rng.IntN(4) {
+			n := rng.IntN(50)
+			if trial%5 == 0 {
+				n = 1 + rng.IntN(70000)
+			}
+			gh := GraphHops{}
+			for range kmax {
+				gh.Hop = append(gh.Hop, randomCSR(rng, n))
+			}
+			if rng.IntN(3) == 0 {
+				u := randomCSR(rng, n)
+				gh.Unreachable = &u
+			}
+			h.Graphs = append(h.Graphs, gh)
+		}
+		b := encodeHops(t, h)
+		got, err := ReadHops(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		if !reflect.DeepEqual(got, h) {
+			t.Fatalf("trial %d: round trip changed the hops", trial)
+		}
+	}
+}
+
+// randomCSR returns n sorted rows without their own node, a few entries
+// each (far ids included).
+func randomCSR(rng *rand.Rand, n int) CSR {
+	c := CSR{Ptr: make([]int32, n+1)} // Idx nil when empty, as decoded
+	for u := range n {
+		seen := map[int32]bool{}
+		for range rng.IntN(4) {
+			if v := int32(rng.IntN(n)); v != int32(u) {
+				seen[v] = true
+			}
+		}
+		row := slices.Sorted(maps.Keys(seen))
+		c.Idx = append(c.Idx, row...)
+		c.Ptr[u+1] = int32(len(c.Idx))
+	}
+	return c
+}
+
 // resign recomputes the SHA-256 trailer so a test can reach the structural
 // checks behind it.
 func resign(b []byte) []byte {
@@ -233,7 +310,16 @@ func TestDecodeErrorsGolden(t *testing.T) {
 		{"hops empty", true, nil},
 		{"hops bit flip", true, flip(hp, 20)},
 		{"hops kmax zero", true, set(hp, 12, 0)},
-		{"hops unsorted row", true, set(hp, 8+4+4+4+4+1+4+12, 5)},
+		// Hops (version 2): magic 8, version 4, KMax 4, #graphs 4, graph 0
+		// at 20: N 4, flag 1, hop 1 at 25: nnz 2, B 4, rows at 27: row 0
+		// (count 1, gap 1), row 1 (count 1, gap 0).
+		{"hops bad version", true, set(hp, 8, 3)},
+		{"hops node id out of range", true, set(hp, 28, 5)},
+		{"hops self loop", true, set(hp, 28, 0)},
+		{"hops row longer than the entry count", true, set(hp, 27, 3)},
+		{"hops entry count beyond the bytes", true, set(hp, 25, 0x82)},
+		{"hops byte length beyond the file", true, set(hp, 26, 0x7f)},
+		{"hops non-minimal varint", true, set(set(hp, 27, 0x81), 28, 0)},
 	}
 	var out strings.Builder
 	for _, tc := range cases {
@@ -335,6 +421,11 @@ func FuzzReadHops(f *testing.F) {
 	f.Add(hp)
 	f.Add(hp[:len(hp)-3])
 	f.Add([]byte("SPN-HOPS"))
+	if v1, err := os.ReadFile(filepath.Join("testdata", "hops_v1.bin")); err == nil {
+		f.Add(v1)
+	}
+	big := encodeHops(f, &Hops{KMax: 1, Graphs: []GraphHops{{Hop: []CSR{{Ptr: []int32{0, 1, 1, 2}, Idx: []int32{2, 0}}}}}})
+	f.Add(big)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := ReadHops(bytes.NewReader(b))
 		if err != nil {
@@ -345,6 +436,17 @@ func FuzzReadHops(f *testing.F) {
 		}
 		if err := got.Validate(); err != nil {
 			t.Fatalf("decoded hops are invalid: %v", err)
+		}
+		// A version-2 file re-encodes to the same bytes (varints are
+		// minimal, so the encoding is unique).
+		if b[8] == hopsVersion {
+			var buf bytes.Buffer
+			if err := WriteHops(&buf, got); err != nil {
+				t.Fatalf("re-encoding decoded hops: %v", err)
+			}
+			if !bytes.Equal(buf.Bytes(), b) {
+				t.Fatal("re-encoding decoded hops gives different bytes")
+			}
 		}
 	})
 }

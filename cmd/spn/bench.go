@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,6 +96,8 @@ func cmdBench(a *app, args []string) int {
 	threads := fs.Int("threads", 2, "kernel `threads`")
 	seed := fs.Uint64("model-seed", 1, "model initialisation and shuffling `seed`")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the training to `file` (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile to `file` after each workload's training, its model still alive (FILE.WORKLOAD with several workloads)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return a.usageError("bench", err)
@@ -124,8 +127,20 @@ func cmdBench(a *app, args []string) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
+			return exitFail
+		}
+		defer stop()
+	}
 	for _, name := range names {
-		row, err := benchOne(ctx, a, o, name, rep, *seed)
+		prof := *memProfile
+		if prof != "" && len(names) > 1 {
+			prof += "." + name
+		}
+		row, err := benchOne(ctx, a, o, name, rep, *seed, prof)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "spn bench: %s: %v\n", name, err)
 			if errors.Is(err, errUnknownDataset) || errors.Is(err, errBenchConfig) {
@@ -155,7 +170,8 @@ func cmdBench(a *app, args []string) int {
 var errBenchConfig = errors.New("model configuration")
 
 // benchOne loads one workload, computes its hop sets and trains it.
-func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchReport, seed uint64) (benchRow, error) {
+// A non-empty memProfile names the heap profile written after training.
+func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchReport, seed uint64, memProfile string) (benchRow, error) {
 	// Start from what the previous workload left: free it, then reset the
 	// kernel's peak-RSS counter so the peak is this workload's.
 	runtime.GC()
@@ -210,12 +226,51 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	if err != nil {
 		return benchRow{}, err
 	}
+	if memProfile != "" {
+		if err := writeHeapProfile(memProfile); err != nil {
+			return benchRow{}, err
+		}
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(hops)
+	}
 	return benchRow{
 		Workload: benchName(name, o), Graphs: len(all), MeanNodes: float64(nodes) / float64(len(all)),
 		Epochs: len(res.EpochSeconds), TrainSeconds: float64(len(all)*len(res.EpochSeconds)) / res.GraphsPerSecond,
 		GraphsPerSec: res.GraphsPerSecond, GraphsPerCPUSec: float64(len(all)*len(res.EpochSeconds)) / (cpu1 - cpu0),
 		PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
 	}, nil
+}
+
+// startCPUProfile starts a CPU profile into path; stop ends it and closes
+// the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeHeapProfile writes the heap profile (after a GC, so its in-use
+// figures are the live heap) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return nil
 }
 
 // benchName labels prox workloads with their size.

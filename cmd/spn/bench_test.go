@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,6 +45,38 @@ func TestBenchProx(t *testing.T) {
 	code, out, errs = benchRun(t, "prox", "--graphs", "20", "--layers", "1", "--hidden", "4", "--k", "2")
 	if code != exitOK || !strings.Contains(out, "graphs/s") || !strings.Contains(out, "3-Prox (20 graphs)") {
 		t.Fatalf("table: exit %d:\n%s%s", code, out, errs)
+	}
+}
+
+// TestBenchProfiles writes the CPU and heap profiles and checks that they
+// are pprof files (gzipped protocol buffers, not empty); an unwritable
+// path exits 1.
+func TestBenchProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	code, _, errs := benchRun(t, "prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "3",
+		"--cpuprofile", cpu, "--memprofile", mem)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, path := range []string{cpu, mem} {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		b, err := io.ReadAll(zr)
+		f.Close()
+		if err != nil || len(b) == 0 {
+			t.Errorf("%s: %d bytes, %v", path, len(b), err)
+		}
+	}
+	code, _, errs = benchRun(t, "prox", "--graphs", "20", "--memprofile", filepath.Join(dir, "no", "such", "mem.prof"))
+	if code != exitFail || !strings.Contains(errs, "--memprofile") {
+		t.Errorf("unwritable heap profile: exit %d, stderr %q", code, errs)
 	}
 }
 

@@ -12,18 +12,20 @@ import (
 )
 
 // BenchmarkHopSizeDD measures the D&D hop sets of Table 3 (kmax 10) in the
-// hops file's layout and in compact candidates, for the storage design of
-// issue 12 (the codec itself is data/codec.go), and times computing them
+// first hops file layout and in compact candidates, the measurement behind
+// hops file version 2 (varint, data/codec.go; BenchmarkReadHopsDD reads
+// it), and times computing them
 // (the loop, one thread) so recomputing can be weighed against storing:
 //
 //	go test ./data/sp -run '^$' -bench HopSizeDD -benchtime 1x
 //
 // Encodings, per graph and hop:
 //
-//   - raw-MB: the hops file body (u32 nnz, i32 Ptr, i32 Idx);
+//   - raw-MB: the hops file version 1 body (u32 nnz, i32 Ptr, i32 Idx);
 //   - u16-MB: the same with uint16 node ids (D&D's largest graph has 5748
 //     nodes);
-//   - varint-MB: per row, uvarint count then uvarint gaps between sorted ids;
+//   - varint-MB: per row, uvarint count then uvarint gaps between sorted ids
+//     (hops file version 2);
 //   - dist4-MB: one 4-bit shortest-path distance per node pair (0 = farther
 //     than kmax), from which every N_i(u) is a row scan.
 func BenchmarkHopSizeDD(b *testing.B) {
