@@ -168,14 +168,21 @@ func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
 	return rt.CheckBatch(m.Cfg, m.need(), b, o)
 }
 
-// Prepare implements rt.Arch: N_1..N_k (the adjacency for GIN; checked by
-// CheckBatch), and the graphs of b for the global readout.
+// Prepare implements rt.Arch: the data of the layers' ops, N_1..N_k (the
+// adjacency for GIN; checked by CheckBatch) with their transposes and the
+// graphs of b for the global readout. No runtime op reads hop sets, so
+// it returns none.
 func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	m.gd = nbop.Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr}
-	if m.useAdj {
-		return []data.CSR{b.Adj}, nil
+	hops := []data.CSR{b.Adj}
+	if !m.useAdj {
+		hops = b.Hop[:m.Cfg.Model.K]
 	}
-	return b.Hop[:m.Cfg.Model.K], nil
+	m.gd = nbop.Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: hops[0], Hop1T: kernels.Transpose(hops[0])}
+	for _, h := range hops[1:] {
+		m.gd.Hops = append(m.gd.Hops, h)
+		m.gd.HopsT = append(m.gd.HopsT, kernels.Transpose(h))
+	}
+	return nil, nil
 }
 
 // BuildGraph implements rt.Arch: the expression graph of the model for the
@@ -206,7 +213,7 @@ func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 		// α = softmax(logits)
 		alpha := bdr.Op(be, rt.NewSoftmax(name+".alpha", k), logits)
 		// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v
-		agg := bdr.Op(be, newHopAgg(name+".agg", be, bd, k, N, d), h, alpha, eps)
+		agg := bdr.Op(be, nbop.Combine{ID: name + ".agg", Be: be, D: &m.gd, K: k, N: N, W: d, Hop1: true, Bufs: be}, h, h, alpha, eps)
 		// + (Σ_{v∈G(u)} h_v)·W with global readout
 		if l.read != nil {
 			agg = rt.GlobalRead(bdr, be, &m.gd, name, param(l.read), agg, h, N, d)
