@@ -95,7 +95,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	// Same generators, streams and draw order as models.newSPN.
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be, rt.MaxCachedFloats), useAdj: useAdj, gd: &nbop.Data{}}
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be), useAdj: useAdj, gd: &nbop.Data{}}
 	md.Arch = md
 	d := m.Hidden
 	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
