@@ -6,6 +6,9 @@
 package modeltest
 
 import (
+	"github.com/spn-project/spn/models/metric"
+	"github.com/spn-project/spn/models/nn"
+
 	"context"
 	"fmt"
 	"math"
@@ -523,4 +526,99 @@ func CE(out []float32, y []int32, c int) (float64, []float32, []float32) {
 func MSE(out []float32, target []float64) (float64, []float32) {
 	g := make([]float32, len(out))
 	return kernels.MSE(g, 1, out, target), g
+}
+
+// Trainable is what FitTyped drives of a model built on models/rt.
+type Trainable interface {
+	Params() []*nn.Param
+	Hops() int
+	Step(b *data.Batch) (float64, []float32, error)
+	Predict(b *data.Batch) ([]float32, error)
+}
+
+// TypedTask is a synthetic dataset with its hop sets and split.
+type TypedTask struct {
+	DS          *data.Dataset
+	Hops        *data.Hops
+	Train, Test []int
+}
+
+// NewTypedTask returns the dataset gen makes (seed 11) and its first split
+// (validation and test graphs together as the test set).
+func NewTypedTask(t testing.TB, gen func(seed uint64, n, kmax int) (*data.Dataset, *data.Hops, error), graphs, kmax int) TypedTask {
+	t.Helper()
+	ds, hops, err := gen(11, graphs, kmax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ds.Splits[0]
+	return TypedTask{DS: ds, Hops: hops, Train: s.Train, Test: append(append([]int(nil), s.Val...), s.Test...)}
+}
+
+// FitTyped trains m with Adam and returns its outputs on the test graphs
+// and the test batch.
+func FitTyped(t testing.TB, m Trainable, task TypedTask, epochs int, lr float64) ([]float32, *data.Batch) {
+	t.Helper()
+	opt := nn.NewAdam(m.Params(), lr, 0)
+	rng := rand.New(rand.NewPCG(5, 5))
+	idx := append([]int(nil), task.Train...)
+	for ep := 0; ep < epochs; ep++ {
+		rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		for lo := 0; lo < len(idx); lo += 32 {
+			b, err := data.NewBatch(task.DS, task.Hops, idx[lo:min(lo+32, len(idx))], m.Hops())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := m.Step(b); err != nil {
+				t.Fatal(err)
+			}
+			opt.Step()
+		}
+	}
+	b, err := data.NewBatch(task.DS, task.Hops, task.Test, m.Hops())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Predict(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, b
+}
+
+// TypedConfig returns the configuration of kind for ds: k hops, 2 layers,
+// width 32, pooling pool.
+func TypedConfig(kind string, k int, pool string, ds *data.Dataset) models.Config {
+	cfg, err := models.ConfigFor(schema.Model{Kind: kind, K: k, Layers: 2, Hidden: 32, Pool: pool}, ds)
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
+// HopsOf computes the hop sets N_1..N_kmax of ds.
+func HopsOf(t testing.TB, ds *data.Dataset, kmax int) *data.Hops {
+	t.Helper()
+	hops, err := sp.Compute(context.Background(), ds.Graphs, kmax, false, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hops
+}
+
+// MAEAgainstMean returns the test MAE of out (the outputs on batch b of
+// task.Test, one target) and that of predicting the training targets' mean.
+func MAEAgainstMean(task TypedTask, out []float32, b *data.Batch) (mae, meanMAE float64) {
+	var mean float64
+	for _, j := range task.Train {
+		mean += task.DS.Graphs[j].Target[0]
+	}
+	mean /= float64(len(task.Train))
+	base := make([]float32, len(b.Target))
+	for i := range base {
+		base[i] = float32(mean)
+	}
+	mae, _ = metric.MAEOf(out, b.Target)
+	meanMAE, _ = metric.MAEOf(base, b.Target)
+	return mae, meanMAE
 }
