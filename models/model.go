@@ -80,7 +80,7 @@ type Model interface {
 }
 
 // Stepper is implemented by models whose computation graph holds the loss
-// (the Gorgonia models of package gg): Step runs the training-mode forward
+// (the Gorgonia models of models/rt): Step runs the training-mode forward
 // pass, the loss (cross-entropy or MSE by Config.Task) and the backward pass
 // on b in one go, adds the gradients into Params, and returns the mean loss
 // and the outputs. Training uses Step instead of Forward+Backward when a

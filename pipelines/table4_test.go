@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestTable4Spec(t *testing.T) {
 		tables      int
 	}{
 		{schema.ModeFull, 13 * 3 * 3, "film", 5, 4},
-		{schema.ModeEvidence, 1 * 2, "valid-as-train", 1, 4},
+		{schema.ModeEvidence, 2 * 2, "valid-as-train", 1, 4},
 		{schema.ModeSmoke, 2 * 2 * 2, "valid-as-train", 2, 3},
 	} {
 		spec, err := schema.LoadBytes("pipelines/paper/table4_qm9.cue", src, schema.Options{Mode: tc.mode})
@@ -66,6 +67,23 @@ func TestTable4Spec(t *testing.T) {
 			}
 			if tc.mode != schema.ModeSmoke && (m.Model.Hidden != 128 || (m.Model.Layers != 8 && tc.mode == schema.ModeEvidence)) {
 				t.Errorf("mode %s: %s is not the paper's hidden 128 / T = 8: %+v", tc.mode, e.Name, m.Model)
+			}
+			// Sum pooling does not train at lr 1e-3 (see the spec).
+			if m.Model.Pool != "mean" {
+				t.Errorf("mode %s: %s pools by %q, want mean", tc.mode, e.Name, m.Model.Pool)
+			}
+			if tc.mode == schema.ModeEvidence && (d.TrainSize != 9000 || d.Limit != 0) {
+				t.Errorf("mode %s: %s trains on %d molecules with limit %d, want 9000 of the valid file (the last 1,000 validate) and the whole test file", tc.mode, e.Name, d.TrainSize, d.Limit)
+			}
+		}
+		if tc.mode == schema.ModeEvidence {
+			var names []string
+			for _, e := range spec.Experiments {
+				names = append(names, e.Name)
+			}
+			slices.Sort(names)
+			if want := []string{"U0_k10_T8", "U0_k1_T8", "alpha_k10_T8", "alpha_k1_T8"}; !slices.Equal(names, want) {
+				t.Errorf("mode evidence: experiments %v, want %v (k = 10 against k = 1 on U0 and alpha)", names, want)
 			}
 		}
 		for _, tb := range spec.Tables {

@@ -13,8 +13,8 @@ import (
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/tu"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/gg"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -39,7 +39,7 @@ func benchEpoch(b *testing.B, ds *data.Dataset, hops *data.Hops, kind string, k 
 	for _, path := range []struct {
 		name string
 		reg  models.Registry
-	}{{"gorgonia", gg.Kinds()}, {"handwritten", models.HandWritten()}} {
+	}{{"gorgonia", kinds.All()}, {"handwritten", models.HandWritten()}} {
 		b.Run(path.name, func(b *testing.B) { benchEpochWith(b, path.reg, ds, hops, kind, k) })
 	}
 }

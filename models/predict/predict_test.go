@@ -9,8 +9,8 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
-	"github.com/spn-project/spn/models/gg"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
 )
@@ -49,7 +49,7 @@ func TestRelabellingInvariance(t *testing.T) {
 	for _, path := range []struct {
 		name string
 		reg  models.Registry
-	}{{"gorgonia", gg.Kinds()}, {"handwritten", models.HandWritten()}} {
+	}{{"gorgonia", kinds.All()}, {"handwritten", models.HandWritten()}} {
 		for _, kind := range []string{"spn", "gin"} {
 			for _, pool := range []string{"sum", "mean", "max"} {
 				m := schema.Model{Kind: kind, K: 4, Layers: 3, Hidden: 16, Pool: pool, Dropout: 0.5}

@@ -16,8 +16,8 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
-	"github.com/spn-project/spn/models/gg"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 )
@@ -34,7 +34,7 @@ import (
 // from job.Seed; the training set is shuffled by a PCG seeded with
 // (job.Seed, params.Seed+params.Run).
 type Kind struct {
-	// Models builds the model of each model.kind; nil means gg.Kinds(),
+	// Models builds the model of each model.kind; nil means kinds.All(),
 	// the models built as Gorgonia graphs over the project's kernels. The
 	// hand-written models (models.HandWritten()) are the reference
 	// implementations the Gorgonia models are tested against.
@@ -44,7 +44,7 @@ type Kind struct {
 // Registry returns the model constructors the kind trains with.
 func (k Kind) Registry() models.Registry {
 	if k.Models == nil {
-		return gg.Kinds()
+		return kinds.All()
 	}
 	return k.Models
 }

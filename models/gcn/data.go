@@ -1,0 +1,48 @@
+package gcn
+
+import (
+	"math"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/rt"
+)
+
+// graphData is the per-batch structure the GCN op reads, derived from the
+// batch when a compiled graph is pointed at it (Model.Prepare). One value
+// per model is shared by all its compiled graphs; only one runs at a time.
+type graphData struct {
+	// n is the number of real nodes.
+	n int
+	// adj is the batch adjacency, w[e] = 1/√((deg_u+1)(deg_v+1)) for
+	// entry e = (u,v) of adj, self[u] = 1/(deg_u+1).
+	adj  data.CSR
+	w    []float32
+	self []float32
+}
+
+// set derives the GCN weights of batch b (whose adjacency must be
+// symmetric: the gradient uses Â as its own transpose).
+func (gd *graphData) set(b *data.Batch) error {
+	if err := rt.CheckSymmetric(b.Adj); err != nil {
+		return err
+	}
+	gd.n, gd.adj = b.N, b.Adj
+	gd.setGCN(b.Adj, b.N)
+	return nil
+}
+
+func (gd *graphData) setGCN(a data.CSR, n int) {
+	gd.w = rt.Resize(gd.w, len(a.Idx))
+	gd.self = rt.Resize(gd.self, n)
+	for u := 0; u < n; u++ {
+		gd.self[u] = float32(1 / float64(a.Ptr[u+1]-a.Ptr[u]+1))
+	}
+	for u := 0; u < n; u++ {
+		du := float64(a.Ptr[u+1] - a.Ptr[u] + 1)
+		for e := a.Ptr[u]; e < a.Ptr[u+1]; e++ {
+			v := a.Idx[e]
+			dv := float64(a.Ptr[v+1] - a.Ptr[v] + 1)
+			gd.w[e] = float32(1 / math.Sqrt(du*dv))
+		}
+	}
+}

@@ -1,0 +1,214 @@
+// Package graphormer is Ying et al.'s Graphormer (model kind
+// "graphormer", a competitor of the paper's Table 2), built like the SPN
+// (models/rt: input encoder, layer-sum readout, loss): a degree
+// (centrality) embedding added to the encoder output, then pre-LN
+// transformer blocks h += Wo·MHA(LN(h)), h += FFN(LN(h)) whose attention
+// runs over all node pairs of each graph with a learnable bias per head
+// and shortest-path distance bucket (0..max_dist, longer distances
+// clamped to max_dist, unreachable pairs in a bucket of their own).
+package graphormer
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/rt"
+	"github.com/spn-project/spn/schema"
+)
+
+// Name is the model kind.
+const Name = "graphormer"
+
+// MaxDegree clamps node degrees for Graphormer's centrality embedding.
+const MaxDegree = 32
+
+// Kind is model kind "graphormer".
+type Kind struct{}
+
+// Name implements models.Kind.
+func (Kind) Name() string { return Name }
+
+// Check implements models.Kind: the common fields, heads dividing hidden
+// and 1 ≤ max_dist ≤ dataset.kmax.
+func (Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+	errs := rt.CheckHeads(rt.CheckCommon(m), m)
+	if m.MaxDist < 1 {
+		return append(errs, rt.Errf("max_dist", "max_dist = %d: need at least 1", m.MaxDist))
+	}
+	if d.KMax > 0 && m.MaxDist > d.KMax {
+		errs = append(errs, rt.Errf("max_dist", "graphormer's max_dist = %d exceeds dataset.kmax = %d (its distance buckets read the hop sets up to max_dist)", m.MaxDist, d.KMax))
+	}
+	return errs
+}
+
+// New implements models.Kind.
+func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
+	return New(cfg, seed, be)
+}
+
+// tfLayer holds the parameters of one pre-LN Graphormer block.
+type tfLayer struct {
+	ln1g, ln1b *nn.Param
+	q, k, v, o *nn.Linear
+	bias       *nn.Param // (max_dist+2) × heads
+	ln2g, ln2b *nn.Param
+	ff1, ff2   *nn.Linear
+}
+
+// Model is a Graphormer computed through Gorgonia.
+type Model struct {
+	rt.Engine
+	heads, maxDist int
+	degEmb         *nn.Param // (MaxDegree+1) × d
+	layers         []*tfLayer
+	gd             *graphData
+}
+
+var _ models.Model = (*Model)(nil)
+
+// New builds the Graphormer of cfg; initialisation and dropout masks
+// derive from seed.
+func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
+	if err := rt.CheckConfig(Kind{}, cfg); err != nil {
+		return nil, err
+	}
+	if be == nil {
+		return nil, fmt.Errorf("graphormer.New: nil kernel backend")
+	}
+	m := cfg.Model
+	d := m.Hidden
+	// The cache of a competitor is bounded by MaxCachedGraphs only.
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be, math.MaxInt), heads: m.Heads, maxDist: m.MaxDist, gd: &graphData{}}
+	md.Arch = md
+	init := rand.New(rand.NewPCG(seed, 0x5eed1))
+	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
+	md.degEmb = nn.NewParam("enc.degree", MaxDegree+1, d)
+	md.degEmb.Uniform(init, 0.1)
+	for t := 1; t <= m.Layers; t++ {
+		md.layers = append(md.layers, newTFLayer(fmt.Sprintf("layer%d", t), d, md.heads, md.maxDist, init))
+	}
+	for t := 0; t <= m.Layers; t++ {
+		md.Readout = append(md.Readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
+	}
+	return md, nil
+}
+
+// Hops implements models.Model: Graphormer reads N_1..N_max_dist (so the
+// dataset's kmax must be at least max_dist).
+func (m *Model) Hops() int { return m.maxDist }
+
+// Params implements models.Model: encoder, degree embedding, blocks in
+// order, readouts.
+func (m *Model) Params() []*nn.Param {
+	ps := append(m.Enc.Params(), m.degEmb)
+	for _, l := range m.layers {
+		ps = append(ps, l.params()...)
+	}
+	for _, r := range m.Readout {
+		ps = append(ps, r.Params()...)
+	}
+	return ps
+}
+
+// Buffers implements models.Model: Graphormer has none.
+func (m *Model) Buffers() map[string][]float64 { return map[string][]float64{} }
+
+// GradParams implements rt.Arch: the parameters bound in p.
+func (m *Model) GradParams(p *rt.Program) []*nn.Param { return p.BoundParams() }
+
+// need are the hop sets the distance buckets read.
+func (m *Model) need() rt.Need { return rt.Need{K: m.maxDist} }
+
+// CheckBatch implements rt.Arch: the hop sets first, so that the message
+// names max_dist.
+func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
+	if b != nil && len(b.Hop) < m.maxDist {
+		return fmt.Errorf("batch carries %d hop sets, graphormer needs N_1..N_%d (model.max_dist = %d; the dataset's kmax must be at least max_dist)", len(b.Hop), m.maxDist, m.maxDist)
+	}
+	return rt.CheckBatch(m.Cfg, m.need(), b, o)
+}
+
+// Prepare implements rt.Arch: the checked hop sets, the degrees and the
+// distance buckets of the batch.
+func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
+	hops, err := m.need().Sets(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.gd.set(b, m.maxDist); err != nil {
+		return nil, err
+	}
+	return hops, nil
+}
+
+// BuildGraph implements rt.Arch: h⁰ = Enc(labels, attrs) + E[deg], the
+// blocks, the SPN's readout and the loss with its gradient.
+func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
+	N, d := key.N, m.Cfg.Model.Hidden
+	bdr, p, be := m.NewProgram(key, bd)
+	param := func(prm *nn.Param) *G.Node { return p.Param(bdr, prm) }
+	h := m.Encode(bdr, p, be, bd)
+	h = bdr.Op(be, newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
+	hs := []*G.Node{h}
+	for t, l := range m.layers {
+		h = l.apply(bdr, param, fmt.Sprintf("layer%d", t+1), be, bd, m.gd, m.heads, m.maxDist, N, d, h)
+		hs = append(hs, h)
+	}
+	return m.Finish(bdr, p, be, bd, hs, Name)
+}
+
+// newTFLayer returns the parameters of one pre-LN Graphormer block of width
+// d: layer norms (γ = 1, β = 0), the q, k, v and output projections, the
+// spatial bias per distance bucket and head (zero), and a d→d→d FFN.
+func newTFLayer(name string, d, heads, maxDist int, init *rand.Rand) *tfLayer {
+	l := &tfLayer{
+		ln1g: nn.NewParam(name+".ln1.gamma", d), ln1b: nn.NewParam(name+".ln1.beta", d),
+		q: nn.NewLinear(name+".attn.q", d, d, init), k: nn.NewLinear(name+".attn.k", d, d, init),
+		v: nn.NewLinear(name+".attn.v", d, d, init), o: nn.NewLinear(name+".attn.o", d, d, init),
+		bias: nn.NewParam(name+".attn.spatial_bias", maxDist+2, heads),
+		ln2g: nn.NewParam(name+".ln2.gamma", d), ln2b: nn.NewParam(name+".ln2.beta", d),
+		ff1: nn.NewLinear(name+".ffn1", d, d, init), ff2: nn.NewLinear(name+".ffn2", d, d, init),
+	}
+	l.ln1g.Fill(1)
+	l.ln2g.Fill(1)
+	l.ln1b.NoDecay, l.ln2b.NoDecay, l.ln1g.NoDecay, l.ln2g.NoDecay, l.bias.NoDecay = true, true, true, true, true
+	return l
+}
+
+// params returns the block's parameters in a fixed order.
+func (l *tfLayer) params() []*nn.Param {
+	ps := []*nn.Param{l.ln1g, l.ln1b}
+	for _, lin := range []*nn.Linear{l.q, l.k, l.v} {
+		ps = append(ps, lin.Params()...)
+	}
+	ps = append(ps, l.bias)
+	ps = append(ps, l.o.Params()...)
+	ps = append(ps, l.ln2g, l.ln2b)
+	ps = append(ps, l.ff1.Params()...)
+	return append(ps, l.ff2.Params()...)
+}
+
+// apply adds the block to the graph:
+//
+//	a = LN₁(h);  h' = h + Wo·Attn(Wq a, Wk a, Wv a; spatial bias)
+//	f = LN₂(h'); out = h' + W₂·ReLU(W₁ f)
+func (l *tfLayer) apply(bdr *rt.Builder, param func(*nn.Param) *G.Node, name string, be rt.Env, bd *rt.BatchData, gd *graphData, heads, maxDist, N, d int, h *G.Node) *G.Node {
+	lin := func(id string, ln *nn.Linear, x *G.Node) *G.Node {
+		return bdr.Op(be, rt.NewLinear(id, be, bd, false, N, d, d), x, param(ln.W), param(ln.B))
+	}
+	add := func(a, b *G.Node) *G.Node { return bdr.Add(a, b, "the residual of "+name) }
+	a := bdr.Op(be, newLayerNorm(name+".ln1", be, bd, N, d), h, param(l.ln1g), param(l.ln1b))
+	q, k, v := lin(name+".attn.q", l.q, a), lin(name+".attn.k", l.k, a), lin(name+".attn.v", l.v, a)
+	att := bdr.Op(be, newGraphAttn(name+".attn", be, bd, gd, heads, maxDist+2, N, d), q, k, v, param(l.bias))
+	h = add(h, lin(name+".attn.o", l.o, att))
+	f := bdr.Op(be, newLayerNorm(name+".ln2", be, bd, N, d), h, param(l.ln2g), param(l.ln2b))
+	f = bdr.Op(be, newReLU(name+".ffn.relu", N, d), lin(name+".ffn1", l.ff1, f))
+	return add(h, lin(name+".ffn2", l.ff2, f))
+}

@@ -1,0 +1,65 @@
+package rt
+
+import (
+	"fmt"
+
+	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/schema"
+)
+
+// Errf is one FieldError.
+func Errf(field, format string, args ...any) schema.FieldError {
+	return schema.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CheckCommon checks the fields every message-passing kind reads (their
+// CUE definitions bound them too; this guards configurations that do not
+// come from a spec, e.g. a checkpoint).
+func CheckCommon(m schema.Model) []schema.FieldError {
+	var errs []schema.FieldError
+	if m.Layers < 1 {
+		errs = append(errs, Errf("layers", "layers = %d: need at least 1 layer", m.Layers))
+	}
+	if m.Hidden < 1 {
+		errs = append(errs, Errf("hidden", "hidden = %d: need a positive width", m.Hidden))
+	}
+	if m.Dropout < 0 || m.Dropout >= 1 {
+		errs = append(errs, Errf("dropout", "dropout = %v: need 0 ≤ p < 1", m.Dropout))
+	}
+	if m.Pool != nn.PoolSum && m.Pool != nn.PoolMean && m.Pool != nn.PoolMax {
+		errs = append(errs, Errf("pool", "unknown pooling %q (want sum, mean or max)", m.Pool))
+	}
+	return errs
+}
+
+// CheckDirect requires k == 1 of the kinds that aggregate over direct
+// neighbours.
+func CheckDirect(errs []schema.FieldError, kind string, k int) []schema.FieldError {
+	if k != 1 {
+		errs = append(errs, Errf("k", "%s aggregates over direct neighbours only (k = 1), got k = %d", kind, k))
+	}
+	return errs
+}
+
+// CheckHeads requires heads ≥ 1 dividing hidden.
+func CheckHeads(errs []schema.FieldError, m schema.Model) []schema.FieldError {
+	switch {
+	case m.Heads < 1:
+		errs = append(errs, Errf("heads", "heads = %d: need at least 1 head", m.Heads))
+	case m.Hidden >= 1 && m.Hidden%m.Heads != 0:
+		errs = append(errs, Errf("heads", "hidden = %d is not a multiple of heads = %d", m.Hidden, m.Heads))
+	}
+	return errs
+}
+
+// CheckHops requires 1 ≤ k ≤ dataset.kmax of the kinds that aggregate
+// over N_1..N_k.
+func CheckHops(errs []schema.FieldError, m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+	switch {
+	case m.K < 1:
+		errs = append(errs, Errf("k", "k = %d: need at least 1 hop", m.K))
+	case d.KMax > 0 && m.K > d.KMax:
+		errs = append(errs, Errf("k", "k = %d exceeds dataset.kmax = %d (hops are precomputed up to kmax)", m.K, d.KMax))
+	}
+	return errs
+}

@@ -1,0 +1,410 @@
+package rt
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nbop"
+	"github.com/spn-project/spn/models/nn"
+)
+
+// Arch is what a model kind supplies to the Engine: checking a batch
+// against the model's inputs, pointing the per-batch data at a batch,
+// building the expression graph and naming the parameters the graph's
+// gradients belong to.
+type Arch interface {
+	// CheckBatch verifies b (and the targets and output gradient o asks
+	// for) before anything is drawn or built; most kinds call the
+	// package's CheckBatch.
+	CheckBatch(b *data.Batch, o Opts) error
+	// Prepare returns the hop sets the layers aggregate over
+	// (BatchData.Hops) and sets any other per-batch data of the model;
+	// b has passed CheckBatch.
+	Prepare(b *data.Batch) ([]data.CSR, error)
+	// BuildGraph constructs the expression graph for the padded sizes of
+	// key (the Engine compiles it): NewProgram, Encode, the kind's
+	// layers, Finish.
+	BuildGraph(key Key, bd *BatchData) (*Program, error)
+	// GradParams returns the parameters of p's gradients, in order.
+	GradParams(p *Program) []*nn.Param
+}
+
+// Engine is the machinery every Gorgonia model kind shares: the input
+// encoder and layer-sum readout parameters, the dropout generator, the
+// cache of compiled graphs, the training step and evaluation, and the
+// models.Model adaptor (Forward, Backward). A kind embeds the Engine of
+// NewEngine, sets Arch to itself and fills Enc and Readout (in the order
+// of its initialisation draws).
+type Engine struct {
+	Arch Arch
+	// Cfg is the configuration the model was built for.
+	Cfg models.Config
+	be  kernels.Backend
+	// Enc is the input encoder h⁰ = Enc(labels, attrs); Readout are the
+	// T+1 per-layer readouts (encoder output first).
+	Enc     *nn.Encoder
+	Readout []*nn.Linear
+	rng     *rand.Rand // dropout masks
+	ar      *arena     // node-sized buffers, recycled from run to run
+
+	// cache holds the compiled graphs by padded sizes and kind, cacheOrder
+	// their insertion order (the oldest is dropped first).
+	cache      map[Key]*Program
+	cacheOrder []Key
+	cacheSize  int // MaxCachedGraphs; 0 disables the cache
+	// cacheFloats is Σ N·hidden over the cached graphs, kept at most
+	// maxFloats.
+	cacheFloats, maxFloats int
+	// CacheHits and CacheMisses count the compiled graphs reused and built.
+	CacheHits, CacheMisses int
+
+	// pending is the training-mode batch of the last Forward, for the
+	// models.Model adaptor's Backward.
+	pending *pendingForward
+	// backErr is an error of the adaptor's Backward, returned by the next
+	// Forward (Backward has no error return).
+	backErr error
+}
+
+// NewEngine returns the Engine of a model built for cfg from seed: the
+// dropout generator of models.SPN and an empty cache of at most
+// MaxCachedGraphs graphs and maxFloats node floats. The caller sets Arch,
+// Enc and Readout.
+func NewEngine(cfg models.Config, seed uint64, be kernels.Backend, maxFloats int) Engine {
+	return Engine{Cfg: cfg, be: be, rng: rand.New(rand.NewPCG(seed, 0xd209)), ar: &arena{},
+		cache: map[Key]*Program{}, cacheSize: MaxCachedGraphs, maxFloats: maxFloats}
+}
+
+// CheckConfig verifies cfg with the Check of kind k (the one place of a
+// kind's constraints) and the dataset-side fields every model reads; a
+// kind's constructor calls it first.
+func CheckConfig(k models.Kind, cfg models.Config) error {
+	if cfg.Model.Kind != k.Name() {
+		return fmt.Errorf("model.kind %q: this constructor builds kind %s", cfg.Model.Kind, k.Name())
+	}
+	var errs []error
+	for _, fe := range k.Check(cfg.Model, models.ConfigInfo(cfg)) {
+		errs = append(errs, fe)
+	}
+	switch {
+	case cfg.Out < 1:
+		errs = append(errs, fmt.Errorf("model output width %d: need at least 1", cfg.Out))
+	case cfg.Task != models.TaskClassification && cfg.Task != models.TaskRegression && cfg.Task != models.TaskBinary:
+		errs = append(errs, fmt.Errorf("unknown task %q", cfg.Task))
+	}
+	return errors.Join(errs...)
+}
+
+// Config implements models.Model.
+func (e *Engine) Config() models.Config { return e.Cfg }
+
+// Step runs one training step on b: a training-mode forward (batch
+// statistics, which also update the running statistics, and dropout), the
+// loss inside the graph (cross-entropy or MSE, mean over the batch) and its
+// backward; the parameter gradients are added to Params()[i].G. It returns
+// the loss and the NumGraphs×Out outputs.
+func (e *Engine) Step(b *data.Batch) (loss float64, out []float32, err error) {
+	// Check before drawing the dropout masks, so a bad batch consumes no
+	// randomness.
+	if err := e.Arch.CheckBatch(b, Opts{lossInGraph: true}); err != nil {
+		return 0, nil, err
+	}
+	p, err := e.build(b, Opts{train: true, lossInGraph: true, updateStats: true, masks: e.drawMasks(b.NumGraphs)})
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := p.run(); err != nil {
+		return 0, nil, err
+	}
+	if err := p.accumulate(e.Arch.GradParams(p)); err != nil {
+		return 0, nil, err
+	}
+	lv, ok := p.vals.loss.Data().(float32)
+	if !ok {
+		return 0, nil, fmt.Errorf("loss node holds %T, want float32", p.vals.loss.Data())
+	}
+	return float64(lv), p.outputs(e.Cfg.Out), nil
+}
+
+// Predict returns the NumGraphs×Out outputs for b in evaluation mode
+// (running statistics, no dropout); it changes no state.
+func (e *Engine) Predict(b *data.Batch) ([]float32, error) {
+	p, err := e.build(b, Opts{})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.run(); err != nil {
+		return nil, err
+	}
+	return p.outputs(e.Cfg.Out), nil
+}
+
+// pendingForward is what the models.Model adaptor keeps between Forward and
+// Backward.
+type pendingForward struct {
+	b     *data.Batch
+	masks [][]float32
+	out   []float32
+}
+
+// Forward implements models.Model. In evaluation mode it is Predict. In
+// training mode it runs a training-mode forward graph (updating the running
+// statistics and drawing the dropout masks); Backward then runs a second
+// graph that repeats the forward with the same masks and batch statistics
+// (without updating the running statistics again) and differentiates
+// ⟨out, dOut⟩. The adaptor therefore pays one extra forward per step; Step
+// is the fast path.
+func (e *Engine) Forward(b *data.Batch, train bool) ([]float32, error) {
+	e.pending = nil
+	if err := e.backErr; err != nil {
+		e.backErr = nil
+		return nil, fmt.Errorf("previous backward pass: %w", err)
+	}
+	if !train {
+		return e.Predict(b)
+	}
+	if err := e.Arch.CheckBatch(b, Opts{}); err != nil {
+		return nil, err
+	}
+	masks := e.drawMasks(b.NumGraphs)
+	p, err := e.build(b, Opts{train: true, updateStats: true, masks: masks})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.run(); err != nil {
+		return nil, err
+	}
+	out := p.outputs(e.Cfg.Out)
+	e.pending = &pendingForward{b: b, masks: masks, out: out}
+	return out, nil
+}
+
+// Backward implements models.Model: it accumulates the parameter gradients
+// of ⟨out, dOut⟩ for the last training-mode Forward. Backward after an
+// evaluation-mode Forward, or any error (the interface has no error
+// return), makes the next Forward fail.
+func (e *Engine) Backward(dOut []float32) {
+	pf := e.pending
+	e.pending = nil
+	if pf == nil {
+		e.backErr = fmt.Errorf("Backward without a training-mode Forward")
+		return
+	}
+	p, err := e.build(pf.b, Opts{train: true, seed: dOut, masks: pf.masks})
+	if err == nil {
+		err = p.run()
+	}
+	if err == nil {
+		err = p.accumulate(e.Arch.GradParams(p))
+	}
+	e.backErr = err
+}
+
+// drawMasks draws the inverted-dropout masks of the T+1 readouts for g
+// graphs, in the order and from the generator of models.SPN (nil when
+// dropout is off).
+func (e *Engine) drawMasks(g int) [][]float32 {
+	pd := e.Cfg.Model.Dropout
+	if pd <= 0 {
+		return nil
+	}
+	keep := float32(1 / (1 - pd))
+	masks := make([][]float32, len(e.Readout))
+	for t := range masks {
+		mk := make([]float32, g*e.Cfg.Out)
+		for i := range mk {
+			if e.rng.Float64() >= pd {
+				mk[i] = keep
+			}
+		}
+		masks[t] = mk
+	}
+	return masks
+}
+
+// keyFor returns the key of the compiled graph that serves batch b.
+func (e *Engine) keyFor(b *data.Batch, o Opts) Key {
+	return Key{N: RoundUp(b.N, NodeBucket), G: RoundUp(b.NumGraphs, GraphBucket),
+		train: o.train, update: o.train && o.updateStats, dropout: o.train && o.masks != nil,
+		loss: o.lossInGraph, seeded: o.seed != nil}
+}
+
+// build returns the compiled graph of the model for batch b: a cached one
+// of the same padded sizes and kind, re-pointed at b, or a new one.
+func (e *Engine) build(b *data.Batch, o Opts) (*Program, error) {
+	if err := e.Arch.CheckBatch(b, o); err != nil {
+		return nil, err
+	}
+	hops, err := e.Arch.Prepare(b)
+	if err != nil {
+		return nil, err
+	}
+	key := e.keyFor(b, o)
+	p, ok := e.cache[key]
+	if ok {
+		e.CacheHits++
+		p.bd.set(b, hops)
+		if p.lossData != nil {
+			p.lossData.G, p.lossData.Target = b.NumGraphs, b.Target
+		}
+	} else {
+		e.CacheMisses++
+		if p, err = e.Arch.BuildGraph(key, NewBatchData(b, hops)); err != nil {
+			return nil, err
+		}
+		p.vm = G.NewTapeMachine(p.g)
+		size := key.N * e.Cfg.Model.Hidden
+		if e.cacheSize > 0 && size <= e.maxFloats {
+			for len(e.cacheOrder) > 0 && (len(e.cacheOrder) >= e.cacheSize || e.cacheFloats+size > e.maxFloats) {
+				e.evictOldest()
+			}
+			e.cache[key] = p
+			e.cacheOrder = append(e.cacheOrder, key)
+			e.cacheFloats += size
+		}
+	}
+	// Per-batch inputs: masks and the output gradient, zero in the padding.
+	c := e.Cfg.Out
+	for t, mk := range p.masks {
+		copy(mk, o.masks[t][:b.NumGraphs*c])
+		clear(mk[b.NumGraphs*c:])
+	}
+	if p.seed != nil {
+		copy(p.seed, o.seed)
+		clear(p.seed[len(o.seed):])
+	}
+	for i := range p.params {
+		pb := &p.params[i]
+		if pb.w != &pb.p.W[0] {
+			if err := bindParam(pb); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return p, nil
+}
+
+// NewProgram starts the expression graph of key over the batch data bd.
+func (e *Engine) NewProgram(key Key, bd *BatchData) (*Builder, *Program, Env) {
+	bdr := &Builder{g: G.NewGraph()}
+	return bdr, &Program{key: key, g: bdr.g, bd: bd, ar: e.ar, vals: &readVals{}}, Env{Backend: e.be, ar: e.ar}
+}
+
+// Param returns a new parameter node of p's graph bound to the storage of
+// prm (the first binding error is kept in bdr).
+func (p *Program) Param(bdr *Builder, prm *nn.Param) *G.Node {
+	x := G.NewTensor(bdr.g, G.Float32, len(prm.Shape), G.WithShape(prm.Shape...), G.WithName(prm.Name))
+	p.params = append(p.params, paramBinding{node: x, p: prm})
+	if bdr.err == nil {
+		bdr.err = bindParam(&p.params[len(p.params)-1])
+	}
+	return x
+}
+
+// Encode adds the input encoding h⁰ = Enc(labels, attrs) to p's graph
+// (parameter nodes in the order of the encoder's Params).
+func (e *Engine) Encode(bdr *Builder, p *Program, be Env, bd *BatchData) *G.Node {
+	var encIn G.Nodes
+	for _, prm := range e.Enc.Params() {
+		encIn = append(encIn, p.Param(bdr, prm))
+	}
+	return bdr.Op(be, newEncoder("enc", be, bd, e.Cfg.NumLabels, e.Cfg.AttrDim, p.key.N, e.Cfg.Model.Hidden), encIn...)
+}
+
+// Finish adds to p's graph the readout out = Σ_t Dropout(Wᵗ·pool(hᵗ) + bᵗ)
+// over the node states hs (encoder output first), then the loss (or
+// ⟨out, seed⟩) and its symbolic gradient when key asks for one; what names
+// the graph in errors.
+func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G.Node, what string) (*Program, error) {
+	cfg, key := e.Cfg, p.key
+	N, G_, d, c := key.N, key.G, cfg.Model.Hidden, cfg.Out
+	var out *G.Node
+	for t, ht := range hs {
+		name := fmt.Sprintf("readout%d", t)
+		w, bias := p.Param(bdr, e.Readout[t].W), p.Param(bdr, e.Readout[t].B)
+		pool, err := newPool(name+".pool", be, bd, cfg.Model.Pool, N, G_, d)
+		if err != nil {
+			return nil, err
+		}
+		r := bdr.Op(be, pool, ht)
+		r = bdr.Op(be, NewLinear(name+".lin", be, bd, true, G_, d, c), r, w, bias)
+		if key.dropout {
+			mk := make([]float32, G_*c)
+			p.masks = append(p.masks, mk)
+			r = bdr.Op(be, newDropout(name+".dropout", G_, c), r, bdr.Data(name+".dropout_mask", mk, G_, c))
+		}
+		if out == nil || bdr.err != nil {
+			out = r
+			continue
+		}
+		if out, err = G.Add(out, r); err != nil {
+			return nil, fmt.Errorf("building the readout sum: %w", err)
+		}
+	}
+	if bdr.err != nil {
+		return nil, bdr.err
+	}
+
+	G.Read(out, &p.vals.out)
+	var cost *G.Node
+	switch {
+	case key.loss && cfg.Task == models.TaskClassification:
+		cost = bdr.Op(be, newCrossEntropy("loss.cross_entropy", bd, G_, c), out)
+	case key.loss && cfg.Task == models.TaskBinary:
+		p.lossData = &nbop.Data{G: bd.G, Target: bd.Target}
+		cost = bdr.Op(be, nbop.BCE{ID: "loss.bce", D: p.lossData, G: G_, T: c}, out)
+	case key.loss:
+		cost = bdr.Op(be, newMSE("loss.mse", bd, G_, c), out)
+	case key.seeded:
+		p.seed = make([]float32, G_*c)
+		cost = bdr.Op(be, newDot("loss.dot_seed", G_, c), out, bdr.Data("seed", p.seed, G_, c))
+	}
+	if bdr.err != nil {
+		return nil, bdr.err
+	}
+	if cost != nil {
+		G.Read(cost, &p.vals.loss)
+		wrt := make(G.Nodes, len(p.params))
+		for i, pb := range p.params {
+			wrt[i] = pb.node
+		}
+		grads, err := G.Grad(cost, wrt...)
+		if err != nil {
+			return nil, fmt.Errorf("differentiating the %s graph: %w", what, err)
+		}
+		p.vals.grads = make([]G.Value, len(grads))
+		for i, gn := range grads {
+			G.Read(gn, &p.vals.grads[i])
+		}
+		p.hasGrad = true
+	}
+	return p, nil
+}
+
+// LimitCache sets the most compiled graphs the model keeps (0: none,
+// every batch builds and compiles its graph), dropping the oldest beyond
+// it.
+func (e *Engine) LimitCache(graphs int) {
+	e.cacheSize = graphs
+	for len(e.cacheOrder) > max(graphs, 0) {
+		e.evictOldest()
+	}
+}
+
+// evictOldest closes and drops the oldest cached graph.
+func (e *Engine) evictOldest() {
+	old := e.cacheOrder[0]
+	e.cache[old].vm.Close()
+	delete(e.cache, old)
+	e.cacheOrder = e.cacheOrder[1:]
+	e.cacheFloats -= old.N * e.Cfg.Model.Hidden
+}
+
+// CachedGraphs returns the number of compiled graphs the model keeps.
+func (e *Engine) CachedGraphs() int { return len(e.cache) }

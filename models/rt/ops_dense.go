@@ -1,0 +1,132 @@
+package rt
+
+import "github.com/spn-project/spn/models/op"
+
+// linear is y = x·W + b for inputs x (N×in), W (in×out), b (out), over
+// the kernels' parallel GEMM, on the real rows (nodes, or graphs for a
+// graph-level op). Its gradient: dx = dy·Wᵀ (kernels.MatMulBT) and
+// dW = xᵀ·dy, db = Σ_rows dy in one pass (kernels.MatMulAT).
+type linear struct {
+	id           string
+	be           Env
+	bd           *BatchData
+	graph        bool // rows are graphs, not nodes
+	N, in, outCh int
+}
+
+// NewLinear returns the op y = x·W + b over the real rows of an N×in
+// node-level (graph: graph-level) tensor, W in×out, b out.
+func NewLinear(id string, be Env, bd *BatchData, graph bool, N, in, out int) op.Op {
+	return linear{id: id, be: be, bd: bd, graph: graph, N: N, in: in, outCh: out}
+}
+
+// Sig implements op.Op.
+func (o linear) Sig() op.Sig {
+	return op.Sig{ID: o.id, In: [][]int{{o.N, o.in}, {o.in, o.outCh}, {o.outCh}}, Out: []int{o.N, o.outCh}}
+}
+
+// Forward implements op.Op.
+func (o linear) Forward(in [][]float32, y []float32) error {
+	x, w, b := in[0], in[1], in[2]
+	n := o.bd.Rows(o.graph)
+	o.be.MatMul(y[:n*o.outCh], x[:n*o.in], w, b, n, o.in, o.outCh)
+	clear(y[n*o.outCh:])
+	return nil
+}
+
+// Backward implements op.Op.
+func (o linear) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
+	x, w := in[0], in[1]
+	n := o.bd.Rows(o.graph)
+	o.be.MatMulBT(dIn[0][:n*o.in], dy[:n*o.outCh], w, n, o.in, o.outCh)
+	o.be.MatMulAT(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], n, o.in, o.outCh)
+	return nil
+}
+
+// encoder is the input encoding h0_u = E[label_u] + attrs_u·W + b. The
+// node labels and attributes are batch data; its inputs are the parameters
+// that exist: E (labels×d) if the dataset has labels, W (attrs×d) if it has
+// attributes, and b (d). Its gradient: dE[l] = Σ_{u: label_u = l} dy_u,
+// dW = attrsᵀ·dy, db = Σ_u dy_u.
+type encoder struct {
+	id               string
+	be               Env
+	bd               *BatchData
+	numLabels, attrD int
+	N, d             int
+}
+
+func newEncoder(id string, be Env, bd *BatchData, numLabels, attrDim, N, d int) encoder {
+	return encoder{id: id, be: be, bd: bd, numLabels: numLabels, attrD: attrDim, N: N, d: d}
+}
+
+// Sig implements op.Op.
+func (o encoder) Sig() op.Sig {
+	var in [][]int
+	if o.numLabels > 0 {
+		in = append(in, []int{o.numLabels, o.d})
+	}
+	if o.attrD > 0 {
+		in = append(in, []int{o.attrD, o.d})
+	}
+	return op.Sig{ID: o.id, In: append(in, []int{o.d}), Out: []int{o.N, o.d}}
+}
+
+// split returns E, W and b (nil when absent) from the op's inputs.
+func (o encoder) split(in [][]float32) (emb, attrW, bias []float32) {
+	i := 0
+	if o.numLabels > 0 {
+		emb, i = in[0], 1
+	}
+	if o.attrD > 0 {
+		attrW, i = in[i], i+1
+	}
+	return emb, attrW, in[i]
+}
+
+// Forward implements op.Op.
+func (o encoder) Forward(in [][]float32, y []float32) error {
+	emb, attrW, bias := o.split(in)
+	d, n := o.d, o.bd.N
+	clear(y[n*d:])
+	if attrW != nil {
+		o.be.MatMul(y[:n*d], o.bd.Attrs[:n*o.attrD], attrW, bias, n, o.attrD, d)
+	} else {
+		for r := 0; r < n; r++ {
+			copy(y[r*d:(r+1)*d], bias)
+		}
+	}
+	if emb != nil {
+		for r, l := range o.bd.Labels[:n] {
+			yr := y[r*d : (r+1)*d]
+			for j, v := range emb[int(l)*d : int(l+1)*d] {
+				yr[j] += v
+			}
+		}
+	}
+	return nil
+}
+
+// Backward implements op.Op.
+func (o encoder) Backward(_ [][]float32, _, dy []float32, dIn [][]float32) error {
+	gEmb, gAttr, gBias := o.split(dIn)
+	d, n := o.d, o.bd.N
+	if gAttr != nil {
+		o.be.MatMulAT(gAttr, gBias, o.bd.Attrs[:n*o.attrD], dy[:n*d], n, o.attrD, d)
+	} else {
+		for r := 0; r < n; r++ {
+			for j, v := range dy[r*d : (r+1)*d] {
+				gBias[j] += v
+			}
+		}
+	}
+	if gEmb != nil {
+		for r, l := range o.bd.Labels[:n] {
+			gl := gEmb[int(l)*d : int(l+1)*d]
+			for j, v := range dy[r*d : (r+1)*d] {
+				gl[j] += v
+			}
+		}
+	}
+	return nil
+}

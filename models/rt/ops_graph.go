@@ -1,0 +1,201 @@
+package rt
+
+import (
+	"fmt"
+
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/op"
+)
+
+// pool reduces node rows x (N×d) to graph rows (G×d) over the segments of
+// a batch (graph j owns rows ptr[j]..ptr[j+1]-1): sum, mean or max, an
+// empty graph pooling to zeros. Its gradient spreads dy over each graph's
+// rows (sum), divided by its size (mean), or routes it to the first
+// arg-max row (max).
+type pool struct {
+	id      string
+	be      Env
+	bd      *BatchData
+	kind    string
+	N, G, d int
+}
+
+func newPool(id string, be Env, bd *BatchData, kind string, N, G, d int) (pool, error) {
+	switch kind {
+	case nn.PoolSum, nn.PoolMean, nn.PoolMax:
+	default:
+		return pool{}, fmt.Errorf("%s: unknown pooling %q (want sum, mean or max)", id, kind)
+	}
+	return pool{id: id + "." + kind, be: be, bd: bd, kind: kind, N: N, G: G, d: d}, nil
+}
+
+// Sig implements op.Op.
+func (o pool) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{{o.N, o.d}}, Out: []int{o.G, o.d}} }
+
+// Forward implements op.Op.
+func (o pool) Forward(in [][]float32, y []float32) error {
+	x := in[0]
+	d, ptr := o.d, o.bd.Ptr
+	clear(y)
+	o.be.ForEachChunk(o.bd.G, func(_, lo, hi int) {
+		for gi := lo; gi < hi; gi++ {
+			yr := y[gi*d : (gi+1)*d]
+			a, b := int(ptr[gi]), int(ptr[gi+1])
+			if a == b {
+				continue
+			}
+			if o.kind == nn.PoolMax {
+				copy(yr, x[a*d:(a+1)*d])
+				for r := a + 1; r < b; r++ {
+					for j, v := range x[r*d : (r+1)*d] {
+						if v > yr[j] {
+							yr[j] = v
+						}
+					}
+				}
+				continue
+			}
+			for r := a; r < b; r++ {
+				for j, v := range x[r*d : (r+1)*d] {
+					yr[j] += v
+				}
+			}
+			if o.kind == nn.PoolMean {
+				inv := 1 / float32(b-a)
+				for j := range yr {
+					yr[j] *= inv
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// Backward implements op.Op (x locates the max).
+func (o pool) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
+	x, dx := in[0], dIn[0]
+	d, ptr := o.d, o.bd.Ptr
+	o.be.ForEachChunk(o.bd.G, func(_, lo, hi int) {
+		for gi := lo; gi < hi; gi++ {
+			a, b := int(ptr[gi]), int(ptr[gi+1])
+			if a == b {
+				continue
+			}
+			dr := dy[gi*d : (gi+1)*d]
+			if o.kind == nn.PoolMax {
+				for j := 0; j < d; j++ {
+					best, arg := x[a*d+j], a
+					for r := a + 1; r < b; r++ {
+						if v := x[r*d+j]; v > best {
+							best, arg = v, r
+						}
+					}
+					dx[arg*d+j] = dr[j]
+				}
+				continue
+			}
+			scale := float32(1)
+			if o.kind == nn.PoolMean {
+				scale = 1 / float32(b-a)
+			}
+			for r := a; r < b; r++ {
+				xr := dx[r*d : (r+1)*d]
+				for j := range xr {
+					xr[j] = dr[j] * scale
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// dropout is inverted dropout as y = x ⊙ mask, where the mask (an input
+// that gets no gradient) holds 0 for a dropped entry and 1/(1−p) for a kept
+// one; its backward is dx = dy ⊙ mask, so the 1/(1−p) scaling is applied in
+// both directions (Gorgonia's own Dropout divides by p in its backward).
+type dropout struct {
+	id    string
+	shape []int
+}
+
+func newDropout(id string, shape ...int) dropout { return dropout{id: id, shape: shape} }
+
+// Sig implements op.Op: the mask is data.
+func (o dropout) Sig() op.Sig {
+	return op.Sig{ID: o.id, In: [][]int{o.shape, o.shape}, Out: o.shape, Diff: []bool{true, false}}
+}
+
+// Forward implements op.Op.
+func (o dropout) Forward(in [][]float32, y []float32) error {
+	for i, v := range in[0] {
+		y[i] = v * in[1][i]
+	}
+	return nil
+}
+
+// Backward implements op.Op.
+func (o dropout) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
+	for i, v := range dy {
+		dIn[0][i] = v * in[1][i]
+	}
+	return nil
+}
+
+// crossEntropy is the mean softmax cross-entropy of the logits (G×c) of
+// the batch's g graphs with their classes, as a float32 scalar (computed in
+// float64); its gradient is dlogits = dL·(softmax − onehot(y))/g, zero in
+// the padding rows.
+type crossEntropy struct {
+	id   string
+	bd   *BatchData
+	G, c int
+}
+
+func newCrossEntropy(id string, bd *BatchData, G, c int) crossEntropy {
+	return crossEntropy{id: id, bd: bd, G: G, c: c}
+}
+
+// Sig implements op.Op.
+func (o crossEntropy) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{{o.G, o.c}}} }
+
+// Forward implements op.Op.
+func (o crossEntropy) Forward(in [][]float32, out []float32) error {
+	out[0] = float32(kernels.CrossEntropy(nil, 0, in[0], o.bd.Y, o.bd.G, o.c))
+	return nil
+}
+
+// Backward implements op.Op.
+func (o crossEntropy) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
+	kernels.CrossEntropy(dIn[0], float64(dL[0]), in[0], o.bd.Y, o.bd.G, o.c)
+	return nil
+}
+
+// mse is the mean squared error of the predictions (G×t) of the batch's g
+// graphs against their targets, a float32 scalar computed in float64; its
+// gradient is dpred = dL·2(pred − target)/len, zero in the padding rows.
+type mse struct {
+	id   string
+	bd   *BatchData
+	G, t int
+}
+
+func newMSE(id string, bd *BatchData, G, t int) mse { return mse{id: id, bd: bd, G: G, t: t} }
+
+// Sig implements op.Op.
+func (o mse) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{{o.G, o.t}}} }
+
+// Forward implements op.Op.
+func (o mse) Forward(in [][]float32, out []float32) error {
+	out[0] = float32(kernels.MSE(nil, 0, in[0], o.bd.Target[:o.bd.G*o.t]))
+	return nil
+}
+
+// Backward implements op.Op.
+func (o mse) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
+	kernels.MSE(dIn[0], float64(dL[0]), in[0], o.bd.Target[:o.bd.G*o.t])
+	return nil
+}
+
+// newDot is ⟨x, s⟩ over tensors of the given shape (op.Dot).
+func newDot(id string, shape ...int) op.Dot { return op.Dot{ID: id, Shape: shape} }

@@ -1,0 +1,157 @@
+package rt
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
+)
+
+// bnStats is the state one batch-norm layer keeps outside the graph: the
+// running statistics (the model's buffers, changed only by a training-mode
+// forward) and what the last forward computed for its backward.
+type bnStats struct {
+	// RunMean and RunVar alias the model's buffers.
+	RunMean, RunVar []float64
+	// Momentum and Eps follow PyTorch's BatchNorm1d (0.1, 1e-5).
+	Momentum, Eps float64
+
+	xhat   []float32 // normalised input of the last forward
+	invStd []float32
+}
+
+// bnReLU is the fused y = ReLU(γ·(x−μ)/√(σ²+ε) + β) for inputs x (n×d),
+// γ (d), β (d): batch statistics in training mode (and a running-statistics
+// update), running statistics in evaluation mode. Gorgonia's BatchNorm is
+// not used: its training-mode machine resets the running statistics and
+// nil scale/bias become random parameters. With dz = dy·[y>0] its gradient
+// is
+//
+//	dγ = Σ_rows dz·x̂,  dβ = Σ_rows dz,
+//	dx = γ/σ·(dz − mean(dz) − x̂·mean(dz·x̂))  (training; γ/σ·dz in evaluation).
+type bnReLU struct {
+	id     string
+	be     Env
+	st     *bnStats
+	train  bool
+	update bool // training mode only: update the running statistics
+	bd     *BatchData
+	N, d   int
+}
+
+func newBNReLU(id string, be Env, bd *BatchData, st *bnStats, train, update bool, N, d int) bnReLU {
+	mode := "eval"
+	if train {
+		mode = "train"
+	}
+	return bnReLU{id: id + "." + mode, be: be, bd: bd, st: st, train: train, update: train && update, N: N, d: d}
+}
+
+// Sig implements op.Op.
+func (o bnReLU) Sig() op.Sig {
+	return op.Sig{ID: o.id, In: [][]int{{o.N, o.d}, {o.d}, {o.d}}, Out: []int{o.N, o.d}}
+}
+
+// Forward implements op.Op.
+func (o bnReLU) Forward(in [][]float32, y []float32) error {
+	n, d, st := o.bd.N, o.d, o.st
+	x, g, bt := in[0], in[1], in[2]
+	mean := make([]float64, d)
+	variance := make([]float64, d)
+	if o.train && n > 0 {
+		s := kernels.ColSums(o.be, x, nil, n, d)
+		for j := range mean {
+			mean[j] = s[j] / float64(n)
+		}
+		sq := kernels.ColSums(o.be, x, mean, n, d)
+		for j := range variance {
+			variance[j] = sq[j] / float64(n)
+			unbiased := variance[j]
+			if n > 1 {
+				unbiased = variance[j] * float64(n) / float64(n-1)
+			}
+			if o.update {
+				st.RunMean[j] = (1-st.Momentum)*st.RunMean[j] + st.Momentum*mean[j]
+				st.RunVar[j] = (1-st.Momentum)*st.RunVar[j] + st.Momentum*unbiased
+			}
+		}
+	} else {
+		copy(mean, st.RunMean)
+		copy(variance, st.RunVar)
+	}
+	mu := make([]float32, d)
+	st.invStd = make([]float32, d)
+	for j := range mu {
+		mu[j] = float32(mean[j])
+		st.invStd[j] = float32(1 / math.Sqrt(variance[j]+st.Eps))
+	}
+	st.xhat = o.be.Buf(n * d)
+	clear(y[n*d:])
+	inv, xhat := st.invStd, st.xhat
+	o.be.ForEachChunk(n, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, hr, yr := x[r*d:(r+1)*d], xhat[r*d:(r+1)*d], y[r*d:(r+1)*d]
+			for j := range xr {
+				h := (xr[j] - mu[j]) * inv[j]
+				hr[j] = h
+				yr[j] = max(g[j]*h+bt[j], 0)
+			}
+		}
+	})
+	return nil
+}
+
+// Backward implements op.Op: dz and its column sums once, then [dγ; dβ]
+// and dx from them.
+func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error {
+	n, d, st := o.bd.N, o.d, o.st
+	g := in[1]
+	xhat, inv := st.xhat, st.invStd
+	if len(xhat) != n*d || len(inv) != d {
+		return fmt.Errorf("no forward pass recorded for %d×%d rows", n, d)
+	}
+	dz := o.be.Buf(n * d)
+	o.be.ForEachChunk(n, func(_, lo, hi int) {
+		ys, zs, gs := y[lo*d:hi*d], dz[lo*d:hi*d], dy[lo*d:hi*d]
+		for i, v := range ys {
+			// Branch-free ReLU mask: y ≥ 0, and y > 0 exactly when its bits
+			// are non-zero (the ReLU writes +0).
+			bits := math.Float32bits(v)
+			mask := uint32(int32(bits|-bits) >> 31)
+			zs[i] = math.Float32frombits(math.Float32bits(gs[i]) & mask)
+		}
+	})
+	sdz, sdzx := kernels.ColSumsPair(o.be, dz, xhat, n, d)
+	for j := 0; j < d; j++ {
+		dIn[1][j] = float32(sdzx[j])
+		dIn[2][j] = float32(sdz[j])
+	}
+	dx := dIn[0]
+	if !o.train {
+		o.be.ForEachChunk(n, func(_, lo, hi int) {
+			for r := lo; r < hi; r++ {
+				xr, zr := dx[r*d:(r+1)*d], dz[r*d:(r+1)*d]
+				for j := range xr {
+					xr[j] = zr[j] * (g[j] * inv[j])
+				}
+			}
+		})
+		return nil
+	}
+	mdz := make([]float32, d)
+	mdzx := make([]float32, d)
+	for j := 0; j < d; j++ {
+		mdz[j] = float32(sdz[j] / float64(n))
+		mdzx[j] = float32(sdzx[j] / float64(n))
+	}
+	o.be.ForEachChunk(n, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, zr, hr := dx[r*d:(r+1)*d], dz[r*d:(r+1)*d], xhat[r*d:(r+1)*d]
+			for j := range xr {
+				xr[j] = g[j] * inv[j] * (zr[j] - mdz[j] - hr[j]*mdzx[j])
+			}
+		}
+	})
+	return nil
+}

@@ -1,0 +1,303 @@
+package rt
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/nbop"
+	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/op"
+)
+
+// Bucketing of compiled graphs: node-level tensors get a multiple of
+// NodeBucket rows and graph-level tensors a multiple of GraphBucket rows.
+// A model keeps at most MaxCachedGraphs compiled graphs whose node rows ×
+// hidden width add up to at most MaxCachedFloats (the oldest is dropped
+// first): a cached graph holds the values of its last run, about 15
+// node-sized tensors (≈ 5 MB for 32 PROTEINS graphs at width 64).
+const (
+	NodeBucket      = 64
+	GraphBucket     = 16
+	MaxCachedGraphs = 32
+	MaxCachedFloats = 1 << 22
+)
+
+// Opts selects what one graph computes.
+type Opts struct {
+	// train selects batch statistics and dropout (with masks).
+	train bool
+	// updateStats lets the training-mode batch norms update the running
+	// statistics.
+	updateStats bool
+	// masks are the readout dropout masks (nil = no dropout).
+	masks [][]float32
+	// lossInGraph adds the task loss and differentiates it.
+	lossInGraph bool
+	// seed, when not nil, differentiates ⟨out, seed⟩ instead of a loss.
+	seed []float32
+}
+
+// Key identifies a compiled graph: its padded sizes and what it computes.
+type Key struct {
+	N, G                                 int
+	train, update, dropout, loss, seeded bool
+}
+
+// Program is one built and compiled graph, the batch data its ops read and
+// the places its results are read into.
+type Program struct {
+	key    Key
+	g      *G.ExprGraph
+	vm     G.VM
+	bd     *BatchData
+	params []paramBinding
+	masks  [][]float32 // backing of the dropout-mask nodes (G×Out each)
+	seed   []float32   // backing of the output-gradient node (G×Out)
+	// vals are the values gorgonia.Read copies out of a run. They live
+	// apart from Program: a Read node holds a pointer to its target, and
+	// a target inside Program would close the cycle machine → graph →
+	// Read → Program → machine, which the machine's finalizer
+	// (NewTapeMachine's runtime.SetFinalizer) keeps alive forever.
+	vals    *readVals
+	hasGrad bool
+	// lossData are the targets of the multi-task BCE loss (binary task).
+	lossData *nbop.Data
+	ar       *arena
+}
+
+// readVals are the values a run reads out of a compiled graph.
+type readVals struct {
+	out, loss G.Value
+	grads     []G.Value
+}
+
+// paramBinding is a parameter node bound to the storage of an nn.Param.
+type paramBinding struct {
+	node *G.Node
+	p    *nn.Param
+	w    *float32 // &p.W[0] when bound
+}
+
+// Builder applies ops to a graph, keeping the first error so that the
+// layer code below reads like the equations.
+type Builder struct {
+	g   *G.ExprGraph
+	err error
+}
+
+// Err returns the first error of building the graph.
+func (b *Builder) Err() error { return b.err }
+
+// Fail records err (when it is the first) and returns nil, so that
+// layer code can continue as if a node had been built.
+func (b *Builder) Fail(err error) *G.Node {
+	if b.err == nil {
+		b.err = err
+	}
+	return nil
+}
+
+// Add returns x + y (same shapes); what names the sum in an error.
+func (b *Builder) Add(x, y *G.Node, what string) *G.Node {
+	if b.err != nil {
+		return nil
+	}
+	s, err := G.Add(x, y)
+	if err != nil {
+		return b.Fail(fmt.Errorf("building %s: %w", what, err))
+	}
+	return s
+}
+
+// Data returns an input node holding the non-trainable values v.
+func (b *Builder) Data(name string, v []float32, shape ...int) *G.Node {
+	t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))
+	return G.NewTensor(b.g, G.Float32, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(t))
+}
+
+// bindParam binds the node of a parameter to its current storage (no copy:
+// the graph reads the values the optimiser writes in place).
+func bindParam(pb *paramBinding) error {
+	t := tensor.New(tensor.WithShape(pb.p.Shape...), tensor.WithBacking(pb.p.W))
+	if err := G.Let(pb.node, t); err != nil {
+		return fmt.Errorf("binding parameter %s: %w", pb.p.Name, err)
+	}
+	pb.w = &pb.p.W[0]
+	return nil
+}
+
+// Op adds the op.Op o to b's graph, its buffers from be.
+func (b *Builder) Op(be Env, o op.Op, in ...*G.Node) *G.Node {
+	if b.err != nil {
+		return nil
+	}
+	n, err := op.Apply(be, o, in...)
+	if err != nil {
+		b.err = fmt.Errorf("building %s: %w", o.Sig().ID, err)
+		return nil
+	}
+	return n
+}
+
+// RoundUp returns x rounded up to a multiple of m.
+func RoundUp(x, m int) int { return (x + m - 1) / m * m }
+
+// run executes the compiled graph once. It first recycles the model's
+// buffers of the previous run: only the values copied out by gorgonia.Read
+// (outputs, loss, gradients) outlive a run.
+func (p *Program) run() error {
+	p.ar.reset()
+	p.vm.Reset()
+	if err := p.vm.RunAll(); err != nil {
+		return fmt.Errorf("running the model graph: %w", err)
+	}
+	if p.vals.out == nil {
+		return fmt.Errorf("running the model graph: no output value")
+	}
+	// A cached graph keeps no reference to this batch or to the machine's
+	// registers between runs.
+	p.vm.Reset()
+	p.bd.release()
+	return nil
+}
+
+// outputs returns a copy of the real (unpadded) output values.
+func (p *Program) outputs(c int) []float32 {
+	v, _ := p.vals.out.Data().([]float32)
+	return append([]float32(nil), v[:p.bd.G*c]...)
+}
+
+// accumulate adds the gradients read from the graph to ps[i].G.
+func (p *Program) accumulate(ps []*nn.Param) error {
+	if !p.hasGrad {
+		return fmt.Errorf("graph has no gradients")
+	}
+	if len(p.vals.grads) != len(ps) {
+		return fmt.Errorf("graph has %d gradients for %d parameters", len(p.vals.grads), len(ps))
+	}
+	for i, gv := range p.vals.grads {
+		if gv == nil {
+			return fmt.Errorf("no gradient value for %s", ps[i].Name)
+		}
+		g, err := op.Floats("gradient of "+ps[i].Name, []G.Value{gv}, 0, len(ps[i].G))
+		if err != nil {
+			return err
+		}
+		for j, v := range g {
+			ps[i].G[j] += v
+		}
+	}
+	return nil
+}
+
+// Sets returns the neighbourhoods of b the model aggregates over (N_1..N_k,
+// or the adjacency), checked against the batch.
+func (h Need) Sets(b *data.Batch) ([]data.CSR, error) {
+	k := h.K
+	hops := []data.CSR{b.Adj}
+	if !h.Adj {
+		if len(b.Hop) < k {
+			return nil, fmt.Errorf("batch carries %d hop sets, model needs k = %d", len(b.Hop), k)
+		}
+		hops = b.Hop[:k]
+	}
+	for i, h := range hops {
+		if err := CheckCSR(h, b.N); err != nil {
+			return nil, fmt.Errorf("hop set N_%d: %w", i+1, err)
+		}
+	}
+	return hops, nil
+}
+
+// Need is which neighbourhoods a model aggregates over: the adjacency
+// (adj) or the hop sets N_1..N_k.
+type Need struct {
+	Adj bool
+	K   int
+}
+
+// CheckBatch verifies batch b against the inputs of a model of
+// configuration c reading the neighbourhoods need.
+func CheckBatch(c models.Config, need Need, b *data.Batch, o Opts) error {
+	if b == nil {
+		return fmt.Errorf("nil batch")
+	}
+	if b.N < 1 || b.NumGraphs < 1 {
+		// Gorgonia's tensors cannot be empty.
+		return fmt.Errorf("empty batch (%d graphs, %d nodes): the gorgonia path needs at least one node", b.NumGraphs, b.N)
+	}
+	if len(b.GraphPtr) != b.NumGraphs+1 || b.GraphPtr[0] != 0 || int(b.GraphPtr[b.NumGraphs]) != b.N {
+		return fmt.Errorf("batch graph pointers (%d) do not cover %d graphs and %d nodes", len(b.GraphPtr), b.NumGraphs, b.N)
+	}
+	for j := 0; j < b.NumGraphs; j++ {
+		if b.GraphPtr[j+1] < b.GraphPtr[j] {
+			return fmt.Errorf("batch graph pointer decreases at graph %d", j)
+		}
+	}
+	if c.NumLabels > 0 && len(b.Labels) != b.N {
+		return fmt.Errorf("model expects %d node labels per node, batch has %d labels for %d nodes", c.NumLabels, len(b.Labels), b.N)
+	}
+	for u, l := range b.Labels {
+		if c.NumLabels > 0 && (l < 0 || int(l) >= c.NumLabels) {
+			return fmt.Errorf("node %d has label %d outside the model's vocabulary [0,%d)", u, l, c.NumLabels)
+		}
+	}
+	if c.AttrDim > 0 && (b.AttrDim != c.AttrDim || len(b.Attrs) != b.N*c.AttrDim) {
+		return fmt.Errorf("model expects %d attributes per node, batch has %d (%d values)", c.AttrDim, b.AttrDim, len(b.Attrs))
+	}
+	if o.lossInGraph {
+		switch c.Task {
+		case models.TaskClassification:
+			if len(b.Y) != b.NumGraphs {
+				return fmt.Errorf("batch has %d classes for %d graphs", len(b.Y), b.NumGraphs)
+			}
+			for j, y := range b.Y {
+				if y < 0 || int(y) >= c.Out {
+					return fmt.Errorf("graph %d of the batch has class %d outside [0,%d)", j, y, c.Out)
+				}
+			}
+		case models.TaskRegression, models.TaskBinary:
+			if len(b.Target) != b.NumGraphs*c.Out {
+				return fmt.Errorf("batch has %d targets, want %d graphs × %d", len(b.Target), b.NumGraphs, c.Out)
+			}
+		}
+	}
+	if o.seed != nil && len(o.seed) != b.NumGraphs*c.Out {
+		return fmt.Errorf("output gradient has %d values, want %d", len(o.seed), b.NumGraphs*c.Out)
+	}
+	_, err := need.Sets(b)
+	return err
+}
+
+// CheckCSR verifies that c is a valid CSR over n nodes, so that a bad batch
+// fails here and not inside a kernel.
+func CheckCSR(c data.CSR, n int) error {
+	if len(c.Ptr) != n+1 || c.Ptr[0] != 0 || int(c.Ptr[n]) != len(c.Idx) {
+		return fmt.Errorf("%d rows and %d entries do not match %d nodes", c.Len(), len(c.Idx), n)
+	}
+	for u := 0; u < n; u++ {
+		if c.Ptr[u+1] < c.Ptr[u] {
+			return fmt.Errorf("row pointer decreases at row %d", u)
+		}
+	}
+	for _, v := range c.Idx {
+		if v < 0 || int(v) >= n {
+			return fmt.Errorf("entry %d outside [0,%d)", v, n)
+		}
+	}
+	return nil
+}
+
+// BoundParams returns the parameters bound in p (Program.Param), in the
+// order of its gradients.
+func (p *Program) BoundParams() []*nn.Param {
+	ps := make([]*nn.Param, len(p.params))
+	for i, pb := range p.params {
+		ps[i] = pb.p
+	}
+	return ps
+}

@@ -1,0 +1,62 @@
+package rt
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/spn-project/spn/models/nbop"
+	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/schema"
+)
+
+// GlobalRead returns x + (Σ_{v∈G(u)} h_v)·W, the global readout term of an
+// SP-MPNN with global readout (paper §3), for the node w of the layer's
+// map over the graphs of gd; x when w is nil.
+func GlobalRead(bdr *Builder, be Env, gd *nbop.Data, name string, w, x, h *G.Node, N, d int) *G.Node {
+	if w == nil || bdr.err != nil {
+		return x
+	}
+	r := bdr.Op(be, nbop.GlobalRead{ID: name + ".global_readout", Be: be, D: gd, N: N, W: d}, h, w)
+	if bdr.err != nil {
+		return x
+	}
+	y, err := G.Add(x, r)
+	if err != nil {
+		bdr.err = fmt.Errorf("%s: adding the global readout: %w", name, err)
+	}
+	return y
+}
+
+// GlobalReadInit returns the generator of the global readout maps: a
+// stream of its own, so that switching model.global_readout on leaves
+// every other parameter's initialisation unchanged.
+func GlobalReadInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x91ead)) }
+
+// NewGlobalRead returns the global readout map W (d×d) of layer name,
+// uniform in ±1/√d as a linear layer's weights, or nil when m has no
+// global readout.
+func NewGlobalRead(name string, m schema.Model, init *rand.Rand) *nn.Param {
+	if !m.GlobalReadout {
+		return nil
+	}
+	w := nn.NewParam(name+".global_readout.w", m.Hidden, m.Hidden)
+	w.Uniform(init, 1/math.Sqrt(float64(m.Hidden)))
+	return w
+}
+
+// HopWeights returns α = softmax(logits) and ε of every layer's hop
+// aggregation (models.HopWeights of the SPN kinds).
+func HopWeights(aggs []*nn.HopAggregation) (alpha [][]float64, eps []float64) {
+	for _, a := range aggs {
+		var row []float64
+		for _, v := range a.Alpha() {
+			row = append(row, float64(v))
+		}
+		alpha = append(alpha, row)
+		eps = append(eps, float64(a.Eps.W[0]))
+	}
+	return alpha, eps
+}

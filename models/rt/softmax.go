@@ -1,0 +1,50 @@
+package rt
+
+import (
+	"math"
+
+	"github.com/spn-project/spn/models/op"
+)
+
+// softmax maps the k hop logits to α = softmax(logits), in float64; its
+// gradient is dl_j = α_j·(dα_j − Σ_i α_i dα_i).
+type softmax struct {
+	id string
+	k  int
+}
+
+func NewSoftmax(id string, k int) op.Op { return softmax{id: id, k: k} }
+
+// Sig implements op.Op.
+func (o softmax) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{{o.k}}, Out: []int{o.k}} }
+
+// Forward implements op.Op.
+func (o softmax) Forward(in [][]float32, a []float32) error {
+	l := in[0]
+	m := math.Inf(-1)
+	for _, v := range l {
+		m = math.Max(m, float64(v))
+	}
+	e := make([]float64, len(l))
+	var s float64
+	for i, v := range l {
+		e[i] = math.Exp(float64(v) - m)
+		s += e[i]
+	}
+	for i := range a {
+		a[i] = float32(e[i] / s)
+	}
+	return nil
+}
+
+// Backward implements op.Op.
+func (o softmax) Backward(_ [][]float32, a, da []float32, dIn [][]float32) error {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(da[i])
+	}
+	for j := range dIn[0] {
+		dIn[0][j] = float32(float64(a[j]) * (float64(da[j]) - s))
+	}
+	return nil
+}

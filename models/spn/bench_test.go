@@ -1,0 +1,221 @@
+package spn
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/schema"
+)
+
+// proteinsEpoch returns the PROTEINS batches of 32 graphs (file order) with
+// hop sets up to k = 5, and the model configuration of the benchmark: SPN
+// k = 5, 5 layers, hidden 64, sum pooling, dropout 0.5.
+func proteinsEpoch(b *testing.B) ([]*data.Batch, models.Config) {
+	b.Helper()
+	ds, err := tu.Load(filepath.Join(mirrortest.Dir(b), "tu", "PROTEINS.zip"), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hops, err := sp.Compute(context.Background(), ds.Graphs, 5, false, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var batches []*data.Batch
+	for lo := 0; lo < len(ds.Graphs); lo += 32 {
+		idx := make([]int, 0, 32)
+		for i := lo; i < min(lo+32, len(ds.Graphs)); i++ {
+			idx = append(idx, i)
+		}
+		bt, err := data.NewBatch(ds, hops, idx, 5)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches = append(batches, bt)
+	}
+	cfg, err := models.ConfigFor(schema.Model{Kind: "spn", K: 5, Layers: 5, Hidden: 64, Pool: nn.PoolSum, Dropout: 0.5, LearnEps: true}, ds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return batches, cfg
+}
+
+// BenchmarkEpochPROTEINS trains one epoch (35 steps of 32 graphs, Adam)
+// per iteration through spn.Model.Step and through the hand-written model,
+// and breaks the Gorgonia path down into graph construction (forward,
+// loss, gorgonia.Grad), compilation (NewTapeMachine) and execution.
+func BenchmarkEpochPROTEINS(b *testing.B) {
+	batches, cfg := proteinsEpoch(b)
+	be := kernels.CPU{Threads: 2}
+	graphs := 0
+	for _, bt := range batches {
+		graphs += bt.NumGraphs
+	}
+	// The machine is shared: besides wall-clock graphs/s, report the
+	// process CPU time per epoch (all threads), which other processes
+	// disturb much less.
+	var cpu0 time.Duration
+	report := func(b *testing.B) {
+		b.ReportMetric(float64(graphs)*float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
+		b.ReportMetric((cpuTime()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/epoch")
+	}
+	for _, cached := range []bool{true, false} {
+		name := "gorgonia-cached"
+		if !cached {
+			name = "gorgonia-uncached"
+		}
+		b.Run(name, func(b *testing.B) {
+			m, err := New(cfg, 1, be)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !cached {
+				m.LimitCache(0)
+			}
+			opt := nn.NewAdam(m.Params(), 1e-3, 0)
+			// Shuffled epochs, as in training: batches of different sizes.
+			rng := rand.New(rand.NewPCG(1, 2))
+			cpu0 = cpuTime()
+			for b.Loop() {
+				rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
+				for _, bt := range batches {
+					if _, _, err := m.Step(bt); err != nil {
+						b.Fatal(err)
+					}
+					opt.Step()
+				}
+			}
+			report(b)
+			b.ReportMetric(float64(m.CacheHits)/float64(max(1, m.CacheHits+m.CacheMisses)), "cache-hit-rate")
+		})
+	}
+	// The models.Model adaptor as models/fit drives it today: Forward,
+	// the loss outside the graph, Backward (a second graph that repeats the
+	// forward).
+	b.Run("gorgonia-adaptor", func(b *testing.B) {
+		m, err := New(cfg, 1, be)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt := nn.NewAdam(m.Params(), 1e-3, 0)
+		rng := rand.New(rand.NewPCG(1, 2))
+		cpu0 = cpuTime()
+		for b.Loop() {
+			rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
+			for _, bt := range batches {
+				out, err := m.Forward(bt, true)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, grad, _ := modeltest.CE(out, bt.Y, cfg.Out)
+				m.Backward(grad)
+				opt.Step()
+			}
+		}
+		report(b)
+	})
+	b.Run("handwritten", func(b *testing.B) {
+		m, err := models.NewSPN(cfg, 1, be)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt := nn.NewAdam(m.Params(), 1e-3, 0)
+		cpu0 = cpuTime()
+		for b.Loop() {
+			for _, bt := range batches {
+				out, err := m.Forward(bt, true)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, grad, _ := modeltest.CE(out, bt.Y, cfg.Out)
+				m.Backward(grad)
+				opt.Step()
+			}
+		}
+		report(b)
+	})
+}
+
+// cpuTime returns the user+system CPU time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPredictPROTEINS evaluates all of PROTEINS per iteration in
+// batches of 256 graphs (as models/fit evaluates) through spn.Model.Predict
+// and through the hand-written model. After the first iteration the
+// compiled evaluation graphs come from the cache.
+func BenchmarkPredictPROTEINS(b *testing.B) {
+	_, cfg := proteinsEpoch(b)
+	ds, err := tu.Load(filepath.Join(mirrortest.Dir(b), "tu", "PROTEINS.zip"), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hops, err := sp.Compute(context.Background(), ds.Graphs, 5, false, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var batches []*data.Batch
+	for lo := 0; lo < len(ds.Graphs); lo += 256 {
+		idx := make([]int, 0, 256)
+		for i := lo; i < min(lo+256, len(ds.Graphs)); i++ {
+			idx = append(idx, i)
+		}
+		bt, err := data.NewBatch(ds, hops, idx, 5)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches = append(batches, bt)
+	}
+	be := kernels.CPU{Threads: 2}
+	var cpu0 time.Duration
+	report := func(b *testing.B) {
+		b.ReportMetric(float64(len(ds.Graphs))*float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
+		b.ReportMetric((cpuTime()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/pass")
+	}
+	b.Run("gorgonia", func(b *testing.B) {
+		m, err := New(cfg, 1, be)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu0 = cpuTime()
+		for b.Loop() {
+			for _, bt := range batches {
+				if _, err := m.Predict(bt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		report(b)
+	})
+	b.Run("handwritten", func(b *testing.B) {
+		m, err := models.NewSPN(cfg, 1, be)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu0 = cpuTime()
+		for b.Loop() {
+			for _, bt := range batches {
+				if _, err := m.Forward(bt, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		report(b)
+	})
+}
