@@ -65,7 +65,9 @@ type Model struct {
 	// atom is OGB's AtomEncoder, nil without categorical node features.
 	atom   *rt.Atom
 	layers []*layer
-	td     nbop.Data
+	// td is what the layers' ops read of the batch: an object of its own
+	// (see spn.Model.gd).
+	td *nbop.Data
 }
 
 var (
@@ -83,7 +85,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	m := cfg.Model
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be, rt.MaxCachedFloats)}
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be, rt.MaxCachedFloats), td: &nbop.Data{}}
 	md.Arch = md
 	d := m.Hidden
 	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
@@ -194,7 +196,7 @@ func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 	N, d, k := key.N, m.Cfg.Model.Hidden, m.Cfg.Model.K
 	bdr, p, be := m.NewProgram(key, bd)
 	param := func(prm *nn.Param) *G.Node { return p.Param(bdr, prm) }
-	td := &m.td
+	td := m.td
 
 	h := m.atom.Add(bdr, p, be, td, m.Encode(bdr, p, be, bd), N, d)
 	hs := []*G.Node{h}

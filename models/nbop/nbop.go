@@ -37,6 +37,9 @@ type Data struct {
 	Ptr []int32
 	// Hops are N_2..N_k (Combine's higher hops), HopsT their transposes.
 	Hops, HopsT []data.CSR
+	// Hop1 is N_1 (or the adjacency) when Combine aggregates the first hop
+	// itself (Combine.Hop1), Hop1T its transpose.
+	Hop1, Hop1T data.CSR
 	// Rel are the relations r_1..r_R, RelT their transposes.
 	Rel, RelT []data.CSR
 	// Adj is the adjacency, AdjIn its incoming entries
@@ -94,29 +97,84 @@ func (d *Data) Set(b *data.Batch, need Need) error {
 // with inputs S, R, H (N×d), α (k) and ε (1), A_i the 0/1 matrix of N_i.
 // Its gradient: dS = (1+ε)·dy, dR = α_1·dy, dH = Σ_{i≥2} α_i·A_iᵀ·dy,
 // dα_1 = ⟨dy, R⟩, dα_i = ⟨A_iᵀ·dy, H⟩, dε = ⟨dy, S⟩.
+//
+// With Hop1 the first hop is aggregated like the others, R = A_1·H (the
+// SPN layer, paper eq. 1): inputs S, H, α, ε and
+//
+//	y = (1+ε)·S + Σ_{i=1..k} α_i·A_i·H
+//
+// with A_1 from Data.Hop1; then dH = Σ_{i≥1} α_i·A_iᵀ·dy and
+// dα_i = ⟨A_iᵀ·dy, H⟩ for every i.
 type Combine struct {
 	ID      string
 	Be      kernels.Backend
 	D       *Data
 	K, N, W int // hops, padded rows, width
+	// Hop1: R is not an input, the first hop aggregates H over Data.Hop1.
+	Hop1 bool
+	// Bufs, when not nil, supplies the backward pass's scratch (k n×d
+	// hop sums; every value is overwritten).
+	Bufs op.Buffers
 }
 
 // Sig implements op.Op.
 func (o Combine) Sig() op.Sig {
 	nd := []int{o.N, o.W}
+	if o.Hop1 {
+		return op.Sig{ID: o.ID, In: [][]int{nd, nd, {o.K}, {1}}, Out: nd}
+	}
 	return op.Sig{ID: o.ID, In: [][]int{nd, nd, nd, {o.K}, {1}}, Out: nd}
+}
+
+// hops returns the hop sets Combine aggregates H over (transposed with t)
+// and the α they take.
+func (o Combine) hops(alpha []float32, t bool) ([]data.CSR, []float32, error) {
+	if len(o.D.Hops) != o.K-1 || len(o.D.HopsT) != len(o.D.Hops) {
+		return nil, nil, fmt.Errorf("%d higher hop sets for k = %d", len(o.D.Hops), o.K)
+	}
+	hs := o.D.Hops
+	if t {
+		hs = o.D.HopsT
+	}
+	if !o.Hop1 {
+		return hs, alpha[1:], nil
+	}
+	h1 := o.D.Hop1
+	if t {
+		h1 = o.D.Hop1T
+	}
+	if h1.Len() != o.D.N {
+		return nil, nil, fmt.Errorf("first hop set has %d rows for %d nodes", h1.Len(), o.D.N)
+	}
+	return append([]data.CSR{h1}, hs...), alpha, nil
+}
+
+// split returns the inputs S, R (nil with Hop1), H, α and ε.
+func (o Combine) split(in [][]float32) (S, R, H, alpha, eps []float32) {
+	if o.Hop1 {
+		return in[0], nil, in[1], in[2], in[3]
+	}
+	return in[0], in[1], in[2], in[3], in[4]
 }
 
 // Forward implements op.Op.
 func (o Combine) Forward(in [][]float32, y []float32) error {
-	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
+	S, R, H, alpha, eps := o.split(in)
 	n, d := o.D.N, o.W
-	if len(o.D.Hops) != o.K-1 {
-		return fmt.Errorf("%d higher hop sets for k = %d", len(o.D.Hops), o.K)
+	hops, a, err := o.hops(alpha, false)
+	if err != nil {
+		return err
 	}
 	clear(y[n*d:])
-	o.Be.HopAggregate(y[:n*d], H[:n*d], o.D.Hops, alpha[1:], 0, n, d)
-	s, a1 := 1+eps[0], alpha[0]
+	o.Be.HopAggregate(y[:n*d], H[:n*d], hops, a, 0, n, d)
+	s := 1 + eps[0]
+	if R == nil {
+		for i := range y[:n*d] {
+			y[i] += s * S[i]
+		}
+		return nil
+	}
+	a1 := alpha[0]
 	for i := range y[:n*d] {
 		y[i] += s*S[i] + a1*R[i]
 	}
@@ -125,21 +183,44 @@ func (o Combine) Forward(in [][]float32, y []float32) error {
 
 // Backward implements op.Op.
 func (o Combine) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
-	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
+	S, R, H, alpha, eps := o.split(in)
 	n, d := o.D.N, o.W
-	s, a1 := 1+eps[0], alpha[0]
+	hopsT, a, err := o.hops(alpha, true)
+	if err != nil {
+		return err
+	}
+	s := 1 + eps[0]
+	gS, gH, gAlpha, gEps := g[0], g[1], g[2], g[3]
+	if R != nil {
+		gH, gAlpha, gEps = g[2], g[3], g[4]
+	}
 	for i, v := range dy[:n*d] {
-		g[0][i], g[1][i] = s*v, a1*v
+		gS[i] = s * v
 	}
-	T := make([][]float32, len(o.D.HopsT))
+	if R != nil {
+		a1 := alpha[0]
+		for i, v := range dy[:n*d] {
+			g[1][i] = a1 * v
+		}
+	}
+	T := make([][]float32, len(hopsT))
 	for i := range T {
-		T[i] = make([]float32, n*d)
+		if o.Bufs != nil {
+			T[i] = o.Bufs.Buf(n * d)
+		} else {
+			T[i] = make([]float32, n*d)
+		}
 	}
-	o.Be.HopAggregateSums(g[2][:n*d], T, dy[:n*d], o.D.HopsT, alpha[1:], 0, n, d)
-	dots := o.Be.Dots(dy[:n*d], [][]float32{R[:n*d], S[:n*d]}, n, d)
-	g[3][0], g[4][0] = float32(dots[0]), float32(dots[1])
+	o.Be.HopAggregateSums(gH[:n*d], T, dy[:n*d], hopsT, a, 0, n, d)
+	first := gAlpha[len(gAlpha)-len(hopsT):] // α of the aggregated hops
+	if R != nil {
+		dots := o.Be.Dots(dy[:n*d], [][]float32{R[:n*d], S[:n*d]}, n, d)
+		gAlpha[0], gEps[0] = float32(dots[0]), float32(dots[1])
+	} else {
+		gEps[0] = float32(o.Be.Dots(dy[:n*d], [][]float32{S[:n*d]}, n, d)[0])
+	}
 	for i, v := range o.Be.Dots(H[:n*d], T, n, d) {
-		g[3][i+1] = float32(v)
+		first[i] = float32(v)
 	}
 	return nil
 }

@@ -67,6 +67,8 @@ func TestGradients(t *testing.T) {
 		if err := Dbin.Set(bin, Need{K: 1}); err != nil {
 			t.Fatal(err)
 		}
+		// The SPN layer's first hop (Combine.Hop1): N_1, asymmetric here.
+		D.Hop1, D.Hop1T = b.Hop[0], kernels.Transpose(b.Hop[0])
 		n, w := b.N, 4
 		N := n + 7
 		_, edgeRows := kernels.EmbedOffsets(b.EdgeFeatVocab)
@@ -85,6 +87,10 @@ func TestGradients(t *testing.T) {
 				In: [][]float32{nd(), nd(), nd(), {0.2, 0.5, 0.3}, {0.4}}, ZeroFrom: n * w},
 			{Name: "combine k=1", Op: Combine{ID: "c1", Be: be, D: &D1, K: 1, N: N, W: w},
 				In: [][]float32{nd(), nd(), nd(), {1}, {-0.2}}, ZeroFrom: n * w},
+			{Name: "combine hop 1 (SPN)", Op: Combine{ID: "s", Be: be, D: D, K: k, N: N, W: w, Hop1: true},
+				In: [][]float32{nd(), nd(), {0.2, 0.5, 0.3}, {0.4}}, ZeroFrom: n * w},
+			{Name: "combine hop 1, k=1 (GIN)", Op: Combine{ID: "s1", Be: be, D: &D1, K: 1, N: N, W: w, Hop1: true},
+				In: [][]float32{nd(), nd(), {1}, {-0.2}}, ZeroFrom: n * w},
 			{Name: "relation aggregation", Op: RelAgg{ID: "r", Be: be, D: D, R: R, N: N, W: w},
 				In: rel, ZeroFrom: n * w},
 			// |e| small against |h|: h_v + e_uv keeps h_v's sign.

@@ -124,7 +124,10 @@ func TestMatchesHandWritten(t *testing.T) {
 	cases := []models.Config{
 		modeltest.Config("spn", 5, 3, 16, 0, nn.PoolSum, models.TaskClassification, 2, 3, 0),
 		modeltest.Config("spn", 3, 2, 8, 0.5, nn.PoolMean, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("spn", 2, 2, 8, 0.3, nn.PoolMax, models.TaskClassification, 2, 3, 0),
+		// No max pooling: a last-bit difference can flip its argmax between
+		// nearly tied nodes (see TestCacheAcrossBatches); rt's op tests
+		// check max pooling.
+		modeltest.Config("spn", 2, 2, 8, 0.3, nn.PoolSum, models.TaskClassification, 2, 3, 0),
 		modeltest.Config("gin", 1, 3, 16, 0.2, nn.PoolSum, models.TaskClassification, 2, 3, 0),
 		modeltest.Config("spn", 4, 2, 8, 0, nn.PoolSum, models.TaskRegression, 2, 3, 0),
 	}
@@ -318,7 +321,12 @@ func TestCacheAcrossBatches(t *testing.T) {
 		}
 		batches = append(batches, b)
 	}
-	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, nn.PoolMax, models.TaskClassification, 2, 3, 0)
+	cfg := // Mean pooling: with max pooling a last-bit difference can flip the
+		// argmax between nearly tied nodes, which moves the α gradient (it
+		// reads the neighbours of the chosen node) far beyond relTol although
+		// both models are right; the SPN's hop aggregation (nbop.Combine)
+		// sums in another order than the hand-written one.
+		modeltest.Config("spn", 3, 2, 8, 0.3, nn.PoolMean, models.TaskClassification, 2, 3, 0)
 	ref, m := pair(t, cfg, 9)
 	for round := 0; round < 2; round++ {
 		for i, b := range batches {

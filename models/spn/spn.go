@@ -65,8 +65,10 @@ type Model struct {
 	rt.Engine
 	useAdj bool
 	layers []*layer
-	// gd are the graphs of the batch, for the global readout.
-	gd nbop.Data
+	// gd is what the layers' ops read of the batch (hop sets, graphs): an
+	// object of its own, so that the compiled graphs (whose tape machines
+	// have finalizers) do not point back into the model and keep it alive.
+	gd *nbop.Data
 }
 
 var (
@@ -93,7 +95,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	// Same generators, streams and draw order as models.newSPN.
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be, rt.MaxCachedFloats), useAdj: useAdj}
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be, rt.MaxCachedFloats), useAdj: useAdj, gd: &nbop.Data{}}
 	md.Arch = md
 	d := m.Hidden
 	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
@@ -168,14 +170,21 @@ func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
 	return rt.CheckBatch(m.Cfg, m.need(), b, o)
 }
 
-// Prepare implements rt.Arch: N_1..N_k (the adjacency for GIN; checked by
-// CheckBatch), and the graphs of b for the global readout.
+// Prepare implements rt.Arch: the data of the layers' ops, N_1..N_k (the
+// adjacency for GIN; checked by CheckBatch) with their transposes and the
+// graphs of b for the global readout. No runtime op reads hop sets, so
+// it returns none.
 func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	m.gd = nbop.Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr}
-	if m.useAdj {
-		return []data.CSR{b.Adj}, nil
+	hops := []data.CSR{b.Adj}
+	if !m.useAdj {
+		hops = b.Hop[:m.Cfg.Model.K]
 	}
-	return b.Hop[:m.Cfg.Model.K], nil
+	*m.gd = nbop.Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: hops[0], Hop1T: kernels.Transpose(hops[0])}
+	for _, h := range hops[1:] {
+		m.gd.Hops = append(m.gd.Hops, h)
+		m.gd.HopsT = append(m.gd.HopsT, kernels.Transpose(h))
+	}
+	return nil, nil
 }
 
 // BuildGraph implements rt.Arch: the expression graph of the model for the
@@ -206,10 +215,10 @@ func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 		// α = softmax(logits)
 		alpha := bdr.Op(be, rt.NewSoftmax(name+".alpha", k), logits)
 		// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v
-		agg := bdr.Op(be, newHopAgg(name+".agg", be, bd, k, N, d), h, alpha, eps)
+		agg := bdr.Op(be, nbop.Combine{ID: name + ".agg", Be: be, D: m.gd, K: k, N: N, W: d, Hop1: true, Bufs: be}, h, h, alpha, eps)
 		// + (Σ_{v∈G(u)} h_v)·W with global readout
 		if l.read != nil {
-			agg = rt.GlobalRead(bdr, be, &m.gd, name, param(l.read), agg, h, N, d)
+			agg = rt.GlobalRead(bdr, be, m.gd, name, param(l.read), agg, h, N, d)
 		}
 		// MLP: Linear → BN → ReLU → Linear → BN → ReLU
 		h = l.Apply(bdr, be, bd, key, name, agg, mn)
