@@ -87,8 +87,8 @@ type Model struct {
 	lins   []*nn.Linear // in Params order
 	reluAt []bool       // ReLU after lins[i]
 
-	cache      map[agnKey]*agnProg
-	cacheOrder []agnKey
+	// cache holds the compiled graphs (the runtime's one cache).
+	cache *rt.Cache[agnKey, *agnProg]
 
 	// last is the batch of the last training-mode Forward, for Backward.
 	last *data.Batch
@@ -116,7 +116,7 @@ func New(cfg models.Config, seed uint64, _ kernels.Backend) (*Model, error) {
 		return nil, fmt.Errorf("dataset has %d node labels and %d attributes: the baseline needs node inputs", cfg.NumLabels, cfg.AttrDim)
 	}
 	init := rand.New(rand.NewPCG(seed, 0xba5e))
-	b := &Model{cfg: cfg, form: AgnosticForm(cfg), feat: f, cache: map[agnKey]*agnProg{}}
+	b := &Model{cfg: cfg, form: AgnosticForm(cfg), feat: f, cache: rt.NewCache[agnKey, *agnProg]()}
 	h := m.Hidden
 	switch b.form {
 	case FormFingerprint:
@@ -247,20 +247,13 @@ func (b *Model) program(bt *data.Batch, grad bool) (*agnProg, error) {
 	if b.form == FormDeepMultisets {
 		key.N = rt.RoundUp(bt.N, rt.NodeBucket)
 	}
-	p, ok := b.cache[key]
+	p, ok := b.cache.Get(key)
 	if !ok {
 		var err error
 		if p, err = b.compile(key); err != nil {
 			return nil, err
 		}
-		if len(b.cacheOrder) >= rt.MaxCachedGraphs {
-			old := b.cacheOrder[0]
-			b.cache[old].vm.Close()
-			delete(b.cache, old)
-			b.cacheOrder = b.cacheOrder[1:]
-		}
-		b.cache[key] = p
-		b.cacheOrder = append(b.cacheOrder, key)
+		b.cache.Put(key, p, p.g, p.vm)
 	}
 	b.load(p, bt)
 	return p, nil

@@ -71,8 +71,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	m := cfg.Model
 	d := m.Hidden
-	// The cache of a competitor is bounded by MaxCachedGraphs only.
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be, math.MaxInt), heads: m.Heads, gd: &graphData{}}
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be), heads: m.Heads, gd: &graphData{}}
 	md.Arch = md
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
 	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)

@@ -11,7 +11,6 @@ package gcn
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
@@ -62,8 +61,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 		return nil, fmt.Errorf("gcn.New: nil kernel backend")
 	}
 	d := cfg.Model.Hidden
-	// The cache of a competitor is bounded by MaxCachedGraphs only.
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be, math.MaxInt), gd: &graphData{}}
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be), gd: &graphData{}}
 	md.Arch = md
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
 	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)

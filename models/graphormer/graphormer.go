@@ -10,7 +10,6 @@ package graphormer
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
@@ -84,8 +83,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	m := cfg.Model
 	d := m.Hidden
-	// The cache of a competitor is bounded by MaxCachedGraphs only.
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be, math.MaxInt), heads: m.Heads, maxDist: m.MaxDist, gd: &graphData{}}
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be), heads: m.Heads, maxDist: m.MaxDist, gd: &graphData{}}
 	md.Arch = md
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
 	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)

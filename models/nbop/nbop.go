@@ -98,83 +98,90 @@ func (d *Data) Set(b *data.Batch, need Need) error {
 // Its gradient: dS = (1+ε)·dy, dR = α_1·dy, dH = Σ_{i≥2} α_i·A_iᵀ·dy,
 // dα_1 = ⟨dy, R⟩, dα_i = ⟨A_iᵀ·dy, H⟩, dε = ⟨dy, S⟩.
 //
-// With Hop1 the first hop is aggregated like the others, R = A_1·H (the
-// SPN layer, paper eq. 1): inputs S, H, α, ε and
+// With Hop1, S = H and R = A_1·H, Data.Hop1 being N_1 (or, for GIN, the
+// adjacency): the SPN layer's aggregation (paper eq. 1) over inputs H, α
+// and ε,
 //
-//	y = (1+ε)·S + Σ_{i=1..k} α_i·A_i·H
+//	y = (1+ε)·H + Σ_{i=1..k} α_i·A_i·H
 //
-// with A_1 from Data.Hop1; then dH = Σ_{i≥1} α_i·A_iᵀ·dy and
-// dα_i = ⟨A_iᵀ·dy, H⟩ for every i.
+// in one fused pass over the rows (kernels' HopAggregateSums, which keeps
+// the hop sums A_i·H in Sums for dα), with gradient
+// dH = (1+ε)·dy + Σ_{i=1..k} α_i·A_iᵀ·dy, dα_i = ⟨dy, A_i·H⟩, dε = ⟨dy, H⟩.
 type Combine struct {
 	ID      string
 	Be      kernels.Backend
 	D       *Data
 	K, N, W int // hops, padded rows, width
-	// Hop1: R is not an input, the first hop aggregates H over Data.Hop1.
+	// Hop1 selects the SPN form (inputs H, α, ε).
 	Hop1 bool
-	// Bufs, when not nil, supplies the backward pass's scratch (k n×d
-	// hop sums; every value is overwritten).
+	// Bufs, when not nil, supplies scratch (the n×d hop sums; every value
+	// is overwritten).
 	Bufs op.Buffers
+	// Sums, with Hop1, is where the forward pass keeps the hop sums A_i·H
+	// for the backward pass (new([][]float32) per op); nil makes the
+	// backward pass recompute them.
+	Sums *[][]float32
 }
 
 // Sig implements op.Op.
 func (o Combine) Sig() op.Sig {
 	nd := []int{o.N, o.W}
 	if o.Hop1 {
-		return op.Sig{ID: o.ID, In: [][]int{nd, nd, {o.K}, {1}}, Out: nd}
+		return op.Sig{ID: o.ID, In: [][]int{nd, {o.K}, {1}}, Out: nd}
 	}
 	return op.Sig{ID: o.ID, In: [][]int{nd, nd, nd, {o.K}, {1}}, Out: nd}
 }
 
-// hops returns the hop sets Combine aggregates H over (transposed with t)
-// and the α they take.
-func (o Combine) hops(alpha []float32, t bool) ([]data.CSR, []float32, error) {
-	if len(o.D.Hops) != o.K-1 || len(o.D.HopsT) != len(o.D.Hops) {
-		return nil, nil, fmt.Errorf("%d higher hop sets for k = %d", len(o.D.Hops), o.K)
+// buf returns n floats of scratch.
+func (o Combine) buf(n int) []float32 {
+	if o.Bufs != nil {
+		return o.Bufs.Buf(n)
 	}
-	hs := o.D.Hops
-	if t {
-		hs = o.D.HopsT
-	}
-	if !o.Hop1 {
-		return hs, alpha[1:], nil
-	}
-	h1 := o.D.Hop1
-	if t {
-		h1 = o.D.Hop1T
-	}
-	if h1.Len() != o.D.N {
-		return nil, nil, fmt.Errorf("first hop set has %d rows for %d nodes", h1.Len(), o.D.N)
-	}
-	return append([]data.CSR{h1}, hs...), alpha, nil
+	return make([]float32, n)
 }
 
-// split returns the inputs S, R (nil with Hop1), H, α and ε.
-func (o Combine) split(in [][]float32) (S, R, H, alpha, eps []float32) {
-	if o.Hop1 {
-		return in[0], nil, in[1], in[2], in[3]
+// hop1 returns N_1..N_k (transposed with t) for the Hop1 form.
+func (o Combine) hop1(t bool) ([]data.CSR, error) {
+	if len(o.D.Hops) != o.K-1 || len(o.D.HopsT) != len(o.D.Hops) {
+		return nil, fmt.Errorf("%d higher hop sets for k = %d", len(o.D.Hops), o.K)
 	}
-	return in[0], in[1], in[2], in[3], in[4]
+	h1, hs := o.D.Hop1, o.D.Hops
+	if t {
+		h1, hs = o.D.Hop1T, o.D.HopsT
+	}
+	if h1.Len() != o.D.N {
+		return nil, fmt.Errorf("first hop set has %d rows for %d nodes", h1.Len(), o.D.N)
+	}
+	return append([]data.CSR{h1}, hs...), nil
 }
 
 // Forward implements op.Op.
 func (o Combine) Forward(in [][]float32, y []float32) error {
-	S, R, H, alpha, eps := o.split(in)
 	n, d := o.D.N, o.W
-	hops, a, err := o.hops(alpha, false)
-	if err != nil {
-		return err
-	}
-	clear(y[n*d:])
-	o.Be.HopAggregate(y[:n*d], H[:n*d], hops, a, 0, n, d)
-	s := 1 + eps[0]
-	if R == nil {
-		for i := range y[:n*d] {
-			y[i] += s * S[i]
+	if o.Hop1 {
+		H, alpha, eps := in[0], in[1], in[2]
+		hops, err := o.hop1(false)
+		if err != nil {
+			return err
 		}
+		clear(y[n*d:])
+		sums := make([][]float32, o.K)
+		for i := range sums {
+			sums[i] = o.buf(n * d)
+		}
+		if o.Sums != nil {
+			*o.Sums = sums
+		}
+		o.Be.HopAggregateSums(y[:n*d], sums, H[:n*d], hops, alpha, 1+eps[0], n, d)
 		return nil
 	}
-	a1 := alpha[0]
+	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
+	if len(o.D.Hops) != o.K-1 {
+		return fmt.Errorf("%d higher hop sets for k = %d", len(o.D.Hops), o.K)
+	}
+	clear(y[n*d:])
+	o.Be.HopAggregate(y[:n*d], H[:n*d], o.D.Hops, alpha[1:], 0, n, d)
+	s, a1 := 1+eps[0], alpha[0]
 	for i := range y[:n*d] {
 		y[i] += s*S[i] + a1*R[i]
 	}
@@ -183,45 +190,57 @@ func (o Combine) Forward(in [][]float32, y []float32) error {
 
 // Backward implements op.Op.
 func (o Combine) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
-	S, R, H, alpha, eps := o.split(in)
 	n, d := o.D.N, o.W
-	hopsT, a, err := o.hops(alpha, true)
+	if o.Hop1 {
+		return o.backHop1(in, dy, g)
+	}
+	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
+	s, a1 := 1+eps[0], alpha[0]
+	for i, v := range dy[:n*d] {
+		g[0][i], g[1][i] = s*v, a1*v
+	}
+	T := make([][]float32, len(o.D.HopsT))
+	for i := range T {
+		T[i] = o.buf(n * d)
+	}
+	o.Be.HopAggregateSums(g[2][:n*d], T, dy[:n*d], o.D.HopsT, alpha[1:], 0, n, d)
+	dots := o.Be.Dots(dy[:n*d], [][]float32{R[:n*d], S[:n*d]}, n, d)
+	g[3][0], g[4][0] = float32(dots[0]), float32(dots[1])
+	for i, v := range o.Be.Dots(H[:n*d], T, n, d) {
+		g[3][i+1] = float32(v)
+	}
+	return nil
+}
+
+// backHop1 is Backward of the Hop1 form.
+func (o Combine) backHop1(in [][]float32, dy []float32, g [][]float32) error {
+	H, alpha, eps := in[0], in[1], in[2]
+	n, d := o.D.N, o.W
+	hopsT, err := o.hop1(true)
 	if err != nil {
 		return err
 	}
-	s := 1 + eps[0]
-	gS, gH, gAlpha, gEps := g[0], g[1], g[2], g[3]
-	if R != nil {
-		gH, gAlpha, gEps = g[2], g[3], g[4]
+	var sums [][]float32
+	if o.Sums != nil {
+		sums = *o.Sums
 	}
-	for i, v := range dy[:n*d] {
-		gS[i] = s * v
-	}
-	if R != nil {
-		a1 := alpha[0]
-		for i, v := range dy[:n*d] {
-			g[1][i] = a1 * v
+	if len(sums) != o.K {
+		hops, err := o.hop1(false)
+		if err != nil {
+			return err
 		}
-	}
-	T := make([][]float32, len(hopsT))
-	for i := range T {
-		if o.Bufs != nil {
-			T[i] = o.Bufs.Buf(n * d)
-		} else {
-			T[i] = make([]float32, n*d)
+		sums = make([][]float32, o.K)
+		for i := range sums {
+			sums[i] = o.buf(n * d)
 		}
+		o.Be.HopAggregateSums(o.buf(n*d), sums, H[:n*d], hops, alpha, 1+eps[0], n, d)
 	}
-	o.Be.HopAggregateSums(gH[:n*d], T, dy[:n*d], hopsT, a, 0, n, d)
-	first := gAlpha[len(gAlpha)-len(hopsT):] // α of the aggregated hops
-	if R != nil {
-		dots := o.Be.Dots(dy[:n*d], [][]float32{R[:n*d], S[:n*d]}, n, d)
-		gAlpha[0], gEps[0] = float32(dots[0]), float32(dots[1])
-	} else {
-		gEps[0] = float32(o.Be.Dots(dy[:n*d], [][]float32{S[:n*d]}, n, d)[0])
+	o.Be.HopAggregate(g[0][:n*d], dy[:n*d], hopsT, alpha, 1+eps[0], n, d)
+	dots := o.Be.Dots(dy[:n*d], append(sums[:o.K:o.K], H[:n*d]), n, d)
+	for i := 0; i < o.K; i++ {
+		g[1][i] = float32(dots[i])
 	}
-	for i, v := range o.Be.Dots(H[:n*d], T, n, d) {
-		first[i] = float32(v)
-	}
+	g[2][0] = float32(dots[o.K])
 	return nil
 }
 

@@ -88,9 +88,9 @@ func TestGradients(t *testing.T) {
 			{Name: "combine k=1", Op: Combine{ID: "c1", Be: be, D: &D1, K: 1, N: N, W: w},
 				In: [][]float32{nd(), nd(), nd(), {1}, {-0.2}}, ZeroFrom: n * w},
 			{Name: "combine hop 1 (SPN)", Op: Combine{ID: "s", Be: be, D: D, K: k, N: N, W: w, Hop1: true},
-				In: [][]float32{nd(), nd(), {0.2, 0.5, 0.3}, {0.4}}, ZeroFrom: n * w},
+				In: [][]float32{nd(), {0.2, 0.5, 0.3}, {0.4}}, ZeroFrom: n * w},
 			{Name: "combine hop 1, k=1 (GIN)", Op: Combine{ID: "s1", Be: be, D: &D1, K: 1, N: N, W: w, Hop1: true},
-				In: [][]float32{nd(), nd(), {1}, {-0.2}}, ZeroFrom: n * w},
+				In: [][]float32{nd(), {1}, {-0.2}}, ZeroFrom: n * w},
 			{Name: "relation aggregation", Op: RelAgg{ID: "r", Be: be, D: D, R: R, N: N, W: w},
 				In: rel, ZeroFrom: n * w},
 			// |e| small against |h|: h_v + e_uv keeps h_v's sign.

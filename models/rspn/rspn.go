@@ -85,7 +85,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	m := cfg.Model
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be, rt.MaxCachedFloats), td: &nbop.Data{}}
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be), td: &nbop.Data{}}
 	md.Arch = md
 	d := m.Hidden
 	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)

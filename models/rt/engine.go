@@ -53,14 +53,8 @@ type Engine struct {
 	rng     *rand.Rand // dropout masks
 	ar      *arena     // node-sized buffers, recycled from run to run
 
-	// cache holds the compiled graphs by padded sizes and kind, cacheOrder
-	// their insertion order (the oldest is dropped first).
-	cache      map[Key]*Program
-	cacheOrder []Key
-	cacheSize  int // MaxCachedGraphs; 0 disables the cache
-	// cacheFloats is Σ N·hidden over the cached graphs, kept at most
-	// maxFloats.
-	cacheFloats, maxFloats int
+	// cache holds the compiled graphs by padded sizes and kind.
+	cache *Cache[Key, *Program]
 	// CacheHits and CacheMisses count the compiled graphs reused and built.
 	CacheHits, CacheMisses int
 
@@ -73,12 +67,11 @@ type Engine struct {
 }
 
 // NewEngine returns the Engine of a model built for cfg from seed: the
-// dropout generator of models.SPN and an empty cache of at most
-// MaxCachedGraphs graphs and maxFloats node floats. The caller sets Arch,
-// Enc and Readout.
-func NewEngine(cfg models.Config, seed uint64, be kernels.Backend, maxFloats int) Engine {
+// dropout generator of models.SPN and an empty cache (NewCache). The
+// caller sets Arch, Enc and Readout.
+func NewEngine(cfg models.Config, seed uint64, be kernels.Backend) Engine {
 	return Engine{Cfg: cfg, be: be, rng: rand.New(rand.NewPCG(seed, 0xd209)), ar: &arena{},
-		cache: map[Key]*Program{}, cacheSize: MaxCachedGraphs, maxFloats: maxFloats}
+		cache: NewCache[Key, *Program]()}
 }
 
 // CheckConfig verifies cfg with the Check of kind k (the one place of a
@@ -246,7 +239,7 @@ func (e *Engine) build(b *data.Batch, o Opts) (*Program, error) {
 		return nil, err
 	}
 	key := e.keyFor(b, o)
-	p, ok := e.cache[key]
+	p, ok := e.cache.Get(key)
 	if ok {
 		e.CacheHits++
 		p.bd.set(b, hops)
@@ -259,15 +252,7 @@ func (e *Engine) build(b *data.Batch, o Opts) (*Program, error) {
 			return nil, err
 		}
 		p.vm = G.NewTapeMachine(p.g)
-		size := key.N * e.Cfg.Model.Hidden
-		if e.cacheSize > 0 && size <= e.maxFloats {
-			for len(e.cacheOrder) > 0 && (len(e.cacheOrder) >= e.cacheSize || e.cacheFloats+size > e.maxFloats) {
-				e.evictOldest()
-			}
-			e.cache[key] = p
-			e.cacheOrder = append(e.cacheOrder, key)
-			e.cacheFloats += size
-		}
+		e.cache.Put(key, p, p.g, p.vm)
 	}
 	// Per-batch inputs: masks and the output gradient, zero in the padding.
 	c := e.Cfg.Out
@@ -387,24 +372,11 @@ func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G
 	return p, nil
 }
 
-// LimitCache sets the most compiled graphs the model keeps (0: none,
-// every batch builds and compiles its graph), dropping the oldest beyond
-// it.
-func (e *Engine) LimitCache(graphs int) {
-	e.cacheSize = graphs
-	for len(e.cacheOrder) > max(graphs, 0) {
-		e.evictOldest()
-	}
-}
+// LimitCache bounds the model's compiled-graph cache to graphs graphs
+// (0: none, every batch builds and compiles its graph) and bytes
+// estimated bytes (GraphBytes), dropping the oldest beyond them.
+func (e *Engine) LimitCache(graphs int, bytes int64) { e.cache.Limit(graphs, bytes) }
 
-// evictOldest closes and drops the oldest cached graph.
-func (e *Engine) evictOldest() {
-	old := e.cacheOrder[0]
-	e.cache[old].vm.Close()
-	delete(e.cache, old)
-	e.cacheOrder = e.cacheOrder[1:]
-	e.cacheFloats -= old.N * e.Cfg.Model.Hidden
-}
-
-// CachedGraphs returns the number of compiled graphs the model keeps.
-func (e *Engine) CachedGraphs() int { return len(e.cache) }
+// CachedGraphs returns the number of compiled graphs the model keeps and
+// their estimated bytes.
+func (e *Engine) CachedGraphs() (int, int64) { return e.cache.Len(), e.cache.Bytes() }

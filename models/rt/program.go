@@ -15,15 +15,15 @@ import (
 
 // Bucketing of compiled graphs: node-level tensors get a multiple of
 // NodeBucket rows and graph-level tensors a multiple of GraphBucket rows.
-// A model keeps at most MaxCachedGraphs compiled graphs whose node rows ×
-// hidden width add up to at most MaxCachedFloats (the oldest is dropped
-// first): a cached graph holds the values of its last run, about 15
-// node-sized tensors (≈ 5 MB for 32 PROTEINS graphs at width 64).
+// A model keeps at most MaxCachedGraphs compiled graphs whose estimated
+// bytes (GraphBytes: every node's tensor, an upper bound of the values a
+// graph holds after a run) add up to at most MaxCachedBytes; the oldest
+// is dropped first (Cache).
 const (
 	NodeBucket      = 64
 	GraphBucket     = 16
 	MaxCachedGraphs = 32
-	MaxCachedFloats = 1 << 22
+	MaxCachedBytes  = 1 << 30
 )
 
 // Opts selects what one graph computes.

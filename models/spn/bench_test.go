@@ -81,7 +81,7 @@ func BenchmarkEpochPROTEINS(b *testing.B) {
 				b.Fatal(err)
 			}
 			if !cached {
-				m.LimitCache(0)
+				m.LimitCache(0, 0)
 			}
 			opt := nn.NewAdam(m.Params(), 1e-3, 0)
 			// Shuffled epochs, as in training: batches of different sizes.
@@ -98,6 +98,8 @@ func BenchmarkEpochPROTEINS(b *testing.B) {
 			}
 			report(b)
 			b.ReportMetric(float64(m.CacheHits)/float64(max(1, m.CacheHits+m.CacheMisses)), "cache-hit-rate")
+			ng, nb := m.CachedGraphs()
+			b.ReportMetric(float64(nb)/float64(max(ng, 1))/(1<<20), "MB/cached-graph")
 		})
 	}
 	// The models.Model adaptor as models/fit drives it today: Forward,

@@ -95,7 +95,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	// Same generators, streams and draw order as models.newSPN.
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be, rt.MaxCachedFloats), useAdj: useAdj, gd: &nbop.Data{}}
+	md := &Model{Engine: rt.NewEngine(cfg, seed, be), useAdj: useAdj, gd: &nbop.Data{}}
 	md.Arch = md
 	d := m.Hidden
 	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
@@ -215,7 +215,7 @@ func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 		// α = softmax(logits)
 		alpha := bdr.Op(be, rt.NewSoftmax(name+".alpha", k), logits)
 		// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v
-		agg := bdr.Op(be, nbop.Combine{ID: name + ".agg", Be: be, D: m.gd, K: k, N: N, W: d, Hop1: true, Bufs: be}, h, h, alpha, eps)
+		agg := bdr.Op(be, nbop.Combine{ID: name + ".agg", Be: be, D: m.gd, K: k, N: N, W: d, Hop1: true, Bufs: be, Sums: new([][]float32)}, h, alpha, eps)
 		// + (Σ_{v∈G(u)} h_v)·W with global readout
 		if l.read != nil {
 			agg = rt.GlobalRead(bdr, be, m.gd, name, param(l.read), agg, h, N, d)
