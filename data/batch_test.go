@@ -303,3 +303,27 @@ func BenchmarkNewBatch(b *testing.B) {
 		}
 	}
 }
+
+// TestHopsPrefix checks that a prefix keeps N_1..N_k and N_∞ and does not
+// share the per-graph CSR slices (so the dropped hop sets can be freed).
+func TestHopsPrefix(t *testing.T) {
+	h := sampleHops(t)
+	if h.Prefix(2) != h || h.Prefix(5) != h {
+		t.Error("Prefix(k ≥ KMax) should return h itself")
+	}
+	p := h.Prefix(1)
+	if p.KMax != 1 || len(p.Graphs) != 2 {
+		t.Fatalf("prefix: %+v", p)
+	}
+	for i, gh := range p.Graphs {
+		if len(gh.Hop) != 1 || cap(gh.Hop) != 1 || !reflect.DeepEqual(gh.Hop[0], h.Graphs[i].Hop[0]) || gh.Unreachable != h.Graphs[i].Unreachable {
+			t.Errorf("graph %d: %+v", i, gh)
+		}
+		if &gh.Hop[0] == &h.Graphs[i].Hop[0] {
+			t.Errorf("graph %d shares its CSR slice with the full hops", i)
+		}
+	}
+	if z := h.Prefix(0); z.KMax != 0 || len(z.Graphs[0].Hop) != 0 || z.Graphs[1].Unreachable == nil {
+		t.Errorf("Prefix(0): %+v", z)
+	}
+}

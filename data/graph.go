@@ -5,6 +5,8 @@
 // compute the hop sets and fetch upstream files through the mirror.
 package data
 
+import "slices"
+
 // CSR is a compressed sparse row list of neighbour sets over nodes 0..n-1:
 // the set of node u is Idx[Ptr[u]:Ptr[u+1]], sorted ascending.
 type CSR struct {
@@ -102,6 +104,22 @@ type Hops struct {
 	KMax int
 	// Graphs is parallel to Dataset.Graphs.
 	Graphs []GraphHops
+}
+
+// Prefix returns hop sets holding only N_1..N_k of h (and N_∞ where kept),
+// sharing the CSRs' arrays with h but not the per-graph slices of them: a
+// model that reads k < KMax hop sets keeps only those alive once h itself
+// is dropped. k ≥ KMax returns h.
+func (h *Hops) Prefix(k int) *Hops {
+	if k >= h.KMax {
+		return h
+	}
+	k = max(k, 0)
+	p := &Hops{KMax: k, Graphs: make([]GraphHops, len(h.Graphs))}
+	for i, gh := range h.Graphs {
+		p.Graphs[i] = GraphHops{Hop: slices.Clone(gh.Hop[:k]), Unreachable: gh.Unreachable}
+	}
+	return p
 }
 
 // GraphHops holds the hop sets of one graph.

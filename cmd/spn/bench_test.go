@@ -5,10 +5,13 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/data"
 )
 
 // benchRun runs `spn bench ARGS` with SPN_DATA set to a temporary dir.
@@ -77,6 +80,32 @@ func TestBenchProfiles(t *testing.T) {
 	code, _, errs = benchRun(t, "prox", "--graphs", "20", "--memprofile", filepath.Join(dir, "no", "such", "mem.prof"))
 	if code != exitFail || !strings.Contains(errs, "--memprofile") {
 		t.Errorf("unwritable heap profile: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestBenchValSize: one validation graph, or for binary multi-task sets
+// the shortest prefix with a positive and a negative label of one task.
+func TestBenchValSize(t *testing.T) {
+	nan := math.NaN()
+	bin := func(targets ...[]float64) *data.Dataset {
+		ds := &data.Dataset{Task: data.TaskBinary, NumTargets: 2}
+		for _, tg := range targets {
+			ds.Graphs = append(ds.Graphs, data.Graph{Target: tg})
+		}
+		return ds
+	}
+	for _, tc := range []struct {
+		ds   *data.Dataset
+		want int
+	}{
+		{&data.Dataset{Task: data.TaskClassification, Graphs: make([]data.Graph, 5)}, 1},
+		{bin([]float64{1, nan}, []float64{1, 0}, []float64{0, 1}), 3},
+		{bin([]float64{1, 0}, []float64{nan, 1}), 2},
+		{bin([]float64{1, nan}, []float64{1, nan}), 2},
+	} {
+		if got := benchValSize(tc.ds); got != tc.want {
+			t.Errorf("%+v: got %d, want %d", tc.ds.Graphs, got, tc.want)
+		}
 	}
 }
 

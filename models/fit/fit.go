@@ -53,8 +53,9 @@ type Options struct {
 	Factors []float64
 	// Seed and Stream seed the PCG generator that shuffles the training set.
 	Seed, Stream uint64
-	// EvalBatch is the number of graphs per evaluation batch (default 256);
-	// evaluation outputs do not depend on it.
+	// EvalBatch is the number of graphs per evaluation batch (default the
+	// training batch size, so that evaluating needs no larger activations
+	// than a training step); evaluation outputs do not depend on it.
 	EvalBatch int
 	// Log, if not nil, receives one line per epoch.
 	Log hclog.Logger
@@ -145,7 +146,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		return nil, err
 	}
 	if o.EvalBatch < 1 {
-		o.EvalBatch = 256
+		o.EvalBatch = tr.BatchSize
 	}
 	cfg := m.Config()
 	k := m.Hops()

@@ -103,14 +103,13 @@ var wtPool = sync.Pool{New: func() any { return new([]float32) }}
 // summation order depends on where B's row starts relative to a 16-byte
 // boundary (dotUnitaryGo spells it out). Eight columns j at a time run
 // through dotRow8 over a transposed copy of B, the rest through
-// dotUnitaryGo. It declines (false) where gonum would split the dot
-// products (inner dimension above 64 in its parallel mode), where rows
+// dotUnitaryGo. Where gonum runs in parallel and the inner dimension
+// exceeds 64, it splits every dot product into blocks of 64 and adds them
+// to C[i,j] one after the other (each block with the alignment prefix of
+// its own start); the kernels do the same. It declines (false) where rows
 // of B differ in alignment (ldb not a multiple of 4), and without AVX2.
 func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
 	if !haveAVX2 || alpha != 1 || m <= 0 || n <= 0 || k < 0 || lda < max(k, 1) || ldb < max(k, 1) || ldb%4 != 0 || ldc < n {
-		return false
-	}
-	if k > gonumBlock && blocks(m)*blocks(n) >= gonumMinParBlocks {
 		return false
 	}
 	if (k > 0 && (len(a) < (m-1)*lda+k || len(b) < (n-1)*ldb+k)) || len(c) < (m-1)*ldc+n {
@@ -128,31 +127,39 @@ func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32,
 		}
 		return true
 	}
-	p := alignPrefix(&b[0], k)
-	rem := k - p
-	nb, t4, t1 := rem/16, rem%16/4, rem%4
+	// The inner blocks gonum adds one after the other: one of length k,
+	// or blocks of gonumBlock in its parallel mode.
+	kb := k
+	if k > gonumBlock && blocks(m)*blocks(n) >= gonumMinParBlocks {
+		kb = gonumBlock
+	}
 	n8 := n / 8 * 8
+	var wt []float32
 	if n8 > 0 {
 		bufp := wtPool.Get().(*[]float32)
+		defer wtPool.Put(bufp)
 		if cap(*bufp) < k*n8 {
 			*bufp = make([]float32, k*n8)
 		}
-		wt := (*bufp)[:k*n8]
+		wt = (*bufp)[:k*n8]
 		for j := 0; j < n8; j++ {
 			for t, v := range b[j*ldb : j*ldb+k] {
 				wt[t*n8+j] = v
 			}
 		}
+	}
+	for k0 := 0; k0 < k; k0 += kb {
+		lk := min(kb, k-k0)
+		p := alignPrefix(&b[k0], lk)
+		rem := lk - p
+		nb, t4, t1 := rem/16, rem%16/4, rem%4
 		for i := 0; i < m; i++ {
 			for j := 0; j < n8; j += 8 {
-				dotRow8(&c[i*ldc+j], &a[i*lda], &wt[j], n8, p, nb, t4, t1)
+				dotRow8(&c[i*ldc+j], &a[i*lda+k0], &wt[k0*n8+j], n8, p, nb, t4, t1)
 			}
-		}
-		wtPool.Put(bufp)
-	}
-	for i := 0; i < m; i++ {
-		for j := n8; j < n; j++ {
-			c[i*ldc+j] += dotUnitaryGo(a[i*lda:i*lda+k], b[j*ldb:j*ldb+k], p)
+			for j := n8; j < n; j++ {
+				c[i*ldc+j] += dotUnitaryGo(a[i*lda+k0:i*lda+k0+lk], b[j*ldb+k0:j*ldb+k0+lk], p)
+			}
 		}
 	}
 	return true

@@ -166,6 +166,11 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	if k := m.Hops(); k > 0 && hops == nil {
 		return nil, fmt.Errorf("model reads %d hop sets, but there is no precomputed hop artifact", k)
 	}
+	if hops != nil {
+		// Keep only the hop sets the model reads (kmax serves every k of
+		// a dataset): the others are freed once the caller drops its hops.
+		hops = hops.Prefix(m.Hops())
+	}
 	opts := fit.Options{
 		Training: point.Training,
 		Metric:   p.Metric,
