@@ -1,16 +1,15 @@
 // Package models holds spn's graph models behind one interface, a
 // constructor registry built by value, checkpoints, losses and metrics.
 //
-// The shortest path network (SPN) of Abboud, Dimitrov and Ceylan (LoG 2022)
-// is in spn.go; GIN is the SPN with k = 1 over the adjacency.
+// The model kinds are one package each (models/spn, gcn, …) on the runtime
+// models/rt, all listed by models/kinds; their parameters are models/param's.
 package models
 
 import (
 	"fmt"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -22,6 +21,13 @@ const (
 	// (data.TaskBinary): Out logits per graph, BCE with logits over the
 	// labelled entries.
 	TaskBinary = "binary"
+)
+
+// Pooling kinds (model.pool): how node states are reduced to a graph's.
+const (
+	PoolSum  = "sum"
+	PoolMean = "mean"
+	PoolMax  = "max"
 )
 
 // Config is everything needed to build a model: the spec's model section and
@@ -69,7 +75,7 @@ type Model interface {
 	// Backward accumulates parameter gradients for the output gradient dOut.
 	Backward(dOut []float32)
 	// Params returns the trainable parameters in a fixed order, with unique names.
-	Params() []*nn.Param
+	Params() []*param.Param
 	// Buffers returns the non-trainable state (e.g. batch-norm running
 	// statistics) by unique name.
 	Buffers() map[string][]float64
@@ -93,25 +99,4 @@ type Stepper interface {
 // returns α per layer and ε per layer.
 type HopWeights interface {
 	HopWeights() (alpha [][]float64, eps []float64)
-}
-
-// HandWritten returns the registry of the hand-written reference models
-// (spn, gin) the Gorgonia models are tested against.
-func HandWritten() Registry {
-	return NewRegistry(refKind{"spn", NewSPN}, refKind{"gin", NewGIN})
-}
-
-// refKind is a hand-written reference model kind.
-type refKind struct {
-	name string
-	new  func(cfg Config, seed uint64, be kernels.Backend) (Model, error)
-}
-
-func (k refKind) Name() string { return k.name }
-
-// Check leaves the checks to the constructor.
-func (refKind) Check(schema.Model, schema.DatasetInfo) []schema.FieldError { return nil }
-
-func (k refKind) New(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
-	return k.new(cfg, seed, be)
 }

@@ -4,8 +4,9 @@ package baseline
 
 import (
 	"fmt"
-	"github.com/spn-project/spn/models/rt"
 	"math/rand/v2"
+
+	"github.com/spn-project/spn/models/rt"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -13,7 +14,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -83,9 +84,9 @@ func AgnosticForm(cfg models.Config) string {
 type Model struct {
 	cfg    models.Config
 	form   string
-	feat   int          // F = NumLabels + AttrDim
-	lins   []*nn.Linear // in Params order
-	reluAt []bool       // ReLU after lins[i]
+	feat   int             // F = NumLabels + AttrDim
+	lins   []*param.Linear // in Params order
+	reluAt []bool          // ReLU after lins[i]
 
 	// cache holds the compiled graphs (the runtime's one cache).
 	cache *rt.Cache[agnKey, *agnProg]
@@ -100,7 +101,7 @@ var _ models.Model = (*Model)(nil)
 
 // New builds the baseline for cfg; the weights are drawn from a
 // PCG seeded with seed (PyTorch's default Linear initialisation,
-// U(±1/√in), as nn.NewLinear).
+// U(±1/√in), as param.NewLinear).
 func New(cfg models.Config, seed uint64, _ kernels.Backend) (*Model, error) {
 	m := cfg.Model
 	f := cfg.NumLabels + cfg.AttrDim
@@ -120,10 +121,10 @@ func New(cfg models.Config, seed uint64, _ kernels.Backend) (*Model, error) {
 	h := m.Hidden
 	switch b.form {
 	case FormFingerprint:
-		b.lins = []*nn.Linear{nn.NewLinear("mlp1", f, h, init), nn.NewLinear("mlp2", h, cfg.Out, init)}
+		b.lins = []*param.Linear{param.NewLinear("mlp1", f, h, init), param.NewLinear("mlp2", h, cfg.Out, init)}
 		b.reluAt = []bool{true, true}
 	default:
-		b.lins = []*nn.Linear{nn.NewLinear("vertex", f, h, init), nn.NewLinear("global1", h, h, init), nn.NewLinear("global2", h, cfg.Out, init)}
+		b.lins = []*param.Linear{param.NewLinear("vertex", f, h, init), param.NewLinear("global1", h, h, init), param.NewLinear("global2", h, cfg.Out, init)}
 		b.reluAt = []bool{true, true, false}
 	}
 	return b, nil
@@ -139,8 +140,8 @@ func (b *Model) Config() models.Config { return b.cfg }
 func (b *Model) Hops() int { return 0 }
 
 // Params implements models.Model: W and b of every linear map, input first.
-func (b *Model) Params() []*nn.Param {
-	var ps []*nn.Param
+func (b *Model) Params() []*param.Param {
+	var ps []*param.Param
 	for _, l := range b.lins {
 		ps = append(ps, l.Params()...)
 	}
@@ -359,7 +360,7 @@ func agnData(g *G.ExprGraph, name string, v []float32, rows, cols int) *G.Node {
 
 // agnParam returns an input node bound to the storage of p, viewed as
 // rows×cols (the optimiser's in-place updates are seen without a copy).
-func agnParam(g *G.ExprGraph, p *nn.Param, rows, cols int) *G.Node {
+func agnParam(g *G.ExprGraph, p *param.Param, rows, cols int) *G.Node {
 	t := tensor.New(tensor.WithShape(rows, cols), tensor.WithBacking(p.W))
 	return G.NewMatrix(g, G.Float32, G.WithShape(rows, cols), G.WithName(p.Name), G.WithValue(t))
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema"
 )
@@ -51,11 +51,11 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 
 // layer holds one layer's parameters.
 type layer struct {
-	agg *nn.HopAggregation // the k α logits and ε
+	agg *param.HopAggregation // the k α logits and ε
 	// read is the global readout map W (d×d), nil without global readout.
-	read *nn.Param
+	read *param.Param
 	// bond are the layer's BondEncoder tables, out SPN's MLP.
-	bond *nn.Param
+	bond *param.Param
 	out  rt.MLP
 }
 
@@ -88,19 +88,19 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{Engine: rt.NewEngine(cfg, seed, be), td: &nbop.Data{}}
 	md.Arch = md
 	d := m.Hidden
-	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
+	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	md.atom = rt.NewAtom(cfg, d, init)
 	readInit := rt.GlobalReadInit(seed)
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
-		l := &layer{agg: nn.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps)}
+		l := &layer{agg: param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps)}
 		l.read = rt.NewGlobalRead(name, m, readInit)
 		l.bond = rt.EmbedTables(name+".bond", cfg.EdgeFeatVocab, d, init)
 		l.out = rt.NewMLP(name, d, init)
 		md.layers = append(md.layers, l)
 	}
 	for t := 0; t <= m.Layers; t++ {
-		md.Readout = append(md.Readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
+		md.Readout = append(md.Readout, param.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
 	}
 	return md, nil
 }
@@ -109,7 +109,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 func (m *Model) Hops() int { return m.Cfg.Model.K }
 
 // Params implements models.Model, in the order BuildGraph binds them.
-func (m *Model) Params() []*nn.Param {
+func (m *Model) Params() []*param.Param {
 	ps := m.Enc.Params()
 	if m.atom != nil {
 		ps = append(ps, m.atom.P)
@@ -140,7 +140,7 @@ func (m *Model) Buffers() map[string][]float64 {
 
 // HopWeights implements models.HopWeights: α and ε per layer.
 func (m *Model) HopWeights() (alpha [][]float64, eps []float64) {
-	aggs := make([]*nn.HopAggregation, len(m.layers))
+	aggs := make([]*param.HopAggregation, len(m.layers))
 	for i, l := range m.layers {
 		aggs[i] = l.agg
 	}
@@ -148,7 +148,7 @@ func (m *Model) HopWeights() (alpha [][]float64, eps []float64) {
 }
 
 // GradParams implements rt.Arch: the parameters bound in p.
-func (m *Model) GradParams(p *rt.Program) []*nn.Param { return p.BoundParams() }
+func (m *Model) GradParams(p *rt.Program) []*param.Param { return p.BoundParams() }
 
 // need are the hop sets N_1..N_k.
 func (m *Model) need() rt.Need { return rt.Need{K: m.Cfg.Model.K} }
@@ -195,7 +195,7 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 	N, d, k := key.N, m.Cfg.Model.Hidden, m.Cfg.Model.K
 	bdr, p, be := m.NewProgram(key, bd)
-	param := func(prm *nn.Param) *G.Node { return p.Param(bdr, prm) }
+	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
 	td := m.td
 
 	h := m.atom.Add(bdr, p, be, td, m.Encode(bdr, p, be, bd), N, d)

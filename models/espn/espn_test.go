@@ -6,10 +6,10 @@ import (
 
 	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/ogb"
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
-	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/synth"
 )
 
@@ -20,7 +20,7 @@ import (
 // be well above chance (0.5).
 func TestESPNLearnsEdgeFeatures(t *testing.T) {
 	task := modeltest.NewTypedTask(t, synth.EdgeFeatures, 600, 2)
-	m, err := New(modeltest.TypedConfig(Name, 2, nn.PoolSum, task.DS), 7, kernels.CPU{Threads: 2})
+	m, err := New(modeltest.TypedConfig(Name, 2, models.PoolSum, task.DS), 7, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestESPNLearnsBACE(t *testing.T) {
 	}
 	s := ds.Splits[0]
 	task := modeltest.TypedTask{DS: ds, Hops: modeltest.HopsOf(t, ds, 3), Train: s.Train, Test: s.Val}
-	m, err := New(modeltest.TypedConfig(Name, 3, nn.PoolMean, ds), 7, kernels.CPU{Threads: 2})
+	m, err := New(modeltest.TypedConfig(Name, 3, models.PoolMean, ds), 7, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

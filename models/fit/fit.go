@@ -19,7 +19,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -150,7 +150,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	}
 	cfg := m.Config()
 	k := m.Hops()
-	opt := nn.NewAdam(m.Params(), tr.LR, tr.WeightDecay)
+	opt := param.NewAdam(m.Params(), tr.LR, tr.WeightDecay)
 	rng := rand.New(rand.NewPCG(o.Seed, o.Stream))
 	order := append([]int(nil), sets.Train...)
 	res := &Result{Best: -1}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/internal/ref"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
@@ -29,7 +30,7 @@ func newModel(t testing.TB, ds *data.Dataset, m schema.Model, seed uint64) model
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, err := models.HandWritten().New(cfg, seed, kernels.CPU{Threads: 2})
+	mod, err := ref.HandWritten().New(cfg, seed, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

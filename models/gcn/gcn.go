@@ -18,7 +18,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema"
 )
@@ -64,12 +64,12 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{Engine: rt.NewEngine(cfg, seed, be), gd: &graphData{}}
 	md.Arch = md
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
+	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	for t := 1; t <= cfg.Model.Layers; t++ {
 		md.layers = append(md.layers, rt.NewMLP(fmt.Sprintf("layer%d", t), d, init))
 	}
 	for t := 0; t <= cfg.Model.Layers; t++ {
-		md.Readout = append(md.Readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
+		md.Readout = append(md.Readout, param.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
 	}
 	return md, nil
 }
@@ -78,7 +78,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 func (m *Model) Hops() int { return 0 }
 
 // Params implements models.Model: encoder, layers in order, readouts.
-func (m *Model) Params() []*nn.Param {
+func (m *Model) Params() []*param.Param {
 	ps := m.Enc.Params()
 	for i := range m.layers {
 		ps = append(ps, m.layers[i].Params()...)
@@ -99,7 +99,7 @@ func (m *Model) Buffers() map[string][]float64 {
 }
 
 // GradParams implements rt.Arch: the parameters bound in p.
-func (m *Model) GradParams(p *rt.Program) []*nn.Param { return p.BoundParams() }
+func (m *Model) GradParams(p *rt.Program) []*param.Param { return p.BoundParams() }
 
 // CheckBatch implements rt.Arch.
 func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
@@ -119,7 +119,7 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 	N, d := key.N, m.Cfg.Model.Hidden
 	bdr, p, be := m.NewProgram(key, bd)
-	param := func(prm *nn.Param) *G.Node { return p.Param(bdr, prm) }
+	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
 	h := m.Encode(bdr, p, be, bd)
 	hs := []*G.Node{h}
 	for t := range m.layers {

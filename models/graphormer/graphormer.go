@@ -17,7 +17,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema"
 )
@@ -54,18 +54,18 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 
 // tfLayer holds the parameters of one pre-LN Graphormer block.
 type tfLayer struct {
-	ln1g, ln1b *nn.Param
-	q, k, v, o *nn.Linear
-	bias       *nn.Param // (max_dist+2) × heads
-	ln2g, ln2b *nn.Param
-	ff1, ff2   *nn.Linear
+	ln1g, ln1b *param.Param
+	q, k, v, o *param.Linear
+	bias       *param.Param // (max_dist+2) × heads
+	ln2g, ln2b *param.Param
+	ff1, ff2   *param.Linear
 }
 
 // Model is a Graphormer computed through Gorgonia.
 type Model struct {
 	rt.Engine
 	heads, maxDist int
-	degEmb         *nn.Param // (MaxDegree+1) × d
+	degEmb         *param.Param // (MaxDegree+1) × d
 	layers         []*tfLayer
 	gd             *graphData
 }
@@ -86,14 +86,14 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{Engine: rt.NewEngine(cfg, seed, be), heads: m.Heads, maxDist: m.MaxDist, gd: &graphData{}}
 	md.Arch = md
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
-	md.degEmb = nn.NewParam("enc.degree", MaxDegree+1, d)
+	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
+	md.degEmb = param.NewParam("enc.degree", MaxDegree+1, d)
 	md.degEmb.Uniform(init, 0.1)
 	for t := 1; t <= m.Layers; t++ {
 		md.layers = append(md.layers, newTFLayer(fmt.Sprintf("layer%d", t), d, md.heads, md.maxDist, init))
 	}
 	for t := 0; t <= m.Layers; t++ {
-		md.Readout = append(md.Readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
+		md.Readout = append(md.Readout, param.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
 	}
 	return md, nil
 }
@@ -104,7 +104,7 @@ func (m *Model) Hops() int { return m.maxDist }
 
 // Params implements models.Model: encoder, degree embedding, blocks in
 // order, readouts.
-func (m *Model) Params() []*nn.Param {
+func (m *Model) Params() []*param.Param {
 	ps := append(m.Enc.Params(), m.degEmb)
 	for _, l := range m.layers {
 		ps = append(ps, l.params()...)
@@ -119,7 +119,7 @@ func (m *Model) Params() []*nn.Param {
 func (m *Model) Buffers() map[string][]float64 { return map[string][]float64{} }
 
 // GradParams implements rt.Arch: the parameters bound in p.
-func (m *Model) GradParams(p *rt.Program) []*nn.Param { return p.BoundParams() }
+func (m *Model) GradParams(p *rt.Program) []*param.Param { return p.BoundParams() }
 
 // need are the hop sets the distance buckets read.
 func (m *Model) need() rt.Need { return rt.Need{K: m.maxDist} }
@@ -151,7 +151,7 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 	N, d := key.N, m.Cfg.Model.Hidden
 	bdr, p, be := m.NewProgram(key, bd)
-	param := func(prm *nn.Param) *G.Node { return p.Param(bdr, prm) }
+	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
 	h := m.Encode(bdr, p, be, bd)
 	h = bdr.Op(be, newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
 	hs := []*G.Node{h}
@@ -167,12 +167,12 @@ func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 // spatial bias per distance bucket and head (zero), and a d→d→d FFN.
 func newTFLayer(name string, d, heads, maxDist int, init *rand.Rand) *tfLayer {
 	l := &tfLayer{
-		ln1g: nn.NewParam(name+".ln1.gamma", d), ln1b: nn.NewParam(name+".ln1.beta", d),
-		q: nn.NewLinear(name+".attn.q", d, d, init), k: nn.NewLinear(name+".attn.k", d, d, init),
-		v: nn.NewLinear(name+".attn.v", d, d, init), o: nn.NewLinear(name+".attn.o", d, d, init),
-		bias: nn.NewParam(name+".attn.spatial_bias", maxDist+2, heads),
-		ln2g: nn.NewParam(name+".ln2.gamma", d), ln2b: nn.NewParam(name+".ln2.beta", d),
-		ff1: nn.NewLinear(name+".ffn1", d, d, init), ff2: nn.NewLinear(name+".ffn2", d, d, init),
+		ln1g: param.NewParam(name+".ln1.gamma", d), ln1b: param.NewParam(name+".ln1.beta", d),
+		q: param.NewLinear(name+".attn.q", d, d, init), k: param.NewLinear(name+".attn.k", d, d, init),
+		v: param.NewLinear(name+".attn.v", d, d, init), o: param.NewLinear(name+".attn.o", d, d, init),
+		bias: param.NewParam(name+".attn.spatial_bias", maxDist+2, heads),
+		ln2g: param.NewParam(name+".ln2.gamma", d), ln2b: param.NewParam(name+".ln2.beta", d),
+		ff1: param.NewLinear(name+".ffn1", d, d, init), ff2: param.NewLinear(name+".ffn2", d, d, init),
 	}
 	l.ln1g.Fill(1)
 	l.ln2g.Fill(1)
@@ -181,9 +181,9 @@ func newTFLayer(name string, d, heads, maxDist int, init *rand.Rand) *tfLayer {
 }
 
 // params returns the block's parameters in a fixed order.
-func (l *tfLayer) params() []*nn.Param {
-	ps := []*nn.Param{l.ln1g, l.ln1b}
-	for _, lin := range []*nn.Linear{l.q, l.k, l.v} {
+func (l *tfLayer) params() []*param.Param {
+	ps := []*param.Param{l.ln1g, l.ln1b}
+	for _, lin := range []*param.Linear{l.q, l.k, l.v} {
 		ps = append(ps, lin.Params()...)
 	}
 	ps = append(ps, l.bias)
@@ -197,16 +197,16 @@ func (l *tfLayer) params() []*nn.Param {
 //
 //	a = LN₁(h);  h' = h + Wo·Attn(Wq a, Wk a, Wv a; spatial bias)
 //	f = LN₂(h'); out = h' + W₂·ReLU(W₁ f)
-func (l *tfLayer) apply(bdr *rt.Builder, param func(*nn.Param) *G.Node, name string, be rt.Env, bd *rt.BatchData, gd *graphData, heads, maxDist, N, d int, h *G.Node) *G.Node {
-	lin := func(id string, ln *nn.Linear, x *G.Node) *G.Node {
-		return bdr.Op(be, rt.NewLinear(id, be, bd, false, N, d, d), x, param(ln.W), param(ln.B))
+func (l *tfLayer) apply(bdr *rt.Builder, bind func(*param.Param) *G.Node, name string, be rt.Env, bd *rt.BatchData, gd *graphData, heads, maxDist, N, d int, h *G.Node) *G.Node {
+	lin := func(id string, ln *param.Linear, x *G.Node) *G.Node {
+		return bdr.Op(be, rt.NewLinear(id, be, bd, false, N, d, d), x, bind(ln.W), bind(ln.B))
 	}
 	add := func(a, b *G.Node) *G.Node { return bdr.Add(a, b, "the residual of "+name) }
-	a := bdr.Op(be, newLayerNorm(name+".ln1", be, bd, N, d), h, param(l.ln1g), param(l.ln1b))
+	a := bdr.Op(be, newLayerNorm(name+".ln1", be, bd, N, d), h, bind(l.ln1g), bind(l.ln1b))
 	q, k, v := lin(name+".attn.q", l.q, a), lin(name+".attn.k", l.k, a), lin(name+".attn.v", l.v, a)
-	att := bdr.Op(be, newGraphAttn(name+".attn", be, bd, gd, heads, maxDist+2, N, d), q, k, v, param(l.bias))
+	att := bdr.Op(be, newGraphAttn(name+".attn", be, bd, gd, heads, maxDist+2, N, d), q, k, v, bind(l.bias))
 	h = add(h, lin(name+".attn.o", l.o, att))
-	f := bdr.Op(be, newLayerNorm(name+".ln2", be, bd, N, d), h, param(l.ln2g), param(l.ln2b))
+	f := bdr.Op(be, newLayerNorm(name+".ln2", be, bd, N, d), h, bind(l.ln2g), bind(l.ln2b))
 	f = bdr.Op(be, newReLU(name+".ffn.relu", N, d), lin(name+".ffn1", l.ff1, f))
 	return add(h, lin(name+".ffn2", l.ff2, f))
 }

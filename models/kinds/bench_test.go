@@ -9,7 +9,6 @@ import (
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -47,7 +46,7 @@ func BenchmarkTrainProx3(b *testing.B) {
 		{"graphormer_L2", schema.Model{Kind: "graphormer", K: 1, Layers: 2, Heads: 4, MaxDist: 5}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			c.m.Hidden, c.m.Pool, c.m.Dropout = 64, nn.PoolMean, 0.5
+			c.m.Hidden, c.m.Pool, c.m.Dropout = 64, models.PoolMean, 0.5
 			cfg, err := models.ConfigFor(c.m, ds)
 			if err != nil {
 				b.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -46,7 +46,7 @@ func newProxTask(t testing.TB, h, graphs, kmax int) proxTask {
 
 func competitorConfig(kind string, layers, hidden, heads, maxDist int, numLabels int) models.Config {
 	return models.Config{
-		Model:     schema.Model{Kind: kind, K: 1, Layers: layers, Hidden: hidden, Dropout: 0, Pool: nn.PoolMean, Heads: heads, MaxDist: maxDist},
+		Model:     schema.Model{Kind: kind, K: 1, Layers: layers, Hidden: hidden, Dropout: 0, Pool: models.PoolMean, Heads: heads, MaxDist: maxDist},
 		NumLabels: numLabels, Task: models.TaskClassification, Out: 2,
 	}
 }
@@ -56,7 +56,7 @@ func competitorConfig(kind string, layers, hidden, heads, maxDist int, numLabels
 // test graphs.
 func trainCompetitor(t *testing.T, m gorgonia, task proxTask, epochs, batch int, lr float64) (train, test float64) {
 	t.Helper()
-	opt := nn.NewAdam(m.Params(), lr, 0)
+	opt := param.NewAdam(m.Params(), lr, 0)
 	rng := rand.New(rand.NewPCG(5, 5))
 	idx := append([]int(nil), task.split.Train...)
 	k := m.Hops()

@@ -17,7 +17,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 )
 
 // traceModel is the part of the Gorgonia models the trace drives.
@@ -79,7 +79,7 @@ func traceOf(t *testing.T) string {
 	small, large := batch(0, 1, 2, 3, 4), batch(5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
 	be := kernels.CPU{Threads: 2}
 	cfgOf := func(kind string, k int) models.Config {
-		c := modeltest.Config(kind, k, 2, 8, 0.3, nn.PoolMean, models.TaskClassification, 2, ds.NumLabels, 0)
+		c := modeltest.Config(kind, k, 2, 8, 0.3, models.PoolMean, models.TaskClassification, 2, ds.NumLabels, 0)
 		c.Model.Heads, c.Model.MaxDist = 2, 3
 		return c
 	}
@@ -101,7 +101,7 @@ func traceOf(t *testing.T) string {
 		}
 		return strings.Join(s, " ")
 	}
-	gradSum := func(ps []*nn.Param) uint64 {
+	gradSum := func(ps []*param.Param) uint64 {
 		var s float64
 		for _, p := range ps {
 			for _, g := range p.G {
@@ -121,7 +121,7 @@ func traceOf(t *testing.T) string {
 			names[i] = p.Name
 		}
 		fmt.Fprintf(&sb, "%s params %s\n", c.name, strings.Join(names, ","))
-		opt := nn.NewAdam(ps, 1e-2, 0)
+		opt := param.NewAdam(ps, 1e-2, 0)
 		for i, b := range []*data.Batch{small, large, small} {
 			loss, out, err := m.Step(b)
 			if err != nil {
@@ -165,7 +165,7 @@ func traceOf(t *testing.T) string {
 			t.Fatal(err)
 		}
 		ps := m.Params()
-		opt := nn.NewAdam(ps, 1e-2, 0)
+		opt := param.NewAdam(ps, 1e-2, 0)
 		for i, idx := range [][]int{{0, 1, 2}, {3, 4, 5, 6, 7, 8, 9}} {
 			b := modeltest.AgnBatch(t, &d, idx)
 			out, err := m.Forward(b, true)

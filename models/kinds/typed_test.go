@@ -13,7 +13,6 @@ import (
 	"github.com/spn-project/spn/models/espn"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/predict"
 	"github.com/spn-project/spn/models/rspn"
 	"github.com/spn-project/spn/models/synth"
@@ -28,7 +27,7 @@ func TestGlobalReadout(t *testing.T) {
 	for _, kind := range []string{"spn", "gin", rspn.Name, espn.Name} {
 		var initial map[string][]float32
 		for _, on := range []bool{false, true} {
-			cfg := modeltest.TypedConfig(kind, 2, nn.PoolMean, task.DS)
+			cfg := modeltest.TypedConfig(kind, 2, models.PoolMean, task.DS)
 			if kind == "gin" {
 				cfg.Model.K = 1
 			}
@@ -87,7 +86,7 @@ func TestTypedPredict(t *testing.T) {
 		if task.DS.Task == data.TaskBinary {
 			kind = espn.Name
 		}
-		m, err := newModel(modeltest.TypedConfig(kind, 2, nn.PoolMean, task.DS), 1, kernels.CPU{})
+		m, err := newModel(modeltest.TypedConfig(kind, 2, models.PoolMean, task.DS), 1, kernels.CPU{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +145,7 @@ func BenchmarkTypedStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg, err := models.ConfigFor(schema.Model{Kind: kind, K: 3, Layers: 4, Hidden: 64, Pool: nn.PoolMean}, ds)
+			cfg, err := models.ConfigFor(schema.Model{Kind: kind, K: 3, Layers: 4, Hidden: 64, Pool: models.PoolMean}, ds)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -169,7 +168,7 @@ func BenchmarkTypedStep(b *testing.B) {
 func TestTypedCheckpoint(t *testing.T) {
 	for _, kind := range []string{rspn.Name, espn.Name} {
 		task := modeltest.NewTypedTask(t, synth.Relational, 40, 2)
-		cfg := modeltest.TypedConfig(kind, 2, nn.PoolMean, task.DS)
+		cfg := modeltest.TypedConfig(kind, 2, models.PoolMean, task.DS)
 		cfg.Model.GlobalReadout = true
 		m, err := newModel(cfg, 3, kernels.CPU{})
 		if err != nil {

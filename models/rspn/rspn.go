@@ -18,7 +18,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema"
 )
@@ -49,9 +49,9 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 
 // layer holds one layer's parameters.
 type layer struct {
-	agg *nn.HopAggregation // the k α logits and ε
+	agg *param.HopAggregation // the k α logits and ε
 	// read is the global readout map W (d×d), nil without global readout.
-	read *nn.Param
+	read *param.Param
 	// MLP_s (self), MLP_h (hops ≥ 2) and MLP_1..MLP_R (relations), and
 	// their names (buffer names): self, higher, rel...
 	self, higher *rt.MLP
@@ -88,13 +88,13 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{Engine: rt.NewEngine(cfg, seed, be), td: &nbop.Data{}}
 	md.Arch = md
 	d := m.Hidden
-	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
+	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	md.atom = rt.NewAtom(cfg, d, init)
 	readInit := rt.GlobalReadInit(seed)
 	mlp := func(name string) *rt.MLP { l := rt.NewMLP(name, d, init); return &l }
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
-		l := &layer{agg: nn.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps)}
+		l := &layer{agg: param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps)}
 		l.read = rt.NewGlobalRead(name, m, readInit)
 		l.self, l.higher = mlp(name+".mlp_s"), mlp(name+".mlp_h")
 		l.names = []string{name + ".mlp_s", name + ".mlp_h"}
@@ -106,7 +106,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 		md.layers = append(md.layers, l)
 	}
 	for t := 0; t <= m.Layers; t++ {
-		md.Readout = append(md.Readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
+		md.Readout = append(md.Readout, param.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
 	}
 	return md, nil
 }
@@ -115,7 +115,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 func (m *Model) Hops() int { return m.Cfg.Model.K }
 
 // Params implements models.Model, in the order BuildGraph binds them.
-func (m *Model) Params() []*nn.Param {
+func (m *Model) Params() []*param.Param {
 	ps := m.Enc.Params()
 	if m.atom != nil {
 		ps = append(ps, m.atom.P)
@@ -151,7 +151,7 @@ func (m *Model) Buffers() map[string][]float64 {
 
 // HopWeights implements models.HopWeights: α and ε per layer.
 func (m *Model) HopWeights() (alpha [][]float64, eps []float64) {
-	aggs := make([]*nn.HopAggregation, len(m.layers))
+	aggs := make([]*param.HopAggregation, len(m.layers))
 	for i, l := range m.layers {
 		aggs[i] = l.agg
 	}
@@ -159,7 +159,7 @@ func (m *Model) HopWeights() (alpha [][]float64, eps []float64) {
 }
 
 // GradParams implements rt.Arch: the parameters bound in p.
-func (m *Model) GradParams(p *rt.Program) []*nn.Param { return p.BoundParams() }
+func (m *Model) GradParams(p *rt.Program) []*param.Param { return p.BoundParams() }
 
 // need are the hop sets N_1..N_k.
 func (m *Model) need() rt.Need { return rt.Need{K: m.Cfg.Model.K} }
@@ -207,7 +207,7 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 	N, d, k := key.N, m.Cfg.Model.Hidden, m.Cfg.Model.K
 	bdr, p, be := m.NewProgram(key, bd)
-	param := func(prm *nn.Param) *G.Node { return p.Param(bdr, prm) }
+	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
 	td := m.td
 
 	h := m.atom.Add(bdr, p, be, td, m.Encode(bdr, p, be, bd), N, d)

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/qm9"
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/synth"
 )
 
@@ -18,7 +18,7 @@ import (
 // must fall well below that of predicting the training mean.
 func TestRSPNLearnsRelations(t *testing.T) {
 	task := modeltest.NewTypedTask(t, synth.Relational, 600, 2)
-	m, err := New(modeltest.TypedConfig(Name, 2, nn.PoolMean, task.DS), 7, kernels.CPU{Threads: 2})
+	m, err := New(modeltest.TypedConfig(Name, 2, models.PoolMean, task.DS), 7, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestRSPNLearnsQM9(t *testing.T) {
 			task.Train = append(task.Train, j)
 		}
 	}
-	m, err := New(modeltest.TypedConfig(Name, 3, nn.PoolMean, ds), 7, kernels.CPU{Threads: 2})
+	m, err := New(modeltest.TypedConfig(Name, 3, models.PoolMean, ds), 7, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,16 +12,16 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema"
 )
 
 // EmbedTables returns the stacked embedding tables of categorical columns
 // of vocabularies vocab (Σ vocab × d), each initialised Xavier-uniform as
 // OGB's encoders (torch.nn.init.xavier_uniform_ per table).
-func EmbedTables(name string, vocab []int, d int, init *rand.Rand) *nn.Param {
+func EmbedTables(name string, vocab []int, d int, init *rand.Rand) *param.Param {
 	_, rows := kernels.EmbedOffsets(vocab)
-	p := nn.NewParam(name, rows, d)
+	p := param.NewParam(name, rows, d)
 	r := 0
 	for _, v := range vocab {
 		bound := math.Sqrt(6 / float64(v+d))
@@ -58,7 +58,7 @@ func OfKind(d schema.DatasetInfo) string {
 // (no categorical node features) adds nothing.
 type Atom struct {
 	// P are the stacked tables (Σ vocab × d).
-	P     *nn.Param
+	P     *param.Param
 	vocab []int
 }
 

@@ -3,7 +3,7 @@ package rt
 import (
 	"fmt"
 
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -26,7 +26,7 @@ func CheckCommon(m schema.Model) []schema.FieldError {
 	if m.Dropout < 0 || m.Dropout >= 1 {
 		errs = append(errs, Errf("dropout", "dropout = %v: need 0 ≤ p < 1", m.Dropout))
 	}
-	if m.Pool != nn.PoolSum && m.Pool != nn.PoolMean && m.Pool != nn.PoolMax {
+	if m.Pool != models.PoolSum && m.Pool != models.PoolMean && m.Pool != models.PoolMax {
 		errs = append(errs, Errf("pool", "unknown pooling %q (want sum, mean or max)", m.Pool))
 	}
 	return errs

@@ -14,7 +14,7 @@
 // and the models.Model adaptor (Forward, Backward). Shared layers (MLP,
 // the global readout, OGB's AtomEncoder) and the ops they use (linear,
 // encoder, pooling, dropout, batch norm + ReLU, hop softmax, the losses)
-// live here too; the parameters are nn.Param values with the hand-written
-// model's names and initialisation, so the optimiser and the checkpoint
+// live here too; the parameters are models/param values (names and
+// initialisation as the hand-written reference models), so the optimiser and the checkpoint
 // code work unchanged on a model's Params().
 package rt

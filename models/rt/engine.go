@@ -11,7 +11,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 )
 
 // Arch is what a model kind supplies to the Engine: checking a batch
@@ -32,7 +32,7 @@ type Arch interface {
 	// layers, Finish.
 	BuildGraph(key Key, bd *BatchData) (*Program, error)
 	// GradParams returns the parameters of p's gradients, in order.
-	GradParams(p *Program) []*nn.Param
+	GradParams(p *Program) []*param.Param
 }
 
 // Engine is the machinery every Gorgonia model kind shares: the input
@@ -48,8 +48,8 @@ type Engine struct {
 	be  kernels.Backend
 	// Enc is the input encoder h⁰ = Enc(labels, attrs); Readout are the
 	// T+1 per-layer readouts (encoder output first).
-	Enc     *nn.Encoder
-	Readout []*nn.Linear
+	Enc     *param.Encoder
+	Readout []*param.Linear
 	rng     *rand.Rand // dropout masks
 	ar      *arena     // node-sized buffers, recycled from run to run
 
@@ -67,7 +67,7 @@ type Engine struct {
 }
 
 // NewEngine returns the Engine of a model built for cfg from seed: the
-// dropout generator of models.SPN and an empty cache (NewCache). The
+// dropout generator of the reference SPN (models/internal/ref) and an empty cache (NewCache). The
 // caller sets Arch, Enc and Readout.
 func NewEngine(cfg models.Config, seed uint64, be kernels.Backend) Engine {
 	return Engine{Cfg: cfg, be: be, rng: rand.New(rand.NewPCG(seed, 0xd209)), ar: &arena{},
@@ -200,7 +200,7 @@ func (e *Engine) Backward(dOut []float32) {
 }
 
 // drawMasks draws the inverted-dropout masks of the T+1 readouts for g
-// graphs, in the order and from the generator of models.SPN (nil when
+// graphs, in the order and from the generator of the reference SPN (models/internal/ref) (nil when
 // dropout is off).
 func (e *Engine) drawMasks(g int) [][]float32 {
 	pd := e.Cfg.Model.Dropout
@@ -283,7 +283,7 @@ func (e *Engine) NewProgram(key Key, bd *BatchData) (*Builder, *Program, Env) {
 
 // Param returns a new parameter node of p's graph bound to the storage of
 // prm (the first binding error is kept in bdr).
-func (p *Program) Param(bdr *Builder, prm *nn.Param) *G.Node {
+func (p *Program) Param(bdr *Builder, prm *param.Param) *G.Node {
 	x := G.NewTensor(bdr.g, G.Float32, len(prm.Shape), G.WithShape(prm.Shape...), G.WithName(prm.Name))
 	p.params = append(p.params, paramBinding{node: x, p: prm})
 	if bdr.err == nil {

@@ -6,11 +6,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/modeltest"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/op"
 )
 
@@ -175,7 +175,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 				return []float64{l / float64(len(target))}
 			}},
 	}
-	for _, kind := range []string{nn.PoolSum, nn.PoolMean, nn.PoolMax} {
+	for _, kind := range []string{models.PoolSum, models.PoolMean, models.PoolMax} {
 		p, err := newPool("pool", be, bd, kind, N, G, d)
 		if err != nil {
 			t.Fatal(err)
@@ -192,13 +192,13 @@ func TestOpGradientsFloat64(t *testing.T) {
 						acc := in[0][a*d+j]
 						for r := a + 1; r < b; r++ {
 							v := in[0][r*d+j]
-							if kind == nn.PoolMax {
+							if kind == models.PoolMax {
 								acc = math.Max(acc, v)
 							} else {
 								acc += v
 							}
 						}
-						if kind == nn.PoolMean {
+						if kind == models.PoolMean {
 							acc /= float64(b - a)
 						}
 						y[gi*d+j] = acc

@@ -5,17 +5,17 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 )
 
 // MLP is the Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU of an
 // SPN, GIN, GCN or GAT layer (the nn structs hold the parameters, with the
 // hand-written model's names and initialisation).
 type MLP struct {
-	lin1     *nn.Linear
-	bn1      *nn.BatchNormReLU
-	lin2     *nn.Linear
-	bn2      *nn.BatchNormReLU
+	lin1     *param.Linear
+	bn1      *param.BatchNormReLU
+	lin2     *param.Linear
+	bn2      *param.BatchNormReLU
 	st1, st2 *bnStats
 }
 
@@ -23,15 +23,15 @@ type MLP struct {
 // init as models.newSPN does.
 func NewMLP(name string, d int, init *rand.Rand) MLP {
 	var l MLP
-	l.lin1, l.bn1 = nn.NewLinear(name+".lin1", d, d, init), nn.NewBatchNormReLU(name+".bn1", d)
-	l.lin2, l.bn2 = nn.NewLinear(name+".lin2", d, d, init), nn.NewBatchNormReLU(name+".bn2", d)
+	l.lin1, l.bn1 = param.NewLinear(name+".lin1", d, d, init), param.NewBatchNormReLU(name+".bn1", d)
+	l.lin2, l.bn2 = param.NewLinear(name+".lin2", d, d, init), param.NewBatchNormReLU(name+".bn2", d)
 	l.st1 = &bnStats{RunMean: l.bn1.RunMean, RunVar: l.bn1.RunVar, Momentum: l.bn1.Momentum, Eps: l.bn1.Eps}
 	l.st2 = &bnStats{RunMean: l.bn2.RunMean, RunVar: l.bn2.RunVar, Momentum: l.bn2.Momentum, Eps: l.bn2.Eps}
 	return l
 }
 
 // Params returns lin1, bn1, lin2 and bn2's parameters, in that order.
-func (l *MLP) Params() []*nn.Param {
+func (l *MLP) Params() []*param.Param {
 	ps := l.lin1.Params()
 	ps = append(ps, l.bn1.Params()...)
 	ps = append(ps, l.lin2.Params()...)
@@ -39,7 +39,7 @@ func (l *MLP) Params() []*nn.Param {
 }
 
 // AddBuffers adds the running statistics of the MLP called name (e.g.
-// "layer2") to b, as name.bn1.running_mean, … (the names models.SPN uses).
+// "layer2") to b, as name.bn1.running_mean, … (the names the reference SPN, models/internal/ref, uses).
 func (l *MLP) AddBuffers(b map[string][]float64, name string) {
 	b[name+".bn1.running_mean"], b[name+".bn1.running_var"] = l.st1.RunMean, l.st1.RunVar
 	b[name+".bn2.running_mean"], b[name+".bn2.running_var"] = l.st2.RunMean, l.st2.RunVar
@@ -50,7 +50,7 @@ func (l *MLP) AddBuffers(b map[string][]float64, name string) {
 type MLPNodes [8]*G.Node
 
 // Bind returns the parameter nodes of l, made by param in params order.
-func (l *MLP) Bind(param func(*nn.Param) *G.Node) MLPNodes {
+func (l *MLP) Bind(param func(*param.Param) *G.Node) MLPNodes {
 	return MLPNodes{param(l.lin1.W), param(l.lin1.B), param(l.bn1.Gamma), param(l.bn1.Beta),
 		param(l.lin2.W), param(l.lin2.B), param(l.bn2.Gamma), param(l.bn2.Beta)}
 }

@@ -3,8 +3,8 @@ package rt
 import (
 	"fmt"
 
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/op"
 )
 
@@ -23,7 +23,7 @@ type pool struct {
 
 func newPool(id string, be Env, bd *BatchData, kind string, N, G, d int) (pool, error) {
 	switch kind {
-	case nn.PoolSum, nn.PoolMean, nn.PoolMax:
+	case models.PoolSum, models.PoolMean, models.PoolMax:
 	default:
 		return pool{}, fmt.Errorf("%s: unknown pooling %q (want sum, mean or max)", id, kind)
 	}
@@ -45,7 +45,7 @@ func (o pool) Forward(in [][]float32, y []float32) error {
 			if a == b {
 				continue
 			}
-			if o.kind == nn.PoolMax {
+			if o.kind == models.PoolMax {
 				copy(yr, x[a*d:(a+1)*d])
 				for r := a + 1; r < b; r++ {
 					for j, v := range x[r*d : (r+1)*d] {
@@ -61,7 +61,7 @@ func (o pool) Forward(in [][]float32, y []float32) error {
 					yr[j] += v
 				}
 			}
-			if o.kind == nn.PoolMean {
+			if o.kind == models.PoolMean {
 				inv := 1 / float32(b-a)
 				for j := range yr {
 					yr[j] *= inv
@@ -83,7 +83,7 @@ func (o pool) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
 				continue
 			}
 			dr := dy[gi*d : (gi+1)*d]
-			if o.kind == nn.PoolMax {
+			if o.kind == models.PoolMax {
 				for j := 0; j < d; j++ {
 					best, arg := x[a*d+j], a
 					for r := a + 1; r < b; r++ {
@@ -96,7 +96,7 @@ func (o pool) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
 				continue
 			}
 			scale := float32(1)
-			if o.kind == nn.PoolMean {
+			if o.kind == models.PoolMean {
 				scale = 1 / float32(b-a)
 			}
 			for r := a; r < b; r++ {

@@ -5,14 +5,15 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/ref"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/op"
 )
 
@@ -85,7 +86,7 @@ func TestOpGradients(t *testing.T) {
 			{Name: "mse", Op: op.Adapt(nil, newMSE("mse", bdMSE, 4, 2)),
 				In: [][]float32{modeltest.RandFloats(rng, 8, 1)}, Shapes: [][]int{{4, 2}}, H: 1e-2, Tol: 1e-3},
 		}
-		for _, kind := range []string{nn.PoolSum, nn.PoolMean, nn.PoolMax} {
+		for _, kind := range []string{models.PoolSum, models.PoolMean, models.PoolMax} {
 			p, err := newPool("pool", be, bd, kind, N, 8, d)
 			if err != nil {
 				t.Fatal(err)
@@ -109,7 +110,7 @@ func TestOpsMatchKernelsBitwise(t *testing.T) {
 	x := modeltest.RandFloats(rng, n*d, 1)
 	bd := &BatchData{N: n}
 
-	bn := nn.NewBatchNormReLU("bn", d)
+	bn := ref.NewBatchNormReLU("bn", d)
 	bn.Gamma.Uniform(rng, 1)
 	bn.Beta.Uniform(rng, 1)
 	st := &bnStats{RunMean: make([]float64, d), RunVar: modeltest.ConstFloat64(d, 1), Momentum: 0.1, Eps: 1e-5}
@@ -121,7 +122,7 @@ func TestOpsMatchKernelsBitwise(t *testing.T) {
 	}
 	for i, v := range got.Data().([]float32) {
 		if v != want[i] {
-			t.Fatalf("batch norm [%d] = %v, nn.BatchNormReLU %v", i, v, want[i])
+			t.Fatalf("batch norm [%d] = %v, ref.BatchNormReLU %v", i, v, want[i])
 		}
 	}
 	for j := 0; j < d; j++ {

@@ -9,8 +9,8 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/nbop"
-	"github.com/spn-project/spn/models/nn"
 	"github.com/spn-project/spn/models/op"
+	"github.com/spn-project/spn/models/param"
 )
 
 // Bucketing of compiled graphs: node-level tensors get a multiple of
@@ -75,10 +75,10 @@ type readVals struct {
 	grads     []G.Value
 }
 
-// paramBinding is a parameter node bound to the storage of an nn.Param.
+// paramBinding is a parameter node bound to the storage of an param.Param.
 type paramBinding struct {
 	node *G.Node
-	p    *nn.Param
+	p    *param.Param
 	w    *float32 // &p.W[0] when bound
 }
 
@@ -172,7 +172,7 @@ func (p *Program) outputs(c int) []float32 {
 }
 
 // accumulate adds the gradients read from the graph to ps[i].G.
-func (p *Program) accumulate(ps []*nn.Param) error {
+func (p *Program) accumulate(ps []*param.Param) error {
 	if !p.hasGrad {
 		return fmt.Errorf("graph has no gradients")
 	}
@@ -294,8 +294,8 @@ func CheckCSR(c data.CSR, n int) error {
 
 // BoundParams returns the parameters bound in p (Program.Param), in the
 // order of its gradients.
-func (p *Program) BoundParams() []*nn.Param {
-	ps := make([]*nn.Param, len(p.params))
+func (p *Program) BoundParams() []*param.Param {
+	ps := make([]*param.Param, len(p.params))
 	for i, pb := range p.params {
 		ps[i] = pb.p
 	}

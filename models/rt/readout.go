@@ -8,7 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/spn-project/spn/models/nbop"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -38,21 +38,24 @@ func GlobalReadInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 
 // NewGlobalRead returns the global readout map W (d×d) of layer name,
 // uniform in ±1/√d as a linear layer's weights, or nil when m has no
 // global readout.
-func NewGlobalRead(name string, m schema.Model, init *rand.Rand) *nn.Param {
+func NewGlobalRead(name string, m schema.Model, init *rand.Rand) *param.Param {
 	if !m.GlobalReadout {
 		return nil
 	}
-	w := nn.NewParam(name+".global_readout.w", m.Hidden, m.Hidden)
+	w := param.NewParam(name+".global_readout.w", m.Hidden, m.Hidden)
 	w.Uniform(init, 1/math.Sqrt(float64(m.Hidden)))
 	return w
 }
 
 // HopWeights returns α = softmax(logits) and ε of every layer's hop
 // aggregation (models.HopWeights of the SPN kinds).
-func HopWeights(aggs []*nn.HopAggregation) (alpha [][]float64, eps []float64) {
+func HopWeights(aggs []*param.HopAggregation) (alpha [][]float64, eps []float64) {
 	for _, a := range aggs {
+		al := make([]float32, a.K)
+		// The softmax op's Forward never fails on a k-vector.
+		_ = NewSoftmax("", a.K).Forward([][]float32{a.Logits.W}, al)
 		var row []float64
-		for _, v := range a.Alpha() {
+		for _, v := range al {
 			row = append(row, float64(v))
 		}
 		alpha = append(alpha, row)

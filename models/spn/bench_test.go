@@ -14,8 +14,9 @@ import (
 	"github.com/spn-project/spn/data/tu"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/ref"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -44,7 +45,7 @@ func proteinsEpoch(b *testing.B) ([]*data.Batch, models.Config) {
 		}
 		batches = append(batches, bt)
 	}
-	cfg, err := models.ConfigFor(schema.Model{Kind: "spn", K: 5, Layers: 5, Hidden: 64, Pool: nn.PoolSum, Dropout: 0.5, LearnEps: true}, ds)
+	cfg, err := models.ConfigFor(schema.Model{Kind: "spn", K: 5, Layers: 5, Hidden: 64, Pool: models.PoolSum, Dropout: 0.5, LearnEps: true}, ds)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func BenchmarkEpochPROTEINS(b *testing.B) {
 			if !cached {
 				m.LimitCache(0, 0)
 			}
-			opt := nn.NewAdam(m.Params(), 1e-3, 0)
+			opt := param.NewAdam(m.Params(), 1e-3, 0)
 			// Shuffled epochs, as in training: batches of different sizes.
 			rng := rand.New(rand.NewPCG(1, 2))
 			cpu0 = cpuTime()
@@ -110,7 +111,7 @@ func BenchmarkEpochPROTEINS(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		opt := nn.NewAdam(m.Params(), 1e-3, 0)
+		opt := param.NewAdam(m.Params(), 1e-3, 0)
 		rng := rand.New(rand.NewPCG(1, 2))
 		cpu0 = cpuTime()
 		for b.Loop() {
@@ -128,11 +129,11 @@ func BenchmarkEpochPROTEINS(b *testing.B) {
 		report(b)
 	})
 	b.Run("handwritten", func(b *testing.B) {
-		m, err := models.NewSPN(cfg, 1, be)
+		m, err := ref.NewSPN(cfg, 1, be)
 		if err != nil {
 			b.Fatal(err)
 		}
-		opt := nn.NewAdam(m.Params(), 1e-3, 0)
+		opt := param.NewAdam(m.Params(), 1e-3, 0)
 		cpu0 = cpuTime()
 		for b.Loop() {
 			for _, bt := range batches {
@@ -206,7 +207,7 @@ func BenchmarkPredictPROTEINS(b *testing.B) {
 		report(b)
 	})
 	b.Run("handwritten", func(b *testing.B) {
-		m, err := models.NewSPN(cfg, 1, be)
+		m, err := ref.NewSPN(cfg, 1, be)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -21,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // TestErrorsGolden renders the errors of bad configurations and bad batches
 // and compares them with testdata/errors.golden (go test -update rewrites it).
 func TestErrorsGolden(t *testing.T) {
-	good := modeltest.Config("spn", 3, 2, 8, 0.2, nn.PoolSum, models.TaskClassification, 2, 3, 0)
+	good := modeltest.Config("spn", 3, 2, 8, 0.2, models.PoolSum, models.TaskClassification, 2, 3, 0)
 	be := kernels.CPU{}
 	var sb strings.Builder
 	newCases := []struct {
@@ -51,7 +50,7 @@ func TestErrorsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := New(modeltest.Config("spn", 3, 2, 8, 0, nn.PoolSum, models.TaskRegression, 2, 3, 0), 1, be)
+	reg, err := New(modeltest.Config("spn", 3, 2, 8, 0, models.PoolSum, models.TaskRegression, 2, 3, 0), 1, be)
 	if err != nil {
 		t.Fatal(err)
 	}

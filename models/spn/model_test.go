@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/models/internal/modeltest"
+	refimpl "github.com/spn-project/spn/models/internal/ref"
 	"github.com/spn-project/spn/models/rt"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/synth"
 )
 
@@ -24,7 +25,7 @@ const relTol = 1e-4
 func pair(t *testing.T, cfg models.Config, seed uint64) (models.Model, *Model) {
 	t.Helper()
 	be := kernels.CPU{Threads: 2}
-	ref, err := models.HandWritten().New(cfg, seed, be)
+	ref, err := refimpl.HandWritten().New(cfg, seed, be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,24 +111,24 @@ func compareState(t *testing.T, what string, ref models.Model, m *Model, train b
 	}
 }
 
-func zeroGrads(ps []*nn.Param) {
+func zeroGrads(ps []*param.Param) {
 	for _, p := range ps {
 		p.ZeroGrad()
 	}
 }
 
-// TestMatchesHandWritten runs spn.Model and models.SPN/GIN side by side on
+// TestMatchesHandWritten runs spn.Model and the reference SPN/GIN (refimpl) side by side on
 // the same weights: outputs, loss, every parameter gradient and the running
 // statistics agree within relTol over several training steps (train mode,
 // dropout with identical masks drawn from the same seed) and in eval mode.
 func TestMatchesHandWritten(t *testing.T) {
 	_, _, b := modeltest.LayeredBatch(t, 3, 24, 5)
 	cases := []models.Config{
-		modeltest.Config("spn", 5, 3, 16, 0, nn.PoolSum, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("spn", 3, 2, 8, 0.5, nn.PoolMean, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("spn", 2, 2, 8, 0.3, nn.PoolMax, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("gin", 1, 3, 16, 0.2, nn.PoolSum, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("spn", 4, 2, 8, 0, nn.PoolSum, models.TaskRegression, 2, 3, 0),
+		modeltest.Config("spn", 5, 3, 16, 0, models.PoolSum, models.TaskClassification, 2, 3, 0),
+		modeltest.Config("spn", 3, 2, 8, 0.5, models.PoolMean, models.TaskClassification, 2, 3, 0),
+		modeltest.Config("spn", 2, 2, 8, 0.3, models.PoolMax, models.TaskClassification, 2, 3, 0),
+		modeltest.Config("gin", 1, 3, 16, 0.2, models.PoolSum, models.TaskClassification, 2, 3, 0),
+		modeltest.Config("spn", 4, 2, 8, 0, models.PoolSum, models.TaskRegression, 2, 3, 0),
 	}
 	for _, cfg := range cases {
 		name := fmt.Sprintf("%s_k%d_p%v_%s_%s", cfg.Model.Kind, cfg.Model.K, cfg.Model.Dropout, cfg.Model.Pool, cfg.Task)
@@ -140,7 +141,7 @@ func TestMatchesHandWritten(t *testing.T) {
 				}
 			}
 			ref, m := pair(t, cfg, 11)
-			adamR := nn.NewAdam(ref.Params(), 0.01, 0)
+			adamR := param.NewAdam(ref.Params(), 0.01, 0)
 			for step := 0; step < 3; step++ {
 				what := fmt.Sprintf("step %d", step)
 				lr, or := refStep(t, ref, &bb)
@@ -185,11 +186,11 @@ func TestMatchesHandWritten(t *testing.T) {
 func TestSPNk1IsGIN(t *testing.T) {
 	_, _, b := modeltest.LayeredBatch(t, 5, 16, 1)
 	be := kernels.CPU{Threads: 2}
-	spn, err := New(modeltest.Config("spn", 1, 3, 8, 0.4, nn.PoolSum, models.TaskClassification, 2, 3, 0), 21, be)
+	spn, err := New(modeltest.Config("spn", 1, 3, 8, 0.4, models.PoolSum, models.TaskClassification, 2, 3, 0), 21, be)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gin, err := New(modeltest.Config("gin", 1, 3, 8, 0.4, nn.PoolSum, models.TaskClassification, 2, 3, 0), 21, be)
+	gin, err := New(modeltest.Config("gin", 1, 3, 8, 0.4, models.PoolSum, models.TaskClassification, 2, 3, 0), 21, be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestSPNk1IsGIN(t *testing.T) {
 // hand-written model, and that it updates the running statistics once.
 func TestAdaptorMatchesStep(t *testing.T) {
 	_, _, b := modeltest.LayeredBatch(t, 7, 20, 4)
-	cfg := modeltest.Config("spn", 4, 2, 8, 0.3, nn.PoolMean, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config("spn", 4, 2, 8, 0.3, models.PoolMean, models.TaskClassification, 2, 3, 0)
 	ref, m := pair(t, cfg, 5)
 	var mm models.Model = m
 	for step := 0; step < 2; step++ {
@@ -275,11 +276,11 @@ func TestLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(modeltest.Config("spn", 4, 3, 32, 0, nn.PoolSum, models.TaskClassification, 2, 3, 0), 1, kernels.CPU{Threads: 2})
+	m, err := New(modeltest.Config("spn", 4, 3, 32, 0, models.PoolSum, models.TaskClassification, 2, 3, 0), 1, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := nn.NewAdam(m.Params(), 0.01, 0)
+	opt := param.NewAdam(m.Params(), 0.01, 0)
 	var first, last float64
 	for step := 0; step < 40; step++ {
 		loss, _, err := m.Step(b)
@@ -319,7 +320,7 @@ func TestCacheAcrossBatches(t *testing.T) {
 		}
 		batches = append(batches, b)
 	}
-	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, nn.PoolMax, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, models.PoolMax, models.TaskClassification, 2, 3, 0)
 	ref, m := pair(t, cfg, 9)
 	for round := 0; round < 2; round++ {
 		for i, b := range batches {
@@ -364,7 +365,7 @@ func TestCacheEviction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, nn.PoolMean, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, models.PoolMean, models.TaskClassification, 2, 3, 0)
 	be := kernels.CPU{Threads: 2}
 	small, err := New(cfg, 3, be)
 	if err != nil {
@@ -417,7 +418,7 @@ func TestCacheEviction(t *testing.T) {
 // the same bit for bit with 1 and 3 kernel threads.
 func TestThreadIndependence(t *testing.T) {
 	_, _, b := modeltest.LayeredBatch(t, 8, 60, 4) // several kernel row chunks
-	cfg := modeltest.Config("spn", 4, 2, 16, 0.3, nn.PoolSum, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config("spn", 4, 2, 16, 0.3, models.PoolSum, models.TaskClassification, 2, 3, 0)
 	var outs [][]float32
 	var grads [][]float32
 	for _, th := range []int{1, 3} {

@@ -19,7 +19,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema"
 )
@@ -53,11 +53,11 @@ func (k Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mo
 // layer holds the parameters of one SPN layer (the nn structs are used only
 // as parameter holders with the hand-written model's names and init).
 type layer struct {
-	agg *nn.HopAggregation // ε and the α logits
+	agg *param.HopAggregation // ε and the α logits
 	rt.MLP
 	// read is the global readout map W (d×d; model.global_readout), nil
 	// without global readout.
-	read *nn.Param
+	read *param.Param
 }
 
 // Model is the SPN (or GIN) computed through Gorgonia.
@@ -77,7 +77,7 @@ var (
 )
 
 // New builds the model cfg.Model.Kind ("spn" or "gin"); all initialisation
-// and dropout masks derive from seed exactly as in models.NewSPN/NewGIN, so
+// and dropout masks derive from seed exactly as in ref.NewSPN/NewGIN (models/internal/ref), so
 // both models built from the same seed hold equal parameters.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	switch cfg.Model.Kind {
@@ -98,18 +98,18 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{Engine: rt.NewEngine(cfg, seed, be), useAdj: useAdj, gd: &nbop.Data{}}
 	md.Arch = md
 	d := m.Hidden
-	md.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
+	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	readInit := rt.GlobalReadInit(seed)
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
 		md.layers = append(md.layers, &layer{
-			agg:  nn.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
+			agg:  param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
 			MLP:  rt.NewMLP(name, d, init),
 			read: rt.NewGlobalRead(name, m, readInit),
 		})
 	}
 	for t := 0; t <= m.Layers; t++ {
-		md.Readout = append(md.Readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
+		md.Readout = append(md.Readout, param.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
 	}
 	return md, nil
 }
@@ -123,8 +123,8 @@ func (m *Model) Hops() int {
 }
 
 // Params implements models.Model, in the order and with the names of
-// models.SPN.Params.
-func (m *Model) Params() []*nn.Param {
+// ref.SPN.Params.
+func (m *Model) Params() []*param.Param {
 	ps := m.Enc.Params()
 	for _, l := range m.layers {
 		ps = append(ps, l.agg.Params()...)
@@ -140,7 +140,7 @@ func (m *Model) Params() []*nn.Param {
 }
 
 // Buffers implements models.Model: the batch-norm running statistics, under
-// the names models.SPN uses.
+// the names ref.SPN uses.
 func (m *Model) Buffers() map[string][]float64 {
 	b := map[string][]float64{}
 	for t, l := range m.layers {
@@ -151,7 +151,7 @@ func (m *Model) Buffers() map[string][]float64 {
 
 // HopWeights implements models.HopWeights: α and ε per layer.
 func (m *Model) HopWeights() (alpha [][]float64, eps []float64) {
-	aggs := make([]*nn.HopAggregation, len(m.layers))
+	aggs := make([]*param.HopAggregation, len(m.layers))
 	for i, l := range m.layers {
 		aggs[i] = l.agg
 	}
@@ -160,7 +160,7 @@ func (m *Model) HopWeights() (alpha [][]float64, eps []float64) {
 
 // GradParams implements rt.Arch: the graph binds the parameters in the
 // order of Params.
-func (m *Model) GradParams(*rt.Program) []*nn.Param { return m.Params() }
+func (m *Model) GradParams(*rt.Program) []*param.Param { return m.Params() }
 
 // need returns the neighbourhoods m aggregates over.
 func (m *Model) need() rt.Need { return rt.Need{Adj: m.useAdj, K: m.Cfg.Model.K} }
@@ -201,7 +201,7 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 	N, d, k := key.N, m.Cfg.Model.Hidden, m.Cfg.Model.K
 	bdr, p, be := m.NewProgram(key, bd)
-	param := func(prm *nn.Param) *G.Node { return p.Param(bdr, prm) }
+	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
 
 	// Input encoding h⁰ (parameter nodes in the order of Params()).
 	h := m.Encode(bdr, p, be, bd)

@@ -35,9 +35,7 @@ import (
 // (job.Seed, params.Seed+params.Run).
 type Kind struct {
 	// Models builds the model of each model.kind; nil means kinds.All(),
-	// the models built as Gorgonia graphs over the project's kernels. The
-	// hand-written models (models.HandWritten()) are the reference
-	// implementations the Gorgonia models are tested against.
+	// the models built as Gorgonia graphs over the project's kernels.
 	Models models.Registry
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -117,7 +118,7 @@ func TestHoldoutDeterministic(t *testing.T) {
 	if err := (Kind{}).Run(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
-	m, err := models.LoadCheckpoint(filepath.Join(j.Dir, stages.FileModel), models.HandWritten(), kernels.CPU{Threads: 1})
+	m, err := models.LoadCheckpoint(filepath.Join(j.Dir, stages.FileModel), kinds.All(), kernels.CPU{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestErrors(t *testing.T) {
 // registry it is given.
 func TestKindUsesItsRegistry(t *testing.T) {
 	in := inputs(t)
-	k := Kind{Models: models.NewRegistry(models.HandWritten()["gin"])}
+	k := Kind{Models: models.NewRegistry(kinds.All()["gin"])}
 	err := k.Run(context.Background(), job(t, stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy"}, in))
 	if err == nil || !strings.Contains(err.Error(), `model kind "spn" is not built by this spn (have [gin])`) {
 		t.Fatalf("err = %v, want the registry's unknown-kind error", err)

@@ -7,7 +7,7 @@ package modeltest
 
 import (
 	"github.com/spn-project/spn/models/metric"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
 
 	"context"
 	"fmt"
@@ -530,7 +530,7 @@ func MSE(out []float32, target []float64) (float64, []float32) {
 
 // Trainable is what FitTyped drives of a model built on models/rt.
 type Trainable interface {
-	Params() []*nn.Param
+	Params() []*param.Param
 	Hops() int
 	Step(b *data.Batch) (float64, []float32, error)
 	Predict(b *data.Batch) ([]float32, error)
@@ -559,7 +559,7 @@ func NewTypedTask(t testing.TB, gen func(seed uint64, n, kmax int) (*data.Datase
 // and the test batch.
 func FitTyped(t testing.TB, m Trainable, task TypedTask, epochs int, lr float64) ([]float32, *data.Batch) {
 	t.Helper()
-	opt := nn.NewAdam(m.Params(), lr, 0)
+	opt := param.NewAdam(m.Params(), lr, 0)
 	rng := rand.New(rand.NewPCG(5, 5))
 	idx := append([]int(nil), task.Train...)
 	for ep := 0; ep < epochs; ep++ {

@@ -1,4 +1,4 @@
-package models
+package ref
 
 import (
 	"fmt"
@@ -6,8 +6,10 @@ import (
 	"slices"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nn"
+	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/schema"
 )
 
 // SPNLayer is one shortest path network layer:
@@ -18,12 +20,12 @@ import (
 // MLP = Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU.
 type SPNLayer struct {
 	// Agg holds ε, the α logits and the hop sums over N_i.
-	Agg *nn.HopAggregation
+	Agg *HopAggregation
 	// Lin1, BN1, Lin2, BN2 are the MLP.
-	Lin1 *nn.Linear
-	BN1  *nn.BatchNormReLU
-	Lin2 *nn.Linear
-	BN2  *nn.BatchNormReLU
+	Lin1 *Linear
+	BN1  *BatchNormReLU
+	Lin2 *Linear
+	BN2  *BatchNormReLU
 }
 
 // Forward applies the layer to h (n×hidden) with hop sets N_1..N_k.
@@ -54,14 +56,14 @@ func (l *SPNLayer) Backward(be kernels.Backend, dy []float32) []float32 {
 //
 // where h^(0) is the input encoding.
 type SPN struct {
-	cfg     Config
+	cfg     models.Config
 	be      kernels.Backend
 	useAdj  bool // GIN: aggregate over Batch.Adj instead of Batch.Hop[0]
-	Enc     *nn.Encoder
+	Enc     *Encoder
 	Layers  []*SPNLayer
-	Pools   []*nn.Pool
-	Readout []*nn.Linear
-	Drop    []*nn.Dropout
+	Pools   []*Pool
+	Readout []*Linear
+	Drop    []*Dropout
 	rng     *rand.Rand
 
 	hs  [][]float32
@@ -74,13 +76,13 @@ type SPN struct {
 const MaxParams = 1 << 26
 
 // NewSPN builds an SPN from cfg (Model.K hops, Model.Layers layers).
-func NewSPN(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
+func NewSPN(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return newSPN(cfg, seed, be, false)
 }
 
 // NewGIN builds GIN: the SPN with k = 1 over the adjacency (Model.K must be
 // 0 or 1).
-func NewGIN(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
+func NewGIN(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	if cfg.Model.K > 1 {
 		return nil, fmt.Errorf("model.k = %d: gin aggregates over direct neighbours only (k = 1)", cfg.Model.K)
 	}
@@ -88,7 +90,7 @@ func NewGIN(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
 	return newSPN(cfg, seed, be, true)
 }
 
-func newSPN(cfg Config, seed uint64, be kernels.Backend, useAdj bool) (*SPN, error) {
+func newSPN(cfg models.Config, seed uint64, be kernels.Backend, useAdj bool) (*SPN, error) {
 	m := cfg.Model
 	switch {
 	case m.K < 1:
@@ -101,7 +103,7 @@ func newSPN(cfg Config, seed uint64, be kernels.Backend, useAdj bool) (*SPN, err
 		return nil, fmt.Errorf("model.dropout = %v: need 0 ≤ p < 1", m.Dropout)
 	case cfg.Out < 1:
 		return nil, fmt.Errorf("model output width %d: need at least 1", cfg.Out)
-	case cfg.Task != TaskClassification && cfg.Task != TaskRegression:
+	case cfg.Task != models.TaskClassification && cfg.Task != models.TaskRegression:
 		return nil, fmt.Errorf("unknown task %q", cfg.Task)
 	}
 	// Bound the size before allocating: a configuration read from a file
@@ -115,30 +117,30 @@ func newSPN(cfg Config, seed uint64, be kernels.Backend, useAdj bool) (*SPN, err
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
 	s := &SPN{cfg: cfg, be: be, useAdj: useAdj, rng: rand.New(rand.NewPCG(seed, 0xd209))}
 	d := m.Hidden
-	s.Enc = nn.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
+	s.Enc = NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
 		s.Layers = append(s.Layers, &SPNLayer{
-			Agg:  nn.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
-			Lin1: nn.NewLinear(name+".lin1", d, d, init),
-			BN1:  nn.NewBatchNormReLU(name+".bn1", d),
-			Lin2: nn.NewLinear(name+".lin2", d, d, init),
-			BN2:  nn.NewBatchNormReLU(name+".bn2", d),
+			Agg:  NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
+			Lin1: NewLinear(name+".lin1", d, d, init),
+			BN1:  NewBatchNormReLU(name+".bn1", d),
+			Lin2: NewLinear(name+".lin2", d, d, init),
+			BN2:  NewBatchNormReLU(name+".bn2", d),
 		})
 	}
 	for t := 0; t <= m.Layers; t++ {
-		p, err := nn.NewPool(m.Pool, d)
+		p, err := NewPool(m.Pool, d)
 		if err != nil {
 			return nil, fmt.Errorf("model.pool: %w", err)
 		}
 		s.Pools = append(s.Pools, p)
-		s.Readout = append(s.Readout, nn.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
-		s.Drop = append(s.Drop, &nn.Dropout{P: m.Dropout})
+		s.Readout = append(s.Readout, NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
+		s.Drop = append(s.Drop, &Dropout{P: m.Dropout})
 	}
 	return s, nil
 }
 
-// Hops implements Model: k for SPN, 0 for GIN (which reads Batch.Adj).
+// Hops implements models.Model: k for SPN, 0 for GIN (which reads Batch.Adj).
 func (s *SPN) Hops() int {
 	if s.useAdj {
 		return 0
@@ -146,11 +148,11 @@ func (s *SPN) Hops() int {
 	return s.cfg.Model.K
 }
 
-// Config implements Model.
-func (s *SPN) Config() Config { return s.cfg }
+// Config implements models.Model.
+func (s *SPN) Config() models.Config { return s.cfg }
 
-// Params implements Model.
-func (s *SPN) Params() []*nn.Param {
+// Params implements models.Model.
+func (s *SPN) Params() []*param.Param {
 	ps := s.Enc.Params()
 	for _, l := range s.Layers {
 		ps = append(ps, l.Agg.Params()...)
@@ -165,13 +167,13 @@ func (s *SPN) Params() []*nn.Param {
 	return ps
 }
 
-// Buffers implements Model: the batch-norm running statistics.
+// Buffers implements models.Model: the batch-norm running statistics.
 func (s *SPN) Buffers() map[string][]float64 {
 	b := map[string][]float64{}
 	for t, l := range s.Layers {
 		for _, bn := range []struct {
 			name string
-			n    *nn.BatchNormReLU
+			n    *BatchNormReLU
 		}{{"bn1", l.BN1}, {"bn2", l.BN2}} {
 			b[fmt.Sprintf("layer%d.%s.running_mean", t+1, bn.name)] = bn.n.RunMean
 			b[fmt.Sprintf("layer%d.%s.running_var", t+1, bn.name)] = bn.n.RunVar
@@ -180,7 +182,7 @@ func (s *SPN) Buffers() map[string][]float64 {
 	return b
 }
 
-// HopWeights implements HopWeights.
+// HopWeights implements models.HopWeights.
 func (s *SPN) HopWeights() (alpha [][]float64, eps []float64) {
 	for _, l := range s.Layers {
 		a := l.Agg.Alpha()
@@ -194,7 +196,7 @@ func (s *SPN) HopWeights() (alpha [][]float64, eps []float64) {
 	return alpha, eps
 }
 
-// Forward implements Model.
+// Forward implements models.Model.
 func (s *SPN) Forward(b *data.Batch, train bool) ([]float32, error) {
 	k := s.cfg.Model.K
 	var hops []data.CSR
@@ -233,7 +235,7 @@ func (s *SPN) Forward(b *data.Batch, train bool) ([]float32, error) {
 		h = l.forward(s.be, h, hops, hopsT, rep, repT, n, train)
 		s.hs = append(s.hs, h)
 	}
-	s.out = nn.Grow(s.out, g*o)
+	s.out = Grow(s.out, g*o)
 	clear(s.out)
 	for t, h := range s.hs {
 		p := s.Pools[t].Forward(s.be, h, b.GraphPtr, n)
@@ -246,7 +248,7 @@ func (s *SPN) Forward(b *data.Batch, train bool) ([]float32, error) {
 	return s.out, nil
 }
 
-// Backward implements Model.
+// Backward implements models.Model.
 func (s *SPN) Backward(dOut []float32) {
 	T := len(s.Layers)
 	if len(s.dh) != T+1 {
@@ -257,7 +259,7 @@ func (s *SPN) Backward(dOut []float32) {
 		dr := s.Drop[t].Backward(dOut)
 		dp := s.Readout[t].Backward(s.be, dr)
 		pb := s.Pools[t].Backward(s.be, dp)
-		dh[t] = nn.Grow(dh[t], len(pb))
+		dh[t] = Grow(dh[t], len(pb))
 		copy(dh[t], pb)
 	}
 	for t := T; t >= 1; t-- {
@@ -283,4 +285,25 @@ func (s *SPN) checkInputs(b *data.Batch) error {
 		return fmt.Errorf("model expects %d attributes per node, batch has %d (%d values)", c.AttrDim, b.AttrDim, len(b.Attrs))
 	}
 	return nil
+}
+
+// HandWritten returns the registry of the hand-written reference models
+// (spn, gin) the model kinds are tested against.
+func HandWritten() models.Registry {
+	return models.NewRegistry(refKind{"spn", NewSPN}, refKind{"gin", NewGIN})
+}
+
+// refKind is a hand-written reference model kind.
+type refKind struct {
+	name string
+	new  func(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error)
+}
+
+func (k refKind) Name() string { return k.name }
+
+// Check leaves the checks to the constructor.
+func (refKind) Check(schema.Model, schema.DatasetInfo) []schema.FieldError { return nil }
+
+func (k refKind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
+	return k.new(cfg, seed, be)
 }

@@ -1,4 +1,4 @@
-package nn
+package ref
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 )
 
@@ -180,7 +181,7 @@ func TestGradientsFloat64(t *testing.T) {
 	// Pooling over graph segments.
 	ptr := []int32{0, 20, 20, 77, 150}
 	xp := randSlice(rng, n*d)
-	for _, kind := range []string{PoolSum, PoolMean, PoolMax} {
+	for _, kind := range []string{models.PoolSum, models.PoolMean, models.PoolMax} {
 		p, _ := NewPool(kind, d)
 		rp := weights(4 * d)
 		ref := func(x []float64) float64 {
@@ -189,18 +190,18 @@ func TestGradientsFloat64(t *testing.T) {
 				a, b := int(ptr[g]), int(ptr[g+1])
 				for c := 0; c < d; c++ {
 					var v float64
-					if kind == PoolMax && b > a {
+					if kind == models.PoolMax && b > a {
 						v = math.Inf(-1)
 					}
 					for r := a; r < b; r++ {
 						switch kind {
-						case PoolMax:
+						case models.PoolMax:
 							v = math.Max(v, x[r*d+c])
 						default:
 							v += x[r*d+c]
 						}
 					}
-					if kind == PoolMean && b > a {
+					if kind == models.PoolMean && b > a {
 						v /= float64(b - a)
 					}
 					s += v * rp[g*d+c]

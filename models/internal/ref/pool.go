@@ -1,16 +1,10 @@
-package nn
+package ref
 
 import (
 	"fmt"
 
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-)
-
-// Pooling kinds.
-const (
-	PoolSum  = "sum"
-	PoolMean = "mean"
-	PoolMax  = "max"
 )
 
 // Pool reduces node rows to graph rows over the segments of a batch:
@@ -28,7 +22,7 @@ type Pool struct {
 // NewPool returns a pooling of the given kind ("sum", "mean" or "max").
 func NewPool(kind string, dim int) (*Pool, error) {
 	switch kind {
-	case PoolSum, PoolMean, PoolMax:
+	case models.PoolSum, models.PoolMean, models.PoolMax:
 		return &Pool{Kind: kind, Dim: dim}, nil
 	}
 	return nil, fmt.Errorf("unknown pooling %q (want sum, mean or max)", kind)
@@ -40,7 +34,7 @@ func (p *Pool) Forward(be kernels.Backend, x []float32, ptr []int32, n int) []fl
 	d, g := p.Dim, len(ptr)-1
 	p.ptr, p.n = ptr, n
 	p.y = Grow(p.y, g*d)
-	if p.Kind == PoolMax {
+	if p.Kind == models.PoolMax {
 		p.argmax = make([]int32, g*d)
 	}
 	be.ForEachChunk(g, func(_, lo, hi int) {
@@ -52,7 +46,7 @@ func (p *Pool) Forward(be kernels.Backend, x []float32, ptr []int32, n int) []fl
 				continue
 			}
 			switch p.Kind {
-			case PoolMax:
+			case models.PoolMax:
 				copy(yr, x[a*d:(a+1)*d])
 				am := p.argmax[gi*d : (gi+1)*d]
 				for j := range am {
@@ -71,7 +65,7 @@ func (p *Pool) Forward(be kernels.Backend, x []float32, ptr []int32, n int) []fl
 						yr[j] += v
 					}
 				}
-				if p.Kind == PoolMean {
+				if p.Kind == models.PoolMean {
 					inv := 1 / float32(b-a)
 					for j := range yr {
 						yr[j] *= inv
@@ -92,7 +86,7 @@ func (p *Pool) Backward(be kernels.Backend, dy []float32) []float32 {
 			a, b := int(p.ptr[gi]), int(p.ptr[gi+1])
 			dr := dy[gi*d : (gi+1)*d]
 			switch p.Kind {
-			case PoolMax:
+			case models.PoolMax:
 				clear(p.dx[a*d : b*d])
 				for j, r := range p.argmax[gi*d : (gi+1)*d] {
 					if b > a {
@@ -101,7 +95,7 @@ func (p *Pool) Backward(be kernels.Backend, dy []float32) []float32 {
 				}
 			default:
 				scale := float32(1)
-				if p.Kind == PoolMean && b > a {
+				if p.Kind == models.PoolMean && b > a {
 					scale = 1 / float32(b-a)
 				}
 				for r := a; r < b; r++ {

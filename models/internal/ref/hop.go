@@ -1,10 +1,11 @@
-package nn
+package ref
 
 import (
 	"math"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/param"
 )
 
 // HopAggregation is the shortest-path aggregation of an SPN layer:
@@ -12,11 +13,9 @@ import (
 //	y_u = (1+ε)·x_u + Σ_{i=1..k} α_i · Σ_{v ∈ N_i(u)} x_v,  α = softmax(Logits)
 //
 // where N_i(u) = {v : dist(u,v) = i} (Batch.Hop[i-1]); there is no self term
-// in the hop sums. ε is a parameter that may be frozen.
+// in the hop sums. The parameters are a param.HopAggregation's.
 type HopAggregation struct {
-	K, Dim int
-	// Logits are the k pre-softmax hop weights; Eps holds ε.
-	Logits, Eps *Param
+	*param.HopAggregation
 
 	hop, hopT []data.CSR
 	rep, repT [][]int32
@@ -28,18 +27,10 @@ type HopAggregation struct {
 	y, dx     []float32
 }
 
-// NewHopAggregation returns the aggregation over k hops with uniform α and
-// the given initial ε (trainable when learnEps).
+// NewHopAggregation returns the aggregation of param.NewHopAggregation.
 func NewHopAggregation(name string, k, dim int, eps float64, learnEps bool) *HopAggregation {
-	h := &HopAggregation{K: k, Dim: dim, Logits: NewParam(name+".alpha_logits", k), Eps: NewParam(name+".eps", 1)}
-	h.Eps.W[0] = float32(eps)
-	h.Eps.Frozen = !learnEps
-	h.Eps.NoDecay = true
-	return h
+	return &HopAggregation{HopAggregation: param.NewHopAggregation(name, k, dim, eps, learnEps)}
 }
-
-// Params returns the α logits and ε.
-func (h *HopAggregation) Params() []*Param { return []*Param{h.Logits, h.Eps} }
 
 // Alpha returns α = softmax(Logits).
 func (h *HopAggregation) Alpha() []float32 {

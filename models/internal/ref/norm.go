@@ -1,24 +1,20 @@
-package nn
+package ref
 
 import (
 	"math"
 
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/param"
 )
 
 // BatchNormReLU is y = ReLU(γ·(x−μ)/√(σ²+ε) + β) over the rows of x: batch
 // statistics in training mode, running statistics in evaluation mode
 // (PyTorch's BatchNorm1d semantics: momentum 0.1, ε = 1e-5, biased batch
 // variance for normalising, unbiased variance in the running estimate).
-// The running statistics live here, outside any parameter, and are changed
-// only by a training-mode Forward.
+// The running statistics, in the param.BatchNormReLU, are changed only by a
+// training-mode Forward.
 type BatchNormReLU struct {
-	Dim         int
-	Gamma, Beta *Param
-	// RunMean and RunVar are the running statistics used in evaluation.
-	RunMean, RunVar []float64
-	// Momentum and Eps follow PyTorch's defaults.
-	Momentum, Eps float64
+	*param.BatchNormReLU
 
 	n      int
 	train  bool
@@ -27,19 +23,10 @@ type BatchNormReLU struct {
 	invStd []float32
 }
 
-// NewBatchNormReLU returns a batch norm over dim features with γ = 1, β = 0.
+// NewBatchNormReLU returns the batch norm of param.NewBatchNormReLU.
 func NewBatchNormReLU(name string, dim int) *BatchNormReLU {
-	b := &BatchNormReLU{Dim: dim, Gamma: NewParam(name+".gamma", dim), Beta: NewParam(name+".beta", dim),
-		RunMean: make([]float64, dim), RunVar: make([]float64, dim), Momentum: 0.1, Eps: 1e-5}
-	b.Gamma.Fill(1)
-	for j := range b.RunVar {
-		b.RunVar[j] = 1
-	}
-	return b
+	return &BatchNormReLU{BatchNormReLU: param.NewBatchNormReLU(name, dim)}
 }
-
-// Params returns γ and β.
-func (b *BatchNormReLU) Params() []*Param { return []*Param{b.Gamma, b.Beta} }
 
 // Forward normalises the n rows of x (n×Dim).
 func (b *BatchNormReLU) Forward(be kernels.Backend, x []float32, n int, train bool) []float32 {

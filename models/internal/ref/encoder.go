@@ -1,25 +1,18 @@
-package nn
+package ref
 
 import (
-	"math"
 	"math/rand/v2"
 
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/param"
 )
 
-// Encoder maps node inputs to the first hidden state:
+// Encoder maps node inputs to the first hidden state over the parameters
+// of a param.Encoder:
 //
 //	h0_u = E[label_u] + attrs_u·W + b
-//
-// which equals a linear layer on the concatenation [one-hot(label), attrs].
-// With neither labels nor attributes every node gets b.
 type Encoder struct {
-	NumLabels, AttrDim, Dim int
-	// Emb is NumLabels×Dim (nil without labels); Attr maps attributes
-	// (nil without attributes); Bias is the shared bias.
-	Emb  *Param
-	Attr *Param
-	Bias *Param
+	*param.Encoder
 
 	labels []int32
 	attrs  []float32
@@ -27,33 +20,9 @@ type Encoder struct {
 	y      []float32
 }
 
-// NewEncoder returns an encoder initialised like a PyTorch linear layer on
-// the concatenated input (uniform in ±1/√fan_in).
+// NewEncoder returns the encoder of param.NewEncoder.
 func NewEncoder(name string, numLabels, attrDim, dim int, rng *rand.Rand) *Encoder {
-	e := &Encoder{NumLabels: numLabels, AttrDim: attrDim, Dim: dim, Bias: NewParam(name+".b", dim)}
-	bound := 1 / math.Sqrt(float64(max(numLabels+attrDim, 1)))
-	if numLabels > 0 {
-		e.Emb = NewParam(name+".emb", numLabels, dim)
-		e.Emb.Uniform(rng, bound)
-	}
-	if attrDim > 0 {
-		e.Attr = NewParam(name+".attr_w", attrDim, dim)
-		e.Attr.Uniform(rng, bound)
-	}
-	e.Bias.Uniform(rng, bound)
-	return e
-}
-
-// Params returns the encoder's parameters.
-func (e *Encoder) Params() []*Param {
-	var ps []*Param
-	if e.Emb != nil {
-		ps = append(ps, e.Emb)
-	}
-	if e.Attr != nil {
-		ps = append(ps, e.Attr)
-	}
-	return append(ps, e.Bias)
+	return &Encoder{Encoder: param.NewEncoder(name, numLabels, attrDim, dim, rng)}
 }
 
 // Forward encodes n nodes; labels (len n) and attrs (n×AttrDim) must be

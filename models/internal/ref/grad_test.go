@@ -1,4 +1,4 @@
-package nn
+package ref
 
 import (
 	"math"
@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/param"
 )
 
 // gradCase is one op under a finite-difference check: forward maps the
@@ -14,7 +16,7 @@ import (
 // gradient to the input gradient (nil if the op has no input gradient).
 type gradCase struct {
 	name     string
-	params   []*Param
+	params   []*param.Param
 	x        []float32
 	forward  func() []float32
 	backward func(dy []float32) []float32
@@ -129,7 +131,7 @@ func TestGradients(t *testing.T) {
 		xa := randSlice(rng, n*d)
 		ptr := []int32{0, 10, 10, 57, 200, 300}
 		pools := map[string]*Pool{}
-		for _, k := range []string{PoolSum, PoolMean, PoolMax} {
+		for _, k := range []string{models.PoolSum, models.PoolMean, models.PoolMax} {
 			pools[k], _ = NewPool(k, d)
 		}
 		xp := randSlice(rng, n*d)
@@ -147,7 +149,7 @@ func TestGradients(t *testing.T) {
 			{"hop aggregation", agg.Params(), xa, func() []float32 { return agg.Forward(be, xa, hop, hopT, n) }, func(dy []float32) []float32 { return agg.Backward(be, dy) }},
 			{"encoder", enc.Params(), attrs, func() []float32 { return enc.Forward(be, labels, attrs, n) }, func(dy []float32) []float32 { enc.Backward(be, dy); return nil }},
 		}
-		for _, k := range []string{PoolSum, PoolMean, PoolMax} {
+		for _, k := range []string{models.PoolSum, models.PoolMean, models.PoolMax} {
 			p := pools[k]
 			cases = append(cases, gradCase{"pool " + k, nil, xp, func() []float32 { return p.Forward(be, xp, ptr, n) }, func(dy []float32) []float32 { return p.Backward(be, dy) }})
 		}

@@ -1,34 +1,25 @@
-package nn
+package ref
 
 import (
-	"math"
 	"math/rand/v2"
 
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/param"
 )
 
-// Linear is y = x·W + b with W of shape in×out.
+// Linear is y = x·W + b over the parameters of a param.Linear.
 type Linear struct {
-	In, Out int
-	W, B    *Param
+	*param.Linear
 	x       []float32 // cached input
 	n       int
 	y, dx   []float32
 	partial []float32 // MatMulATBuf scratch
 }
 
-// NewLinear returns a linear map named name with PyTorch's default
-// initialisation: W and b uniform in ±1/√in.
+// NewLinear returns the linear map of param.NewLinear.
 func NewLinear(name string, in, out int, rng *rand.Rand) *Linear {
-	l := &Linear{In: in, Out: out, W: NewParam(name+".w", in, out), B: NewParam(name+".b", out)}
-	bound := 1 / math.Sqrt(float64(max(in, 1)))
-	l.W.Uniform(rng, bound)
-	l.B.Uniform(rng, bound)
-	return l
+	return &Linear{Linear: param.NewLinear(name, in, out, rng)}
 }
-
-// Params returns W and b.
-func (l *Linear) Params() []*Param { return []*Param{l.W, l.B} }
 
 // Forward returns x·W + b for n rows; the result is owned by l until the
 // next Forward.

@@ -1,12 +1,13 @@
-// Package nn holds the differentiable building blocks of spn's models —
-// parameters, linear maps, batch normalisation, ReLU, dropout, the
-// shortest-path hop aggregation, graph pooling and losses — each with a
-// hand-written backward pass, plus the Adam optimiser.
+// Package param holds the trainable parameters of spn's models and their
+// optimiser: Param (values and accumulated gradient), the parameter
+// holders of the layers the model kinds share (linear map, input encoder,
+// hop aggregation, batch norm) with their initialisation, and Adam.
 //
-// A layer's Forward caches what its Backward needs; Backward accumulates
-// parameter gradients into Param.G and returns the input gradient. Every
-// backward pass is checked against finite differences in the tests.
-package nn
+// There is no forward or backward math here: the ops of models/rt compute
+// with these parameters and add their gradients into Param.G. The random
+// draw order of every constructor is part of the models' traces (same
+// seed, same bits), so it must not change.
+package param
 
 import (
 	"fmt"
@@ -67,15 +68,4 @@ func (p *Param) CheckFinite() error {
 		}
 	}
 	return nil
-}
-
-// Grow returns s resized to n elements, reusing its storage when possible;
-// the contents are unspecified. New storage gets 50% headroom, so buffers
-// sized by batches of varying node counts stop reallocating after a few
-// batches.
-func Grow(s []float32, n int) []float32 {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]float32, n, n+n/2)
 }

@@ -1,4 +1,4 @@
-package nn
+package ref
 
 import "math/rand/v2"
 
