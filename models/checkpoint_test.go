@@ -6,45 +6,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/ref"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/synth"
-	"github.com/spn-project/spn/schema"
 )
 
-func testData(t testing.TB, n int) (*data.Dataset, *data.Hops) {
-	t.Helper()
-	ds, hops, err := synth.Layered(11, n, 3, [2]int{3, 6}, [2]int{2, 4}, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ds, hops
-}
-
-func testConfig(kind string, k int, pool string, dropout float64) models.Config {
-	return models.Config{
-		Model:     schema.Model{Kind: kind, K: k, Layers: 3, Hidden: 8, Dropout: dropout, Pool: pool, Eps: 0.1, LearnEps: true},
-		NumLabels: 3, Task: models.TaskClassification, Out: 2,
-	}
-}
-
-func batchOf(t testing.TB, ds *data.Dataset, hops *data.Hops, idx []int, k int) *data.Batch {
-	t.Helper()
-	b, err := data.NewBatch(ds, hops, idx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestCheckpointRoundTrip(t *testing.T) {
-	ds, hops := testData(t, 10)
+	ds, hops := ref.TestData(t, 10)
 	reg := ref.HandWritten()
 	be := kernels.CPU{Threads: 1}
-	m, _ := reg.New(testConfig("spn", 2, "max", 0.2), 1, be)
-	b := batchOf(t, ds, hops, []int{1, 2, 3}, 2)
+	m, _ := reg.New(ref.TestConfig("spn", 2, "max", 0.2), 1, be)
+	b := ref.BatchOf(t, ds, hops, []int{1, 2, 3}, 2)
 	m.Forward(b, true) // moves the running statistics away from their initial values
 	var buf bytes.Buffer
 	if err := models.WriteCheckpoint(&buf, m); err != nil {
@@ -88,7 +60,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 // FuzzReadCheckpoint checks that any bytes give a model or an error, never
 // a panic, and that an accepted checkpoint re-encodes to a valid one.
 func FuzzReadCheckpoint(f *testing.F) {
-	m, err := ref.NewSPN(testConfig("spn", 2, "sum", 0), 1, kernels.CPU{})
+	m, err := ref.NewSPN(ref.TestConfig("spn", 2, "sum", 0), 1, kernels.CPU{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -66,6 +66,23 @@ func ConfigFor(m schema.Model, ds *data.Dataset) (Config, error) {
 	return c, nil
 }
 
+// CheckNodeInputs returns an error when the node inputs of b (labels in
+// the vocabulary, attribute width) do not fit the model configuration c.
+func (c Config) CheckNodeInputs(b *data.Batch) error {
+	if c.NumLabels > 0 && len(b.Labels) != b.N {
+		return fmt.Errorf("model expects %d node labels per node, batch has %d labels for %d nodes", c.NumLabels, len(b.Labels), b.N)
+	}
+	for u, l := range b.Labels {
+		if c.NumLabels > 0 && (l < 0 || int(l) >= c.NumLabels) {
+			return fmt.Errorf("node %d has label %d outside the model's vocabulary [0,%d)", u, l, c.NumLabels)
+		}
+	}
+	if c.AttrDim > 0 && (b.AttrDim != c.AttrDim || len(b.Attrs) != b.N*c.AttrDim) {
+		return fmt.Errorf("model expects %d attributes per node, batch has %d (%d values)", c.AttrDim, b.AttrDim, len(b.Attrs))
+	}
+	return nil
+}
+
 // Model is a trainable graph-level model. Forward and Backward are a pair:
 // Backward propagates through the most recent Forward.
 type Model interface {

@@ -238,16 +238,8 @@ func CheckBatch(c models.Config, need Need, b *data.Batch, o Opts) error {
 			return fmt.Errorf("batch graph pointer decreases at graph %d", j)
 		}
 	}
-	if c.NumLabels > 0 && len(b.Labels) != b.N {
-		return fmt.Errorf("model expects %d node labels per node, batch has %d labels for %d nodes", c.NumLabels, len(b.Labels), b.N)
-	}
-	for u, l := range b.Labels {
-		if c.NumLabels > 0 && (l < 0 || int(l) >= c.NumLabels) {
-			return fmt.Errorf("node %d has label %d outside the model's vocabulary [0,%d)", u, l, c.NumLabels)
-		}
-	}
-	if c.AttrDim > 0 && (b.AttrDim != c.AttrDim || len(b.Attrs) != b.N*c.AttrDim) {
-		return fmt.Errorf("model expects %d attributes per node, batch has %d (%d values)", c.AttrDim, b.AttrDim, len(b.Attrs))
+	if err := c.CheckNodeInputs(b); err != nil {
+		return err
 	}
 	if o.lossInGraph {
 		switch c.Task {

@@ -7,60 +7,32 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/synth"
-	"github.com/spn-project/spn/schema"
 )
-
-func testData(t testing.TB, n int) (*data.Dataset, *data.Hops) {
-	t.Helper()
-	ds, hops, err := synth.Layered(11, n, 3, [2]int{3, 6}, [2]int{2, 4}, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ds, hops
-}
-
-func testConfig(kind string, k int, pool string, dropout float64) models.Config {
-	return models.Config{
-		Model:     schema.Model{Kind: kind, K: k, Layers: 3, Hidden: 8, Dropout: dropout, Pool: pool, Eps: 0.1, LearnEps: true},
-		NumLabels: 3, Task: models.TaskClassification, Out: 2,
-	}
-}
-
-func batchOf(t testing.TB, ds *data.Dataset, hops *data.Hops, idx []int, k int) *data.Batch {
-	t.Helper()
-	b, err := data.NewBatch(ds, hops, idx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestGINEqualsSPNk1 checks that GIN (over Batch.Adj) and the SPN with k = 1
 // (over N_1) built from the same seed give bit-identical outputs and
 // gradients: α = softmax of one logit is exactly 1.
 func TestGINEqualsSPNk1(t *testing.T) {
-	ds, hops := testData(t, 20)
+	ds, hops := TestData(t, 20)
 	reg := HandWritten()
 	be := kernels.CPU{Threads: 2}
-	gin, err := reg.New(testConfig("gin", 1, PoolSumName, 0), 5, be)
+	gin, err := reg.New(TestConfig("gin", 1, PoolSumName, 0), 5, be)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spn, err := reg.New(testConfig("spn", 1, PoolSumName, 0), 5, be)
+	spn, err := reg.New(TestConfig("spn", 1, PoolSumName, 0), 5, be)
 	if err != nil {
 		t.Fatal(err)
 	}
 	idx := []int{0, 3, 5, 7, 11}
 	for _, train := range []bool{true, false} {
-		og, err := gin.Forward(batchOf(t, ds, hops, idx, 0), train)
+		og, err := gin.Forward(BatchOf(t, ds, hops, idx, 0), train)
 		if err != nil {
 			t.Fatal(err)
 		}
-		os, err := spn.Forward(batchOf(t, ds, hops, idx, 1), train)
+		os, err := spn.Forward(BatchOf(t, ds, hops, idx, 1), train)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +62,7 @@ const PoolSumName = "sum"
 // TestModelGradient checks the whole SPN (encoder, layers, pooling,
 // readout, cross-entropy) against central differences, for every pooling.
 func TestModelGradient(t *testing.T) {
-	ds, hops := testData(t, 12)
+	ds, hops := TestData(t, 12)
 	// Random attributes break the exact ties between structurally equal
 	// nodes, where max pooling is not differentiable.
 	ds.AttrDim = 2
@@ -103,7 +75,7 @@ func TestModelGradient(t *testing.T) {
 		}
 	}
 	for _, pool := range []string{"sum", "mean", "max"} {
-		cfg := testConfig("spn", 3, pool, 0)
+		cfg := TestConfig("spn", 3, pool, 0)
 		cfg.AttrDim = 2
 		m, err := NewSPN(cfg, 3, kernels.CPU{Threads: 2})
 		if err != nil {
@@ -115,7 +87,7 @@ func TestModelGradient(t *testing.T) {
 			l.BN1.Beta.Fill(1)
 			l.BN2.Beta.Fill(1)
 		}
-		b := batchOf(t, ds, hops, []int{0, 1, 2, 3, 4, 5}, 3)
+		b := BatchOf(t, ds, hops, []int{0, 1, 2, 3, 4, 5}, 3)
 		// Evaluation mode: batch norm uses fixed statistics, so the loss is a
 		// smooth function of every parameter except at ReLU kinks.
 		loss := func() float64 {
@@ -175,7 +147,7 @@ func TestModelGradient(t *testing.T) {
 // TestDeterministicAcrossThreads checks bit-identical outputs and gradients
 // for 1 and 2 threads on a batch large enough for several row chunks.
 func TestDeterministicAcrossThreads(t *testing.T) {
-	ds, hops := testData(t, 40)
+	ds, hops := TestData(t, 40)
 	idx := make([]int, 40)
 	for i := range idx {
 		idx[i] = i
@@ -183,11 +155,11 @@ func TestDeterministicAcrossThreads(t *testing.T) {
 	var outs [][]float32
 	var grads [][]float32
 	for _, th := range []int{1, 2} {
-		m, err := NewSPN(testConfig("spn", 4, "mean", 0.5), 9, kernels.CPU{Threads: th})
+		m, err := NewSPN(TestConfig("spn", 4, "mean", 0.5), 9, kernels.CPU{Threads: th})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := batchOf(t, ds, hops, idx, 4)
+		b := BatchOf(t, ds, hops, idx, 4)
 		if b.N <= 2*kernels.ChunkRows {
 			t.Fatalf("batch of %d nodes does not span several chunks", b.N)
 		}
@@ -224,7 +196,7 @@ func TestConstructorErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := testConfig("spn", 2, "sum", 0)
+			c := TestConfig("spn", 2, "sum", 0)
 			tc.edit(&c)
 			_, err := reg.New(c, 0, kernels.CPU{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -236,7 +208,7 @@ func TestConstructorErrors(t *testing.T) {
 
 // TestParamNamesUnique guards checkpoints and optimiser state.
 func TestParamNamesUnique(t *testing.T) {
-	m, _ := NewSPN(testConfig("spn", 3, "sum", 0), 0, kernels.CPU{})
+	m, _ := NewSPN(TestConfig("spn", 3, "sum", 0), 0, kernels.CPU{})
 	seen := map[string]bool{}
 	for _, p := range m.Params() {
 		if seen[p.Name] {

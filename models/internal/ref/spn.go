@@ -208,7 +208,7 @@ func (s *SPN) Forward(b *data.Batch, train bool) ([]float32, error) {
 		}
 		hops = b.Hop[:k]
 	}
-	if err := s.checkInputs(b); err != nil {
+	if err := s.cfg.CheckNodeInputs(b); err != nil {
 		return nil, err
 	}
 	// Transposes for the backward pass (equal to the hop sets themselves
@@ -269,22 +269,6 @@ func (s *SPN) Backward(dOut []float32) {
 		}
 	}
 	s.Enc.Backward(s.be, dh[0])
-}
-
-func (s *SPN) checkInputs(b *data.Batch) error {
-	c := s.cfg
-	if c.NumLabels > 0 && len(b.Labels) != b.N {
-		return fmt.Errorf("model expects %d node labels per node, batch has %d labels for %d nodes", c.NumLabels, len(b.Labels), b.N)
-	}
-	for u, l := range b.Labels {
-		if c.NumLabels > 0 && (l < 0 || int(l) >= c.NumLabels) {
-			return fmt.Errorf("node %d has label %d outside the model's vocabulary [0,%d)", u, l, c.NumLabels)
-		}
-	}
-	if c.AttrDim > 0 && (b.AttrDim != c.AttrDim || len(b.Attrs) != b.N*c.AttrDim) {
-		return fmt.Errorf("model expects %d attributes per node, batch has %d (%d values)", c.AttrDim, b.AttrDim, len(b.Attrs))
-	}
-	return nil
 }
 
 // HandWritten returns the registry of the hand-written reference models
