@@ -9,7 +9,6 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/rt"
 )
 
@@ -30,7 +29,7 @@ func TestOpGradient(t *testing.T) {
 		if err := gd.set(b); err != nil {
 			t.Fatal(err)
 		}
-		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gat attention", Op: op.Adapt(nil, newGATAttn("gat", be, bd, gd, H, N, d)),
+		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gat attention", Op: newGATAttn("gat", be, bd, gd, H, N, d),
 			In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 0.7), modeltest.RandFloats(rng, d, 0.7)},
 			Shapes: [][]int{{N, d}, {H, d / H}, {H, d / H}}, H: 1e-3, Tol: 3e-2, ZeroFrom: n * d},
 			Ref: func(in [][]float64) []float64 { return refGAT(b, in[0], in[1], in[2], H, N, d) }}

@@ -9,7 +9,6 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/rt"
 )
 
@@ -30,7 +29,7 @@ func TestOpGradient(t *testing.T) {
 		if err := gd.set(b); err != nil {
 			t.Fatal(err)
 		}
-		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gcn aggregation", Op: op.Adapt(nil, newGCNAgg("gcn", be, bd, gd, N, d)),
+		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gcn aggregation", Op: newGCNAgg("gcn", be, bd, gd, N, d),
 			In: [][]float32{modeltest.RandFloats(rng, N*d, 1)}, Shapes: [][]int{{N, d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 			Ref: func(in [][]float64) []float64 { return refGCN(b, in[0], N, d) }}
 		c.Name = fmt.Sprintf("%s (threads %d)", c.Name, threads)

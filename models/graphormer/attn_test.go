@@ -2,7 +2,6 @@ package graphormer
 
 import (
 	"github.com/spn-project/spn/models/internal/modeltest"
-	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/rt"
 
 	"fmt"
@@ -75,20 +74,20 @@ func TestAttnOpGradients(t *testing.T) {
 		}
 		B := maxDist + 2
 		cases := []modeltest.RefCase{
-			{OpCase: modeltest.OpCase{Name: "graph attention", Op: op.Adapt(nil, newGraphAttn("attn", be, bd, gph, H, B, N, d)),
+			{OpCase: modeltest.OpCase{Name: "graph attention", Op: newGraphAttn("attn", be, bd, gph, H, B, N, d),
 				In: [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*d, 1),
 					modeltest.RandFloats(rng, B*H, 1)},
 				Shapes: [][]int{{N, d}, {N, d}, {N, d}, {B, H}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 				Ref: func(in [][]float64) []float64 { return refGraphAttn(b, gph, in[0], in[1], in[2], in[3], H, B, N, d) }},
-			{OpCase: modeltest.OpCase{Name: "degree embedding", Op: op.Adapt(nil, newDegEmb("deg", be, bd, gph, N, d)),
+			{OpCase: modeltest.OpCase{Name: "degree embedding", Op: newDegEmb("deg", be, bd, gph, N, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, (MaxDegree+1)*d, 1)},
 				Shapes: [][]int{{N, d}, {MaxDegree + 1, d}}, H: 1e-2, Tol: 1e-2, ZeroFrom: n * d},
 				Ref: func(in [][]float64) []float64 { return refDegEmb(b, in[0], in[1], N, d) }},
-			{OpCase: modeltest.OpCase{Name: "layer norm", Op: op.Adapt(nil, newLayerNorm("ln", be, bd, N, d)),
+			{OpCase: modeltest.OpCase{Name: "layer norm", Op: newLayerNorm("ln", be, bd, N, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 1), modeltest.RandFloats(rng, d, 1)},
 				Shapes: [][]int{{N, d}, {d}, {d}}, H: 1e-2, Tol: 3e-2, ZeroFrom: n * d},
 				Ref: func(in [][]float64) []float64 { return refLayerNorm(n, in[0], in[1], in[2], N, d) }},
-			{OpCase: modeltest.OpCase{Name: "relu", Op: op.Adapt(nil, newReLU("relu", 50, 3)),
+			{OpCase: modeltest.OpCase{Name: "relu", Op: newReLU("relu", 50, 3),
 				In: [][]float32{modeltest.AwayFromZero(modeltest.RandFloats(rng, 150, 1))}, Shapes: [][]int{{50, 3}}, H: 1e-3, Tol: 1e-3},
 				Ref: func(in [][]float64) []float64 {
 					y := make([]float64, len(in[0]))

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/op"
 )
 
 // The float64 checks: every op has a float64 reference forward written
@@ -107,7 +106,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 		c modeltest.OpCase
 		f ref64
 	}{
-		{modeltest.OpCase{Name: "softmax", Op: op.Adapt(nil, NewSoftmax("alpha", k)), In: [][]float32{modeltest.RandFloats(rng, k, 1)}, Shapes: [][]int{{k}}},
+		{modeltest.OpCase{Name: "softmax", Op: NewSoftmax("alpha", k), In: [][]float32{modeltest.RandFloats(rng, k, 1)}, Shapes: [][]int{{k}}},
 			func(in [][]float64) []float64 {
 				var s float64
 				y := make([]float64, len(in[0]))
@@ -120,13 +119,13 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{modeltest.OpCase{Name: "linear", Op: op.Adapt(nil, NewLinear("lin", be, bd, false, N, d, 3)),
+		{modeltest.OpCase{Name: "linear", Op: NewLinear("lin", be, bd, false, N, d, 3),
 			In: [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d*3, 0.5), modeltest.RandFloats(rng, 3, 0.5)}, Shapes: [][]int{{N, d}, {d, 3}, {3}}},
 			func(in [][]float64) []float64 { return linear64(in[0], in[1], in[2], n, N, d, 3) }},
-		{modeltest.OpCase{Name: "linear graph-level", Op: op.Adapt(nil, NewLinear("readout", be, bd, true, G, d, 2)),
+		{modeltest.OpCase{Name: "linear graph-level", Op: NewLinear("readout", be, bd, true, G, d, 2),
 			In: [][]float32{modeltest.RandFloats(rng, G*d, 1), modeltest.RandFloats(rng, d*2, 0.5), modeltest.RandFloats(rng, 2, 0.5)}, Shapes: [][]int{{G, d}, {d, 2}, {2}}},
 			func(in [][]float64) []float64 { return linear64(in[0], in[1], in[2], g, G, d, 2) }},
-		{modeltest.OpCase{Name: "encoder", Op: op.Adapt(nil, newEncoder("enc", be, bd, 3, 2, N, d)),
+		{modeltest.OpCase{Name: "encoder", Op: newEncoder("enc", be, bd, 3, 2, N, d),
 			In: [][]float32{modeltest.RandFloats(rng, 3*d, 1), modeltest.RandFloats(rng, 2*d, 1), modeltest.RandFloats(rng, d, 1)}, Shapes: [][]int{{3, d}, {2, d}, {d}}},
 			func(in [][]float64) []float64 {
 				y := linear64(to64(attrs), in[1], in[2], n, N, 2, d)
@@ -137,13 +136,13 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{modeltest.OpCase{Name: "batchnorm-relu train", Op: op.Adapt(nil, newBNReLU("bn", be, bd, st, true, false, N, d)),
+		{modeltest.OpCase{Name: "batchnorm-relu train", Op: newBNReLU("bn", be, bd, st, true, false, N, d),
 			In: [][]float32{modeltest.RandFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7}, {0, 0.1, -0.2, 0.3}}, Shapes: [][]int{{N, d}, {d}, {d}}},
 			func(in [][]float64) []float64 { return bn64(in, nil, n, N, d) }},
-		{modeltest.OpCase{Name: "batchnorm-relu eval", Op: op.Adapt(nil, newBNReLU("bn", be, bd, stEval, false, false, N, d)),
+		{modeltest.OpCase{Name: "batchnorm-relu eval", Op: newBNReLU("bn", be, bd, stEval, false, false, N, d),
 			In: [][]float32{modeltest.RandFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7}, {0, 0.1, -0.2, 0.3}}, Shapes: [][]int{{N, d}, {d}, {d}}},
 			func(in [][]float64) []float64 { return bn64(in, stEval, n, N, d) }},
-		{modeltest.OpCase{Name: "dropout", Op: op.Adapt(nil, newDropout("drop", G, 2)),
+		{modeltest.OpCase{Name: "dropout", Op: newDropout("drop", G, 2),
 			In: [][]float32{modeltest.RandFloats(rng, G*2, 1), modeltest.DropMask(rng, G*2, 0.4)}, Shapes: [][]int{{G, 2}, {G, 2}}, Diff: []bool{true, false}},
 			func(in [][]float64) []float64 {
 				y := make([]float64, len(in[0]))
@@ -152,7 +151,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{modeltest.OpCase{Name: "cross-entropy", Op: op.Adapt(nil, newCrossEntropy("ce", bd, G, 3)), In: [][]float32{modeltest.RandFloats(rng, G*3, 1)}, Shapes: [][]int{{G, 3}}, Scalar: true},
+		{modeltest.OpCase{Name: "cross-entropy", Op: newCrossEntropy("ce", bd, G, 3), In: [][]float32{modeltest.RandFloats(rng, G*3, 1)}, Shapes: [][]int{{G, 3}}, Scalar: true},
 			func(in [][]float64) []float64 {
 				var l float64
 				for i := 0; i < g; i++ {
@@ -165,7 +164,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return []float64{l / float64(g)}
 			}},
-		{modeltest.OpCase{Name: "mse", Op: op.Adapt(nil, newMSE("mse", bd, G, 2)), In: [][]float32{modeltest.RandFloats(rng, G*2, 1)}, Shapes: [][]int{{G, 2}}, Scalar: true},
+		{modeltest.OpCase{Name: "mse", Op: newMSE("mse", bd, G, 2), In: [][]float32{modeltest.RandFloats(rng, G*2, 1)}, Shapes: [][]int{{G, 2}}, Scalar: true},
 			func(in [][]float64) []float64 {
 				var l float64
 				for i, tv := range target {
@@ -183,7 +182,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 		refs = append(refs, struct {
 			c modeltest.OpCase
 			f ref64
-		}{modeltest.OpCase{Name: "pool " + kind, Op: op.Adapt(nil, p), In: [][]float32{modeltest.RandFloats(rng, N*d, 1)}, Shapes: [][]int{{N, d}}},
+		}{modeltest.OpCase{Name: "pool " + kind, Op: p, In: [][]float32{modeltest.RandFloats(rng, N*d, 1)}, Shapes: [][]int{{N, d}}},
 			func(in [][]float64) []float64 {
 				y := make([]float64, G*d)
 				for gi := 0; gi < g; gi++ {

@@ -51,39 +51,39 @@ func TestOpGradients(t *testing.T) {
 		bdAttrs.Attrs = nil
 		bdMSE := &BatchData{G: 3, Target: []float64{1, -1, 0.5, 2, 0, 3}}
 		cases := []modeltest.OpCase{
-			{Name: "softmax", Op: op.Adapt(nil, NewSoftmax("alpha", k)),
+			{Name: "softmax", Op: NewSoftmax("alpha", k),
 				In: [][]float32{modeltest.RandFloats(rng, k, 1)}, Shapes: [][]int{{k}}, H: 1e-2, Tol: 1e-3},
-			{Name: "linear", Op: op.Adapt(nil, NewLinear("lin", be, bd, false, N, d, 3)),
+			{Name: "linear", Op: NewLinear("lin", be, bd, false, N, d, 3),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d*3, 0.5), modeltest.RandFloats(rng, 3, 0.5)},
 				Shapes: [][]int{{N, d}, {d, 3}, {3}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * 3},
-			{Name: "linear graph-level", Op: op.Adapt(nil, NewLinear("readout", be, bd, true, 8, d, 2)),
+			{Name: "linear graph-level", Op: NewLinear("readout", be, bd, true, 8, d, 2),
 				In:     [][]float32{modeltest.RandFloats(rng, 8*d, 1), modeltest.RandFloats(rng, d*2, 0.5), modeltest.RandFloats(rng, 2, 0.5)},
 				Shapes: [][]int{{8, d}, {d, 2}, {2}}, H: 1e-2, Tol: 2e-2, ZeroFrom: 5 * 2},
-			{Name: "encoder labels+attrs", Op: op.Adapt(nil, newEncoder("enc", be, bd, 4, 2, N, d)),
+			{Name: "encoder labels+attrs", Op: newEncoder("enc", be, bd, 4, 2, N, d),
 				In:     [][]float32{modeltest.RandFloats(rng, 4*d, 1), modeltest.RandFloats(rng, 2*d, 1), modeltest.RandFloats(rng, d, 1)},
 				Shapes: [][]int{{4, d}, {2, d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
-			{Name: "encoder labels", Op: op.Adapt(nil, newEncoder("enc", be, &bdAttrs, 4, 0, N, d)),
+			{Name: "encoder labels", Op: newEncoder("enc", be, &bdAttrs, 4, 0, N, d),
 				In: [][]float32{modeltest.RandFloats(rng, 4*d, 1), modeltest.RandFloats(rng, d, 1)}, Shapes: [][]int{{4, d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 			// β = 10 keeps every entry far from the ReLU kink: checks the
 			// normalisation (training: through the batch statistics).
-			{Name: "batchnorm-relu train", Op: op.Adapt(nil, newBNReLU("bn", be, bd, st, true, false, N, d)),
+			{Name: "batchnorm-relu train", Op: newBNReLU("bn", be, bd, st, true, false, N, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10)},
 				Shapes: [][]int{{N, d}, {d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
-			{Name: "batchnorm-relu eval", Op: op.Adapt(nil, newBNReLU("bn", be, bd, stEval, false, false, N, d)),
+			{Name: "batchnorm-relu eval", Op: newBNReLU("bn", be, bd, stEval, false, false, N, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10)},
 				Shapes: [][]int{{N, d}, {d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 			// β = 0: about half the entries are cut; a small step (an entry
 			// within h of the kink makes the central difference wrong by
 			// up to |r|/2) checks γ and β through the ReLU mask.
-			{Name: "batchnorm-relu kink", Op: op.Adapt(nil, newBNReLU("bnk", be, bd, st, true, false, N, d)),
+			{Name: "batchnorm-relu kink", Op: newBNReLU("bnk", be, bd, st, true, false, N, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7, -1.1}, make([]float32, d)},
 				Shapes: [][]int{{N, d}, {d}, {d}}, Diff: []bool{false, true, true}, H: 1e-4, Tol: 5e-2},
-			{Name: "dropout", Op: op.Adapt(nil, newDropout("drop", 20, 3)),
+			{Name: "dropout", Op: newDropout("drop", 20, 3),
 				In:     [][]float32{modeltest.RandFloats(rng, 60, 1), modeltest.DropMask(rng, 60, 0.3)},
 				Shapes: [][]int{{20, 3}, {20, 3}}, Diff: []bool{true, false}, H: 1e-2, Tol: 1e-3},
-			{Name: "cross-entropy", Op: op.Adapt(nil, newCrossEntropy("ce", bd, 8, 3)),
+			{Name: "cross-entropy", Op: newCrossEntropy("ce", bd, 8, 3),
 				In: [][]float32{modeltest.RandFloats(rng, 24, 1)}, Shapes: [][]int{{8, 3}}, H: 1e-2, Tol: 1e-3},
-			{Name: "mse", Op: op.Adapt(nil, newMSE("mse", bdMSE, 4, 2)),
+			{Name: "mse", Op: newMSE("mse", bdMSE, 4, 2),
 				In: [][]float32{modeltest.RandFloats(rng, 8, 1)}, Shapes: [][]int{{4, 2}}, H: 1e-2, Tol: 1e-3},
 		}
 		for _, kind := range []string{models.PoolSum, models.PoolMean, models.PoolMax} {
@@ -91,7 +91,7 @@ func TestOpGradients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cases = append(cases, modeltest.OpCase{Name: "pool " + kind, Op: op.Adapt(nil, p),
+			cases = append(cases, modeltest.OpCase{Name: "pool " + kind, Op: p,
 				In: [][]float32{modeltest.RandFloats(rng, N*d, 1)}, Shapes: [][]int{{N, d}}, H: 1e-3, Tol: 2e-2, ZeroFrom: 5 * d})
 		}
 		for _, c := range cases {

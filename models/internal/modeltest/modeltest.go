@@ -10,7 +10,6 @@ import (
 	"github.com/spn-project/spn/models/param"
 
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
+	"github.com/spn-project/spn/models/op/optest"
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
 )
@@ -68,7 +68,7 @@ func Config(kind string, k, layers, hidden int, dropout float64, pool, task stri
 // OpCase is one differentiable op under a finite-difference check.
 type OpCase struct {
 	Name   string
-	Op     G.Op
+	Op     op.Op
 	In     [][]float32
 	Shapes [][]int
 	// Diff marks the inputs whose gradient is checked (nil = all).
@@ -84,49 +84,16 @@ type OpCase struct {
 }
 
 // GradThroughGorgonia returns the gradients of L = Σ r·op(in) (L = op(in)
-// for a scalar op) with respect to the checked inputs, computed by
-// gorgonia.Grad over the op's SymDiff and run on a TapeMachine.
+// for a scalar op) with respect to the checked inputs (c.Diff), computed by
+// gorgonia.Grad over the op's SymDiff and run on a TapeMachine
+// (optest.Gradients).
 func GradThroughGorgonia(t testing.TB, c OpCase, r []float32) [][]float32 {
 	t.Helper()
-	g := G.NewGraph()
-	var leaves, wrt G.Nodes
-	for i, v := range c.In {
-		val := tensor.New(tensor.WithShape(c.Shapes[i]...), tensor.WithBacking(append([]float32(nil), v...)))
-		n := G.NewTensor(g, G.Float32, len(c.Shapes[i]), G.WithShape(c.Shapes[i]...), G.WithName(fmt.Sprintf("in%d", i)), G.WithValue(val))
-		leaves = append(leaves, n)
+	var out [][]float32
+	for i, g := range optest.Gradients(t, c.Name, c.Op, c.In, r) {
 		if c.Diff == nil || c.Diff[i] {
-			wrt = append(wrt, n)
+			out = append(out, g)
 		}
-	}
-	y, err := G.ApplyOp(c.Op, leaves...)
-	if err != nil {
-		t.Fatalf("%s: %v", c.Name, err)
-	}
-	cost := y
-	if !y.IsScalar() {
-		s := y.Shape().Clone()
-		rv := tensor.New(tensor.WithShape(s...), tensor.WithBacking(r))
-		rn := G.NewTensor(g, G.Float32, len(s), G.WithShape(s...), G.WithName("probe"), G.WithValue(rv))
-		if cost, err = op.Apply(nil, op.Dot{ID: "probe.dot", Shape: s}, y, rn); err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-	}
-	grads, err := G.Grad(cost, wrt...)
-	if err != nil {
-		t.Fatalf("%s: %v", c.Name, err)
-	}
-	vals := make([]G.Value, len(grads))
-	for i, gn := range grads {
-		G.Read(gn, &vals[i])
-	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatalf("%s: %v", c.Name, err)
-	}
-	out := make([][]float32, len(vals))
-	for i, v := range vals {
-		out[i] = append([]float32(nil), v.Data().([]float32)...)
 	}
 	return out
 }
@@ -142,7 +109,7 @@ func CheckOpGrad(t testing.TB, c OpCase) {
 		}
 		return vs
 	}
-	y0, err := c.Op.Do(vals()...)
+	y0, err := op.Adapt(nil, c.Op).Do(vals()...)
 	if err != nil {
 		t.Fatalf("%s: %v", c.Name, err)
 	}
@@ -162,7 +129,7 @@ func CheckOpGrad(t testing.TB, c OpCase) {
 		}
 	}
 	loss := func() float64 {
-		y, err := c.Op.Do(vals()...)
+		y, err := op.Adapt(nil, c.Op).Do(vals()...)
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
@@ -377,7 +344,7 @@ func CheckRef(t testing.TB, c RefCase) {
 		vals[i] = tensor.New(tensor.WithShape(c.Shapes[i]...), tensor.WithBacking(append([]float32(nil), v...)))
 		in64[i] = To64(v)
 	}
-	y, err := c.Op.Do(vals...)
+	y, err := op.Adapt(nil, c.Op).Do(vals...)
 	if err != nil {
 		t.Fatalf("%s: %v", c.Name, err)
 	}

@@ -115,6 +115,16 @@ func CheckGrad(t testing.TB, c Case) {
 // gorgonia.Grad over op.Apply (nil for inputs not differentiated).
 func throughGorgonia(t testing.TB, c Case, r []float32) [][]float32 {
 	t.Helper()
+	return Gradients(t, c.Name, c.Op, c.In, r)
+}
+
+// Gradients returns the gradients of L = ⟨o(in), r⟩ (L = o(in) for a
+// scalar op) with respect to each input, computed by gorgonia.Grad over
+// o's SymDiff (op.Apply) and run on a TapeMachine; nil for the inputs o
+// does not differentiate. name labels failures.
+func Gradients(t testing.TB, name string, o op.Op, in [][]float32, r []float32) [][]float32 {
+	t.Helper()
+	c := Case{Name: name, Op: o, In: in}
 	sig := c.Op.Sig()
 	g := G.NewGraph()
 	var leaves, wrt G.Nodes
