@@ -99,9 +99,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 		l.out = rt.NewMLP(name, d, init)
 		md.layers = append(md.layers, l)
 	}
-	for t := 0; t <= m.Layers; t++ {
-		md.Readout = append(md.Readout, param.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
-	}
+	md.Readout = rt.NewReadout(cfg, init)
 	return md, nil
 }
 

@@ -68,9 +68,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	for t := 1; t <= cfg.Model.Layers; t++ {
 		md.layers = append(md.layers, rt.NewMLP(fmt.Sprintf("layer%d", t), d, init))
 	}
-	for t := 0; t <= cfg.Model.Layers; t++ {
-		md.Readout = append(md.Readout, param.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
-	}
+	md.Readout = rt.NewReadout(cfg, init)
 	return md, nil
 }
 

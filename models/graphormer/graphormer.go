@@ -92,9 +92,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	for t := 1; t <= m.Layers; t++ {
 		md.layers = append(md.layers, newTFLayer(fmt.Sprintf("layer%d", t), d, md.heads, md.maxDist, init))
 	}
-	for t := 0; t <= m.Layers; t++ {
-		md.Readout = append(md.Readout, param.NewLinear(fmt.Sprintf("readout%d", t), d, cfg.Out, init))
-	}
+	md.Readout = rt.NewReadout(cfg, init)
 	return md, nil
 }
 

@@ -302,6 +302,17 @@ func (e *Engine) Encode(bdr *Builder, p *Program, be Env, bd *BatchData) *G.Node
 	return bdr.Op(be, newEncoder("enc", be, bd, e.Cfg.NumLabels, e.Cfg.AttrDim, p.key.N, e.Cfg.Model.Hidden), encIn...)
 }
 
+// NewReadout draws the readout's maps Wᵗ, bᵗ (t = 0..layers, named
+// readoutT, as Finish binds them) from init: the last parameters a kind
+// draws, after its layers.
+func NewReadout(cfg models.Config, init *rand.Rand) []*param.Linear {
+	var r []*param.Linear
+	for t := 0; t <= cfg.Model.Layers; t++ {
+		r = append(r, param.NewLinear(fmt.Sprintf("readout%d", t), cfg.Model.Hidden, cfg.Out, init))
+	}
+	return r
+}
+
 // Finish adds to p's graph the readout out = Σ_t Dropout(Wᵗ·pool(hᵗ) + bᵗ)
 // over the node states hs (encoder output first), then the loss (or
 // ⟨out, seed⟩) and its symbolic gradient when key asks for one; what names
