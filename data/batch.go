@@ -198,7 +198,7 @@ func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch,
 				return nil, fmt.Errorf("building batch: graph %d has %d hop sets, need %d", gi, len(gh.Hop), k)
 			}
 			for i := 0; i < k; i++ {
-				if err := checkCSR(gh.Hop[i], g.N); err != nil {
+				if err := CheckCSR(gh.Hop[i], g.N); err != nil {
 					return nil, fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
 				}
 				nnzHop[i] += len(gh.Hop[i].Idx)
@@ -207,7 +207,7 @@ func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch,
 				if gh.Unreachable == nil {
 					return nil, fmt.Errorf("building batch: graph %d has no N_∞ (unreachable pairs were not kept; set the dataset's unreachable: true)", gi)
 				}
-				if err := checkCSR(*gh.Unreachable, g.N); err != nil {
+				if err := CheckCSR(*gh.Unreachable, g.N); err != nil {
 					return nil, fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
 				}
 				nnzUnr += len(gh.Unreachable.Idx)
@@ -335,7 +335,7 @@ func appendRelations(rel []CSR, g *Graph, off int32) {
 // and with the dataset's vocabularies, so a bad file fails here, not in a
 // kernel.
 func checkGraph(g *Graph, ds *Dataset, gi int) error {
-	if err := checkCSR(g.Adj, g.N); err != nil {
+	if err := CheckCSR(g.Adj, g.N); err != nil {
 		return fmt.Errorf("building batch: graph %d adjacency: %w", gi, err)
 	}
 	if ds.NumLabels > 0 {
@@ -409,11 +409,12 @@ func checkCategorical(x []int32, rows int, vocab []int) error {
 	return nil
 }
 
-// checkCSR verifies that c has n rows, monotone row pointers ending at
-// len(c.Idx), and entries in [0,n).
-func checkCSR(c CSR, n int) error {
+// CheckCSR verifies that c has n rows, monotone row pointers ending at
+// len(c.Idx), and entries in [0,n), so that a bad neighbourhood fails with
+// a message and not inside a kernel.
+func CheckCSR(c CSR, n int) error {
 	if c.Len() != n {
-		return fmt.Errorf("%d rows for %d nodes", c.Len(), n)
+		return fmt.Errorf("%d rows and %d entries do not match %d nodes", c.Len(), len(c.Idx), n)
 	}
 	if n == 0 {
 		return nil

@@ -172,7 +172,7 @@ func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
 		return fmt.Errorf("batch carries %d relations, rspn was built for %d", len(b.Rel), m.Cfg.NumEdgeTypes)
 	}
 	for j, r := range b.Rel {
-		if err := rt.CheckCSR(r, b.N); err != nil {
+		if err := data.CheckCSR(r, b.N); err != nil {
 			return fmt.Errorf("relation r_%d: %w", j+1, err)
 		}
 	}

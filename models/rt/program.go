@@ -206,7 +206,7 @@ func (h Need) Sets(b *data.Batch) ([]data.CSR, error) {
 		hops = b.Hop[:k]
 	}
 	for i, h := range hops {
-		if err := CheckCSR(h, b.N); err != nil {
+		if err := data.CheckCSR(h, b.N); err != nil {
 			return nil, fmt.Errorf("hop set N_%d: %w", i+1, err)
 		}
 	}
@@ -263,25 +263,6 @@ func CheckBatch(c models.Config, need Need, b *data.Batch, o Opts) error {
 	}
 	_, err := need.Sets(b)
 	return err
-}
-
-// CheckCSR verifies that c is a valid CSR over n nodes, so that a bad batch
-// fails here and not inside a kernel.
-func CheckCSR(c data.CSR, n int) error {
-	if len(c.Ptr) != n+1 || c.Ptr[0] != 0 || int(c.Ptr[n]) != len(c.Idx) {
-		return fmt.Errorf("%d rows and %d entries do not match %d nodes", c.Len(), len(c.Idx), n)
-	}
-	for u := 0; u < n; u++ {
-		if c.Ptr[u+1] < c.Ptr[u] {
-			return fmt.Errorf("row pointer decreases at row %d", u)
-		}
-	}
-	for _, v := range c.Idx {
-		if v < 0 || int(v) >= n {
-			return fmt.Errorf("entry %d outside [0,%d)", v, n)
-		}
-	}
-	return nil
 }
 
 // BoundParams returns the parameters bound in p (Program.Param), in the
