@@ -13,6 +13,7 @@ import (
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
+	"github.com/spn-project/spn/models/kernels"
 )
 
 // Prediction is the model's output for one graph.
@@ -118,18 +119,7 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 }
 
 func softmax(row []float32) []float64 {
-	m := math.Inf(-1)
-	for _, v := range row {
-		m = math.Max(m, float64(v))
-	}
 	p := make([]float64, len(row))
-	var s float64
-	for j, v := range row {
-		p[j] = math.Exp(float64(v) - m)
-		s += p[j]
-	}
-	for j := range p {
-		p[j] /= s
-	}
+	kernels.Softmax(p, row)
 	return p
 }

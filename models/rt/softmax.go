@@ -1,8 +1,7 @@
 package rt
 
 import (
-	"math"
-
+	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
 
@@ -20,19 +19,10 @@ func (o softmax) Sig() op.Sig { return op.Sig{ID: o.id, In: [][]int{{o.k}}, Out:
 
 // Forward implements op.Op.
 func (o softmax) Forward(in [][]float32, a []float32) error {
-	l := in[0]
-	m := math.Inf(-1)
-	for _, v := range l {
-		m = math.Max(m, float64(v))
-	}
-	e := make([]float64, len(l))
-	var s float64
-	for i, v := range l {
-		e[i] = math.Exp(float64(v) - m)
-		s += e[i]
-	}
-	for i := range a {
-		a[i] = float32(e[i] / s)
+	p := make([]float64, len(a))
+	kernels.Softmax(p, in[0])
+	for i, v := range p {
+		a[i] = float32(v)
 	}
 	return nil
 }
