@@ -20,3 +20,9 @@ func sumRowsAVX2(s, x []float32, rows []int32, d int) bool { return false }
 func colSumsAVX2(p []float64, x []float32, center []float64, n, d int) int { return 0 }
 
 func colPairAVX2(s, sp []float64, a, b []float32, n, d int) int { return 0 }
+
+func bnFwdAVX2(xhat, y, x, mu, inv, g, bt []float32, n, d int) int { return 0 }
+
+func reluMaskAVX2(dz, y, dy []float32) int { return 0 }
+
+func bnBwdAVX2(dx, dz, xhat, gi, m, mx []float32, n, d int) int { return 0 }
