@@ -45,3 +45,17 @@ func bnBwdAVX2(dx, dz, xhat, gi, m, mx []float32, n, d int) int {
 	bnBwd8(&dx[0], &dz[0], &xhat[0], &gi[0], &m[0], &mx[0], n, d8, d)
 	return d8
 }
+
+//go:noescape
+func scale8(y, x *float32, a float32, n int)
+
+// scaleAVX2 sets y = a·x over the first i = 8·⌊len(y)/8⌋ values and
+// returns i (0 without AVX2).
+func scaleAVX2(y, x []float32, a float32) int {
+	m := len(y) / 8 * 8
+	if !haveAVX2 || m == 0 || len(x) < m {
+		return 0
+	}
+	scale8(&y[0], &x[0], a, m)
+	return m
+}

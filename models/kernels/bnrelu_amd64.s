@@ -104,3 +104,21 @@ bnbwd_col:
 	JNZ bnbwd_row
 	VZEROUPPER
 	RET
+
+// func scale8(y, x *float32, a float32, n int)
+// y = a·x; n a multiple of 8.
+TEXT ·scale8(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	VBROADCASTSS a+16(FP), Y15
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+scale_loop:
+	VMULPS (SI), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ scale_loop
+	VZEROUPPER
+	RET

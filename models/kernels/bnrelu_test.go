@@ -95,3 +95,18 @@ func BenchmarkBN(b *testing.B) {
 		BNBackward(be, dx, dz, h, v, v, v, n, d)
 	}
 }
+
+// TestScaleInto checks scaleInto bit for bit against the Go loop.
+func TestScaleInto(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, n := range []int{0, 1, 8, 13, 64, 1000} {
+		x, y, want := make([]float32, n), make([]float32, n), make([]float32, n)
+		a := float32(rng.NormFloat64())
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+			want[i] = a * x[i]
+		}
+		scaleInto(y, x, a)
+		same(t, "y", 1, n, y, want)
+	}
+}

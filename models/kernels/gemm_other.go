@@ -26,3 +26,5 @@ func bnFwdAVX2(xhat, y, x, mu, inv, g, bt []float32, n, d int) int { return 0 }
 func reluMaskAVX2(dz, y, dy []float32) int { return 0 }
 
 func bnBwdAVX2(dx, dz, xhat, gi, m, mx []float32, n, d int) int { return 0 }
+
+func scaleAVX2(y, x []float32, a float32) int { return 0 }
