@@ -31,7 +31,8 @@ type Backend interface {
 	// sums of dy to db (nil = skip).
 	MatMulAT(dw, db, x, dy []float32, n, in, out int)
 	// MatMulATBuf is MatMulAT with the per-chunk partial sums kept in *buf
-	// (grown as needed), so repeated calls do not allocate.
+	// (grown as needed; its contents need not be zero), so repeated calls
+	// do not allocate.
 	MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32)
 	// HopAggregate sets y = scale·x + Σ_i coef[i]·A_i·x over the rows of x
 	// (n×d), where A_i is the 0/1 matrix of hop[i].
@@ -148,14 +149,15 @@ func (c CPU) MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32
 		*buf = make([]float32, nc*stride, nc*stride+nc*stride/2)
 	}
 	part := (*buf)[:nc*stride]
-	clear(part)
 	c.ForEachChunk(n, func(ch, lo, hi int) {
 		p := part[ch*stride : (ch+1)*stride]
 		if in > 0 {
+			// beta = 0: the GEMM zeroes its block itself.
 			sgemm(true, false, in, out, hi-lo, 1, x[lo*in:hi*in], in, dy[lo*out:hi*out], out, 0, p[:in*out], out)
 		}
 		if db != nil {
 			s := p[in*out:]
+			clear(s)
 			for r := lo; r < hi; r++ {
 				row := dy[r*out : (r+1)*out]
 				for j, v := range row {

@@ -1,6 +1,9 @@
 package rt
 
-import "github.com/spn-project/spn/models/op"
+import (
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
+)
 
 // linear is y = x·W + b for inputs x (N×in), W (in×out), b (out), over
 // the kernels' parallel GEMM, on the real rows (nodes, or graphs for a
@@ -39,7 +42,8 @@ func (o linear) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error
 	x, w := in[0], in[1]
 	n := o.bd.Rows(o.graph)
 	o.be.MatMulBT(dIn[0][:n*o.in], dy[:n*o.outCh], w, n, o.in, o.outCh)
-	o.be.MatMulAT(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], n, o.in, o.outCh)
+	buf := o.be.Buf(kernels.NumChunks(n) * (o.in*o.outCh + o.outCh)) // the per-chunk partial sums
+	o.be.MatMulATBuf(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], n, o.in, o.outCh, &buf)
 	return nil
 }
 
