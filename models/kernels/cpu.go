@@ -291,10 +291,7 @@ func (c CPU) HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []
 			} else {
 				ss[i] = tmp[i*m : (i+1)*m]
 			}
-			si := ss[i]
-			for u := lo; u < hi; u++ {
-				sumRows(si[(u-lo)*d:(u-lo+1)*d], x, a.Idx[a.Ptr[u]:a.Ptr[u+1]], d)
-			}
+			sumRowsCSR(ss[i], x, a, lo, hi, d)
 		}
 		yc := y[lo*d : hi*d]
 		scaleInto(yc, x[lo*d:hi*d], scale)

@@ -2,6 +2,8 @@
 
 package kernels
 
+import "github.com/spn-project/spn/data"
+
 // haveAVX2 is false off amd64, with -tags purego, and in the OpenBLAS build
 // (Go refuses assembly files in a package that uses cgo): sgemmExact declines
 // and gonum computes every product.
@@ -16,6 +18,8 @@ func dot2x4(c *float32, ldc int, x *float32, lda int, w *float32, ldb int, p, nb
 }
 
 func sumRowsAVX2(s, x []float32, rows []int32, d int) bool { return false }
+
+func sumRowsCSRAVX2(s, x []float32, a data.CSR, lo, hi, d int) bool { return false }
 
 func colSumsAVX2(p []float64, x []float32, center []float64, n, d int) int { return 0 }
 

@@ -1,5 +1,18 @@
 package kernels
 
+import "github.com/spn-project/spn/data"
+
+// sumRowsCSR sets s[(u−lo)·d : (u−lo+1)·d] = Σ_{v ∈ a's row u} x[v·d : v·d+d]
+// for the rows u = lo..hi-1 of a, each as sumRows computes it.
+func sumRowsCSR(s, x []float32, a data.CSR, lo, hi, d int) {
+	if sumRowsCSRAVX2(s, x, a, lo, hi, d) {
+		return
+	}
+	for u := lo; u < hi; u++ {
+		sumRows(s[(u-lo)*d:(u-lo+1)*d], x, a.Idx[a.Ptr[u]:a.Ptr[u+1]], d)
+	}
+}
+
 // sumRowsGo sets s[0:w] = Σ_{v ∈ rows} x[v·ld : v·ld+w], adding four rows
 // at a time as s += (x0+x1) + (x2+x3), then the rest one at a time.
 func sumRowsGo(s, x []float32, rows []int32, ld, w int) {
