@@ -57,3 +57,16 @@ func BNBackward(be Backend, dx, dz, xhat, gi, m, mx []float32, n, d int) {
 		}
 	})
 }
+
+// RowSum sets y (d) = Σ_{r<n} x[r·d : (r+1)·d], the rows of x added one
+// after the other to 0 in row order (sum pooling over one graph's rows).
+func RowSum(y, x []float32, n, d int) {
+	j0 := rowSumAVX2(y, x, n, d)
+	y = y[:d]
+	clear(y[j0:])
+	for r := 0; r < n; r++ {
+		for j, v := range x[r*d+j0 : (r+1)*d] {
+			y[j0+j] += v
+		}
+	}
+}

@@ -59,3 +59,19 @@ func scaleAVX2(y, x []float32, a float32) int {
 	scale8(&y[0], &x[0], a, m)
 	return m
 }
+
+//go:noescape
+func rowSum64(y, x *float32, n, ld int)
+
+// rowSumAVX2 sets y[0:j] to RowSum's sums for the first j = 64·⌊d/64⌋
+// columns and returns j (0 without AVX2).
+func rowSumAVX2(y, x []float32, n, d int) int {
+	d64 := d / 64 * 64
+	if !haveAVX2 || n <= 0 || d64 == 0 || len(x) < n*d || len(y) < d {
+		return 0
+	}
+	for j := 0; j < d64; j += 64 {
+		rowSum64(&y[j], &x[j], n, d)
+	}
+	return d64
+}

@@ -110,3 +110,31 @@ func TestScaleInto(t *testing.T) {
 		same(t, "y", 1, n, y, want)
 	}
 }
+
+// TestRowSum checks RowSum bit for bit against the Go loop.
+func TestRowSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, d := range []int{3, 64, 70, 128} {
+		for _, n := range []int{0, 1, 2, 31} {
+			x := make([]float32, n*d)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			if n > 0 {
+				x[0] = float32(math.Copysign(0, -1))
+			}
+			want := make([]float32, d)
+			for r := 0; r < n; r++ {
+				for j := 0; j < d; j++ {
+					want[j] += x[r*d+j]
+				}
+			}
+			got := make([]float32, d)
+			for i := range got {
+				got[i] = 7 // overwritten
+			}
+			RowSum(got, x, n, d)
+			same(t, "y", d, n, got, want)
+		}
+	}
+}

@@ -32,3 +32,5 @@ func reluMaskAVX2(dz, y, dy []float32) int { return 0 }
 func bnBwdAVX2(dx, dz, xhat, gi, m, mx []float32, n, d int) int { return 0 }
 
 func scaleAVX2(y, x []float32, a float32) int { return 0 }
+
+func rowSumAVX2(y, x []float32, n, d int) int { return 0 }

@@ -56,11 +56,7 @@ func (o pool) Forward(in [][]float32, y []float32) error {
 				}
 				continue
 			}
-			for r := a; r < b; r++ {
-				for j, v := range x[r*d : (r+1)*d] {
-					yr[j] += v
-				}
-			}
+			kernels.RowSum(yr, x[a*d:b*d], b-a, d)
 			if o.kind == models.PoolMean {
 				inv := 1 / float32(b-a)
 				for j := range yr {
@@ -95,10 +91,13 @@ func (o pool) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
 				}
 				continue
 			}
-			scale := float32(1)
-			if o.kind == models.PoolMean {
-				scale = 1 / float32(b-a)
+			if o.kind == models.PoolSum {
+				for r := a; r < b; r++ {
+					copy(dx[r*d:(r+1)*d], dr) // dr·1
+				}
+				continue
 			}
+			scale := 1 / float32(b-a)
 			for r := a; r < b; r++ {
 				xr := dx[r*d : (r+1)*d]
 				for j := range xr {
