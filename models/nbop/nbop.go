@@ -127,9 +127,9 @@ type Combine struct {
 func (o Combine) Sig() op.Sig {
 	nd := []int{o.N, o.W}
 	if o.Hop1 {
-		return op.Sig{ID: o.ID, In: [][]int{nd, {o.K}, {1}}, Out: nd}
+		return op.Sig{ID: o.ID, In: [][]int{nd, {o.K}, {1}}, Out: nd, Sets: true}
 	}
-	return op.Sig{ID: o.ID, In: [][]int{nd, nd, nd, {o.K}, {1}}, Out: nd}
+	return op.Sig{ID: o.ID, In: [][]int{nd, nd, nd, {o.K}, {1}}, Out: nd, Sets: true}
 }
 
 // buf returns n floats of scratch.
@@ -191,6 +191,7 @@ func (o Combine) Forward(in [][]float32, y []float32) error {
 // Backward implements op.Op.
 func (o Combine) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
 	n, d := o.D.N, o.W
+	clear(g[0][n*d:]) // Sig.Sets: the rows below are all set
 	if o.Hop1 {
 		return o.backHop1(in, dy, g)
 	}

@@ -28,6 +28,10 @@ type Sig struct {
 	In   [][]int
 	Out  []int
 	Diff []bool
+	// Sets, when true, says that Backward sets every value of the gradient
+	// of the first differentiated input (padding included), so that the
+	// caller need not zero it; the other gradients are zeroed as always.
+	Sets bool
 }
 
 // Op is one differentiable primitive.
@@ -38,7 +42,8 @@ type Op interface {
 	// inputs.
 	Forward(in [][]float32, out []float32) error
 	// Backward writes the gradient of every differentiated input i into
-	// dIn[i] (zeroed by the caller; nil for inputs not differentiated),
+	// dIn[i] (zeroed by the caller unless Sig.Sets says otherwise for the
+	// first differentiated input; nil for inputs not differentiated),
 	// given the inputs, the output of the matching Forward and the output
 	// gradient dOut. An op that keeps state between its Forward and
 	// Backward (e.g. hop sums) may rely on Backward following the Forward
@@ -311,7 +316,9 @@ func (o *bwd) Do(vals ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	g := o.buf(o.f.bufs, Size(s.In[o.first]))
-	clear(g)
+	if !s.Sets {
+		clear(g)
+	}
 	o.last = o.buf(o.f.bufs, o.side)
 	clear(o.last)
 	dIn := make([][]float32, m)

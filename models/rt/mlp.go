@@ -102,7 +102,7 @@ func newMLPOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N,
 // Sig implements op.Op.
 func (o mlpOp) Sig() op.Sig {
 	nd, dd, v := []int{o.N, o.d}, []int{o.d, o.d}, []int{o.d}
-	return op.Sig{ID: o.id, In: [][]int{nd, dd, v, v, v, dd, v, v, v}, Out: nd}
+	return op.Sig{ID: o.id, In: [][]int{nd, dd, v, v, v, dd, v, v, v}, Out: nd, Sets: true}
 }
 
 // Forward implements op.Op.
@@ -141,5 +141,7 @@ func (o mlpOp) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error 
 	if err := o.bn1.Backward([][]float32{st.z1, in[3], in[4]}, st.a1, da1, [][]float32{dz1, dIn[3], dIn[4]}); err != nil {
 		return err
 	}
+	// dx: lin1 sets the real rows, the padding is zeroed here (Sig.Sets).
+	clear(dIn[0][o.bd.N*o.d:])
 	return o.lin1.Backward([][]float32{in[0], in[1], in[2]}, st.z1, dz1, [][]float32{dIn[0], dIn[1], dIn[2]})
 }

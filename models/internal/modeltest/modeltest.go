@@ -165,7 +165,7 @@ func CheckOpGrad(t testing.TB, c OpCase) {
 			lm := loss()
 			in[j] = old
 			num := (lp - lm) / (2 * c.H)
-			if d := math.Abs(float64(an[j]) - num); d > c.Tol*(1+math.Abs(num)) {
+			if d := math.Abs(float64(an[j]) - num); !(d <= c.Tol*(1+math.Abs(num))) { // NaN fails
 				t.Errorf("%s: d input%d[%d] analytic %.6g numeric %.6g", c.Name, i, j, an[j], num)
 				break
 			}
