@@ -105,6 +105,9 @@ type Model struct {
 	// GlobalReadout adds the global readout term (Σ_{v∈G} h_v)·W to every
 	// layer of the SPN kinds (SP-MPNN with global readout, paper §3).
 	GlobalReadout bool `json:"global_readout,omitempty"`
+	// GatedReadout replaces the layer readout by GNN-FiLM's gated sum over
+	// the nodes (rspn).
+	GatedReadout bool `json:"gated_readout,omitempty"`
 }
 
 // Training is one optimisation configuration.

@@ -266,26 +266,53 @@ func slicesEqual(a, b []int32) bool {
 	return true
 }
 
-// HopAggregateSums implements Backend.
+// HopAggregateSums implements Backend: per row chunk, the hop sums of
+// every row first, then y = scale·x and y += coef_i·sums_i over the whole
+// chunk, hop by hop (the same operations per value as row by row, in
+// fewer and longer kernel calls).
 func (c CPU) HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []data.CSR, coef []float32, scale float32, n, d int) {
 	c.ForEachChunk(n, func(_, lo, hi int) {
-		tmp := make([]float32, d)
-		for u := lo; u < hi; u++ {
-			yu := y[u*d : (u+1)*d]
-			xu := x[u*d : (u+1)*d]
-			for j := range yu {
-				yu[j] = scale * xu[j]
+		m := (hi - lo) * d
+		var tmp []float32
+		if sums == nil {
+			bp := hopPool.Get().(*[]float32)
+			defer hopPool.Put(bp)
+			if cap(*bp) < len(hop)*m {
+				*bp = make([]float32, len(hop)*m)
 			}
-			for i, a := range hop {
-				s := tmp
-				if sums != nil {
-					s = sums[i][u*d : (u+1)*d]
-				}
-				sumRows(s, x, a.Idx[a.Ptr[u]:a.Ptr[u+1]], d)
-				impl.Saxpy(d, coef[i], s, 1, yu, 1)
+			tmp = (*bp)[:len(hop)*m]
+		}
+		ss := make([][]float32, len(hop))
+		for i, a := range hop {
+			if sums != nil {
+				ss[i] = sums[i][lo*d : hi*d]
+			} else {
+				ss[i] = tmp[i*m : (i+1)*m]
+			}
+			si := ss[i]
+			for u := lo; u < hi; u++ {
+				sumRows(si[(u-lo)*d:(u-lo+1)*d], x, a.Idx[a.Ptr[u]:a.Ptr[u+1]], d)
 			}
 		}
+		yc := y[lo*d : hi*d]
+		scaleInto(yc, x[lo*d:hi*d], scale)
+		for i, si := range ss {
+			impl.Saxpy(m, coef[i], si, 1, yc, 1)
+		}
 	})
+}
+
+// hopPool holds HopAggregate's per-chunk hop sums when the caller keeps
+// none.
+var hopPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// scaleInto sets y = a·x (each product rounded on its own).
+func scaleInto(y, x []float32, a float32) {
+	i := scaleAVX2(y, x, a)
+	x = x[:len(y)]
+	for ; i < len(y); i++ {
+		y[i] = a * x[i]
+	}
 }
 
 // Dots implements Backend.

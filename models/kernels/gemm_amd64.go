@@ -39,9 +39,10 @@ func axpyRow(c, a []float32, astride, k int, b []float32, ldb int) {
 	}
 }
 
-// dotRow8 adds to c[0:8] the dot products of x with the 8 rows of W whose
-// transpose wt holds (row stride ldw), in gonum's DotUnitary order for rows
-// of W with p elements before 16-byte alignment: len = p+16·nb+4·t4+t1.
+// dot2x4 adds to c[r·ldc+q] (r < 2, q < 4) the dot products of rows r of x
+// (lda apart) with rows q of w (ldb apart), in gonum's DotUnitary order for
+// rows of w with p elements before 16-byte alignment:
+// len = p+16·nb+4·t4+t1, for nq blocks of four columns (nq ≥ 1).
 //
 //go:noescape
-func dotRow8(c, x, wt *float32, ldw, p, nb, t4, t1 int)
+func dot2x4(c *float32, ldc int, x *float32, lda int, w *float32, ldb int, p, nb, t4, t1, nq int)

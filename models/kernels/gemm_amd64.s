@@ -139,23 +139,34 @@ axpyRow8_store:
 	VZEROUPPER
 	RET
 
-// func dotRow8(c, x, wt *float32, ldw, p, nb, t4, t1 int)
-//
-// c[0:8] += the eight dot products of x[0:len] with the rows j = 0..7 of
-// W, where wt holds Wᵀ (wt[t·ldw + j] = W[j,t]), computed in the order and
-// with the roundings of gonum's DotUnitary (SSE) for a row of W whose
-// first p elements precede 16-byte alignment: len = p + 16·nb + 4·t4 + t1,
-// partial sums s0..s3 (SUM) and s4..s7 (P_SUM) per column j in Y1..Y8;
-// the p unaligned products go to s0 first; then nb blocks of 16 (sum q
-// gets element q mod 8); s0..3 += s4..7 if nb > 0; t4 groups of 4 into
-// s0..3; t1 single products into s0; the result (s0+s1)+(s2+s3) (HADDPS
-// twice) is added to c.
-TEXT ·dotRow8(SB), NOSPLIT, $0-64
-	MOVQ c+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ wt+16(FP), DX
-	MOVQ ldw+24(FP), R9
-	SHLQ $2, R9
+// func dot2x4(c *float32, ldc int, x *float32, lda int, w *float32, ldb int, p, nb, t4, t1, nq int)
+// Adds to c[r][q] (rows r < 2, ldc floats apart; q < 4) the dot product of
+// row r of x (lda floats apart) with row q of w (ldb floats apart), each in
+// gonum's DotUnitary order for rows of w with p elements before 16-byte
+// alignment (len = p+16·nb+4·t4+t1): one accumulator per (r, q) whose lane
+// e holds the partial sum s_e; p products into s0; nb blocks of 16 (element
+// e of a block into s[e mod 8]: two 8-lane steps); s0..3 += s4..7 if
+// nb > 0; t4 groups of 4 into s0..3; t1 products into s0; then
+// (s0+s1)+(s2+s3) by HADDPS twice, added to c. It does this for nq
+// blocks of four columns (c and w advance by 4 columns, 4 rows).
+TEXT ·dot2x4(SB), NOSPLIT, $0-88
+	MOVQ c+0(FP), DX
+	MOVQ ldc+8(FP), R12
+	SHLQ $2, R12
+	MOVQ x+16(FP), SI
+	MOVQ lda+24(FP), DI
+	SHLQ $2, DI
+	ADDQ SI, DI
+	MOVQ w+32(FP), R8
+	MOVQ ldb+40(FP), R13
+	SHLQ $2, R13
+	LEAQ (R8)(R13*1), R9
+	LEAQ (R9)(R13*1), R10
+	LEAQ (R10)(R13*1), R11
+	MOVQ nq+80(FP), BX
+d24_quad:
+	XORQ AX, AX
+	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
@@ -163,136 +174,182 @@ TEXT ·dotRow8(SB), NOSPLIT, $0-64
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	MOVQ p+32(FP), CX
+	MOVQ p+48(FP), CX
 	TESTQ CX, CX
-	JZ dot_blocks
-dot_prefix:
-	VBROADCASTSS (SI), Y0
-	VMULPS (DX), Y0, Y9
-	VADDPS Y9, Y1, Y1
-	ADDQ $4, SI
-	ADDQ R9, DX
+	JZ d24_blocks
+d24_prefix:
+	VMOVSS 0(SI)(AX*1), X8
+	VMOVSS 0(DI)(AX*1), X9
+	VMOVSS 0(R8)(AX*1), X10
+	VMULSS X10, X8, X11
+	VADDSS X11, X0, X0
+	VMULSS X10, X9, X12
+	VADDSS X12, X4, X4
+	VMOVSS 0(R9)(AX*1), X10
+	VMULSS X10, X8, X11
+	VADDSS X11, X1, X1
+	VMULSS X10, X9, X12
+	VADDSS X12, X5, X5
+	VMOVSS 0(R10)(AX*1), X10
+	VMULSS X10, X8, X11
+	VADDSS X11, X2, X2
+	VMULSS X10, X9, X12
+	VADDSS X12, X6, X6
+	VMOVSS 0(R11)(AX*1), X10
+	VMULSS X10, X8, X11
+	VADDSS X11, X3, X3
+	VMULSS X10, X9, X12
+	VADDSS X12, X7, X7
+	ADDQ $4, AX
 	DECQ CX
-	JNZ dot_prefix
-dot_blocks:
-	MOVQ nb+40(FP), CX
+	JNZ d24_prefix
+d24_blocks:
+	MOVQ nb+56(FP), CX
 	TESTQ CX, CX
-	JZ dot_tail4
-dot_block:
-	VBROADCASTSS 0(SI), Y0
-	VMULPS (DX), Y0, Y9
-	VADDPS Y9, Y1, Y1
-	ADDQ R9, DX
-	VBROADCASTSS 4(SI), Y0
-	VMULPS (DX), Y0, Y10
-	VADDPS Y10, Y2, Y2
-	ADDQ R9, DX
-	VBROADCASTSS 8(SI), Y0
-	VMULPS (DX), Y0, Y11
-	VADDPS Y11, Y3, Y3
-	ADDQ R9, DX
-	VBROADCASTSS 12(SI), Y0
-	VMULPS (DX), Y0, Y12
+	JZ d24_tail4
+d24_block:
+	VMOVUPS 0(SI)(AX*1), Y8
+	VMOVUPS 0(DI)(AX*1), Y9
+	VMOVUPS 0(R8)(AX*1), Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS Y11, Y0, Y0
+	VMULPS Y10, Y9, Y12
 	VADDPS Y12, Y4, Y4
-	ADDQ R9, DX
-	VBROADCASTSS 16(SI), Y0
-	VMULPS (DX), Y0, Y9
-	VADDPS Y9, Y5, Y5
-	ADDQ R9, DX
-	VBROADCASTSS 20(SI), Y0
-	VMULPS (DX), Y0, Y10
-	VADDPS Y10, Y6, Y6
-	ADDQ R9, DX
-	VBROADCASTSS 24(SI), Y0
-	VMULPS (DX), Y0, Y11
-	VADDPS Y11, Y7, Y7
-	ADDQ R9, DX
-	VBROADCASTSS 28(SI), Y0
-	VMULPS (DX), Y0, Y12
-	VADDPS Y12, Y8, Y8
-	ADDQ R9, DX
-	VBROADCASTSS 32(SI), Y0
-	VMULPS (DX), Y0, Y9
-	VADDPS Y9, Y1, Y1
-	ADDQ R9, DX
-	VBROADCASTSS 36(SI), Y0
-	VMULPS (DX), Y0, Y10
-	VADDPS Y10, Y2, Y2
-	ADDQ R9, DX
-	VBROADCASTSS 40(SI), Y0
-	VMULPS (DX), Y0, Y11
+	VMOVUPS 0(R9)(AX*1), Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS Y11, Y1, Y1
+	VMULPS Y10, Y9, Y12
+	VADDPS Y12, Y5, Y5
+	VMOVUPS 0(R10)(AX*1), Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS Y11, Y2, Y2
+	VMULPS Y10, Y9, Y12
+	VADDPS Y12, Y6, Y6
+	VMOVUPS 0(R11)(AX*1), Y10
+	VMULPS Y10, Y8, Y11
 	VADDPS Y11, Y3, Y3
-	ADDQ R9, DX
-	VBROADCASTSS 44(SI), Y0
-	VMULPS (DX), Y0, Y12
+	VMULPS Y10, Y9, Y12
+	VADDPS Y12, Y7, Y7
+	VMOVUPS 32(SI)(AX*1), Y8
+	VMOVUPS 32(DI)(AX*1), Y9
+	VMOVUPS 32(R8)(AX*1), Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS Y11, Y0, Y0
+	VMULPS Y10, Y9, Y12
 	VADDPS Y12, Y4, Y4
-	ADDQ R9, DX
-	VBROADCASTSS 48(SI), Y0
-	VMULPS (DX), Y0, Y9
-	VADDPS Y9, Y5, Y5
-	ADDQ R9, DX
-	VBROADCASTSS 52(SI), Y0
-	VMULPS (DX), Y0, Y10
-	VADDPS Y10, Y6, Y6
-	ADDQ R9, DX
-	VBROADCASTSS 56(SI), Y0
-	VMULPS (DX), Y0, Y11
-	VADDPS Y11, Y7, Y7
-	ADDQ R9, DX
-	VBROADCASTSS 60(SI), Y0
-	VMULPS (DX), Y0, Y12
-	VADDPS Y12, Y8, Y8
-	ADDQ R9, DX
-	ADDQ $64, SI
-	DECQ CX
-	JNZ dot_block
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y8, Y4, Y4
-dot_tail4:
-	MOVQ t4+48(FP), CX
-	TESTQ CX, CX
-	JZ dot_tail1
-dot_group:
-	VBROADCASTSS 0(SI), Y0
-	VMULPS (DX), Y0, Y9
-	VADDPS Y9, Y1, Y1
-	ADDQ R9, DX
-	VBROADCASTSS 4(SI), Y0
-	VMULPS (DX), Y0, Y10
-	VADDPS Y10, Y2, Y2
-	ADDQ R9, DX
-	VBROADCASTSS 8(SI), Y0
-	VMULPS (DX), Y0, Y11
+	VMOVUPS 32(R9)(AX*1), Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS Y11, Y1, Y1
+	VMULPS Y10, Y9, Y12
+	VADDPS Y12, Y5, Y5
+	VMOVUPS 32(R10)(AX*1), Y10
+	VMULPS Y10, Y8, Y11
+	VADDPS Y11, Y2, Y2
+	VMULPS Y10, Y9, Y12
+	VADDPS Y12, Y6, Y6
+	VMOVUPS 32(R11)(AX*1), Y10
+	VMULPS Y10, Y8, Y11
 	VADDPS Y11, Y3, Y3
-	ADDQ R9, DX
-	VBROADCASTSS 12(SI), Y0
-	VMULPS (DX), Y0, Y12
-	VADDPS Y12, Y4, Y4
-	ADDQ R9, DX
-	ADDQ $16, SI
+	VMULPS Y10, Y9, Y12
+	VADDPS Y12, Y7, Y7
+	ADDQ $64, AX
 	DECQ CX
-	JNZ dot_group
-dot_tail1:
-	MOVQ t1+56(FP), CX
+	JNZ d24_block
+	VEXTRACTF128 $1, Y0, X11
+	VADDPS X11, X0, X0
+	VEXTRACTF128 $1, Y1, X11
+	VADDPS X11, X1, X1
+	VEXTRACTF128 $1, Y2, X11
+	VADDPS X11, X2, X2
+	VEXTRACTF128 $1, Y3, X11
+	VADDPS X11, X3, X3
+	VEXTRACTF128 $1, Y4, X11
+	VADDPS X11, X4, X4
+	VEXTRACTF128 $1, Y5, X11
+	VADDPS X11, X5, X5
+	VEXTRACTF128 $1, Y6, X11
+	VADDPS X11, X6, X6
+	VEXTRACTF128 $1, Y7, X11
+	VADDPS X11, X7, X7
+d24_tail4:
+	MOVQ t4+64(FP), CX
 	TESTQ CX, CX
-	JZ dot_sum
-dot_single:
-	VBROADCASTSS (SI), Y0
-	VMULPS (DX), Y0, Y9
-	VADDPS Y9, Y1, Y1
-	ADDQ $4, SI
-	ADDQ R9, DX
+	JZ d24_tail1
+d24_t4:
+	VMOVUPS 0(SI)(AX*1), X8
+	VMOVUPS 0(DI)(AX*1), X9
+	VMOVUPS 0(R8)(AX*1), X10
+	VMULPS X10, X8, X11
+	VADDPS X11, X0, X0
+	VMULPS X10, X9, X12
+	VADDPS X12, X4, X4
+	VMOVUPS 0(R9)(AX*1), X10
+	VMULPS X10, X8, X11
+	VADDPS X11, X1, X1
+	VMULPS X10, X9, X12
+	VADDPS X12, X5, X5
+	VMOVUPS 0(R10)(AX*1), X10
+	VMULPS X10, X8, X11
+	VADDPS X11, X2, X2
+	VMULPS X10, X9, X12
+	VADDPS X12, X6, X6
+	VMOVUPS 0(R11)(AX*1), X10
+	VMULPS X10, X8, X11
+	VADDPS X11, X3, X3
+	VMULPS X10, X9, X12
+	VADDPS X12, X7, X7
+	ADDQ $16, AX
 	DECQ CX
-	JNZ dot_single
-dot_sum:
-	VADDPS Y2, Y1, Y1
-	VADDPS Y4, Y3, Y3
-	VADDPS Y3, Y1, Y1
-	VMOVUPS (DI), Y0
-	VADDPS Y1, Y0, Y0
-	VMOVUPS Y0, (DI)
+	JNZ d24_t4
+d24_tail1:
+	MOVQ t1+72(FP), CX
+	TESTQ CX, CX
+	JZ d24_sum
+d24_t1:
+	VMOVSS 0(SI)(AX*1), X8
+	VMOVSS 0(DI)(AX*1), X9
+	VMOVSS 0(R8)(AX*1), X10
+	VMULSS X10, X8, X11
+	VADDSS X11, X0, X0
+	VMULSS X10, X9, X12
+	VADDSS X12, X4, X4
+	VMOVSS 0(R9)(AX*1), X10
+	VMULSS X10, X8, X11
+	VADDSS X11, X1, X1
+	VMULSS X10, X9, X12
+	VADDSS X12, X5, X5
+	VMOVSS 0(R10)(AX*1), X10
+	VMULSS X10, X8, X11
+	VADDSS X11, X2, X2
+	VMULSS X10, X9, X12
+	VADDSS X12, X6, X6
+	VMOVSS 0(R11)(AX*1), X10
+	VMULSS X10, X8, X11
+	VADDSS X11, X3, X3
+	VMULSS X10, X9, X12
+	VADDSS X12, X7, X7
+	ADDQ $4, AX
+	DECQ CX
+	JNZ d24_t1
+d24_sum:
+	VHADDPS X1, X0, X8
+	VHADDPS X3, X2, X9
+	VHADDPS X9, X8, X8
+	VMOVUPS (DX), X10
+	VADDPS X8, X10, X10
+	VMOVUPS X10, (DX)
+	VHADDPS X5, X4, X8
+	VHADDPS X7, X6, X9
+	VHADDPS X9, X8, X8
+	VMOVUPS (DX)(R12*1), X10
+	VADDPS X8, X10, X10
+	VMOVUPS X10, (DX)(R12*1)
+	ADDQ $16, DX
+	LEAQ (R11)(R13*1), R8
+	LEAQ (R8)(R13*1), R9
+	LEAQ (R9)(R13*1), R10
+	LEAQ (R10)(R13*1), R11
+	DECQ BX
+	JNZ d24_quad
 	VZEROUPPER
 	RET

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"sync"
 	"unsafe"
 )
 
@@ -95,15 +94,12 @@ const (
 	gonumMinParBlocks = 4
 )
 
-// wtPool holds the transposes of B that sgemmExactNT reads.
-var wtPool = sync.Pool{New: func() any { return new([]float32) }}
-
 // sgemmExactNT computes C = A·Bᵀ + beta·C (alpha = 1) bit for bit as
 // gonum's Sgemm does: C[i,j] += DotUnitary(A[i,:], B[j,:]), whose SSE
 // summation order depends on where B's row starts relative to a 16-byte
-// boundary (dotUnitaryGo spells it out). Eight columns j at a time run
-// through dotRow8 over a transposed copy of B, the rest through
-// dotUnitaryGo. Where gonum runs in parallel and the inner dimension
+// boundary (dotUnitaryGo spells it out). Blocks of two rows i and four
+// columns j run through dot2x4 (one 8-lane accumulator per dot product, its
+// lanes gonum's eight partial sums), the rest through dotUnitaryGo. Where gonum runs in parallel and the inner dimension
 // exceeds 64, it splits every dot product into blocks of 64 and adds them
 // to C[i,j] one after the other (each block with the alignment prefix of
 // its own start); the kernels do the same. It declines (false) where rows
@@ -133,31 +129,23 @@ func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32,
 	if k > gonumBlock && blocks(m)*blocks(n) >= gonumMinParBlocks {
 		kb = gonumBlock
 	}
-	n8 := n / 8 * 8
-	var wt []float32
-	if n8 > 0 {
-		bufp := wtPool.Get().(*[]float32)
-		defer wtPool.Put(bufp)
-		if cap(*bufp) < k*n8 {
-			*bufp = make([]float32, k*n8)
-		}
-		wt = (*bufp)[:k*n8]
-		for j := 0; j < n8; j++ {
-			for t, v := range b[j*ldb : j*ldb+k] {
-				wt[t*n8+j] = v
-			}
-		}
-	}
+	m2, n4 := m/2*2, n/4*4
 	for k0 := 0; k0 < k; k0 += kb {
 		lk := min(kb, k-k0)
 		p := alignPrefix(&b[k0], lk)
 		rem := lk - p
 		nb, t4, t1 := rem/16, rem%16/4, rem%4
-		for i := 0; i < m; i++ {
-			for j := 0; j < n8; j += 8 {
-				dotRow8(&c[i*ldc+j], &a[i*lda+k0], &wt[k0*n8+j], n8, p, nb, t4, t1)
+		if n4 > 0 {
+			for i := 0; i < m2; i += 2 {
+				dot2x4(&c[i*ldc], ldc, &a[i*lda+k0], lda, &b[k0], ldb, p, nb, t4, t1, n4/4)
 			}
-			for j := n8; j < n; j++ {
+		}
+		for i := 0; i < m; i++ {
+			j0 := n4
+			if i >= m2 {
+				j0 = 0
+			}
+			for j := j0; j < n; j++ {
 				c[i*ldc+j] += dotUnitaryGo(a[i*lda+k0:i*lda+k0+lk], b[j*ldb+k0:j*ldb+k0+lk], p)
 			}
 		}

@@ -252,7 +252,7 @@ func BenchmarkSgemm(b *testing.B) {
 
 // TestSgemmExactNTMatchesGonum checks C = A·Bᵀ bit for bit against gonum's
 // Sgemm for every alignment of B's rows, inner dimensions around the
-// 16-element blocks and column counts around the 8-column kernel.
+// 16-element blocks and row and column counts around the 2×4 kernel.
 func TestSgemmExactNTMatchesGonum(t *testing.T) {
 	if !haveAVX2 {
 		t.Skip("no AVX2 kernels in this build or on this CPU: sgemm is gonum's")

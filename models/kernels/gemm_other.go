@@ -11,8 +11,8 @@ func axpyRow(c, a []float32, astride, k int, b []float32, ldb int) {
 	axpyRowGo(c, a, astride, k, b, ldb)
 }
 
-func dotRow8(c, x, wt *float32, ldw, p, nb, t4, t1 int) {
-	panic("kernels: dotRow8 without AVX2")
+func dot2x4(c *float32, ldc int, x *float32, lda int, w *float32, ldb int, p, nb, t4, t1, nq int) {
+	panic("kernels: dot2x4 without AVX2")
 }
 
 func sumRowsAVX2(s, x []float32, rows []int32, d int) bool { return false }
@@ -20,3 +20,11 @@ func sumRowsAVX2(s, x []float32, rows []int32, d int) bool { return false }
 func colSumsAVX2(p []float64, x []float32, center []float64, n, d int) int { return 0 }
 
 func colPairAVX2(s, sp []float64, a, b []float32, n, d int) int { return 0 }
+
+func bnFwdAVX2(xhat, y, x, mu, inv, g, bt []float32, n, d int) int { return 0 }
+
+func reluMaskAVX2(dz, y, dy []float32) int { return 0 }
+
+func bnBwdAVX2(dx, dz, xhat, gi, m, mx []float32, n, d int) int { return 0 }
+
+func scaleAVX2(y, x []float32, a float32) int { return 0 }

@@ -163,13 +163,17 @@ func BenchmarkTypedStep(b *testing.B) {
 	}
 }
 
-// TestTypedCheckpoint: a trained R-SPN and E-SPN (with global readout)
-// come back from a checkpoint through the registry with the same outputs.
+// TestTypedCheckpoint: a trained R-SPN (with global readout, and with
+// the gated readout too) and E-SPN (with global readout) come back from a
+// checkpoint through the registry with the same outputs.
 func TestTypedCheckpoint(t *testing.T) {
-	for _, kind := range []string{rspn.Name, espn.Name} {
+	for i, kind := range []string{rspn.Name, espn.Name, rspn.Name} {
 		task := modeltest.NewTypedTask(t, synth.Relational, 40, 2)
 		cfg := modeltest.TypedConfig(kind, 2, models.PoolMean, task.DS)
 		cfg.Model.GlobalReadout = true
+		if i == 2 {
+			cfg.Model.GatedReadout, cfg.Model.Dropout = true, 0
+		}
 		m, err := newModel(cfg, 3, kernels.CPU{})
 		if err != nil {
 			t.Fatal(err)

@@ -238,31 +238,43 @@ func (o *fwd) DiffWRT(n int) []bool {
 }
 
 // SymDiff implements gorgonia.SDOp: one gradient node over (inputs, y, dy)
-// computing every input gradient into a packed vector, unpacked into one
-// node per differentiated input (nil for the others). y is an input so
-// that the gradient runs after the forward it may keep state from.
+// running the op's Backward. Its value is the gradient of the first
+// differentiated input (usually the large node-level one), so that it
+// needs no copy; the gradients of the other differentiated inputs (usually
+// parameters) go to a side buffer of the gradient node, from which one
+// node per input copies them (nil for the inputs not differentiated). y is
+// an input so that the gradient runs after the forward it may keep state
+// from.
 func (o *fwd) SymDiff(in G.Nodes, y, dy *G.Node) (G.Nodes, error) {
-	total := 0
+	first, side := -1, 0
 	for i, s := range o.sig.In {
-		if o.sig.diff(i) {
-			total += Size(s)
+		switch {
+		case !o.sig.diff(i):
+		case first < 0:
+			first = i
+		default:
+			side += Size(s)
 		}
 	}
+	out := make(G.Nodes, len(in))
+	if first < 0 {
+		return out, nil
+	}
 	shapes := append(append([][]int(nil), o.sig.In...), o.sig.Out, o.sig.Out)
-	g := &bwd{node: newNode(o.id+".grad", []int{total}, shapes), f: o}
-	packed, err := G.ApplyOp(g, append(append(G.Nodes(nil), in...), y, dy)...)
+	g := &bwd{node: newNode(o.id+".grad", o.sig.In[first], shapes), f: o, first: first, side: side}
+	gn, err := G.ApplyOp(g, append(append(G.Nodes(nil), in...), y, dy)...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.id, err)
 	}
-	out := make(G.Nodes, len(in))
+	out[first] = gn
 	off := 0
 	for i, s := range o.sig.In {
-		if !o.sig.diff(i) {
+		if i == first || !o.sig.diff(i) {
 			continue
 		}
-		p := &part{node: newNode(fmt.Sprintf("%s.d%d", o.id, i), s, [][]int{{total}}), off: off, n: Size(s), bufs: o.bufs}
-		if out[i], err = G.ApplyOp(p, packed); err != nil {
-			return nil, fmt.Errorf("%s: unpacking the gradient of input %d: %w", o.id, i, err)
+		p := &part{node: newNode(fmt.Sprintf("%s.d%d", o.id, i), s, [][]int{o.sig.In[first]}), g: g, off: off, n: Size(s), bufs: o.bufs}
+		if out[i], err = G.ApplyOp(p, gn); err != nil {
+			return nil, fmt.Errorf("%s: the gradient of input %d: %w", o.id, i, err)
 		}
 		off += p.n
 	}
@@ -270,10 +282,13 @@ func (o *fwd) SymDiff(in G.Nodes, y, dy *G.Node) (G.Nodes, error) {
 }
 
 // bwd is the Gorgonia op of an Op's backward pass: inputs x_1..x_m, y, dy;
-// output the packed gradients of the differentiated inputs.
+// output the gradient of input first, the other differentiated inputs'
+// gradients packed into last (side values), read by their part nodes.
 type bwd struct {
 	node
-	f *fwd
+	f           *fwd
+	first, side int
+	last        []float32
 }
 
 // Do implements gorgonia.Op.
@@ -295,37 +310,39 @@ func (o *bwd) Do(vals ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	packed := o.buf(o.f.bufs, Size(o.shape))
-	clear(packed)
+	g := o.buf(o.f.bufs, Size(s.In[o.first]))
+	clear(g)
+	o.last = o.buf(o.f.bufs, o.side)
+	clear(o.last)
 	dIn := make([][]float32, m)
+	dIn[o.first] = g
 	off := 0
 	for i, sh := range s.In {
-		if s.diff(i) {
-			dIn[i] = packed[off : off+Size(sh)]
+		if i != o.first && s.diff(i) {
+			dIn[i] = o.last[off : off+Size(sh)]
 			off += Size(sh)
 		}
 	}
 	if err := o.f.op.Backward(in, y, dy, dIn); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.id, err)
 	}
-	return o.value(packed), nil
+	return o.value(g), nil
 }
 
-// part copies values [off, off+n) of the packed gradient.
+// part copies values [off, off+n) of its gradient node's side values; its
+// input is the gradient node, so that it runs after it.
 type part struct {
 	node
+	g      *bwd
 	off, n int
 	bufs   Buffers
 }
 
 // Do implements gorgonia.Op.
-func (p *part) Do(vals ...G.Value) (G.Value, error) {
-	src, err := Floats(p.id, vals, 0, -1)
-	if err != nil {
-		return nil, err
-	}
+func (p *part) Do(...G.Value) (G.Value, error) {
+	src := p.g.last
 	if p.off+p.n > len(src) {
-		return nil, fmt.Errorf("%s: part [%d,%d) outside %d values", p.id, p.off, p.off+p.n, len(src))
+		return nil, fmt.Errorf("%s: part [%d,%d) outside %d side values", p.id, p.off, p.off+p.n, len(src))
 	}
 	dst := p.buf(p.bufs, p.n)
 	copy(dst, src[p.off:p.off+p.n])

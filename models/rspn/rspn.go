@@ -39,6 +39,9 @@ func (Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 	if d.Known && d.Relations < 1 {
 		errs = append(errs, rt.Errf("kind", "rspn aggregates per relation (edge type), but the dataset%s has untyped edges (e.g. dataset kind qm9 has 4 bond types)", rt.OfKind(d)))
 	}
+	if m.GatedReadout && m.Dropout != 0 {
+		errs = append(errs, rt.Errf("dropout", "the gated readout has no dropout (GNN-FiLM's has none): set dropout: 0 with gated_readout, not %v", m.Dropout))
+	}
 	return errs
 }
 
@@ -65,6 +68,9 @@ type Model struct {
 	// atom is OGB's AtomEncoder, nil without categorical node features.
 	atom   *rt.Atom
 	layers []*layer
+	// gated is GNN-FiLM's gated-sum readout (model.gated_readout), used
+	// instead of the engine's layer readout; nil without it.
+	gated *rt.Gated
 	// td is what the layers' ops read of the batch: an object of its own
 	// (see spn.Model.gd).
 	td *nbop.Data
@@ -105,7 +111,11 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 		}
 		md.layers = append(md.layers, l)
 	}
-	md.Readout = rt.NewReadout(cfg, init)
+	if m.GatedReadout {
+		md.gated = rt.NewGated(cfg, init)
+	} else {
+		md.Readout = rt.NewReadout(cfg, init)
+	}
 	return md, nil
 }
 
@@ -131,6 +141,9 @@ func (m *Model) Params() []*param.Param {
 	}
 	for _, r := range m.Readout {
 		ps = append(ps, r.Params()...)
+	}
+	if m.gated != nil {
+		ps = append(ps, m.gated.Params()...)
 	}
 	return ps
 }
@@ -201,7 +214,9 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 //
 // the bracketed term with model.global_readout (SP-MPNN with global
 // readout, paper §3); then SPN's readout out = Σ_t Dropout(Wᵗ·pool(hᵗ) +
-// bᵗ) and the loss.
+// bᵗ), or with model.gated_readout GNN-FiLM's gated sum
+// out = Σ_v σ(W_g·[h⁰_v, hᵀ_v] + b_g) ⊙ (W_t·hᵀ_v + b_t) (rt.Gated), and the
+// loss.
 func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 	N, d, k := key.N, m.Cfg.Model.Hidden, m.Cfg.Model.K
 	bdr, p, be := m.NewProgram(key, bd)
@@ -228,6 +243,9 @@ func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 		sum := bdr.Op(be, nbop.Combine{ID: name + ".combine", Be: be, D: td, K: k, N: N, W: d}, s, rel, hh, alpha, eps)
 		h = rt.GlobalRead(bdr, be, td, name, w, sum, h, N, d)
 		hs = append(hs, h)
+	}
+	if m.gated != nil {
+		return m.FinishOut(bdr, p, be, bd, m.gated.Apply(bdr, p, be, bd, hs[0], h), Name)
 	}
 	return m.Finish(bdr, p, be, bd, hs, Name)
 }

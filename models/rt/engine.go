@@ -343,6 +343,16 @@ func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G
 			return nil, fmt.Errorf("building the readout sum: %w", err)
 		}
 	}
+	return e.FinishOut(bdr, p, be, bd, out, what)
+}
+
+// FinishOut adds to p's graph what follows the readout out (graphs ×
+// outputs): the loss (or ⟨out, seed⟩) and its symbolic gradient when the
+// key asks for one; what names the graph in errors. Finish calls it after
+// the layer readout; a kind with a readout of its own calls it directly.
+func (e *Engine) FinishOut(bdr *Builder, p *Program, be Env, bd *BatchData, out *G.Node, what string) (*Program, error) {
+	cfg, key := e.Cfg, p.key
+	G_, c := key.G, cfg.Out
 	if bdr.err != nil {
 		return nil, bdr.err
 	}

@@ -1,10 +1,12 @@
 package rt
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/param"
 )
 
@@ -56,11 +58,88 @@ func (l *MLP) Bind(param func(*param.Param) *G.Node) MLPNodes {
 }
 
 // Apply adds the MLP of layer name over the N×d node states x to bdr's
-// graph, with batch statistics and their update as key asks.
+// graph, with batch statistics and their update as key asks: one fused op
+// (mlpOp) with one backward.
 func (l *MLP) Apply(bdr *Builder, be Env, bd *BatchData, key Key, name string, x *G.Node, n MLPNodes) *G.Node {
-	N, d := key.N, l.lin1.Out
-	z := bdr.Op(be, NewLinear(name+".lin1", be, bd, false, N, d, d), x, n[0], n[1])
-	z = bdr.Op(be, newBNReLU(name+".bn1", be, bd, l.st1, key.train, key.update, N, d), z, n[2], n[3])
-	z = bdr.Op(be, NewLinear(name+".lin2", be, bd, false, N, d, d), z, n[4], n[5])
-	return bdr.Op(be, newBNReLU(name+".bn2", be, bd, l.st2, key.train, key.update, N, d), z, n[6], n[7])
+	o := newMLPOp(name, l, be, bd, key.train, key.update, key.N, l.lin1.Out)
+	return bdr.Op(be, o, x, n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7])
+}
+
+// mlpOp is Linear → BatchNorm+ReLU → Linear → BatchNorm+ReLU as one op
+// over inputs x (N×d), W₁, b₁, γ₁, β₁, W₂, b₂, γ₂, β₂: the forward and
+// backward passes of the four ops (linear, bnReLU) one after the other,
+// the intermediate values kept in between, so that the graph holds one
+// node and one gradient node per MLP instead of four each (and no copies
+// of the intermediate gradients). Same operations, same bits.
+type mlpOp struct {
+	id         string
+	be         Env
+	bd         *BatchData
+	lin1, lin2 op.Op
+	bn1, bn2   op.Op
+	N, d       int
+	st         *mlpState
+}
+
+// mlpState is what the forward pass keeps for the backward pass: the
+// outputs of lin1, bn1 and lin2.
+type mlpState struct{ z1, a1, z2 []float32 }
+
+func newMLPOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N, d int) mlpOp {
+	mode := "eval"
+	if train {
+		mode = "train"
+	}
+	return mlpOp{
+		id: name + ".mlp." + mode, be: be, bd: bd, N: N, d: d, st: &mlpState{},
+		lin1: NewLinear(name+".lin1", be, bd, false, N, d, d),
+		bn1:  newBNReLU(name+".bn1", be, bd, l.st1, train, update, N, d),
+		lin2: NewLinear(name+".lin2", be, bd, false, N, d, d),
+		bn2:  newBNReLU(name+".bn2", be, bd, l.st2, train, update, N, d),
+	}
+}
+
+// Sig implements op.Op.
+func (o mlpOp) Sig() op.Sig {
+	nd, dd, v := []int{o.N, o.d}, []int{o.d, o.d}, []int{o.d}
+	return op.Sig{ID: o.id, In: [][]int{nd, dd, v, v, v, dd, v, v, v}, Out: nd}
+}
+
+// Forward implements op.Op.
+func (o mlpOp) Forward(in [][]float32, y []float32) error {
+	nd := o.N * o.d
+	st := o.st
+	st.z1, st.a1, st.z2 = o.be.Buf(nd), o.be.Buf(nd), o.be.Buf(nd)
+	if err := o.lin1.Forward([][]float32{in[0], in[1], in[2]}, st.z1); err != nil {
+		return err
+	}
+	if err := o.bn1.Forward([][]float32{st.z1, in[3], in[4]}, st.a1); err != nil {
+		return err
+	}
+	if err := o.lin2.Forward([][]float32{st.a1, in[5], in[6]}, st.z2); err != nil {
+		return err
+	}
+	return o.bn2.Forward([][]float32{st.z2, in[7], in[8]}, y)
+}
+
+// Backward implements op.Op: the four backward passes in reverse order.
+// The intermediate gradients need no zeroing: each pass writes every real
+// row of its input gradient and reads only real rows.
+func (o mlpOp) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error {
+	nd := o.N * o.d
+	st := o.st
+	if len(st.z1) != nd || len(st.a1) != nd || len(st.z2) != nd {
+		return fmt.Errorf("%s: no forward pass recorded", o.id)
+	}
+	dz2, da1, dz1 := o.be.Buf(nd), o.be.Buf(nd), o.be.Buf(nd)
+	if err := o.bn2.Backward([][]float32{st.z2, in[7], in[8]}, y, dy, [][]float32{dz2, dIn[7], dIn[8]}); err != nil {
+		return err
+	}
+	if err := o.lin2.Backward([][]float32{st.a1, in[5], in[6]}, st.z2, dz2, [][]float32{da1, dIn[5], dIn[6]}); err != nil {
+		return err
+	}
+	if err := o.bn1.Backward([][]float32{st.z1, in[3], in[4]}, st.a1, da1, [][]float32{dz1, dIn[3], dIn[4]}); err != nil {
+		return err
+	}
+	return o.lin1.Backward([][]float32{in[0], in[1], in[2]}, st.z1, dz1, [][]float32{dIn[0], dIn[1], dIn[2]})
 }

@@ -88,17 +88,7 @@ func (o bnReLU) Forward(in [][]float32, y []float32) error {
 	}
 	st.xhat = o.be.Buf(n * d)
 	clear(y[n*d:])
-	inv, xhat := st.invStd, st.xhat
-	o.be.ForEachChunk(n, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, hr, yr := x[r*d:(r+1)*d], xhat[r*d:(r+1)*d], y[r*d:(r+1)*d]
-			for j := range xr {
-				h := (xr[j] - mu[j]) * inv[j]
-				hr[j] = h
-				yr[j] = max(g[j]*h+bt[j], 0)
-			}
-		}
-	})
+	kernels.BNReLUForward(o.be, st.xhat, y, x, mu, st.invStd, g, bt, n, d)
 	return nil
 }
 
@@ -112,16 +102,7 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 		return fmt.Errorf("no forward pass recorded for %d×%d rows", n, d)
 	}
 	dz := o.be.Buf(n * d)
-	o.be.ForEachChunk(n, func(_, lo, hi int) {
-		ys, zs, gs := y[lo*d:hi*d], dz[lo*d:hi*d], dy[lo*d:hi*d]
-		for i, v := range ys {
-			// Branch-free ReLU mask: y ≥ 0, and y > 0 exactly when its bits
-			// are non-zero (the ReLU writes +0).
-			bits := math.Float32bits(v)
-			mask := uint32(int32(bits|-bits) >> 31)
-			zs[i] = math.Float32frombits(math.Float32bits(gs[i]) & mask)
-		}
-	})
+	kernels.ReLUMask(o.be, dz, y, dy, n, d)
 	sdz, sdzx := kernels.ColSumsPair(o.be, dz, xhat, n, d)
 	for j := 0; j < d; j++ {
 		dIn[1][j] = float32(sdzx[j])
@@ -139,19 +120,14 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 		})
 		return nil
 	}
+	gi := make([]float32, d)
 	mdz := make([]float32, d)
 	mdzx := make([]float32, d)
 	for j := 0; j < d; j++ {
+		gi[j] = g[j] * inv[j]
 		mdz[j] = float32(sdz[j] / float64(n))
 		mdzx[j] = float32(sdzx[j] / float64(n))
 	}
-	o.be.ForEachChunk(n, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, zr, hr := dx[r*d:(r+1)*d], dz[r*d:(r+1)*d], xhat[r*d:(r+1)*d]
-			for j := range xr {
-				xr[j] = g[j] * inv[j] * (zr[j] - mdz[j] - hr[j]*mdzx[j])
-			}
-		}
-	})
+	kernels.BNBackward(o.be, dx, dz, xhat, gi, mdz, mdzx, n, d)
 	return nil
 }

@@ -44,6 +44,7 @@ func TestOpGradients(t *testing.T) {
 			stEval.RunMean = append(stEval.RunMean, rng.NormFloat64())
 			stEval.RunVar = append(stEval.RunVar, 1+rng.Float64())
 		}
+		mlp := NewMLP("layer1", d, rng)
 		// Five graphs (one empty) in graph-level tensors of 8 rows.
 		bd := &BatchData{N: n, G: len(ptr) - 1, Hops: hop, HopsT: hopT, Ptr: ptr, Labels: labels, Attrs: attrs,
 			Y: []int32{0, 2, 1, 2, 1}}
@@ -78,6 +79,18 @@ func TestOpGradients(t *testing.T) {
 			{Name: "batchnorm-relu kink", Op: newBNReLU("bnk", be, bd, st, true, false, N, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7, -1.1}, make([]float32, d)},
 				Shapes: [][]int{{N, d}, {d}, {d}}, Diff: []bool{false, true, true}, H: 1e-4, Tol: 5e-2},
+			// The fused MLP (training mode; β = 10 keeps both ReLUs
+			// away from their kinks, which the cases above check).
+			{Name: "mlp train", Op: newMLPOp("layer1", &mlp, be, bd, true, false, N, d),
+				In: [][]float32{modeltest.RandFloats(rng, N*d, 1),
+					modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10),
+					modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10)},
+				Shapes: [][]int{{N, d}, {d, d}, {d}, {d}, {d}, {d, d}, {d}, {d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
+			{Name: "mlp eval", Op: newMLPOp("layer1", &mlp, be, bd, false, false, N, d),
+				In: [][]float32{modeltest.RandFloats(rng, N*d, 1),
+					modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10),
+					modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10)},
+				Shapes: [][]int{{N, d}, {d, d}, {d}, {d}, {d}, {d, d}, {d}, {d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 			{Name: "dropout", Op: newDropout("drop", 20, 3),
 				In:     [][]float32{modeltest.RandFloats(rng, 60, 1), modeltest.DropMask(rng, 60, 0.3)},
 				Shapes: [][]int{{20, 3}, {20, 3}}, Diff: []bool{true, false}, H: 1e-2, Tol: 1e-3},
@@ -157,9 +170,12 @@ func TestOpIdentity(t *testing.T) {
 	if l1 != l1again {
 		t.Fatalf("the same op applied twice to the same inputs gave two nodes: Gorgonia's merge rule changed")
 	}
+	mlp := NewMLP("layer1", 3, rand.New(rand.NewPCG(5, 6)))
 	ops := []G.Op{
 		op.Adapt(nil, NewLinear("layer1.lin1", be, bd, false, 2, 3, 3)), op.Adapt(nil, NewLinear("layer1.lin2", be, bd, false, 2, 3, 3)),
 		op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, true, true, 2, 3)), op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, false, false, 2, 3)),
+		op.Adapt(nil, newMLPOp("layer1", &mlp, be, bd, true, true, 2, 3)), op.Adapt(nil, newMLPOp("layer1", &mlp, be, bd, false, false, 2, 3)),
+		op.Adapt(nil, newMLPOp("layer2", &mlp, be, bd, true, true, 2, 3)),
 		op.Adapt(nil, NewSoftmax("layer1.alpha", 1)), op.Adapt(nil, NewSoftmax("layer2.alpha", 1)),
 		op.Adapt(nil, newDropout("readout0.dropout", 2, 1)), op.Adapt(nil, newDropout("readout1.dropout", 2, 1)),
 	}
