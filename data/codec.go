@@ -109,16 +109,50 @@ func WriteHopsFile(path string, h *Hops) error {
 
 // ReadHopsFile reads and validates a hops file.
 func ReadHopsFile(path string) (*Hops, error) {
+	h, _, err := ReadHopsFilePrefix(path, -1)
+	return h, err
+}
+
+// HopsFileKMax returns the kmax a hops file declares in its header,
+// reading nothing else (ReadHopsFile and ReadHopsFilePrefix verify the
+// whole file).
+func HopsFileKMax(path string) (int, error) {
 	f, size, err := openSized(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading hops: %w", err)
+		return 0, fmt.Errorf("reading hops: %w", err)
 	}
 	defer f.Close()
-	h, err := decodeHops(f, size)
-	if err != nil {
-		return nil, fmt.Errorf("reading hops %s: %w", path, err)
+	d, err := newDecoder(f, size, hopsMagic, hopsVersion, hopsVersionInt32)
+	if err == nil {
+		kmax := d.u32()
+		if err = d.err; err == nil && (kmax < 1 || kmax > 1<<16) {
+			err = fmt.Errorf("KMax %d out of range 1..65536", kmax)
+		}
+		if err == nil {
+			return int(kmax), nil
+		}
 	}
-	return h, nil
+	return 0, fmt.Errorf("reading hops %s: %w", path, err)
+}
+
+// ReadHopsFilePrefix reads and validates a hops file like ReadHopsFile but
+// keeps only N_1..N_k of every graph (all of them when k < 0 or k ≥ the
+// file's kmax), as Hops.Prefix would, without ever holding the others:
+// each is decoded, validated and dropped graph by graph, so a model that
+// reads few hop sets of a large kmax artifact does not pay for all of
+// them. It also returns the file's kmax (the result's KMax is min(k,
+// kmax)).
+func ReadHopsFilePrefix(path string, k int) (*Hops, int, error) {
+	f, size, err := openSized(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading hops: %w", err)
+	}
+	defer f.Close()
+	h, kmax, err := decodeHops(f, size, k)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading hops %s: %w", path, err)
+	}
+	return h, kmax, nil
 }
 
 // ReadDataset reads and validates a dataset from r (read to the end).
@@ -140,7 +174,7 @@ func ReadHops(r io.Reader) (*Hops, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading hops: %w", err)
 	}
-	h, err := decodeHops(bytes.NewReader(b), int64(len(b)))
+	h, _, err := decodeHops(bytes.NewReader(b), int64(len(b)), -1)
 	if err != nil {
 		return nil, fmt.Errorf("reading hops: %w", err)
 	}
@@ -838,24 +872,29 @@ func (d *decoder) dataset() (*Dataset, error) {
 	return ds, nil
 }
 
-func decodeHops(r io.Reader, size int64) (*Hops, error) {
+// decodeHops decodes hop sets, keeping N_1..N_keep of every graph (all
+// when keep < 0), and returns them with the file's kmax.
+func decodeHops(r io.Reader, size int64, keep int) (*Hops, int, error) {
 	d, err := newDecoder(r, size, hopsMagic, hopsVersion, hopsVersionInt32)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	h, err := d.hops()
+	h, kmax, err := d.hops(keep)
 	if err := d.finish(err); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return h, nil
+	return h, kmax, nil
 }
 
-func (d *decoder) hops() (*Hops, error) {
+func (d *decoder) hops(keep int) (*Hops, int, error) {
 	kmax := d.u32()
 	if d.err == nil && (kmax < 1 || kmax > 1<<16) {
-		return nil, fmt.Errorf("KMax %d out of range 1..65536", kmax)
+		return nil, 0, fmt.Errorf("KMax %d out of range 1..65536", kmax)
 	}
-	h := &Hops{KMax: int(kmax)}
+	if keep < 0 || keep > int(kmax) {
+		keep = int(kmax)
+	}
+	h := &Hops{KMax: keep}
 	// Every graph takes at least 5 + KMax*8 bytes in version 1, 5 + KMax*2
 	// in version 2, and every node 4*KMax resp. KMax bytes.
 	perCSR, perNode := 8, 4
@@ -872,35 +911,38 @@ func (d *decoder) hops() (*Hops, error) {
 		n := d.count(perNode*int(kmax), "node count")
 		flag := d.u8()
 		if flag > 1 {
-			return nil, fmt.Errorf("graph %d: bad unreachable flag %d", i, flag)
+			return nil, 0, fmt.Errorf("graph %d: bad unreachable flag %d", i, flag)
 		}
 		gh := &h.Graphs[i]
-		gh.Hop = make([]CSR, kmax)
-		for k := range gh.Hop {
-			gh.Hop[k] = csr(n, "hop")
+		gh.Hop = make([]CSR, keep)
+		for k := range int(kmax) {
+			c := csr(n, "hop")
 			if d.err == nil {
-				if err := ValidateCSR(gh.Hop[k], n, n, true); err != nil {
-					return nil, fmt.Errorf("graph %d hop %d: %w", i, k+1, err)
+				if err := ValidateCSR(c, n, n, true); err != nil {
+					return nil, 0, fmt.Errorf("graph %d hop %d: %w", i, k+1, err)
 				}
+			}
+			if k < keep {
+				gh.Hop[k] = c
 			}
 		}
 		if flag == 1 {
 			c := csr(n, "unreachable")
 			if d.err == nil {
 				if err := ValidateCSR(c, n, n, true); err != nil {
-					return nil, fmt.Errorf("graph %d unreachable set: %w", i, err)
+					return nil, 0, fmt.Errorf("graph %d unreachable set: %w", i, err)
 				}
 			}
 			gh.Unreachable = &c
 		}
 		if d.err != nil {
-			return nil, fmt.Errorf("graph %d: %w", i, d.err)
+			return nil, 0, fmt.Errorf("graph %d: %w", i, d.err)
 		}
 	}
 	if d.err != nil {
-		return nil, d.err
+		return nil, 0, d.err
 	}
-	return h, nil
+	return h, int(kmax), nil
 }
 
 // openSized opens path and returns its size.

@@ -450,3 +450,49 @@ func FuzzReadHops(f *testing.F) {
 		}
 	})
 }
+
+// TestReadHopsFilePrefix checks that reading the first k hop sets of a file
+// (both format versions) gives what Prefix gives of the whole file, and
+// that HopsFileKMax reads the header's kmax.
+func TestReadHopsFilePrefix(t *testing.T) {
+	h := sampleHops(t)
+	v2 := filepath.Join(t.TempDir(), "hops.bin")
+	if err := WriteHopsFile(v2, h); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{v2, filepath.Join("testdata", "hops_v1.bin")} {
+		kmax, err := HopsFileKMax(path)
+		if err != nil || kmax != h.KMax {
+			t.Fatalf("%s: HopsFileKMax = %d, %v; want %d", path, kmax, err, h.KMax)
+		}
+		for k := -1; k <= h.KMax+1; k++ {
+			got, fileK, err := ReadHopsFilePrefix(path, k)
+			if err != nil {
+				t.Fatalf("%s, k = %d: %v", path, k, err)
+			}
+			want := h
+			if k >= 0 {
+				want = h.Prefix(k)
+			}
+			if fileK != h.KMax || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, k = %d: got kmax %d, hops %+v; want %d, %+v", path, k, fileK, got, h.KMax, want)
+			}
+		}
+	}
+	// A damaged file fails whatever is kept: every hop set is verified.
+	b, err := os.ReadFile(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-sha256.Size-1] ^= 1
+	bad := filepath.Join(t.TempDir(), "bad.bin")
+	if err := os.WriteFile(bad, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadHopsFilePrefix(bad, 1); err == nil {
+		t.Error("a damaged file read without error when keeping one hop set")
+	}
+	if _, err := HopsFileKMax(filepath.Join(t.TempDir(), "missing.bin")); err == nil {
+		t.Error("HopsFileKMax of a missing file: no error")
+	}
+}

@@ -401,3 +401,7 @@ func (e *Engine) LimitCache(graphs int, bytes int64) { e.cache.Limit(graphs, byt
 // CachedGraphs returns the number of compiled graphs the model keeps and
 // their estimated bytes.
 func (e *Engine) CachedGraphs() (int, int64) { return e.cache.Len(), e.cache.Bytes() }
+
+// ArenaBytes returns the bytes the model's buffer arena holds and the most
+// bytes one run of a compiled graph has taken from it.
+func (e *Engine) ArenaBytes() (held, run int64) { return e.ar.Bytes(), e.ar.Requested() }

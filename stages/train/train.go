@@ -64,7 +64,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	if err != nil {
 		return err
 	}
-	ds, hops, err := loadInputs(job)
+	ds, hopsPath, err := loadInputs(job)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	default:
 		return fmt.Errorf("role %q is unknown (want holdout, select or final)", p.Role)
 	}
-	res, err := Train(ctx, k.Registry(), point, ds, hops, sets, p, job)
+	res, err := Train(ctx, k.Registry(), point, ds, hopsPath, sets, p, job)
 	if errors.Is(err, fit.ErrDiverged) {
 		// A diverged run is a result, not a failure of the stage: model
 		// selection excludes its grid point (select) and anything else
@@ -137,19 +137,24 @@ type Result struct {
 // Checkpoint returns the selected model's checkpoint bytes.
 func (r *Result) Checkpoint() []byte { return r.checkpoint }
 
-// Train builds the model of point for ds with reg and trains it on sets;
-// job supplies the seed, threads, log and progress.
-func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *data.Dataset, hops *data.Hops, sets fit.Sets, p stages.TrainParams, job *stages.Job) (*Result, error) {
+// Train builds the model of point for ds with reg and trains it on sets
+// over the hop sets of the hops file hopsPath ("": none); job supplies the
+// seed, threads, log and progress.
+func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *data.Dataset, hopsPath string, sets fit.Sets, p stages.TrainParams, job *stages.Job) (*Result, error) {
 	cfg, err := models.ConfigFor(point.Model, ds)
 	if err != nil {
 		return nil, err
 	}
-	if hops != nil {
+	if hopsPath != "" {
 		// The kind's own check (spn vet and plan ran it against the
 		// spec's dataset section), here against the dataset and the
 		// artifact's kmax.
+		kmax, err := data.HopsFileKMax(hopsPath)
+		if err != nil {
+			return nil, err
+		}
 		var errs []error
-		for _, fe := range reg.CheckModel(point.Model, models.InfoFor(ds, hops.KMax)) {
+		for _, fe := range reg.CheckModel(point.Model, models.InfoFor(ds, kmax)) {
 			errs = append(errs, fe)
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -161,12 +166,21 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	if err != nil {
 		return nil, err
 	}
-	if k := m.Hops(); k > 0 && hops == nil {
+	if k := m.Hops(); k > 0 && hopsPath == "" {
 		return nil, fmt.Errorf("model reads %d hop sets, but there is no precomputed hop artifact", k)
 	}
-	if hops != nil {
-		// Keep only the hop sets the model reads (kmax serves every k of
-		// a dataset): the others are freed once the caller drops its hops.
+	var hops *data.Hops
+	if hopsPath != "" {
+		// Read only the hop sets the model reads (kmax serves every k of
+		// a dataset; N_1 at least, which Matches checks against the
+		// dataset): a k = 1 model of a kmax 10 artifact never holds the
+		// other nine.
+		if hops, _, err = data.ReadHopsFilePrefix(hopsPath, max(m.Hops(), 1)); err != nil {
+			return nil, err
+		}
+		if err := hops.Matches(ds); err != nil {
+			return nil, fmt.Errorf("hop sets of %s do not match dataset %q: %w", filepath.Dir(hopsPath), ds.Name, err)
+		}
 		hops = hops.Prefix(m.Hops())
 	}
 	opts := fit.Options{
@@ -230,24 +244,18 @@ func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, []strin
 	return sr.Point, sr.Notes, nil
 }
 
-// loadInputs reads the dataset of the generate input and the hop sets of
-// the precompute input, and checks that they belong together.
-func loadInputs(job *stages.Job) (*data.Dataset, *data.Hops, error) {
+// loadInputs reads the dataset of the generate input and returns it with
+// the path of the precompute input's hops file (Train reads the hop sets
+// its model needs and checks that they belong to the dataset).
+func loadInputs(job *stages.Job) (*data.Dataset, string, error) {
 	gen := job.InputsOf(stages.KindGenerate)
 	pre := job.InputsOf(stages.KindPrecompute)
 	if len(gen) != 1 || len(pre) != 1 {
-		return nil, nil, fmt.Errorf("need one generate and one precompute input, have %d and %d", len(gen), len(pre))
+		return nil, "", fmt.Errorf("need one generate and one precompute input, have %d and %d", len(gen), len(pre))
 	}
 	ds, err := data.ReadDatasetFile(filepath.Join(gen[0].Dir, stages.FileDataset))
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	hops, err := data.ReadHopsFile(filepath.Join(pre[0].Dir, stages.FileHops))
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := hops.Matches(ds); err != nil {
-		return nil, nil, fmt.Errorf("hop sets of %s do not match dataset %q: %w", pre[0].Dir, ds.Name, err)
-	}
-	return ds, hops, nil
+	return ds, filepath.Join(pre[0].Dir, stages.FileHops), nil
 }

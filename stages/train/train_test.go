@@ -122,7 +122,11 @@ func TestHoldoutDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, hops, err := loadInputs(j)
+	ds, hopsPath, err := loadInputs(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hops, err := data.ReadHopsFile(hopsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
