@@ -428,11 +428,20 @@ func FuzzReadHops(f *testing.F) {
 	f.Add(big)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := ReadHops(bytes.NewReader(b))
+		// Keeping only N_1 verifies the same: it fails exactly when the
+		// whole read does, and otherwise gives Prefix(1) of it.
+		one, kmax, errOne := decodeHops(bytes.NewReader(b), int64(len(b)), 1)
+		if (err == nil) != (errOne == nil) {
+			t.Fatalf("whole read: %v; keeping N_1: %v", err, errOne)
+		}
 		if err != nil {
 			if len(b) >= sha256.Size {
 				_, _ = ReadHops(bytes.NewReader(resign(b)))
 			}
 			return
+		}
+		if kmax != got.KMax || !reflect.DeepEqual(one, got.Prefix(1)) {
+			t.Fatalf("keeping N_1 gave kmax %d and %+v, want %d and %+v", kmax, one, got.KMax, got.Prefix(1))
 		}
 		if err := got.Validate(); err != nil {
 			t.Fatalf("decoded hops are invalid: %v", err)

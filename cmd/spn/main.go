@@ -50,6 +50,7 @@ func commands() map[string]command {
 
 func main() {
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	setGC(a.getenv)
 	os.Exit(a.main(os.Args[1:]))
 }
 
