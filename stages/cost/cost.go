@@ -81,7 +81,7 @@ func ParseCalibration(name string, b []byte) (*Calibration, error) {
 		return nil, fmt.Errorf("calibration %s: format version %d, this spn reads %d", name, c.Version, CalibrationVersion)
 	}
 	for i, e := range c.Entries {
-		if e.Dataset == "" || e.Model == "" || e.Layers < 1 || e.Hidden < 1 || e.K < 0 || e.Graphs < 0 ||
+		if e.Dataset == "" || e.Model == "" || e.Layers < 0 || e.Hidden < 1 || e.K < 0 || e.Graphs < 0 ||
 			!(e.SecondsPerEpoch >= 0) || math.IsInf(e.SecondsPerEpoch, 0) {
 			return nil, fmt.Errorf("calibration %s: entries[%d]: invalid entry %+v", name, i, e)
 		}
@@ -164,6 +164,10 @@ func (c *Calibration) lookup(ds, model string, k int) (Entry, bool) {
 	return best, found
 }
 
+// size is what epoch times scale with, layers × hidden; a model without
+// message-passing layers (the baseline, layers 0) counts as one layer.
+func size(layers, hidden int) int { return max(layers, 1) * hidden }
+
 func abs(x int) int {
 	if x < 0 {
 		return -x
@@ -239,7 +243,7 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 			return 0
 		}
 		s := e.SecondsPerEpoch * float64(pt.Training.Epochs) *
-			float64(pt.Model.Layers*pt.Model.Hidden) / float64(e.Layers*e.Hidden)
+			float64(size(pt.Model.Layers, pt.Model.Hidden)) / float64(size(e.Layers, e.Hidden))
 		if e.Graphs > 0 && ds.Graphs > 0 {
 			s *= float64(ds.Graphs) / float64(e.Graphs)
 		}

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/spn-project/spn/schema"
@@ -59,6 +60,46 @@ func TestEstimate(t *testing.T) {
 	}
 }
 
+// TestBaselineEntry: spn calibrate records the baseline (no
+// message-passing layers) with layers 0; the file reads back and the
+// baseline's cost scales by epochs and hidden only.
+func TestBaselineEntry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "calibration.json")
+	cal := &Calibration{Version: CalibrationVersion, Threads: 1,
+		Entries: []Entry{{Dataset: "tu(DD)", Model: "baseline", Layers: 0, Hidden: 32, SecondsPerEpoch: 0.5}}}
+	if err := cal.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCalibration(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := schema.Dataset{Kind: "tu", Name: "DD"}
+	gen := &plan.Node{Kind: stages.KindGenerate, Params: stages.GenerateParams{Dataset: ds}, Status: plan.Cached}
+	tr := &plan.Node{Kind: stages.KindTrain, Deps: []*plan.Node{gen}, Status: plan.ToRun,
+		Params: stages.TrainParams{Role: stages.RoleHoldout, Point: point("baseline", 0, 0, 64, 100)}}
+	est, err := back.Estimate(&plan.Plan{Nodes: []*plan.Node{gen, tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0.5 * 100 * 2 / 3600 // 100 epochs, hidden 64 against 32, 1 thread
+	found := false
+	for _, k := range est.Kinds {
+		if k.Kind == "train" {
+			found = true
+			if math.Abs(k.Hours-want) > 1e-12 {
+				t.Errorf("baseline: %.6f CPU-hours, want %.6f", k.Hours, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no train cost in %+v", est.Kinds)
+	}
+	if len(est.Missing) != 0 {
+		t.Errorf("missing %v", est.Missing)
+	}
+}
+
 func FuzzParseCalibration(f *testing.F) {
 	f.Add([]byte(`{"version":1,"threads":1,"entries":[{"dataset":"tu(DD)","model":"spn","k":5,"layers":4,"hidden":64,"seconds_per_epoch":8.4}]}`))
 	f.Add([]byte(`{"version":1,"entries":[{"dataset":"x","model":"spn","layers":0,"hidden":1,"seconds_per_epoch":-1}]}`))
@@ -70,7 +111,7 @@ func FuzzParseCalibration(f *testing.F) {
 			return
 		}
 		for _, e := range c.Entries {
-			if e.Layers < 1 || e.Hidden < 1 || e.SecondsPerEpoch < 0 || math.IsNaN(e.SecondsPerEpoch) {
+			if e.Layers < 0 || e.Hidden < 1 || e.SecondsPerEpoch < 0 || math.IsNaN(e.SecondsPerEpoch) {
 				t.Fatalf("accepted invalid entry %+v", e)
 			}
 		}
