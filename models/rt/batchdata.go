@@ -2,7 +2,6 @@ package rt
 
 import (
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/models/kernels"
 )
 
 // BatchData is the per-batch data the ops of one compiled graph read when
@@ -15,8 +14,8 @@ type BatchData struct {
 	// N and G are the batch's real node and graph counts.
 	N, G int
 	// Hops are the hop sets the layers aggregate over (Arch.Prepare:
-	// N_1..N_k, or the adjacency for GIN), HopsT their transposes.
-	Hops, HopsT []data.CSR
+	// N_1..N_k, or the adjacency for GIN).
+	Hops []data.CSR
 	// Ptr are the graph offsets (len G+1).
 	Ptr []int32
 	// Labels (N) and Attrs (N×AttrDim) are the node inputs.
@@ -38,16 +37,12 @@ func NewBatchData(b *data.Batch, hops []data.CSR) *BatchData {
 func (bd *BatchData) set(b *data.Batch, hops []data.CSR) {
 	bd.N, bd.G = b.N, b.NumGraphs
 	bd.Hops = hops
-	bd.HopsT = make([]data.CSR, len(hops))
-	for i, h := range hops {
-		bd.HopsT[i] = kernels.Transpose(h)
-	}
 	bd.Ptr, bd.Labels, bd.Attrs, bd.Y, bd.Target = b.GraphPtr, b.Labels, b.Attrs, b.Y, b.Target
 }
 
 // release drops the references to the batch (keeping n and g).
 func (bd *BatchData) release() {
-	bd.Hops, bd.HopsT, bd.Ptr, bd.Labels, bd.Attrs, bd.Y, bd.Target = nil, nil, nil, nil, nil, nil, nil
+	bd.Hops, bd.Ptr, bd.Labels, bd.Attrs, bd.Y, bd.Target = nil, nil, nil, nil, nil, nil
 }
 
 // Rows returns the number of real rows of a node-level (or, with graph,

@@ -9,7 +9,6 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/modeltest"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
 )
 
@@ -85,10 +84,6 @@ func TestOpGradientsFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	n, N, d, k := 150, 160, 4, 3
 	hop := modeltest.RandomHopSets(rng, n, k)
-	hopT := make([]data.CSR, k)
-	for i := range hop {
-		hopT[i] = kernels.Transpose(hop[i])
-	}
 	ptr := []int32{0, 7, 7, 40, 150}
 	g, G := len(ptr)-1, 8
 	labels := make([]int32, n)
@@ -98,7 +93,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 	attrs := modeltest.RandFloats(rng, n*2, 1)
 	ycls := []int32{1, 0, 2, 1}
 	target := []float64{0.5, -1, 2, 0, 1, -0.5, 0.25, 3}
-	bd := &BatchData{N: n, G: g, Hops: hop, HopsT: hopT, Ptr: ptr, Labels: labels, Attrs: attrs, Y: ycls, Target: target}
+	bd := &BatchData{N: n, G: g, Hops: hop, Ptr: ptr, Labels: labels, Attrs: attrs, Y: ycls, Target: target}
 	st := &bnStats{RunMean: make([]float64, d), RunVar: make([]float64, d), Momentum: 0.1, Eps: 1e-5}
 	stEval := &bnStats{RunMean: []float64{0.3, -0.2, 0.1, 0}, RunVar: []float64{1.5, 0.8, 1.2, 2}, Momentum: 0.1, Eps: 1e-5}
 

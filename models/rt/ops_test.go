@@ -28,10 +28,6 @@ func TestOpGradients(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		n, N, d, k := 300, 320, 5, 3
 		hop := modeltest.RandomHopSets(rng, n, k) // asymmetric: checks the transpose
-		hopT := make([]data.CSR, k)
-		for i := range hop {
-			hopT[i] = kernels.Transpose(hop[i])
-		}
 		ptr := []int32{0, 10, 10, 57, 200, 300}
 		labels := make([]int32, n)
 		for i := range labels {
@@ -46,7 +42,7 @@ func TestOpGradients(t *testing.T) {
 		}
 		mlp := NewMLP("layer1", d, rng)
 		// Five graphs (one empty) in graph-level tensors of 8 rows.
-		bd := &BatchData{N: n, G: len(ptr) - 1, Hops: hop, HopsT: hopT, Ptr: ptr, Labels: labels, Attrs: attrs,
+		bd := &BatchData{N: n, G: len(ptr) - 1, Hops: hop, Ptr: ptr, Labels: labels, Attrs: attrs,
 			Y: []int32{0, 2, 1, 2, 1}}
 		bdAttrs := *bd
 		bdAttrs.Attrs = nil
@@ -151,7 +147,7 @@ func TestOpsMatchKernelsBitwise(t *testing.T) {
 func TestOpIdentity(t *testing.T) {
 	be := Env{Backend: kernels.CPU{}}
 	hop := []data.CSR{{Ptr: []int32{0, 1, 2}, Idx: []int32{1, 0}}}
-	bd := &BatchData{N: 2, G: 1, Hops: hop, HopsT: hop, Ptr: []int32{0, 2}}
+	bd := &BatchData{N: 2, G: 1, Hops: hop, Ptr: []int32{0, 2}}
 	g := G.NewGraph()
 	x := G.NewMatrix(g, G.Float32, G.WithShape(2, 3), G.WithName("x"), G.WithInit(G.Ones()))
 	w := G.NewMatrix(g, G.Float32, G.WithShape(3, 1), G.WithName("w"), G.WithInit(G.Ones()))
