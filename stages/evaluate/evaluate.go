@@ -42,15 +42,15 @@ func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	}
 	var p stages.EvaluateParams
 	if err := job.Decode(&p); err != nil {
-		return fmt.Errorf("evaluate %s: %w", job.Name, err)
+		return err
 	}
 	runs, err := selectstage.ReadTrainRuns(job.InputsOf(stages.KindTrain))
 	if err != nil {
-		return fmt.Errorf("evaluate %s: %w", job.Name, err)
+		return err
 	}
 	res, err := Evaluate(p, runs)
 	if err != nil {
-		return fmt.Errorf("evaluate %s: %w", job.Name, err)
+		return err
 	}
 	return selectstage.WriteResult(job.Dir, res)
 }

@@ -57,7 +57,7 @@ func (Kind) Version() string { return "1" }
 func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	var p Params
 	if err := job.Decode(&p); err != nil {
-		return fmt.Errorf("figure %s: %w", job.Name, err)
+		return err
 	}
 	var fig *Data
 	var err error

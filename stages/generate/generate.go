@@ -34,14 +34,14 @@ func (Kind) Version() string { return "3" }
 func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	var p stages.GenerateParams
 	if err := job.Decode(&p); err != nil {
-		return fmt.Errorf("generate %s: %w", job.Name, err)
+		return err
 	}
 	ds, err := Build(ctx, p.Dataset, job.Env)
 	if err != nil {
-		return fmt.Errorf("generate %s: %w", job.Name, err)
+		return err
 	}
 	if err := data.WriteDatasetFile(filepath.Join(job.Dir, stages.FileDataset), ds); err != nil {
-		return fmt.Errorf("generate %s: %w", job.Name, err)
+		return err
 	}
 	if job.Log != nil {
 		job.Log.Info("dataset written", "name", ds.Name, "graphs", len(ds.Graphs), "splits", len(ds.Splits))

@@ -27,25 +27,25 @@ func (Kind) Version() string { return "1" }
 func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	var p stages.PrecomputeParams
 	if err := job.Decode(&p); err != nil {
-		return fmt.Errorf("precompute %s: %w", job.Name, err)
+		return err
 	}
 	if p.KMax == 0 {
 		p.KMax = sp.DefaultKMax
 	}
 	in := job.InputsOf(stages.KindGenerate)
 	if len(in) != 1 {
-		return fmt.Errorf("precompute %s: want exactly one generate input, got %d", job.Name, len(in))
+		return fmt.Errorf("want exactly one generate input, got %d", len(in))
 	}
 	ds, err := data.ReadDatasetFile(filepath.Join(in[0].Dir, stages.FileDataset))
 	if err != nil {
-		return fmt.Errorf("precompute %s: %w", job.Name, err)
+		return err
 	}
 	h, err := sp.Compute(ctx, ds.Graphs, p.KMax, p.Unreachable, job.Env.Threads)
 	if err != nil {
-		return fmt.Errorf("precompute %s: %w", job.Name, err)
+		return err
 	}
 	if err := data.WriteHopsFile(filepath.Join(job.Dir, stages.FileHops), h); err != nil {
-		return fmt.Errorf("precompute %s: %w", job.Name, err)
+		return err
 	}
 	return nil
 }

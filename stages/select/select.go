@@ -49,15 +49,15 @@ func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	}
 	var p stages.SelectParams
 	if err := job.Decode(&p); err != nil {
-		return fmt.Errorf("select %s: %w", job.Name, err)
+		return err
 	}
 	runs, err := ReadTrainRuns(job.InputsOf(stages.KindTrain))
 	if err != nil {
-		return fmt.Errorf("select %s: %w", job.Name, err)
+		return err
 	}
 	res, err := Select(p, runs)
 	if err != nil {
-		return fmt.Errorf("select %s: %w", job.Name, err)
+		return err
 	}
 	return WriteResult(job.Dir, res)
 }

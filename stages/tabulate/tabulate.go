@@ -75,16 +75,16 @@ func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	}
 	var p stages.TabulateParams
 	if err := job.Decode(&p); err != nil {
-		return fmt.Errorf("tabulate %s: %w", job.Name, err)
+		return err
 	}
 	results, err := ReadResults(p.ExperimentNames, job.InputsOf(stages.KindEvaluate))
 	if err != nil {
-		return fmt.Errorf("tabulate %s: %w", job.Name, err)
+		return err
 	}
 	warnDirection(job, p.Table, results)
 	files, err := Render(p.Table, results)
 	if err != nil {
-		return fmt.Errorf("tabulate %s: %w", job.Name, err)
+		return err
 	}
 	return WriteFiles(job.Dir, files)
 }

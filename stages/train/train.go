@@ -194,7 +194,7 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	}
 	r, err := fit.Train(ctx, m, ds, hops, sets, opts)
 	if err != nil {
-		return nil, fmt.Errorf("training %s: %w", job.Name, err)
+		return nil, err
 	}
 	best := r.Epochs[r.Best]
 	return &Result{
