@@ -188,7 +188,9 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	if err != nil {
 		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
 	}
-	m, err := train.Kind{}.Registry().New(cfg, seed, kernels.CPU{Threads: rep.Threads})
+	pool := kernels.NewPool(rep.Threads, 0)
+	defer pool.Close()
+	m, err := train.Kind{}.Registry().New(cfg, seed, kernels.CPU{Threads: rep.Threads, Pool: pool})
 	if err != nil {
 		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
 	}

@@ -56,9 +56,12 @@ type Backend interface {
 	Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 }
 
-// CPU is the pure-Go backend. Threads ≤ 1 runs serially.
+// CPU is the pure-Go backend. Threads ≤ 1 runs serially. With a Pool
+// (NewPool(Threads, 0)), parallel sections run on its workers instead of
+// new goroutines.
 type CPU struct {
 	Threads int
+	Pool    *Pool
 }
 
 var _ Backend = CPU{}
@@ -82,6 +85,10 @@ func (c CPU) ForEachChunk(n int, f func(chunk, lo, hi int)) {
 		for ch := 0; ch < nc; ch++ {
 			f(ch, ch*ChunkRows, min((ch+1)*ChunkRows, n))
 		}
+		return
+	}
+	if c.Pool != nil {
+		c.Pool.forEachChunk(n, nc, f)
 		return
 	}
 	var wg sync.WaitGroup

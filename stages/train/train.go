@@ -161,7 +161,9 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 			return nil, fmt.Errorf("precomputed hop sets: %w", err)
 		}
 	}
-	be := kernels.CPU{Threads: max(job.Env.Threads, 1)}
+	threads := max(job.Env.Threads, 1)
+	be := kernels.CPU{Threads: threads, Pool: kernels.NewPool(threads, 0)}
+	defer be.Pool.Close()
 	m, err := reg.New(cfg, job.Seed, be)
 	if err != nil {
 		return nil, err

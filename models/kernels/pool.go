@@ -1,0 +1,153 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A Pool is a set of worker goroutines for ForEachChunk that stay awake for
+// a short while (Spin) after each parallel section before they sleep.
+//
+// A training step runs a hundred or more parallel sections of tens of
+// microseconds each, a few microseconds apart. Starting goroutines for every
+// section wakes a sleeping thread every time, and a woken thread often starts
+// only after the caller has done most of the work (measured on NCI1: two
+// threads bought 11 % over one, for 20 % more CPU time). Workers that spin
+// between sections pick up the next one at once; between steps (the
+// optimiser, the next batch) they go to sleep after Spin.
+//
+// Chunks go to whoever asks next — the caller works too — so the results do
+// not depend on which goroutine computes a chunk, nor on the pool. A Pool
+// must be closed when its stage is done; a nil *Pool runs ForEachChunk on
+// fresh goroutines.
+type Pool struct {
+	spin    time.Duration
+	seq     atomic.Uint64 // incremented once per posted section
+	cur     atomic.Pointer[section]
+	closed  atomic.Bool
+	asleep  atomic.Int32 // workers waiting on cond
+	mu      sync.Mutex
+	cond    *sync.Cond
+	workers sync.WaitGroup
+}
+
+// DefaultSpin is how long a Pool's idle worker keeps looking for work before
+// it sleeps: longer than the gaps between the sections of a step, shorter
+// than the gaps between steps.
+const DefaultSpin = 50 * time.Microsecond
+
+// section is one ForEachChunk call: chunks [0, nc) of n rows.
+type section struct {
+	f     func(chunk, lo, hi int)
+	n, nc int
+	next  atomic.Int64 // next chunk to claim
+	done  atomic.Int64 // chunks finished
+}
+
+// run claims and computes chunks until none is left.
+func (s *section) run() {
+	for {
+		ch := int(s.next.Add(1) - 1)
+		if ch >= s.nc {
+			return
+		}
+		s.f(ch, ch*ChunkRows, min((ch+1)*ChunkRows, s.n))
+		s.done.Add(1)
+	}
+}
+
+// NewPool starts threads−1 workers (the caller of ForEachChunk is the other
+// thread) that spin for spin (DefaultSpin if 0) before they sleep. It
+// returns nil for threads ≤ 1.
+func NewPool(threads int, spin time.Duration) *Pool {
+	if threads <= 1 {
+		return nil
+	}
+	if spin <= 0 {
+		spin = DefaultSpin
+	}
+	p := &Pool{spin: spin}
+	p.cond = sync.NewCond(&p.mu)
+	p.workers.Add(threads - 1)
+	for range threads - 1 {
+		go p.work()
+	}
+	return p
+}
+
+// Close stops the workers and waits for them. It is safe on a nil Pool and
+// more than once; after Close, ForEachChunk runs every chunk on the caller.
+func (p *Pool) Close() {
+	if p == nil || p.closed.Swap(true) {
+		return
+	}
+	p.mu.Lock()
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.workers.Wait()
+}
+
+// work is a worker's loop: wait for a new section (spinning, then asleep),
+// help with it, repeat.
+func (p *Pool) work() {
+	defer p.workers.Done()
+	seen := p.seq.Load()
+	for {
+		if !p.await(seen) {
+			return
+		}
+		seen = p.seq.Load()
+		if s := p.cur.Load(); s != nil {
+			s.run()
+		}
+	}
+}
+
+// await returns when p.seq differs from seen (true) or the pool is closed
+// (false): it spins for p.spin, then sleeps on p.cond.
+func (p *Pool) await(seen uint64) bool {
+	deadline := time.Now().Add(p.spin)
+	for i := 0; ; i++ {
+		if p.seq.Load() != seen {
+			return true
+		}
+		if p.closed.Load() {
+			return false
+		}
+		if i%1024 == 1023 && time.Now().After(deadline) {
+			break
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asleep.Add(1)
+	defer p.asleep.Add(-1)
+	for p.seq.Load() == seen && !p.closed.Load() {
+		p.cond.Wait()
+	}
+	return !p.closed.Load()
+}
+
+// forEachChunk runs f on the nc chunks of n rows with the caller and the
+// workers, and returns when every chunk is done.
+func (p *Pool) forEachChunk(n, nc int, f func(chunk, lo, hi int)) {
+	s := &section{f: f, n: n, nc: nc}
+	p.cur.Store(s)
+	p.seq.Add(1)
+	if p.asleep.Load() > 0 {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}
+	s.run()
+	// The last chunks may still run on a worker: they take at most one
+	// chunk's time.
+	for i := 0; s.done.Load() < int64(nc); i++ {
+		if i%64 == 63 {
+			runtime.Gosched()
+		}
+	}
+	p.cur.CompareAndSwap(s, nil)
+}
