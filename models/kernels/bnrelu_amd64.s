@@ -1,4 +1,4 @@
-//go:build amd64 && !purego && !(openblas && cgo)
+//go:build amd64 && !purego
 
 #include "textflag.h"
 

@@ -2,45 +2,14 @@
 
 package kernels
 
-/*
-#cgo LDFLAGS: -lopenblas
-#include <cblas.h>
-*/
-import "C"
-
-import "sync"
+import "github.com/spn-project/spn/models/kernels/internal/openblas"
 
 // GEMM names the matrix-multiply implementation of this build.
 const GEMM = "OpenBLAS (cgo, single-threaded calls)"
 
-var singleThread sync.Once
-
 // sgemm is C = alpha·op(A)·op(B) + beta·C on row-major matrices, computed
-// by OpenBLAS. The kernels parallelise over row chunks themselves, so
-// OpenBLAS is asked to use one thread per call; a single-threaded call
-// always sums in the same order, so results stay reproducible.
+// by OpenBLAS (see package openblas); the other kernels keep their AVX2
+// paths in this build.
 func sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	singleThread.Do(func() { C.openblas_set_num_threads(1) })
-	ta, tb := uint32(C.CblasNoTrans), uint32(C.CblasNoTrans)
-	if tA {
-		ta = uint32(C.CblasTrans)
-	}
-	if tB {
-		tb = uint32(C.CblasTrans)
-	}
-	if k == 0 {
-		for i := 0; i < m; i++ {
-			row := c[i*ldc : i*ldc+n]
-			for j := range row {
-				row[j] *= beta
-			}
-		}
-		return
-	}
-	C.cblas_sgemm(C.CblasRowMajor, C.enum_CBLAS_TRANSPOSE(ta), C.enum_CBLAS_TRANSPOSE(tb), C.blasint(m), C.blasint(n), C.blasint(k),
-		C.float(alpha), (*C.float)(&a[0]), C.blasint(lda), (*C.float)(&b[0]), C.blasint(ldb),
-		C.float(beta), (*C.float)(&c[0]), C.blasint(ldc))
+	openblas.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }

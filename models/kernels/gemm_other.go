@@ -1,12 +1,11 @@
-//go:build !amd64 || purego || (openblas && cgo)
+//go:build !amd64 || purego
 
 package kernels
 
 import "github.com/spn-project/spn/data"
 
-// haveAVX2 is false off amd64, with -tags purego, and in the OpenBLAS build
-// (Go refuses assembly files in a package that uses cgo): sgemmExact declines
-// and gonum computes every product.
+// haveAVX2 is false off amd64 and with -tags purego: sgemmExact declines and
+// gonum computes every product.
 const haveAVX2 = false
 
 func axpyRow(c, a []float32, astride, k int, b []float32, ldb int) {
