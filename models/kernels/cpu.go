@@ -163,25 +163,21 @@ func (c CPU) MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32
 			sgemm(true, false, in, out, hi-lo, 1, x[lo*in:hi*in], in, dy[lo*out:hi*out], out, 0, p[:in*out], out)
 		}
 		if db != nil {
+			// Column sums of dy in row order; y += 1·x adds x exactly, so
+			// the vector kernel gives the bits of the plain loop.
 			s := p[in*out:]
 			clear(s)
 			for r := lo; r < hi; r++ {
-				row := dy[r*out : (r+1)*out]
-				for j, v := range row {
-					s[j] += v
-				}
+				impl.Saxpy(out, 1, dy[r*out:(r+1)*out], 1, s, 1)
 			}
 		}
 	})
+	// The partials in chunk order (vectorised, as above).
 	for ch := 0; ch < nc; ch++ {
 		p := part[ch*stride : (ch+1)*stride]
-		for j, v := range p[:in*out] {
-			dw[j] += v
-		}
+		impl.Saxpy(in*out, 1, p[:in*out], 1, dw, 1)
 		if db != nil {
-			for j, v := range p[in*out:] {
-				db[j] += v
-			}
+			impl.Saxpy(out, 1, p[in*out:], 1, db, 1)
 		}
 	}
 }

@@ -9,8 +9,8 @@
 // (row, l)), so results are bit-identical to it. W = 64, 32 or 8 columns;
 // the row of c stays in registers over the whole k loop.
 
-// func axpyRow64(c, a *float32, astride, k int, b *float32, ldb int)
-TEXT ·axpyRow64(SB), NOSPLIT, $0-48
+// func axpyRow64(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
+TEXT ·axpyRow64(SB), NOSPLIT, $0-49
 	MOVQ c+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ astride+16(FP), R8
@@ -19,6 +19,9 @@ TEXT ·axpyRow64(SB), NOSPLIT, $0-48
 	MOVQ ldb+40(FP), R9
 	SHLQ $2, R8 // strides in bytes
 	SHLQ $2, R9
+	MOVBLZX zero+48(FP), AX
+	TESTL AX, AX
+	JNZ axpyRow64_zero
 	VMOVUPS 0(DI), Y1
 	VMOVUPS 32(DI), Y2
 	VMOVUPS 64(DI), Y3
@@ -27,6 +30,17 @@ TEXT ·axpyRow64(SB), NOSPLIT, $0-48
 	VMOVUPS 160(DI), Y6
 	VMOVUPS 192(DI), Y7
 	VMOVUPS 224(DI), Y8
+	JMP axpyRow64_start
+axpyRow64_zero: // C starts at +0, as gonum zeroes it for beta = 0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+axpyRow64_start:
 	TESTQ CX, CX
 	JZ axpyRow64_store
 axpyRow64_loop:
@@ -67,8 +81,8 @@ axpyRow64_store:
 	VZEROUPPER
 	RET
 
-// func axpyRow32(c, a *float32, astride, k int, b *float32, ldb int)
-TEXT ·axpyRow32(SB), NOSPLIT, $0-48
+// func axpyRow32(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
+TEXT ·axpyRow32(SB), NOSPLIT, $0-49
 	MOVQ c+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ astride+16(FP), R8
@@ -77,10 +91,20 @@ TEXT ·axpyRow32(SB), NOSPLIT, $0-48
 	MOVQ ldb+40(FP), R9
 	SHLQ $2, R8 // strides in bytes
 	SHLQ $2, R9
+	MOVBLZX zero+48(FP), AX
+	TESTL AX, AX
+	JNZ axpyRow32_zero
 	VMOVUPS 0(DI), Y1
 	VMOVUPS 32(DI), Y2
 	VMOVUPS 64(DI), Y3
 	VMOVUPS 96(DI), Y4
+	JMP axpyRow32_start
+axpyRow32_zero: // C starts at +0, as gonum zeroes it for beta = 0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+axpyRow32_start:
 	TESTQ CX, CX
 	JZ axpyRow32_store
 axpyRow32_loop:
@@ -109,8 +133,8 @@ axpyRow32_store:
 	VZEROUPPER
 	RET
 
-// func axpyRow8(c, a *float32, astride, k int, b *float32, ldb int)
-TEXT ·axpyRow8(SB), NOSPLIT, $0-48
+// func axpyRow8(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
+TEXT ·axpyRow8(SB), NOSPLIT, $0-49
 	MOVQ c+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ astride+16(FP), R8
@@ -119,7 +143,14 @@ TEXT ·axpyRow8(SB), NOSPLIT, $0-48
 	MOVQ ldb+40(FP), R9
 	SHLQ $2, R8 // strides in bytes
 	SHLQ $2, R9
+	MOVBLZX zero+48(FP), AX
+	TESTL AX, AX
+	JNZ axpyRow8_zero
 	VMOVUPS 0(DI), Y1
+	JMP axpyRow8_start
+axpyRow8_zero: // C starts at +0, as gonum zeroes it for beta = 0
+	VXORPS Y1, Y1, Y1
+axpyRow8_start:
 	TESTQ CX, CX
 	JZ axpyRow8_store
 axpyRow8_loop:

@@ -42,12 +42,15 @@ func sgemmExact(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	if k == 0 && beta == 1 {
 		return true
 	}
-	scaleC(m, n, beta, c, ldc)
+	if k == 0 || beta != 0 {
+		scaleC(m, n, beta, c, ldc)
+	}
 	if k == 0 {
 		return true
 	}
+	// beta = 0: the row kernels start from +0 instead of a cleared C.
 	for i := 0; i < m; i++ {
-		axpyRow(c[i*ldc:i*ldc+n], a[i*rowStep:], astride, k, b, ldb)
+		axpyRow(c[i*ldc:i*ldc+n], a[i*rowStep:], astride, k, b, ldb, beta == 0)
 	}
 	return true
 }

@@ -8,7 +8,10 @@ import "github.com/spn-project/spn/data"
 // gonum computes every product.
 const haveAVX2 = false
 
-func axpyRow(c, a []float32, astride, k int, b []float32, ldb int) {
+func axpyRow(c, a []float32, astride, k int, b []float32, ldb int, zero bool) {
+	if zero {
+		clear(c)
+	}
 	axpyRowGo(c, a, astride, k, b, ldb)
 }
 
