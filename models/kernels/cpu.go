@@ -323,8 +323,20 @@ func (c CPU) Dots(g []float32, xs [][]float32, n, d int) []float64 {
 	nc := NumChunks(n)
 	part := make([]float64, nc*k)
 	c.ForEachChunk(n, func(ch, lo, hi int) {
-		for i, x := range xs {
-			part[ch*k+i] = float64(impl.Sdot((hi-lo)*d, g[lo*d:hi*d], 1, x[lo*d:hi*d], 1))
+		var buf [16][]float32
+		ys := buf[:0]
+		for _, x := range xs {
+			ys = append(ys, x[lo*d:hi*d])
+		}
+		var dbuf [16]float32
+		dots := dbuf[:]
+		if k > len(dots) {
+			dots = make([]float32, k)
+		}
+		dots = dots[:k]
+		dotsExact(dots, g[lo*d:hi*d], ys)
+		for i, v := range dots {
+			part[ch*k+i] = float64(v)
 		}
 	})
 	out := make([]float64, k)

@@ -36,3 +36,7 @@ func bnBwdAVX2(dx, dz, xhat, gi, m, mx []float32, n, d int) int { return 0 }
 func scaleAVX2(y, x []float32, a float32) int { return 0 }
 
 func rowSumAVX2(y, x []float32, n, d int) int { return 0 }
+
+func dot1x4(out *float32, x, w0, w1, w2, w3 *float32, p, nb, t4, t1 int) {
+	panic("kernels: dot1x4 without AVX2")
+}
