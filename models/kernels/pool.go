@@ -116,8 +116,13 @@ func (p *Pool) await(seen uint64) bool {
 		if p.closed.Load() {
 			return false
 		}
-		if i%1024 == 1023 && time.Now().After(deadline) {
-			break
+		if i%1024 == 1023 {
+			if time.Now().After(deadline) {
+				break
+			}
+			// Let the garbage collector's workers and other goroutines
+			// have this thread's P now and then.
+			runtime.Gosched()
 		}
 	}
 	p.mu.Lock()
