@@ -190,7 +190,8 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	}
 	pool := kernels.NewPool(rep.Threads, 0)
 	defer pool.Close()
-	m, err := train.Kind{}.Registry().New(cfg, seed, kernels.CPU{Threads: rep.Threads, Pool: pool})
+	be := kernels.CPU{Threads: rep.Threads, Pool: pool}
+	m, err := train.Kind{}.Registry().New(cfg, seed, be)
 	if err != nil {
 		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
 	}
@@ -212,7 +213,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	// Validation on as few graphs as the metric can score keeps the
 	// measured time to training (the throughput counts training batches
 	// only in any case).
-	opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed, Stream: 1}
+	opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed, Stream: 1, Backend: be}
 	cpu0, err := cpuSeconds()
 	if err != nil {
 		return benchRow{}, err

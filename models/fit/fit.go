@@ -61,6 +61,22 @@ type Options struct {
 	Log hclog.Logger
 	// Progress, if not nil, is called after every epoch.
 	Progress func(done, total int)
+	// Backend, if not nil, runs the optimiser step and the finiteness
+	// check of the parameters in parallel (the model's backend, so its
+	// Pool's threads); the results are the same without it.
+	Backend kernels.Backend
+}
+
+// blocks returns o.Backend as a param.Blocks: one ForEachChunk chunk per
+// block (nil without a backend).
+func (o Options) blocks() param.Blocks {
+	be := o.Backend
+	if be == nil {
+		return nil
+	}
+	return func(n int, f func(b int)) {
+		be.ForEachChunk(n*kernels.ChunkRows, func(ch, _, _ int) { f(ch) })
+	}
 }
 
 // EpochRecord is one epoch of a training curve (the train stage's
@@ -151,6 +167,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	cfg := m.Config()
 	k := m.Hops()
 	opt := param.NewAdam(m.Params(), tr.LR, tr.WeightDecay)
+	blocks := o.blocks()
 	rng := rand.New(rand.NewPCG(o.Seed, o.Stream))
 	order := append([]int(nil), sets.Train...)
 	res := &Result{Best: -1}
@@ -186,12 +203,10 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 				}
 				return nil, fmt.Errorf("%w: loss %v at epoch %d batch %d (lr %g)", ErrDiverged, loss, epoch, bi, opt.LR)
 			}
-			for _, p := range m.Params() {
-				if err := p.CheckFinite(); err != nil {
-					return nil, fmt.Errorf("%w at epoch %d batch %d (lr %g): %w", ErrDiverged, epoch, bi, opt.LR, err)
-				}
+			if err := opt.CheckFinite(blocks); err != nil {
+				return nil, fmt.Errorf("%w at epoch %d batch %d (lr %g): %w", ErrDiverged, epoch, bi, opt.LR, err)
 			}
-			opt.Step()
+			opt.StepBlocks(blocks)
 			lossSum += loss * float64(len(idx))
 			outs = append(outs, out...)
 			ys = append(ys, b.Y...)

@@ -58,3 +58,68 @@ func TestAdamMinimises(t *testing.T) {
 		}
 	}
 }
+
+// TestAdamBlocksSameBits checks that StepBlocks gives the bits of Step when
+// the blocks run concurrently and out of order, for parameters spanning
+// several blocks (and a frozen one), and that CheckFinite names the first
+// bad parameter as Param.CheckFinite does, wherever the bad value is.
+func TestAdamBlocksSameBits(t *testing.T) {
+	mk := func() []*Param {
+		sizes := []int{3, blockLen + 5, 2*blockLen + 1, 1}
+		var ps []*Param
+		for i, n := range sizes {
+			p := NewParam(string(rune('a'+i)), n)
+			for j := range p.W {
+				p.W[j] = float32(math.Sin(float64(i*7919 + j)))
+			}
+			ps = append(ps, p)
+		}
+		ps[3].Frozen = true
+		ps[1].NoDecay = true
+		return ps
+	}
+	concurrent := Blocks(func(n int, f func(b int)) {
+		done := make(chan struct{})
+		for b := n - 1; b >= 0; b-- {
+			go func() { f(b); done <- struct{}{} }()
+		}
+		for range n {
+			<-done
+		}
+	})
+	serial, par := mk(), mk()
+	serialOpt, parOpt := NewAdam(serial, 0.01, 1e-4), NewAdam(par, 0.01, 1e-4)
+	for step := range 3 {
+		for _, ps := range [][]*Param{serial, par} {
+			for i, p := range ps {
+				for j := range p.G {
+					p.G[j] = float32(math.Cos(float64(step*31 + i*17 + j)))
+				}
+			}
+		}
+		if err := parOpt.CheckFinite(concurrent); err != nil {
+			t.Fatalf("finite parameters: %v", err)
+		}
+		serialOpt.Step()
+		parOpt.StepBlocks(concurrent)
+		for i := range serial {
+			for j := range serial[i].W {
+				if math.Float32bits(serial[i].W[j]) != math.Float32bits(par[i].W[j]) {
+					t.Fatalf("step %d: %s[%d] = %v in blocks, %v serially", step, serial[i].Name, j, par[i].W[j], serial[i].W[j])
+				}
+				if par[i].G[j] != 0 {
+					t.Fatalf("step %d: gradient of %s[%d] not cleared", step, par[i].Name, j)
+				}
+			}
+		}
+	}
+	// A NaN gradient in the third parameter's second block and an Inf value
+	// in the fourth: the third is reported, as the serial loop would.
+	par[2].G[blockLen+3] = float32(math.NaN())
+	par[3].W[0] = float32(math.Inf(1))
+	err := parOpt.CheckFinite(concurrent)
+	want := par[2].CheckFinite()
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Fatalf("CheckFinite = %v, want %v", err, want)
+	}
+}
