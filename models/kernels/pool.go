@@ -29,12 +29,12 @@ import (
 // fresh goroutines.
 type Pool struct {
 	spin    time.Duration
+	threads int
 	seq     atomic.Uint64 // incremented once per posted section
 	cur     atomic.Pointer[section]
 	closed  atomic.Bool
-	asleep  atomic.Int32 // workers waiting on cond
-	mu      sync.Mutex
-	cond    *sync.Cond
+	asleep  atomic.Int32  // workers blocked on wake
+	wake    chan struct{} // one token per sleeping worker to wake
 	workers sync.WaitGroup
 }
 
@@ -44,6 +44,13 @@ type Pool struct {
 // wall time of a 50 µs one for 1.02× the CPU time, 250 µs 1.13× the wall
 // time of 1 ms, 5 ms 0.99×).
 const DefaultSpin = time.Millisecond
+
+// A worker that found no section for its spin naps napMin, 2·napMin, … up to
+// napMax (≈ 50 ms in all) before it sleeps until a section wakes it.
+const (
+	napMin = 50 * time.Microsecond
+	napMax = 25 * time.Millisecond
+)
 
 // section is one ForEachChunk call: chunks [0, nc) of n rows.
 type section struct {
@@ -75,8 +82,8 @@ func NewPool(threads int, spin time.Duration) *Pool {
 	if spin <= 0 {
 		spin = DefaultSpin
 	}
-	p := &Pool{spin: spin}
-	p.cond = sync.NewCond(&p.mu)
+	p := &Pool{spin: spin, threads: threads}
+	p.wake = make(chan struct{}, threads-1)
 	p.workers.Add(threads - 1)
 	for range threads - 1 {
 		go p.work()
@@ -90,9 +97,7 @@ func (p *Pool) Close() {
 	if p == nil || p.closed.Swap(true) {
 		return
 	}
-	p.mu.Lock()
-	p.cond.Broadcast()
-	p.mu.Unlock()
+	p.signal(p.threads - 1)
 	p.workers.Wait()
 }
 
@@ -113,7 +118,7 @@ func (p *Pool) work() {
 }
 
 // await returns when p.seq differs from seen (true) or the pool is closed
-// (false): it spins for p.spin, then sleeps on p.cond.
+// (false): it spins for p.spin, naps, then sleeps until a token on p.wake.
 func (p *Pool) await(seen uint64) bool {
 	deadline := time.Now().Add(p.spin)
 	for i := 0; ; i++ {
@@ -123,7 +128,7 @@ func (p *Pool) await(seen uint64) bool {
 		if p.closed.Load() {
 			return false
 		}
-		if i%1024 == 1023 {
+		if i%8192 == 8191 {
 			if time.Now().After(deadline) {
 				break
 			}
@@ -132,14 +137,40 @@ func (p *Pool) await(seen uint64) bool {
 			runtime.Gosched()
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	// Naps of growing length next: a napping worker wakes by itself, so
+	// posting a section never has to wake it (waking a goroutine puts it
+	// on the caller's P, which delayed the caller by tens of µs per wake).
+	for nap := napMin; nap <= napMax; nap *= 2 {
+		time.Sleep(nap)
+		if p.seq.Load() != seen {
+			return true
+		}
+		if p.closed.Load() {
+			return false
+		}
+	}
+	// Then sleep until woken. Announce the sleep, then look again: a section posted after the
+	// look sees asleep > 0 and sends a token; one posted before it is seen
+	// here. A token left over from a section seen in time only makes a
+	// later sleep end early (the loop looks again).
 	p.asleep.Add(1)
 	defer p.asleep.Add(-1)
 	for p.seq.Load() == seen && !p.closed.Load() {
-		p.cond.Wait()
+		<-p.wake
 	}
 	return !p.closed.Load()
+}
+
+// signal sends up to n tokens on p.wake without ever blocking (a full
+// channel holds a token for every worker already).
+func (p *Pool) signal(n int) {
+	for range n {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+			return
+		}
+	}
 }
 
 // forEachChunk runs f on the nc chunks of n rows with the caller and the
@@ -148,16 +179,12 @@ func (p *Pool) forEachChunk(n, nc int, f func(chunk, lo, hi int)) {
 	s := &section{f: f, n: n, nc: nc}
 	p.cur.Store(s)
 	p.seq.Add(1)
-	if p.asleep.Load() > 0 {
-		p.mu.Lock()
-		p.cond.Broadcast()
-		p.mu.Unlock()
-	}
+	p.signal(int(p.asleep.Load()))
 	s.run()
 	// The last chunks may still run on a worker: they take at most one
 	// chunk's time.
 	for i := 0; s.done.Load() < int64(nc); i++ {
-		if i%64 == 63 {
+		if i%1024 == 1023 {
 			runtime.Gosched()
 		}
 	}

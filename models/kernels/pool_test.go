@@ -11,8 +11,8 @@ import (
 
 // TestPoolRunsEveryChunkOnce checks that a Pool's ForEachChunk calls f once
 // per chunk with the chunk's rows, over many sections in a row (workers
-// spinning), after the workers fell asleep, and after Close (the caller
-// alone).
+// spinning), while the workers nap, after they fell asleep, and after
+// Close (the caller alone); and that Close returns with workers asleep.
 func TestPoolRunsEveryChunkOnce(t *testing.T) {
 	for _, threads := range []int{2, 3, 8} {
 		pool := NewPool(threads, 20*time.Microsecond)
@@ -45,10 +45,13 @@ func TestPoolRunsEveryChunkOnce(t *testing.T) {
 		for i := range 300 {
 			check("back to back", 1+i*37%2000)
 		}
-		time.Sleep(2 * time.Millisecond) // past the spin: workers asleep
+		time.Sleep(2 * time.Millisecond) // past the spin: workers napping
+		check("after a nap", 1000)
+		check("after a nap", 5)
+		time.Sleep(80 * time.Millisecond) // past the naps: workers asleep
 		check("after sleep", 1000)
-		check("after sleep", 5)
-		pool.Close()
+		time.Sleep(80 * time.Millisecond)
+		pool.Close() // wakes sleeping workers, or Close would not return
 		pool.Close() // twice is fine
 		check("after Close", 1000)
 	}
