@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,6 +98,7 @@ func cmdBench(a *app, args []string) int {
 	seed := fs.Uint64("model-seed", 1, "model initialisation and shuffling `seed`")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the training to `file` (go tool pprof)")
+	traceFile := fs.String("trace", "", "write a Go execution trace of the training to `file` (go tool trace)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` after each workload's training, its model still alive (FILE.WORKLOAD with several workloads)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
@@ -129,6 +131,14 @@ func cmdBench(a *app, args []string) int {
 	defer cancel()
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
+			return exitFail
+		}
+		defer stop()
+	}
+	if *traceFile != "" {
+		stop, err := startTrace(*traceFile)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
 			return exitFail
@@ -257,6 +267,21 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// startTrace starts a Go execution trace into path (goroutines, the
+// scheduler, the garbage collector: where a thread waits); stop ends it and
+// closes the file.
+func startTrace(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }
 
 // writeHeapProfile writes the heap profile (after a GC, so its in-use
