@@ -21,7 +21,10 @@ import (
 // missed 3.7 sections on average before it ran again, so waking it takes
 // longer than several sections. Workers that spin pick up the next section
 // at once; the spin only burns time the caller's serial work (the
-// Gorgonia graph, batching) leaves idle anyway.
+// Gorgonia graph, batching) leaves idle anyway, as long as every thread of
+// a pool has a core (spn's jobs × threads ≤ cores by default). After the
+// spin, an idle worker naps, waking by itself, and only then sleeps until
+// a section wakes it: posting a section never blocks the caller.
 //
 // Chunks go to whoever asks next — the caller works too — so the results do
 // not depend on which goroutine computes a chunk, nor on the pool. A Pool
@@ -91,8 +94,9 @@ func NewPool(threads int, spin time.Duration) *Pool {
 	return p
 }
 
-// Close stops the workers and waits for them. It is safe on a nil Pool and
-// more than once; after Close, ForEachChunk runs every chunk on the caller.
+// Close stops the workers and waits for them (a napping worker finishes
+// its nap: at most napMax). It is safe on a nil Pool and more than once;
+// after Close, ForEachChunk runs every chunk on the caller.
 func (p *Pool) Close() {
 	if p == nil || p.closed.Swap(true) {
 		return
@@ -101,8 +105,8 @@ func (p *Pool) Close() {
 	p.workers.Wait()
 }
 
-// work is a worker's loop: wait for a new section (spinning, then asleep),
-// help with it, repeat.
+// work is a worker's loop: wait for a new section (spinning, napping, then
+// asleep), help with it, repeat.
 func (p *Pool) work() {
 	defer p.workers.Done()
 	seen := p.seq.Load()
@@ -149,10 +153,10 @@ func (p *Pool) await(seen uint64) bool {
 			return false
 		}
 	}
-	// Then sleep until woken. Announce the sleep, then look again: a section posted after the
-	// look sees asleep > 0 and sends a token; one posted before it is seen
-	// here. A token left over from a section seen in time only makes a
-	// later sleep end early (the loop looks again).
+	// Then sleep until woken. Announce the sleep, then look again: a
+	// section posted after the look sees asleep > 0 and sends a token; one
+	// posted before it is seen here. A token left over from a section seen
+	// in time only makes a later sleep end early (the loop looks again).
 	p.asleep.Add(1)
 	defer p.asleep.Add(-1)
 	for p.seq.Load() == seen && !p.closed.Load() {

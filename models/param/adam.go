@@ -36,7 +36,7 @@ const blockLen = 4096
 // block is values [lo, hi) of parameter p.
 type block struct{ p, lo, hi int }
 
-// blocks returns the parameters' values cut into blocks of blockLen.
+// blocksOf returns the parameters' values cut into blocks of blockLen.
 func blocksOf(params []*Param) []block {
 	var bs []block
 	for pi, p := range params {
@@ -47,6 +47,7 @@ func blocksOf(params []*Param) []block {
 	return bs
 }
 
+// do runs f over n blocks with run, or in order when run is nil.
 func (run Blocks) do(n int, f func(b int)) {
 	if run == nil {
 		for b := range n {
