@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema"
 )
@@ -110,6 +111,13 @@ type Model interface {
 // model has it.
 type Stepper interface {
 	Step(b *data.Batch) (loss float64, out []float32, err error)
+}
+
+// Backed is implemented by models that compute on a kernels.Backend (the
+// Gorgonia models of models/rt): training runs the optimiser step on the
+// same backend, so on the same threads.
+type Backed interface {
+	Backend() kernels.Backend
 }
 
 // HopWeights is implemented by models with learned hop weights (SPN): it

@@ -223,7 +223,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	// Validation on as few graphs as the metric can score keeps the
 	// measured time to training (the throughput counts training batches
 	// only in any case).
-	opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed, Stream: 1, Backend: be}
+	opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed, Stream: 1}
 	cpu0, err := cpuSeconds()
 	if err != nil {
 		return benchRow{}, err

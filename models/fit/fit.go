@@ -61,19 +61,18 @@ type Options struct {
 	Log hclog.Logger
 	// Progress, if not nil, is called after every epoch.
 	Progress func(done, total int)
-	// Backend, if not nil, runs the optimiser step and the finiteness
-	// check of the parameters in parallel (the model's backend, so its
-	// Pool's threads); the results are the same without it.
-	Backend kernels.Backend
 }
 
-// blocks returns o.Backend as a param.Blocks: one ForEachChunk chunk per
-// block (nil without a backend).
-func (o Options) blocks() param.Blocks {
-	be := o.Backend
-	if be == nil {
+// blocksOf returns the backend of m (models.Backed) as a param.Blocks, one
+// ForEachChunk chunk per block, so that the optimiser step and the
+// finiteness check run on the model's threads; nil (serially) for a model
+// without one. The results are the same either way.
+func blocksOf(m models.Model) param.Blocks {
+	bm, ok := m.(models.Backed)
+	if !ok {
 		return nil
 	}
+	be := bm.Backend()
 	return func(n int, f func(b int)) {
 		be.ForEachChunk(n*kernels.ChunkRows, func(ch, _, _ int) { f(ch) })
 	}
@@ -167,7 +166,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	cfg := m.Config()
 	k := m.Hops()
 	opt := param.NewAdam(m.Params(), tr.LR, tr.WeightDecay)
-	blocks := o.blocks()
+	blocks := blocksOf(m)
 	rng := rand.New(rand.NewPCG(o.Seed, o.Stream))
 	order := append([]int(nil), sets.Train...)
 	res := &Result{Best: -1}

@@ -402,6 +402,11 @@ func (e *Engine) LimitCache(graphs int, bytes int64) { e.cache.Limit(graphs, byt
 // their estimated bytes.
 func (e *Engine) CachedGraphs() (int, int64) { return e.cache.Len(), e.cache.Bytes() }
 
+var _ models.Backed = (*Engine)(nil)
+
+// Backend returns the kernels the model computes with (models.Backed).
+func (e *Engine) Backend() kernels.Backend { return e.be }
+
 // ArenaBytes returns the bytes the model's buffer arena holds and the most
 // bytes one run of a compiled graph has taken from it.
 func (e *Engine) ArenaBytes() (held, run int64) { return e.ar.Bytes(), e.ar.Requested() }

@@ -193,7 +193,6 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		Stream:   uint64(p.Seed) + uint64(p.Run),
 		Log:      job.Log,
 		Progress: job.Progress,
-		Backend:  be,
 	}
 	r, err := fit.Train(ctx, m, ds, hops, sets, opts)
 	if err != nil {
