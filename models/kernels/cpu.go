@@ -287,12 +287,13 @@ func (c CPU) HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []
 			}
 			tmp = (*bp)[:len(hop)*m]
 		}
-		ss := make([][]float32, len(hop))
+		var sbuf [16][]float32 // k ≤ 16 without allocating
+		ss := sbuf[:0]
 		for i, a := range hop {
 			if sums != nil {
-				ss[i] = sums[i][lo*d : hi*d]
+				ss = append(ss, sums[i][lo*d:hi*d])
 			} else {
-				ss[i] = tmp[i*m : (i+1)*m]
+				ss = append(ss, tmp[i*m:(i+1)*m])
 			}
 			sumRowsCSR(ss[i], x, a, lo, hi, d)
 		}
