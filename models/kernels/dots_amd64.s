@@ -2,6 +2,31 @@
 
 #include "textflag.h"
 
+// One step of dot1x4 at byte offset off from AX: x's values (X8/Y8) times
+// each w_q's (X10/Y10), rounded (X11/Y11), added to accumulator q (X/Y q).
+// STEP_SS takes one value, STEP_X four (a group of 4), STEP_Y eight (half a
+// block of 16).
+#define STEP_SS(off) \
+	VMOVSS off(SI)(AX*1), X8; \
+	VMOVSS off(R8)(AX*1), X10; VMULSS X10, X8, X11; VADDSS X11, X0, X0; \
+	VMOVSS off(R9)(AX*1), X10; VMULSS X10, X8, X11; VADDSS X11, X1, X1; \
+	VMOVSS off(R10)(AX*1), X10; VMULSS X10, X8, X11; VADDSS X11, X2, X2; \
+	VMOVSS off(R11)(AX*1), X10; VMULSS X10, X8, X11; VADDSS X11, X3, X3
+
+#define STEP_X(off) \
+	VMOVUPS off(SI)(AX*1), X8; \
+	VMOVUPS off(R8)(AX*1), X10; VMULPS X10, X8, X11; VADDPS X11, X0, X0; \
+	VMOVUPS off(R9)(AX*1), X10; VMULPS X10, X8, X11; VADDPS X11, X1, X1; \
+	VMOVUPS off(R10)(AX*1), X10; VMULPS X10, X8, X11; VADDPS X11, X2, X2; \
+	VMOVUPS off(R11)(AX*1), X10; VMULPS X10, X8, X11; VADDPS X11, X3, X3
+
+#define STEP_Y(off) \
+	VMOVUPS off(SI)(AX*1), Y8; \
+	VMOVUPS off(R8)(AX*1), Y10; VMULPS Y10, Y8, Y11; VADDPS Y11, Y0, Y0; \
+	VMOVUPS off(R9)(AX*1), Y10; VMULPS Y10, Y8, Y11; VADDPS Y11, Y1, Y1; \
+	VMOVUPS off(R10)(AX*1), Y10; VMULPS Y10, Y8, Y11; VADDPS Y11, Y2, Y2; \
+	VMOVUPS off(R11)(AX*1), Y10; VMULPS Y10, Y8, Y11; VADDPS Y11, Y3, Y3
+
 // func dot1x4(out *float32, x, w0, w1, w2, w3 *float32, p, nb, t4, t1 int)
 // Sets out[q] (q < 4) to the dot product of x with w_q, in gonum's
 // DotUnitary order for w_q with p elements before 16-byte alignment (len =
@@ -25,19 +50,7 @@ TEXT ·dot1x4(SB), NOSPLIT, $0-80
 	TESTQ CX, CX
 	JZ d14_blocks
 d14_prefix:
-	VMOVSS 0(SI)(AX*1), X8
-	VMOVSS 0(R8)(AX*1), X10
-	VMULSS X10, X8, X11
-	VADDSS X11, X0, X0
-	VMOVSS 0(R9)(AX*1), X10
-	VMULSS X10, X8, X11
-	VADDSS X11, X1, X1
-	VMOVSS 0(R10)(AX*1), X10
-	VMULSS X10, X8, X11
-	VADDSS X11, X2, X2
-	VMOVSS 0(R11)(AX*1), X10
-	VMULSS X10, X8, X11
-	VADDSS X11, X3, X3
+	STEP_SS(0)
 	ADDQ $4, AX
 	DECQ CX
 	JNZ d14_prefix
@@ -46,32 +59,8 @@ d14_blocks:
 	TESTQ CX, CX
 	JZ d14_tail4
 d14_block:
-	VMOVUPS 0(SI)(AX*1), Y8
-	VMOVUPS 0(R8)(AX*1), Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS Y11, Y0, Y0
-	VMOVUPS 0(R9)(AX*1), Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS Y11, Y1, Y1
-	VMOVUPS 0(R10)(AX*1), Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS Y11, Y2, Y2
-	VMOVUPS 0(R11)(AX*1), Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS Y11, Y3, Y3
-	VMOVUPS 32(SI)(AX*1), Y8
-	VMOVUPS 32(R8)(AX*1), Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS Y11, Y0, Y0
-	VMOVUPS 32(R9)(AX*1), Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS Y11, Y1, Y1
-	VMOVUPS 32(R10)(AX*1), Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS Y11, Y2, Y2
-	VMOVUPS 32(R11)(AX*1), Y10
-	VMULPS Y10, Y8, Y11
-	VADDPS Y11, Y3, Y3
+	STEP_Y(0)
+	STEP_Y(32)
 	ADDQ $64, AX
 	DECQ CX
 	JNZ d14_block
@@ -88,19 +77,7 @@ d14_tail4:
 	TESTQ CX, CX
 	JZ d14_tail1
 d14_t4:
-	VMOVUPS 0(SI)(AX*1), X8
-	VMOVUPS 0(R8)(AX*1), X10
-	VMULPS X10, X8, X11
-	VADDPS X11, X0, X0
-	VMOVUPS 0(R9)(AX*1), X10
-	VMULPS X10, X8, X11
-	VADDPS X11, X1, X1
-	VMOVUPS 0(R10)(AX*1), X10
-	VMULPS X10, X8, X11
-	VADDPS X11, X2, X2
-	VMOVUPS 0(R11)(AX*1), X10
-	VMULPS X10, X8, X11
-	VADDPS X11, X3, X3
+	STEP_X(0)
 	ADDQ $16, AX
 	DECQ CX
 	JNZ d14_t4
@@ -109,19 +86,7 @@ d14_tail1:
 	TESTQ CX, CX
 	JZ d14_sum
 d14_t1:
-	VMOVSS 0(SI)(AX*1), X8
-	VMOVSS 0(R8)(AX*1), X10
-	VMULSS X10, X8, X11
-	VADDSS X11, X0, X0
-	VMOVSS 0(R9)(AX*1), X10
-	VMULSS X10, X8, X11
-	VADDSS X11, X1, X1
-	VMOVSS 0(R10)(AX*1), X10
-	VMULSS X10, X8, X11
-	VADDSS X11, X2, X2
-	VMOVSS 0(R11)(AX*1), X10
-	VMULSS X10, X8, X11
-	VADDSS X11, X3, X3
+	STEP_SS(0)
 	ADDQ $4, AX
 	DECQ CX
 	JNZ d14_t1
