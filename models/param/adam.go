@@ -15,7 +15,7 @@ type Adam struct {
 
 // NewAdam returns Adam over params with β = (0.9, 0.999) and ε = 1e-8.
 func NewAdam(params []*Param, lr, weightDecay float64) *Adam {
-	a := &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, params: params}
+	a := &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, params: params, blocks: blocksOf(params)}
 	for _, p := range params {
 		a.m = append(a.m, make([]float32, len(p.W)))
 		a.v = append(a.v, make([]float32, len(p.W)))
@@ -65,9 +65,6 @@ func (a *Adam) Step() { a.StepBlocks(nil) }
 // Each value's update is the same arithmetic on whichever goroutine runs
 // it, so the result does not depend on run.
 func (a *Adam) StepBlocks(run Blocks) {
-	if a.blocks == nil {
-		a.blocks = blocksOf(a.params)
-	}
 	a.t++
 	bc1 := 1 - math.Pow(a.Beta1, float64(a.t))
 	bc2 := 1 - math.Pow(a.Beta2, float64(a.t))
@@ -100,9 +97,6 @@ func (a *Adam) update(w, g, m, v []float32, decay bool, bc1, bc2 float64) {
 // values or gradient hold a NaN or Inf (Param.CheckFinite's), checking the
 // blocks through run; nil when all are finite.
 func (a *Adam) CheckFinite(run Blocks) error {
-	if a.blocks == nil {
-		a.blocks = blocksOf(a.params)
-	}
 	bad := make([]bool, len(a.blocks))
 	run.do(len(a.blocks), func(bi int) {
 		b := a.blocks[bi]
