@@ -130,7 +130,7 @@ func cmdBench(a *app, args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+		stop, err := startRecording(*cpuProfile, "--cpuprofile", pprof.StartCPUProfile, pprof.StopCPUProfile)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
 			return exitFail
@@ -138,7 +138,7 @@ func cmdBench(a *app, args []string) int {
 		defer stop()
 	}
 	if *traceFile != "" {
-		stop, err := startTrace(*traceFile)
+		stop, err := startRecording(*traceFile, "--trace", trace.Start, trace.Stop)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
 			return exitFail
@@ -255,33 +255,19 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	}, nil
 }
 
-// startCPUProfile starts a CPU profile into path; stop ends it and closes
-// the file.
-func startCPUProfile(path string) (stop func(), err error) {
+// startRecording creates path and starts a recorder writing to it (a CPU
+// profile, an execution trace); the returned stop ends it and closes the
+// file. flag names the option in errors.
+func startRecording(path, flag string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-// startTrace starts a Go execution trace into path (goroutines, the
-// scheduler, the garbage collector: where a thread waits); stop ends it and
-// closes the file.
-func startTrace(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--trace: %w", err)
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--trace: %w", err)
-	}
-	return func() { trace.Stop(); f.Close() }, nil
+	return func() { end(); f.Close() }, nil
 }
 
 // writeHeapProfile writes the heap profile (after a GC, so its in-use
