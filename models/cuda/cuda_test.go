@@ -1,0 +1,229 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fakeOpener serves libraries made of Go functions; a name it lacks fails
+// to open the way dlopen does.
+type fakeOpener map[string]fakeLib
+
+type fakeLib map[string]any
+
+func (o fakeOpener) Open(name string) (Library, error) {
+	l, ok := o[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: cannot open shared object file: No such file or directory", name)
+	}
+	return l, nil
+}
+
+func (fakeOpener) Where() string { return "the fake path" }
+
+func (l fakeLib) Bind(fptr any, name string) error {
+	f, ok := l[name]
+	if !ok {
+		return fmt.Errorf("undefined symbol: %s", name)
+	}
+	dst := reflect.ValueOf(fptr).Elem()
+	src := reflect.ValueOf(f)
+	if src.Type() != dst.Type() {
+		return fmt.Errorf("fake %s is %v, bound as %v", name, src.Type(), dst.Type())
+	}
+	dst.Set(src)
+	return nil
+}
+
+// gpu is one fake device.
+type gpu struct {
+	name         string
+	major, minor int32
+	sms          int32
+	mem          uint64
+}
+
+// fakeDriver is a libcuda with the given CUDA version, devices and cuInit
+// result.
+func fakeDriver(version int32, initResult int32, gpus ...gpu) fakeLib {
+	return fakeLib{
+		"cuInit":             func(uint32) int32 { return initResult },
+		"cuDriverGetVersion": func(v *int32) int32 { *v = version; return 0 },
+		"cuDeviceGetCount":   func(n *int32) int32 { *n = int32(len(gpus)); return 0 },
+		"cuDeviceGet": func(d *int32, i int32) int32 {
+			if i < 0 || int(i) >= len(gpus) {
+				return 101
+			}
+			*d = i
+			return 0
+		},
+		"cuDeviceGetName": func(b *byte, n int32, d int32) int32 {
+			copy(unsafeBytes(b, int(n)), gpus[d].name+"\x00")
+			return 0
+		},
+		"cuDeviceGetAttribute": func(v *int32, a int32, d int32) int32 {
+			switch a {
+			case attrCCMajor:
+				*v = gpus[d].major
+			case attrCCMinor:
+				*v = gpus[d].minor
+			case attrMultiprocessors:
+				*v = gpus[d].sms
+			default:
+				return 1
+			}
+			return 0
+		},
+		"cuDeviceTotalMem_v2": func(m *uint64, d int32) int32 { *m = gpus[d].mem; return 0 },
+	}
+}
+
+func fakeNVRTC(major, minor int32) fakeLib {
+	return fakeLib{"nvrtcVersion": func(a, b *int32) int32 { *a, *b = major, minor; return 0 }}
+}
+
+func fakeCuBLAS(major, minor int32) fakeLib {
+	return fakeLib{"cublasGetProperty": func(k int32, v *int32) int32 {
+		*v = [...]int32{major, minor}[k]
+		return 0
+	}}
+}
+
+var h200 = gpu{"NVIDIA H200", 9, 0, 132, 143771336704}
+
+// machine is a fake GPU machine with CUDA 13 everywhere.
+func machine() fakeOpener {
+	return fakeOpener{
+		DriverLib: fakeDriver(13000, 0, h200),
+		NVRTC13:   fakeNVRTC(13, 0),
+		NVRTC12:   fakeNVRTC(12, 8),
+		CuBLAS13:  fakeCuBLAS(13, 0),
+		CuBLAS12:  fakeCuBLAS(12, 8),
+	}
+}
+
+func TestProbeFindsDevice(t *testing.T) {
+	r, err := Probe(machine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Driver != (Version{13, 0}) || r.NVRTC != (Lib{NVRTC13, Version{13, 0}}) || r.CuBLAS != (Lib{CuBLAS13, Version{13, 0}}) || r.Devices != 1 {
+		t.Fatalf("runtime %+v", r)
+	}
+	d, err := r.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Device{Ordinal: 0, Name: "NVIDIA H200", Major: 9, Minor: 0, Multiprocessors: 132, Memory: 143771336704, Driver: Version{13, 0}}
+	if d != want {
+		t.Fatalf("device %+v, want %+v", d, want)
+	}
+	if got, w := d.String(), "NVIDIA H200 (cuda:0, compute capability 9.0, 133.9 GiB, driver CUDA 13.0)"; got != w {
+		t.Errorf("String() = %q, want %q", got, w)
+	}
+	if d.Arch() != "compute_90" {
+		t.Errorf("Arch() = %q", d.Arch())
+	}
+}
+
+// TestProbeErrors covers every way discovery fails: each case edits the
+// fake machine and names the words the error must hold.
+func TestProbeErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(fakeOpener)
+		want []string
+	}{
+		{"no libcuda", func(o fakeOpener) { delete(o, DriverLib) },
+			[]string{"cannot load the NVIDIA driver API", "tried libcuda.so.1", "searched the fake path", "No such file"}},
+		{"missing driver symbol", func(o fakeOpener) { delete(o[DriverLib], "cuDeviceTotalMem_v2") },
+			[]string{"libcuda.so.1 has no symbol cuDeviceTotalMem_v2", "undefined symbol"}},
+		{"cuInit fails", func(o fakeOpener) { o[DriverLib] = fakeDriver(13000, 100, h200) },
+			[]string{"cuInit failed: CUDA_ERROR_NO_DEVICE (100)"}},
+		{"driver too old", func(o fakeOpener) { o[DriverLib] = fakeDriver(11080, 0, h200) },
+			[]string{"driver supports CUDA 11.8", "needs CUDA 12.0 or newer"}},
+		{"no devices", func(o fakeOpener) { o[DriverLib] = fakeDriver(13000, 0) },
+			[]string{"driver (CUDA 13.0) loaded but sees no CUDA device"}},
+		{"no nvrtc", func(o fakeOpener) { delete(o, NVRTC13); delete(o, NVRTC12) },
+			[]string{"cannot load NVRTC: tried libnvrtc.so.13, libnvrtc.so.12", "; libnvrtc.so.12: cannot open"}},
+		{"nvrtc newer than driver, no 12", func(o fakeOpener) { o[DriverLib] = fakeDriver(12040, 0, h200); delete(o, NVRTC12) },
+			[]string{"libnvrtc.so.13: NVRTC 13.0 writes PTX that a CUDA 12.4 driver cannot load", "; libnvrtc.so.12: cannot open"}},
+		{"nvrtc symbol missing", func(o fakeOpener) { o[NVRTC13] = fakeLib{} },
+			[]string{"libnvrtc.so.13 has no symbol nvrtcVersion"}},
+		{"no cublas", func(o fakeOpener) { delete(o, CuBLAS13); delete(o, CuBLAS12) },
+			[]string{"cannot load cuBLAS: tried libcublas.so.13, libcublas.so.12"}},
+		{"cublas too new", func(o fakeOpener) { o[DriverLib] = fakeDriver(12080, 0, h200); delete(o, CuBLAS12) },
+			[]string{"cuBLAS 13.0 needs a CUDA 13 driver, this one is CUDA 12.8"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := machine() // fresh maps: edits stay in this case
+			c.edit(o)
+			r, err := Probe(o)
+			if err == nil {
+				t.Fatalf("Probe succeeded: %+v", r)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestProbeFallsBackToCUDA12(t *testing.T) {
+	o := machine()
+	o[DriverLib] = fakeDriver(12040, 0, h200)
+	o[NVRTC12] = fakeNVRTC(12, 4)
+	r, err := Probe(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NVRTC != (Lib{NVRTC12, Version{12, 4}}) || r.CuBLAS != (Lib{CuBLAS12, Version{12, 8}}) {
+		t.Fatalf("loaded %+v and %+v, want the CUDA 12 libraries", r.NVRTC, r.CuBLAS)
+	}
+}
+
+func TestProbeNoDeviceIs(t *testing.T) {
+	o := machine()
+	o[DriverLib] = fakeDriver(13000, 0)
+	if _, err := Probe(o); !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("error %v does not wrap ErrNoDevice", err)
+	}
+}
+
+func TestDeviceOrdinal(t *testing.T) {
+	o := machine()
+	o[DriverLib] = fakeDriver(13000, 0, h200, gpu{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 85899345920})
+	r, err := Probe(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.Device(1)
+	if err != nil || d.Name != "NVIDIA A100-SXM4-80GB" || d.Arch() != "compute_80" {
+		t.Fatalf("Device(1) = %+v, %v", d, err)
+	}
+	for _, n := range []int{-1, 2} {
+		_, err := r.Device(n)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("no device cuda:%d: the driver sees 2 device(s), cuda:0 to cuda:1", n)) {
+			t.Errorf("Device(%d): %v", n, err)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, c := range []struct {
+		in   int32
+		want Version
+	}{{13000, Version{13, 0}}, {12040, Version{12, 4}}, {11080, Version{11, 8}}} {
+		if got := versionOf(c.in); got != c.want {
+			t.Errorf("versionOf(%d) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if !(Version{12, 9}).Less(Version{13, 0}) || (Version{13, 0}).Less(Version{12, 9}) || (Version{12, 4}).Less(Version{12, 4}) {
+		t.Error("Less is wrong")
+	}
+}

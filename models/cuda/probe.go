@@ -1,0 +1,215 @@
+package cuda
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// MinDriver is the oldest CUDA version the driver must support: 12.0
+// (NVIDIA driver r525). The oldest NVRTC spn loads is CUDA 12's, the PTX
+// it writes needs a driver of at least its own CUDA version, and cuBLAS
+// 12 needs a CUDA 12 driver.
+func MinDriver() Version { return Version{12, 0} }
+
+// Version is a CUDA version, major.minor.
+type Version struct{ Major, Minor int }
+
+// versionOf decodes the driver API's 1000·major + 10·minor.
+func versionOf(v int32) Version { return Version{int(v) / 1000, int(v) % 1000 / 10} }
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+// Less reports whether v is older than w.
+func (v Version) Less(w Version) bool {
+	return v.Major < w.Major || v.Major == w.Major && v.Minor < w.Minor
+}
+
+// Lib is one loaded library: its file name and version.
+type Lib struct {
+	Name    string
+	Version Version
+}
+
+// Runtime is a loaded, initialised CUDA driver with NVRTC and cuBLAS.
+type Runtime struct {
+	Driver  Version // the CUDA version the driver supports
+	NVRTC   Lib
+	CuBLAS  Lib
+	Devices int // how many devices the driver sees (at least 1)
+
+	d driverAPI
+}
+
+// driverAPI holds the driver entry points discovery uses.
+type driverAPI struct {
+	cuInit               func(flags uint32) int32
+	cuDriverGetVersion   func(v *int32) int32
+	cuDeviceGetCount     func(n *int32) int32
+	cuDeviceGet          func(dev *int32, ordinal int32) int32
+	cuDeviceGetName      func(name *byte, n int32, dev int32) int32
+	cuDeviceGetAttribute func(v *int32, attr int32, dev int32) int32
+	cuDeviceTotalMem     func(bytes *uint64, dev int32) int32
+}
+
+func (d *driverAPI) bindings() []binding {
+	return []binding{
+		{"cuInit", &d.cuInit},
+		{"cuDriverGetVersion", &d.cuDriverGetVersion},
+		{"cuDeviceGetCount", &d.cuDeviceGetCount},
+		{"cuDeviceGet", &d.cuDeviceGet},
+		{"cuDeviceGetName", &d.cuDeviceGetName},
+		{"cuDeviceGetAttribute", &d.cuDeviceGetAttribute},
+		{"cuDeviceTotalMem_v2", &d.cuDeviceTotalMem},
+	}
+}
+
+// Device attributes (CUdevice_attribute).
+const (
+	attrMultiprocessors = 16
+	attrCCMajor         = 75
+	attrCCMinor         = 76
+)
+
+// ErrNoDevice is wrapped by Probe's error when the driver loads but sees
+// no device.
+var ErrNoDevice = errors.New("no CUDA device")
+
+// Probe opens the driver API, NVRTC and cuBLAS through o, initialises the
+// driver and counts its devices. It fails when a library or symbol is
+// missing, the driver supports a CUDA older than MinDriver, or there is no
+// device.
+func Probe(o Opener) (*Runtime, error) {
+	r := &Runtime{}
+	if _, err := openFirst(o, "the NVIDIA driver API", []string{DriverLib}, func(lib Library, name string) error {
+		return bindAll(lib, name, r.d.bindings())
+	}); err != nil {
+		return nil, err
+	}
+	if err := check("cuInit", r.d.cuInit(0)); err != nil {
+		return nil, err
+	}
+	var v, n int32
+	if err := check("cuDriverGetVersion", r.d.cuDriverGetVersion(&v)); err != nil {
+		return nil, err
+	}
+	r.Driver = versionOf(v)
+	if r.Driver.Less(MinDriver()) {
+		return nil, fmt.Errorf("cuda: the NVIDIA driver supports CUDA %v; spn needs CUDA %v or newer (driver r525+): update the driver", r.Driver, MinDriver())
+	}
+	if err := check("cuDeviceGetCount", r.d.cuDeviceGetCount(&n)); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("cuda: the NVIDIA driver (CUDA %v) loaded but sees %w", r.Driver, ErrNoDevice)
+	}
+	r.Devices = int(n)
+	var err error
+	if r.NVRTC, err = openNVRTC(o, r.Driver); err != nil {
+		return nil, err
+	}
+	if r.CuBLAS, err = openCuBLAS(o, r.Driver); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// openNVRTC opens the newest NVRTC whose PTX the driver can load: its
+// version must not exceed the driver's.
+func openNVRTC(o Opener, driver Version) (Lib, error) {
+	var version func(major, minor *int32) int32
+	var got Lib
+	name, err := openFirst(o, "NVRTC", []string{NVRTC13, NVRTC12}, func(lib Library, name string) error {
+		if err := bindAll(lib, name, []binding{{"nvrtcVersion", &version}}); err != nil {
+			return err
+		}
+		var major, minor int32
+		if err := check("nvrtcVersion", version(&major, &minor)); err != nil {
+			return err
+		}
+		got.Version = Version{int(major), int(minor)}
+		if driver.Less(got.Version) {
+			return &skipError{fmt.Sprintf("NVRTC %v writes PTX that a CUDA %v driver cannot load", got.Version, driver)}
+		}
+		return nil
+	})
+	got.Name = name
+	return got, err
+}
+
+// openCuBLAS opens the newest cuBLAS whose major version the driver
+// supports (cuBLAS runs on any driver of its own major version).
+func openCuBLAS(o Opener, driver Version) (Lib, error) {
+	var property func(kind int32, v *int32) int32
+	var got Lib
+	name, err := openFirst(o, "cuBLAS", []string{CuBLAS13, CuBLAS12}, func(lib Library, name string) error {
+		if err := bindAll(lib, name, []binding{{"cublasGetProperty", &property}}); err != nil {
+			return err
+		}
+		var major, minor int32
+		if err := check("cublasGetProperty", property(0, &major)); err != nil {
+			return err
+		}
+		if err := check("cublasGetProperty", property(1, &minor)); err != nil {
+			return err
+		}
+		got.Version = Version{int(major), int(minor)}
+		if got.Version.Major > driver.Major {
+			return &skipError{fmt.Sprintf("cuBLAS %v needs a CUDA %d driver, this one is CUDA %v", got.Version, got.Version.Major, driver)}
+		}
+		return nil
+	})
+	got.Name = name
+	return got, err
+}
+
+// Device describes one GPU.
+type Device struct {
+	Ordinal         int
+	Name            string
+	Major, Minor    int    // compute capability
+	Multiprocessors int    // streaming multiprocessors
+	Memory          uint64 // total device memory in bytes
+	Driver          Version
+}
+
+// Arch is the device's virtual architecture for NVRTC, e.g. "compute_90".
+func (d Device) Arch() string { return fmt.Sprintf("compute_%d%d", d.Major, d.Minor) }
+
+func (d Device) String() string {
+	return fmt.Sprintf("%s (cuda:%d, compute capability %d.%d, %.1f GiB, driver CUDA %v)",
+		d.Name, d.Ordinal, d.Major, d.Minor, float64(d.Memory)/(1<<30), d.Driver)
+}
+
+// Device describes the device with the given ordinal.
+func (r *Runtime) Device(ordinal int) (Device, error) {
+	if ordinal < 0 || ordinal >= r.Devices {
+		return Device{}, fmt.Errorf("cuda: no device cuda:%d: the driver sees %d device(s), cuda:0 to cuda:%d", ordinal, r.Devices, r.Devices-1)
+	}
+	var dev int32
+	if err := check("cuDeviceGet", r.d.cuDeviceGet(&dev, int32(ordinal))); err != nil {
+		return Device{}, err
+	}
+	name := make([]byte, 256)
+	if err := check("cuDeviceGetName", r.d.cuDeviceGetName(&name[0], int32(len(name)), dev)); err != nil {
+		return Device{}, err
+	}
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	d := Device{Ordinal: ordinal, Name: string(name), Driver: r.Driver}
+	for _, a := range []struct {
+		attr int32
+		dst  *int
+	}{{attrCCMajor, &d.Major}, {attrCCMinor, &d.Minor}, {attrMultiprocessors, &d.Multiprocessors}} {
+		var v int32
+		if err := check("cuDeviceGetAttribute", r.d.cuDeviceGetAttribute(&v, a.attr, dev)); err != nil {
+			return Device{}, err
+		}
+		*a.dst = int(v)
+	}
+	if err := check("cuDeviceTotalMem_v2", r.d.cuDeviceTotalMem(&d.Memory, dev)); err != nil {
+		return Device{}, err
+	}
+	return d, nil
+}
