@@ -13,9 +13,6 @@ import (
 	"github.com/spn-project/spn/data/ogb"
 )
 
-// Device is the only supported compute device.
-const Device = "cpu"
-
 // MaxPoints bounds the number of points of one experiment's grid.
 const MaxPoints = 10000
 
@@ -32,8 +29,8 @@ func (l *loader) decode() *Spec {
 	}
 	l.decodeInto([]string{"device"}, l.root.LookupPath(cue.ParsePath("device")), &spec.Device)
 	l.decodeInto([]string{"mode"}, l.root.LookupPath(cue.ParsePath("mode")), &spec.Mode)
-	if spec.Device != Device && len(l.errs) == 0 {
-		l.errAt([]string{"device"}, "%q is not supported: spn has CPU kernels only (supported: %q)", spec.Device, Device)
+	if _, _, err := ParseDevice(spec.Device); err != nil && len(l.errs) == 0 {
+		l.errAt([]string{"device"}, "%v", err)
 	}
 	l.executor(spec)
 	var seeds []int64

@@ -9,7 +9,9 @@ type Spec struct {
 	Name string `json:"name"`
 	// Description is free text.
 	Description string `json:"description,omitempty"`
-	// Device is the compute device; only "cpu" is supported.
+	// Device is the compute device as written: "cpu", "auto", "cuda" or
+	// "cuda:N" (see ParseDevice). Commands resolve it to "cpu" or
+	// "cuda:N" before planning.
 	Device string `json:"device"`
 	// Mode is "full" or "smoke".
 	Mode string `json:"mode"`
