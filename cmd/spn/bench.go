@@ -127,7 +127,7 @@ func cmdBench(a *app, args []string) int {
 			Selection: fit.SelectBestValLoss},
 		Threads: *threads, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	if *cpuProfile != "" {
 		stop, err := startRecording(*cpuProfile, "--cpuprofile", pprof.StartCPUProfile, pprof.StopCPUProfile)

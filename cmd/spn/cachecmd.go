@@ -156,7 +156,7 @@ func (a *app) cacheGC(en *engine, args []string) int {
 	}
 	c := &cache.Cache{Root: o.cache}
 	if !*dry {
-		ctx, stop := signalContext()
+		ctx, stop := a.signalContext()
 		defer stop()
 		lk, code := a.lockCache(ctx, "cache gc", c, *noWait)
 		if lk == nil {

@@ -148,7 +148,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 		fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
 		return nil, exitFail
 	}
-	ctx, stop := signalContext()
+	ctx, stop := a.signalContext()
 	defer stop()
 	_, toRun := p.Counts()
 	fmt.Fprintf(a.stderr, "spn calibrate: %d configurations, %d stages to run (%d epochs each, %d thread(s))\n",

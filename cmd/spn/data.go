@@ -201,7 +201,7 @@ func (a *app) dataFetch(args []string) int {
 		}
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	f := o.fetcher(a)
 	for _, n := range names {
@@ -267,7 +267,7 @@ func (a *app) dataStats(args []string) int {
 		return a.usageError("data stats", errors.New("no dataset named"))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	var sums []stats.Summary
 	for _, n := range names {
@@ -334,7 +334,7 @@ func (a *app) dataExport(args []string) int {
 		return a.usageError("data export", fmt.Errorf("unknown --format %q (supported: jsonl)", *format))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	ds, err := o.load(ctx, a, names[0])
 	if err != nil {
@@ -389,7 +389,7 @@ func (a *app) dataShow(args []string) int {
 		return a.usageError("data show", errors.New("--graph I is required (I >= 0)"))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	ds, err := o.load(ctx, a, names[0])
 	if err != nil {
@@ -522,7 +522,7 @@ func (a *app) dataHops(args []string) int {
 		return a.usageError("data hops", fmt.Errorf("--kmax %d: want >= 1", *kmax))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	ds, err := o.load(ctx, a, names[0])
 	if err != nil {

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/term"
@@ -266,17 +264,6 @@ func (a *app) plan(en *engine, args []string) int {
 	return exitOK
 }
 
-// signalContext is cancelled by the first SIGINT/SIGTERM; a second one
-// kills the process the default way.
-func signalContext() (context.Context, func()) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	return ctx, stop
-}
-
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
@@ -384,7 +371,7 @@ func (a *app) run(en *engine, args []string) int {
 		return exitFail
 	}
 	c.Warn = a.warnDamage("run")
-	ctx, stop := signalContext()
+	ctx, stop := a.signalContext()
 	defer stop()
 	lk, code := a.lockCache(ctx, "run", c, *noWait)
 	if lk == nil {
@@ -525,7 +512,7 @@ func (a *app) table(en *engine, args []string) int {
 				fmt.Fprintf(a.stderr, "spn table: %v\n", err)
 				return exitFail
 			}
-			ctx, stop := signalContext()
+			ctx, stop := a.signalContext()
 			defer stop()
 			lk, code := a.lockCache(ctx, "table", c, *noWait)
 			if lk == nil {
@@ -547,7 +534,7 @@ func (a *app) table(en *engine, args []string) int {
 		return exitFail
 	}
 	if pending > 0 {
-		ctx, stop := signalContext()
+		ctx, stop := a.signalContext()
 		defer stop()
 		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == figure.KindName }
 		if code := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); code != exitOK {

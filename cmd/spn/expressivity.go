@@ -121,7 +121,7 @@ func cmdExpressivity(a *app, args []string) int {
 		return a.usageError("expressivity", errors.New("want --paper, EXP, CEXP or one PAIRS.jsonl file (see 'spn expressivity -h')"))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 
 	var pairs []expressivity.Pair

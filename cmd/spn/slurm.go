@@ -107,7 +107,7 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
 		return exitFail
 	}
-	ctx, stop := signalContext()
+	ctx, stop := a.signalContext()
 	defer stop()
 	if err := p.Resolve(c); err != nil {
 		fmt.Fprintf(a.stderr, "spn run: %v\n", err)

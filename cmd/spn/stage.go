@@ -91,7 +91,7 @@ func (a *app) stage(en *engine, args []string) int {
 		return exitFail
 	}
 	log := o.logger(a.stderr)
-	ctx, stop := signalContext()
+	ctx, stop := a.signalContext()
 	defer stop()
 	code := exitOK
 	for _, key := range keys {

@@ -36,7 +36,7 @@ func (a *app) status(en *engine, args []string) int {
 	}
 	active := map[string]slurm.Active{}
 	if slurm.Available() {
-		ctx, stop := signalContext()
+		ctx, stop := a.signalContext()
 		defer stop()
 		act, _, err := slurm.Queue(ctx, nil, c)
 		if err != nil {
