@@ -31,20 +31,18 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"version":      {"print the version", cmdVersion},
-		"plan":         {"show a spec's stages and which must run", legacy(cmdPlan)},
-		"run":          {"run a spec's missing stages and write its tables", legacy(cmdRun)},
-		"table":        {"render a spec's tables from cached results", legacy(cmdTable)},
+		"plan":         {"show a spec's stages and which must run", cmdPlan},
+		"run":          {"run a spec's missing stages and write its tables", cmdRun},
+		"table":        {"render a spec's tables from cached results", cmdTable},
 		"vet":          {"validate spec files against the schema", legacy(cmdVet)},
-		"predict":      {"predict graphs from JSONL with an experiment's trained model", legacy(cmdPredict)},
+		"predict":      {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
 		"data":         {"fetch, inspect, export and import datasets", legacy(cmdData)},
-		"cache":        {"verify the stage cache, or remove what no spec uses", legacy(cmdCache)},
-		"stage":        {"run planned stages one by one from a plan file (used by Slurm jobs)", legacy(cmdStage)},
-		"calibrate":    {"measure per-epoch training times for spn plan --cost", legacy(cmdCalibrate)},
-		"status":       {"count a spec's stages per kind: cached, running, queued, failed, to run", legacy(cmdStatus)},
+		"cache":        {"verify the stage cache, or remove what no spec uses", cmdCache},
+		"stage":        {"run planned stages one by one from a plan file (used by Slurm jobs)", cmdStage},
+		"calibrate":    {"measure per-epoch training times for spn plan --cost", cmdCalibrate},
+		"status":       {"count a spec's stages per kind: cached, running, queued, failed, to run", cmdStatus},
 		"bench":        {"train one epoch per workload and print graphs/s and peak memory", legacy(cmdBench)},
 		"expressivity": {"which graph pairs 1-WL, SP and SP-MPNN(k) distinguish; the paper's claims", legacy(cmdExpressivity)},
-		// Engine commands (vet, plan, run, table) are registered in engine.go,
-		// data commands in data.go, predict/bench in predict.go.
 	}
 }
 
@@ -59,13 +57,18 @@ func legacy(run func(a *app, args []string) int) func(a *app, args []string) err
 	}
 }
 
+// usageError prints a usage error of a legacy command and returns its
+// exit status.
+func (a *app) usageError(cmd string, err error) int { return a.exit(usageErr(cmd, err)) }
+
 func main() {
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	setGC(a.getenv)
 	os.Exit(a.main(os.Args[1:]))
 }
 
-// main runs the command args name and returns the process's exit status.
+// main runs the command that args name and returns the process's exit
+// status.
 func (a *app) main(args []string) int {
 	return a.exit(a.dispatch(args))
 }

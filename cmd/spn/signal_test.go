@@ -49,8 +49,7 @@ func TestHelperRun(t *testing.T) {
 	}
 	en.reg = stages.NewRegistry(kinds...)
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	run := legacy(func(a *app, args []string) int { return a.run(en, args) })
-	os.Exit(a.exit(run(a, []string{"testdata/small.cue", "--out", os.Getenv("SPN_CMD_OUT")})))
+	os.Exit(a.exit(a.run(en, []string{"testdata/small.cue", "--out", os.Getenv("SPN_CMD_OUT")})))
 }
 
 // SIGINT and SIGTERM stop a run cleanly: exit 130 and 143 with a clear
