@@ -36,7 +36,7 @@ func commands() map[string]command {
 		"table":        {"render a spec's tables from cached results", cmdTable},
 		"vet":          {"validate spec files against the schema", legacy(cmdVet)},
 		"predict":      {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
-		"data":         {"fetch, inspect, export and import datasets", legacy(cmdData)},
+		"data":         {"fetch, inspect, export and import datasets", cmdData},
 		"cache":        {"verify the stage cache, or remove what no spec uses", cmdCache},
 		"stage":        {"run planned stages one by one from a plan file (used by Slurm jobs)", cmdStage},
 		"calibrate":    {"measure per-epoch training times for spn plan --cost", cmdCalibrate},
