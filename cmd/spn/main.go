@@ -34,14 +34,14 @@ func commands() map[string]command {
 		"plan":         {"show a spec's stages and which must run", cmdPlan},
 		"run":          {"run a spec's missing stages and write its tables", cmdRun},
 		"table":        {"render a spec's tables from cached results", cmdTable},
-		"vet":          {"validate spec files against the schema", legacy(cmdVet)},
+		"vet":          {"validate spec files against the schema", cmdVet},
 		"predict":      {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
 		"data":         {"fetch, inspect, export and import datasets", cmdData},
 		"cache":        {"verify the stage cache, or remove what no spec uses", cmdCache},
 		"stage":        {"run planned stages one by one from a plan file (used by Slurm jobs)", cmdStage},
 		"calibrate":    {"measure per-epoch training times for spn plan --cost", cmdCalibrate},
 		"status":       {"count a spec's stages per kind: cached, running, queued, failed, to run", cmdStatus},
-		"bench":        {"train one epoch per workload and print graphs/s and peak memory", legacy(cmdBench)},
+		"bench":        {"train one epoch per workload and print graphs/s and peak memory", cmdBench},
 		"expressivity": {"which graph pairs 1-WL, SP and SP-MPNN(k) distinguish; the paper's claims", legacy(cmdExpressivity)},
 	}
 }
