@@ -42,24 +42,9 @@ func commands() map[string]command {
 		"calibrate":    {"measure per-epoch training times for spn plan --cost", cmdCalibrate},
 		"status":       {"count a spec's stages per kind: cached, running, queued, failed, to run", cmdStatus},
 		"bench":        {"train one epoch per workload and print graphs/s and peak memory", cmdBench},
-		"expressivity": {"which graph pairs 1-WL, SP and SP-MPNN(k) distinguish; the paper's claims", legacy(cmdExpressivity)},
+		"expressivity": {"which graph pairs 1-WL, SP and SP-MPNN(k) distinguish; the paper's claims", cmdExpressivity},
 	}
 }
-
-// legacy adapts a command that prints its own errors and returns an exit
-// status.
-func legacy(run func(a *app, args []string) int) func(a *app, args []string) error {
-	return func(a *app, args []string) error {
-		if code := run(a, args); code != exitOK {
-			return reported(code)
-		}
-		return nil
-	}
-}
-
-// usageError prints a usage error of a legacy command and returns its
-// exit status.
-func (a *app) usageError(cmd string, err error) int { return a.exit(usageErr(cmd, err)) }
 
 func main() {
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
