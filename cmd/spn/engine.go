@@ -370,7 +370,7 @@ func (a *app) run(en *engine, args []string) error {
 		specLabel(spec, file), len(p.Nodes), cached, toRun, j, t)
 	if err := a.execute(ctx, "run", p, c, reg, o, exec.Options{Jobs: j, Threads: t, KeepGoing: *keepGoing}); err != nil {
 		if *keepGoing && ctx.Err() == nil {
-			// The tables' messages come before the run's summary.
+			// The run's summary, then what the partial tables wrote.
 			fmt.Fprintln(a.stderr, err)
 			a.writePartialTables(en, spec, p, c, outDir(*out, spec))
 			return reported(exitCode(err))
