@@ -84,6 +84,12 @@ type TrainParams struct {
 	// Factors are the normalising factors of metric film_error, one per
 	// entry of Targets (QM9's chemical-accuracy factors).
 	Factors []float64 `json:"factors,omitempty"`
+	// Device is the kind of device the model trains on: "" for the CPU,
+	// schema.DeviceCUDA for an NVIDIA GPU. Results differ between the
+	// two, so it is part of the key; the ordinal is not (any GPU of the
+	// machine gives the same result), nor is it set for the CPU, so CPU
+	// keys are what they were before devices existed.
+	Device string `json:"device,omitempty"`
 }
 
 // SelectParams picks the best grid point of one split. Inputs: the train
@@ -134,6 +140,20 @@ type TrainResult struct {
 	// Notes carry what model selection excluded (a final run copies its
 	// select stage's notes), for the table's caption.
 	Notes []string `json:"notes,omitempty"`
+	// Device records the GPU that trained the model; nil for the CPU.
+	Device *DeviceRecord `json:"device,omitempty"`
+}
+
+// DeviceRecord describes the GPU a train stage ran on.
+type DeviceRecord struct {
+	// Device is "cuda:N".
+	Device string `json:"device"`
+	// Name is the GPU's name, e.g. "NVIDIA H200".
+	Name string `json:"name"`
+	// ComputeCapability is e.g. "9.0"; Driver is the CUDA version the
+	// driver supports, e.g. "13.0".
+	ComputeCapability string `json:"compute_capability"`
+	Driver            string `json:"driver"`
 }
 
 // TrainTiming is the train stage's timing record (FileTiming): wall-clock

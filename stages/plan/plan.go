@@ -105,9 +105,11 @@ type Plan struct {
 }
 
 type builder struct {
-	reg   *stages.Registry
-	plan  *Plan
-	byKey map[string]*Node
+	reg *stages.Registry
+	// device is TrainParams.Device of every train stage.
+	device string
+	plan   *Plan
+	byKey  map[string]*Node
 	// gen maps experiment names to their generate node (for figures).
 	gen map[string]*Node
 }
@@ -121,8 +123,13 @@ func Build(spec *schema.Spec, reg *stages.Registry) (*Plan, error) {
 	if reg == nil {
 		return nil, errors.New("building plan: nil registry")
 	}
+	device, err := trainDevice(spec.Device)
+	if err != nil {
+		return nil, err
+	}
 	b := &builder{
-		reg: reg,
+		reg:    reg,
+		device: device,
 		plan: &Plan{
 			Evaluate:         map[string]*Node{},
 			Tabulate:         map[string]*Node{},
@@ -160,6 +167,36 @@ func Build(spec *schema.Spec, reg *stages.Registry) (*Plan, error) {
 	}
 	disambiguate(b.plan.Nodes)
 	return b.plan, nil
+}
+
+// trainDevice is TrainParams.Device for the spec's device, which the
+// command has resolved: "cpu" (or empty) gives "", "cuda" and "cuda:N"
+// give "cuda"; "auto" is an error, since only the machine that runs the
+// stages can resolve it.
+func trainDevice(device string) (string, error) {
+	if device == "" {
+		return "", nil
+	}
+	kind, _, err := schema.ParseDevice(device)
+	if err != nil {
+		return "", fmt.Errorf("building plan: device: %w", err)
+	}
+	switch kind {
+	case schema.DeviceCUDA:
+		return schema.DeviceCUDA, nil
+	case schema.DeviceAuto:
+		return "", errors.New(`building plan: device "auto" must be resolved to "cpu" or "cuda:N" first`)
+	}
+	return "", nil
+}
+
+// Device returns the device kind of a train node ("" for the CPU or any
+// other kind of node).
+func (n *Node) Device() string {
+	if tp, ok := n.Params.(stages.TrainParams); ok {
+		return tp.Device
+	}
+	return ""
 }
 
 func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error) {
@@ -267,7 +304,7 @@ func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 	}
 	train := func(t protocol.Train, sel *Node) (*Node, error) {
 		tp := stages.TrainParams{Role: t.Role, Metric: p.Metric, Split: t.Split, Run: t.Run, Seed: RunSeed(e.Seeds, t.Run),
-			Targets: targets, Factors: factors}
+			Targets: targets, Factors: factors, Device: b.device}
 		deps := []*Node{gen, pre}
 		var name string
 		switch {

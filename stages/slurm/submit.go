@@ -21,6 +21,9 @@ import (
 // the comment is the job's tasks file.
 const CommentPrefix = "spn:"
 
+// GPUGres is the sbatch option of a job whose stages train on a GPU.
+const GPUGres = "--gres=gpu:1"
+
 // Options configure Submit.
 type Options struct {
 	// Config is the spec's executor.slurm settings.
@@ -51,6 +54,9 @@ type Job struct {
 	Kind string
 	// Level is the DAG level of the job's stages among those submitted.
 	Level int
+	// Device is the device kind of the job's stages (plan.Node.Device):
+	// "" for the CPU, "cuda" for a job that asks for one GPU.
+	Device string
 	// Tasks are the stages of each array task, in run order.
 	Tasks [][]*plan.Node
 	// After are the ids of the jobs it waits for.
@@ -93,8 +99,9 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 	}
 	level := make(map[string]int, len(todo))
 	type groupKey struct {
-		level int
-		kind  string
+		level  int
+		kind   string
+		device string
 	}
 	var order []groupKey
 	groups := map[groupKey][]*plan.Node{}
@@ -106,7 +113,7 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 			}
 		}
 		level[n.Key] = l
-		k := groupKey{l, n.Kind}
+		k := groupKey{l, n.Kind, n.Device()}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -126,7 +133,7 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 			tasks = append(tasks, nodes[i:min(i+bundle, len(nodes))])
 		}
 		for i := 0; i < len(tasks); i += maxArray {
-			jobs = append(jobs, &Job{Name: "spn-" + k.kind, Kind: k.kind, Level: k.level,
+			jobs = append(jobs, &Job{Name: "spn-" + k.kind, Kind: k.kind, Level: k.level, Device: k.device,
 				Tasks: tasks[i:min(i+maxArray, len(tasks))]})
 		}
 	}
@@ -237,15 +244,21 @@ func (j *Job) prepare(base, dir string, opt Options) error {
 	j.PlanFile = base + ".plan.json"
 	stageCmd := []string{opt.Binary, "stage", "run", "--plan", j.PlanFile, "--tasks", j.TasksFile}
 	stageCmd = append(stageCmd, opt.StageArgs...)
+	gres := ""
+	if j.Device == schema.DeviceCUDA {
+		// Slurm shows the job its one GPU as device 0.
+		stageCmd = append(stageCmd, "--device", "cuda:0")
+		gres = "#SBATCH " + GPUGres + "\n"
+	}
 	quoted := make([]string, len(stageCmd))
 	for i, a := range stageCmd {
 		quoted[i] = shellQuote(a)
 	}
 	script := fmt.Sprintf(`#!/bin/sh
-# spn: %d %s stages (DAG level %d) in %d array tasks; written by spn run --executor slurm.
+%s# spn: %d %s stages (DAG level %d) in %d array tasks; written by spn run --executor slurm.
 # Each task runs the stages on its line of the tasks file, one by one.
 exec %s --threads "${SLURM_CPUS_PER_TASK:-1}"
-`, j.Stages(), j.Kind, j.Level, len(j.Tasks), strings.Join(quoted, " "))
+`, gres, j.Stages(), j.Kind, j.Level, len(j.Tasks), strings.Join(quoted, " "))
 	if !opt.DryRun {
 		b, err := jsonMarshal(pf)
 		if err != nil {
@@ -274,6 +287,9 @@ exec %s --threads "${SLURM_CPUS_PER_TASK:-1}"
 		"--cpus-per-task=" + strconv.Itoa(max(res.CPUs, 1)),
 		"--output=" + filepath.Join(dir, "logs", filepath.Base(base)+"-%A_%a.out"),
 		"--kill-on-invalid-dep=yes"}
+	if j.Device == schema.DeviceCUDA {
+		args = append(args, GPUGres)
+	}
 	if res.Mem != "" {
 		args = append(args, "--mem="+res.Mem)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
@@ -59,6 +60,9 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	var p stages.TrainParams
 	if err := job.Decode(&p); err != nil {
 		return err
+	}
+	if p.Device != "" {
+		return fmt.Errorf("device %s: %w", p.Device, cuda.ErrNoBackend)
 	}
 	point, notes, err := resolvePoint(job, &p)
 	if err != nil {

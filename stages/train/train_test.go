@@ -189,6 +189,7 @@ func TestErrors(t *testing.T) {
 		{"final without select", stages.TrainParams{Role: stages.RoleFinal, Metric: "accuracy"}, in},
 		{"missing inputs", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy"}, in[:1]},
 		{"unknown metric", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "f1"}, in},
+		{"cuda device", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy", Device: "cuda"}, in},
 	}
 	var out strings.Builder
 	for _, tc := range tests {
