@@ -3,110 +3,14 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 )
 
-// fakeOpener serves libraries made of Go functions; a name it lacks fails
-// to open the way dlopen does.
-type fakeOpener map[string]fakeLib
-
-type fakeLib map[string]any
-
-func (o fakeOpener) Open(name string) (Library, error) {
-	l, ok := o[name]
-	if !ok {
-		return nil, fmt.Errorf("%s: cannot open shared object file: No such file or directory", name)
-	}
-	return l, nil
-}
-
-func (fakeOpener) Where() string { return "the fake path" }
-
-func (l fakeLib) Bind(fptr any, name string) error {
-	f, ok := l[name]
-	if !ok {
-		return fmt.Errorf("undefined symbol: %s", name)
-	}
-	dst := reflect.ValueOf(fptr).Elem()
-	src := reflect.ValueOf(f)
-	if src.Type() != dst.Type() {
-		return fmt.Errorf("fake %s is %v, bound as %v", name, src.Type(), dst.Type())
-	}
-	dst.Set(src)
-	return nil
-}
-
-// gpu is one fake device.
-type gpu struct {
-	name         string
-	major, minor int32
-	sms          int32
-	mem          uint64
-}
-
-// fakeDriver is a libcuda with the given CUDA version, devices and cuInit
-// result.
-func fakeDriver(version int32, initResult int32, gpus ...gpu) fakeLib {
-	return fakeLib{
-		"cuInit":             func(uint32) int32 { return initResult },
-		"cuDriverGetVersion": func(v *int32) int32 { *v = version; return 0 },
-		"cuDeviceGetCount":   func(n *int32) int32 { *n = int32(len(gpus)); return 0 },
-		"cuDeviceGet": func(d *int32, i int32) int32 {
-			if i < 0 || int(i) >= len(gpus) {
-				return 101
-			}
-			*d = i
-			return 0
-		},
-		"cuDeviceGetName": func(b *byte, n int32, d int32) int32 {
-			copy(unsafeBytes(b, int(n)), gpus[d].name+"\x00")
-			return 0
-		},
-		"cuDeviceGetAttribute": func(v *int32, a int32, d int32) int32 {
-			switch a {
-			case attrCCMajor:
-				*v = gpus[d].major
-			case attrCCMinor:
-				*v = gpus[d].minor
-			case attrMultiprocessors:
-				*v = gpus[d].sms
-			default:
-				return 1
-			}
-			return 0
-		},
-		"cuDeviceTotalMem_v2": func(m *uint64, d int32) int32 { *m = gpus[d].mem; return 0 },
-	}
-}
-
-func fakeNVRTC(major, minor int32) fakeLib {
-	return fakeLib{"nvrtcVersion": func(a, b *int32) int32 { *a, *b = major, minor; return 0 }}
-}
-
-func fakeCuBLAS(major, minor int32) fakeLib {
-	return fakeLib{"cublasGetProperty": func(k int32, v *int32) int32 {
-		*v = [...]int32{major, minor}[k]
-		return 0
-	}}
-}
-
-var h200 = gpu{"NVIDIA H200", 9, 0, 132, 143771336704}
-
-// machine is a fake GPU machine with CUDA 13 everywhere.
-func machine() fakeOpener {
-	return fakeOpener{
-		DriverLib: fakeDriver(13000, 0, h200),
-		NVRTC13:   fakeNVRTC(13, 0),
-		NVRTC12:   fakeNVRTC(12, 8),
-		CuBLAS13:  fakeCuBLAS(13, 0),
-		CuBLAS12:  fakeCuBLAS(12, 8),
-	}
-}
+var h200 = FakeGPU{"NVIDIA H200", 9, 0, 132, 143771336704}
 
 func TestProbeFindsDevice(t *testing.T) {
-	r, err := Probe(machine())
+	r, err := Probe(FakeMachine(h200))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,32 +38,32 @@ func TestProbeFindsDevice(t *testing.T) {
 func TestProbeErrors(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		edit func(fakeOpener)
+		edit func(FakeOpener)
 		want []string
 	}{
-		{"no libcuda", func(o fakeOpener) { delete(o, DriverLib) },
+		{"no libcuda", func(o FakeOpener) { delete(o, DriverLib) },
 			[]string{"cannot load the NVIDIA driver API", "tried libcuda.so.1", "searched the fake path", "No such file"}},
-		{"missing driver symbol", func(o fakeOpener) { delete(o[DriverLib], "cuDeviceTotalMem_v2") },
+		{"missing driver symbol", func(o FakeOpener) { delete(o[DriverLib], "cuDeviceTotalMem_v2") },
 			[]string{"libcuda.so.1 has no symbol cuDeviceTotalMem_v2", "undefined symbol"}},
-		{"cuInit fails", func(o fakeOpener) { o[DriverLib] = fakeDriver(13000, 100, h200) },
+		{"cuInit fails", func(o FakeOpener) { o[DriverLib] = FakeDriver(13000, 100, h200) },
 			[]string{"cuInit failed: CUDA_ERROR_NO_DEVICE (100)"}},
-		{"driver too old", func(o fakeOpener) { o[DriverLib] = fakeDriver(11080, 0, h200) },
+		{"driver too old", func(o FakeOpener) { o[DriverLib] = FakeDriver(11080, 0, h200) },
 			[]string{"driver supports CUDA 11.8", "needs CUDA 12.0 or newer"}},
-		{"no devices", func(o fakeOpener) { o[DriverLib] = fakeDriver(13000, 0) },
+		{"no devices", func(o FakeOpener) { o[DriverLib] = FakeDriver(13000, 0) },
 			[]string{"driver (CUDA 13.0) loaded but sees no CUDA device"}},
-		{"no nvrtc", func(o fakeOpener) { delete(o, NVRTC13); delete(o, NVRTC12) },
+		{"no nvrtc", func(o FakeOpener) { delete(o, NVRTC13); delete(o, NVRTC12) },
 			[]string{"cannot load NVRTC: tried libnvrtc.so.13, libnvrtc.so.12", "; libnvrtc.so.12: cannot open"}},
-		{"nvrtc newer than driver, no 12", func(o fakeOpener) { o[DriverLib] = fakeDriver(12040, 0, h200); delete(o, NVRTC12) },
+		{"nvrtc newer than driver, no 12", func(o FakeOpener) { o[DriverLib] = FakeDriver(12040, 0, h200); delete(o, NVRTC12) },
 			[]string{"libnvrtc.so.13: NVRTC 13.0 writes PTX that a CUDA 12.4 driver cannot load", "; libnvrtc.so.12: cannot open"}},
-		{"nvrtc symbol missing", func(o fakeOpener) { o[NVRTC13] = fakeLib{} },
+		{"nvrtc symbol missing", func(o FakeOpener) { o[NVRTC13] = FakeLib{} },
 			[]string{"libnvrtc.so.13 has no symbol nvrtcVersion"}},
-		{"no cublas", func(o fakeOpener) { delete(o, CuBLAS13); delete(o, CuBLAS12) },
+		{"no cublas", func(o FakeOpener) { delete(o, CuBLAS13); delete(o, CuBLAS12) },
 			[]string{"cannot load cuBLAS: tried libcublas.so.13, libcublas.so.12"}},
-		{"cublas too new", func(o fakeOpener) { o[DriverLib] = fakeDriver(12080, 0, h200); delete(o, CuBLAS12) },
+		{"cublas too new", func(o FakeOpener) { o[DriverLib] = FakeDriver(12080, 0, h200); delete(o, CuBLAS12) },
 			[]string{"cuBLAS 13.0 needs a CUDA 13 driver, this one is CUDA 12.8"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o := machine() // fresh maps: edits stay in this case
+			o := FakeMachine(h200) // fresh maps: edits stay in this case
 			c.edit(o)
 			r, err := Probe(o)
 			if err == nil {
@@ -175,9 +79,9 @@ func TestProbeErrors(t *testing.T) {
 }
 
 func TestProbeFallsBackToCUDA12(t *testing.T) {
-	o := machine()
-	o[DriverLib] = fakeDriver(12040, 0, h200)
-	o[NVRTC12] = fakeNVRTC(12, 4)
+	o := FakeMachine(h200)
+	o[DriverLib] = FakeDriver(12040, 0, h200)
+	o[NVRTC12] = FakeNVRTC(12, 4)
 	r, err := Probe(o)
 	if err != nil {
 		t.Fatal(err)
@@ -188,16 +92,16 @@ func TestProbeFallsBackToCUDA12(t *testing.T) {
 }
 
 func TestProbeNoDeviceIs(t *testing.T) {
-	o := machine()
-	o[DriverLib] = fakeDriver(13000, 0)
+	o := FakeMachine(h200)
+	o[DriverLib] = FakeDriver(13000, 0)
 	if _, err := Probe(o); !errors.Is(err, ErrNoDevice) {
 		t.Fatalf("error %v does not wrap ErrNoDevice", err)
 	}
 }
 
 func TestDeviceOrdinal(t *testing.T) {
-	o := machine()
-	o[DriverLib] = fakeDriver(13000, 0, h200, gpu{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 85899345920})
+	o := FakeMachine(h200)
+	o[DriverLib] = FakeDriver(13000, 0, h200, FakeGPU{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 85899345920})
 	r, err := Probe(o)
 	if err != nil {
 		t.Fatal(err)
