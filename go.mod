@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	cuelang.org/go v0.17.1
 	github.com/chewxy/hm v1.0.0
+	github.com/ebitengine/purego v0.11.3
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -30,7 +31,6 @@ require (
 	github.com/clipperhouse/displaywidth v0.10.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.6.0 // indirect
 	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/emicklei/proto v1.14.3 // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect

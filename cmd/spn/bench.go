@@ -97,6 +97,8 @@ func cmdBench(a *app, args []string) error {
 	threads := fs.Int("threads", 2, "kernel `threads`")
 	seed := fs.Uint64("model-seed", 1, "model initialisation and shuffling `seed`")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	var device string
+	deviceFlag(fs, &device)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the training to `file` (go tool pprof)")
 	traceFile := fs.String("trace", "", "write a Go execution trace of the training to `file` (go tool trace)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` after each workload's training, its model still alive (FILE.WORKLOAD with several workloads)")
@@ -119,6 +121,12 @@ func cmdBench(a *app, args []string) error {
 	}
 	if err != nil {
 		return usageErr("bench", err)
+	}
+	if device, err = resolveDevice("bench", "", device); err != nil {
+		return err
+	}
+	if err := a.requireDevice("bench", device, false); err != nil {
+		return err
 	}
 	o.resolve(a)
 	rep := benchReport{

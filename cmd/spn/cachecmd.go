@@ -133,12 +133,23 @@ func (a *app) cacheGC(en *engine, args []string) error {
 				}
 				return usageErrf("cache gc", "%s (mode %s) does not load, so nothing is removed:\n%w", f, mode, err)
 			}
-			p, err := plan.Build(spec, en.reg)
-			if err != nil {
-				return runtimeErrf("cache gc", "planning %s: %w", f, err)
+			// A spec's stages are kept for every device it may resolve
+			// to: "auto" may have run on a GPU or on the CPU.
+			devices := []string{spec.Device}
+			if spec.Device == schema.DeviceAuto {
+				devices = []string{schema.DeviceCPU, schema.DeviceCUDA}
 			}
-			for _, n := range p.Nodes {
-				keep[n.Kind+"/"+n.Key] = true
+			for _, d := range devices {
+				if spec.Device, err = resolveDevice("cache gc", d, ""); err != nil {
+					return err
+				}
+				p, err := plan.Build(spec, en.reg)
+				if err != nil {
+					return runtimeErrf("cache gc", "planning %s: %w", f, err)
+				}
+				for _, n := range p.Nodes {
+					keep[n.Kind+"/"+n.Key] = true
+				}
 			}
 		}
 	}

@@ -64,6 +64,7 @@ func (a *app) calibrate(en *engine, args []string) error {
 	epochs := fs.Int("epochs", 3, "epochs per measured configuration (at least 2; the first is not counted)")
 	threads := fs.Int("threads", 1, "kernel threads per stage (CPU-hours = seconds × threads)")
 	proxGraphs := fs.Int("prox-graphs", 1000, "measure h-Prox datasets with at most this many graphs (times scale linearly)")
+	deviceFlag(fs, &o.device)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("calibrate", err)
@@ -79,6 +80,12 @@ func (a *app) calibrate(en *engine, args []string) error {
 	}
 	spec, err := a.loadSpec(en, "calibrate", pos[0], o.mode)
 	if err != nil {
+		return err
+	}
+	if spec.Device, err = resolveDevice("calibrate", spec.Device, o.device); err != nil {
+		return err
+	}
+	if err := a.requireDevice("calibrate", spec.Device, false); err != nil {
 		return err
 	}
 	out := *outFile

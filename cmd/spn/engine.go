@@ -54,6 +54,8 @@ func cmdTable(a *app, args []string) error { return a.table(realEngine(), args) 
 type envOpts struct {
 	cache, mirror, dataDir, mode, logLevel string
 	logJSON                                bool
+	// device is --device, of the commands that train ("": the spec's).
+	device string
 }
 
 // envFlags registers the shared flags (--cache, --mirror, --data-dir,
@@ -190,6 +192,9 @@ func (a *app) buildPlan(en *engine, cmd, file string, o *envOpts) (*schema.Spec,
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if spec.Device, err = resolveDevice(cmd, spec.Device, o.device); err != nil {
+		return nil, nil, nil, err
+	}
 	reg := en.reg
 	p, err := plan.Build(spec, reg)
 	if err != nil {
@@ -321,6 +326,7 @@ func (a *app) run(en *engine, args []string) error {
 	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
+	deviceFlag(fs, &o.device)
 	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -345,6 +351,9 @@ func (a *app) run(en *engine, args []string) error {
 	}
 	spec, p, reg, err := a.buildPlan(en, "run", file, o)
 	if err != nil {
+		return err
+	}
+	if err := a.requireDevice("run", spec.Device, sl.executor == executorSlurm); err != nil {
 		return err
 	}
 	if sl.executor == executorSlurm {

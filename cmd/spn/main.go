@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"sync/atomic"
+
+	"github.com/spn-project/spn/models/cuda"
 )
 
 // app carries what every command needs; it is built once in main.
@@ -18,6 +20,8 @@ type app struct {
 	// signal is the number of the SIGINT or SIGTERM that stopped the
 	// command (see signalContext), 0 while none has.
 	signal atomic.Int32
+	// cuda opens the CUDA libraries; nil means the system's loader.
+	cuda cuda.Opener
 }
 
 // command is one sub-command of spn. It returns nil on success, else an

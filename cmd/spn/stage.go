@@ -35,6 +35,7 @@ func (a *app) stage(en *engine, args []string) error {
 	tasksFile := fs.String("tasks", "", "tasks `file`: one line of stage keys per task")
 	task := fs.Int("task", -1, "task index in the tasks file (default $SLURM_ARRAY_TASK_ID)")
 	threads := fs.Int("threads", 0, "kernel threads of each stage (default $SLURM_CPUS_PER_TASK, else NumCPU)")
+	deviceFlag(fs, &o.device)
 	keys, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return usageErr("stage run", err)
@@ -82,6 +83,9 @@ func (a *app) stage(en *engine, args []string) error {
 	pf, err := exec.ReadPlanFile(*planFile)
 	if err != nil {
 		return usageErr("stage run", err)
+	}
+	if err := a.stageDevice(pf, keys, o.device); err != nil {
+		return err
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {

@@ -62,6 +62,9 @@ func (a *app) status(en *engine, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return runtimeErr("status", err)
 	}
+	if err := p.WriteDevice(a.stdout); err != nil {
+		return runtimeErr("status", err)
+	}
 	for _, n := range p.Nodes {
 		if slurm.StateOf(n, c, active) == slurm.Failed {
 			f, _ := c.LastFailure(n.Key)

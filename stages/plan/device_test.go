@@ -57,6 +57,24 @@ func TestDeviceKeys(t *testing.T) {
 	}
 }
 
+// TestWriteDevice: a CUDA plan's text ends with its GPU stage count; a
+// CPU plan's has no such line.
+func TestWriteDevice(t *testing.T) {
+	for _, c := range []struct{ device, want string }{{"cpu", ""}, {"cuda:0", "16 train stages run on a GPU (device cuda)\n"}} {
+		s := testSpec()
+		s.Device = c.device
+		var b strings.Builder
+		if err := mustBuild(t, s, testRegistry(nil)).WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		text := b.String()
+		last := text[strings.LastIndex(strings.TrimSuffix(text, "\n"), "\n")+1:]
+		if c.want == "" && strings.Contains(text, "GPU") || c.want != "" && last != c.want {
+			t.Errorf("device %s: plan ends %q", c.device, last)
+		}
+	}
+}
+
 func equalKeys(a, b *Plan) bool {
 	if len(a.Nodes) != len(b.Nodes) {
 		return false

@@ -97,6 +97,24 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "%d stages: %d cached, %d to run\n", len(p.Nodes), c, r); err != nil {
 		return fmt.Errorf("writing plan: %w", err)
 	}
+	return p.WriteDevice(w)
+}
+
+// WriteDevice writes how many train stages run on a GPU, when any do
+// (nothing for a CPU plan).
+func (p *Plan) WriteDevice(w io.Writer) error {
+	gpu := 0
+	for _, n := range p.Nodes {
+		if n.Device() != "" {
+			gpu++
+		}
+	}
+	if gpu == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "%d train stages run on a GPU (device cuda)\n", gpu); err != nil {
+		return fmt.Errorf("writing plan: %w", err)
+	}
 	return nil
 }
 

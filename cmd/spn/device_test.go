@@ -1,0 +1,187 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+var testH200 = cuda.FakeGPU{Name: "NVIDIA H200", Major: 9, Minor: 0, SMs: 132, Memory: 143771336704}
+
+// spnOn runs one command of the test engine on a machine whose CUDA
+// libraries o serves, with SPN_CACHE set to cacheDir.
+func spnOn(o cuda.Opener, en *engine, cacheDir string, args ...string) result {
+	var out, errb syncBuffer
+	a := &app{stdout: &out, stderr: &errb, cuda: o, getenv: func(k string) string {
+		if k == cache.EnvVar {
+			return cacheDir
+		}
+		return ""
+	}}
+	var err error
+	switch args[0] {
+	case "plan":
+		err = a.plan(en, args[1:])
+	case "run":
+		err = a.run(en, args[1:])
+	case "stage":
+		err = a.stage(en, args[1:])
+	case "bench":
+		err = cmdBench(a, args[1:])
+	}
+	return result{a.exit(err), out.String(), errb.String()}
+}
+
+// specWithDevice writes testdata/small.cue with the given device line.
+func specWithDevice(t *testing.T, device string) string {
+	t.Helper()
+	src, err := os.ReadFile("testdata/small.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(src), "name: \"small\"\n", "name: \"small\"\ndevice: \""+device+"\"\n", 1)
+	f := filepath.Join(t.TempDir(), "small.cue")
+	if err := os.WriteFile(f, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestDeviceErrors: a CUDA device fails with exit 2 before any stage
+// runs, on a machine without a GPU with the loader's message and on one
+// with a GPU naming it; the messages are in device_errors.golden.
+func TestDeviceErrors(t *testing.T) {
+	noGPU := cuda.FakeOpener{}
+	gpu := cuda.FakeMachine(testH200)
+	var report strings.Builder
+	for _, c := range []struct {
+		name string
+		o    cuda.Opener
+		args []string
+	}{
+		{"no GPU, --device cuda", noGPU, []string{"run", "testdata/small.cue", "--device", "cuda"}},
+		{"no GPU, spec device cuda:1", noGPU, []string{"run", "SPEC:cuda:1"}},
+		{"GPU, --device cuda", gpu, []string{"run", "testdata/small.cue", "--device", "cuda"}},
+		{"GPU, --device cuda:1", gpu, []string{"run", "testdata/small.cue", "--device", "cuda:1"}},
+		{"GPU, Slurm", gpu, []string{"run", "testdata/small.cue", "--device", "cuda", "--executor", "slurm", "--dry-run"}},
+		{"bad --device", gpu, []string{"run", "testdata/small.cue", "--device", "gpu:0"}},
+		{"bench, GPU", gpu, []string{"bench", "--device", "cuda:0", "prox"}},
+		{"bench, no GPU", noGPU, []string{"bench", "--device", "cuda", "prox"}},
+	} {
+		args := append([]string{}, c.args...)
+		if d, ok := strings.CutPrefix(args[1], "SPEC:"); ok {
+			args[1] = specWithDevice(t, d)
+		}
+		cacheDir := filepath.Join(t.TempDir(), "cache")
+		r := spnOn(c.o, testEngine(), cacheDir, args...)
+		if r.code != exitUsage {
+			t.Errorf("%s: exit %d, want %d: %s", c.name, r.code, exitUsage, r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("%s: printed %q", c.name, r.stdout)
+		}
+		if _, err := os.Stat(cacheDir); err == nil {
+			t.Errorf("%s: the cache %s was created", c.name, cacheDir)
+		}
+		report.WriteString(c.name + ": " + r.stderr)
+	}
+	golden(t, "device_errors", []byte(report.String()))
+}
+
+// TestDeviceKeys: "auto" and "cpu" give the keys of a spec without a
+// device, on a machine with a GPU too; "cuda" gives other train keys,
+// and spn plan shows them without looking for a GPU.
+func TestDeviceKeys(t *testing.T) {
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	gpu := cuda.FakeMachine(testH200)
+	base := spnOn(gpu, testEngine(), cacheDir, "plan", "--json", "testdata/small.cue")
+	if base.code != exitOK {
+		t.Fatalf("plan: exit %d: %s", base.code, base.stderr)
+	}
+	for _, d := range []string{"cpu", "auto"} {
+		r := spnOn(gpu, testEngine(), cacheDir, "plan", "--json", specWithDevice(t, d))
+		if r.code != exitOK || r.stdout != base.stdout {
+			t.Errorf("device %q: exit %d, same plan %v: %s", d, r.code, r.stdout == base.stdout, r.stderr)
+		}
+	}
+	r := spnOn(cuda.FakeOpener{}, testEngine(), cacheDir, "plan", "--json", specWithDevice(t, "cuda"))
+	if r.code != exitOK {
+		t.Fatalf("plan of a cuda spec: exit %d: %s", r.code, r.stderr)
+	}
+	type stage struct{ Key, Kind string }
+	var a, b []stage
+	if err := json.Unmarshal([]byte(base.stdout), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &b); err != nil {
+		t.Fatal(err)
+	}
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("%d and %d stages", len(a), len(b))
+	}
+	for i := range a {
+		same := a[i].Key == b[i].Key
+		if a[i].Kind == stages.KindTrain && same {
+			t.Errorf("stage %d (train) has its CPU key on cuda", i)
+		}
+		if (a[i].Kind == stages.KindGenerate || a[i].Kind == stages.KindPrecompute) && !same {
+			t.Errorf("stage %d (%s) changed key on cuda", i, a[i].Kind)
+		}
+	}
+}
+
+// TestStageRunDevice: spn stage run of a train stage planned for a GPU
+// refuses --device cpu and, without --device, fails naming the GPU and
+// the missing backend, running nothing.
+func TestStageRunDevice(t *testing.T) {
+	dir := t.TempDir()
+	en := testEngine()
+	a := &app{stdout: &syncBuffer{}, stderr: &syncBuffer{}, getenv: func(string) string { return "" }}
+	spec, err := a.loadSpec(en, "test", "testdata/small.cue", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Device = "cuda:0"
+	p, err := plan.Build(spec, en.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var train string
+	for _, n := range p.Nodes {
+		if n.Kind == stages.KindTrain {
+			train = n.Key
+			break
+		}
+	}
+	pf, err := exec.NewPlanFile("small", p.Nodes).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := filepath.Join(dir, "cache")
+	gpu := cuda.FakeMachine(testH200)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--device", "cpu"}, "spn stage run: --device cpu: the stages were planned for a GPU (device cuda); give --device cuda:N\n"},
+		{nil, "spn stage run: device cuda:0: found NVIDIA H200 (cuda:0, compute capability 9.0, 133.9 GiB, driver CUDA 13.0), but the CUDA backend is not in this build of spn (no model kind has CUDA kernels yet)\n"},
+		{[]string{"--device", "cuda:1"}, "spn stage run: device cuda:1: cuda: no device cuda:1: the driver sees 1 device(s), cuda:0 to cuda:0\n"},
+	} {
+		args := append([]string{"stage", "run", train, "--plan", pf}, c.args...)
+		r := spnOn(gpu, en, cacheDir, args...)
+		if r.code != exitUsage || r.stderr != c.want {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2, %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(cacheDir); len(entries) != 0 {
+		t.Errorf("the cache holds %d entries", len(entries))
+	}
+}
