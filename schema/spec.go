@@ -83,6 +83,13 @@ type Dataset struct {
 	TrainSize int `json:"train_size,omitempty"`
 	// Limit, when > 0, reads only the first Limit molecules of each file.
 	Limit int `json:"limit,omitempty"`
+	// Negatives is how h-Prox twins are drawn: "strict" (also "") or
+	// "code" (the official generator's rule).
+	Negatives string `json:"negatives,omitempty"`
+	// Balanced gives every h-Prox positive one extra rule-keeping edge.
+	Balanced bool `json:"balanced,omitempty"`
+	// ColourBlind sets every h-Prox node label to 0.
+	ColourBlind bool `json:"colour_blind,omitempty"`
 }
 
 // Model is one model configuration.
@@ -108,6 +115,12 @@ type Model struct {
 	// GatedReadout replaces the layer readout by GNN-FiLM's gated sum over
 	// the nodes (rspn).
 	GatedReadout bool `json:"gated_readout,omitempty"`
+	// Linear makes gcn and gat the official code's linear layers (no MLP
+	// between layers).
+	Linear bool `json:"linear,omitempty"`
+	// AlphaInit is the SPN's initial hop-weight logits: "zeros" (also "")
+	// or "normal" (N(0, 1), the official code's).
+	AlphaInit string `json:"alpha_init,omitempty"`
 }
 
 // Training is one optimisation configuration.

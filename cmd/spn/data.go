@@ -25,6 +25,7 @@ import (
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
+	"github.com/spn-project/spn/data/proxcheck"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/stats"
@@ -86,6 +87,8 @@ type dataOpts struct {
 	proxH, graphs   int
 	folds           int
 	seed            int64
+	negatives       string
+	balanced, blind bool
 }
 
 func (a *app) dataFlags(fs *flag.FlagSet, withProx bool) *dataOpts {
@@ -97,6 +100,9 @@ func (a *app) dataFlags(fs *flag.FlagSet, withProx bool) *dataOpts {
 		fs.IntVar(&o.graphs, "graphs", prox.DefaultGraphs, "number of generated h-Proximity graphs")
 		fs.Int64Var(&o.seed, "seed", 1, "seed of the generated h-Proximity dataset")
 		fs.IntVar(&o.folds, "folds", prox.DefaultFolds, "folds of the generated h-Proximity dataset")
+		fs.StringVar(&o.negatives, "negatives", prox.NegStrict, "how the h-Proximity twins are drawn: strict or code (the official generator's rule)")
+		fs.BoolVar(&o.balanced, "balanced", false, "give every h-Proximity positive one extra edge that keeps the rule")
+		fs.BoolVar(&o.blind, "colour-blind", false, "set every h-Proximity node label to 0")
 	}
 	return o
 }
@@ -139,7 +145,8 @@ func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset
 	case strings.HasPrefix(name, "QM9-") && slices.Contains(qm9.Parts[:], name[len("QM9-"):]):
 		return qm9.FetchPart(ctx, o.fetcher(a), name[len("QM9-"):], 0)
 	case name == "prox":
-		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds}
+		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds,
+			Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}
 		if err := cfg.Validate(); err != nil {
 			// The flags describe an impossible dataset: a usage error.
 			return nil, fmt.Errorf("%w: prox: %w", errBadFlags, err)
@@ -279,6 +286,14 @@ func (a *app) dataStats(args []string) int {
 		if err != nil {
 			return a.dataErr("stats", err)
 		}
+		if n == "prox" && !o.blind {
+			noisy, negs, err := proxcheck.Noise(ds.Graphs, o.proxH)
+			if err != nil {
+				return a.dataErr("stats", err)
+			}
+			f := 1 - float64(noisy)/float64(max(negs, 1))
+			s.NegativesViolating = &f
+		}
 		sums = append(sums, s)
 	}
 	if *asJSON {
@@ -291,6 +306,11 @@ func (a *app) dataStats(args []string) int {
 	}
 	if err := renderStats(a.stdout, sums); err != nil {
 		return a.dataErr("stats", err)
+	}
+	for _, s := range sums {
+		if s.NegativesViolating != nil {
+			fmt.Fprintf(a.stdout, "%s: %.1f%% of the negatives violate the rule (the rest are label noise)\n", s.Name, 100**s.NegativesViolating)
+		}
 	}
 	return exitOK
 }

@@ -55,7 +55,8 @@ func Build(ctx context.Context, d schema.Dataset, env stages.Env) (*data.Dataset
 	case "prox":
 		return prox.Generate(ctx, prox.Config{
 			H: d.H, Graphs: d.Graphs, Levels: d.Levels, Width: d.Width,
-			Seed: d.Seed, Folds: d.Folds, Threads: env.Threads,
+			Seed: d.Seed, Folds: d.Folds, Negatives: d.Negatives, Balanced: d.Balanced,
+			ColourBlind: d.ColourBlind, Threads: env.Threads,
 		})
 	case "tu":
 		f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror}
