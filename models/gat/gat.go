@@ -5,7 +5,10 @@
 //
 //	z = h·W + b,  h_u ← MLP(‖_heads Σ_{v∈N(u)∪{u}} α_uv z_v),  α_uv = softmax_v(LeakyReLU_0.2(⟨a_dst, z_u⟩ + ⟨a_src, z_v⟩))
 //
-// (per head over d/heads columns) and the SPN's MLP.
+// (per head over d/heads columns) and the SPN's MLP. With model.linear
+// the layer is the official SP-MPNN code's (PyTorch Geometric's GATConv,
+// no activation, nothing between layers): h_u ← ‖_heads Σ α_uv z_v, with
+// W Glorot-uniform and b zero at initialisation.
 package gat
 
 import (
@@ -47,6 +50,7 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 type layer struct {
 	att        *param.Linear // z = h·W + b
 	aSrc, aDst *param.Param  // attention vectors, heads × d/heads
+	// MLP follows the attention (not with model.linear).
 	rt.MLP
 }
 
@@ -78,12 +82,18 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
 		dh := d / md.heads
-		l := &layer{att: param.NewLinear(name+".att", d, d, init)}
+		newAtt := param.NewLinear
+		if m.Linear {
+			newAtt = param.NewGlorotLinear
+		}
+		l := &layer{att: newAtt(name+".att", d, d, init)}
 		l.aSrc, l.aDst = param.NewParam(name+".att.a_src", md.heads, dh), param.NewParam(name+".att.a_dst", md.heads, dh)
 		bound := math.Sqrt(6 / float64(dh+1)) // Glorot-uniform, fan-in d/heads, fan-out 1
 		l.aSrc.Uniform(init, bound)
 		l.aDst.Uniform(init, bound)
-		l.MLP = rt.NewMLP(name, d, init)
+		if !m.Linear {
+			l.MLP = rt.NewMLP(name, d, init)
+		}
 		md.layers = append(md.layers, l)
 	}
 	md.Readout = rt.NewReadout(cfg, init)
@@ -99,7 +109,9 @@ func (m *Model) Params() []*param.Param {
 	for _, l := range m.layers {
 		ps = append(ps, l.att.Params()...)
 		ps = append(ps, l.aSrc, l.aDst)
-		ps = append(ps, l.MLP.Params()...)
+		if !m.Cfg.Model.Linear {
+			ps = append(ps, l.MLP.Params()...)
+		}
 	}
 	for _, r := range m.Readout {
 		ps = append(ps, r.Params()...)
@@ -110,6 +122,9 @@ func (m *Model) Params() []*param.Param {
 // Buffers implements models.Model: the batch-norm running statistics.
 func (m *Model) Buffers() map[string][]float64 {
 	b := map[string][]float64{}
+	if m.Cfg.Model.Linear {
+		return b
+	}
 	for t, l := range m.layers {
 		l.AddBuffers(b, fmt.Sprintf("layer%d", t+1))
 	}
@@ -147,8 +162,10 @@ func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 		w, b := param(l.att.W), param(l.att.B)
 		aSrc, aDst := param(l.aSrc), param(l.aDst)
 		z := bdr.Op(be, rt.NewLinear(name+".att.lin", be, bd, false, N, d, d), h, w, b)
-		agg := bdr.Op(be, newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
-		h = l.Apply(bdr, be, bd, key, name, agg, l.Bind(param))
+		h = bdr.Op(be, newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
+		if !m.Cfg.Model.Linear {
+			h = l.Apply(bdr, be, bd, key, name, h, l.Bind(param))
+		}
 		hs = append(hs, h)
 	}
 	return m.Finish(bdr, p, be, bd, hs, Name)

@@ -6,7 +6,13 @@
 //	h ← MLP(D̂^-1/2 (A+I) D̂^-1/2 · h)
 //
 // and the SPN's MLP (Linear → BN → ReLU → Linear → BN → ReLU), so that
-// only the message passing differs.
+// only the message passing differs. With model.linear the layer is the
+// official SP-MPNN code's (PyTorch Geometric's GCNConv, nothing between
+// layers):
+//
+//	h ← D̂^-1/2 (A+I) D̂^-1/2 · h · Θ + b
+//
+// so the whole network up to the readout is affine in its input.
 package gcn
 
 import (
@@ -46,7 +52,10 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 type Model struct {
 	rt.Engine
 	layers []rt.MLP
-	gd     *graphData
+	// lins are the layers' Θ and b with model.linear (layers is then
+	// empty).
+	lins []*param.Linear
+	gd   *graphData
 }
 
 var _ models.Model = (*Model)(nil)
@@ -66,6 +75,10 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	init := rand.New(rand.NewPCG(seed, 0x5eed1))
 	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	for t := 1; t <= cfg.Model.Layers; t++ {
+		if cfg.Model.Linear {
+			md.lins = append(md.lins, param.NewGlorotLinear(fmt.Sprintf("layer%d.lin", t), d, d, init))
+			continue
+		}
 		md.layers = append(md.layers, rt.NewMLP(fmt.Sprintf("layer%d", t), d, init))
 	}
 	md.Readout = rt.NewReadout(cfg, init)
@@ -80,6 +93,9 @@ func (m *Model) Params() []*param.Param {
 	ps := m.Enc.Params()
 	for i := range m.layers {
 		ps = append(ps, m.layers[i].Params()...)
+	}
+	for _, l := range m.lins {
+		ps = append(ps, l.Params()...)
 	}
 	for _, r := range m.Readout {
 		ps = append(ps, r.Params()...)
@@ -112,19 +128,25 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 	return []data.CSR{b.Adj}, nil
 }
 
-// BuildGraph implements rt.Arch: encoder, hᵗ = MLPᵗ(Â·hᵗ⁻¹) per layer,
-// the SPN's readout and the loss with its gradient.
+// BuildGraph implements rt.Arch: encoder, hᵗ = MLPᵗ(Â·hᵗ⁻¹) (linear:
+// Â·hᵗ⁻¹·Θᵗ + bᵗ) per layer, the SPN's readout and the loss with its
+// gradient.
 func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
 	N, d := key.N, m.Cfg.Model.Hidden
 	bdr, p, be := m.NewProgram(key, bd)
 	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
 	h := m.Encode(bdr, p, be, bd)
 	hs := []*G.Node{h}
-	for t := range m.layers {
-		l := &m.layers[t]
+	for t := 0; t < m.Cfg.Model.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t+1)
 		agg := bdr.Op(be, newGCNAgg(name+".gcn", be, bd, m.gd, N, d), h)
-		h = l.Apply(bdr, be, bd, key, name, agg, l.Bind(param))
+		if m.Cfg.Model.Linear {
+			l := m.lins[t]
+			h = bdr.Op(be, rt.NewLinear(name+".lin", be, bd, false, N, d, d), agg, param(l.W), param(l.B))
+		} else {
+			l := &m.layers[t]
+			h = l.Apply(bdr, be, bd, key, name, agg, l.Bind(param))
+		}
 		hs = append(hs, h)
 	}
 	return m.Finish(bdr, p, be, bd, hs, Name)

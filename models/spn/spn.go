@@ -4,6 +4,8 @@
 //
 //	h_u ← MLP((1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v),  α = softmax(logits)
 //
+// with the logits zero at initialisation (uniform α) or, with
+// model.alpha_init "normal", drawn from N(0, 1) as in the official code
 // (Model.BuildGraph, one line per term). The shared Gorgonia runtime
 // (models/rt) does the rest: input encoding, layer-sum readout, loss,
 // bucketing, the compiled-graph cache, Step and Predict.
@@ -42,6 +44,11 @@ func (k Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 	if k.GIN && m.K != 1 {
 		return append(errs, rt.Errf("k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", m.K))
 	}
+	switch m.AlphaInit {
+	case "", AlphaZeros, AlphaNormal:
+	default:
+		errs = append(errs, rt.Errf("alpha_init", "must be %q or %q, got %q", AlphaZeros, AlphaNormal, m.AlphaInit))
+	}
 	return rt.CheckHops(errs, m, d)
 }
 
@@ -49,6 +56,19 @@ func (k Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 func (k Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)
 }
+
+// Values of model.alpha_init: zero hop-weight logits (uniform α, the
+// default) or logits drawn from N(0, 1) as the official code does
+// (torch.randn in GIN_HSP_Layer).
+const (
+	AlphaZeros  = "zeros"
+	AlphaNormal = "normal"
+)
+
+// alphaInit returns the generator of the N(0, 1) hop-weight logits: a
+// stream of its own, so that model.alpha_init leaves every other
+// parameter's initialisation unchanged.
+func alphaInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xa1fa)) }
 
 // layer holds the parameters of one SPN layer (the nn structs are used only
 // as parameter holders with the hand-written model's names and init).
@@ -99,14 +119,18 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md.Arch = md
 	d := m.Hidden
 	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
-	readInit := rt.GlobalReadInit(seed)
+	readInit, logitInit := rt.GlobalReadInit(seed), alphaInit(seed)
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
-		md.layers = append(md.layers, &layer{
+		l := &layer{
 			agg:  param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
 			MLP:  rt.NewMLP(name, d, init),
 			read: rt.NewGlobalRead(name, m, readInit),
-		})
+		}
+		if m.AlphaInit == AlphaNormal {
+			l.agg.Logits.Normal(logitInit)
+		}
+		md.layers = append(md.layers, l)
 	}
 	md.Readout = rt.NewReadout(cfg, init)
 	return md, nil
