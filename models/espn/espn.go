@@ -90,10 +90,10 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	d := m.Hidden
 	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	md.atom = rt.NewAtom(cfg, d, init)
-	readInit := rt.GlobalReadInit(seed)
+	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
-		l := &layer{agg: param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps)}
+		l := &layer{agg: rt.NewHopAggregation(name, m, d, logitInit)}
 		l.read = rt.NewGlobalRead(name, m, readInit)
 		l.bond = rt.EmbedTables(name+".bond", cfg.EdgeFeatVocab, d, init)
 		l.out = rt.NewMLP(name, d, init)

@@ -96,11 +96,11 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	d := m.Hidden
 	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	md.atom = rt.NewAtom(cfg, d, init)
-	readInit := rt.GlobalReadInit(seed)
+	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
 	mlp := func(name string) *rt.MLP { l := rt.NewMLP(name, d, init); return &l }
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
-		l := &layer{agg: param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps)}
+		l := &layer{agg: rt.NewHopAggregation(name, m, d, logitInit)}
 		l.read = rt.NewGlobalRead(name, m, readInit)
 		l.self, l.higher = mlp(name+".mlp_s"), mlp(name+".mlp_h")
 		l.names = []string{name + ".mlp_s", name + ".mlp_h"}

@@ -463,7 +463,7 @@ func TestAlphaInitNormal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Model.AlphaInit = AlphaNormal
+	cfg.Model.AlphaInit = rt.AlphaNormal
 	drawn, err := New(cfg, 4, be)
 	if err != nil {
 		t.Fatal(err)

@@ -44,11 +44,6 @@ func (k Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 	if k.GIN && m.K != 1 {
 		return append(errs, rt.Errf("k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", m.K))
 	}
-	switch m.AlphaInit {
-	case "", AlphaZeros, AlphaNormal:
-	default:
-		errs = append(errs, rt.Errf("alpha_init", "must be %q or %q, got %q", AlphaZeros, AlphaNormal, m.AlphaInit))
-	}
 	return rt.CheckHops(errs, m, d)
 }
 
@@ -56,19 +51,6 @@ func (k Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
 func (k Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)
 }
-
-// Values of model.alpha_init: zero hop-weight logits (uniform α, the
-// default) or logits drawn from N(0, 1) as the official code does
-// (torch.randn in GIN_HSP_Layer).
-const (
-	AlphaZeros  = "zeros"
-	AlphaNormal = "normal"
-)
-
-// alphaInit returns the generator of the N(0, 1) hop-weight logits: a
-// stream of its own, so that model.alpha_init leaves every other
-// parameter's initialisation unchanged.
-func alphaInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xa1fa)) }
 
 // layer holds the parameters of one SPN layer (the nn structs are used only
 // as parameter holders with the hand-written model's names and init).
@@ -119,18 +101,14 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md.Arch = md
 	d := m.Hidden
 	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
-	readInit, logitInit := rt.GlobalReadInit(seed), alphaInit(seed)
+	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
 	for t := 1; t <= m.Layers; t++ {
 		name := fmt.Sprintf("layer%d", t)
-		l := &layer{
-			agg:  param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
+		md.layers = append(md.layers, &layer{
+			agg:  rt.NewHopAggregation(name, m, d, logitInit),
 			MLP:  rt.NewMLP(name, d, init),
 			read: rt.NewGlobalRead(name, m, readInit),
-		}
-		if m.AlphaInit == AlphaNormal {
-			l.agg.Logits.Normal(logitInit)
-		}
-		md.layers = append(md.layers, l)
+		})
 	}
 	md.Readout = rt.NewReadout(cfg, init)
 	return md, nil
