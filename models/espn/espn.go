@@ -22,7 +22,7 @@ import (
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Name is the model kind.
@@ -36,7 +36,7 @@ func (Kind) Name() string { return Name }
 
 // Check implements models.Kind: SPN's fields, and the dataset must carry
 // categorical edge features.
-func (Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	errs := rt.CheckHops(rt.CheckCommon(m), m, d)
 	if d.Known && !d.EdgeFeatures {
 		errs = append(errs, rt.Errf("kind", "espn reads categorical edge features, but the dataset%s has none (e.g. dataset kind ogb has 3 bond features)", rt.OfKind(d)))

@@ -17,13 +17,14 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/curve"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
-// Selection rules (schema.Training.Selection).
+// Selection rules (modelspec.Training.Selection).
 const (
 	SelectBestValLoss   = "best_val_loss"
 	SelectBestValMetric = "best_val_metric"
@@ -44,7 +45,7 @@ type Sets struct {
 
 // Options configure one training run.
 type Options struct {
-	Training schema.Training
+	Training modelspec.Training
 	// Metric is a models/metric name, e.g. "accuracy", "mae", "rocauc" or
 	// "film_error".
 	Metric string
@@ -78,25 +79,10 @@ func blocksOf(m models.Model) param.Blocks {
 	}
 }
 
-// EpochRecord is one epoch of a training curve (the train stage's
-// result.json records them as they are).
-type EpochRecord struct {
-	Epoch      int         `json:"epoch"`
-	LR         float64     `json:"lr"`
-	TrainLoss  float64     `json:"train_loss"`
-	TrainScore float64     `json:"train_score"`
-	ValLoss    float64     `json:"val_loss"`
-	ValScore   float64     `json:"val_score"`
-	TestLoss   float64     `json:"test_loss"`
-	TestScore  float64     `json:"test_score"`
-	Alpha      [][]float64 `json:"alpha,omitempty"` // learned α per layer
-	Eps        []float64   `json:"eps,omitempty"`   // ε per layer
-}
-
 // Result is the outcome of a run.
 type Result struct {
 	// Epochs are the per-epoch records (1-based Epoch).
-	Epochs []EpochRecord
+	Epochs []curve.EpochRecord
 	// Best is the index into Epochs of the selected epoch.
 	Best int
 	// Checkpoint is the model at the selected epoch (models.WriteCheckpoint).
@@ -216,7 +202,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		// The training loss and score are those of the training-mode outputs
 		// seen during the epoch (dropout on, batch statistics), as PyTorch
 		// training loops usually report them; no extra evaluation pass.
-		rec := EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
+		rec := curve.EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
 		var err error
 		if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), outs, cfg.Out, ys, targets, o.Factors); err != nil {
 			return nil, fmt.Errorf("epoch %d: train score: %w", epoch, err)
@@ -264,7 +250,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 
 // better reports whether epoch a beats the best epoch so far b (strictly:
 // ties keep the earlier epoch).
-func better(sel, name string, a, b EpochRecord) bool {
+func better(sel, name string, a, b curve.EpochRecord) bool {
 	if sel == SelectBestValMetric {
 		if metric.HigherIsBetter(name) {
 			return a.ValScore > b.ValScore
@@ -276,7 +262,7 @@ func better(sel, name string, a, b EpochRecord) bool {
 
 // LearningRate returns the learning rate of 1-based epoch under the step
 // schedule: lr·γ^⌊(epoch−1)/StepEvery⌋ (constant when StepEvery is 0).
-func LearningRate(tr schema.Training, epoch int) float64 {
+func LearningRate(tr modelspec.Training, epoch int) float64 {
 	if tr.StepEvery <= 0 {
 		return tr.LR
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Name is the model kind.
@@ -34,7 +34,7 @@ func (Kind) Name() string { return Name }
 
 // Check implements models.Kind: the common fields, k == 1 and heads
 // dividing hidden.
-func (Kind) Check(m schema.Model, _ schema.DatasetInfo) []schema.FieldError {
+func (Kind) Check(m modelspec.Model, _ modelspec.DatasetInfo) []modelspec.FieldError {
 	return rt.CheckHeads(rt.CheckDirect(rt.CheckCommon(m), Name, m.K), m)
 }
 

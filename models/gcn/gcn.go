@@ -20,7 +20,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Name is the model kind.
@@ -33,7 +33,7 @@ type Kind struct{}
 func (Kind) Name() string { return Name }
 
 // Check implements models.Kind: the common fields and k == 1.
-func (Kind) Check(m schema.Model, _ schema.DatasetInfo) []schema.FieldError {
+func (Kind) Check(m modelspec.Model, _ modelspec.DatasetInfo) []modelspec.FieldError {
 	return rt.CheckDirect(rt.CheckCommon(m), Name, m.K)
 }
 

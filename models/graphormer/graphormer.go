@@ -19,7 +19,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Name is the model kind.
@@ -36,7 +36,7 @@ func (Kind) Name() string { return Name }
 
 // Check implements models.Kind: the common fields, heads dividing hidden
 // and 1 ≤ max_dist ≤ dataset.kmax.
-func (Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	errs := rt.CheckHeads(rt.CheckCommon(m), m)
 	if m.MaxDist < 1 {
 		return append(errs, rt.Errf("max_dist", "max_dist = %d: need at least 1", m.MaxDist))

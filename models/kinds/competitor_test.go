@@ -20,7 +20,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // proxTask is a reduced h-Proximity set (small layered graphs) with its
@@ -46,7 +46,7 @@ func newProxTask(t testing.TB, h, graphs, kmax int) proxTask {
 
 func competitorConfig(kind string, layers, hidden, heads, maxDist int, numLabels int) models.Config {
 	return models.Config{
-		Model:     schema.Model{Kind: kind, K: 1, Layers: layers, Hidden: hidden, Dropout: 0, Pool: models.PoolMean, Heads: heads, MaxDist: maxDist},
+		Model:     modelspec.Model{Kind: kind, K: 1, Layers: layers, Hidden: hidden, Dropout: 0, Pool: models.PoolMean, Heads: heads, MaxDist: maxDist},
 		NumLabels: numLabels, Task: models.TaskClassification, Out: 2,
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Name is the model kind.
@@ -34,7 +34,7 @@ func (Kind) Name() string { return Name }
 
 // Check implements models.Kind: SPN's fields, and the dataset must carry
 // relations (edge types).
-func (Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	errs := rt.CheckHops(rt.CheckCommon(m), m, d)
 	if d.Known && d.Relations < 1 {
 		errs = append(errs, rt.Errf("kind", "rspn aggregates per relation (edge type), but the dataset%s has untyped edges (e.g. dataset kind qm9 has 4 bond types)", rt.OfKind(d)))

@@ -13,7 +13,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // EmbedTables returns the stacked embedding tables of categorical columns
@@ -46,7 +46,7 @@ func CheckCategories(x []int32, vocab []int) error {
 }
 
 // OfKind names d's dataset kind in a message (` (kind "tu")`), or nothing.
-func OfKind(d schema.DatasetInfo) string {
+func OfKind(d modelspec.DatasetInfo) string {
 	if d.Kind == "" {
 		return ""
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Kind is model kind "spn" or, with GIN, "gin".
@@ -37,7 +37,7 @@ func (k Kind) Name() string {
 
 // Check implements models.Kind: the common fields, gin's k == 1 and
 // 1 ≤ k ≤ dataset.kmax.
-func (k Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+func (k Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	errs := rt.CheckCommon(m)
 	if k.GIN && m.K != 1 {
 		return append(errs, rt.Errf("k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", m.K))

@@ -9,7 +9,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // SPNLayer is one shortest path network layer:
@@ -286,7 +286,7 @@ type refKind struct {
 func (k refKind) Name() string { return k.name }
 
 // Check leaves the checks to the constructor.
-func (refKind) Check(schema.Model, schema.DatasetInfo) []schema.FieldError { return nil }
+func (refKind) Check(modelspec.Model, modelspec.DatasetInfo) []modelspec.FieldError { return nil }
 
 func (k refKind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return k.new(cfg, seed, be)
