@@ -18,7 +18,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/evaluate"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selectstage"
 	"github.com/spn-project/spn/stages/tabulate"
 )
 
