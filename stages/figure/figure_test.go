@@ -3,10 +3,7 @@ package figure
 import (
 	"bytes"
 	"context"
-	"flag"
 	"image/png"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,9 +11,9 @@ import (
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/selection"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 func path(t *testing.T, n int) data.Graph {
 	t.Helper()
@@ -127,18 +124,7 @@ func TestRender(t *testing.T) {
 	if !bytes.Contains(a["f.svg"], []byte("<svg")) {
 		t.Error("svg has no <svg element")
 	}
-	golden := filepath.Join("testdata", "hop_weights.tex.golden")
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(golden, a["f.tex"], 0o644)
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a["f.tex"], want) {
-		t.Errorf("tex differs from %s (go test -update)\n%s", golden, a["f.tex"])
-	}
+	golden.Check(t, "testdata/hop_weights.tex.golden", a["f.tex"])
 	f.Formats = []string{"pdf"}
 	if _, err := Render(d, f); err == nil || !strings.Contains(err.Error(), `unknown figure format "pdf"`) {
 		t.Errorf("pdf: %v", err)
