@@ -85,12 +85,27 @@ func (a *Atom) CheckBatch(b *data.Batch) error {
 	return nil
 }
 
-// Add returns h + AtomEncoder(node features of td) in p's graph (h when a
-// is nil).
-func (a *Atom) Add(bdr *Builder, p *Program, be Env, td *nbop.Data, h *G.Node, N, d int) *G.Node {
+// Input returns a as the input term of a Net (nil when a is nil: the
+// dataset has no categorical node features), reading the node features
+// of td.
+func (a *Atom) Input(td *nbop.Data) Input {
 	if a == nil {
-		return h
+		return nil
 	}
-	atom := bdr.Op(be, nbop.CatEmbed{ID: "enc.atom", Be: be, D: td, Rows: a.P.Shape[0], N: N, W: d}, p.Param(bdr, a.P))
-	return bdr.Add(h, atom, "the input encoding")
+	return atomInput{a, td}
+}
+
+// atomInput is an Atom as a Net's input term.
+type atomInput struct {
+	a  *Atom
+	td *nbop.Data
+}
+
+// Params implements Input: the stacked tables.
+func (in atomInput) Params() []*param.Param { return []*param.Param{in.a.P} }
+
+// Add implements Input: h + AtomEncoder(node features).
+func (in atomInput) Add(s *Step, h *G.Node) *G.Node {
+	atom := s.Op(nbop.CatEmbed{ID: "enc.atom", Be: s.Be, D: in.td, Rows: in.a.P.Shape[0], N: s.N, W: s.D}, s.Param(in.a.P))
+	return s.Bdr.Add(h, atom, "the input encoding")
 }

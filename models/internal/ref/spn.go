@@ -114,7 +114,7 @@ func newSPN(cfg models.Config, seed uint64, be kernels.Backend, useAdj bool) (*S
 		return nil, fmt.Errorf("model of %.3g parameters exceeds the limit of %d (layers %d, hidden %d, k %d, inputs %d+%d, out %d)",
 			size, MaxParams, m.Layers, m.Hidden, m.K, cfg.NumLabels, cfg.AttrDim, cfg.Out)
 	}
-	init := rand.New(rand.NewPCG(seed, 0x5eed1))
+	init := param.NewInit(seed)
 	s := &SPN{cfg: cfg, be: be, useAdj: useAdj, rng: rand.New(rand.NewPCG(seed, 0xd209))}
 	d := m.Hidden
 	s.Enc = NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
