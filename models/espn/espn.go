@@ -60,14 +60,7 @@ type layer struct {
 }
 
 // Model is an E-SPN computed through Gorgonia.
-type Model struct {
-	rt.Net
-	// atom is OGB's AtomEncoder, nil without categorical node features.
-	atom *rt.Atom
-	// td is what the layers' ops read of the batch: an object of its own
-	// (see spn.Model.gd).
-	td *nbop.Data
-}
+type Model struct{ rt.HopNet }
 
 var (
 	_ models.Model      = (*Model)(nil)
@@ -76,15 +69,12 @@ var (
 
 // New builds the E-SPN of cfg from seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
-	md := &Model{td: &nbop.Data{}}
+	md := &Model{rt.HopNet{TD: &nbop.Data{}, Typed: nbop.Need{Edges: true}}}
 	readInit := rt.GlobalReadInit(seed)
-	net, err := rt.NewNet(Name, Kind{}, cfg, seed, be, rt.Parts{
-		Input: func(init *rand.Rand) rt.Input {
-			md.atom = rt.NewAtom(cfg, cfg.Model.Hidden, init)
-			return md.atom.Input(md.td)
-		},
+	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
+		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
-			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit), td: md.td}
+			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit), td: md.TD}
 			l.bond = rt.EmbedTables(name+".bond", cfg.EdgeFeatVocab, cfg.Model.Hidden, init)
 			l.out = rt.NewMLP(name, cfg.Model.Hidden, init)
 			return l
@@ -93,13 +83,8 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	md.Net = net
-	md.Arch = md
 	return md, nil
 }
-
-// Hops implements models.Model: the model reads N_1..N_k.
-func (m *Model) Hops() int { return m.Cfg.Model.K }
 
 // Params implements rt.Layer: the hop weights, the BondEncoder tables,
 // the MLP.
@@ -110,39 +95,19 @@ func (l *layer) Params() []*param.Param {
 // AddBuffers implements rt.Layer: the MLP's batch-norm statistics.
 func (l *layer) AddBuffers(b map[string][]float64, name string) { l.out.AddBuffers(b, name) }
 
-// HopWeights implements models.HopWeights: α and ε per layer.
-func (m *Model) HopWeights() (alpha [][]float64, eps []float64) { return rt.NetHopWeights(m.Layers) }
-
-// need are the hop sets N_1..N_k.
-func (m *Model) need() rt.Need { return rt.Need{K: m.Cfg.Model.K} }
-
 // CheckBatch implements rt.Arch: SPN's checks, then the edge features and
 // the categorical node features.
 func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
-	if err := rt.CheckBatch(m.Cfg, m.need(), b, o); err != nil {
-		return err
-	}
-	c := m.Cfg
-	if !slices.Equal(b.EdgeFeatVocab, c.EdgeFeatVocab) || len(b.EdgeFeat) != len(b.Adj.Idx)*len(c.EdgeFeatVocab) {
-		return fmt.Errorf("batch has %d edge feature values with vocabularies %v, espn was built for %v over %d edge entries", len(b.EdgeFeat), b.EdgeFeatVocab, c.EdgeFeatVocab, len(b.Adj.Idx))
-	}
-	if err := rt.CheckCategories(b.EdgeFeat, c.EdgeFeatVocab); err != nil {
-		return fmt.Errorf("edge features: %w", err)
-	}
-	return m.atom.CheckBatch(b)
-}
-
-// Prepare implements rt.Arch: the hop sets, and the typed data of the
-// batch.
-func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	hops, err := m.need().Sets(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.td.Set(b, nbop.Need{K: m.Cfg.Model.K, Edges: true}); err != nil {
-		return nil, err
-	}
-	return hops, nil
+	return m.CheckWith(b, o, func(b *data.Batch) error {
+		c := m.Cfg
+		if !slices.Equal(b.EdgeFeatVocab, c.EdgeFeatVocab) || len(b.EdgeFeat) != len(b.Adj.Idx)*len(c.EdgeFeatVocab) {
+			return fmt.Errorf("batch has %d edge feature values with vocabularies %v, espn was built for %v over %d edge entries", len(b.EdgeFeat), b.EdgeFeatVocab, c.EdgeFeatVocab, len(b.Adj.Idx))
+		}
+		if err := rt.CheckCategories(b.EdgeFeat, c.EdgeFeatVocab); err != nil {
+			return fmt.Errorf("edge features: %w", err)
+		}
+		return nil
+	})
 }
 
 // Step implements rt.Layer: one E-SPN layer (α = softmax of k logits,

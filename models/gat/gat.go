@@ -14,7 +14,6 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
@@ -52,22 +51,20 @@ type layer struct {
 }
 
 // Model is a GAT computed through Gorgonia.
-type Model struct {
-	rt.Net
-	gd *graphData
-}
+type Model struct{ rt.AdjNet }
 
 var _ models.Model = (*Model)(nil)
 
 // New builds the GAT of cfg; initialisation and dropout masks derive from
 // seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
-	md := &Model{gd: &graphData{}}
-	net, err := rt.NewNet(Name, Kind{}, cfg, seed, be, rt.Parts{
+	gd := &graphData{}
+	md := &Model{rt.AdjNet{Data: gd}}
+	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			d, heads := cfg.Model.Hidden, cfg.Model.Heads
 			dh := d / heads
-			l := &layer{att: param.NewLinear(name+".att", d, d, init), heads: heads, gd: md.gd}
+			l := &layer{att: param.NewLinear(name+".att", d, d, init), heads: heads, gd: gd}
 			l.aSrc, l.aDst = param.NewParam(name+".att.a_src", heads, dh), param.NewParam(name+".att.a_dst", heads, dh)
 			bound := math.Sqrt(6 / float64(dh+1)) // Glorot-uniform, fan-in d/heads, fan-out 1
 			l.aSrc.Uniform(init, bound)
@@ -79,26 +76,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	md.Net = net
-	md.Arch = md
 	return md, nil
-}
-
-// Hops implements models.Model: GAT reads Batch.Adj only.
-func (m *Model) Hops() int { return 0 }
-
-// CheckBatch implements rt.Arch.
-func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
-	return rt.CheckBatch(m.Cfg, rt.Need{Adj: true, K: 1}, b, o)
-}
-
-// Prepare implements rt.Arch: the adjacency and its neighbourhoods with
-// self loops.
-func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	if err := m.gd.set(b); err != nil {
-		return nil, err
-	}
-	return []data.CSR{b.Adj}, nil
 }
 
 // Params implements rt.Layer: the attention's W, b and vectors, the MLP.

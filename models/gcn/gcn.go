@@ -14,7 +14,6 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/rt"
@@ -41,10 +40,7 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 }
 
 // Model is a GCN computed through Gorgonia.
-type Model struct {
-	rt.Net
-	gd *graphData
-}
+type Model struct{ rt.AdjNet }
 
 var _ models.Model = (*Model)(nil)
 
@@ -57,34 +53,17 @@ type layer struct {
 // New builds the GCN of cfg; initialisation and dropout masks derive from
 // seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
-	md := &Model{gd: &graphData{}}
-	net, err := rt.NewNet(Name, Kind{}, cfg, seed, be, rt.Parts{
+	gd := &graphData{}
+	md := &Model{rt.AdjNet{Data: gd}}
+	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
-			return &layer{MLP: rt.NewMLP(name, cfg.Model.Hidden, init), gd: md.gd}
+			return &layer{MLP: rt.NewMLP(name, cfg.Model.Hidden, init), gd: gd}
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	md.Net = net
-	md.Arch = md
 	return md, nil
-}
-
-// Hops implements models.Model: GCN reads Batch.Adj only.
-func (m *Model) Hops() int { return 0 }
-
-// CheckBatch implements rt.Arch.
-func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
-	return rt.CheckBatch(m.Cfg, rt.Need{Adj: true, K: 1}, b, o)
-}
-
-// Prepare implements rt.Arch: the adjacency and its GCN weights.
-func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	if err := m.gd.set(b); err != nil {
-		return nil, err
-	}
-	return []data.CSR{b.Adj}, nil
 }
 
 // Step implements rt.Layer: hᵗ = MLPᵗ(Â·hᵗ⁻¹), the messages Â_uv·h_v

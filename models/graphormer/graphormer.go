@@ -78,7 +78,7 @@ var _ models.Model = (*Model)(nil)
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	m := cfg.Model
 	md := &Model{maxDist: m.MaxDist, gd: &graphData{}}
-	net, err := rt.NewNet(Name, Kind{}, cfg, seed, be, rt.Parts{
+	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Input: func(init *rand.Rand) rt.Input {
 			e := &degreeInput{p: param.NewParam("enc.degree", MaxDegree+1, m.Hidden), gd: md.gd}
 			e.p.Uniform(init, 0.1)
@@ -91,8 +91,6 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	md.Net = net
-	md.Arch = md
 	return md, nil
 }
 

@@ -63,14 +63,7 @@ type layer struct {
 }
 
 // Model is an R-SPN computed through Gorgonia.
-type Model struct {
-	rt.Net
-	// atom is OGB's AtomEncoder, nil without categorical node features.
-	atom *rt.Atom
-	// td is what the layers' ops read of the batch: an object of its own
-	// (see spn.Model.gd).
-	td *nbop.Data
-}
+type Model struct{ rt.HopNet }
 
 var (
 	_ models.Model      = (*Model)(nil)
@@ -80,16 +73,13 @@ var (
 // New builds the R-SPN of cfg from seed; with model.gated_readout,
 // GNN-FiLM's gated sum (rt.Gated) replaces the layer readout.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
-	md := &Model{td: &nbop.Data{}}
+	md := &Model{rt.HopNet{TD: &nbop.Data{}, Typed: nbop.Need{Relations: true}}}
 	readInit := rt.GlobalReadInit(seed)
 	parts := rt.Parts{
-		Input: func(init *rand.Rand) rt.Input {
-			md.atom = rt.NewAtom(cfg, cfg.Model.Hidden, init)
-			return md.atom.Input(md.td)
-		},
+		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			mlp := func(name string) *rt.MLP { l := rt.NewMLP(name, cfg.Model.Hidden, init); return &l }
-			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit), td: md.td}
+			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit), td: md.TD}
 			l.self, l.higher = mlp(name+".mlp_s"), mlp(name+".mlp_h")
 			l.names = []string{name + ".mlp_s", name + ".mlp_h"}
 			for j := 1; j <= cfg.NumEdgeTypes; j++ {
@@ -103,17 +93,11 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	if cfg.Model.GatedReadout {
 		parts.Output = func(init *rand.Rand) rt.Output { return rt.NewGated(cfg, init) }
 	}
-	net, err := rt.NewNet(Name, Kind{}, cfg, seed, be, parts)
-	if err != nil {
+	if err := md.Init(md, Name, Kind{}, cfg, seed, be, parts); err != nil {
 		return nil, err
 	}
-	md.Net = net
-	md.Arch = md
 	return md, nil
 }
-
-// Hops implements models.Model: the model reads N_1..N_k.
-func (m *Model) Hops() int { return m.Cfg.Model.K }
 
 // mlps returns MLP_s, MLP_h and MLP_1..MLP_R, the order of l.names.
 func (l *layer) mlps() []*rt.MLP { return append([]*rt.MLP{l.self, l.higher}, l.rel...) }
@@ -135,40 +119,20 @@ func (l *layer) AddBuffers(b map[string][]float64, _ string) {
 	}
 }
 
-// HopWeights implements models.HopWeights: α and ε per layer.
-func (m *Model) HopWeights() (alpha [][]float64, eps []float64) { return rt.NetHopWeights(m.Layers) }
-
-// need are the hop sets N_1..N_k.
-func (m *Model) need() rt.Need { return rt.Need{K: m.Cfg.Model.K} }
-
 // CheckBatch implements rt.Arch: SPN's checks, then the relations and the
 // categorical node features.
 func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
-	if err := rt.CheckBatch(m.Cfg, m.need(), b, o); err != nil {
-		return err
-	}
-	if len(b.Rel) != m.Cfg.NumEdgeTypes {
-		return fmt.Errorf("batch carries %d relations, rspn was built for %d", len(b.Rel), m.Cfg.NumEdgeTypes)
-	}
-	for j, r := range b.Rel {
-		if err := data.CheckCSR(r, b.N); err != nil {
-			return fmt.Errorf("relation r_%d: %w", j+1, err)
+	return m.CheckWith(b, o, func(b *data.Batch) error {
+		if len(b.Rel) != m.Cfg.NumEdgeTypes {
+			return fmt.Errorf("batch carries %d relations, rspn was built for %d", len(b.Rel), m.Cfg.NumEdgeTypes)
 		}
-	}
-	return m.atom.CheckBatch(b)
-}
-
-// Prepare implements rt.Arch: the hop sets, and the typed data of the
-// batch.
-func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	hops, err := m.need().Sets(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.td.Set(b, nbop.Need{K: m.Cfg.Model.K, Relations: true}); err != nil {
-		return nil, err
-	}
-	return hops, nil
+		for j, r := range b.Rel {
+			if err := data.CheckCSR(r, b.N); err != nil {
+				return fmt.Errorf("relation r_%d: %w", j+1, err)
+			}
+		}
+		return nil
+	})
 }
 
 // Step implements rt.Layer: one R-SPN layer (α = softmax of k logits,

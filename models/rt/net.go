@@ -6,8 +6,10 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/param"
 )
@@ -71,8 +73,8 @@ func (s *Step) Op(o op.Op, inputs ...*G.Node) *G.Node { return s.Bdr.Op(s.Be, o,
 // encoder, layer-sum readout, compiled graphs, training step), an
 // optional Input term, the layers and an optional Output readout. It
 // implements Params, Buffers and the Arch's BuildGraph and GradParams; a
-// kind embeds it, sets Engine.Arch to itself and adds CheckBatch, Prepare
-// and Hops.
+// kind embeds it, builds it with Init and adds CheckBatch, Prepare and
+// Hops (AdjNet has those of the kinds that read the adjacency only).
 type Net struct {
 	Engine
 	// Input is added to h⁰; nil for none.
@@ -85,7 +87,7 @@ type Net struct {
 	what string
 }
 
-// Parts says how NewNet draws a kind's parameters from the initialisation
+// Parts says how Net.Init draws a kind's parameters from the initialisation
 // generator.
 type Parts struct {
 	// Input draws the input term (nil: none; the func may return nil).
@@ -99,20 +101,22 @@ type Parts struct {
 	What string
 }
 
-// NewNet checks cfg for kind and the backend, then draws from
+// Init builds n for cfg as the model arch (the kind's model, which embeds
+// n): it checks cfg for kind and the backend, then draws from
 // param.NewInit(seed), in this order, the encoder, the input term, the
-// layers and the readout: the order checkpoints and the reference SPN
-// (models/internal/ref) rely on. pkg names the constructor in errors
-// ("spn" for spn.New).
-func NewNet(pkg string, kind models.Kind, cfg models.Config, seed uint64, be kernels.Backend, parts Parts) (Net, error) {
+// layers and the readout, the order checkpoints and the reference SPN
+// (models/internal/ref) rely on, and sets Engine.Arch to arch. pkg names
+// the constructor in errors ("spn" for spn.New).
+func (n *Net) Init(arch Arch, pkg string, kind models.Kind, cfg models.Config, seed uint64, be kernels.Backend, parts Parts) error {
 	if err := CheckConfig(kind, cfg); err != nil {
-		return Net{}, err
+		return err
 	}
 	if be == nil {
-		return Net{}, fmt.Errorf("%s.New: nil kernel backend", pkg)
+		return fmt.Errorf("%s.New: nil kernel backend", pkg)
 	}
 	init := param.NewInit(seed)
-	n := Net{Engine: NewEngine(cfg, seed, be), what: parts.What}
+	*n = Net{Engine: NewEngine(cfg, seed, be), what: parts.What}
+	n.Arch = arch
 	if n.what == "" {
 		n.what = kind.Name()
 	}
@@ -129,7 +133,7 @@ func NewNet(pkg string, kind models.Kind, cfg models.Config, seed uint64, be ker
 	} else {
 		n.Readout = NewReadout(cfg, init)
 	}
-	return n, nil
+	return nil
 }
 
 // LayerName is the name of layer t (from 1): "layerT".
@@ -208,4 +212,94 @@ func NetHopWeights(layers []Layer) (alpha [][]float64, eps []float64) {
 		aggs[i] = l.(HopLayer).HopAggregation()
 	}
 	return HopWeights(aggs)
+}
+
+// AdjData is the per-batch data of the adjacency a kind's layers read.
+type AdjData interface {
+	// Set fills the data from b (whose adjacency CheckBatch checked).
+	Set(b *data.Batch) error
+}
+
+// AdjNet is the Net of a kind whose layers read the adjacency only (gcn,
+// gat): it implements Hops, CheckBatch and Prepare.
+type AdjNet struct {
+	Net
+	// Data is set from every batch by Prepare.
+	Data AdjData
+}
+
+// Hops implements models.Model: the kind reads Batch.Adj only.
+func (n *AdjNet) Hops() int { return 0 }
+
+// CheckBatch implements Arch.
+func (n *AdjNet) CheckBatch(b *data.Batch, o Opts) error {
+	return CheckBatch(n.Cfg, Need{Adj: true, K: 1}, b, o)
+}
+
+// Prepare implements Arch: the adjacency, and Data set from b.
+func (n *AdjNet) Prepare(b *data.Batch) ([]data.CSR, error) {
+	if err := n.Data.Set(b); err != nil {
+		return nil, err
+	}
+	return []data.CSR{b.Adj}, nil
+}
+
+// HopNet is the Net of an SP-MPNN kind that reads N_1..N_k and typed data
+// of the batch (espn's edge features, rspn's relations): it implements
+// Hops, Prepare and the part of CheckBatch they share.
+type HopNet struct {
+	Net
+	// Atom is OGB's AtomEncoder, nil without categorical node features.
+	Atom *Atom
+	// TD is what the layers' ops read of the batch: an object of its own,
+	// so that the compiled graphs (whose tape machines have finalizers) do
+	// not point back into the model and keep it alive.
+	TD *nbop.Data
+	// Typed is what TD holds beyond the hop sets (Edges or Relations).
+	Typed nbop.Need
+}
+
+// AtomInput is the Parts.Input of a HopNet: it draws Atom from init and
+// returns it as the input term (nil without categorical node features).
+func (n *HopNet) AtomInput(cfg models.Config) func(init *rand.Rand) Input {
+	return func(init *rand.Rand) Input {
+		n.Atom = NewAtom(cfg, cfg.Model.Hidden, init)
+		return n.Atom.Input(n.TD)
+	}
+}
+
+// Hops implements models.Model: the kind reads N_1..N_k.
+func (n *HopNet) Hops() int { return n.Cfg.Model.K }
+
+// HopWeights implements models.HopWeights: α and ε per layer (every
+// layer a HopLayer).
+func (n *HopNet) HopWeights() (alpha [][]float64, eps []float64) { return NetHopWeights(n.Layers) }
+
+// need are the hop sets N_1..N_k.
+func (n *HopNet) need() Need { return Need{K: n.Cfg.Model.K} }
+
+// CheckWith checks b's hop sets (CheckBatch), then its typed data with
+// the kind's typed, then its categorical node features.
+func (n *HopNet) CheckWith(b *data.Batch, o Opts, typed func(*data.Batch) error) error {
+	if err := CheckBatch(n.Cfg, n.need(), b, o); err != nil {
+		return err
+	}
+	if err := typed(b); err != nil {
+		return err
+	}
+	return n.Atom.CheckBatch(b)
+}
+
+// Prepare implements Arch: the hop sets, and the typed data of the batch.
+func (n *HopNet) Prepare(b *data.Batch) ([]data.CSR, error) {
+	hops, err := n.need().Sets(b)
+	if err != nil {
+		return nil, err
+	}
+	need := n.Typed
+	need.K = n.Cfg.Model.K
+	if err := n.TD.Set(b, need); err != nil {
+		return nil, err
+	}
+	return hops, nil
 }

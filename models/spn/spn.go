@@ -86,7 +86,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	useAdj := cfg.Model.Kind == "gin"
 	md := &Model{useAdj: useAdj, gd: &nbop.Data{}}
 	readInit := rt.GlobalReadInit(seed)
-	net, err := rt.NewNet("spn", Kind{GIN: useAdj}, cfg, seed, be, rt.Parts{
+	err := md.Init(md, "spn", Kind{GIN: useAdj}, cfg, seed, be, rt.Parts{
 		What: "model",
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			// Same draws, in the same order, as ref.NewSPN: the MLP's
@@ -97,8 +97,6 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	md.Net = net
-	md.Arch = md
 	return md, nil
 }
 
