@@ -6,8 +6,8 @@ import (
 	"go/token"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,23 +24,14 @@ type pkg struct {
 	stageKind bool
 }
 
-// root returns the module root: the nearest parent holding go.mod.
+// root returns the module root: two folders above this test's source.
 func root(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller information")
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // loadPackages parses the import clauses of every non-test Go file under
