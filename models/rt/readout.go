@@ -9,7 +9,7 @@ import (
 
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // GlobalRead returns x + (Σ_{v∈G(u)} h_v)·W, the global readout term of an
@@ -38,37 +38,13 @@ func GlobalReadInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 
 // NewGlobalRead returns the global readout map W (d×d) of layer name,
 // uniform in ±1/√d as a linear layer's weights, or nil when m has no
 // global readout.
-func NewGlobalRead(name string, m schema.Model, init *rand.Rand) *param.Param {
+func NewGlobalRead(name string, m modelspec.Model, init *rand.Rand) *param.Param {
 	if !m.GlobalReadout {
 		return nil
 	}
 	w := param.NewParam(name+".global_readout.w", m.Hidden, m.Hidden)
 	w.Uniform(init, 1/math.Sqrt(float64(m.Hidden)))
 	return w
-}
-
-// Values of model.alpha_init: zero hop-weight logits (uniform α, the
-// default) or logits drawn from N(0, 1), as the official code does
-// (torch.randn in GIN_HSP_Layer).
-const (
-	AlphaZeros  = "zeros"
-	AlphaNormal = "normal"
-)
-
-// HopLogitInit returns the generator of the N(0, 1) hop-weight logits: a
-// stream of its own, so that model.alpha_init leaves every other
-// parameter's initialisation unchanged.
-func HopLogitInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xa1fa)) }
-
-// NewHopAggregation returns layer name's hop aggregation over m.K hops
-// (ε from m), its logits zero or, with m.AlphaInit "normal", drawn from
-// logits (HopLogitInit, one generator per model, layers in order).
-func NewHopAggregation(name string, m schema.Model, d int, logits *rand.Rand) *param.HopAggregation {
-	a := param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps)
-	if m.AlphaInit == AlphaNormal {
-		a.Logits.Normal(logits)
-	}
-	return a
 }
 
 // HopWeights returns α = softmax(logits) and ε of every layer's hop
