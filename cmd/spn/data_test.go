@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data/mirrortest"
+
+	"github.com/spn-project/spn/internal/golden"
 )
 
 // dataRun runs `spn data ARGS` with SPN_DATA set to dataDir and
@@ -27,12 +29,27 @@ func TestDataStatsGolden(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	golden(t, "data_stats", []byte(out))
+	golden.Check(t, "testdata/data_stats.golden", []byte(out))
 	code, out, errs = dataRun(t.TempDir(), mirror, "stats", "--json", "NCI1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	golden(t, "data_stats_json", []byte(out))
+	golden.Check(t, "testdata/data_stats_json.golden", []byte(out))
+}
+
+// TestDataStatsProx reports the share of h-Proximity negatives that
+// violate the rule: all of them with strict twins, fewer with the
+// official rule's at h = 3.
+func TestDataStatsProx(t *testing.T) {
+	var all strings.Builder
+	for _, neg := range []string{"strict", "code"} {
+		code, out, errs := dataRun(t.TempDir(), "", "stats", "prox", "--graphs", "200", "--negatives", neg)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", neg, code, errs)
+		}
+		all.WriteString(out)
+	}
+	golden.Check(t, "testdata/data_stats_prox.golden", []byte(all.String()))
 }
 
 func TestDataImportShowExport(t *testing.T) {
@@ -52,7 +69,7 @@ func TestDataImportShowExport(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("show: exit %d: %s", code, errs)
 	}
-	golden(t, "data_show", []byte(out))
+	golden.Check(t, "testdata/data_show.golden", []byte(out))
 	code, out, _ = dataRun(dir, "", "show", "tiny", "--graph", "0", "--json")
 	var sg shownGraph
 	if code != exitOK || json.Unmarshal([]byte(out), &sg) != nil {
@@ -135,6 +152,7 @@ func TestDataErrorsGolden(t *testing.T) {
 		{"import bad line", exitUsage, []string{"import", bad, "--name", "bad"}},
 		{"import missing file", exitUsage, []string{"import", "nope.jsonl", "--name", "x"}},
 		{"bad prox config", exitUsage, []string{"stats", "prox", "--graphs", "7"}},
+		{"bad prox negatives", exitUsage, []string{"stats", "prox", "--negatives", "loose"}},
 		{"fetch from an empty mirror", exitFail, []string{"fetch", "ENZYMES", "--mirror", filepath.Join(dir, "empty")}},
 	}
 	var all strings.Builder
@@ -148,7 +166,7 @@ func TestDataErrorsGolden(t *testing.T) {
 		first = strings.ReplaceAll(first, dir, "DATA")
 		all.WriteString(tc.name + ": " + first + "\n")
 	}
-	golden(t, "data_errors", []byte(all.String()))
+	golden.Check(t, "testdata/data_errors.golden", []byte(all.String()))
 }
 
 func TestDataHops(t *testing.T) {

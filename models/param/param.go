@@ -45,6 +45,13 @@ func (p *Param) Uniform(rng *rand.Rand, bound float64) {
 	}
 }
 
+// Normal fills p with values drawn from the standard normal N(0, 1).
+func (p *Param) Normal(rng *rand.Rand) {
+	for i := range p.W {
+		p.W[i] = float32(rng.NormFloat64())
+	}
+}
+
 // Fill sets every value of p to v.
 func (p *Param) Fill(v float32) {
 	for i := range p.W {
@@ -69,3 +76,12 @@ func (p *Param) CheckFinite() error {
 	}
 	return nil
 }
+
+// initStream is the PCG stream of parameter initialisation.
+const initStream = 0x5eed1
+
+// NewInit returns the generator every model kind (and the reference SPN
+// of models/internal/ref) draws its initial parameters from: PCG seeded
+// with the model seed on a fixed stream, so that the same seed gives the
+// same parameters.
+func NewInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, initStream)) }
