@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/internal/golden"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
@@ -93,7 +94,7 @@ func TestDeviceErrors(t *testing.T) {
 		}
 		report.WriteString(c.name + ": " + r.stderr)
 	}
-	golden(t, "device_errors", []byte(report.String()))
+	golden.Check(t, "testdata/device_errors.golden", []byte(report.String()))
 }
 
 // TestDeviceKeys: "auto" and "cpu" give the keys of a spec without a
