@@ -165,3 +165,45 @@ func TestDataHops(t *testing.T) {
 		t.Fatalf("--kmax 0: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// TestDataFetchVerifies: spn data fetch of every dataset the mirror holds
+// checks each file against spn's built-in content figures, and the mirror
+// passes; a changed file fails naming the file and the figure, unless
+// --accept-data-mismatch is given.
+func TestDataFetchVerifies(t *testing.T) {
+	mirror := mirrortest.Dir(t)
+	var names []string
+	for _, n := range fetchable() {
+		if n != "QM9" && n != "QM9-train" { // the mirror lacks train.jsonl.gz
+			names = append(names, n)
+		}
+	}
+	code, out, errs := dataRun(t.TempDir(), mirror, append([]string{"fetch"}, names...)...)
+	if code != exitOK {
+		t.Fatalf("fetch of every known dataset: exit %d: %s", code, errs)
+	}
+	if got := strings.Count(out, "\n"); got != len(names)+5 { // the TU sets have a split file each
+		t.Errorf("%d files listed for %d datasets:\n%s", got, len(names), out)
+	}
+	if n := strings.Count(errs, "content figures verified"); n != len(names)+5 {
+		t.Errorf("%d files verified, want %d:\n%s", n, len(names)+5, errs)
+	}
+	// A copy of the mirror whose EXP file has one graph label changed.
+	mir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(mirror, "expressivity", "EXP", "GRAPHSAT.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(mir, "expressivity", "EXP"), 0o755)
+	os.WriteFile(filepath.Join(mir, "expressivity", "EXP", "GRAPHSAT.txt"), bytes.Replace(src, []byte("\n59 1\n"), []byte("\n59 0\n"), 1), 0o644)
+	dir := t.TempDir()
+	code, _, errs = dataRun(dir, mir, "fetch", "EXP")
+	want := filepath.Join(dir, "expressivity", "EXP", "GRAPHSAT.txt") + `: content figure "graphs of class 0" is 601, expected 600`
+	if code != exitFail || !strings.Contains(errs, want) {
+		t.Fatalf("changed label: exit %d, want %d and %q: %s", code, exitFail, want, errs)
+	}
+	code, _, errs = dataRun(dir, mir, "fetch", "EXP", "--accept-data-mismatch")
+	if code != exitOK || !strings.Contains(errs, "accepted") {
+		t.Fatalf("--accept-data-mismatch: exit %d: %s", code, errs)
+	}
+}

@@ -150,7 +150,10 @@ func (f *Fetcher) Verify(path, url string, got []known.Figure) error {
 		return nil
 	}
 	status := "verified"
-	if err := known.Check(path, rel, got); err != nil {
+	err := known.Check(path, rel, got)
+	if err == nil {
+		f.log().Info("content figures verified", "path", path, "figures", len(got))
+	} else {
 		if !f.AcceptMismatch {
 			return fmt.Errorf("%w; %s", err, MismatchHint)
 		}
