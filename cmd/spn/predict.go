@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
@@ -86,14 +87,35 @@ func (a *app) predict(en *engine, args []string) int {
 		defer f.Close()
 		r, name = f, *input
 	}
-	ds, err := jsonl.ReadUnlabelled(r, name)
-	if err != nil {
-		// The input is the user's: a bad file is a validation error.
-		fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
+	// The input is the user's: every error about it names the file and
+	// the line ("FILE:LINE: ...") and is a validation error (exit 2).
+	var lines []int
+	inputErr := func(err error) int {
+		var le *jsonl.LineError
+		var ge *predict.GraphError
+		switch {
+		case errors.As(err, &le):
+			fmt.Fprintf(a.stderr, "spn predict: %s:%d: %v\n", le.File, le.Line, le.Err)
+		case errors.As(err, &ge) && ge.Graph >= 0 && ge.Graph < len(lines):
+			fmt.Fprintf(a.stderr, "spn predict: %s:%d: %v\n", name, lines[ge.Graph], ge.Err)
+		default:
+			fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
+		}
 		return exitUsage
+	}
+	ds, lines, err := jsonl.ReadUnlabelled(r, name)
+	if err != nil {
+		return inputErr(err)
+	}
+	if err := checkPredictInput(ds, m.Config()); err != nil {
+		return inputErr(err)
 	}
 	preds, err := predict.Graphs(context.Background(), m, ds.Graphs, threads)
 	if err != nil {
+		var ge *predict.GraphError
+		if errors.As(err, &ge) {
+			return inputErr(err)
+		}
 		fmt.Fprintf(a.stderr, "spn predict: %s: %v\n", name, err)
 		return exitFail
 	}
@@ -105,6 +127,34 @@ func (a *app) predict(en *engine, args []string) int {
 		}
 	}
 	return exitOK
+}
+
+// checkPredictInput checks what predict.Graphs does not read: every graph
+// has a node, and the labels given ("y" or "target") fit the model.
+func checkPredictInput(ds *data.Dataset, cfg models.Config) error {
+	for i := range ds.Graphs {
+		g := &ds.Graphs[i]
+		if g.N == 0 {
+			return &predict.GraphError{Graph: i, Err: errors.New(`"nodes": 0: a graph without nodes has no prediction`)}
+		}
+		if ds.NumClasses > 0 { // the lines carry "y"
+			if cfg.Task != models.TaskClassification {
+				return &predict.GraphError{Graph: i, Err: fmt.Errorf(`"y" given, but the model predicts %s targets ("target")`, cfg.Task)}
+			}
+			if g.Y >= cfg.Out {
+				return &predict.GraphError{Graph: i, Err: fmt.Errorf(`"y": %d is outside the model's classes 0..%d`, g.Y, cfg.Out-1)}
+			}
+		}
+		if g.Target != nil {
+			if cfg.Task == models.TaskClassification {
+				return &predict.GraphError{Graph: i, Err: fmt.Errorf(`"target" given, but the model predicts a class ("y" in 0..%d)`, cfg.Out-1)}
+			}
+			if len(g.Target) != cfg.Out {
+				return &predict.GraphError{Graph: i, Err: fmt.Errorf(`"target" has %d values, the model predicts %d`, len(g.Target), cfg.Out)}
+			}
+		}
+	}
+	return nil
 }
 
 // modelRegistry returns the model constructors of the engine's train kind,
