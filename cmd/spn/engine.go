@@ -285,22 +285,32 @@ func isTerminal(w io.Writer) bool {
 // lockCache takes the exclusive cache lock, telling the user once if it
 // has to wait.
 func (a *app) lockCache(ctx context.Context, cmd string, c *cache.Cache, noWait bool) (*cache.Lock, int) {
-	lk, err := c.Lock(ctx, !noWait, func(pid int) {
+	lk, err := a.tryLockCache(ctx, cmd, c, noWait)
+	if err != nil {
+		a.lockError(cmd, err)
+		return nil, exitFail
+	}
+	return lk, exitOK
+}
+
+// tryLockCache is lockCache returning the error instead of printing it.
+func (a *app) tryLockCache(ctx context.Context, cmd string, c *cache.Cache, noWait bool) (*cache.Lock, error) {
+	return c.Lock(ctx, !noWait, func(pid int) {
 		who := "another spn process"
 		if pid > 0 {
 			who = fmt.Sprintf("spn process %d", pid)
 		}
 		fmt.Fprintf(a.stderr, "spn %s: waiting for %s, which is using the cache %s (--no-wait fails instead)\n", cmd, who, c.Root)
 	})
-	if err != nil {
-		if errors.Is(err, cache.ErrLocked) {
-			fmt.Fprintf(a.stderr, "spn %s: %v; wait for it to finish, use another --cache, or drop --no-wait to wait\n", cmd, err)
-		} else {
-			fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
-		}
-		return nil, exitFail
+}
+
+// lockError prints an error of tryLockCache.
+func (a *app) lockError(cmd string, err error) {
+	if errors.Is(err, cache.ErrLocked) {
+		fmt.Fprintf(a.stderr, "spn %s: %v; wait for it to finish, use another --cache, or drop --no-wait to wait\n", cmd, err)
+	} else {
+		fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
 	}
-	return lk, exitOK
 }
 
 // execute runs the selected uncached stages of p with logging and
@@ -375,6 +385,11 @@ func (a *app) run(en *engine, args []string) int {
 	if p == nil {
 		return code
 	}
+	// The tables' directory must be writable before hours of compute.
+	outPath, code := a.prepareOut(en, "run", file, spec, *out)
+	if code != exitOK {
+		return code
+	}
 	if sl.executor == executorSlurm {
 		return a.runSlurm(en, spec, p, file, o, sl, *out)
 	}
@@ -386,9 +401,19 @@ func (a *app) run(en *engine, args []string) int {
 	c.Warn = a.warnDamage("run")
 	ctx, stop := signalContext()
 	defer stop()
-	lk, code := a.lockCache(ctx, "run", c, *noWait)
-	if lk == nil {
-		return code
+	lk, err := a.tryLockCache(ctx, "run", c, *noWait)
+	if err != nil {
+		// A cache that cannot be locked at all (a read-only mount) still
+		// serves a plan whose stages are all cached: the tables need no
+		// lock, as in spn table.
+		if !errors.Is(err, cache.ErrLocked) && ctx.Err() == nil && p.Resolve(c) == nil {
+			if _, toRun := p.Counts(); toRun == 0 {
+				fmt.Fprintf(a.stderr, "spn run: cannot lock the cache (%v); every stage is cached, so the tables are written from it as it is\n", err)
+				return a.writeTables(en, spec, p, c, outPath)
+			}
+		}
+		a.lockError("run", err)
+		return exitFail
 	}
 	defer lk.Unlock()
 	if err := p.Resolve(c); err != nil {
@@ -400,11 +425,11 @@ func (a *app) run(en *engine, args []string) int {
 		specLabel(spec, file), len(p.Nodes), cached, toRun, j, t)
 	if code := a.execute(ctx, "run", p, c, reg, o, exec.Options{Jobs: j, Threads: t, KeepGoing: *keepGoing}); code != exitOK {
 		if *keepGoing && ctx.Err() == nil {
-			a.writePartialTables(en, spec, p, c, outDir(*out, spec))
+			a.writePartialTables(en, spec, p, c, outPath)
 		}
 		return code
 	}
-	return a.writeTables(en, spec, p, c, outDir(*out, spec))
+	return a.writeTables(en, spec, p, c, outPath)
 }
 
 // parallelism derives jobs and threads per stage: by default one job using
@@ -510,6 +535,10 @@ func (a *app) table(en *engine, args []string) int {
 	if p == nil {
 		return code
 	}
+	outPath, code := a.prepareOut(en, "table", pos[0], spec, *out)
+	if code != exitOK {
+		return code
+	}
 	c := &cache.Cache{Root: o.cache, Warn: a.warnDamage("table")}
 	if err := p.Resolve(c); err != nil {
 		fmt.Fprintf(a.stderr, "spn table: %v\n", err)
@@ -554,7 +583,7 @@ func (a *app) table(en *engine, args []string) int {
 			return code
 		}
 	}
-	return a.writeTables(en, spec, p, c, outDir(*out, spec))
+	return a.writeTables(en, spec, p, c, outPath)
 }
 
 // tableNeeds returns the experiments of the spec's tables whose

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/cache"
+)
+
+// specRecordFile, in a results directory, names the spec whose tables it
+// holds: its path and the SHA-256 of its source.
+const specRecordFile = "spec-source.json"
+
+// specRecord is the content of specRecordFile.
+type specRecord struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// specSource returns the path and SHA-256 that identify the spec read from
+// file (the built-in quickstart when file is empty).
+func specSource(en *engine, file string) (specRecord, error) {
+	var src []byte
+	var p string
+	if file == "" {
+		name, b, ok := en.quickstart()
+		if !ok {
+			return specRecord{}, errors.New("no built-in quickstart spec")
+		}
+		p, src = "built-in:"+name, b
+	} else {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return specRecord{}, err
+		}
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return specRecord{}, err
+		}
+		p, src = abs, b
+	}
+	sum := sha256.Sum256(src)
+	return specRecord{Path: p, SHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+// prepareOut runs before any stage: it makes the tables' directory (the
+// --out flag value, or results/<spec name>), proves it writable by
+// recording in it the spec that writes there (specRecordFile), and
+// returns it. Without --out, a directory that records another spec file
+// with other content is refused, naming both: two specs with the same
+// name would overwrite each other's tables.
+func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (string, int) {
+	out := outDir(flagOut, spec)
+	rec, err := specSource(en, file)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
+		return "", exitFail
+	}
+	recPath := filepath.Join(out, specRecordFile)
+	if flagOut == "" {
+		if b, err := os.ReadFile(recPath); err == nil {
+			var old specRecord
+			if json.Unmarshal(b, &old) == nil && old.Path != rec.Path && old.SHA256 != rec.SHA256 {
+				fmt.Fprintf(a.stderr, "spn %s: %s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs\n",
+					cmd, out, spec.Name, old.Path, old.SHA256, rec.Path, rec.SHA256)
+				return "", exitUsage
+			}
+		}
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err == nil {
+		err = os.MkdirAll(out, 0o755)
+	}
+	if err == nil {
+		err = cache.WriteFileAtomic(recPath, append(b, '\n'))
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "spn %s: the tables' directory %s is not writable: %v; nothing was run (give a writable --out)\n", cmd, out, err)
+		return "", exitFail
+	}
+	return out, exitOK
+}
