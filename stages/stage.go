@@ -51,6 +51,11 @@ type Env struct {
 	Mirror string
 	// Threads is how many threads the stage's kernels may use.
 	Threads int
+	// AcceptDataMismatch accepts upstream files whose content figures
+	// differ from spn's built-in ones (recorded in DataSources).
+	AcceptDataMismatch bool
+	// SPNVersion is the spn binary's version, recorded in DataSources.
+	SPNVersion string
 }
 
 // Input is a finished dependency of a job.

@@ -56,6 +56,7 @@ func cmdTable(a *app, args []string) int { return a.table(realEngine(), args) }
 type envOpts struct {
 	cache, mirror, dataDir, mode, logLevel string
 	logJSON                                bool
+	acceptDataMismatch                     bool
 }
 
 // envFlags registers the shared flags (--cache, --mirror, --data-dir,
@@ -68,6 +69,7 @@ func (a *app) envFlags(fs *flag.FlagSet) *envOpts {
 	fs.StringVar(&o.mode, "mode", "", "override the spec's mode: full, smoke, paper-1split or evidence")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: trace, debug, info, warn or error")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
+	fs.BoolVar(&o.acceptDataMismatch, "accept-data-mismatch", false, "accept upstream data files whose content differs from spn's built-in figures (recorded in the stage results)")
 	return o
 }
 
@@ -115,7 +117,7 @@ func (o *envOpts) logger(w io.Writer) hclog.Logger {
 
 // env is the stages.Env the flags describe (Threads is set by the executor).
 func (o *envOpts) env() stages.Env {
-	return stages.Env{DataDir: o.dataDir, Mirror: o.mirror}
+	return stages.Env{DataDir: o.dataDir, Mirror: o.mirror, AcceptDataMismatch: o.acceptDataMismatch, SPNVersion: version}
 }
 
 // parseArgs parses flags that may come before or after positional

@@ -68,6 +68,10 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	if err != nil {
 		return err
 	}
+	src, err := readSources(job)
+	if err != nil {
+		return err
+	}
 	if ds, err = data.SelectTargets(ds, p.Targets); err != nil {
 		return err
 	}
@@ -97,13 +101,14 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 			msg = msg[i:] // without the stage name, which the select note gives
 		}
 		return writeJSON(filepath.Join(job.Dir, stages.FileResult), stages.TrainResult{
-			Point: point, Metric: p.Metric, Diverged: msg, Notes: notes, Epochs: []stages.EpochRecord{},
+			Point: point, Metric: p.Metric, Diverged: msg, Notes: notes, Epochs: []stages.EpochRecord{}, Data: src,
 		})
 	}
 	if err != nil {
 		return err
 	}
 	res.TrainResult.Notes = notes
+	res.TrainResult.Data = src
 	if err := os.WriteFile(filepath.Join(job.Dir, stages.FileModel), res.checkpoint, 0o644); err != nil {
 		return fmt.Errorf("writing model: %w", err)
 	}
@@ -249,6 +254,28 @@ func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, []strin
 // loadInputs reads the dataset of the generate input and returns it with
 // the path of the precompute input's hops file (Train reads the hop sets
 // its model needs and checks that they belong to the dataset).
+// readSources returns the generate input's record of its files (nil when
+// that stage predates the record).
+func readSources(job *stages.Job) (*stages.DataSources, error) {
+	gen := job.InputsOf(stages.KindGenerate)
+	if len(gen) != 1 {
+		return nil, fmt.Errorf("need one generate input, have %d", len(gen))
+	}
+	p := filepath.Join(gen[0].Dir, stages.FileSources)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	var src stages.DataSources
+	if err := json.Unmarshal(b, &src); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return &src, nil
+}
+
 func loadInputs(job *stages.Job) (*data.Dataset, string, error) {
 	gen := job.InputsOf(stages.KindGenerate)
 	pre := job.InputsOf(stages.KindPrecompute)
