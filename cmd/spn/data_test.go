@@ -40,12 +40,14 @@ func TestDataImportShowExport(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "tiny.jsonl")
 	src := `{"nodes":4,"edges":[[0,1],[2,1]],"x":[0,1,1,2],"y":1}
 {"nodes":2,"edges":[[0,1]],"x":[2,2],"y":0}
+{"nodes":3,"edges":[[0,2]],"x":[0,0,1],"y":1}
+{"nodes":1,"edges":[],"x":[1],"y":0}
 `
 	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := dataRun(dir, "", "import", in, "--name", "tiny")
-	if code != exitOK || !strings.Contains(out, "imported 2 graphs") {
+	if code != exitOK || !strings.Contains(out, "imported 4 graphs") {
 		t.Fatalf("import: exit %d: %s %s", code, out, errs)
 	}
 	code, out, errs = dataRun(dir, "", "show", "tiny", "--graph", "0")
@@ -67,12 +69,14 @@ func TestDataImportShowExport(t *testing.T) {
 	}
 	want := `{"nodes":4,"edges":[[0,1],[1,2]],"x":[0,1,1,2],"y":1}
 {"nodes":2,"edges":[[0,1]],"x":[2,2],"y":0}
+{"nodes":3,"edges":[[0,2]],"x":[0,0,1],"y":1}
+{"nodes":1,"edges":[],"x":[1],"y":0}
 `
 	if out != want {
 		t.Fatalf("export:\n%s\nwant:\n%s", out, want)
 	}
 	code, out, errs = dataRun(dir, "", "stats", "tiny", "--json")
-	if code != exitOK || !strings.Contains(out, `"graphs": 2`) {
+	if code != exitOK || !strings.Contains(out, `"graphs": 4`) {
 		t.Fatalf("stats of imported: exit %d: %s %s", code, out, errs)
 	}
 }

@@ -388,7 +388,7 @@ func (a *app) run(en *engine, args []string) int {
 		return code
 	}
 	// The tables' directory must be writable before hours of compute.
-	outPath, code := a.prepareOut(en, "run", file, spec, *out)
+	outPath, rec, code := a.prepareOut(en, "run", file, spec, *out)
 	if code != exitOK {
 		return code
 	}
@@ -411,6 +411,9 @@ func (a *app) run(en *engine, args []string) int {
 		if !errors.Is(err, cache.ErrLocked) && ctx.Err() == nil && p.Resolve(c) == nil {
 			if _, toRun := p.Counts(); toRun == 0 {
 				fmt.Fprintf(a.stderr, "spn run: cannot lock the cache (%v); every stage is cached, so the tables are written from it as it is\n", err)
+				if code := a.recordSpec("run", outPath, rec); code != exitOK {
+					return code
+				}
 				return a.writeTables(en, spec, p, c, outPath)
 			}
 		}
@@ -426,9 +429,12 @@ func (a *app) run(en *engine, args []string) int {
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (jobs=%d, threads=%d)\n",
 		specLabel(spec, file), len(p.Nodes), cached, toRun, j, t)
 	if code := a.execute(ctx, "run", p, c, reg, o, exec.Options{Jobs: j, Threads: t, KeepGoing: *keepGoing}); code != exitOK {
-		if *keepGoing && ctx.Err() == nil {
+		if *keepGoing && ctx.Err() == nil && a.recordSpec("run", outPath, rec) == exitOK {
 			a.writePartialTables(en, spec, p, c, outPath)
 		}
+		return code
+	}
+	if code := a.recordSpec("run", outPath, rec); code != exitOK {
 		return code
 	}
 	return a.writeTables(en, spec, p, c, outPath)
@@ -537,7 +543,7 @@ func (a *app) table(en *engine, args []string) int {
 	if p == nil {
 		return code
 	}
-	outPath, code := a.prepareOut(en, "table", pos[0], spec, *out)
+	outPath, rec, code := a.prepareOut(en, "table", pos[0], spec, *out)
 	if code != exitOK {
 		return code
 	}
@@ -584,6 +590,9 @@ func (a *app) table(en *engine, args []string) int {
 		if code := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); code != exitOK {
 			return code
 		}
+	}
+	if code := a.recordSpec("table", outPath, rec); code != exitOK {
+		return code
 	}
 	return a.writeTables(en, spec, p, c, outPath)
 }

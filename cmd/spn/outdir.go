@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -49,40 +50,74 @@ func specSource(en *engine, file string) (specRecord, error) {
 	return specRecord{Path: p, SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-// prepareOut runs before any stage: it makes the tables' directory (the
-// --out flag value, or results/<spec name>), proves it writable by
-// recording in it the spec that writes there (specRecordFile), and
-// returns it. Without --out, a directory that records another spec file
-// with other content is refused, naming both: two specs with the same
-// name would overwrite each other's tables.
-func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (string, int) {
+// prepareOut runs before any stage: it checks that the tables' directory
+// (the --out flag value, or results/<spec name>) can be written, without
+// creating it, and returns it with the record of the spec that will write
+// there. Without --out, a directory that records another spec file with
+// other content is refused, naming both: two specs with the same name
+// would overwrite each other's tables.
+func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (string, specRecord, int) {
 	out := outDir(flagOut, spec)
 	rec, err := specSource(en, file)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
-		return "", exitFail
+		return "", rec, exitFail
 	}
-	recPath := filepath.Join(out, specRecordFile)
 	if flagOut == "" {
-		if b, err := os.ReadFile(recPath); err == nil {
+		if b, err := os.ReadFile(filepath.Join(out, specRecordFile)); err == nil {
 			var old specRecord
 			if json.Unmarshal(b, &old) == nil && old.Path != rec.Path && old.SHA256 != rec.SHA256 {
 				fmt.Fprintf(a.stderr, "spn %s: %s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs\n",
 					cmd, out, spec.Name, old.Path, old.SHA256, rec.Path, rec.SHA256)
-				return "", exitUsage
+				return "", rec, exitUsage
 			}
 		}
 	}
+	if err := probeWritable(out); err != nil {
+		fmt.Fprintf(a.stderr, "spn %s: the tables' directory %s is not writable: %v; nothing was run (give a writable --out)\n", cmd, out, err)
+		return "", rec, exitFail
+	}
+	return out, rec, exitOK
+}
+
+// probeWritable checks that files can be written in dir: it creates and
+// removes a temporary file in dir or, when dir does not exist yet, in its
+// nearest existing ancestor, which must be a directory.
+func probeWritable(dir string) error {
+	d := dir
+	for {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory", d)
+			}
+			break
+		}
+		parent := filepath.Dir(d)
+		if !errors.Is(err, fs.ErrNotExist) || parent == d {
+			return err
+		}
+		d = parent
+	}
+	f, err := os.CreateTemp(d, ".spn-write-test-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// recordSpec writes rec into the tables' directory out (created if
+// needed), before the tables.
+func (a *app) recordSpec(cmd, out string, rec specRecord) int {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err == nil {
-		err = os.MkdirAll(out, 0o755)
-	}
-	if err == nil {
-		err = cache.WriteFileAtomic(recPath, append(b, '\n'))
+		err = cache.WriteFileAtomic(filepath.Join(out, specRecordFile), append(b, '\n'))
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn %s: the tables' directory %s is not writable: %v; nothing was run (give a writable --out)\n", cmd, out, err)
-		return "", exitFail
+		fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
+		return exitFail
 	}
-	return out, exitOK
+	return exitOK
 }

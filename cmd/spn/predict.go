@@ -97,7 +97,7 @@ func (a *app) predict(en *engine, args []string) int {
 		case errors.As(err, &le):
 			fmt.Fprintf(a.stderr, "spn predict: %s:%d: %v\n", le.File, le.Line, le.Err)
 		case errors.As(err, &ge) && ge.Graph >= 0 && ge.Graph < len(lines):
-			fmt.Fprintf(a.stderr, "spn predict: %s:%d: %v\n", name, lines[ge.Graph], ge.Err)
+			fmt.Fprintf(a.stderr, "spn predict: %s:%d: graph %d: %v\n", name, lines[ge.Graph], ge.Graph, ge.Err)
 		default:
 			fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
 		}
