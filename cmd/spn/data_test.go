@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data/mirrortest"
+
+	"github.com/spn-project/spn/internal/golden"
 )
 
 // dataRun runs `spn data ARGS` with SPN_DATA set to dataDir and
@@ -27,12 +29,12 @@ func TestDataStatsGolden(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	golden(t, "data_stats", []byte(out))
+	golden.Check(t, "testdata/data_stats.golden", []byte(out))
 	code, out, errs = dataRun(t.TempDir(), mirror, "stats", "--json", "NCI1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	golden(t, "data_stats_json", []byte(out))
+	golden.Check(t, "testdata/data_stats_json.golden", []byte(out))
 }
 
 func TestDataImportShowExport(t *testing.T) {
@@ -54,7 +56,7 @@ func TestDataImportShowExport(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("show: exit %d: %s", code, errs)
 	}
-	golden(t, "data_show", []byte(out))
+	golden.Check(t, "testdata/data_show.golden", []byte(out))
 	code, out, _ = dataRun(dir, "", "show", "tiny", "--graph", "0", "--json")
 	var sg shownGraph
 	if code != exitOK || json.Unmarshal([]byte(out), &sg) != nil {
@@ -82,7 +84,7 @@ func TestDataImportShowExport(t *testing.T) {
 }
 
 func TestDataExportProx(t *testing.T) {
-	code, out, errs := dataRun(t.TempDir(), "", "export", "prox", "--h", "3", "--graphs", "20", "--seed", "1")
+	code, out, errs := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--seed", "1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -90,7 +92,7 @@ func TestDataExportProx(t *testing.T) {
 	if len(lines) != 20 || !strings.HasSuffix(lines[0], `"y":1}`) || !strings.HasSuffix(lines[1], `"y":0}`) {
 		t.Fatalf("got %d lines, first %q", len(lines), lines[0][max(0, len(lines[0])-20):])
 	}
-	_, again, _ := dataRun(t.TempDir(), "", "export", "prox", "--h", "3", "--graphs", "20", "--seed", "1")
+	_, again, _ := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--seed", "1")
 	if again != out {
 		t.Fatal("same seed exported different graphs")
 	}
@@ -152,7 +154,7 @@ func TestDataErrorsGolden(t *testing.T) {
 		first = strings.ReplaceAll(first, dir, "DATA")
 		all.WriteString(tc.name + ": " + first + "\n")
 	}
-	golden(t, "data_errors", []byte(all.String()))
+	golden.Check(t, "testdata/data_errors.golden", []byte(all.String()))
 }
 
 func TestDataHops(t *testing.T) {
@@ -209,5 +211,26 @@ func TestDataFetchVerifies(t *testing.T) {
 	code, _, errs = dataRun(dir, mir, "fetch", "EXP", "--accept-data-mismatch")
 	if code != exitOK || !strings.Contains(errs, "accepted") {
 		t.Fatalf("--accept-data-mismatch: exit %d: %s", code, errs)
+	}
+}
+
+// -h and -help print a data subcommand's usage and exit 0 (the h of
+// h-Proximity is --prox-h).
+func TestDataHelp(t *testing.T) {
+	for _, sub := range []string{"fetch", "stats", "export", "show", "import", "hops"} {
+		for _, h := range []string{"-h", "-help", "--help"} {
+			code, out, errs := dataRun(t.TempDir(), "", sub, h)
+			if code != exitOK || out != "" || !strings.HasPrefix(errs, "Usage: spn data "+sub+" ") || !strings.Contains(errs, "-data-dir dir") {
+				t.Errorf("data %s %s: exit %d, stdout %q, stderr %q", sub, h, code, out, errs)
+			}
+		}
+	}
+	code, _, errs := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "2", "--graphs", "1000", "-h")
+	if code != exitOK || !strings.Contains(errs, "-prox-h h") {
+		t.Errorf("export -h: exit %d: %q", code, errs)
+	}
+	code, out, _ := dataRun(t.TempDir(), "", "stats", "prox", "--prox-h", "2", "--graphs", "30", "--json")
+	if code != exitOK || !strings.Contains(out, `"name": "prox-h2"`) {
+		t.Errorf("stats --prox-h 2: exit %d: %s", code, out)
 	}
 }

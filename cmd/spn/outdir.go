@@ -56,28 +56,25 @@ func specSource(en *engine, file string) (specRecord, error) {
 // there. Without --out, a directory that records another spec file with
 // other content is refused, naming both: two specs with the same name
 // would overwrite each other's tables.
-func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (string, specRecord, int) {
+func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (string, specRecord, error) {
 	out := outDir(flagOut, spec)
 	rec, err := specSource(en, file)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
-		return "", rec, exitFail
+		return "", rec, runtimeErr(cmd, err)
 	}
 	if flagOut == "" {
 		if b, err := os.ReadFile(filepath.Join(out, specRecordFile)); err == nil {
 			var old specRecord
 			if json.Unmarshal(b, &old) == nil && old.Path != rec.Path && old.SHA256 != rec.SHA256 {
-				fmt.Fprintf(a.stderr, "spn %s: %s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs\n",
-					cmd, out, spec.Name, old.Path, old.SHA256, rec.Path, rec.SHA256)
-				return "", rec, exitUsage
+				return "", rec, usageErrf(cmd, "%s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs",
+					out, spec.Name, old.Path, old.SHA256, rec.Path, rec.SHA256)
 			}
 		}
 	}
 	if err := probeWritable(out); err != nil {
-		fmt.Fprintf(a.stderr, "spn %s: the tables' directory %s is not writable: %v; nothing was run (give a writable --out)\n", cmd, out, err)
-		return "", rec, exitFail
+		return "", rec, runtimeErrf(cmd, "the tables' directory %s is not writable: %w; nothing was run (give a writable --out)", out, err)
 	}
-	return out, rec, exitOK
+	return out, rec, nil
 }
 
 // probeWritable checks that files can be written in dir: it creates and
@@ -110,14 +107,13 @@ func probeWritable(dir string) error {
 
 // recordSpec writes rec into the tables' directory out (created if
 // needed), before the tables.
-func (a *app) recordSpec(cmd, out string, rec specRecord) int {
+func recordSpec(cmd, out string, rec specRecord) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err == nil {
 		err = cache.WriteFileAtomic(filepath.Join(out, specRecordFile), append(b, '\n'))
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
-		return exitFail
+		return runtimeErr(cmd, err)
 	}
-	return exitOK
+	return nil
 }
