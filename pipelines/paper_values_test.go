@@ -49,7 +49,7 @@ func TestPaperValues(t *testing.T) {
 		{"paper/table2_prox.cue", "table2_prox_accuracy", func(k string) string { return strings.TrimPrefix(k, "h") },
 			[]string{schema.ModeFull, schema.ModeSmoke, schema.ModePaper1Split}},
 		{"paper/table3_tu.cue", "table3_tu_accuracy", strings.ToUpper,
-			[]string{schema.ModeFull, schema.ModeSmoke}},
+			[]string{schema.ModeFull, schema.ModeSmoke, schema.ModeEvidence}},
 	}
 	for _, sp := range specs {
 		var paper paperTable

@@ -85,6 +85,13 @@ type Dataset struct {
 	TrainSize int `json:"train_size,omitempty"`
 	// Limit, when > 0, reads only the first Limit molecules of each file.
 	Limit int `json:"limit,omitempty"`
+	// Negatives is how h-Prox twins are drawn: "strict" (also "") or
+	// "code" (the official generator's rule).
+	Negatives string `json:"negatives,omitempty"`
+	// Balanced gives every h-Prox positive one extra rule-keeping edge.
+	Balanced bool `json:"balanced,omitempty"`
+	// ColourBlind sets every h-Prox node label to 0.
+	ColourBlind bool `json:"colour_blind,omitempty"`
 }
 
 // Model is a model section: the plain struct the model library reads

@@ -25,6 +25,7 @@ import (
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
+	"github.com/spn-project/spn/data/proxcheck"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/stats"
@@ -51,7 +52,8 @@ name (ogbg-molbace, ogbg-molbbbp, ogbg-molclintox, ogbg-molesol,
 ogbg-molfreesolv, ogbg-molhiv, ogbg-molsider, ogbg-moltox21,
 ogbg-moltoxcast), QM9 (GNN-FiLM's three files) or one of its parts QM9-train,
 QM9-valid, QM9-test, "prox"
-(generated with --prox-h, --graphs, --seed, --folds) or a name given to import.
+(generated with --prox-h, --graphs, --seed, --folds, --negatives, --balanced,
+--colour-blind) or a name given to import.
 Flags of every subcommand: --mirror (env SPN_DATA_MIRROR), --data-dir (env
 SPN_DATA, default .spn/data). Run 'spn data SUBCOMMAND -h' for its flags.
 `
@@ -87,6 +89,8 @@ type dataOpts struct {
 	proxH, graphs   int
 	folds           int
 	seed            int64
+	negatives       string
+	balanced, blind bool
 }
 
 func (a *app) dataFlags(fs *flag.FlagSet, withProx bool) *dataOpts {
@@ -99,6 +103,9 @@ func (a *app) dataFlags(fs *flag.FlagSet, withProx bool) *dataOpts {
 		fs.IntVar(&o.graphs, "graphs", prox.DefaultGraphs, "number of generated h-Proximity graphs")
 		fs.Int64Var(&o.seed, "seed", 1, "seed of the generated h-Proximity dataset")
 		fs.IntVar(&o.folds, "folds", prox.DefaultFolds, "folds of the generated h-Proximity dataset")
+		fs.StringVar(&o.negatives, "negatives", prox.NegStrict, "how the h-Proximity twins are drawn: strict or code (the official generator's rule)")
+		fs.BoolVar(&o.balanced, "balanced", false, "give every h-Proximity positive one extra edge that keeps the rule")
+		fs.BoolVar(&o.blind, "colour-blind", false, "set every h-Proximity node label to 0")
 	}
 	return o
 }
@@ -152,7 +159,8 @@ func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset
 	case slices.Contains(fetchable(), name):
 		return o.fetchKnown(ctx, o.fetcher(a), name)
 	case name == "prox":
-		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds}
+		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds,
+			Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}
 		if err := cfg.Validate(); err != nil {
 			// The flags describe an impossible dataset: a usage error.
 			return nil, fmt.Errorf("%w: prox: %w", errBadFlags, err)
@@ -288,6 +296,14 @@ func (a *app) dataStats(args []string) error {
 		if err != nil {
 			return dataErr("stats", err)
 		}
+		if n == "prox" && !o.blind {
+			noisy, negs, err := proxcheck.Noise(ds.Graphs, o.proxH)
+			if err != nil {
+				return dataErr("stats", err)
+			}
+			f := 1 - float64(noisy)/float64(max(negs, 1))
+			s.NegativesViolating = &f
+		}
 		sums = append(sums, s)
 	}
 	if *asJSON {
@@ -300,6 +316,11 @@ func (a *app) dataStats(args []string) error {
 	}
 	if err := renderStats(a.stdout, sums); err != nil {
 		return dataErr("stats", err)
+	}
+	for _, s := range sums {
+		if s.NegativesViolating != nil {
+			fmt.Fprintf(a.stdout, "%s: %.1f%% of the negatives violate the rule (the rest are label noise)\n", s.Name, 100**s.NegativesViolating)
+		}
 	}
 	return nil
 }

@@ -37,6 +37,21 @@ func TestDataStatsGolden(t *testing.T) {
 	golden.Check(t, "testdata/data_stats_json.golden", []byte(out))
 }
 
+// TestDataStatsProx reports the share of h-Proximity negatives that
+// violate the rule: all of them with strict twins, fewer with the
+// official rule's at h = 3.
+func TestDataStatsProx(t *testing.T) {
+	var all strings.Builder
+	for _, neg := range []string{"strict", "code"} {
+		code, out, errs := dataRun(t.TempDir(), "", "stats", "prox", "--graphs", "200", "--negatives", neg)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", neg, code, errs)
+		}
+		all.WriteString(out)
+	}
+	golden.Check(t, "testdata/data_stats_prox.golden", []byte(all.String()))
+}
+
 func TestDataImportShowExport(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(t.TempDir(), "tiny.jsonl")
@@ -141,6 +156,7 @@ func TestDataErrorsGolden(t *testing.T) {
 		{"import bad line", exitUsage, []string{"import", bad, "--name", "bad"}},
 		{"import missing file", exitUsage, []string{"import", "nope.jsonl", "--name", "x"}},
 		{"bad prox config", exitUsage, []string{"stats", "prox", "--graphs", "7"}},
+		{"bad prox negatives", exitUsage, []string{"stats", "prox", "--negatives", "loose"}},
 		{"fetch from an empty mirror", exitFail, []string{"fetch", "ENZYMES", "--mirror", filepath.Join(dir, "empty")}},
 	}
 	var all strings.Builder

@@ -27,7 +27,7 @@ func layered(levels, width int) (data.Graph, error) {
 }
 
 // pair draws one positive graph with numRed red nodes and its negative
-// twin, both verified by proxcheck.
+// twin, both verified by proxcheck (see Config for the variants).
 func pair(rng *rand.Rand, cfg Config, numRed int) (pos, neg data.Graph, err error) {
 	for redraw := 0; redraw < maxRedraws; redraw++ {
 		levels := cfg.Levels[0] + rng.IntN(cfg.Levels[1]-cfg.Levels[0]+1)
@@ -41,29 +41,69 @@ func pair(rng *rand.Rand, cfg Config, numRed int) (pos, neg data.Graph, err erro
 		if !ok {
 			continue
 		}
-		edge, ok := breakingEdge(rng, &g, dist, colours, cfg.H)
+		var edge [2]int
+		if cfg.Negatives == NegCode {
+			edge, ok = codeEdge(rng, &g, dist, colours, cfg.H)
+		} else {
+			edge, ok = breakingEdge(rng, &g, dist, colours, cfg.H)
+		}
 		if !ok {
 			continue
 		}
 		pos = g
+		if cfg.Balanced {
+			keep, ok := keepingEdge(rng, &g, dist, colours, cfg.H, width, edge)
+			if !ok {
+				continue
+			}
+			if pos, err = data.FromEdges(g.N, append(g.Edges(), keep)); err != nil {
+				return pos, neg, err
+			}
+		}
 		pos.Labels = colours
 		pos.Y = 1
-		edges := append(g.Edges(), edge)
-		neg, err = data.FromEdges(g.N, edges)
+		neg, err = data.FromEdges(g.N, append(g.Edges(), edge))
 		if err != nil {
 			return pos, neg, err
 		}
 		neg.Labels = append([]int32(nil), colours...)
 		neg.Y = 0
-		if ok, err := proxcheck.Check(&pos, cfg.H); err != nil || !ok {
-			return pos, neg, fmt.Errorf("checker rejects the positive graph (%d levels × %d, %d red): positive=%v, %v", levels, width, numRed, ok, err)
-		}
-		if ok, err := proxcheck.Check(&neg, cfg.H); err != nil || ok {
-			return pos, neg, fmt.Errorf("checker rejects the negative graph (%d levels × %d, %d red, edge %v): positive=%v, %v", levels, width, numRed, edge, ok, err)
+		if err := verify(&g, &pos, &neg, edge, cfg); err != nil {
+			return pos, neg, fmt.Errorf("%d levels × %d, %d red: %w", levels, width, numRed, err)
 		}
 		return pos, neg, nil
 	}
 	return pos, neg, fmt.Errorf("no valid pair after %d graphs (h=%d, %d red); widen the level/width ranges", maxRedraws, cfg.H, numRed)
+}
+
+// verify checks a pair with package proxcheck: the positive graph is
+// positive; the twin is negative ("strict") or its edge, added to the
+// layered graph g coloured like the pair, satisfies the official rule in
+// one orientation ("code").
+func verify(g, pos, neg *data.Graph, edge [2]int, cfg Config) error {
+	if ok, err := proxcheck.Check(pos, cfg.H); err != nil || !ok {
+		return fmt.Errorf("checker rejects the positive graph: positive=%v, %v", ok, err)
+	}
+	if cfg.Negatives == NegCode {
+		base := *g
+		base.Labels = pos.Labels
+		a, err := proxcheck.CodeEdge(&base, cfg.H, edge[0], edge[1])
+		if err != nil {
+			return err
+		}
+		b, err := proxcheck.CodeEdge(&base, cfg.H, edge[1], edge[0])
+		if err != nil {
+			return err
+		}
+		if !a && !b {
+			return fmt.Errorf("checker rejects the negative graph's edge %v under the official rule", edge)
+		}
+		return nil
+	}
+	if ok, err := proxcheck.Check(neg, cfg.H); err != nil || ok {
+		return fmt.Errorf("checker rejects the negative graph (edge %v): positive=%v, %v", edge, ok, err)
+	}
+	return nil
 }
 
 // colour runs the official rejection-sampling colouring: numRed red nodes,
@@ -201,10 +241,7 @@ func breakingEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, 
 			}
 		}
 	}
-	adj := make(map[[2]int]bool, g.NumEdges())
-	for _, e := range g.Edges() {
-		adj[e] = true
-	}
+	adj := edgeSet(g)
 	var cands [][2]int
 	for u := 0; u < n; u++ {
 		for v := u + 1; v < n; v++ {
@@ -223,4 +260,133 @@ func breakingEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, 
 		return [2]int{}, false
 	}
 	return cands[rng.IntN(len(cands))], true
+}
+
+// edgeSet returns the set of edges of g, keyed {u, v} with u < v.
+func edgeSet(g *data.Graph) map[[2]int]bool {
+	adj := make(map[[2]int]bool, g.NumEdges())
+	for _, e := range g.Edges() {
+		adj[e] = true
+	}
+	return adj
+}
+
+// distFunc returns the distance lookup of an n-node distance matrix, with
+// unreachable pairs at 1<<30.
+func distFunc(dist []int32, n int) func(a, b int) int {
+	return func(a, b int) int {
+		x := dist[a*n+b]
+		if x < 0 {
+			return 1 << 30
+		}
+		return int(x)
+	}
+}
+
+// codeCandidates lists the ordered non-edges (src, dst), src != dst, of
+// the official rule: min_r d(dst, r) + min_b d(src, b) < h, r over the red
+// and b over the blue nodes (graph_modifier.py, modify_add_edge).
+func codeCandidates(g *data.Graph, dist []int32, colours []int32, h int) [][2]int {
+	n := g.N
+	d := distFunc(dist, n)
+	minRed, minBlue := make([]int, n), make([]int, n)
+	for x := 0; x < n; x++ {
+		minRed[x], minBlue[x] = 1<<30, 1<<30
+		for y, c := range colours {
+			switch c {
+			case proxcheck.Red:
+				minRed[x] = min(minRed[x], d(x, y))
+			case proxcheck.Blue:
+				minBlue[x] = min(minBlue[x], d(x, y))
+			}
+		}
+	}
+	adj := edgeSet(g)
+	var cands [][2]int
+	for src := 0; src < n; src++ {
+		for dst := 0; dst < n; dst++ {
+			if src == dst || adj[[2]int{min(src, dst), max(src, dst)}] {
+				continue
+			}
+			if minRed[dst]+minBlue[src] < h {
+				cands = append(cands, [2]int{src, dst})
+			}
+		}
+	}
+	return cands
+}
+
+// codeEdge draws the twin's edge by the official rule: uniformly among
+// the ordered candidates of codeCandidates (so a pair valid in both
+// orientations is twice as likely, as in the official code).
+func codeEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, h int) ([2]int, bool) {
+	cands := codeCandidates(g, dist, colours, h)
+	if len(cands) == 0 {
+		return [2]int{}, false
+	}
+	e := cands[rng.IntN(len(cands))]
+	return [2]int{min(e[0], e[1]), max(e[0], e[1])}, true
+}
+
+// keepingEdge draws uniformly a non-edge {u, v} of g whose addition
+// leaves every red node with at most MaxBlue blue nodes within h (new
+// distances min(d(a,b), d(a,u)+1+d(v,b), d(a,v)+1+d(u,b))), among those
+// spanning as many levels as twin when there are any, else among all.
+func keepingEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, h, width int, twin [2]int) ([2]int, bool) {
+	n := g.N
+	d := distFunc(dist, n)
+	var reds, blues []int
+	for x, c := range colours {
+		switch c {
+		case proxcheck.Red:
+			reds = append(reds, x)
+		case proxcheck.Blue:
+			blues = append(blues, x)
+		}
+	}
+	span := func(e [2]int) int { return abs(e[0]/width - e[1]/width) }
+	want := span(twin)
+	adj := edgeSet(g)
+	var same, all [][2]int
+	for u := 0; u < n; u++ {
+		for v := u + 1; v < n; v++ {
+			if adj[[2]int{u, v}] {
+				continue
+			}
+			keeps := true
+			for _, r := range reds {
+				count := 0
+				for _, b := range blues {
+					if min(d(r, b), d(r, u)+1+d(v, b), d(r, v)+1+d(u, b)) <= h {
+						count++
+					}
+				}
+				if count > proxcheck.MaxBlue {
+					keeps = false
+					break
+				}
+			}
+			if !keeps {
+				continue
+			}
+			all = append(all, [2]int{u, v})
+			if span([2]int{u, v}) == want {
+				same = append(same, [2]int{u, v})
+			}
+		}
+	}
+	if len(same) > 0 {
+		return same[rng.IntN(len(same))], true
+	}
+	if len(all) == 0 {
+		return [2]int{}, false
+	}
+	return all[rng.IntN(len(all))], true
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -25,6 +25,23 @@
 //     pair that was already within h, which can leave the twin positive;
 //     here every graph is checked by the independent checker in package
 //     proxcheck and the twin is drawn so that it is truly negative.)
+//     That is Config.Negatives "strict" (the default). With "code" the
+//     twin follows the official rule instead (graph_modifier.py,
+//     modify_add_edge): the new edge is drawn uniformly among the ordered
+//     non-edges (src, dst) with min_r d(dst, r) + min_b d(src, b) < h on
+//     the positive graph (r over red, b over blue nodes), labelled
+//     negative whatever it does; a twin may then still satisfy the rule
+//     (label noise: none at h = 1, about 40 % of twins at h = 3).
+//     Candidates are checked by proxcheck.CodeEdge, an independent
+//     implementation of that rule.
+//   - Config.Balanced (beyond the paper) also gives the positive graph one
+//     extra edge, drawn uniformly among the non-edges that keep it
+//     positive and, when there are any, span as many levels as the twin's
+//     edge (|level(u) − level(v)|), so both classes have exactly one edge
+//     outside the level structure. Both graphs are checked by proxcheck.
+//   - Config.ColourBlind (beyond the paper) sets every node label to 0
+//     after generation and checking: the same graphs and classes without
+//     colours, a control in which only structure can separate the classes.
 //   - Class 1 is positive, class 0 negative; a pair's positive graph comes
 //     first, then its negative twin.
 //
@@ -62,10 +79,24 @@ type Config struct {
 	Seed int64
 	// Folds is the number of folds (default 10, at least 3).
 	Folds int
+	// Negatives is how the negative twin's edge is drawn: NegStrict
+	// ("strict", also "") or NegCode ("code", the official rule).
+	Negatives string
+	// Balanced gives every positive graph one extra edge that keeps it
+	// positive.
+	Balanced bool
+	// ColourBlind sets every node label to 0 (White).
+	ColourBlind bool
 	// Threads bounds the worker goroutines (0: GOMAXPROCS); the output does
 	// not depend on it.
 	Threads int
 }
+
+// Values of Config.Negatives.
+const (
+	NegStrict = "strict"
+	NegCode   = "code"
+)
 
 // Defaults of Config.
 const (
@@ -98,7 +129,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Folds == 0 {
 		c.Folds = DefaultFolds
 	}
+	if c.Negatives == "" {
+		c.Negatives = NegStrict
+	}
 	switch {
+	case c.Negatives != NegStrict && c.Negatives != NegCode:
+		return c, fmt.Errorf("negatives must be %q or %q, got %q", NegStrict, NegCode, c.Negatives)
 	case c.H < 1:
 		return c, fmt.Errorf("h must be >= 1, got %d", c.H)
 	case c.Graphs < 2 || c.Graphs%2 != 0:
@@ -177,6 +213,11 @@ func Generate(ctx context.Context, cfg Config) (*data.Dataset, error) {
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("generating h-proximity (h=%d): %w", cfg.H, err)
+		}
+	}
+	if cfg.ColourBlind {
+		for i := range graphs {
+			clear(graphs[i].Labels)
 		}
 	}
 	ds := &data.Dataset{

@@ -3,10 +3,13 @@ package prox
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/proxcheck"
+	"github.com/spn-project/spn/data/sp"
 )
 
 // TestGenerateAllH generates a reduced set for every h of the paper and
@@ -149,9 +152,177 @@ func TestConfigErrors(t *testing.T) {
 		{H: 3, Folds: 2},
 		{H: 3, Graphs: 10, Folds: 10},
 		{H: 3, Levels: [2]int{2, 2}, Width: [2]int{2, 2}},
+		{H: 3, Negatives: "loose"},
 	} {
 		if _, err := Generate(context.Background(), c); err == nil {
 			t.Errorf("config %+v accepted", c)
+		}
+	}
+}
+
+// baseOf returns the layered graph g was made from (every one of its
+// edges in g, fewest edges of g outside it) and its width.
+func baseOf(t *testing.T, g *data.Graph) (data.Graph, int) {
+	t.Helper()
+	var best data.Graph
+	bestW, bestExtra := 0, -1
+	for w := 1; w <= g.N/2; w++ {
+		if g.N%w != 0 {
+			continue
+		}
+		base, err := layered(g.N/w, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(extraEdges(g, &base)) != 0 {
+			continue
+		}
+		if x := len(extraEdges(&base, g)); bestExtra < 0 || x < bestExtra {
+			best, bestW, bestExtra = base, w, x
+		}
+	}
+	if bestExtra < 0 {
+		t.Fatal("graph is not a layered graph plus edges")
+	}
+	return best, bestW
+}
+
+// extraEdges returns the edges of g not in base (u < v).
+func extraEdges(base, g *data.Graph) [][2]int {
+	in := map[[2]int]bool{}
+	for _, e := range base.Edges() {
+		in[e] = true
+	}
+	var out [][2]int
+	for _, e := range g.Edges() {
+		if !in[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestCodeNegatives generates with the official rule and checks every
+// twin's edge with proxcheck.CodeEdge (in one orientation), the positive
+// graphs with proxcheck.Check, and the label noise: none at h = 1, a
+// sizeable share at h = 3.
+func TestCodeNegatives(t *testing.T) {
+	for _, tc := range []struct {
+		h        int
+		lo, hi   float64
+		balanced bool
+	}{{1, 0, 0, false}, {3, 0.15, 0.65, false}, {3, 0.15, 0.65, true}} {
+		ds, err := Generate(context.Background(), Config{H: tc.h, Graphs: 200, Seed: 3, Negatives: NegCode, Balanced: tc.balanced})
+		if err != nil {
+			t.Fatalf("h=%d: %v", tc.h, err)
+		}
+		for i := 0; i < len(ds.Graphs); i += 2 {
+			pos, neg := &ds.Graphs[i], &ds.Graphs[i+1]
+			if ok, err := proxcheck.Check(pos, tc.h); err != nil || !ok || pos.Y != 1 || neg.Y != 0 {
+				t.Fatalf("h=%d pair %d: positive graph checks %v, %v (labels %d, %d)", tc.h, i/2, ok, err, pos.Y, neg.Y)
+			}
+			base, _ := baseOf(t, neg)
+			base.Labels = pos.Labels
+			extra := extraEdges(&base, neg)
+			if len(extra) != 1 {
+				t.Fatalf("h=%d pair %d: twin has %d extra edges", tc.h, i/2, len(extra))
+			}
+			a, err1 := proxcheck.CodeEdge(&base, tc.h, extra[0][0], extra[0][1])
+			b, err2 := proxcheck.CodeEdge(&base, tc.h, extra[0][1], extra[0][0])
+			if err1 != nil || err2 != nil || !(a || b) {
+				t.Fatalf("h=%d pair %d: edge %v breaks the official rule (%v, %v)", tc.h, i/2, extra[0], err1, err2)
+			}
+		}
+		noisy, negs, err := proxcheck.Noise(ds.Graphs, tc.h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := float64(noisy) / float64(negs); f < tc.lo || f > tc.hi {
+			t.Errorf("h=%d balanced=%v: %d of %d twins still positive (%.2f), want in [%.2f, %.2f]", tc.h, tc.balanced, noisy, negs, f, tc.lo, tc.hi)
+		}
+	}
+}
+
+// TestCodeCandidates compares the generator's candidate edges with an
+// exhaustive scan of proxcheck.CodeEdge, an independent implementation of
+// the official rule, on coloured layered graphs.
+func TestCodeCandidates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 12; trial++ {
+		h := []int{1, 2, 3, 5}[trial%4]
+		g, err := layered(6+trial%4, 2+trial%3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dist := sp.Distances(&g)
+		colours, ok := colour(rng, g.N, dist, h, 1+trial%3)
+		if !ok {
+			continue
+		}
+		g.Labels = colours
+		got := map[[2]int]bool{}
+		for _, e := range codeCandidates(&g, dist, colours, h) {
+			got[e] = true
+		}
+		for src := 0; src < g.N; src++ {
+			for dst := 0; dst < g.N; dst++ {
+				want, err := proxcheck.CodeEdge(&g, h, src, dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[[2]int{src, dst}] != want {
+					t.Fatalf("trial %d (h=%d): pair (%d, %d) candidate=%v, checker says %v", trial, h, src, dst, got[[2]int{src, dst}], want)
+				}
+			}
+		}
+	}
+}
+
+// TestBalancedAndColourBlind checks the balanced mode (each positive has
+// one extra edge and stays positive; the twin is strictly negative;
+// both extra edges span as many levels in most pairs) and the
+// colour-blind mode (the same graphs with every label 0).
+func TestBalancedAndColourBlind(t *testing.T) {
+	const h = 3
+	cfg := Config{H: h, Graphs: 100, Seed: 9, Balanced: true}
+	ds, err := Generate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSpan := 0
+	for i := 0; i < len(ds.Graphs); i += 2 {
+		pos, neg := &ds.Graphs[i], &ds.Graphs[i+1]
+		okPos, err1 := proxcheck.Check(pos, h)
+		okNeg, err2 := proxcheck.Check(neg, h)
+		if err1 != nil || err2 != nil || !okPos || okNeg {
+			t.Fatalf("pair %d: positive=%v, twin positive=%v (%v, %v)", i/2, okPos, okNeg, err1, err2)
+		}
+		base, width := baseOf(t, neg)
+		ep, en := extraEdges(&base, pos), extraEdges(&base, neg)
+		if len(ep) != 1 || len(en) != 1 || pos.NumEdges() != neg.NumEdges() {
+			t.Fatalf("pair %d: %d and %d extra edges", i/2, len(ep), len(en))
+		}
+		if abs(ep[0][0]/width-ep[0][1]/width) == abs(en[0][0]/width-en[0][1]/width) {
+			sameSpan++
+		}
+	}
+	if sameSpan < len(ds.Graphs)/2*9/10 {
+		t.Errorf("extra edges span as many levels in %d of %d pairs", sameSpan, len(ds.Graphs)/2)
+	}
+	cfg.ColourBlind = true
+	blind, err := Generate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range blind.Graphs {
+		g, c := &blind.Graphs[i], &ds.Graphs[i]
+		if g.Y != c.Y || !slices.Equal(g.Adj.Idx, c.Adj.Idx) || !slices.Equal(g.Adj.Ptr, c.Adj.Ptr) {
+			t.Fatalf("graph %d differs from its coloured version beyond the labels", i)
+		}
+		for _, l := range g.Labels {
+			if l != 0 {
+				t.Fatalf("graph %d has label %d", i, l)
+			}
 		}
 	}
 }

@@ -38,25 +38,9 @@ func CheckMax(g *data.Graph, h, maxBlue int) (bool, error) {
 	if h < 1 {
 		return false, fmt.Errorf("h-proximity check: h must be >= 1, got %d", h)
 	}
-	if len(g.Labels) != g.N {
-		return false, fmt.Errorf("h-proximity check: %d labels for %d nodes", len(g.Labels), g.N)
-	}
-	if len(g.Adj.Ptr) != g.N+1 {
-		return false, errors.New("h-proximity check: malformed adjacency")
-	}
-	// Plain adjacency lists, checked as they are read.
-	nbrs := make([][]int, g.N)
-	for u := 0; u < g.N; u++ {
-		a, b := int(g.Adj.Ptr[u]), int(g.Adj.Ptr[u+1])
-		if a < 0 || b < a || b > len(g.Adj.Idx) {
-			return false, errors.New("h-proximity check: malformed adjacency")
-		}
-		for _, v := range g.Adj.Idx[a:b] {
-			if v < 0 || int(v) >= g.N {
-				return false, fmt.Errorf("h-proximity check: neighbour %d of node %d out of range", v, u)
-			}
-			nbrs[u] = append(nbrs[u], int(v))
-		}
+	nbrs, err := lists(g)
+	if err != nil {
+		return false, fmt.Errorf("h-proximity check: %w", err)
 	}
 	var reds []int
 	for u, c := range g.Labels {
@@ -76,6 +60,101 @@ func CheckMax(g *data.Graph, h, maxBlue int) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// CodeEdge reports whether the ordered pair (src, dst) is an edge the
+// official SP-MPNN generator may add to the positive graph g to make its
+// negative twin (graph_modifier.py, modify_add_edge): src != dst, no edge
+// src–dst in g, and min_r d(dst, r) + min_b d(src, b) < h over the red
+// nodes r and blue nodes b of g. Whether the new graph breaks the rule is
+// Check's question, not this one's.
+func CodeEdge(g *data.Graph, h, src, dst int) (bool, error) {
+	if h < 1 {
+		return false, fmt.Errorf("h-proximity code edge: h must be >= 1, got %d", h)
+	}
+	nbrs, err := lists(g)
+	if err != nil {
+		return false, fmt.Errorf("h-proximity code edge: %w", err)
+	}
+	if src < 0 || dst < 0 || src >= g.N || dst >= g.N {
+		return false, fmt.Errorf("h-proximity code edge: pair (%d, %d) out of range for %d nodes", src, dst, g.N)
+	}
+	if src == dst {
+		return false, nil
+	}
+	for _, v := range nbrs[src] {
+		if v == dst {
+			return false, nil
+		}
+	}
+	dr, okR := nearest(nbrs, g.Labels, dst, Red)
+	db, okB := nearest(nbrs, g.Labels, src, Blue)
+	return okR && okB && dr+db < h, nil
+}
+
+// Noise counts the graphs of class 0 in graphs (the negatives) and those
+// of them that are positive for h-Proximity (Check true): twins that do
+// not violate the rule.
+func Noise(graphs []data.Graph, h int) (positive, negatives int, err error) {
+	for i := range graphs {
+		if graphs[i].Y != 0 {
+			continue
+		}
+		negatives++
+		ok, err := Check(&graphs[i], h)
+		if err != nil {
+			return 0, 0, fmt.Errorf("graph %d: %w", i, err)
+		}
+		if ok {
+			positive++
+		}
+	}
+	return positive, negatives, nil
+}
+
+// lists returns g's adjacency as plain lists, checked as it is read.
+func lists(g *data.Graph) ([][]int, error) {
+	if len(g.Labels) != g.N {
+		return nil, fmt.Errorf("%d labels for %d nodes", len(g.Labels), g.N)
+	}
+	if len(g.Adj.Ptr) != g.N+1 {
+		return nil, errors.New("malformed adjacency")
+	}
+	nbrs := make([][]int, g.N)
+	for u := 0; u < g.N; u++ {
+		a, b := int(g.Adj.Ptr[u]), int(g.Adj.Ptr[u+1])
+		if a < 0 || b < a || b > len(g.Adj.Idx) {
+			return nil, errors.New("malformed adjacency")
+		}
+		for _, v := range g.Adj.Idx[a:b] {
+			if v < 0 || int(v) >= g.N {
+				return nil, fmt.Errorf("neighbour %d of node %d out of range", v, u)
+			}
+			nbrs[u] = append(nbrs[u], int(v))
+		}
+	}
+	return nbrs, nil
+}
+
+// nearest returns the distance from s to the nearest node of colour c
+// (breadth-first), and false when none is reachable.
+func nearest(nbrs [][]int, colour []int32, s int, c int32) (int, bool) {
+	dist := map[int]int{s: 0}
+	queue := []int{s}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		if colour[x] == c {
+			return dist[x], true
+		}
+		for _, y := range nbrs[x] {
+			if _, seen := dist[y]; !seen {
+				dist[y] = dist[x] + 1
+				queue = append(queue, y)
+			}
+		}
+	}
+	return 0, false
 }
 
 // blueWithin counts blue nodes at distance <= h from r by a depth-bounded

@@ -73,3 +73,57 @@ func TestCheckErrors(t *testing.T) {
 		t.Error("h=0 accepted")
 	}
 }
+
+func TestCodeEdge(t *testing.T) {
+	const R, B, W = Red, Blue, White
+	// Path 0-1-2-3-4-5 coloured B W R W W B.
+	g := path(t, B, W, R, W, W, B)
+	tests := []struct {
+		name     string
+		h        int
+		src, dst int
+		want     bool
+	}{
+		// min_r d(dst, r) + min_b d(src, b) < h.
+		{"blue to red, h=1", 1, 5, 2, true},
+		{"red to blue, h=1: wrong orientation", 1, 2, 5, false},
+		{"near pair below h", 3, 4, 1, true},       // d(1,R)=1 + d(4,B)=1 = 2 < 3
+		{"pair at h is not below", 2, 4, 1, false}, // 2 < 2 fails
+		{"existing edge", 5, 1, 2, false},
+		{"self loop", 5, 3, 3, false},
+		{"white pair far from both", 2, 3, 0, false}, // d(0,R)=2 + d(3,B)=2
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := CodeEdge(&g, tc.h, tc.src, tc.dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("CodeEdge(%d, %d) at h=%d = %v, want %v", tc.src, tc.dst, tc.h, got, tc.want)
+			}
+		})
+	}
+	if _, err := CodeEdge(&g, 1, 0, 9); err == nil {
+		t.Error("out-of-range pair accepted")
+	}
+	if _, err := CodeEdge(&g, 0, 0, 1); err == nil {
+		t.Error("h=0 accepted")
+	}
+}
+
+func TestNoise(t *testing.T) {
+	const R, B, W = Red, Blue, White
+	pos := path(t, B, R, B, W)
+	pos.Y = 1
+	noisy := path(t, B, R, B, W)  // class 0 but positive
+	broken := path(t, B, R, B, B) // class 0, three blue within 2
+	graphs := []data.Graph{pos, noisy, broken}
+	if n, neg, err := Noise(graphs, 2); err != nil || n != 1 || neg != 2 {
+		t.Fatalf("Noise = %d of %d, %v; want 1 of 2", n, neg, err)
+	}
+	blind := path(t, W, W, W)
+	if _, _, err := Noise([]data.Graph{blind}, 2); err == nil {
+		t.Error("negative without red accepted")
+	}
+}

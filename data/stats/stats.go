@@ -34,6 +34,10 @@ type Summary struct {
 	ClassCounts []int `json:"class_counts,omitempty"`
 	// Splits is the number of fixed splits (folds).
 	Splits int `json:"splits"`
+	// NegativesViolating is, for h-Proximity, the fraction of class-0
+	// graphs that really violate the rule (set by the caller, which knows
+	// h; nil otherwise).
+	NegativesViolating *float64 `json:"negatives_violating,omitempty"`
 }
 
 // Compute summarises ds, running the per-graph BFS on up to threads

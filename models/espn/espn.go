@@ -70,11 +70,11 @@ var (
 // New builds the E-SPN of cfg from seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{rt.HopNet{TD: &nbop.Data{}, Typed: nbop.Need{Edges: true}}}
-	readInit := rt.GlobalReadInit(seed)
+	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
 	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
-			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit), td: md.TD}
+			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit, logitInit), td: md.TD}
 			l.bond = rt.EmbedTables(name+".bond", cfg.EdgeFeatVocab, cfg.Model.Hidden, init)
 			l.out = rt.NewMLP(name, cfg.Model.Hidden, init)
 			return l

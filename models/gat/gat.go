@@ -5,7 +5,10 @@
 //
 //	z = h·W + b,  h_u ← MLP(‖_heads Σ_{v∈N(u)∪{u}} α_uv z_v),  α_uv = softmax_v(LeakyReLU_0.2(⟨a_dst, z_u⟩ + ⟨a_src, z_v⟩))
 //
-// (per head over d/heads columns) and the SPN's MLP.
+// (per head over d/heads columns) and the SPN's MLP. With model.linear
+// the layer is the official SP-MPNN code's (PyTorch Geometric's GATConv,
+// no activation, nothing between layers): h_u ← ‖_heads Σ α_uv z_v, with
+// W Glorot-uniform and b zero at initialisation.
 package gat
 
 import (
@@ -45,9 +48,11 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 type layer struct {
 	att        *param.Linear // z = h·W + b
 	aSrc, aDst *param.Param  // attention vectors, heads × d/heads
+	// MLP follows the attention unless linear (model.linear).
 	rt.MLP
-	heads int
-	gd    *graphData
+	linear bool
+	heads  int
+	gd     *graphData
 }
 
 // Model is a GAT computed through Gorgonia.
@@ -64,12 +69,18 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			d, heads := cfg.Model.Hidden, cfg.Model.Heads
 			dh := d / heads
-			l := &layer{att: param.NewLinear(name+".att", d, d, init), heads: heads, gd: gd}
+			newAtt := param.NewLinear
+			if cfg.Model.Linear {
+				newAtt = param.NewGlorotLinear
+			}
+			l := &layer{att: newAtt(name+".att", d, d, init), linear: cfg.Model.Linear, heads: heads, gd: gd}
 			l.aSrc, l.aDst = param.NewParam(name+".att.a_src", heads, dh), param.NewParam(name+".att.a_dst", heads, dh)
 			bound := math.Sqrt(6 / float64(dh+1)) // Glorot-uniform, fan-in d/heads, fan-out 1
 			l.aSrc.Uniform(init, bound)
 			l.aDst.Uniform(init, bound)
-			l.MLP = rt.NewMLP(name, d, init)
+			if !l.linear {
+				l.MLP = rt.NewMLP(name, d, init)
+			}
 			return l
 		},
 	})
@@ -82,7 +93,18 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 // Params implements rt.Layer: the attention's W, b and vectors, the MLP.
 func (l *layer) Params() []*param.Param {
 	ps := append(l.att.Params(), l.aSrc, l.aDst)
+	if l.linear {
+		return ps
+	}
 	return append(ps, l.MLP.Params()...)
+}
+
+// AddBuffers implements rt.Layer: the MLP's running statistics (none when
+// linear).
+func (l *layer) AddBuffers(b map[string][]float64, name string) {
+	if !l.linear {
+		l.MLP.AddBuffers(b, name)
+	}
 }
 
 // Step implements rt.Layer: z = h·W + b, the attention aggregation of the
@@ -93,5 +115,8 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	aSrc, aDst := s.Param(l.aSrc), s.Param(l.aDst)
 	z := s.Op(rt.NewLinear(s.Name+".att.lin", s.Be, s.BD, false, s.N, s.D, s.D), h, w, b)
 	agg := s.Op(newGATAttn(s.Name+".att", s.Be, s.BD, l.gd, l.heads, s.N, s.D), z, aSrc, aDst)
+	if l.linear {
+		return agg
+	}
 	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, l.Bind(s.Param))
 }

@@ -6,7 +6,13 @@
 //	h ← MLP(D̂^-1/2 (A+I) D̂^-1/2 · h)
 //
 // and the SPN's MLP (Linear → BN → ReLU → Linear → BN → ReLU), so that
-// only the message passing differs.
+// only the message passing differs. With model.linear the layer is the
+// official SP-MPNN code's (PyTorch Geometric's GCNConv, nothing between
+// layers):
+//
+//	h ← D̂^-1/2 (A+I) D̂^-1/2 · h · Θ + b
+//
+// so the whole network up to the readout is affine in its input.
 package gcn
 
 import (
@@ -16,6 +22,7 @@ import (
 
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema/modelspec"
 )
@@ -57,7 +64,11 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{rt.AdjNet{Data: gd}}
 	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
-			return &layer{MLP: rt.NewMLP(name, cfg.Model.Hidden, init), gd: gd}
+			d := cfg.Model.Hidden
+			if cfg.Model.Linear {
+				return &linearLayer{lin: param.NewGlorotLinear(name+".lin", d, d, init), gd: gd}
+			}
+			return &layer{MLP: rt.NewMLP(name, d, init), gd: gd}
 		},
 	})
 	if err != nil {
@@ -72,4 +83,23 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	agg := s.Op(newGCNAgg(s.Name+".gcn", s.Be, s.BD, l.gd, s.N, s.D), h)
 	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, l.Bind(s.Param))
+}
+
+// linearLayer is the official code's GCN layer (model.linear): Â·h·Θ + b,
+// Θ Glorot-uniform and b zero at initialisation, no batch norm.
+type linearLayer struct {
+	lin *param.Linear
+	gd  *graphData
+}
+
+// Params implements rt.Layer: Θ and b.
+func (l *linearLayer) Params() []*param.Param { return l.lin.Params() }
+
+// AddBuffers implements rt.Layer: the layer has no running statistics.
+func (l *linearLayer) AddBuffers(map[string][]float64, string) {}
+
+// Step implements rt.Layer: hᵗ = Â·hᵗ⁻¹·Θᵗ + bᵗ.
+func (l *linearLayer) Step(s *rt.Step, h *G.Node) *G.Node {
+	agg := s.Op(newGCNAgg(s.Name+".gcn", s.Be, s.BD, l.gd, s.N, s.D), h)
+	return s.Op(rt.NewLinear(s.Name+".lin", s.Be, s.BD, false, s.N, s.D, s.D), agg, s.Param(l.lin.W), s.Param(l.lin.B))
 }

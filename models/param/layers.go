@@ -21,6 +21,15 @@ func NewLinear(name string, in, out int, rng *rand.Rand) *Linear {
 	return l
 }
 
+// NewGlorotLinear returns a linear layer initialised as PyTorch
+// Geometric's graph convolutions are: W Glorot-uniform (±√(6/(in+out)))
+// and b zero.
+func NewGlorotLinear(name string, in, out int, rng *rand.Rand) *Linear {
+	l := &Linear{In: in, Out: out, W: NewParam(name+".w", in, out), B: NewParam(name+".b", out)}
+	l.W.Uniform(rng, math.Sqrt(6/float64(max(in+out, 1))))
+	return l
+}
+
 // Params returns W and b.
 func (l *Linear) Params() []*Param { return []*Param{l.W, l.B} }
 

@@ -45,6 +45,13 @@ func (p *Param) Uniform(rng *rand.Rand, bound float64) {
 	}
 }
 
+// Normal fills p with values drawn from the standard normal N(0, 1).
+func (p *Param) Normal(rng *rand.Rand) {
+	for i := range p.W {
+		p.W[i] = float32(rng.NormFloat64())
+	}
+}
+
 // Fill sets every value of p to v.
 func (p *Param) Fill(v float32) {
 	for i := range p.W {

@@ -74,12 +74,12 @@ var (
 // GNN-FiLM's gated sum (rt.Gated) replaces the layer readout.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{rt.HopNet{TD: &nbop.Data{}, Typed: nbop.Need{Relations: true}}}
-	readInit := rt.GlobalReadInit(seed)
+	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
 	parts := rt.Parts{
 		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			mlp := func(name string) *rt.MLP { l := rt.NewMLP(name, cfg.Model.Hidden, init); return &l }
-			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit), td: md.TD}
+			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit, logitInit), td: md.TD}
 			l.self, l.higher = mlp(name+".mlp_s"), mlp(name+".mlp_h")
 			l.names = []string{name + ".mlp_s", name + ".mlp_h"}
 			for j := 1; j <= cfg.NumEdgeTypes; j++ {

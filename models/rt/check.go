@@ -53,8 +53,13 @@ func CheckHeads(errs []modelspec.FieldError, m modelspec.Model) []modelspec.Fiel
 }
 
 // CheckHops requires 1 ≤ k ≤ dataset.kmax of the kinds that aggregate
-// over N_1..N_k.
+// over N_1..N_k, and a known alpha_init.
 func CheckHops(errs []modelspec.FieldError, m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
+	switch m.AlphaInit {
+	case "", AlphaZeros, AlphaNormal:
+	default:
+		errs = append(errs, Errf("alpha_init", "must be %q or %q, got %q", AlphaZeros, AlphaNormal, m.AlphaInit))
+	}
 	switch {
 	case m.K < 1:
 		errs = append(errs, Errf("k", "k = %d: need at least 1 hop", m.K))

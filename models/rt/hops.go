@@ -18,13 +18,32 @@ type Hops struct {
 	Read *param.Param
 }
 
+// Values of model.alpha_init: zero hop-weight logits (uniform α, the
+// default) or logits drawn from N(0, 1), as the official code does
+// (torch.randn in GIN_HSP_Layer).
+const (
+	AlphaZeros  = "zeros"
+	AlphaNormal = "normal"
+)
+
+// HopLogitInit returns the generator of the N(0, 1) hop-weight logits: a
+// stream of its own, so that model.alpha_init leaves every other
+// parameter's initialisation unchanged.
+func HopLogitInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xa1fa)) }
+
 // NewHops returns layer name's hop weights for m, W drawn from readInit
-// (GlobalReadInit): ε = m.Eps, the logits zero.
-func NewHops(name string, m modelspec.Model, readInit *rand.Rand) Hops {
-	return Hops{
+// (GlobalReadInit): ε = m.Eps, the logits zero or, with m.AlphaInit
+// "normal", drawn from logitInit (HopLogitInit; one generator per model,
+// layers in order).
+func NewHops(name string, m modelspec.Model, readInit, logitInit *rand.Rand) Hops {
+	h := Hops{
 		Agg:  param.NewHopAggregation(name+".agg", m.K, m.Hidden, m.Eps, m.LearnEps),
 		Read: NewGlobalRead(name, m, readInit),
 	}
+	if m.AlphaInit == AlphaNormal {
+		h.Agg.Logits.Normal(logitInit)
+	}
+	return h
 }
 
 // HopAggregation implements HopLayer.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/models/internal/modeltest"
@@ -15,6 +17,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/synth"
+	"github.com/spn-project/spn/schema"
 )
 
 // relTol is the tolerance of every comparison with the hand-written model:
@@ -446,5 +449,58 @@ func TestThreadIndependence(t *testing.T) {
 	}
 	if modeltest.MaxRelDiff(outs[0], outs[1]) != 0 || modeltest.MaxRelDiff(grads[0], grads[1]) != 0 {
 		t.Errorf("results differ between 1 and 3 threads")
+	}
+}
+
+// TestAlphaInitNormal checks model.alpha_init "normal": the hop-weight
+// logits are drawn (not all zero, differing between layers, deterministic
+// in the seed), α is then not uniform, and every other parameter equals
+// the default initialisation's.
+func TestAlphaInitNormal(t *testing.T) {
+	be := kernels.CPU{Threads: 1}
+	cfg := modeltest.Config("spn", 5, 3, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	plain, err := New(cfg, 4, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model.AlphaInit = rt.AlphaNormal
+	drawn, err := New(cfg, 4, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(cfg, 4, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, pd, pa := plain.Params(), drawn.Params(), again.Params()
+	logits := 0
+	for i := range pp {
+		if !slices.Equal(pd[i].W, pa[i].W) {
+			t.Fatalf("%s differs between two builds from one seed", pd[i].Name)
+		}
+		if !strings.HasSuffix(pp[i].Name, ".alpha_logits") {
+			if !slices.Equal(pp[i].W, pd[i].W) {
+				t.Errorf("%s changed with alpha_init", pp[i].Name)
+			}
+			continue
+		}
+		logits++
+		if slices.ContainsFunc(pp[i].W, func(v float32) bool { return v != 0 }) {
+			t.Errorf("default %s = %v, want zeros", pp[i].Name, pp[i].W)
+		}
+		if !slices.ContainsFunc(pd[i].W, func(v float32) bool { return v != 0 }) {
+			t.Errorf("normal %s = %v, want drawn", pd[i].Name, pd[i].W)
+		}
+	}
+	if logits != 3 {
+		t.Fatalf("%d logit parameters, want 3", logits)
+	}
+	alpha, _ := drawn.HopWeights()
+	if alpha[0][0] == alpha[0][1] || slices.Equal(alpha[0], alpha[1]) {
+		t.Errorf("α after a normal initialisation = %v", alpha)
+	}
+	cfg.Model.AlphaInit = "ones"
+	if errs := (Kind{}).Check(cfg.Model, schema.DatasetInfo{KMax: 10}); len(errs) == 0 {
+		t.Error("alpha_init \"ones\" accepted")
 	}
 }

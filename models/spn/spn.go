@@ -4,6 +4,8 @@
 //
 //	h_u ← MLP((1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v),  α = softmax(logits)
 //
+// with the logits zero at initialisation (uniform α) or, with
+// model.alpha_init "normal", drawn from N(0, 1) as in the official code
 // (Model.BuildGraph, one line per term). The shared Gorgonia runtime
 // (models/rt) does the rest: input encoding, layer-sum readout, loss,
 // bucketing, the compiled-graph cache, Step and Predict.
@@ -85,13 +87,13 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	useAdj := cfg.Model.Kind == "gin"
 	md := &Model{useAdj: useAdj, gd: &nbop.Data{}}
-	readInit := rt.GlobalReadInit(seed)
+	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
 	err := md.Init(md, "spn", Kind{GIN: useAdj}, cfg, seed, be, rt.Parts{
 		What: "model",
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			// Same draws, in the same order, as ref.NewSPN: the MLP's
 			// from init, W's from readInit.
-			return &layer{Hops: rt.NewHops(name, cfg.Model, readInit), MLP: rt.NewMLP(name, cfg.Model.Hidden, init), gd: md.gd}
+			return &layer{Hops: rt.NewHops(name, cfg.Model, readInit, logitInit), MLP: rt.NewMLP(name, cfg.Model.Hidden, init), gd: md.gd}
 		},
 	})
 	if err != nil {

@@ -31,6 +31,12 @@ type Model struct {
 	// GatedReadout replaces the layer readout by GNN-FiLM's gated sum over
 	// the nodes (rspn).
 	GatedReadout bool `json:"gated_readout,omitempty"`
+	// Linear makes gcn and gat the official code's linear layers (no MLP
+	// between layers).
+	Linear bool `json:"linear,omitempty"`
+	// AlphaInit is the SPN kinds' initial hop-weight logits: "zeros" (also
+	// "") or "normal" (N(0, 1), the official code's).
+	AlphaInit string `json:"alpha_init,omitempty"`
 }
 
 // Training is one optimisation configuration.

@@ -75,7 +75,8 @@ func BuildWithSources(ctx context.Context, d schema.Dataset, env stages.Env) (*d
 	case "prox":
 		ds, err = prox.Generate(ctx, prox.Config{
 			H: d.H, Graphs: d.Graphs, Levels: d.Levels, Width: d.Width,
-			Seed: d.Seed, Folds: d.Folds, Threads: env.Threads,
+			Seed: d.Seed, Folds: d.Folds, Negatives: d.Negatives, Balanced: d.Balanced,
+			ColourBlind: d.ColourBlind, Threads: env.Threads,
 		})
 	case "tu":
 		ds, err = tu.Fetch(ctx, f, d.Name)
