@@ -148,9 +148,10 @@ type runner struct {
 	ready      readyQueue
 	// sch shares the cores (Options.Cores); slots are the running
 	// stages' shares by node index.
-	sch      *sched.Scheduler
-	slots    map[int]*sched.Slot
-	lastHeld int // node last reported as waiting for memory (-1: none)
+	sch       *sched.Scheduler
+	slots     map[int]*sched.Slot
+	lastHeld  int    // node last reported as waiting for memory (-1: none)
+	lastSplit string // the threads of the running stages last logged
 }
 
 // Run executes the nodes of p whose Status is not plan.Cached (call
@@ -457,8 +458,11 @@ func (r *runner) startShared(ctx context.Context, p *plan.Plan, events chan<- ev
 	if !r.hasReady() {
 		grown = r.sch.Grow()
 	}
-	if len(slots) > 0 || len(grown) > 0 {
-		r.log.Info("sharing the cores", "running", r.sch.Running(), "threads", r.threadSplit(p),
+	// One line whenever the split changes (a stage replacing one with the
+	// same threads changes nothing).
+	if split := r.threadSplit(p); (len(slots) > 0 || len(grown) > 0) && split != r.lastSplit {
+		r.lastSplit = split
+		r.log.Info("sharing the cores", "running", r.sch.Running(), "threads", split,
 			"cores", r.sch.Cores(), "started", len(slots), "grown", len(grown))
 	}
 	return len(slots)
