@@ -3,7 +3,9 @@
 //
 // Scheduling is deterministic: whenever a slot is free, the ready stage
 // (all inputs complete) that comes first in plan order starts. With one job
-// the stages run exactly in plan order.
+// the stages run exactly in plan order. With Options.Cores the stages share
+// the cores instead of fixed jobs × threads (package sched decides how many
+// start, with how many threads, and whether their memory fits).
 //
 // When a stage fails, every stage depending on it (directly or not) is
 // skipped with one message each. Without KeepGoing no new stage starts after
