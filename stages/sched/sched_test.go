@@ -362,3 +362,23 @@ func TestParseMemAvailable(t *testing.T) {
 		t.Error("a missing meminfo file reads as known")
 	}
 }
+
+// FuzzParseMemAvailable: any input gives a value or an error, never a
+// panic, and a value comes only from a well-formed line.
+func FuzzParseMemAvailable(f *testing.F) {
+	for _, s := range []string{
+		"MemTotal:       23000000 kB\nMemAvailable:   2048 kB\n",
+		"MemAvailable: 0 kB\n",
+		"MemAvailable: 18446744073709551615 kB\n",
+		"MemAvailable:\n",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseMemAvailable(strings.NewReader(s))
+		if err == nil && (!strings.Contains(s, "MemAvailable:") || v%1024 != 0) {
+			t.Fatalf("%q: value %d without a well-formed line", s, v)
+		}
+	})
+}
