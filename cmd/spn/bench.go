@@ -85,7 +85,7 @@ type benchReport struct {
 	Workloads   []benchRow `json:"workloads"`
 }
 
-func cmdBench(a *app, args []string) int {
+func cmdBench(a *app, args []string) error {
 	fs := a.newFlagSet("bench", benchUsage)
 	o := a.dataFlags(fs, true)
 	// Prox at 1000 graphs is the benchmark workload, not the generator's
@@ -111,7 +111,7 @@ func cmdBench(a *app, args []string) int {
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` after each workload's training, its model still alive (FILE.WORKLOAD with several workloads)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("bench", err)
+		return usageErr("bench", err)
 	}
 	if len(names) == 0 {
 		names = []string{"PROTEINS", "NCI1", "prox"}
@@ -129,7 +129,7 @@ func cmdBench(a *app, args []string) int {
 		err = fmt.Errorf("--graphs must be at least 1, got %d", o.graphs)
 	}
 	if err != nil {
-		return a.usageError("bench", err)
+		return usageErr("bench", err)
 	}
 	o.resolve(a)
 	rep := benchReport{
@@ -138,21 +138,19 @@ func cmdBench(a *app, args []string) int {
 			Selection: fit.SelectBestValLoss},
 		Threads: *threads, Jobs: *jobs, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	if *cpuProfile != "" {
 		stop, err := startRecording(*cpuProfile, "--cpuprofile", pprof.StartCPUProfile, pprof.StopCPUProfile)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
-			return exitFail
+			return runtimeErr("bench", err)
 		}
 		defer stop()
 	}
 	if *traceFile != "" {
 		stop, err := startRecording(*traceFile, "--trace", trace.Start, trace.Stop)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
-			return exitFail
+			return runtimeErr("bench", err)
 		}
 		defer stop()
 	}
@@ -162,12 +160,10 @@ func cmdBench(a *app, args []string) int {
 			prof += "." + name
 		}
 		row, err := benchOne(ctx, a, o, name, rep, *seed, prof)
-		if err != nil {
-			fmt.Fprintf(a.stderr, "spn bench: %s: %v\n", name, err)
-			if errors.Is(err, errUnknownDataset) || errors.Is(err, errBenchConfig) {
-				return exitUsage
-			}
-			return exitFail
+		if errors.Is(err, errUnknownDataset) || errors.Is(err, errBenchConfig) {
+			return usageErrf("bench", "%s: %w", name, err)
+		} else if err != nil {
+			return runtimeErrf("bench", "%s: %w", name, err)
 		}
 		rep.Workloads = append(rep.Workloads, row)
 	}
@@ -175,16 +171,14 @@ func cmdBench(a *app, args []string) int {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
-			return exitFail
+			return runtimeErr("bench", err)
 		}
-		return exitOK
+		return nil
 	}
 	if err := renderBench(a.stdout, rep); err != nil {
-		fmt.Fprintf(a.stderr, "spn bench: %v\n", err)
-		return exitFail
+		return runtimeErr("bench", err)
 	}
-	return exitOK
+	return nil
 }
 
 // errBenchConfig marks a model configuration the dataset does not admit.

@@ -187,3 +187,11 @@ func FuzzParseVmHWM(f *testing.F) {
 		}
 	})
 }
+
+// spn bench -h prints the usage (the h of h-Proximity is --prox-h).
+func TestBenchHelp(t *testing.T) {
+	code, _, errs := benchRun(t, "-h")
+	if code != exitOK || !strings.HasPrefix(errs, "Usage: spn bench [WORKLOAD...]") || !strings.Contains(errs, "-prox-h h") {
+		t.Errorf("bench -h: exit %d: %q", code, errs)
+	}
+}

@@ -31,17 +31,16 @@ gc      removes every stage that no plan of the given specs uses (each
         directories of killed runs. --dry-run lists what would go.
 `
 
-func cmdCache(a *app, args []string) int { return a.cache(realEngine(), args) }
+func cmdCache(a *app, args []string) error { return a.cache(realEngine(), args) }
 
-func (a *app) cache(en *engine, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		w := a.stderr
-		code := exitUsage
-		if len(args) > 0 {
-			w, code = a.stdout, exitOK
-		}
-		fmt.Fprint(w, cacheUsage)
-		return code
+func (a *app) cache(en *engine, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, cacheUsage)
+		return reported(exitUsage)
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(a.stdout, cacheUsage)
+		return nil
 	}
 	switch args[0] {
 	case "verify":
@@ -49,40 +48,36 @@ func (a *app) cache(en *engine, args []string) int {
 	case "gc":
 		return a.cacheGC(en, args[1:])
 	}
-	fmt.Fprintf(a.stderr, "spn cache: unknown subcommand %q (want verify or gc)\n", args[0])
-	return exitUsage
+	return usageErrf("cache", "unknown subcommand %q (want verify or gc)", args[0])
 }
 
-func (a *app) cacheVerify(args []string) int {
+func (a *app) cacheVerify(args []string) error {
 	fs := a.newFlagSet("cache verify", "cache verify [--cache DIR]")
 	o := a.envFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("cache verify", err)
+		return usageErr("cache verify", err)
 	}
 	if len(pos) != 0 {
-		return a.usageError("cache verify", fmt.Errorf("takes no arguments, got %d", len(pos)))
+		return usageErr("cache verify", fmt.Errorf("takes no arguments, got %d", len(pos)))
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("cache verify", err)
+		return usageErr("cache verify", err)
 	}
 	if _, err := os.Stat(o.cache); err != nil {
-		fmt.Fprintf(a.stderr, "spn cache verify: %v\n", err)
-		return exitUsage
+		return usageErr("cache verify", err)
 	}
 	c := &cache.Cache{Root: o.cache}
 	entries, err := c.Entries()
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn cache verify: %v\n", err)
-		return exitFail
+		return runtimeErr("cache verify", err)
 	}
 	damaged, old := 0, 0
 	for _, e := range entries {
 		ok, d, err := c.Check(e.Kind, e.Key)
 		switch {
 		case err != nil:
-			fmt.Fprintf(a.stderr, "spn cache verify: %v\n", err)
-			return exitFail
+			return runtimeErr("cache verify", err)
 		case d != nil:
 			damaged++
 			fmt.Fprintf(a.stdout, "damaged   %s %s  %s: %v\n", e.Kind, short(e.Key), e.Name, d)
@@ -93,9 +88,9 @@ func (a *app) cacheVerify(args []string) int {
 	}
 	fmt.Fprintf(a.stdout, "%d stages: %d intact, %d damaged, %d without checksums\n", len(entries), len(entries)-damaged-old, damaged, old)
 	if damaged > 0 {
-		return exitFail
+		return reported(exitFail) // the damaged stages are listed on stdout
 	}
-	return exitOK
+	return nil
 }
 
 func short(key string) string {
@@ -105,28 +100,27 @@ func short(key string) string {
 	return key
 }
 
-func (a *app) cacheGC(en *engine, args []string) int {
+func (a *app) cacheGC(en *engine, args []string) error {
 	fs := a.newFlagSet("cache gc", "cache gc [--dry-run] [--cache DIR] SPEC|DIR...")
 	o := a.envFlags(fs)
 	dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("cache gc", err)
+		return usageErr("cache gc", err)
 	}
 	if len(pos) == 0 {
-		return a.usageError("cache gc", errors.New("name the specs whose stages to keep (every other stage is removed)"))
+		return usageErr("cache gc", errors.New("name the specs whose stages to keep (every other stage is removed)"))
 	}
 	if o.mode != "" {
-		return a.usageError("cache gc", errors.New("--mode does not apply: every spec is planned in both modes"))
+		return usageErr("cache gc", errors.New("--mode does not apply: every spec is planned in both modes"))
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("cache gc", err)
+		return usageErr("cache gc", err)
 	}
 	files, err := vetFiles(pos)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn cache gc: %v\n", err)
-		return exitUsage
+		return usageErr("cache gc", err)
 	}
 	keep := map[string]bool{}
 	for _, f := range files {
@@ -137,13 +131,11 @@ func (a *app) cacheGC(en *engine, args []string) int {
 				if errors.As(err, &errs) && len(errs) == 1 && errs[0].Path == "mode" {
 					continue // the spec fixes the other mode
 				}
-				fmt.Fprintf(a.stderr, "spn cache gc: %s (mode %s) does not load, so nothing is removed:\n%v\n", f, mode, err)
-				return exitUsage
+				return usageErrf("cache gc", "%s (mode %s) does not load, so nothing is removed:\n%w", f, mode, err)
 			}
 			p, err := plan.Build(spec, en.reg)
 			if err != nil {
-				fmt.Fprintf(a.stderr, "spn cache gc: planning %s: %v\n", f, err)
-				return exitFail
+				return runtimeErrf("cache gc", "planning %s: %w", f, err)
 			}
 			for _, n := range p.Nodes {
 				keep[n.Kind+"/"+n.Key] = true
@@ -151,27 +143,24 @@ func (a *app) cacheGC(en *engine, args []string) int {
 		}
 	}
 	if _, err := os.Stat(o.cache); err != nil {
-		fmt.Fprintf(a.stderr, "spn cache gc: %v\n", err)
-		return exitUsage
+		return usageErr("cache gc", err)
 	}
 	c := &cache.Cache{Root: o.cache}
 	if !*dry {
-		ctx, stop := signalContext()
+		ctx, stop := a.signalContext()
 		defer stop()
-		lk, code := a.lockCache(ctx, "cache gc", c, *noWait)
-		if lk == nil {
-			return code
+		lk, err := a.lockCache(ctx, "cache gc", c, *noWait)
+		if err != nil {
+			return err
 		}
 		defer lk.Unlock()
 		if _, err := c.CleanTemp(); err != nil {
-			fmt.Fprintf(a.stderr, "spn cache gc: %v\n", err)
-			return exitFail
+			return runtimeErr("cache gc", err)
 		}
 	}
 	entries, err := c.Entries()
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn cache gc: %v\n", err)
-		return exitFail
+		return runtimeErr("cache gc", err)
 	}
 	var n int
 	var bytes int64
@@ -185,8 +174,7 @@ func (a *app) cacheGC(en *engine, args []string) int {
 		}
 		if !*dry {
 			if err := c.Remove(e.Kind, e.Key); err != nil {
-				fmt.Fprintf(a.stderr, "spn cache gc: %v\n", err)
-				return exitFail
+				return runtimeErr("cache gc", err)
 			}
 		}
 		n++
@@ -194,7 +182,7 @@ func (a *app) cacheGC(en *engine, args []string) int {
 		fmt.Fprintf(a.stdout, "%s %s %s  %s (%s)\n", verb, e.Kind, short(e.Key), e.Name, humanBytes(e.Bytes))
 	}
 	fmt.Fprintf(a.stdout, "%s %d of %d stages, %s; kept %d\n", verb, n, len(entries), humanBytes(bytes), len(entries)-n)
-	return exitOK
+	return nil
 }
 
 func humanBytes(b int64) string {

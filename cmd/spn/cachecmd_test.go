@@ -16,7 +16,7 @@ func TestCacheVerifyAndGC(t *testing.T) {
 	cmd := func(args ...string) result {
 		var out, errb syncBuffer
 		a := &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
-		code := a.cache(testEngine(), append(args, "--cache", cacheDir))
+		code := a.exit(a.cache(testEngine(), append(args, "--cache", cacheDir)))
 		return result{code, out.String(), errb.String()}
 	}
 	r := cmd("verify")

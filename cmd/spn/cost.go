@@ -48,12 +48,12 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 	return nil
 }
 
-func cmdCalibrate(a *app, args []string) int { return a.calibrate(realEngine(), args) }
+func cmdCalibrate(a *app, args []string) error { return a.calibrate(realEngine(), args) }
 
 // calibrate implements `spn calibrate SPEC`: train every distinct dataset
 // × model kind × k of the spec for a few epochs on this machine and write
 // the per-epoch times that spn plan --cost uses.
-func (a *app) calibrate(en *engine, args []string) int {
+func (a *app) calibrate(en *engine, args []string) error {
 	fs := a.newFlagSet("calibrate", "calibrate FILE [--out FILE] [--epochs N] [flags]\n\n"+
 		"Trains each dataset × model kind × k of the spec (its first grid point) for\n"+
 		"--epochs epochs on one split, one stage at a time, and writes the measured\n"+
@@ -66,38 +66,37 @@ func (a *app) calibrate(en *engine, args []string) int {
 	proxGraphs := fs.Int("prox-graphs", 1000, "measure h-Prox datasets with at most this many graphs (times scale linearly)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("calibrate", err)
+		return usageErr("calibrate", err)
 	}
 	if len(pos) != 1 {
-		return a.usageError("calibrate", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
+		return usageErr("calibrate", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
 	}
 	if *epochs < 2 || *threads < 1 || *proxGraphs < 2 {
-		return a.usageError("calibrate", fmt.Errorf("--epochs must be at least 2, --threads at least 1, --prox-graphs at least 2"))
+		return usageErr("calibrate", fmt.Errorf("--epochs must be at least 2, --threads at least 1, --prox-graphs at least 2"))
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("calibrate", err)
+		return usageErr("calibrate", err)
 	}
-	spec, code := a.loadSpec(en, "calibrate", pos[0], o.mode)
-	if spec == nil {
-		return code
+	spec, err := a.loadSpec(en, "calibrate", pos[0], o.mode)
+	if err != nil {
+		return err
 	}
 	out := *outFile
 	if out == "" {
 		out = defaultCalibration(pos[0])
 	}
-	cal, code := a.measure(en, spec, o, *epochs, *threads, *proxGraphs)
-	if cal == nil {
-		return code
+	cal, err := a.measure(en, spec, o, *epochs, *threads, *proxGraphs)
+	if err != nil {
+		return err
 	}
 	if old, err := cost.ReadCalibration(out); err == nil {
 		cal.Merge(old)
 	}
 	if err := cal.Write(out); err != nil {
-		fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
-		return exitFail
+		return runtimeErr("calibrate", err)
 	}
 	fmt.Fprintf(a.stderr, "spn calibrate: %d configurations measured; wrote %s\n", len(cal.Entries), out)
-	return exitOK
+	return nil
 }
 
 type combo struct {
@@ -107,7 +106,7 @@ type combo struct {
 
 // measure builds one single-run holdout experiment per distinct dataset ×
 // model kind × k of spec, runs it locally and reads the timings back.
-func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads, proxGraphs int) (*cost.Calibration, int) {
+func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads, proxGraphs int) (*cost.Calibration, error) {
 	cspec := &schema.Spec{Name: spec.Name + "-calibration", Device: spec.Device, Mode: spec.Mode,
 		File: spec.File, Tables: []schema.Table{}, Executor: spec.Executor}
 	var combos []combo
@@ -136,27 +135,24 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 	}
 	p, err := plan.Build(cspec, en.reg)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn calibrate: planning: %v\n", err)
-		return nil, exitFail
+		return nil, runtimeErrf("calibrate", "planning: %w", err)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
-		return nil, exitFail
+		return nil, runtimeErr("calibrate", err)
 	}
 	if err := p.Resolve(c); err != nil {
-		fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
-		return nil, exitFail
+		return nil, runtimeErr("calibrate", err)
 	}
-	ctx, stop := signalContext()
+	ctx, stop := a.signalContext()
 	defer stop()
 	_, toRun := p.Counts()
 	fmt.Fprintf(a.stderr, "spn calibrate: %d configurations, %d stages to run (%d epochs each, %d thread(s))\n",
 		len(combos), toRun, epochs, threads)
 	// Train stages only: select, evaluate and tabulate are not needed.
 	sel := func(n *plan.Node) bool { return n.Kind != stages.KindEvaluate }
-	if code := a.execute(ctx, "calibrate", p, c, en.reg, o, exec.Options{Jobs: 1, Threads: threads, Select: sel}); code != exitOK {
-		return nil, code
+	if err := a.execute(ctx, "calibrate", p, c, en.reg, o, exec.Options{Jobs: 1, Threads: threads, Select: sel}); err != nil {
+		return nil, err
 	}
 	host, _ := os.Hostname()
 	cal := &cost.Calibration{Version: cost.CalibrationVersion, Host: host, GOARCH: runtime.GOARCH,
@@ -169,8 +165,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 		case stages.KindGenerate, stages.KindPrecompute:
 			rec, err := c.ReadRecord(n.Kind, n.Key)
 			if err != nil {
-				fmt.Fprintf(a.stderr, "spn calibrate: %v\n", err)
-				return nil, exitFail
+				return nil, runtimeErr("calibrate", err)
 			}
 			if cal.StageSeconds[n.Kind] == nil {
 				cal.StageSeconds[n.Kind] = map[string]float64{}
@@ -184,8 +179,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 				err = json.Unmarshal(b, &tm)
 			}
 			if err != nil || len(tm.EpochSeconds) == 0 {
-				fmt.Fprintf(a.stderr, "spn calibrate: %s: no epoch timings (%v)\n", n.Name, err)
-				return nil, exitFail
+				return nil, runtimeErrf("calibrate", "%s: no epoch timings (%v)", n.Name, err)
 			}
 			secs := slices.Clone(tm.EpochSeconds)
 			if len(secs) > 1 {
@@ -200,5 +194,5 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 			cal.Entries = append(cal.Entries, e)
 		}
 	}
-	return cal, exitOK
+	return cal, nil
 }

@@ -50,21 +50,21 @@ name (ogbg-molbace, ogbg-molbbbp, ogbg-molclintox, ogbg-molesol,
 ogbg-molfreesolv, ogbg-molhiv, ogbg-molsider, ogbg-moltox21,
 ogbg-moltoxcast), QM9 (GNN-FiLM's three files) or one of its parts QM9-train,
 QM9-valid, QM9-test, "prox"
-(generated with --h, --graphs, --seed, --folds) or a name given to import.
+(generated with --prox-h, --graphs, --seed, --folds) or a name given to import.
 Flags of every subcommand: --mirror (env SPN_DATA_MIRROR), --data-dir (env
 SPN_DATA, default .spn/data). Run 'spn data SUBCOMMAND -h' for its flags.
 `
 
 // cmdData dispatches the data subcommands.
-func cmdData(a *app, args []string) int {
+func cmdData(a *app, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(a.stderr, dataUsage)
 		if len(args) == 0 {
-			return exitUsage
+			return reported(exitUsage)
 		}
-		return exitOK
+		return nil
 	}
-	subs := map[string]func(*app, []string) int{
+	subs := map[string]func(*app, []string) error{
 		"fetch":  (*app).dataFetch,
 		"stats":  (*app).dataStats,
 		"export": (*app).dataExport,
@@ -74,8 +74,7 @@ func cmdData(a *app, args []string) int {
 	}
 	sub, ok := subs[args[0]]
 	if !ok {
-		fmt.Fprintf(a.stderr, "spn data: unknown subcommand %q\n\n%s", args[0], dataUsage)
-		return exitUsage
+		return usageErrf("data", "unknown subcommand %q\n\n%s", args[0], strings.TrimSuffix(dataUsage, "\n"))
 	}
 	return sub(a, args[1:])
 }
@@ -93,7 +92,7 @@ func (a *app) dataFlags(fs *flag.FlagSet, withProx bool) *dataOpts {
 	fs.StringVar(&o.mirror, "mirror", "", "local mirror `dir` of upstream data files (env "+envMirror+")")
 	fs.StringVar(&o.dataDir, "data-dir", "", "`dir` for downloaded and imported data (env "+envDataDir+", default "+defaultDataDir+")")
 	if withProx {
-		fs.IntVar(&o.proxH, "h", 3, "h of the generated h-Proximity dataset (NAME prox)")
+		fs.IntVar(&o.proxH, "prox-h", 3, "`h` of the generated h-Proximity dataset (NAME prox)")
 		fs.IntVar(&o.graphs, "graphs", prox.DefaultGraphs, "number of generated h-Proximity graphs")
 		fs.Int64Var(&o.seed, "seed", 1, "seed of the generated h-Proximity dataset")
 		fs.IntVar(&o.folds, "folds", prox.DefaultFolds, "folds of the generated h-Proximity dataset")
@@ -170,26 +169,25 @@ func ogbSet(name string) string {
 // validName is what import accepts as a dataset name.
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// dataErr prints err and returns exitUsage for unknown names, exitFail
-// otherwise.
-func (a *app) dataErr(sub string, err error) int {
-	fmt.Fprintf(a.stderr, "spn data %s: %v\n", sub, err)
+// dataErr is err of subcommand sub: a usage error for unknown names and
+// impossible flags, a runtime error otherwise.
+func dataErr(sub string, err error) error {
 	if errors.Is(err, errUnknownDataset) || errors.Is(err, errBadFlags) {
-		return exitUsage
+		return usageErr("data "+sub, err)
 	}
-	return exitFail
+	return runtimeErr("data "+sub, err)
 }
 
-func (a *app) dataFetch(args []string) int {
+func (a *app) dataFetch(args []string) error {
 	fs := a.newFlagSet("data fetch", "data fetch NAME... [--refresh] [flags]")
 	o := a.dataFlags(fs, false)
 	refresh := fs.Bool("refresh", false, "fetch the files again and record their new checksums in the lock file (after a damaged or changed file)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("data fetch", err)
+		return usageErr("data fetch", err)
 	}
 	if len(names) == 0 {
-		return a.usageError("data fetch", fmt.Errorf("no dataset named (known: %s)", strings.Join(tu.Names(), ", ")))
+		return usageErr("data fetch", fmt.Errorf("no dataset named (known: %s)", strings.Join(tu.Names(), ", ")))
 	}
 	known := append(tu.Names(), exp.Names()...)
 	for _, n := range ogb.Names() {
@@ -197,11 +195,11 @@ func (a *app) dataFetch(args []string) int {
 	}
 	for _, n := range names {
 		if !slices.Contains(known, n) {
-			return a.usageError("data fetch", fmt.Errorf("cannot fetch %q (known: %s)", n, strings.Join(known, ", ")))
+			return usageErr("data fetch", fmt.Errorf("cannot fetch %q (known: %s)", n, strings.Join(known, ", ")))
 		}
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	f := o.fetcher(a)
 	for _, n := range names {
@@ -213,29 +211,29 @@ func (a *app) dataFetch(args []string) int {
 			}
 			for _, u := range urls {
 				if err := f.Forget(ctx, u); err != nil {
-					return a.dataErr("fetch", err)
+					return dataErr("fetch", err)
 				}
 			}
 		}
 		if slices.Contains(exp.Names(), n) {
 			p, err := f.Get(ctx, exp.URL(n))
 			if err != nil {
-				return a.dataErr("fetch", err)
+				return dataErr("fetch", err)
 			}
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, p)
 			if _, err := exp.Load(p, n); err != nil {
-				return a.dataErr("fetch", err)
+				return dataErr("fetch", err)
 			}
 			continue
 		}
 		if set := ogbSet(n); set != "" {
 			p, err := f.Get(ctx, ogb.URL(set))
 			if err != nil {
-				return a.dataErr("fetch", err)
+				return dataErr("fetch", err)
 			}
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, p)
 			if _, err := ogb.Load(p, set); err != nil {
-				return a.dataErr("fetch", err)
+				return dataErr("fetch", err)
 			}
 			continue
 		}
@@ -243,41 +241,41 @@ func (a *app) dataFetch(args []string) int {
 		for _, u := range []string{zipURL, splitsURL} {
 			p, err := f.Get(ctx, u)
 			if err != nil {
-				return a.dataErr("fetch", err)
+				return dataErr("fetch", err)
 			}
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, p)
 		}
 		// Parse once so a broken file is reported now, not at training.
 		if _, err := tu.Fetch(ctx, f, n); err != nil {
-			return a.dataErr("fetch", err)
+			return dataErr("fetch", err)
 		}
 	}
-	return exitOK
+	return nil
 }
 
-func (a *app) dataStats(args []string) int {
+func (a *app) dataStats(args []string) error {
 	fs := a.newFlagSet("data stats", "data stats NAME... [--json] [flags]")
 	o := a.dataFlags(fs, true)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	names, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("data stats", err)
+		return usageErr("data stats", err)
 	}
 	if len(names) == 0 {
-		return a.usageError("data stats", errors.New("no dataset named"))
+		return usageErr("data stats", errors.New("no dataset named"))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	var sums []stats.Summary
 	for _, n := range names {
 		ds, err := o.load(ctx, a, n)
 		if err != nil {
-			return a.dataErr("stats", err)
+			return dataErr("stats", err)
 		}
 		s, err := stats.Compute(ctx, ds, 0)
 		if err != nil {
-			return a.dataErr("stats", err)
+			return dataErr("stats", err)
 		}
 		sums = append(sums, s)
 	}
@@ -285,14 +283,14 @@ func (a *app) dataStats(args []string) int {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(sums); err != nil {
-			return a.dataErr("stats", err)
+			return dataErr("stats", err)
 		}
-		return exitOK
+		return nil
 	}
 	if err := renderStats(a.stdout, sums); err != nil {
-		return a.dataErr("stats", err)
+		return dataErr("stats", err)
 	}
-	return exitOK
+	return nil
 }
 
 // renderStats prints the summaries as a terminal table.
@@ -318,46 +316,46 @@ func renderStats(w io.Writer, sums []stats.Summary) error {
 	return tab.Render()
 }
 
-func (a *app) dataExport(args []string) int {
+func (a *app) dataExport(args []string) error {
 	fs := a.newFlagSet("data export", "data export NAME --format jsonl [--out FILE] [flags]")
 	o := a.dataFlags(fs, true)
 	format := fs.String("format", "jsonl", "output `format`: jsonl")
 	out := fs.String("out", "", "output `file` (default standard output)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("data export", err)
+		return usageErr("data export", err)
 	}
 	if len(names) != 1 {
-		return a.usageError("data export", fmt.Errorf("want one dataset NAME, got %d", len(names)))
+		return usageErr("data export", fmt.Errorf("want one dataset NAME, got %d", len(names)))
 	}
 	if *format != "jsonl" {
-		return a.usageError("data export", fmt.Errorf("unknown --format %q (supported: jsonl)", *format))
+		return usageErr("data export", fmt.Errorf("unknown --format %q (supported: jsonl)", *format))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	ds, err := o.load(ctx, a, names[0])
 	if err != nil {
-		return a.dataErr("export", err)
+		return dataErr("export", err)
 	}
 	if *out == "" {
 		if err := jsonl.Write(a.stdout, ds); err != nil {
-			return a.dataErr("export", err)
+			return dataErr("export", err)
 		}
-		return exitOK
+		return nil
 	}
 	f, err := os.Create(*out)
 	if err != nil {
-		return a.dataErr("export", err)
+		return dataErr("export", err)
 	}
 	if err := jsonl.Write(f, ds); err != nil {
 		f.Close()
-		return a.dataErr("export", fmt.Errorf("%s: %w", *out, err))
+		return dataErr("export", fmt.Errorf("%s: %w", *out, err))
 	}
 	if err := f.Close(); err != nil {
-		return a.dataErr("export", err)
+		return dataErr("export", err)
 	}
-	return exitOK
+	return nil
 }
 
 // shownGraph is the JSON form of spn data show.
@@ -373,30 +371,30 @@ type shownGraph struct {
 	Distances [][]int32   `json:"distances"`
 }
 
-func (a *app) dataShow(args []string) int {
+func (a *app) dataShow(args []string) error {
 	fs := a.newFlagSet("data show", "data show NAME --graph I [--json] [flags]")
 	o := a.dataFlags(fs, true)
 	idx := fs.Int("graph", -1, "graph `index` (from 0, in file order)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	names, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("data show", err)
+		return usageErr("data show", err)
 	}
 	if len(names) != 1 {
-		return a.usageError("data show", fmt.Errorf("want one dataset NAME, got %d", len(names)))
+		return usageErr("data show", fmt.Errorf("want one dataset NAME, got %d", len(names)))
 	}
 	if *idx < 0 {
-		return a.usageError("data show", errors.New("--graph I is required (I >= 0)"))
+		return usageErr("data show", errors.New("--graph I is required (I >= 0)"))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	ds, err := o.load(ctx, a, names[0])
 	if err != nil {
-		return a.dataErr("show", err)
+		return dataErr("show", err)
 	}
 	if *idx >= len(ds.Graphs) {
-		return a.usageError("data show", fmt.Errorf("--graph %d: %s has graphs 0..%d", *idx, ds.Name, len(ds.Graphs)-1))
+		return usageErr("data show", fmt.Errorf("--graph %d: %s has graphs 0..%d", *idx, ds.Name, len(ds.Graphs)-1))
 	}
 	g := &ds.Graphs[*idx]
 	dist := sp.Distances(g)
@@ -420,14 +418,14 @@ func (a *app) dataShow(args []string) int {
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		if err := enc.Encode(sg); err != nil {
-			return a.dataErr("show", err)
+			return dataErr("show", err)
 		}
-		return exitOK
+		return nil
 	}
 	if err := printGraph(a.stdout, &sg); err != nil {
-		return a.dataErr("show", err)
+		return dataErr("show", err)
 	}
-	return exitOK
+	return nil
 }
 
 // printGraph writes the text view of spn data show.
@@ -465,46 +463,45 @@ func printGraph(w io.Writer, sg *shownGraph) error {
 	return err
 }
 
-func (a *app) dataImport(args []string) int {
+func (a *app) dataImport(args []string) error {
 	fs := a.newFlagSet("data import", "data import FILE.jsonl --name NAME [flags]")
 	o := a.dataFlags(fs, false)
 	name := fs.String("name", "", "dataset `name` to store it under")
 	files, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("data import", err)
+		return usageErr("data import", err)
 	}
 	if len(files) != 1 {
-		return a.usageError("data import", fmt.Errorf("want one FILE.jsonl, got %d", len(files)))
+		return usageErr("data import", fmt.Errorf("want one FILE.jsonl, got %d", len(files)))
 	}
 	if !validName.MatchString(*name) || slices.Contains(tu.Names(), *name) || slices.Contains(exp.Names(), *name) || *name == "prox" {
-		return a.usageError("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', not a built-in dataset name", *name))
+		return usageErr("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', not a built-in dataset name", *name))
 	}
 	o.resolve(a)
 	f, err := os.Open(files[0])
 	if err != nil {
-		return a.usageError("data import", err)
+		return usageErr("data import", err)
 	}
 	defer f.Close()
 	ds, err := jsonl.Read(f, files[0])
 	if err != nil {
 		// The user's file does not validate: exit 2 like a bad spec.
-		fmt.Fprintf(a.stderr, "spn data import: %v\n", err)
-		return exitUsage
+		return usageErr("data import", err)
 	}
 	ds.Name = *name
 	dir := filepath.Join(o.dataDir, importedDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return a.dataErr("import", err)
+		return dataErr("import", err)
 	}
 	dest := filepath.Join(dir, *name+".bin")
 	if err := data.WriteDatasetFile(dest, ds); err != nil {
-		return a.dataErr("import", err)
+		return dataErr("import", err)
 	}
 	fmt.Fprintf(a.stdout, "imported %d graphs from %s as %s (%s)\n", len(ds.Graphs), files[0], *name, dest)
-	return exitOK
+	return nil
 }
 
-func (a *app) dataHops(args []string) int {
+func (a *app) dataHops(args []string) error {
 	fs := a.newFlagSet("data hops", "data hops NAME [--kmax K] [--unreachable] [--out FILE] [flags]")
 	o := a.dataFlags(fs, true)
 	kmax := fs.Int("kmax", sp.DefaultKMax, "largest hop distance `K`")
@@ -513,25 +510,25 @@ func (a *app) dataHops(args []string) int {
 	out := fs.String("out", "", "write the hop sets to `file` (the precompute stage's hops.bin format)")
 	names, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("data hops", err)
+		return usageErr("data hops", err)
 	}
 	if len(names) != 1 {
-		return a.usageError("data hops", fmt.Errorf("want one dataset NAME, got %d", len(names)))
+		return usageErr("data hops", fmt.Errorf("want one dataset NAME, got %d", len(names)))
 	}
 	if *kmax < 1 {
-		return a.usageError("data hops", fmt.Errorf("--kmax %d: want >= 1", *kmax))
+		return usageErr("data hops", fmt.Errorf("--kmax %d: want >= 1", *kmax))
 	}
 	o.resolve(a)
-	ctx, cancel := signalContext()
+	ctx, cancel := a.signalContext()
 	defer cancel()
 	ds, err := o.load(ctx, a, names[0])
 	if err != nil {
-		return a.dataErr("hops", err)
+		return dataErr("hops", err)
 	}
 	start := time.Now()
 	h, err := sp.Compute(ctx, ds.Graphs, *kmax, *unreachable, *threads)
 	if err != nil {
-		return a.dataErr("hops", err)
+		return dataErr("hops", err)
 	}
 	elapsed := time.Since(start)
 	entries := make([]int, *kmax)
@@ -549,13 +546,13 @@ func (a *app) dataHops(args []string) int {
 	fmt.Fprintf(a.stdout, "  total: %d pairs\n", total)
 	if *out != "" {
 		if err := data.WriteHopsFile(*out, h); err != nil {
-			return a.dataErr("hops", err)
+			return dataErr("hops", err)
 		}
 		st, err := os.Stat(*out)
 		if err != nil {
-			return a.dataErr("hops", err)
+			return dataErr("hops", err)
 		}
 		fmt.Fprintf(a.stdout, "wrote %s (%d bytes)\n", *out, st.Size())
 	}
-	return exitOK
+	return nil
 }

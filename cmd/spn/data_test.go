@@ -78,7 +78,7 @@ func TestDataImportShowExport(t *testing.T) {
 }
 
 func TestDataExportProx(t *testing.T) {
-	code, out, errs := dataRun(t.TempDir(), "", "export", "prox", "--h", "3", "--graphs", "20", "--seed", "1")
+	code, out, errs := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--seed", "1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -86,7 +86,7 @@ func TestDataExportProx(t *testing.T) {
 	if len(lines) != 20 || !strings.HasSuffix(lines[0], `"y":1}`) || !strings.HasSuffix(lines[1], `"y":0}`) {
 		t.Fatalf("got %d lines, first %q", len(lines), lines[0][max(0, len(lines[0])-20):])
 	}
-	_, again, _ := dataRun(t.TempDir(), "", "export", "prox", "--h", "3", "--graphs", "20", "--seed", "1")
+	_, again, _ := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--seed", "1")
 	if again != out {
 		t.Fatal("same seed exported different graphs")
 	}
@@ -163,5 +163,26 @@ func TestDataHops(t *testing.T) {
 	}
 	if code, _, _ := dataRun(dir, "", "hops", "prox", "--kmax", "0"); code != exitUsage {
 		t.Fatalf("--kmax 0: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// -h and -help print a data subcommand's usage and exit 0 (the h of
+// h-Proximity is --prox-h).
+func TestDataHelp(t *testing.T) {
+	for _, sub := range []string{"fetch", "stats", "export", "show", "import", "hops"} {
+		for _, h := range []string{"-h", "-help", "--help"} {
+			code, out, errs := dataRun(t.TempDir(), "", sub, h)
+			if code != exitOK || out != "" || !strings.HasPrefix(errs, "Usage: spn data "+sub+" ") || !strings.Contains(errs, "-data-dir dir") {
+				t.Errorf("data %s %s: exit %d, stdout %q, stderr %q", sub, h, code, out, errs)
+			}
+		}
+	}
+	code, _, errs := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "2", "--graphs", "1000", "-h")
+	if code != exitOK || !strings.Contains(errs, "-prox-h h") {
+		t.Errorf("export -h: exit %d: %q", code, errs)
+	}
+	code, out, _ := dataRun(t.TempDir(), "", "stats", "prox", "--prox-h", "2", "--graphs", "30", "--json")
+	if code != exitOK || !strings.Contains(out, `"name": "prox-h2"`) {
+		t.Errorf("stats --prox-h 2: exit %d: %s", code, out)
 	}
 }

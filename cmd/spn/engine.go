@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/term"
@@ -49,9 +47,9 @@ func realEngine() *engine {
 	return &engine{reg: newRegistry(), printTable: tablePrinter(), quickstart: quickstart}
 }
 
-func cmdPlan(a *app, args []string) int  { return a.plan(realEngine(), args) }
-func cmdRun(a *app, args []string) int   { return a.run(realEngine(), args) }
-func cmdTable(a *app, args []string) int { return a.table(realEngine(), args) }
+func cmdPlan(a *app, args []string) error  { return a.plan(realEngine(), args) }
+func cmdRun(a *app, args []string) error   { return a.run(realEngine(), args) }
+func cmdTable(a *app, args []string) error { return a.table(realEngine(), args) }
 
 // envOpts are the flags shared by commands that plan or run stages.
 type envOpts struct {
@@ -149,28 +147,16 @@ func (a *app) newFlagSet(name, usage string) *flag.FlagSet {
 	return fs
 }
 
-// usageError reports a usage problem and returns exitUsage (exitOK for
-// -h, whose usage text the flag set already printed).
-func (a *app) usageError(cmd string, err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
-	return exitUsage
-}
-
 // loadSpec loads a spec file (or the built-in quickstart when file is
-// empty), printing spec errors as file:line:col lines. It returns the exit
-// code to use when spec is nil.
-func (a *app) loadSpec(en *engine, cmd, file, mode string) (*schema.Spec, int) {
+// empty). Spec errors are usage errors printed as file:line:col lines.
+func (a *app) loadSpec(en *engine, cmd, file, mode string) (*schema.Spec, error) {
 	opt := schema.Options{Mode: mode, Models: modelRegistry(en.reg)}
 	var spec *schema.Spec
 	var err error
 	if file == "" {
 		name, src, ok := en.quickstart()
 		if !ok {
-			fmt.Fprintf(a.stderr, "spn %s: this build has no built-in quickstart spec; give a spec FILE\n", cmd)
-			return nil, exitUsage
+			return nil, usageErrf(cmd, "this build has no built-in quickstart spec; give a spec FILE")
 		}
 		spec, err = schema.LoadBytes(name, src, opt)
 	} else {
@@ -179,32 +165,38 @@ func (a *app) loadSpec(en *engine, cmd, file, mode string) (*schema.Spec, int) {
 		stop()
 	}
 	if err != nil {
-		var errs schema.Errors
-		if errors.As(err, &errs) {
-			for _, e := range errs {
-				fmt.Fprintln(a.stderr, e.Error())
-			}
-		} else {
-			fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
-		}
-		return nil, exitUsage
+		return nil, specErr(cmd, err)
 	}
-	return spec, exitOK
+	return spec, nil
+}
+
+// specErr is the usage error of a spec that does not load: its
+// schema.Errors one per line as file:line:col: path: message, any other
+// error as "spn CMD: ERR".
+func specErr(cmd string, err error) error {
+	var errs schema.Errors
+	if !errors.As(err, &errs) {
+		return usageErr(cmd, err)
+	}
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = e.Error()
+	}
+	return &exitError{code: exitUsage, msg: strings.Join(lines, "\n"), err: err}
 }
 
 // buildPlan loads the spec and unrolls it into a plan.
-func (a *app) buildPlan(en *engine, cmd, file string, o *envOpts) (*schema.Spec, *plan.Plan, *stages.Registry, int) {
-	spec, code := a.loadSpec(en, cmd, file, o.mode)
-	if spec == nil {
-		return nil, nil, nil, code
+func (a *app) buildPlan(en *engine, cmd, file string, o *envOpts) (*schema.Spec, *plan.Plan, *stages.Registry, error) {
+	spec, err := a.loadSpec(en, cmd, file, o.mode)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	reg := en.reg
 	p, err := plan.Build(spec, reg)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn %s: planning %s: %v\n", cmd, specLabel(spec, file), err)
-		return nil, nil, nil, exitFail
+		return nil, nil, nil, runtimeErrf(cmd, "planning %s: %w", specLabel(spec, file), err)
 	}
-	return spec, p, reg, exitOK
+	return spec, p, reg, nil
 }
 
 func specLabel(spec *schema.Spec, file string) string {
@@ -214,7 +206,7 @@ func specLabel(spec *schema.Spec, file string) string {
 	return spec.File
 }
 
-func (a *app) plan(en *engine, args []string) int {
+func (a *app) plan(en *engine, args []string) error {
 	fs := a.newFlagSet("plan", "plan FILE [--json] [flags]")
 	o := a.envFlags(fs)
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
@@ -222,22 +214,21 @@ func (a *app) plan(en *engine, args []string) int {
 	calFile := fs.String("calibration", "", "calibration `file` for --cost (default calibration.json beside the spec; spn calibrate writes it)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("plan", err)
+		return usageErr("plan", err)
 	}
 	if len(pos) != 1 {
-		return a.usageError("plan", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
+		return usageErr("plan", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("plan", err)
+		return usageErr("plan", err)
 	}
-	_, p, _, code := a.buildPlan(en, "plan", pos[0], o)
-	if p == nil {
-		return code
+	_, p, _, err := a.buildPlan(en, "plan", pos[0], o)
+	if err != nil {
+		return err
 	}
 	// Reading complete stage dirs needs no lock, and plan creates nothing.
 	if err := p.Resolve(&cache.Cache{Root: o.cache, Warn: a.warnDamage("plan")}); err != nil {
-		fmt.Fprintf(a.stderr, "spn plan: %v\n", err)
-		return exitFail
+		return runtimeErr("plan", err)
 	}
 	if *withCost {
 		f := *calFile
@@ -246,14 +237,12 @@ func (a *app) plan(en *engine, args []string) int {
 		}
 		cal, err := cost.ReadCalibration(f)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn plan: %v (spn calibrate %s --out %s measures one)\n", err, pos[0], f)
-			return exitFail
+			return runtimeErrf("plan", "%w (spn calibrate %s --out %s measures one)", err, pos[0], f)
 		}
 		if err := writeCost(a.stdout, cal, f, p); err != nil {
-			fmt.Fprintf(a.stderr, "spn plan: %v\n", err)
-			return exitFail
+			return runtimeErr("plan", err)
 		}
-		return exitOK
+		return nil
 	}
 	if *asJSON {
 		err = p.WriteJSON(a.stdout)
@@ -261,21 +250,9 @@ func (a *app) plan(en *engine, args []string) int {
 		err = p.WriteText(a.stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn plan: %v\n", err)
-		return exitFail
+		return runtimeErr("plan", err)
 	}
-	return exitOK
-}
-
-// signalContext is cancelled by the first SIGINT/SIGTERM; a second one
-// kills the process the default way.
-func signalContext() (context.Context, func()) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	return ctx, stop
+	return nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -285,7 +262,7 @@ func isTerminal(w io.Writer) bool {
 
 // lockCache takes the exclusive cache lock, telling the user once if it
 // has to wait.
-func (a *app) lockCache(ctx context.Context, cmd string, c *cache.Cache, noWait bool) (*cache.Lock, int) {
+func (a *app) lockCache(ctx context.Context, cmd string, c *cache.Cache, noWait bool) (*cache.Lock, error) {
 	lk, err := c.Lock(ctx, !noWait, func(pid int) {
 		who := "another spn process"
 		if pid > 0 {
@@ -293,21 +270,20 @@ func (a *app) lockCache(ctx context.Context, cmd string, c *cache.Cache, noWait 
 		}
 		fmt.Fprintf(a.stderr, "spn %s: waiting for %s, which is using the cache %s (--no-wait fails instead)\n", cmd, who, c.Root)
 	})
-	if err != nil {
-		if errors.Is(err, cache.ErrLocked) {
-			fmt.Fprintf(a.stderr, "spn %s: %v; wait for it to finish, use another --cache, or drop --no-wait to wait\n", cmd, err)
-		} else {
-			fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
-		}
-		return nil, exitFail
+	if errors.Is(err, cache.ErrLocked) {
+		return nil, runtimeErrf(cmd, "%w; wait for it to finish, use another --cache, or drop --no-wait to wait", err)
 	}
-	return lk, exitOK
+	if err != nil {
+		return nil, runtimeErr(cmd, err)
+	}
+	return lk, nil
 }
 
 // execute runs the selected uncached stages of p with logging and
-// progress, printing failure and skip messages. It returns the exit code.
+// progress, printing failure and skip messages as they happen. It fails
+// when a stage did not complete.
 func (a *app) execute(ctx context.Context, cmd string, p *plan.Plan, c *cache.Cache, reg *stages.Registry,
-	o *envOpts, opt exec.Options) int {
+	o *envOpts, opt exec.Options) error {
 	errw := a.stderr
 	var bar *exec.BarProgress
 	if isTerminal(a.stderr) && !o.logJSON {
@@ -326,23 +302,19 @@ func (a *app) execute(ctx context.Context, cmd string, p *plan.Plan, c *cache.Ca
 		opt.Progress = exec.NewLogProgress(log, 0)
 	}
 	res, err := exec.Run(ctx, p, c, reg, opt)
-	if err != nil {
-		if res != nil && res.Interrupted {
-			fmt.Fprintf(a.stderr, "spn %s: interrupted; finished stages are kept, run again to resume\n", cmd)
-		} else {
-			fmt.Fprintf(a.stderr, "spn %s: %v\n", cmd, err)
-		}
-		return exitFail
+	switch {
+	case err != nil && res != nil && res.Interrupted:
+		return runtimeErrf(cmd, "interrupted; finished stages are kept, run again to resume")
+	case err != nil:
+		return runtimeErr(cmd, err)
+	case !res.OK():
+		return runtimeErrf(cmd, "%d stages ran, %d failed, %d skipped, %d not started",
+			len(res.Ran), len(res.Failed), len(res.Skipped), res.NotStarted)
 	}
-	if !res.OK() {
-		fmt.Fprintf(a.stderr, "spn %s: %d stages ran, %d failed, %d skipped, %d not started\n",
-			cmd, len(res.Ran), len(res.Failed), len(res.Skipped), res.NotStarted)
-		return exitFail
-	}
-	return exitOK
+	return nil
 }
 
-func (a *app) run(en *engine, args []string) int {
+func (a *app) run(en *engine, args []string) error {
 	fs := a.newFlagSet("run", "run [FILE] [flags]   (no FILE: the built-in quickstart)")
 	o := a.envFlags(fs)
 	jobs := fs.Int("jobs", 0, "stages run at once (default: without --threads, the stages share the cores; else NumCPU / threads)")
@@ -353,48 +325,46 @@ func (a *app) run(en *engine, args []string) int {
 	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("run", err)
+		return usageErr("run", err)
 	}
 	if err := sl.resolve(a); err != nil {
-		return a.usageError("run", err)
+		return usageErr("run", err)
 	}
 	if len(pos) > 1 {
-		return a.usageError("run", fmt.Errorf("want at most one spec FILE, got %d arguments", len(pos)))
+		return usageErr("run", fmt.Errorf("want at most one spec FILE, got %d arguments", len(pos)))
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("run", err)
+		return usageErr("run", err)
 	}
 	j, t, err := parallelism(*jobs, *threads, runtime.NumCPU())
 	if err != nil {
-		return a.usageError("run", err)
+		return usageErr("run", err)
 	}
 	file := ""
 	if len(pos) == 1 {
 		file = pos[0]
 	}
-	spec, p, reg, code := a.buildPlan(en, "run", file, o)
-	if p == nil {
-		return code
+	spec, p, reg, err := a.buildPlan(en, "run", file, o)
+	if err != nil {
+		return err
 	}
 	if sl.executor == executorSlurm {
 		return a.runSlurm(en, spec, p, file, o, sl, *out)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
-		return exitFail
+		return runtimeErr("run", err)
 	}
 	c.Warn = a.warnDamage("run")
-	ctx, stop := signalContext()
+	ctx, stop := a.signalContext()
 	defer stop()
-	lk, code := a.lockCache(ctx, "run", c, *noWait)
-	if lk == nil {
-		return code
+	lk, err := a.lockCache(ctx, "run", c, *noWait)
+	if err != nil {
+		return err
 	}
 	defer lk.Unlock()
 	if err := p.Resolve(c); err != nil {
-		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
-		return exitFail
+		return runtimeErr("run", err)
 	}
 	cached, toRun := p.Counts()
 	xo, how := exec.Options{Jobs: j, Threads: t}, fmt.Sprintf("jobs=%d, threads=%d", j, t)
@@ -405,11 +375,14 @@ func (a *app) run(en *engine, args []string) int {
 	xo.KeepGoing = *keepGoing
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
 		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
-	if code := a.execute(ctx, "run", p, c, reg, o, xo); code != exitOK {
+	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {
 		if *keepGoing && ctx.Err() == nil {
+			// The run's summary, then what the partial tables wrote.
+			fmt.Fprintln(a.stderr, err)
 			a.writePartialTables(en, spec, p, c, outDir(*out, spec))
+			return reported(exitCode(err))
 		}
-		return code
+		return err
 	}
 	return a.writeTables(en, spec, p, c, outDir(*out, spec))
 }
@@ -444,27 +417,24 @@ func outDir(flagValue string, spec *schema.Spec) string {
 
 // writeTables copies every table's files from its tabulate stage into out
 // (atomically, file by file) and prints each table to stdout.
-func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) int {
+func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) error {
 	printTable := en.printTable
 	for i, t := range spec.Tables {
 		n := p.Tabulate[t.Name]
 		if n == nil {
-			fmt.Fprintf(a.stderr, "spn: table %s is not in the plan\n", t.Name)
-			return exitFail
+			return runtimeErrf("", "table %s is not in the plan", t.Name)
 		}
 		dir := c.StageDir(n.Kind, n.Key)
 		files, err := copyArtifacts(dir, out)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn: table %s: %v\n", t.Name, err)
-			return exitFail
+			return runtimeErrf("", "table %s: %w", t.Name, err)
 		}
 		if printTable != nil {
 			if i > 0 {
 				fmt.Fprintln(a.stdout)
 			}
 			if err := printTable(a.stdout, dir); err != nil {
-				fmt.Fprintf(a.stderr, "spn: table %s: %v\n", t.Name, err)
-				return exitFail
+				return runtimeErrf("", "table %s: %w", t.Name, err)
 			}
 		}
 		fmt.Fprintf(a.stderr, "spn: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
@@ -499,29 +469,28 @@ func copyArtifacts(stageDir, out string) ([]string, error) {
 	return written, nil
 }
 
-func (a *app) table(en *engine, args []string) int {
+func (a *app) table(en *engine, args []string) error {
 	fs := a.newFlagSet("table", "table FILE [--out DIR] [flags]")
 	o := a.envFlags(fs)
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("table", err)
+		return usageErr("table", err)
 	}
 	if len(pos) != 1 {
-		return a.usageError("table", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
+		return usageErr("table", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("table", err)
+		return usageErr("table", err)
 	}
-	spec, p, reg, code := a.buildPlan(en, "table", pos[0], o)
-	if p == nil {
-		return code
+	spec, p, reg, err := a.buildPlan(en, "table", pos[0], o)
+	if err != nil {
+		return err
 	}
 	c := &cache.Cache{Root: o.cache, Warn: a.warnDamage("table")}
 	if err := p.Resolve(c); err != nil {
-		fmt.Fprintf(a.stderr, "spn table: %v\n", err)
-		return exitFail
+		return runtimeErr("table", err)
 	}
 	// Tables render from finished experiments only. A run in progress may
 	// still be computing the missing ones: wait for its lock (or fail at
@@ -530,36 +499,35 @@ func (a *app) table(en *engine, args []string) int {
 	if len(missing) > 0 || pending > 0 {
 		if _, err := os.Stat(o.cache); err == nil || pending > 0 {
 			if _, err := cache.Open(o.cache); err != nil {
-				fmt.Fprintf(a.stderr, "spn table: %v\n", err)
-				return exitFail
+				return runtimeErr("table", err)
 			}
-			ctx, stop := signalContext()
+			ctx, stop := a.signalContext()
 			defer stop()
-			lk, code := a.lockCache(ctx, "table", c, *noWait)
-			if lk == nil {
-				return code
+			lk, err := a.lockCache(ctx, "table", c, *noWait)
+			if err != nil {
+				return err
 			}
 			defer lk.Unlock()
 			c.Forget() // the holder may have finished stages meanwhile
 			if err := p.Resolve(c); err != nil {
-				fmt.Fprintf(a.stderr, "spn table: %v\n", err)
-				return exitFail
+				return runtimeErr("table", err)
 			}
 			missing, pending = tableNeeds(spec, p)
 		}
 	}
 	if len(missing) > 0 {
-		for _, e := range missing {
-			fmt.Fprintf(a.stderr, "spn table: experiment %s has no results in %s yet; run it first: spn run %s\n", e, c.Root, pos[0])
+		errs := make([]error, len(missing))
+		for i, e := range missing {
+			errs[i] = runtimeErrf("table", "experiment %s has no results in %s yet; run it first: spn run %s", e, c.Root, pos[0])
 		}
-		return exitFail
+		return joinErrs(errs)
 	}
 	if pending > 0 {
-		ctx, stop := signalContext()
+		ctx, stop := a.signalContext()
 		defer stop()
 		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == figure.KindName }
-		if code := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); code != exitOK {
-			return code
+		if err := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); err != nil {
+			return err
 		}
 	}
 	return a.writeTables(en, spec, p, c, outDir(*out, spec))

@@ -128,16 +128,16 @@ func spn(en *engine, cacheDir string, args ...string) result {
 		}
 		return ""
 	}}
-	var code int
+	var err error
 	switch args[0] {
 	case "plan":
-		code = a.plan(en, args[1:])
+		err = a.plan(en, args[1:])
 	case "run":
-		code = a.run(en, args[1:])
+		err = a.run(en, args[1:])
 	case "table":
-		code = a.table(en, args[1:])
+		err = a.table(en, args[1:])
 	}
-	return result{code, out.String(), errb.String()}
+	return result{a.exit(err), out.String(), errb.String()}
 }
 
 func TestPlanJSONGolden(t *testing.T) {
@@ -406,9 +406,9 @@ func TestParallelism(t *testing.T) {
 }
 
 func TestSpecMode(t *testing.T) {
-	spec, code := (&app{stderr: &bytes.Buffer{}}).loadSpec(testEngine(), "plan", "testdata/small.cue", "")
-	if spec == nil || code != exitOK || spec.Mode != schema.ModeSmoke {
-		t.Fatalf("load: %v %d", spec, code)
+	spec, err := (&app{stderr: &bytes.Buffer{}}).loadSpec(testEngine(), "plan", "testdata/small.cue", "")
+	if err != nil || spec.Mode != schema.ModeSmoke {
+		t.Fatalf("load: %v %v", spec, err)
 	}
 }
 

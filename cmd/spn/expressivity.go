@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,138 +90,201 @@ func parseKs(s string) ([]int, error) {
 	return slices.Compact(ks), nil
 }
 
-func cmdExpressivity(a *app, args []string) int {
+// exprOptions are the flags and the input of spn expressivity.
+type exprOptions struct {
+	data *dataOpts
+	// paper: the paper's Section 4 pairs and claims; else input names EXP,
+	// CEXP or a PAIRS.jsonl file (- for stdin).
+	paper bool
+	input string
+	// ks are the hop limits asked (nil: the default per pair or dataset).
+	ks          []int
+	unreachable bool
+	seeds       int
+	asJSON      bool
+}
+
+// exprPairs are the pairs to check and where they come from.
+type exprPairs struct {
+	source string // "paper", the dataset's name, the file or "stdin"
+	// dataset is set for EXP and CEXP: only the counts are printed.
+	dataset bool
+	pairs   []expressivity.Pair
+	// paper is parallel to pairs with --paper, else nil.
+	paper []expressivity.PaperPair
+	// ks are the hop limits to check (nil: 1..n−1 per pair).
+	ks []int
+}
+
+// cmdExpressivity implements spn expressivity: parse the options, load the
+// pairs, check them (refinement, concrete SPNs and, with --paper, the
+// paper's claims) and print the report. It fails (exit 1) when a claim of
+// the paper does not hold.
+func cmdExpressivity(a *app, args []string) error {
+	opt, err := a.exprOptions(args)
+	if opt == nil {
+		return err // nil after -h
+	}
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	in, err := loadPairs(ctx, a, opt)
+	if err != nil {
+		return err
+	}
+	rep, err := checkPairs(ctx, in, opt)
+	if err != nil {
+		return err
+	}
+	if opt.asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = rep.render(a.stdout, !in.dataset)
+	}
+	if err != nil {
+		return runtimeErr("expressivity", err)
+	}
+	if rep.ClaimsHold != nil && !*rep.ClaimsHold {
+		return reported(exitFail) // the report names the failing claims
+	}
+	return nil
+}
+
+// exprOptions parses spn expressivity's arguments. Both results are nil
+// after -h.
+func (a *app) exprOptions(args []string) (*exprOptions, error) {
 	fs := a.newFlagSet("expressivity", expressivityUsage)
 	base := fs.Usage
 	fs.Usage = func() {
 		fmt.Fprint(a.stderr, expressivityHelp+"\n")
 		base()
 	}
-	o := a.dataFlags(fs, false)
-	paper := fs.Bool("paper", false, "check the paper's Section 4 pairs and claims")
+	opt := &exprOptions{data: a.dataFlags(fs, false)}
+	fs.BoolVar(&opt.paper, "paper", false, "check the paper's Section 4 pairs and claims")
 	kList := fs.String("k", "", "hop limits k of SP-MPNN(k), e.g. 1-4 or 1,2,5 (default 1..n-1 per pair; for a dataset 1..its largest diameter)")
-	unreachable := fs.Bool("unreachable", false, "SP-MPNN(k) also aggregates over N_∞ (nodes in other components)")
-	seeds := fs.Int("spn-seeds", 3, "random SPNs per pair and k for the concrete check (0: skip it)")
-	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	fs.BoolVar(&opt.unreachable, "unreachable", false, "SP-MPNN(k) also aggregates over N_∞ (nodes in other components)")
+	fs.IntVar(&opt.seeds, "spn-seeds", 3, "random SPNs per pair and k for the concrete check (0: skip it)")
+	fs.BoolVar(&opt.asJSON, "json", false, "print JSON instead of tables")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("expressivity", err)
+		return nil, usageErr("expressivity", err)
 	}
-	ks, err := parseKs(*kList)
-	if err != nil {
-		return a.usageError("expressivity", err)
+	if opt.ks, err = parseKs(*kList); err != nil {
+		return nil, usageErr("expressivity", err)
 	}
-	if *seeds < 0 || *seeds > 100 {
-		return a.usageError("expressivity", fmt.Errorf("--spn-seeds %d out of range 0..100", *seeds))
+	if opt.seeds < 0 || opt.seeds > 100 {
+		return nil, usageErrf("expressivity", "--spn-seeds %d out of range 0..100", opt.seeds)
 	}
 	switch {
-	case *paper && len(pos) > 0:
-		return a.usageError("expressivity", errors.New("--paper takes no other input"))
-	case !*paper && len(pos) != 1:
-		return a.usageError("expressivity", errors.New("want --paper, EXP, CEXP or one PAIRS.jsonl file (see 'spn expressivity -h')"))
+	case opt.paper && len(pos) > 0:
+		return nil, usageErrf("expressivity", "--paper takes no other input")
+	case !opt.paper && len(pos) != 1:
+		return nil, usageErrf("expressivity", "want --paper, EXP, CEXP or one PAIRS.jsonl file (see 'spn expressivity -h')")
+	case !opt.paper:
+		opt.input = pos[0]
 	}
-	o.resolve(a)
-	ctx, cancel := signalContext()
-	defer cancel()
+	opt.data.resolve(a)
+	return opt, nil
+}
 
-	var pairs []expressivity.Pair
-	var paperPairs []expressivity.PaperPair
-	source, dataset := "paper", false
+// loadPairs returns the pairs opt asks for: the paper's, a dataset's
+// consecutive graphs (by default with k up to its largest diameter) or a
+// PAIRS.jsonl file's.
+func loadPairs(ctx context.Context, a *app, opt *exprOptions) (*exprPairs, error) {
+	in := &exprPairs{source: opt.input, ks: opt.ks}
 	switch {
-	case *paper:
-		paperPairs = expressivity.PaperPairs()
-		for _, pp := range paperPairs {
-			pairs = append(pairs, pp.Pair)
+	case opt.paper:
+		in.source = "paper"
+		in.paper = expressivity.PaperPairs()
+		for _, pp := range in.paper {
+			in.pairs = append(in.pairs, pp.Pair)
 		}
-	case slices.Contains(exp.Names(), pos[0]):
-		source, dataset = pos[0], true
-		ds, err := exp.Fetch(ctx, o.fetcher(a), pos[0])
+	case slices.Contains(exp.Names(), opt.input):
+		in.dataset = true
+		ds, err := exp.Fetch(ctx, opt.data.fetcher(a), opt.input)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn expressivity: %v\n", err)
-			return exitFail
+			return nil, runtimeErr("expressivity", err)
 		}
-		if pairs, err = expressivity.Consecutive(ds); err != nil {
-			fmt.Fprintf(a.stderr, "spn expressivity: %v\n", err)
-			return exitFail
+		if in.pairs, err = expressivity.Consecutive(ds); err != nil {
+			return nil, runtimeErr("expressivity", err)
 		}
-		if ks == nil {
+		if in.ks == nil {
 			// k beyond the largest diameter adds nothing.
 			d := 1
 			for i := range ds.Graphs {
 				info, err := expressivity.Info(&ds.Graphs[i])
 				if err != nil {
-					fmt.Fprintf(a.stderr, "spn expressivity: %s graph %d: %v\n", pos[0], i, err)
-					return exitFail
+					return nil, runtimeErrf("expressivity", "%s graph %d: %w", opt.input, i, err)
 				}
 				d = max(d, info.Diameter)
 			}
 			for k := 1; k <= d; k++ {
-				ks = append(ks, k)
+				in.ks = append(in.ks, k)
 			}
 		}
 	default:
-		source = pos[0]
 		var r io.Reader = os.Stdin
-		if pos[0] != "-" {
-			f, err := os.Open(pos[0])
+		if opt.input != "-" {
+			f, err := os.Open(opt.input)
 			if err != nil {
-				fmt.Fprintf(a.stderr, "spn expressivity: %v\n", err)
-				return exitUsage
+				return nil, usageErr("expressivity", err)
 			}
 			defer f.Close()
 			r = f
 		} else {
-			source = "stdin"
+			in.source = "stdin"
 		}
-		if pairs, err = expressivity.ReadPairs(r, source); err != nil {
-			fmt.Fprintf(a.stderr, "spn expressivity: %v\n", err)
-			return exitUsage
+		var err error
+		if in.pairs, err = expressivity.ReadPairs(r, in.source); err != nil {
+			return nil, usageErr("expressivity", err)
 		}
 	}
+	return in, nil
+}
 
-	rep := exprReport{Source: source, Unreachable: *unreachable, SPNSeeds: *seeds}
-	for i := range pairs {
+// checkPairs decides every pair by colour refinement, runs the concrete
+// SPNs (unless --spn-seeds 0) and checks the paper's claims (--paper).
+func checkPairs(ctx context.Context, in *exprPairs, opt *exprOptions) (*exprReport, error) {
+	rep := &exprReport{Source: in.source, Unreachable: opt.unreachable, SPNSeeds: opt.seeds}
+	for i := range in.pairs {
 		if err := ctx.Err(); err != nil {
-			fmt.Fprintf(a.stderr, "spn expressivity: %v\n", err)
-			return exitFail
+			return nil, runtimeErr("expressivity", err)
 		}
-		r, err := expressivity.Check(ctx, &pairs[i], expressivity.Options{Ks: ks, Unreachable: *unreachable})
+		r, err := expressivity.Check(ctx, &in.pairs[i], expressivity.Options{Ks: in.ks, Unreachable: opt.unreachable})
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn expressivity: %s: %v\n", source, err)
-			return exitFail
+			return nil, runtimeErrf("expressivity", "%s: %w", in.source, err)
 		}
 		ep := exprPair{Result: r}
-		if paperPairs != nil {
+		if in.paper != nil {
 			// The paper's SP-MPNNs aggregate over N_1..N_k only: its claims
 			// are checked without N_∞ even when --unreachable is given.
 			rc := r
-			if *unreachable {
-				if rc, err = expressivity.Check(ctx, &pairs[i], expressivity.Options{Ks: ks}); err != nil {
-					fmt.Fprintf(a.stderr, "spn expressivity: %s: %v\n", source, err)
-					return exitFail
+			if opt.unreachable {
+				if rc, err = expressivity.Check(ctx, &in.pairs[i], expressivity.Options{Ks: in.ks}); err != nil {
+					return nil, runtimeErrf("expressivity", "%s: %w", in.source, err)
 				}
 			}
-			ep.Claims = paperPairs[i].Verify(rc)
+			ep.Claims = in.paper[i].Verify(rc)
 		}
 		rep.Pairs = append(rep.Pairs, ep)
 	}
-	if *seeds > 0 {
+	if opt.seeds > 0 {
 		results := make([]*expressivity.Result, len(rep.Pairs))
 		for i, p := range rep.Pairs {
 			results[i] = p.Result
 		}
-		seps, err := separateSPN(ctx, pairs, results, *seeds)
+		seps, err := separateSPN(ctx, in.pairs, results, opt.seeds)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn expressivity: %s: %v\n", source, err)
-			return exitFail
+			return nil, runtimeErrf("expressivity", "%s: %w", in.source, err)
 		}
 		for i := range rep.Pairs {
 			rep.Pairs[i].SPN = seps[i]
 		}
 	}
 	rep.count()
-	hold := true
-	if paperPairs != nil {
+	if in.paper != nil {
+		hold := true
 		for _, p := range rep.Pairs {
 			for _, v := range p.Claims {
 				hold = hold && v.Holds
@@ -229,22 +292,7 @@ func cmdExpressivity(a *app, args []string) int {
 		}
 		rep.ClaimsHold = &hold
 	}
-
-	if *asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(a.stderr, "spn expressivity: %v\n", err)
-			return exitFail
-		}
-	} else if err := rep.render(a.stdout, !dataset); err != nil {
-		fmt.Fprintf(a.stderr, "spn expressivity: %v\n", err)
-		return exitFail
-	}
-	if !hold {
-		return exitFail
-	}
-	return exitOK
+	return rep, nil
 }
 
 // count fills Counts and BoundViolations from Pairs.

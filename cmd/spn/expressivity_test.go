@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +154,46 @@ func TestParseKs(t *testing.T) {
 		if _, err := parseKs(bad); err == nil {
 			t.Errorf("parseKs(%q) accepted", bad)
 		}
+	}
+}
+
+// exprOptions: -h prints the help and yields no options and no error;
+// the input is the one positional argument, none with --paper.
+func TestExpressivityOptions(t *testing.T) {
+	var errb bytes.Buffer
+	a := &app{stdout: &bytes.Buffer{}, stderr: &errb, getenv: func(string) string { return "" }}
+	opt, err := a.exprOptions([]string{"-h"})
+	if opt != nil || err != nil || !strings.HasPrefix(errb.String(), "Decide which graph pairs") {
+		t.Errorf("-h: %+v, %v, %q", opt, err, errb.String())
+	}
+	opt, err = a.exprOptions([]string{"pairs.jsonl", "--k", "1-3", "--spn-seeds", "0", "--json"})
+	if err != nil || opt.paper || opt.input != "pairs.jsonl" || !slices.Equal(opt.ks, []int{1, 2, 3}) || opt.seeds != 0 || !opt.asJSON {
+		t.Errorf("file: %+v, %v", opt, err)
+	}
+	opt, err = a.exprOptions([]string{"--paper", "--unreachable"})
+	if err != nil || !opt.paper || opt.input != "" || opt.ks != nil || !opt.unreachable || opt.seeds != 3 {
+		t.Errorf("paper: %+v, %v", opt, err)
+	}
+	if _, err := a.exprOptions([]string{"--paper", "x"}); exitCode(err) != exitUsage {
+		t.Errorf("--paper with a file: %v", err)
+	}
+}
+
+// loadPairs reads a PAIRS.jsonl file (source: its name) and the paper's
+// pairs, each paper pair with its claims.
+func TestLoadPairs(t *testing.T) {
+	a := &app{stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
+	file := filepath.Join("testdata", "expressivity", "pairs.jsonl")
+	in, err := loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, input: file, ks: []int{2}})
+	if err != nil || in.source != file || in.dataset || in.paper != nil || len(in.pairs) == 0 || !slices.Equal(in.ks, []int{2}) {
+		t.Fatalf("file: %+v, %v", in, err)
+	}
+	in, err = loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, paper: true})
+	if err != nil || in.source != "paper" || len(in.paper) != len(in.pairs) || len(in.pairs) != 3 {
+		t.Fatalf("paper: %+v, %v", in, err)
+	}
+	_, err = loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, input: filepath.Join("testdata", "expressivity", "bad.jsonl")})
+	if exitCode(err) != exitUsage {
+		t.Errorf("bad file: %v", err)
 	}
 }

@@ -11,21 +11,19 @@ import (
 
 // writeFigures copies every figure's files from its figure stage into out
 // (atomically, file by file).
-func (a *app) writeFigures(spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) int {
+func (a *app) writeFigures(spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) error {
 	for _, f := range spec.Figures {
 		n := p.Figure[f.Name]
 		if n == nil {
-			fmt.Fprintf(a.stderr, "spn: figure %s is not in the plan\n", f.Name)
-			return exitFail
+			return runtimeErrf("", "figure %s is not in the plan", f.Name)
 		}
 		files, err := copyArtifacts(c.StageDir(n.Kind, n.Key), out)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn: figure %s: %v\n", f.Name, err)
-			return exitFail
+			return runtimeErrf("", "figure %s: %w", f.Name, err)
 		}
 		fmt.Fprintf(a.stderr, "spn: figure %s: wrote %s\n", f.Name, strings.Join(files, ", "))
 	}
-	return exitOK
+	return nil
 }
 
 // figureInputsMissing reports whether a figure stage lacks a cached input

@@ -8,7 +8,7 @@ import "runtime/debug"
 // lets a process hold twice its live memory. A training stage's live
 // memory is almost all float32 and int32 arrays (activations, hop sets),
 // which the collector does not scan, so collecting four times as often
-// costs little CPU (README, Performance → Memory: within the noise of the
+// costs little CPU (docs/performance.md, Memory: within the noise of the
 // measurements). GOGC and GOMEMLIMIT in the environment work as for any
 // Go program: GOGC replaces this default, GOMEMLIMIT adds a soft limit of
 // the whole process (e.g. a Slurm job's memory).

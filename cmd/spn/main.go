@@ -3,29 +3,29 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
-)
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitFail  = 1 // a run failed
-	exitUsage = 2 // usage or validation error
+	"sync/atomic"
 )
 
 // app carries what every command needs; it is built once in main.
 type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// signal is the number of the SIGINT or SIGTERM that stopped the
+	// command (see signalContext), 0 while none has.
+	signal atomic.Int32
 }
 
-// command is one sub-command of spn.
+// command is one sub-command of spn. It returns nil on success, else an
+// error whose message app.exit prints and whose exitError code is the
+// exit status.
 type command struct {
 	summary string
-	run     func(a *app, args []string) int
+	run     func(a *app, args []string) error
 }
 
 func commands() map[string]command {
@@ -43,8 +43,6 @@ func commands() map[string]command {
 		"status":       {"count a spec's stages per kind: cached, running, queued, failed, to run", cmdStatus},
 		"bench":        {"train one epoch per workload and print graphs/s and peak memory", cmdBench},
 		"expressivity": {"which graph pairs 1-WL, SP and SP-MPNN(k) distinguish; the paper's claims", cmdExpressivity},
-		// Engine commands (vet, plan, run, table) are registered in engine.go,
-		// data commands in data.go, predict/bench in predict.go.
 	}
 }
 
@@ -54,7 +52,14 @@ func main() {
 	os.Exit(a.main(os.Args[1:]))
 }
 
+// main runs the command that args name and returns the process's exit
+// status.
 func (a *app) main(args []string) int {
+	return a.exit(a.dispatch(args))
+}
+
+// dispatch runs the command args[0] ("run" when args is empty).
+func (a *app) dispatch(args []string) error {
 	cmds := commands()
 	if len(args) == 0 {
 		args = []string{"run"}
@@ -62,14 +67,35 @@ func (a *app) main(args []string) int {
 	name := args[0]
 	if name == "help" || name == "-h" || name == "--help" {
 		a.usage(cmds)
-		return exitOK
+		return nil
 	}
 	c, ok := cmds[name]
 	if !ok {
-		fmt.Fprintf(a.stderr, "spn: unknown command %q (see 'spn help')\n", name)
-		return exitUsage
+		return usageErrf("", "unknown command %q (see 'spn help')", name)
 	}
 	return c.run(a, args[1:])
+}
+
+// exit prints a command's error to stderr and returns the exit status:
+// exitSignal + the signal's number when SIGINT or SIGTERM stopped the
+// command, else the error's code (exitOK for nil). The one place errors
+// are printed: an exitError's message as it is, any other error after
+// "spn: ".
+func (a *app) exit(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(a.stderr, msg)
+		}
+	default:
+		fmt.Fprintf(a.stderr, "%s%v\n", prefix(""), err)
+	}
+	if s := a.signal.Load(); s != 0 {
+		return exitSignal + int(s)
+	}
+	return exitCode(err)
 }
 
 func (a *app) usage(cmds map[string]command) {
@@ -88,7 +114,7 @@ func (a *app) usage(cmds map[string]command) {
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func cmdVersion(a *app, args []string) int {
+func cmdVersion(a *app, args []string) error {
 	fmt.Fprintf(a.stdout, "spn %s\n", version)
-	return exitOK
+	return nil
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/spn-project/spn/stages/train"
 )
 
-func cmdPredict(a *app, args []string) int { return a.predict(realEngine(), args) }
+func cmdPredict(a *app, args []string) error { return a.predict(realEngine(), args) }
 
 // predictLine is one output line of spn predict.
 type predictLine struct {
@@ -34,7 +34,7 @@ type predictLine struct {
 
 // predict runs a trained model of an experiment on graphs read as JSONL
 // (the format of spn data export) and prints one JSON line per graph.
-func (a *app) predict(en *engine, args []string) int {
+func (a *app) predict(en *engine, args []string) error {
 	fs := a.newFlagSet("predict", "predict SPEC --experiment NAME --input graphs.jsonl [--split S --run R --point P] [flags]")
 	o := a.envFlags(fs)
 	expName := fs.String("experiment", "", "experiment `name` whose trained model predicts")
@@ -44,44 +44,39 @@ func (a *app) predict(en *engine, args []string) int {
 	point := fs.Int("point", -1, "grid `point` (holdout; default: the evaluated winner, or the only point)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("predict", err)
+		return usageErr("predict", err)
 	}
 	if len(pos) != 1 {
-		return a.usageError("predict", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
+		return usageErr("predict", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
 	}
 	if *expName == "" || *input == "" {
-		return a.usageError("predict", fmt.Errorf("--experiment and --input are required"))
+		return usageErr("predict", fmt.Errorf("--experiment and --input are required"))
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("predict", err)
+		return usageErr("predict", err)
 	}
-	spec, p, _, code := a.buildPlan(en, "predict", pos[0], o)
-	if p == nil {
-		return code
+	spec, p, _, err := a.buildPlan(en, "predict", pos[0], o)
+	if err != nil {
+		return err
 	}
 	c := &cache.Cache{Root: o.cache}
 	dir, err := modelDir(spec, p, c, *expName, *split, *run, *point)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
-		var fe flagError
-		if errors.As(err, &fe) {
-			return exitUsage
-		}
-		return exitFail
+	if fe := (flagError{}); errors.As(err, &fe) {
+		return usageErr("predict", err)
+	} else if err != nil {
+		return runtimeErr("predict", err)
 	}
 	threads := runtime.GOMAXPROCS(0)
 	m, err := models.LoadCheckpoint(filepath.Join(dir, stages.FileModel), modelRegistry(en.reg), kernels.CPU{Threads: threads})
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
-		return exitFail
+		return runtimeErr("predict", err)
 	}
 	var r io.Reader = os.Stdin
 	name := "stdin"
 	if *input != "-" {
 		f, err := os.Open(*input)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn predict: --input: %v\n", err)
-			return exitUsage
+			return usageErrf("predict", "--input: %w", err)
 		}
 		defer f.Close()
 		r, name = f, *input
@@ -89,22 +84,19 @@ func (a *app) predict(en *engine, args []string) int {
 	ds, err := jsonl.ReadUnlabelled(r, name)
 	if err != nil {
 		// The input is the user's: a bad file is a validation error.
-		fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
-		return exitUsage
+		return usageErr("predict", err)
 	}
 	preds, err := predict.Graphs(context.Background(), m, ds.Graphs, threads)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn predict: %s: %v\n", name, err)
-		return exitFail
+		return runtimeErrf("predict", "%s: %w", name, err)
 	}
 	enc := json.NewEncoder(a.stdout)
 	for i, pr := range preds {
 		if err := enc.Encode(predictLine{Graph: i, Prediction: pr}); err != nil {
-			fmt.Fprintf(a.stderr, "spn predict: %v\n", err)
-			return exitFail
+			return runtimeErr("predict", err)
 		}
 	}
-	return exitOK
+	return nil
 }
 
 // modelRegistry returns the model constructors of the engine's train kind,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -101,17 +102,15 @@ func (s *slurmOpts) config(spec *schema.Spec) schema.Slurm {
 
 // runSlurm submits the plan's missing stages to Slurm and, with --wait,
 // follows them and writes the tables.
-func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string, o *envOpts, s *slurmOpts, out string) int {
+func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string, o *envOpts, s *slurmOpts, out string) error {
 	c, err := cache.Open(o.cache)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
-		return exitFail
+		return runtimeErr("run", err)
 	}
-	ctx, stop := signalContext()
+	ctx, stop := a.signalContext()
 	defer stop()
 	if err := p.Resolve(c); err != nil {
-		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
-		return exitFail
+		return runtimeErr("run", err)
 	}
 	runner := s.runner
 	if runner == nil {
@@ -124,23 +123,20 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		case err != nil && s.dryRun:
 			fmt.Fprintf(a.stderr, "spn run: %v (dry run: queued jobs are not taken into account)\n", err)
 		case err != nil:
-			fmt.Fprintf(a.stderr, "spn run: %v\n", err)
-			return exitFail
+			return runtimeErr("run", err)
 		}
 		active = act
 		if len(dead) > 0 && !s.dryRun {
 			fmt.Fprintf(a.stderr, "spn run: cancelling %d jobs whose inputs failed (%s); their stages are submitted again\n", len(dead), strings.Join(dead, ", "))
 			if err := slurm.Cancel(ctx, runner, dead); err != nil {
-				fmt.Fprintf(a.stderr, "spn run: %v\n", err)
-				return exitFail
+				return runtimeErr("run", err)
 			}
 		}
 	}
 	bin := s.binary
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
-			fmt.Fprintf(a.stderr, "spn run: finding the spn executable for the jobs: %v (give --spn-binary)\n", err)
-			return exitFail
+			return runtimeErrf("run", "finding the spn executable for the jobs: %w (give --spn-binary)", err)
 		}
 	}
 	stageArgs := []string{"--cache", c.Root, "--data-dir", o.dataDir, "--log-level", o.logLevel}
@@ -165,11 +161,11 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
 		if sub != nil && len(sub.Jobs) > 0 {
-			fmt.Fprintf(a.stderr, "spn run: jobs submitted before the error stay queued; run again to submit the rest\n")
+			return joinErrs([]error{runtimeErr("run", err),
+				runtimeErrf("run", "jobs submitted before the error stay queued; run again to submit the rest")})
 		}
-		return exitFail
+		return runtimeErr("run", err)
 	}
 	tasks := 0
 	for _, j := range sub.Jobs {
@@ -195,7 +191,7 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 			}
 			fmt.Fprintf(a.stderr, "spn run: follow with 'spn status %s', then 'spn table %s' (or run again with --wait)\n", f, f)
 		}
-		return exitOK
+		return nil
 	}
 	return a.waitSlurm(ctx, en, spec, p, c, runner, s.poll, out)
 }
@@ -204,7 +200,7 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 // stages is queued or running, reports what did not complete, and writes
 // the tables when everything did.
 func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache,
-	runner slurm.Runner, poll time.Duration, out string) int {
+	runner slurm.Runner, poll time.Duration, out string) error {
 	last := ""
 	_, err := slurm.Wait(ctx, runner, p, c, poll, func(t map[slurm.State]int) {
 		line := fmt.Sprintf("%d/%d stages done, %d running, %d queued, %d failed",
@@ -214,24 +210,22 @@ func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *p
 			last = line
 		}
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(a.stderr, "spn run: stopped waiting; the jobs keep running (spn status shows them)\n")
-		} else {
-			fmt.Fprintf(a.stderr, "spn run: %v\n", err)
-		}
-		return exitFail
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return runtimeErrf("run", "stopped waiting; the jobs keep running (spn status shows them)")
+	case err != nil:
+		return runtimeErr("run", err)
 	}
 	if err := p.Resolve(c); err != nil {
-		fmt.Fprintf(a.stderr, "spn run: %v\n", err)
-		return exitFail
+		return runtimeErr("run", err)
 	}
 	if _, toRun := p.Counts(); toRun > 0 {
+		var errs []error
 		for _, m := range slurm.Outcome(p, c) {
-			fmt.Fprintf(a.stderr, "spn run: %s\n", m)
+			errs = append(errs, runtimeErr("run", errors.New(m)))
 		}
-		fmt.Fprintf(a.stderr, "spn run: %d of %d stages did not complete; fix the cause and run again to resubmit them\n", toRun, len(p.Nodes))
-		return exitFail
+		errs = append(errs, runtimeErrf("run", "%d of %d stages did not complete; fix the cause and run again to resubmit them", toRun, len(p.Nodes)))
+		return joinErrs(errs)
 	}
 	return a.writeTables(en, spec, p, c, outDir(out, spec))
 }

@@ -13,18 +13,18 @@ import (
 	"github.com/spn-project/spn/stages/exec"
 )
 
-func cmdStage(a *app, args []string) int { return a.stage(realEngine(), args) }
+func cmdStage(a *app, args []string) error { return a.stage(realEngine(), args) }
 
 // stage implements `spn stage run`: run planned stages, one by one, each
 // in this process, from a plan file in the cache. Slurm jobs run it; any
 // scheduler (or a test) can.
-func (a *app) stage(en *engine, args []string) int {
+func (a *app) stage(en *engine, args []string) error {
 	if len(args) == 0 || args[0] != "run" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fmt.Fprintln(a.stderr, "Usage: spn stage run [KEY...] --plan FILE [--tasks FILE [--task N]] [flags]")
-			return exitOK
+			return nil
 		}
-		return a.usageError("stage", errors.New("want a subcommand: spn stage run [KEY...] --plan FILE"))
+		return usageErr("stage", errors.New("want a subcommand: spn stage run [KEY...] --plan FILE"))
 	}
 	fs := a.newFlagSet("stage run", "stage run [KEY...] --plan FILE [--tasks FILE [--task N]] [flags]\n\n"+
 		"Runs the given stages of a plan file (written by spn run --executor slurm) one\n"+
@@ -37,40 +37,39 @@ func (a *app) stage(en *engine, args []string) int {
 	threads := fs.Int("threads", 0, "kernel threads of each stage (default $SLURM_CPUS_PER_TASK, else NumCPU)")
 	keys, err := parseArgs(fs, args[1:])
 	if err != nil {
-		return a.usageError("stage run", err)
+		return usageErr("stage run", err)
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("stage run", err)
+		return usageErr("stage run", err)
 	}
 	if *planFile == "" {
-		return a.usageError("stage run", errors.New("--plan FILE is required"))
+		return usageErr("stage run", errors.New("--plan FILE is required"))
 	}
 	if *tasksFile != "" {
 		if len(keys) > 0 {
-			return a.usageError("stage run", errors.New("give stage KEYs or --tasks, not both"))
+			return usageErr("stage run", errors.New("give stage KEYs or --tasks, not both"))
 		}
 		idx := *task
 		if idx < 0 {
 			v := a.getenv("SLURM_ARRAY_TASK_ID")
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return a.usageError("stage run", fmt.Errorf("--tasks needs --task N or SLURM_ARRAY_TASK_ID (got %q)", v))
+				return usageErr("stage run", fmt.Errorf("--tasks needs --task N or SLURM_ARRAY_TASK_ID (got %q)", v))
 			}
 			idx = n
 		}
 		lines, err := os.ReadFile(*tasksFile)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn stage run: %v\n", err)
-			return exitFail
+			return runtimeErr("stage run", err)
 		}
 		ls := strings.Split(strings.TrimRight(string(lines), "\n"), "\n")
 		if idx >= len(ls) {
-			return a.usageError("stage run", fmt.Errorf("%s has %d tasks, no task %d", *tasksFile, len(ls), idx))
+			return usageErr("stage run", fmt.Errorf("%s has %d tasks, no task %d", *tasksFile, len(ls), idx))
 		}
 		keys = strings.Fields(ls[idx])
 	}
 	if len(keys) == 0 {
-		return a.usageError("stage run", errors.New("no stage KEY given"))
+		return usageErr("stage run", errors.New("no stage KEY given"))
 	}
 	t := *threads
 	if t <= 0 {
@@ -82,23 +81,22 @@ func (a *app) stage(en *engine, args []string) int {
 	}
 	pf, err := exec.ReadPlanFile(*planFile)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn stage run: %v\n", err)
-		return exitUsage
+		return usageErr("stage run", err)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn stage run: %v\n", err)
-		return exitFail
+		return runtimeErr("stage run", err)
 	}
 	log := o.logger(a.stderr)
-	ctx, stop := signalContext()
+	ctx, stop := a.signalContext()
 	defer stop()
-	code := exitOK
+	// A stage that fails is reported and the next one runs; the exit
+	// status says whether any failed.
+	var failed error
 	for _, key := range keys {
 		n, err := pf.Node(key)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn stage run: %s: %v\n", *planFile, err)
-			return exitUsage
+			return usageErrf("stage run", "%s: %w", *planFile, err)
 		}
 		missing := ""
 		for _, d := range n.Deps {
@@ -109,7 +107,7 @@ func (a *app) stage(en *engine, args []string) int {
 		}
 		if missing != "" {
 			fmt.Fprintf(a.stderr, "spn stage run: %s: input %s is not in the cache %s\n", n.Name, missing, c.Root)
-			code = exitFail
+			failed = reported(exitFail)
 			continue
 		}
 		start := time.Now()
@@ -118,16 +116,15 @@ func (a *app) stage(en *engine, args []string) int {
 		})
 		switch {
 		case ctx.Err() != nil:
-			fmt.Fprintf(a.stderr, "spn stage run: %s: interrupted; nothing of it is kept\n", n.Name)
-			return exitFail
+			return runtimeErrf("stage run", "%s: interrupted; nothing of it is kept", n.Name)
 		case err != nil:
 			fmt.Fprintf(a.stderr, "spn stage run: failed %s: %v\n", n.Name, err)
-			code = exitFail
+			failed = reported(exitFail)
 		case ran:
 			fmt.Fprintf(a.stderr, "spn stage run: %s: done in %.1f s\n", n.Name, time.Since(start).Seconds())
 		default:
 			fmt.Fprintf(a.stderr, "spn stage run: %s: already in the cache\n", n.Name)
 		}
 	}
-	return code
+	return failed
 }

@@ -8,35 +8,34 @@ import (
 	"github.com/spn-project/spn/stages/slurm"
 )
 
-func cmdStatus(a *app, args []string) int { return a.status(realEngine(), args) }
+func cmdStatus(a *app, args []string) error { return a.status(realEngine(), args) }
 
 // status implements `spn status SPEC`: per stage kind, how many stages
 // are cached, running, queued (Slurm), failed and still to run.
-func (a *app) status(en *engine, args []string) int {
+func (a *app) status(en *engine, args []string) error {
 	fs := a.newFlagSet("status", "status FILE [flags]")
 	o := a.envFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return a.usageError("status", err)
+		return usageErr("status", err)
 	}
 	if len(pos) != 1 {
-		return a.usageError("status", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
+		return usageErr("status", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
 	}
 	if err := o.resolve(a); err != nil {
-		return a.usageError("status", err)
+		return usageErr("status", err)
 	}
-	_, p, _, code := a.buildPlan(en, "status", pos[0], o)
-	if p == nil {
-		return code
+	_, p, _, err := a.buildPlan(en, "status", pos[0], o)
+	if err != nil {
+		return err
 	}
 	c := &cache.Cache{Root: o.cache}
 	if err := p.Resolve(c); err != nil {
-		fmt.Fprintf(a.stderr, "spn status: %v\n", err)
-		return exitFail
+		return runtimeErr("status", err)
 	}
 	active := map[string]slurm.Active{}
 	if slurm.Available() {
-		ctx, stop := signalContext()
+		ctx, stop := a.signalContext()
 		defer stop()
 		act, _, err := slurm.Queue(ctx, nil, c)
 		if err != nil {
@@ -61,8 +60,7 @@ func (a *app) status(en *engine, args []string) int {
 		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
-		fmt.Fprintf(a.stderr, "spn status: %v\n", err)
-		return exitFail
+		return runtimeErr("status", err)
 	}
 	for _, n := range p.Nodes {
 		if slurm.StateOf(n, c, active) == slurm.Failed {
@@ -70,5 +68,5 @@ func (a *app) status(en *engine, args []string) int {
 			fmt.Fprintf(a.stdout, "failed %s: %s\n", n.Name, f.Error)
 		}
 	}
-	return exitOK
+	return nil
 }

@@ -25,7 +25,7 @@ Flags:
 `
 
 // cmdVet implements `spn vet`.
-func cmdVet(a *app, args []string) int {
+func cmdVet(a *app, args []string) error {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
 	mode := fs.String("mode", "", `load the specs in this mode: "full", "smoke", "paper-1split" or "evidence" (default: the spec's own mode)`)
@@ -40,10 +40,10 @@ func cmdVet(a *app, args []string) int {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				usage(a.stdout)
-				return exitOK
+				return nil
 			}
 			usage(a.stderr) // after the flag package's own message
-			return exitUsage
+			return reported(exitUsage)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -58,39 +58,31 @@ func cmdVet(a *app, args []string) int {
 	}
 	if *mode != "" {
 		if err := schema.CheckMode(*mode); err != nil {
-			fmt.Fprintf(a.stderr, "spn vet: --%v\n", err)
-			return exitUsage
+			return usageErrf("vet", "--%w", err)
 		}
 	}
 	if len(targets) == 0 {
-		fmt.Fprintln(a.stderr, "spn vet: want at least one spec FILE or DIR (see 'spn vet -h')")
-		return exitUsage
+		return usageErrf("vet", "want at least one spec FILE or DIR (see 'spn vet -h')")
 	}
 	files, err := vetFiles(targets)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "spn vet: %v\n", err)
-		return exitUsage
+		return usageErr("vet", err)
 	}
-	code := exitOK
+	// Every file is checked: its problems are printed as it is, and the
+	// exit status says whether any file had one.
+	var invalid error
 	for _, f := range files {
 		stop := a.guardSpecMemory("vet", f)
 		_, err := schema.Load(f, schema.Options{Mode: *mode, Models: train.Kind{}.Registry()})
 		stop()
 		if err != nil {
-			code = exitUsage
-			var errs schema.Errors
-			if errors.As(err, &errs) {
-				for _, e := range errs {
-					fmt.Fprintln(a.stderr, e.Error())
-				}
-			} else {
-				fmt.Fprintf(a.stderr, "spn vet: %v\n", err)
-			}
+			fmt.Fprintln(a.stderr, specErr("vet", err))
+			invalid = reported(exitUsage)
 			continue
 		}
 		fmt.Fprintf(a.stdout, "ok %s\n", f)
 	}
-	return code
+	return invalid
 }
 
 // vetFiles expands the command's arguments: files stay as given, a

@@ -51,7 +51,7 @@ type Kind struct{}
 func (Kind) Name() string { return KindName }
 
 // Version returns the kind's version.
-func (Kind) Version() string { return "1" }
+func (Kind) Version() string { return "2" }
 
 // Run implements stages.Kind.
 func (Kind) Run(ctx context.Context, job *stages.Job) error {
