@@ -154,77 +154,116 @@ func NewBatch(ds *Dataset, hops *Hops, idx []int, k int) (*Batch, error) {
 // of range, or when a graph's stored arrays are inconsistent with its node
 // count or with the dataset's vocabularies.
 func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch, error) {
+	if err := checkBatchArgs(ds, hops, opt); err != nil {
+		return nil, err
+	}
+	sz, err := sizeBatch(ds, hops, idx, opt)
+	if err != nil {
+		return nil, err
+	}
+	b := allocBatch(ds, len(idx), opt, sz)
+	off := int32(0)
+	for j, gi := range idx {
+		b.GraphPtr[j] = off
+		b.appendGraph(ds, hops, gi, j, off)
+		off += int32(ds.Graphs[gi].N)
+	}
+	b.GraphPtr[len(idx)] = off
+	return b, nil
+}
+
+// checkBatchArgs checks what NewBatchWith asks for against ds and hops.
+func checkBatchArgs(ds *Dataset, hops *Hops, opt BatchOptions) error {
 	if ds == nil {
-		return nil, fmt.Errorf("building batch: nil dataset")
+		return fmt.Errorf("building batch: nil dataset")
 	}
 	k := opt.K
 	if k < 0 {
-		return nil, fmt.Errorf("building batch: negative hop count k=%d", k)
+		return fmt.Errorf("building batch: negative hop count k=%d", k)
 	}
 	if k > 0 || opt.Unreachable {
 		if hops == nil {
-			return nil, fmt.Errorf("building batch: k=%d hops (unreachable %v) requested but no hop sets given", k, opt.Unreachable)
+			return fmt.Errorf("building batch: k=%d hops (unreachable %v) requested but no hop sets given", k, opt.Unreachable)
 		}
 		if k > hops.KMax {
-			return nil, fmt.Errorf("building batch: k=%d exceeds the precomputed kmax=%d", k, hops.KMax)
+			return fmt.Errorf("building batch: k=%d exceeds the precomputed kmax=%d", k, hops.KMax)
 		}
 		if len(hops.Graphs) != len(ds.Graphs) {
-			return nil, fmt.Errorf("building batch: hop sets cover %d graphs, dataset %q has %d", len(hops.Graphs), ds.Name, len(ds.Graphs))
+			return fmt.Errorf("building batch: hop sets cover %d graphs, dataset %q has %d", len(hops.Graphs), ds.Name, len(ds.Graphs))
 		}
 	}
 	if ds.NumEdgeTypes < 0 {
-		return nil, fmt.Errorf("building batch: dataset %q has %d edge types", ds.Name, ds.NumEdgeTypes)
+		return fmt.Errorf("building batch: dataset %q has %d edge types", ds.Name, ds.NumEdgeTypes)
 	}
-	// First pass: sizes, so every slice is allocated exactly once.
-	n, nnzAdj, nnzUnr := 0, 0, 0
-	nnzHop := make([]int, k)
-	nnzRel := make([]int, ds.NumEdgeTypes)
+	return nil
+}
+
+// batchSizes are the sizes of a batch's arrays: nodes, and the entries of
+// the adjacency, of every hop set, of N_∞ and of every relation.
+type batchSizes struct {
+	n, nnzAdj, nnzUnr int
+	nnzHop, nnzRel    []int
+}
+
+// sizeBatch is NewBatchWith's first pass: it checks every graph of idx
+// (and its hop sets) and sums the sizes, so that every slice of the batch
+// is allocated exactly once.
+func sizeBatch(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (batchSizes, error) {
+	k := opt.K
+	sz := batchSizes{nnzHop: make([]int, k), nnzRel: make([]int, ds.NumEdgeTypes)}
 	for _, gi := range idx {
 		if gi < 0 || gi >= len(ds.Graphs) {
-			return nil, fmt.Errorf("building batch: graph index %d out of range [0,%d)", gi, len(ds.Graphs))
+			return sz, fmt.Errorf("building batch: graph index %d out of range [0,%d)", gi, len(ds.Graphs))
 		}
 		g := &ds.Graphs[gi]
 		if err := checkGraph(g, ds, gi); err != nil {
-			return nil, err
+			return sz, err
 		}
-		n += g.N
-		nnzAdj += len(g.Adj.Idx)
+		sz.n += g.N
+		sz.nnzAdj += len(g.Adj.Idx)
 		for _, t := range g.EdgeType {
-			nnzRel[t]++
+			sz.nnzRel[t]++
 		}
 		if k > 0 || opt.Unreachable {
 			gh := &hops.Graphs[gi]
 			if len(gh.Hop) < k {
-				return nil, fmt.Errorf("building batch: graph %d has %d hop sets, need %d", gi, len(gh.Hop), k)
+				return sz, fmt.Errorf("building batch: graph %d has %d hop sets, need %d", gi, len(gh.Hop), k)
 			}
 			for i := 0; i < k; i++ {
 				if err := CheckCSR(gh.Hop[i], g.N); err != nil {
-					return nil, fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
+					return sz, fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
 				}
-				nnzHop[i] += len(gh.Hop[i].Idx)
+				sz.nnzHop[i] += len(gh.Hop[i].Idx)
 			}
 			if opt.Unreachable {
 				if gh.Unreachable == nil {
-					return nil, fmt.Errorf("building batch: graph %d has no N_∞ (unreachable pairs were not kept; set the dataset's unreachable: true)", gi)
+					return sz, fmt.Errorf("building batch: graph %d has no N_∞ (unreachable pairs were not kept; set the dataset's unreachable: true)", gi)
 				}
 				if err := CheckCSR(*gh.Unreachable, g.N); err != nil {
-					return nil, fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
+					return sz, fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
 				}
-				nnzUnr += len(gh.Unreachable.Idx)
+				sz.nnzUnr += len(gh.Unreachable.Idx)
 			}
 		}
 	}
-	if n > math.MaxInt32 || nnzAdj > math.MaxInt32 {
-		return nil, fmt.Errorf("building batch: %d nodes and %d edge entries exceed the int32 index range", n, nnzAdj)
+	if sz.n > math.MaxInt32 || sz.nnzAdj > math.MaxInt32 {
+		return sz, fmt.Errorf("building batch: %d nodes and %d edge entries exceed the int32 index range", sz.n, sz.nnzAdj)
 	}
+	return sz, nil
+}
+
+// allocBatch returns the empty batch of graphs graphs with the sizes sz:
+// every array the dataset and opt call for, at its final capacity.
+func allocBatch(ds *Dataset, graphs int, opt BatchOptions, sz batchSizes) *Batch {
+	n, nnzAdj := sz.n, sz.nnzAdj
 	b := &Batch{
 		N:            n,
-		NumGraphs:    len(idx),
-		GraphPtr:     make([]int32, len(idx)+1),
+		NumGraphs:    graphs,
+		GraphPtr:     make([]int32, graphs+1),
 		GraphOf:      make([]int32, n),
 		AttrDim:      ds.AttrDim,
 		Adj:          CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzAdj)},
-		Hop:          make([]CSR, k),
+		Hop:          make([]CSR, opt.K),
 		NumEdgeTypes: ds.NumEdgeTypes,
 		Task:         ds.TaskOf(),
 		NumTargets:   ds.NumTargets,
@@ -243,7 +282,7 @@ func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch,
 		b.EdgeType = make([]int32, 0, nnzAdj)
 		b.Rel = make([]CSR, ds.NumEdgeTypes)
 		for j := range b.Rel {
-			b.Rel[j] = CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzRel[j])}
+			b.Rel[j] = CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, sz.nnzRel[j])}
 		}
 	}
 	if w := len(ds.EdgeFeatVocab); w > 0 {
@@ -251,57 +290,57 @@ func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch,
 		b.EdgeFeatVocab = append([]int(nil), ds.EdgeFeatVocab...)
 	}
 	if ds.NumClasses > 0 {
-		b.Y = make([]int32, len(idx))
+		b.Y = make([]int32, graphs)
 	}
 	if ds.NumTargets > 0 {
-		b.Target = make([]float64, 0, len(idx)*ds.NumTargets)
+		b.Target = make([]float64, 0, graphs*ds.NumTargets)
 	}
 	for i := range b.Hop {
-		b.Hop[i] = CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzHop[i])}
+		b.Hop[i] = CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, sz.nnzHop[i])}
 	}
 	if opt.Unreachable {
-		b.Unreachable = &CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzUnr)}
+		b.Unreachable = &CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, sz.nnzUnr)}
 	}
-	off := int32(0)
-	for j, gi := range idx {
-		g := &ds.Graphs[gi]
-		b.GraphPtr[j] = off
-		for u := int32(0); u < int32(g.N); u++ {
-			b.GraphOf[off+u] = int32(j)
-		}
-		b.Adj.Idx = appendShifted(b.Adj.Idx, b.Adj.Ptr[off:], g.Adj, off)
-		for i := 0; i < k; i++ {
-			b.Hop[i].Idx = appendShifted(b.Hop[i].Idx, b.Hop[i].Ptr[off:], hops.Graphs[gi].Hop[i], off)
-		}
-		if opt.Unreachable {
-			b.Unreachable.Idx = appendShifted(b.Unreachable.Idx, b.Unreachable.Ptr[off:], *hops.Graphs[gi].Unreachable, off)
-		}
-		if b.Rel != nil {
-			b.EdgeType = append(b.EdgeType, g.EdgeType...)
-			appendRelations(b.Rel, g, off)
-		}
-		if b.Labels != nil {
-			b.Labels = append(b.Labels, g.Labels...)
-		}
-		if b.Attrs != nil {
-			b.Attrs = append(b.Attrs, g.Attrs...)
-		}
-		if b.NodeCat != nil {
-			b.NodeCat = append(b.NodeCat, g.NodeCat...)
-		}
-		if b.EdgeFeat != nil {
-			b.EdgeFeat = append(b.EdgeFeat, g.EdgeFeat...)
-		}
-		if b.Y != nil {
-			b.Y[j] = int32(g.Y)
-		}
-		if b.Target != nil {
-			b.Target = append(b.Target, g.Target...)
-		}
-		off += int32(g.N)
+	return b
+}
+
+// appendGraph appends graph gi of ds, the j-th of the batch, whose nodes
+// start at off: its nodes, neighbourhoods (shifted by off), relations,
+// features and target.
+func (b *Batch) appendGraph(ds *Dataset, hops *Hops, gi, j int, off int32) {
+	g := &ds.Graphs[gi]
+	for u := int32(0); u < int32(g.N); u++ {
+		b.GraphOf[off+u] = int32(j)
 	}
-	b.GraphPtr[len(idx)] = off
-	return b, nil
+	b.Adj.Idx = appendShifted(b.Adj.Idx, b.Adj.Ptr[off:], g.Adj, off)
+	for i := range b.Hop {
+		b.Hop[i].Idx = appendShifted(b.Hop[i].Idx, b.Hop[i].Ptr[off:], hops.Graphs[gi].Hop[i], off)
+	}
+	if b.Unreachable != nil {
+		b.Unreachable.Idx = appendShifted(b.Unreachable.Idx, b.Unreachable.Ptr[off:], *hops.Graphs[gi].Unreachable, off)
+	}
+	if b.Rel != nil {
+		b.EdgeType = append(b.EdgeType, g.EdgeType...)
+		appendRelations(b.Rel, g, off)
+	}
+	if b.Labels != nil {
+		b.Labels = append(b.Labels, g.Labels...)
+	}
+	if b.Attrs != nil {
+		b.Attrs = append(b.Attrs, g.Attrs...)
+	}
+	if b.NodeCat != nil {
+		b.NodeCat = append(b.NodeCat, g.NodeCat...)
+	}
+	if b.EdgeFeat != nil {
+		b.EdgeFeat = append(b.EdgeFeat, g.EdgeFeat...)
+	}
+	if b.Y != nil {
+		b.Y[j] = int32(g.Y)
+	}
+	if b.Target != nil {
+		b.Target = append(b.Target, g.Target...)
+	}
 }
 
 // appendShifted appends the rows of c, shifted by off, to idx and writes the

@@ -756,18 +756,42 @@ func decodeDataset(r io.Reader, size int64) (*Dataset, error) {
 	return ds, nil
 }
 
+// dataset decodes a dataset: the header (name, vocabularies, task), the
+// graphs and the splits.
 func (d *decoder) dataset() (*Dataset, error) {
 	ds := &Dataset{}
+	if err := d.datasetHeader(ds); err != nil {
+		return nil, err
+	}
+	// Every graph takes at least 13 bytes.
+	ng := d.count(13, "graph count")
+	ds.Graphs = make([]Graph, ng)
+	for i := 0; i < ng && d.err == nil; i++ {
+		if err := d.graph(ds, i); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.splits(ds); err != nil {
+		return nil, err
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return ds, nil
+}
+
+// datasetHeader decodes ds's name, vocabulary sizes and task.
+func (d *decoder) datasetHeader(ds *Dataset) error {
 	nameLen := d.count(1, "name length")
 	if nameLen > len(d.buf) {
-		return nil, fmt.Errorf("name of %d bytes is too long", nameLen)
+		return fmt.Errorf("name of %d bytes is too long", nameLen)
 	}
 	ds.Name = string(d.take(nameLen))
 	vocab := []*int{&ds.NumLabels, &ds.AttrDim, &ds.NumEdgeTypes, &ds.NumClasses, &ds.NumTargets}
 	for _, p := range vocab {
 		v := d.u32()
 		if v > math.MaxInt32 {
-			return nil, fmt.Errorf("vocabulary size %d out of range", v)
+			return fmt.Errorf("vocabulary size %d out of range", v)
 		}
 		*p = int(v)
 	}
@@ -776,7 +800,7 @@ func (d *decoder) dataset() (*Dataset, error) {
 		for j := 0; j < m && d.err == nil; j++ {
 			v := d.u32()
 			if d.err == nil && (v < 1 || v > math.MaxInt32) {
-				return nil, fmt.Errorf("categorical feature %d: vocabulary size %d out of range", j, v)
+				return fmt.Errorf("categorical feature %d: vocabulary size %d out of range", j, v)
 			}
 			*vocab = append(*vocab, int(v))
 		}
@@ -784,71 +808,76 @@ func (d *decoder) dataset() (*Dataset, error) {
 	code := d.u8()
 	if d.err == nil {
 		if int(code) >= len(taskCodes) {
-			return nil, fmt.Errorf("unknown task code %d", code)
+			return fmt.Errorf("unknown task code %d", code)
 		}
 		ds.Task = taskCodes[code]
 		if ds.Task == TaskBinary && ds.NumTargets < 1 {
-			return nil, fmt.Errorf("binary task with %d targets", ds.NumTargets)
+			return fmt.Errorf("binary task with %d targets", ds.NumTargets)
 		}
 	}
-	// Every graph takes at least 13 bytes.
-	ng := d.count(13, "graph count")
-	ds.Graphs = make([]Graph, ng)
-	for i := 0; i < ng && d.err == nil; i++ {
-		g := &ds.Graphs[i]
-		n := d.count(4, "node count")
-		nnz := d.count(4, "edge entry count")
-		flags := d.u8()
-		if flags&^(flagEdgeType|flagLabels|flagAttrs|flagTarget|flagNodeCat|flagEdgeFeat) != 0 {
-			return nil, fmt.Errorf("graph %d: unknown flags %#x", i, flags)
+	return nil
+}
+
+// graph decodes graph i of ds (its vocabularies decoded) and validates it.
+func (d *decoder) graph(ds *Dataset, i int) error {
+	g := &ds.Graphs[i]
+	n := d.count(4, "node count")
+	nnz := d.count(4, "edge entry count")
+	flags := d.u8()
+	if flags&^(flagEdgeType|flagLabels|flagAttrs|flagTarget|flagNodeCat|flagEdgeFeat) != 0 {
+		return fmt.Errorf("graph %d: unknown flags %#x", i, flags)
+	}
+	g.N = n
+	g.Adj.Ptr = d.i32s(n + 1)
+	g.Adj.Idx = d.i32s(nnz)
+	if flags&flagEdgeType != 0 {
+		g.EdgeType = d.flagged(nnz)
+	}
+	if flags&flagLabels != 0 {
+		g.Labels = d.flagged(n)
+	}
+	if flags&flagAttrs != 0 {
+		if !d.fits(uint64(n)*uint64(ds.AttrDim), 4, "attribute count") {
+			return fmt.Errorf("graph %d: %w", i, d.err)
 		}
-		g.N = n
-		g.Adj.Ptr = d.i32s(n + 1)
-		g.Adj.Idx = d.i32s(nnz)
-		if flags&flagEdgeType != 0 {
-			g.EdgeType = d.flagged(nnz)
-		}
-		if flags&flagLabels != 0 {
-			g.Labels = d.flagged(n)
-		}
-		if flags&flagAttrs != 0 {
-			if !d.fits(uint64(n)*uint64(ds.AttrDim), 4, "attribute count") {
-				return nil, fmt.Errorf("graph %d: %w", i, d.err)
-			}
-			g.Attrs = d.f32s(n * ds.AttrDim)
-			if g.Attrs == nil && d.err == nil {
-				g.Attrs = []float32{}
-			}
-		}
-		if flags&flagNodeCat != 0 {
-			if !d.fits(uint64(n)*uint64(len(ds.NodeCatVocab)), 4, "categorical node feature count") {
-				return nil, fmt.Errorf("graph %d: %w", i, d.err)
-			}
-			g.NodeCat = d.flagged(n * len(ds.NodeCatVocab))
-		}
-		if flags&flagEdgeFeat != 0 {
-			if !d.fits(uint64(nnz)*uint64(len(ds.EdgeFeatVocab)), 4, "categorical edge feature count") {
-				return nil, fmt.Errorf("graph %d: %w", i, d.err)
-			}
-			g.EdgeFeat = d.flagged(nnz * len(ds.EdgeFeatVocab))
-		}
-		g.Y = int(int32(d.u32()))
-		if flags&flagTarget != 0 {
-			if !d.fits(uint64(ds.NumTargets), 8, "target count") {
-				return nil, fmt.Errorf("graph %d: %w", i, d.err)
-			}
-			g.Target = d.f64s(ds.NumTargets)
-			if g.Target == nil && d.err == nil {
-				g.Target = []float64{}
-			}
-		}
-		if d.err != nil {
-			return nil, fmt.Errorf("graph %d: %w", i, d.err)
-		}
-		if err := g.Validate(ds); err != nil {
-			return nil, fmt.Errorf("graph %d: %w", i, err)
+		g.Attrs = d.f32s(n * ds.AttrDim)
+		if g.Attrs == nil && d.err == nil {
+			g.Attrs = []float32{}
 		}
 	}
+	if flags&flagNodeCat != 0 {
+		if !d.fits(uint64(n)*uint64(len(ds.NodeCatVocab)), 4, "categorical node feature count") {
+			return fmt.Errorf("graph %d: %w", i, d.err)
+		}
+		g.NodeCat = d.flagged(n * len(ds.NodeCatVocab))
+	}
+	if flags&flagEdgeFeat != 0 {
+		if !d.fits(uint64(nnz)*uint64(len(ds.EdgeFeatVocab)), 4, "categorical edge feature count") {
+			return fmt.Errorf("graph %d: %w", i, d.err)
+		}
+		g.EdgeFeat = d.flagged(nnz * len(ds.EdgeFeatVocab))
+	}
+	g.Y = int(int32(d.u32()))
+	if flags&flagTarget != 0 {
+		if !d.fits(uint64(ds.NumTargets), 8, "target count") {
+			return fmt.Errorf("graph %d: %w", i, d.err)
+		}
+		g.Target = d.f64s(ds.NumTargets)
+		if g.Target == nil && d.err == nil {
+			g.Target = []float64{}
+		}
+	}
+	if d.err != nil {
+		return fmt.Errorf("graph %d: %w", i, d.err)
+	}
+	if err := g.Validate(ds); err != nil {
+		return fmt.Errorf("graph %d: %w", i, err)
+	}
+	return nil
+}
+
+// splits decodes ds's splits and validates them against its graphs.
+func (d *decoder) splits(ds *Dataset) error {
 	ns := d.count(12, "split count")
 	for i := 0; i < ns && d.err == nil; i++ {
 		var parts [3][]int
@@ -861,15 +890,12 @@ func (d *decoder) dataset() (*Dataset, error) {
 		s := Split{Train: parts[0], Val: parts[1], Test: parts[2]}
 		if d.err == nil {
 			if err := s.Validate(len(ds.Graphs)); err != nil {
-				return nil, fmt.Errorf("split %d: %w", i, err)
+				return fmt.Errorf("split %d: %w", i, err)
 			}
 		}
 		ds.Splits = append(ds.Splits, s)
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return ds, nil
+	return nil
 }
 
 // decodeHops decodes hop sets, keeping N_1..N_keep of every graph (all

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
-	"flag"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -14,9 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 func sampleDataset(t testing.TB) *Dataset {
 	t.Helper()
@@ -335,7 +334,7 @@ func TestDecodeErrorsGolden(t *testing.T) {
 		}
 		out.WriteString(tc.name + ": " + err.Error() + "\n")
 	}
-	golden(t, "codec_errors.golden", out.String())
+	golden.CheckString(t, "testdata/codec_errors.golden", out.String())
 }
 
 func TestReadFileErrorNamesFile(t *testing.T) {
@@ -363,24 +362,6 @@ func TestWriteRejectsInvalid(t *testing.T) {
 	h.KMax = 3
 	if err := WriteHops(&bytes.Buffer{}, h); err == nil {
 		t.Error("hops with wrong hop count written")
-	}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden file:\n got:\n%s\nwant:\n%s", name, got, want)
 	}
 }
 

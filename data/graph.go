@@ -5,25 +5,16 @@
 // compute the hop sets and fetch upstream files through the mirror.
 package data
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/spn-project/spn/data/csr"
+)
 
 // CSR is a compressed sparse row list of neighbour sets over nodes 0..n-1:
-// the set of node u is Idx[Ptr[u]:Ptr[u+1]], sorted ascending.
-type CSR struct {
-	Ptr []int32 // len n+1, Ptr[0] == 0
-	Idx []int32 // len Ptr[n]
-}
-
-// Row returns the neighbour set of node u.
-func (c CSR) Row(u int) []int32 { return c.Idx[c.Ptr[u]:c.Ptr[u+1]] }
-
-// Len returns the number of rows (nodes).
-func (c CSR) Len() int {
-	if len(c.Ptr) == 0 {
-		return 0
-	}
-	return len(c.Ptr) - 1
-}
+// the set of node u is Idx[Ptr[u]:Ptr[u+1]], sorted ascending. It is
+// defined in data/csr so that the kernels can use it without this package.
+type CSR = csr.CSR
 
 // Graph is one simple undirected graph with node labels, optional node
 // attributes and edge types, and a graph-level target.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Kind is one model architecture (model.kind): the one place that knows
@@ -21,7 +21,7 @@ type Kind interface {
 	// Check returns the problems of model section m for a dataset that
 	// declares d (d.KMax ≤ 0: kmax not known, skip that check; !d.Known:
 	// its inputs not known, skip those checks), each naming its field.
-	Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError
+	Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError
 	// New builds the model for cfg (which has passed Check); all random
 	// initialisation and dropout derive from seed.
 	New(cfg Config, seed uint64, be kernels.Backend) (Model, error)
@@ -61,10 +61,10 @@ func (r Registry) Lookup(name string) (Kind, error) {
 
 // CheckModel implements schema.ModelChecker: the problems of m's kind
 // (an unknown kind is one, on field kind).
-func (r Registry) CheckModel(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+func (r Registry) CheckModel(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	k, ok := r[m.Kind]
 	if !ok {
-		return []schema.FieldError{{Field: "kind", Msg: fmt.Sprintf("model kind %q is not built by this spn (have %v)", m.Kind, r.Names())}}
+		return []modelspec.FieldError{{Field: "kind", Msg: fmt.Sprintf("model kind %q is not built by this spn (have %v)", m.Kind, r.Names())}}
 	}
 	return k.Check(m, d)
 }
@@ -90,14 +90,14 @@ func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error
 
 // InfoFor returns what dataset ds provides, with hop sets precomputed up
 // to kmax (0: not known): the properties the model kinds check.
-func InfoFor(ds *data.Dataset, kmax int) schema.DatasetInfo {
-	return schema.DatasetInfo{Kind: ds.Name, Known: true, KMax: kmax, Relations: ds.NumEdgeTypes,
+func InfoFor(ds *data.Dataset, kmax int) modelspec.DatasetInfo {
+	return modelspec.DatasetInfo{Kind: ds.Name, Known: true, KMax: kmax, Relations: ds.NumEdgeTypes,
 		EdgeFeatures: len(ds.EdgeFeatVocab) > 0, NodeCategories: len(ds.NodeCatVocab) > 0}
 }
 
 // ConfigInfo returns what the dataset a model was configured for provides
 // (cfg's relation count and vocabularies; kmax not known).
-func ConfigInfo(cfg Config) schema.DatasetInfo {
-	return schema.DatasetInfo{Known: true, Relations: cfg.NumEdgeTypes,
+func ConfigInfo(cfg Config) modelspec.DatasetInfo {
+	return modelspec.DatasetInfo{Known: true, Relations: cfg.NumEdgeTypes,
 		EdgeFeatures: len(cfg.EdgeFeatVocab) > 0, NodeCategories: len(cfg.NodeCatVocab) > 0}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Task kinds.
@@ -34,7 +34,7 @@ const (
 // Config is everything needed to build a model: the spec's model section and
 // the dataset dimensions.
 type Config struct {
-	Model schema.Model `json:"model"`
+	Model modelspec.Model `json:"model"`
 	// NumLabels and AttrDim describe the node inputs (Dataset fields).
 	NumLabels int `json:"num_labels"`
 	AttrDim   int `json:"attr_dim"`
@@ -51,7 +51,7 @@ type Config struct {
 }
 
 // ConfigFor returns the model configuration m for dataset ds.
-func ConfigFor(m schema.Model, ds *data.Dataset) (Config, error) {
+func ConfigFor(m modelspec.Model, ds *data.Dataset) (Config, error) {
 	c := Config{Model: m, NumLabels: ds.NumLabels, AttrDim: ds.AttrDim,
 		NodeCatVocab: ds.NodeCatVocab, EdgeFeatVocab: ds.EdgeFeatVocab, NumEdgeTypes: ds.NumEdgeTypes}
 	switch {

@@ -3,28 +3,12 @@ package schema
 import (
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/qm9"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
-// DatasetInfo is what a dataset section declares about its graphs without
-// loading them: what the model kinds check a model section against (spn
-// vet and plan), so that a model reading inputs the dataset lacks fails
-// before training.
-type DatasetInfo struct {
-	// Kind is the dataset kind; Known is false for a kind this table does
-	// not describe (its Relations and feature fields are then unknown and
-	// the checks that need them are skipped).
-	Kind  string
-	Known bool
-	// KMax is the largest precomputed hop distance (dataset.kmax);
-	// Unreachable whether N_∞ is kept.
-	KMax        int
-	Unreachable bool
-	// Relations is the number of edge types (0: untyped edges).
-	Relations int
-	// EdgeFeatures and NodeCategories say whether the graphs carry
-	// categorical edge features and categorical node features.
-	EdgeFeatures, NodeCategories bool
-}
+// DatasetInfo is what a dataset section declares about its graphs
+// (schema/modelspec).
+type DatasetInfo = modelspec.DatasetInfo
 
 // InfoOf returns the declared properties of dataset section d: h-Prox and
 // the TU sets have untyped edges without categorical features, QM9 has

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Error is one problem found in a spec file, positioned in that file.
@@ -58,21 +60,9 @@ func (es Errors) normalize() Errors {
 	return slices.Compact(out)
 }
 
-// FieldError is a problem with one field of a model section, found by a
-// ModelChecker; Field is relative to the section (e.g. "k").
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-// Error implements error as "model.FIELD: MSG", or "model.MSG" when the
-// message starts with the field ("k = 0: need at least 1 hop").
-func (e FieldError) Error() string {
-	if strings.HasPrefix(e.Msg, e.Field+" ") {
-		return "model." + e.Msg
-	}
-	return "model." + e.Field + ": " + e.Msg
-}
+// FieldError is a problem with one field of a model section
+// (schema/modelspec).
+type FieldError = modelspec.FieldError
 
 // ModelChecker checks a model section beyond its CUE definition: the
 // constraints of its kind, against what the dataset declares (kmax,

@@ -2,15 +2,14 @@ package schema
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 // TestBadSpecs loads every testdata/bad/NAME.cue and compares the error
 // output with NAME.golden.
@@ -38,25 +37,8 @@ func TestBadSpecs(t *testing.T) {
 					t.Errorf("error without a position in %s: %#v", file, e)
 				}
 			}
-			checkGolden(t, strings.TrimSuffix(file, ".cue")+".golden", err.Error()+"\n")
+			golden.CheckString(t, strings.TrimSuffix(file, ".cue")+".golden", err.Error()+"\n")
 		})
-	}
-}
-
-func checkGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }
 
@@ -212,7 +194,7 @@ func TestModeOverride(t *testing.T) {
 
 	src := []byte("package spn\nname: \"fixed\"\nmode: \"full\"\n")
 	_, err := LoadBytes("fixed.cue", src, Options{Mode: "smoke", Models: testModels})
-	checkGolden(t, "testdata/mode_fixed.golden", err.Error()+"\n")
+	golden.CheckString(t, "testdata/mode_fixed.golden", err.Error()+"\n")
 
 	if _, err := LoadBytes("x.cue", src, Options{Mode: "fast"}); err == nil || !strings.Contains(err.Error(), `"fast"`) {
 		t.Errorf("unknown mode accepted or not named: %v", err)

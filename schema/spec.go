@@ -3,6 +3,8 @@
 // it, applies defaults, unrolls hyper-parameter grids and returns a Spec.
 package schema
 
+import "github.com/spn-project/spn/schema/modelspec"
+
 // Spec is one validated, defaults-filled experiment file.
 type Spec struct {
 	// Name is the spec's name (used for results/<name>/).
@@ -85,45 +87,12 @@ type Dataset struct {
 	Limit int `json:"limit,omitempty"`
 }
 
-// Model is one model configuration.
-type Model struct {
-	// Kind is "spn" or "gin" (later "gcn", "gat", "graphormer", ...).
-	Kind    string  `json:"kind"`
-	K       int     `json:"k"`
-	Layers  int     `json:"layers"`
-	Hidden  int     `json:"hidden"`
-	Dropout float64 `json:"dropout"`
-	// Pool is "sum", "mean" or "max".
-	Pool string `json:"pool"`
-	// Eps is the initial ε; LearnEps makes it trainable.
-	Eps      float64 `json:"eps"`
-	LearnEps bool    `json:"learn_eps"`
-	// Heads is the number of attention heads (gat, graphormer).
-	Heads int `json:"heads,omitempty"`
-	// MaxDist clamps distances for Graphormer's spatial bias.
-	MaxDist int `json:"max_dist,omitempty"`
-	// GlobalReadout adds the global readout term (Σ_{v∈G} h_v)·W to every
-	// layer of the SPN kinds (SP-MPNN with global readout, paper §3).
-	GlobalReadout bool `json:"global_readout,omitempty"`
-	// GatedReadout replaces the layer readout by GNN-FiLM's gated sum over
-	// the nodes (rspn).
-	GatedReadout bool `json:"gated_readout,omitempty"`
-}
+// Model is a model section: the plain struct the model library reads
+// (defined in schema/modelspec, which does not depend on CUE).
+type Model = modelspec.Model
 
-// Training is one optimisation configuration.
-type Training struct {
-	Optimizer   string  `json:"optimizer"`
-	LR          float64 `json:"lr"`
-	WeightDecay float64 `json:"weight_decay"`
-	BatchSize   int     `json:"batch_size"`
-	Epochs      int     `json:"epochs"`
-	// Selection is "best_val_loss", "best_val_metric" or "early_stopping".
-	Selection string `json:"selection"`
-	Patience  int    `json:"patience,omitempty"`
-	// StepEvery/StepGamma: multiply lr by StepGamma every StepEvery epochs (0 = off).
-	StepEvery int     `json:"step_every,omitempty"`
-	StepGamma float64 `json:"step_gamma,omitempty"`
-}
+// Training is one optimisation configuration (schema/modelspec).
+type Training = modelspec.Training
 
 // Protocol is the evaluation protocol.
 type Protocol struct {

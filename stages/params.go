@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/spn-project/spn/models/fit"
+	"github.com/spn-project/spn/models/curve"
 	"github.com/spn-project/spn/schema"
 )
 
@@ -17,6 +17,7 @@ const (
 	KindSelect     = "select"
 	KindEvaluate   = "evaluate"
 	KindTabulate   = "tabulate"
+	KindFigure     = "figure"
 )
 
 // Artifact file names inside a stage directory.
@@ -112,9 +113,9 @@ type TabulateParams struct {
 	ExperimentNames []string     `json:"experiments"`
 }
 
-// EpochRecord is one epoch of a training curve (defined where training
-// produces it, in models/fit).
-type EpochRecord = fit.EpochRecord
+// EpochRecord is one epoch of a training curve (defined in models/curve,
+// which models/fit fills and which imports nothing).
+type EpochRecord = curve.EpochRecord
 
 // TrainResult is the train stage's result record.
 type TrainResult struct {
@@ -182,4 +183,13 @@ func decodeStrict(raw json.RawMessage, v any) error {
 		return fmt.Errorf("decoding stage parameters: %w", err)
 	}
 	return nil
+}
+
+// FigureParams renders one figure. Inputs: the experiment's generate stage
+// (diameters) or its evaluated train stages (hop_weights).
+type FigureParams struct {
+	Figure schema.Figure `json:"figure"`
+	// Layers are the 1-based layers of a hop_weights figure, resolved
+	// (the first and the last when the spec gives none).
+	Layers []int `json:"layers,omitempty"`
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data/mirrortest"
+
+	"github.com/spn-project/spn/internal/golden"
 )
 
 // dataRun runs `spn data ARGS` with SPN_DATA set to dataDir and
@@ -27,12 +29,12 @@ func TestDataStatsGolden(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	golden(t, "data_stats", []byte(out))
+	golden.Check(t, "testdata/data_stats.golden", []byte(out))
 	code, out, errs = dataRun(t.TempDir(), mirror, "stats", "--json", "NCI1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	golden(t, "data_stats_json", []byte(out))
+	golden.Check(t, "testdata/data_stats_json.golden", []byte(out))
 }
 
 func TestDataImportShowExport(t *testing.T) {
@@ -52,7 +54,7 @@ func TestDataImportShowExport(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("show: exit %d: %s", code, errs)
 	}
-	golden(t, "data_show", []byte(out))
+	golden.Check(t, "testdata/data_show.golden", []byte(out))
 	code, out, _ = dataRun(dir, "", "show", "tiny", "--graph", "0", "--json")
 	var sg shownGraph
 	if code != exitOK || json.Unmarshal([]byte(out), &sg) != nil {
@@ -148,7 +150,7 @@ func TestDataErrorsGolden(t *testing.T) {
 		first = strings.ReplaceAll(first, dir, "DATA")
 		all.WriteString(tc.name + ": " + first + "\n")
 	}
-	golden(t, "data_errors", []byte(all.String()))
+	golden.Check(t, "testdata/data_errors.golden", []byte(all.String()))
 }
 
 func TestDataHops(t *testing.T) {

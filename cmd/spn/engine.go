@@ -20,7 +20,6 @@ import (
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/exec"
-	"github.com/spn-project/spn/stages/figure"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/sched"
 )
@@ -525,7 +524,7 @@ func (a *app) table(en *engine, args []string) error {
 	if pending > 0 {
 		ctx, stop := a.signalContext()
 		defer stop()
-		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == figure.KindName }
+		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == stages.KindFigure }
 		if err := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,11 +17,11 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/evaluate"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selectstage"
 	"github.com/spn-project/spn/stages/tabulate"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 // fakeKind stands in for generate, precompute and train (test only): it
 // writes small deterministic artifacts; train writes a TrainResult whose
@@ -146,12 +145,12 @@ func TestPlanJSONGolden(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	golden(t, "plan_small.json", []byte(r.stdout))
+	golden.Check(t, "testdata/plan_small.json.golden", []byte(r.stdout))
 	r = spn(testEngine(), dir, "plan", "--log-level", "warn", "testdata/small.cue")
 	if r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	golden(t, "plan_small.txt", []byte(r.stdout))
+	golden.Check(t, "testdata/plan_small.txt.golden", []byte(r.stdout))
 	if _, err := os.Stat(filepath.Join(dir, "lock")); err == nil {
 		t.Error("plan touched the cache")
 	}
@@ -179,13 +178,13 @@ func TestRunThenTable(t *testing.T) {
 	if r.code != exitFail {
 		t.Fatalf("table on empty cache: exit %d", r.code)
 	}
-	golden(t, "table_missing.txt", []byte(strings.ReplaceAll(r.stderr, cacheDir, "CACHE")))
+	golden.Check(t, "testdata/table_missing.txt.golden", []byte(strings.ReplaceAll(r.stderr, cacheDir, "CACHE")))
 
 	r = spn(testEngine(), cacheDir, "run", "testdata/small.cue", "--out", out1, "--jobs", "2", "--threads", "1")
 	if r.code != exitOK {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
-	golden(t, "run_small_stdout.txt", []byte(r.stdout))
+	golden.Check(t, "testdata/run_small_stdout.txt.golden", []byte(r.stdout))
 	runOut := r.stdout
 	for _, f := range []string{"main.md", "main.csv"} {
 		if _, err := os.Stat(filepath.Join(out1, f)); err != nil {
@@ -295,7 +294,7 @@ func TestKeepGoingPartialTable(t *testing.T) {
 	if r.code != exitFail {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	golden(t, "run_keep_going_stdout.txt", []byte(r.stdout))
+	golden.Check(t, "testdata/run_keep_going_stdout.txt.golden", []byte(r.stdout))
 	md, err := os.ReadFile(filepath.Join(dir, "out", "main.md"))
 	if err != nil || !strings.Contains(string(md), "did not finish (enz)") || strings.Count(string(md), "±") != 3 {
 		t.Errorf("main.md: %v\n%s", err, md)
@@ -428,23 +427,6 @@ func sameFiles(t *testing.T, a, b string) {
 		if err != nil || !bytes.Equal(x, y) {
 			t.Errorf("%s differs between %s and %s", e.Name(), a, b)
 		}
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden:\n%s", path, got)
 	}
 }
 

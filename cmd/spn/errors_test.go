@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/internal/golden"
 )
 
 // TestCommandErrorsGolden pins the message and exit status of the usage
@@ -60,5 +62,5 @@ func TestCommandErrorsGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&all, "$ spn %s\nexit %d\n%s", strings.Join(args, " "), code, errb.String())
 	}
-	golden(t, "command_errors", all.Bytes())
+	golden.Check(t, "testdata/command_errors.golden", all.Bytes())
 }

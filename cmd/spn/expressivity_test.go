@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spn-project/spn/data/mirrortest"
+
+	"github.com/spn-project/spn/internal/golden"
 )
 
 // exprRun runs `spn expressivity args...`.
@@ -49,7 +51,7 @@ func TestExpressivityGolden(t *testing.T) {
 			if code != tt.wantCode {
 				t.Errorf("exit code %d, want %d\nstderr:\n%s", code, tt.wantCode, stderr)
 			}
-			golden(t, filepath.Join("expressivity", tt.name), []byte("stdout:\n"+stdout+"stderr:\n"+stderr))
+			golden.Check(t, filepath.Join("testdata", "expressivity", tt.name+".golden"), []byte("stdout:\n"+stdout+"stderr:\n"+stderr))
 		})
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
-	"github.com/spn-project/spn/stages/evaluate"
 	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/selection"
 	"github.com/spn-project/spn/stages/tabulate"
 )
 
@@ -46,7 +46,7 @@ func (a *app) writePartialTables(en *engine, spec *schema.Spec, p *plan.Plan, c 
 				missing = append(missing, e)
 				continue
 			}
-			r, err := evaluate.ReadResult(c.StageDir(ev.Kind, ev.Key))
+			r, err := selection.ReadEvalResult(c.StageDir(ev.Kind, ev.Key))
 			if err != nil {
 				missing = append(missing, e)
 				continue

@@ -2,10 +2,11 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/internal/golden"
 )
 
 // vetRun runs `spn vet args...` and returns its exit code and outputs.
@@ -45,7 +46,7 @@ func TestVet(t *testing.T) {
 			if code != tt.wantCode {
 				t.Errorf("exit code %d, want %d\nstderr:\n%s", code, tt.wantCode, stderr)
 			}
-			vetGolden(t, tt.name, "stdout:\n"+stdout+"stderr:\n"+stderr)
+			golden.CheckString(t, filepath.Join("testdata", "vet", tt.name+".golden"), "stdout:\n"+stdout+"stderr:\n"+stderr)
 		})
 	}
 
@@ -82,26 +83,5 @@ func TestVetAllBadSpecs(t *testing.T) {
 		if !strings.Contains(stderr, f+":") {
 			t.Errorf("no error line for %s", f)
 		}
-	}
-}
-
-func vetGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "vet", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }

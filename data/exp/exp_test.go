@@ -2,17 +2,14 @@ package exp
 
 import (
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/mirrortest"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 func TestFetchMirror(t *testing.T) {
 	f := &fetch.Fetcher{DataDir: t.TempDir(), Mirror: mirrortest.Dir(t)}
@@ -62,18 +59,7 @@ func TestReadErrorsGolden(t *testing.T) {
 		}
 		out.WriteString(tc.name + ": " + err.Error() + "\n")
 	}
-	path := filepath.Join("testdata", "read_errors.golden")
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(path, []byte(out.String()), 0o644)
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update): %v", err)
-	}
-	if out.String() != string(want) {
-		t.Errorf("errors differ from %s:\n%s", path, out.String())
-	}
+	golden.CheckString(t, "testdata/read_errors.golden", out.String())
 }
 
 func FuzzRead(f *testing.F) {

@@ -3,37 +3,15 @@ package jsonl
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/prox"
+
+	"github.com/spn-project/spn/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden file:\n got:\n%s\nwant:\n%s", name, got, want)
-	}
-}
 
 func TestWriteGolden(t *testing.T) {
 	g, err := data.FromEdges(3, [][2]int{{1, 0}, {2, 1}})
@@ -49,7 +27,7 @@ func TestWriteGolden(t *testing.T) {
 	if err := Write(&buf, ds); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "write.golden", buf.String())
+	golden.CheckString(t, "testdata/write.golden", buf.String())
 }
 
 func TestRoundTripProx(t *testing.T) {
@@ -168,7 +146,7 @@ func TestReadErrorsGolden(t *testing.T) {
 		}
 		out.WriteString(tc.name + ": " + err.Error() + "\n")
 	}
-	golden(t, "read_errors.golden", out.String())
+	golden.CheckString(t, "testdata/read_errors.golden", out.String())
 }
 
 func FuzzRead(f *testing.F) {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"flag"
 	"io"
 	"math"
 	"os"
@@ -17,9 +16,9 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/mirrortest"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 // tiny is a two-molecule clintox-shaped dataset (2 binary tasks): a
 // triangle-free 3-atom chain and a lone atom.
@@ -172,28 +171,7 @@ func TestMalformedGolden(t *testing.T) {
 	} else {
 		out.WriteString("unknown name: " + err.Error() + "\n")
 	}
-	golden(t, "errors.golden", out.String())
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden file:\n got:\n%s\nwant:\n%s", name, got, want)
-	}
+	golden.CheckString(t, "testdata/errors.golden", out.String())
 }
 
 // TestMirrorSets pins what the mirror's sets hold: OGB's published graph

@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"flag"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,30 +13,9 @@ import (
 
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/mirrortest"
+
+	"github.com/spn-project/spn/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden file:\n got:\n%s\nwant:\n%s", name, got, want)
-	}
-}
 
 // TestLoadMirror checks the counts the data actually has.
 func TestLoadMirror(t *testing.T) {
@@ -185,7 +163,7 @@ func TestParseErrorsGolden(t *testing.T) {
 		}
 		out.WriteString(tc.name + ": " + err.Error() + "\n")
 	}
-	golden(t, "parse_errors.golden", out.String())
+	golden.CheckString(t, "testdata/parse_errors.golden", out.String())
 }
 
 func writeZip(t *testing.T, entries map[string]string) string {
@@ -255,7 +233,7 @@ func TestZipErrorsGolden(t *testing.T) {
 		msg := strings.ReplaceAll(err.Error(), filepath.Dir(tc.path), "DIR")
 		out.WriteString(tc.name + ": " + msg + "\n")
 	}
-	golden(t, "zip_errors.golden", out.String())
+	golden.CheckString(t, "testdata/zip_errors.golden", out.String())
 }
 
 func TestSplitErrorsGolden(t *testing.T) {
@@ -280,7 +258,7 @@ func TestSplitErrorsGolden(t *testing.T) {
 		}
 		out.WriteString(tc.name + ": " + err.Error() + "\n")
 	}
-	golden(t, "split_errors.golden", out.String())
+	golden.CheckString(t, "testdata/split_errors.golden", out.String())
 	// Split file that does not match the dataset: ENZYMES splits on NCI1.
 	_, err := Load(mirrortest.TUZip(t, "NCI1"), mirrortest.Splits(t, "ENZYMES"))
 	if err == nil || !strings.Contains(err.Error(), "ENZYMES_splits.json") {

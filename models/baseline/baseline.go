@@ -15,7 +15,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Name is the model kind.
@@ -28,8 +28,8 @@ type Kind struct{}
 func (Kind) Name() string { return Name }
 
 // Check implements models.Kind: a positive width and no dropout.
-func (Kind) Check(m schema.Model, _ schema.DatasetInfo) []schema.FieldError {
-	var errs []schema.FieldError
+func (Kind) Check(m modelspec.Model, _ modelspec.DatasetInfo) []modelspec.FieldError {
+	var errs []modelspec.FieldError
 	if m.Hidden < 1 {
 		errs = append(errs, rt.Errf("hidden", "hidden = %d: need a positive width", m.Hidden))
 	}

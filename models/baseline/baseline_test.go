@@ -12,7 +12,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 func TestAgnosticForm(t *testing.T) {
@@ -245,7 +245,7 @@ func TestAgnosticLearns(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, err := fit.Train(context.Background(), m, ds, nil, fit.Sets{Train: train, Val: val},
-				fit.Options{Training: schema.Training{Optimizer: "adam", LR: 1e-2, BatchSize: 32, Epochs: 40, Selection: "best_val_metric"},
+				fit.Options{Training: modelspec.Training{Optimizer: "adam", LR: 1e-2, BatchSize: 32, Epochs: 40, Selection: "best_val_metric"},
 					Metric: "accuracy", Seed: 3})
 			if err != nil {
 				t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/spn-project/spn/models/internal/ref"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 func loadTU(b *testing.B, name string, kmax int) (*data.Dataset, *data.Hops) {
@@ -46,7 +46,7 @@ func benchEpoch(b *testing.B, ds *data.Dataset, hops *data.Hops, kind string, k 
 }
 
 func benchEpochWith(b *testing.B, reg models.Registry, ds *data.Dataset, hops *data.Hops, kind string, k int) {
-	m := schema.Model{Kind: kind, K: k, Layers: 5, Hidden: 64, Pool: "sum", Dropout: 0.5}
+	m := modelspec.Model{Kind: kind, K: k, Layers: 5, Hidden: 64, Pool: "sum", Dropout: 0.5}
 	cfg, err := models.ConfigFor(m, ds)
 	if err != nil {
 		b.Fatal(err)
@@ -59,7 +59,7 @@ func benchEpochWith(b *testing.B, reg models.Registry, ds *data.Dataset, hops *d
 	for i := range all {
 		all[i] = i
 	}
-	tr := schema.Training{Optimizer: "adam", LR: 1e-3, BatchSize: 32, Epochs: 1, Selection: SelectBestValLoss}
+	tr := modelspec.Training{Optimizer: "adam", LR: 1e-3, BatchSize: 32, Epochs: 1, Selection: SelectBestValLoss}
 	b.ResetTimer()
 	graphs := 0
 	cpu0 := cpuSeconds(b)

@@ -17,13 +17,14 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/curve"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
-// Selection rules (schema.Training.Selection).
+// Selection rules (modelspec.Training.Selection).
 const (
 	SelectBestValLoss   = "best_val_loss"
 	SelectBestValMetric = "best_val_metric"
@@ -44,7 +45,7 @@ type Sets struct {
 
 // Options configure one training run.
 type Options struct {
-	Training schema.Training
+	Training modelspec.Training
 	// Metric is a models/metric name, e.g. "accuracy", "mae", "rocauc" or
 	// "film_error".
 	Metric string
@@ -78,25 +79,10 @@ func blocksOf(m models.Model) param.Blocks {
 	}
 }
 
-// EpochRecord is one epoch of a training curve (the train stage's
-// result.json records them as they are).
-type EpochRecord struct {
-	Epoch      int         `json:"epoch"`
-	LR         float64     `json:"lr"`
-	TrainLoss  float64     `json:"train_loss"`
-	TrainScore float64     `json:"train_score"`
-	ValLoss    float64     `json:"val_loss"`
-	ValScore   float64     `json:"val_score"`
-	TestLoss   float64     `json:"test_loss"`
-	TestScore  float64     `json:"test_score"`
-	Alpha      [][]float64 `json:"alpha,omitempty"` // learned α per layer
-	Eps        []float64   `json:"eps,omitempty"`   // ε per layer
-}
-
 // Result is the outcome of a run.
 type Result struct {
 	// Epochs are the per-epoch records (1-based Epoch).
-	Epochs []EpochRecord
+	Epochs []curve.EpochRecord
 	// Best is the index into Epochs of the selected epoch.
 	Best int
 	// Checkpoint is the model at the selected epoch (models.WriteCheckpoint).
@@ -131,44 +117,22 @@ func step(m models.Model, cfg models.Config, b *data.Batch) (float64, []float32,
 	return loss, out, nil
 }
 
-// Train trains m on ds with the hop sets hops (nil if m.Hops() == 0).
+// Train trains m on ds with the hop sets hops (nil if m.Hops() == 0): per
+// epoch, one pass of Adam steps over the shuffled training set
+// (trainEpoch), then the epoch's scores (recordEpoch) and the selection
+// of the best epoch so far, whose checkpoint the Result keeps.
 func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hops, sets Sets, o Options) (*Result, error) {
-	tr := o.Training
-	if tr.Optimizer != "" && tr.Optimizer != "adam" {
-		return nil, fmt.Errorf("training.optimizer %q is not supported (only adam)", tr.Optimizer)
-	}
-	switch {
-	case tr.Epochs < 1:
-		return nil, fmt.Errorf("training.epochs = %d: need at least 1", tr.Epochs)
-	case tr.BatchSize < 1:
-		return nil, fmt.Errorf("training.batch_size = %d: need at least 1", tr.BatchSize)
-	case tr.LR <= 0:
-		return nil, fmt.Errorf("training.lr = %v: need a positive learning rate", tr.LR)
-	case len(sets.Train) == 0:
-		return nil, fmt.Errorf("empty training set")
-	}
-	sel := tr.Selection
-	if sel == "" {
-		sel = SelectBestValLoss
-	}
-	if sel != SelectBestValLoss && sel != SelectBestValMetric && sel != SelectEarlyStopping {
-		return nil, fmt.Errorf("training.selection %q is unknown (want best_val_loss, best_val_metric or early_stopping)", sel)
-	}
-	if sel == SelectEarlyStopping && tr.Patience < 1 {
-		return nil, fmt.Errorf("training.patience = %d: early stopping needs a positive patience", tr.Patience)
-	}
-	if err := metric.Check(o.Metric, data.Task(m.Config().Task), m.Config().Out); err != nil {
+	sel, err := checkOptions(m, sets, &o)
+	if err != nil {
 		return nil, err
 	}
-	if o.EvalBatch < 1 {
-		o.EvalBatch = tr.BatchSize
+	tr := o.Training
+	t := &trainer{m: m, cfg: m.Config(), ds: ds, hops: hops, sets: sets, o: o,
+		opt:    param.NewAdam(m.Params(), tr.LR, tr.WeightDecay),
+		blocks: blocksOf(m),
+		rng:    rand.New(rand.NewPCG(o.Seed, o.Stream)),
+		order:  append([]int(nil), sets.Train...),
 	}
-	cfg := m.Config()
-	k := m.Hops()
-	opt := param.NewAdam(m.Params(), tr.LR, tr.WeightDecay)
-	blocks := blocksOf(m)
-	rng := rand.New(rand.NewPCG(o.Seed, o.Stream))
-	order := append([]int(nil), sets.Train...)
 	res := &Result{Best: -1}
 	var trainGraphs int
 	var trainTime time.Duration
@@ -178,59 +142,15 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 			return nil, err
 		}
 		start := time.Now()
-		opt.LR = LearningRate(tr, epoch)
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		var lossSum float64
-		outs := make([]float32, 0, len(order)*cfg.Out)
-		ys := make([]int32, 0, len(order))
-		var targets []float64
-		for bi, lo := 0, 0; lo < len(order); bi, lo = bi+1, lo+tr.BatchSize {
-			idx := order[lo:min(lo+tr.BatchSize, len(order))]
-			b, err := data.NewBatch(ds, hops, idx, k)
-			if err != nil {
-				return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
-			}
-			loss, out, err := step(m, cfg, b)
-			if err != nil {
-				return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
-			}
-			if math.IsNaN(loss) || math.IsInf(loss, 0) || math.Abs(loss) > DivergenceLimit {
-				if epoch == 1 && bi == 0 && (math.IsNaN(loss) || math.IsInf(loss, 0)) {
-					// No step was taken yet: the learning rate is not
-					// to blame, the input or the initial weights are.
-					return nil, fmt.Errorf("%w: the loss of the very first batch is %v, before any optimiser step: check the dataset's features and targets for NaN/Inf or huge values", ErrDiverged, loss)
-				}
-				return nil, fmt.Errorf("%w: loss %v at epoch %d batch %d (lr %g)", ErrDiverged, loss, epoch, bi, opt.LR)
-			}
-			if err := opt.CheckFinite(blocks); err != nil {
-				return nil, fmt.Errorf("%w at epoch %d batch %d (lr %g): %w", ErrDiverged, epoch, bi, opt.LR, err)
-			}
-			opt.StepBlocks(blocks)
-			lossSum += loss * float64(len(idx))
-			outs = append(outs, out...)
-			ys = append(ys, b.Y...)
-			targets = append(targets, b.Target...)
+		seen, err := t.trainEpoch(epoch)
+		if err != nil {
+			return nil, err
 		}
 		trainTime += time.Since(start)
-		trainGraphs += len(order)
-		// The training loss and score are those of the training-mode outputs
-		// seen during the epoch (dropout on, batch statistics), as PyTorch
-		// training loops usually report them; no extra evaluation pass.
-		rec := EpochRecord{Epoch: epoch, LR: opt.LR, TrainLoss: lossSum / float64(len(order))}
-		var err error
-		if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), outs, cfg.Out, ys, targets, o.Factors); err != nil {
-			return nil, fmt.Errorf("epoch %d: train score: %w", epoch, err)
-		}
-		if rec.ValLoss, rec.ValScore, err = evaluate(m, ds, hops, sets.Val, o.Metric, o.Factors, o.EvalBatch); err != nil {
-			return nil, fmt.Errorf("epoch %d: validation: %w", epoch, err)
-		}
-		if len(sets.Test) > 0 {
-			if rec.TestLoss, rec.TestScore, err = evaluate(m, ds, hops, sets.Test, o.Metric, o.Factors, o.EvalBatch); err != nil {
-				return nil, fmt.Errorf("epoch %d: test: %w", epoch, err)
-			}
-		}
-		if hw, ok := m.(models.HopWeights); ok {
-			rec.Alpha, rec.Eps = hw.HopWeights()
+		trainGraphs += len(t.order)
+		rec, err := t.recordEpoch(epoch, seen)
+		if err != nil {
+			return nil, err
 		}
 		res.EpochSeconds = append(res.EpochSeconds, time.Since(start).Seconds())
 		res.Epochs = append(res.Epochs, rec)
@@ -262,9 +182,134 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	return res, nil
 }
 
+// checkOptions checks o.Training, the training set and o.Metric for m,
+// fills o.EvalBatch's default and returns the selection rule.
+func checkOptions(m models.Model, sets Sets, o *Options) (string, error) {
+	tr := o.Training
+	if tr.Optimizer != "" && tr.Optimizer != "adam" {
+		return "", fmt.Errorf("training.optimizer %q is not supported (only adam)", tr.Optimizer)
+	}
+	switch {
+	case tr.Epochs < 1:
+		return "", fmt.Errorf("training.epochs = %d: need at least 1", tr.Epochs)
+	case tr.BatchSize < 1:
+		return "", fmt.Errorf("training.batch_size = %d: need at least 1", tr.BatchSize)
+	case tr.LR <= 0:
+		return "", fmt.Errorf("training.lr = %v: need a positive learning rate", tr.LR)
+	case len(sets.Train) == 0:
+		return "", fmt.Errorf("empty training set")
+	}
+	sel := tr.Selection
+	if sel == "" {
+		sel = SelectBestValLoss
+	}
+	if sel != SelectBestValLoss && sel != SelectBestValMetric && sel != SelectEarlyStopping {
+		return "", fmt.Errorf("training.selection %q is unknown (want best_val_loss, best_val_metric or early_stopping)", sel)
+	}
+	if sel == SelectEarlyStopping && tr.Patience < 1 {
+		return "", fmt.Errorf("training.patience = %d: early stopping needs a positive patience", tr.Patience)
+	}
+	if err := metric.Check(o.Metric, data.Task(m.Config().Task), m.Config().Out); err != nil {
+		return "", err
+	}
+	if o.EvalBatch < 1 {
+		o.EvalBatch = tr.BatchSize
+	}
+	return sel, nil
+}
+
+// trainer is the state of one Train call.
+type trainer struct {
+	m      models.Model
+	cfg    models.Config
+	ds     *data.Dataset
+	hops   *data.Hops
+	sets   Sets
+	o      Options
+	opt    *param.Adam
+	blocks param.Blocks
+	rng    *rand.Rand
+	// order is the training set in the current epoch's shuffled order.
+	order []int
+}
+
+// seen is what an epoch's training steps saw: the training-mode outputs,
+// labels and targets of every graph, and the sum of the batch losses
+// weighted by batch size.
+type seen struct {
+	lossSum float64
+	outs    []float32
+	ys      []int32
+	targets []float64
+}
+
+// trainEpoch shuffles the training set and takes one optimiser step per
+// batch, stopping with ErrDiverged when a loss or a gradient is not
+// finite or the loss exceeds DivergenceLimit.
+func (t *trainer) trainEpoch(epoch int) (*seen, error) {
+	tr, opt := t.o.Training, t.opt
+	opt.LR = LearningRate(tr, epoch)
+	order := t.order
+	t.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	sn := &seen{outs: make([]float32, 0, len(order)*t.cfg.Out), ys: make([]int32, 0, len(order))}
+	for bi, lo := 0, 0; lo < len(order); bi, lo = bi+1, lo+tr.BatchSize {
+		idx := order[lo:min(lo+tr.BatchSize, len(order))]
+		b, err := data.NewBatch(t.ds, t.hops, idx, t.m.Hops())
+		if err != nil {
+			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+		}
+		loss, out, err := step(t.m, t.cfg, b)
+		if err != nil {
+			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+		}
+		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.Abs(loss) > DivergenceLimit {
+			if epoch == 1 && bi == 0 && (math.IsNaN(loss) || math.IsInf(loss, 0)) {
+				// No step was taken yet: the learning rate is not
+				// to blame, the input or the initial weights are.
+				return nil, fmt.Errorf("%w: the loss of the very first batch is %v, before any optimiser step: check the dataset's features and targets for NaN/Inf or huge values", ErrDiverged, loss)
+			}
+			return nil, fmt.Errorf("%w: loss %v at epoch %d batch %d (lr %g)", ErrDiverged, loss, epoch, bi, opt.LR)
+		}
+		if err := opt.CheckFinite(t.blocks); err != nil {
+			return nil, fmt.Errorf("%w at epoch %d batch %d (lr %g): %w", ErrDiverged, epoch, bi, opt.LR, err)
+		}
+		opt.StepBlocks(t.blocks)
+		sn.lossSum += loss * float64(len(idx))
+		sn.outs = append(sn.outs, out...)
+		sn.ys = append(sn.ys, b.Y...)
+		sn.targets = append(sn.targets, b.Target...)
+	}
+	return sn, nil
+}
+
+// recordEpoch returns the epoch's record: the training loss and score of
+// the outputs seen during the epoch (dropout on, batch statistics, as
+// PyTorch training loops usually report them; no extra evaluation pass),
+// the validation and test scores, and α and ε of a models.HopWeights.
+func (t *trainer) recordEpoch(epoch int, sn *seen) (curve.EpochRecord, error) {
+	m, o, cfg := t.m, t.o, t.cfg
+	rec := curve.EpochRecord{Epoch: epoch, LR: t.opt.LR, TrainLoss: sn.lossSum / float64(len(t.order))}
+	var err error
+	if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), sn.outs, cfg.Out, sn.ys, sn.targets, o.Factors); err != nil {
+		return rec, fmt.Errorf("epoch %d: train score: %w", epoch, err)
+	}
+	if rec.ValLoss, rec.ValScore, err = evaluate(m, t.ds, t.hops, t.sets.Val, o.Metric, o.Factors, o.EvalBatch); err != nil {
+		return rec, fmt.Errorf("epoch %d: validation: %w", epoch, err)
+	}
+	if len(t.sets.Test) > 0 {
+		if rec.TestLoss, rec.TestScore, err = evaluate(m, t.ds, t.hops, t.sets.Test, o.Metric, o.Factors, o.EvalBatch); err != nil {
+			return rec, fmt.Errorf("epoch %d: test: %w", epoch, err)
+		}
+	}
+	if hw, ok := m.(models.HopWeights); ok {
+		rec.Alpha, rec.Eps = hw.HopWeights()
+	}
+	return rec, nil
+}
+
 // better reports whether epoch a beats the best epoch so far b (strictly:
 // ties keep the earlier epoch).
-func better(sel, name string, a, b EpochRecord) bool {
+func better(sel, name string, a, b curve.EpochRecord) bool {
 	if sel == SelectBestValMetric {
 		if metric.HigherIsBetter(name) {
 			return a.ValScore > b.ValScore
@@ -276,7 +321,7 @@ func better(sel, name string, a, b EpochRecord) bool {
 
 // LearningRate returns the learning rate of 1-based epoch under the step
 // schedule: lr·γ^⌊(epoch−1)/StepEvery⌋ (constant when StepEvery is 0).
-func LearningRate(tr schema.Training, epoch int) float64 {
+func LearningRate(tr modelspec.Training, epoch int) float64 {
 	if tr.StepEvery <= 0 {
 		return tr.LR
 	}

@@ -9,10 +9,11 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/curve"
 	"github.com/spn-project/spn/models/internal/ref"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/synth"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 func layered(t testing.TB, n, h int) (*data.Dataset, *data.Hops) {
@@ -24,7 +25,7 @@ func layered(t testing.TB, n, h int) (*data.Dataset, *data.Hops) {
 	return ds, hops
 }
 
-func newModel(t testing.TB, ds *data.Dataset, m schema.Model, seed uint64) models.Model {
+func newModel(t testing.TB, ds *data.Dataset, m modelspec.Model, seed uint64) models.Model {
 	t.Helper()
 	cfg, err := models.ConfigFor(m, ds)
 	if err != nil {
@@ -37,8 +38,8 @@ func newModel(t testing.TB, ds *data.Dataset, m schema.Model, seed uint64) model
 	return mod
 }
 
-func training(epochs int) schema.Training {
-	return schema.Training{Optimizer: "adam", LR: 0.01, BatchSize: 16, Epochs: epochs, Selection: SelectBestValLoss}
+func training(epochs int) modelspec.Training {
+	return modelspec.Training{Optimizer: "adam", LR: 0.01, BatchSize: 16, Epochs: epochs, Selection: SelectBestValLoss}
 }
 
 func sets(ds *data.Dataset) Sets {
@@ -51,7 +52,7 @@ func sets(ds *data.Dataset) Sets {
 // red–blue distance ≤ 2 in one layer; GIN needs its 3 layers for it.
 func TestModelsLearn(t *testing.T) {
 	ds, hops := layered(t, 300, 2)
-	for _, m := range []schema.Model{
+	for _, m := range []modelspec.Model{
 		{Kind: "spn", K: 3, Layers: 2, Hidden: 16, Pool: "sum"},
 		{Kind: "gin", K: 1, Layers: 3, Hidden: 16, Pool: "sum"},
 	} {
@@ -74,7 +75,7 @@ func TestModelsLearn(t *testing.T) {
 // records (apart from timings) and checkpoints.
 func TestDeterministic(t *testing.T) {
 	ds, hops := layered(t, 80, 2)
-	m := schema.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Pool: "mean", Dropout: 0.5}
+	m := modelspec.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Pool: "mean", Dropout: 0.5}
 	var js []string
 	var cks []string
 	for range 2 {
@@ -98,9 +99,9 @@ func TestSelection(t *testing.T) {
 	recs := []struct{ loss, score float64 }{{0.9, 0.5}, {0.5, 0.6}, {0.5, 0.8}, {0.7, 0.8}}
 	pick := func(sel, metric string) int {
 		best := -1
-		var es []EpochRecord
+		var es []curve.EpochRecord
 		for i, r := range recs {
-			es = append(es, EpochRecord{ValLoss: r.loss, ValScore: r.score})
+			es = append(es, curve.EpochRecord{ValLoss: r.loss, ValScore: r.score})
 			if best < 0 || better(sel, metric, es[i], es[best]) {
 				best = i
 			}
@@ -127,7 +128,7 @@ func TestEarlyStoppingStops(t *testing.T) {
 	ds, hops := layered(t, 60, 2)
 	tr := training(30)
 	tr.Selection, tr.Patience, tr.LR = SelectEarlyStopping, 2, 1e-6 // a tiny lr: no progress after a few epochs
-	res, err := Train(context.Background(), newModel(t, ds, schema.Model{Kind: "gin", Layers: 1, Hidden: 4, Pool: "sum"}, 1), ds, hops, sets(ds), Options{Training: tr, Metric: "accuracy"})
+	res, err := Train(context.Background(), newModel(t, ds, modelspec.Model{Kind: "gin", Layers: 1, Hidden: 4, Pool: "sum"}, 1), ds, hops, sets(ds), Options{Training: tr, Metric: "accuracy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,14 +138,14 @@ func TestEarlyStoppingStops(t *testing.T) {
 }
 
 func TestLearningRate(t *testing.T) {
-	tr := schema.Training{LR: 0.1, StepEvery: 2, StepGamma: 0.5}
+	tr := modelspec.Training{LR: 0.1, StepEvery: 2, StepGamma: 0.5}
 	want := []float64{0.1, 0.1, 0.05, 0.05, 0.025}
 	for e, w := range want {
 		if got := LearningRate(tr, e+1); got != w {
 			t.Errorf("epoch %d: lr %v, want %v", e+1, got, w)
 		}
 	}
-	if got := LearningRate(schema.Training{LR: 0.3}, 9); got != 0.3 {
+	if got := LearningRate(modelspec.Training{LR: 0.3}, 9); got != 0.3 {
 		t.Errorf("constant schedule gives %v", got)
 	}
 }
@@ -153,7 +154,7 @@ func TestDivergenceFails(t *testing.T) {
 	ds, hops := layered(t, 40, 2)
 	tr := training(5)
 	tr.LR = 1e30
-	_, err := Train(context.Background(), newModel(t, ds, schema.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Pool: "sum"}, 1), ds, hops, sets(ds), Options{Training: tr, Metric: "accuracy"})
+	_, err := Train(context.Background(), newModel(t, ds, modelspec.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Pool: "sum"}, 1), ds, hops, sets(ds), Options{Training: tr, Metric: "accuracy"})
 	if err == nil || !strings.Contains(err.Error(), "diverged") || !strings.Contains(err.Error(), "epoch") {
 		t.Fatalf("err = %v, want a divergence error naming the epoch", err)
 	}
@@ -161,15 +162,15 @@ func TestDivergenceFails(t *testing.T) {
 
 func TestOptionErrors(t *testing.T) {
 	ds, hops := layered(t, 20, 2)
-	mod := newModel(t, ds, schema.Model{Kind: "gin", Layers: 1, Hidden: 4, Pool: "sum"}, 1)
+	mod := newModel(t, ds, modelspec.Model{Kind: "gin", Layers: 1, Hidden: 4, Pool: "sum"}, 1)
 	tests := []struct {
-		edit func(*schema.Training)
+		edit func(*modelspec.Training)
 		want string
 	}{
-		{func(tr *schema.Training) { tr.Optimizer = "sgd" }, `optimizer "sgd" is not supported`},
-		{func(tr *schema.Training) { tr.Epochs = 0 }, "training.epochs = 0"},
-		{func(tr *schema.Training) { tr.Selection = "last" }, `selection "last" is unknown`},
-		{func(tr *schema.Training) { tr.Selection = SelectEarlyStopping }, "patience = 0"},
+		{func(tr *modelspec.Training) { tr.Optimizer = "sgd" }, `optimizer "sgd" is not supported`},
+		{func(tr *modelspec.Training) { tr.Epochs = 0 }, "training.epochs = 0"},
+		{func(tr *modelspec.Training) { tr.Selection = "last" }, `selection "last" is unknown`},
+		{func(tr *modelspec.Training) { tr.Selection = SelectEarlyStopping }, "patience = 0"},
 	}
 	for _, tc := range tests {
 		tr := training(1)
@@ -201,7 +202,7 @@ func TestRegressionLearns(t *testing.T) {
 		base += math.Abs(ds.Graphs[i].Target[0] - mean)
 	}
 	base /= float64(len(s.Test))
-	mod := newModel(t, ds, schema.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 16, Pool: "sum"}, 1)
+	mod := newModel(t, ds, modelspec.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 16, Pool: "sum"}, 1)
 	res, err := Train(context.Background(), mod, ds, hops, s, Options{Training: training(30), Metric: "mae", Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,8 @@ type graphData struct {
 	rev   []int32
 }
 
-// set derives the neighbourhoods with self loops of batch b.
-func (gd *graphData) set(b *data.Batch) error { return gd.setGAT(b.Adj, b.N) }
+// Set implements rt.AdjData: it derives the neighbourhoods with self loops of batch b.
+func (gd *graphData) Set(b *data.Batch) error { return gd.setGAT(b.Adj, b.N) }
 
 func (gd *graphData) setGAT(a data.CSR, n int) error {
 	ptr := rt.Resize(gd.loops.Ptr, n+1)

@@ -9,18 +9,16 @@
 package gat
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Name is the model kind.
@@ -34,7 +32,7 @@ func (Kind) Name() string { return Name }
 
 // Check implements models.Kind: the common fields, k == 1 and heads
 // dividing hidden.
-func (Kind) Check(m schema.Model, _ schema.DatasetInfo) []schema.FieldError {
+func (Kind) Check(m modelspec.Model, _ modelspec.DatasetInfo) []modelspec.FieldError {
 	return rt.CheckHeads(rt.CheckDirect(rt.CheckCommon(m), Name, m.K), m)
 }
 
@@ -48,108 +46,52 @@ type layer struct {
 	att        *param.Linear // z = h·W + b
 	aSrc, aDst *param.Param  // attention vectors, heads × d/heads
 	rt.MLP
+	heads int
+	gd    *graphData
 }
 
 // Model is a GAT computed through Gorgonia.
-type Model struct {
-	rt.Engine
-	heads  int
-	layers []*layer
-	gd     *graphData
-}
+type Model struct{ rt.AdjNet }
 
 var _ models.Model = (*Model)(nil)
 
 // New builds the GAT of cfg; initialisation and dropout masks derive from
 // seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
-	if err := rt.CheckConfig(Kind{}, cfg); err != nil {
+	gd := &graphData{}
+	md := &Model{rt.AdjNet{Data: gd}}
+	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
+		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
+			d, heads := cfg.Model.Hidden, cfg.Model.Heads
+			dh := d / heads
+			l := &layer{att: param.NewLinear(name+".att", d, d, init), heads: heads, gd: gd}
+			l.aSrc, l.aDst = param.NewParam(name+".att.a_src", heads, dh), param.NewParam(name+".att.a_dst", heads, dh)
+			bound := math.Sqrt(6 / float64(dh+1)) // Glorot-uniform, fan-in d/heads, fan-out 1
+			l.aSrc.Uniform(init, bound)
+			l.aDst.Uniform(init, bound)
+			l.MLP = rt.NewMLP(name, d, init)
+			return l
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
-	if be == nil {
-		return nil, fmt.Errorf("gat.New: nil kernel backend")
-	}
-	m := cfg.Model
-	d := m.Hidden
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be), heads: m.Heads, gd: &graphData{}}
-	md.Arch = md
-	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
-	for t := 1; t <= m.Layers; t++ {
-		name := fmt.Sprintf("layer%d", t)
-		dh := d / md.heads
-		l := &layer{att: param.NewLinear(name+".att", d, d, init)}
-		l.aSrc, l.aDst = param.NewParam(name+".att.a_src", md.heads, dh), param.NewParam(name+".att.a_dst", md.heads, dh)
-		bound := math.Sqrt(6 / float64(dh+1)) // Glorot-uniform, fan-in d/heads, fan-out 1
-		l.aSrc.Uniform(init, bound)
-		l.aDst.Uniform(init, bound)
-		l.MLP = rt.NewMLP(name, d, init)
-		md.layers = append(md.layers, l)
-	}
-	md.Readout = rt.NewReadout(cfg, init)
 	return md, nil
 }
 
-// Hops implements models.Model: GAT reads Batch.Adj only.
-func (m *Model) Hops() int { return 0 }
-
-// Params implements models.Model: encoder, layers in order, readouts.
-func (m *Model) Params() []*param.Param {
-	ps := m.Enc.Params()
-	for _, l := range m.layers {
-		ps = append(ps, l.att.Params()...)
-		ps = append(ps, l.aSrc, l.aDst)
-		ps = append(ps, l.MLP.Params()...)
-	}
-	for _, r := range m.Readout {
-		ps = append(ps, r.Params()...)
-	}
-	return ps
+// Params implements rt.Layer: the attention's W, b and vectors, the MLP.
+func (l *layer) Params() []*param.Param {
+	ps := append(l.att.Params(), l.aSrc, l.aDst)
+	return append(ps, l.MLP.Params()...)
 }
 
-// Buffers implements models.Model: the batch-norm running statistics.
-func (m *Model) Buffers() map[string][]float64 {
-	b := map[string][]float64{}
-	for t, l := range m.layers {
-		l.AddBuffers(b, fmt.Sprintf("layer%d", t+1))
-	}
-	return b
-}
-
-// GradParams implements rt.Arch: the parameters bound in p.
-func (m *Model) GradParams(p *rt.Program) []*param.Param { return p.BoundParams() }
-
-// CheckBatch implements rt.Arch.
-func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
-	return rt.CheckBatch(m.Cfg, rt.Need{Adj: true, K: 1}, b, o)
-}
-
-// Prepare implements rt.Arch: the adjacency and its neighbourhoods with
-// self loops.
-func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	if err := m.gd.set(b); err != nil {
-		return nil, err
-	}
-	return []data.CSR{b.Adj}, nil
-}
-
-// BuildGraph implements rt.Arch: encoder, per layer z = h·W + b, the
-// attention aggregation and the MLP, then the SPN's readout and the loss
-// with its gradient.
-func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
-	N, d := key.N, m.Cfg.Model.Hidden
-	bdr, p, be := m.NewProgram(key, bd)
-	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
-	h := m.Encode(bdr, p, be, bd)
-	hs := []*G.Node{h}
-	for t, l := range m.layers {
-		name := fmt.Sprintf("layer%d", t+1)
-		w, b := param(l.att.W), param(l.att.B)
-		aSrc, aDst := param(l.aSrc), param(l.aDst)
-		z := bdr.Op(be, rt.NewLinear(name+".att.lin", be, bd, false, N, d, d), h, w, b)
-		agg := bdr.Op(be, newGATAttn(name+".att", be, bd, m.gd, m.heads, N, d), z, aSrc, aDst)
-		h = l.Apply(bdr, be, bd, key, name, agg, l.Bind(param))
-		hs = append(hs, h)
-	}
-	return m.Finish(bdr, p, be, bd, hs, Name)
+// Step implements rt.Layer: z = h·W + b, the attention aggregation of the
+// messages z_v over N(u) ∪ {u}, and the MLP as update (rt.Net adds the
+// encoder before the layers and the SPN's readout after them).
+func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
+	w, b := s.Param(l.att.W), s.Param(l.att.B)
+	aSrc, aDst := s.Param(l.aSrc), s.Param(l.aDst)
+	z := s.Op(rt.NewLinear(s.Name+".att.lin", s.Be, s.BD, false, s.N, s.D, s.D), h, w, b)
+	agg := s.Op(newGATAttn(s.Name+".att", s.Be, s.BD, l.gd, l.heads, s.N, s.D), z, aSrc, aDst)
+	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, l.Bind(s.Param))
 }

@@ -20,9 +20,9 @@ type graphData struct {
 	self []float32
 }
 
-// set derives the GCN weights of batch b (whose adjacency must be
-// symmetric: the gradient uses Â as its own transpose).
-func (gd *graphData) set(b *data.Batch) error {
+// Set implements rt.AdjData: it derives the GCN weights of batch b (whose
+// adjacency must be symmetric: the gradient uses Â as its own transpose).
+func (gd *graphData) Set(b *data.Batch) error {
 	if err := rt.CheckSymmetric(b.Adj); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func TestOpGradient(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, uint64(threads)))
 		bd := rt.NewBatchData(b, []data.CSR{b.Adj})
 		gd := &graphData{}
-		if err := gd.set(b); err != nil {
+		if err := gd.Set(b); err != nil {
 			t.Fatal(err)
 		}
 		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gcn aggregation", Op: newGCNAgg("gcn", be, bd, gd, N, d),

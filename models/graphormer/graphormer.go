@@ -19,7 +19,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Name is the model kind.
@@ -36,7 +36,7 @@ func (Kind) Name() string { return Name }
 
 // Check implements models.Kind: the common fields, heads dividing hidden
 // and 1 ≤ max_dist ≤ dataset.kmax.
-func (Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	errs := rt.CheckHeads(rt.CheckCommon(m), m)
 	if m.MaxDist < 1 {
 		return append(errs, rt.Errf("max_dist", "max_dist = %d: need at least 1", m.MaxDist))
@@ -59,15 +59,16 @@ type tfLayer struct {
 	bias       *param.Param // (max_dist+2) × heads
 	ln2g, ln2b *param.Param
 	ff1, ff2   *param.Linear
+	// heads and maxDist size the attention; gd is the model's batch data.
+	heads, maxDist int
+	gd             *graphData
 }
 
 // Model is a Graphormer computed through Gorgonia.
 type Model struct {
-	rt.Engine
-	heads, maxDist int
-	degEmb         *param.Param // (MaxDegree+1) × d
-	layers         []*tfLayer
-	gd             *graphData
+	rt.Net
+	maxDist int
+	gd      *graphData
 }
 
 var _ models.Model = (*Model)(nil)
@@ -75,49 +76,41 @@ var _ models.Model = (*Model)(nil)
 // New builds the Graphormer of cfg; initialisation and dropout masks
 // derive from seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
-	if err := rt.CheckConfig(Kind{}, cfg); err != nil {
+	m := cfg.Model
+	md := &Model{maxDist: m.MaxDist, gd: &graphData{}}
+	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
+		Input: func(init *rand.Rand) rt.Input {
+			e := &degreeInput{p: param.NewParam("enc.degree", MaxDegree+1, m.Hidden), gd: md.gd}
+			e.p.Uniform(init, 0.1)
+			return e
+		},
+		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
+			return newTFLayer(name, m.Hidden, m.Heads, m.MaxDist, md.gd, init)
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
-	if be == nil {
-		return nil, fmt.Errorf("graphormer.New: nil kernel backend")
-	}
-	m := cfg.Model
-	d := m.Hidden
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be), heads: m.Heads, maxDist: m.MaxDist, gd: &graphData{}}
-	md.Arch = md
-	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
-	md.degEmb = param.NewParam("enc.degree", MaxDegree+1, d)
-	md.degEmb.Uniform(init, 0.1)
-	for t := 1; t <= m.Layers; t++ {
-		md.layers = append(md.layers, newTFLayer(fmt.Sprintf("layer%d", t), d, md.heads, md.maxDist, init))
-	}
-	md.Readout = rt.NewReadout(cfg, init)
 	return md, nil
+}
+
+// degreeInput is the degree embedding E[deg] added to h⁰: (MaxDegree+1) × d.
+type degreeInput struct {
+	p  *param.Param
+	gd *graphData
+}
+
+// Params implements rt.Input.
+func (e *degreeInput) Params() []*param.Param { return []*param.Param{e.p} }
+
+// Add implements rt.Input: h + E[deg].
+func (e *degreeInput) Add(s *rt.Step, h *G.Node) *G.Node {
+	return s.Op(newDegEmb("enc.degree", s.Be, s.BD, e.gd, s.N, s.D), h, s.Param(e.p))
 }
 
 // Hops implements models.Model: Graphormer reads N_1..N_max_dist (so the
 // dataset's kmax must be at least max_dist).
 func (m *Model) Hops() int { return m.maxDist }
-
-// Params implements models.Model: encoder, degree embedding, blocks in
-// order, readouts.
-func (m *Model) Params() []*param.Param {
-	ps := append(m.Enc.Params(), m.degEmb)
-	for _, l := range m.layers {
-		ps = append(ps, l.params()...)
-	}
-	for _, r := range m.Readout {
-		ps = append(ps, r.Params()...)
-	}
-	return ps
-}
-
-// Buffers implements models.Model: Graphormer has none.
-func (m *Model) Buffers() map[string][]float64 { return map[string][]float64{} }
-
-// GradParams implements rt.Arch: the parameters bound in p.
-func (m *Model) GradParams(p *rt.Program) []*param.Param { return p.BoundParams() }
 
 // need are the hop sets the distance buckets read.
 func (m *Model) need() rt.Need { return rt.Need{K: m.maxDist} }
@@ -144,27 +137,12 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 	return hops, nil
 }
 
-// BuildGraph implements rt.Arch: h⁰ = Enc(labels, attrs) + E[deg], the
-// blocks, the SPN's readout and the loss with its gradient.
-func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
-	N, d := key.N, m.Cfg.Model.Hidden
-	bdr, p, be := m.NewProgram(key, bd)
-	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
-	h := m.Encode(bdr, p, be, bd)
-	h = bdr.Op(be, newDegEmb("enc.degree", be, bd, m.gd, N, d), h, param(m.degEmb))
-	hs := []*G.Node{h}
-	for t, l := range m.layers {
-		h = l.apply(bdr, param, fmt.Sprintf("layer%d", t+1), be, bd, m.gd, m.heads, m.maxDist, N, d, h)
-		hs = append(hs, h)
-	}
-	return m.Finish(bdr, p, be, bd, hs, Name)
-}
-
 // newTFLayer returns the parameters of one pre-LN Graphormer block of width
 // d: layer norms (γ = 1, β = 0), the q, k, v and output projections, the
 // spatial bias per distance bucket and head (zero), and a d→d→d FFN.
-func newTFLayer(name string, d, heads, maxDist int, init *rand.Rand) *tfLayer {
+func newTFLayer(name string, d, heads, maxDist int, gd *graphData, init *rand.Rand) *tfLayer {
 	l := &tfLayer{
+		heads: heads, maxDist: maxDist, gd: gd,
 		ln1g: param.NewParam(name+".ln1.gamma", d), ln1b: param.NewParam(name+".ln1.beta", d),
 		q: param.NewLinear(name+".attn.q", d, d, init), k: param.NewLinear(name+".attn.k", d, d, init),
 		v: param.NewLinear(name+".attn.v", d, d, init), o: param.NewLinear(name+".attn.o", d, d, init),
@@ -178,8 +156,8 @@ func newTFLayer(name string, d, heads, maxDist int, init *rand.Rand) *tfLayer {
 	return l
 }
 
-// params returns the block's parameters in a fixed order.
-func (l *tfLayer) params() []*param.Param {
+// Params implements rt.Layer: the block's parameters in a fixed order.
+func (l *tfLayer) Params() []*param.Param {
 	ps := []*param.Param{l.ln1g, l.ln1b}
 	for _, lin := range []*param.Linear{l.q, l.k, l.v} {
 		ps = append(ps, lin.Params()...)
@@ -191,11 +169,20 @@ func (l *tfLayer) params() []*param.Param {
 	return append(ps, l.ff2.Params()...)
 }
 
-// apply adds the block to the graph:
+// AddBuffers implements rt.Layer: a block has no batch norm.
+func (l *tfLayer) AddBuffers(map[string][]float64, string) {}
+
+// Step implements rt.Layer: the block, whose messages are the attention
+// values v over N_0..N_max_dist with the spatial bias, aggregated by the
+// attention and updated by the residual FFN,
 //
 //	a = LN₁(h);  h' = h + Wo·Attn(Wq a, Wk a, Wv a; spatial bias)
 //	f = LN₂(h'); out = h' + W₂·ReLU(W₁ f)
-func (l *tfLayer) apply(bdr *rt.Builder, bind func(*param.Param) *G.Node, name string, be rt.Env, bd *rt.BatchData, gd *graphData, heads, maxDist, N, d int, h *G.Node) *G.Node {
+//
+// (rt.Net adds h⁰ = Enc(labels, attrs) + E[deg] before the blocks and the
+// SPN's readout after them).
+func (l *tfLayer) Step(s *rt.Step, h *G.Node) *G.Node {
+	bdr, bind, name, be, bd, gd, heads, maxDist, N, d := s.Bdr, s.Param, s.Name, s.Be, s.BD, l.gd, l.heads, l.maxDist, s.N, s.D
 	lin := func(id string, ln *param.Linear, x *G.Node) *G.Node {
 		return bdr.Op(be, rt.NewLinear(id, be, bd, false, N, d, d), x, bind(ln.W), bind(ln.B))
 	}

@@ -12,7 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/blas/gonum"
 
-	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/csr"
 )
 
 // ChunkRows is the fixed row-chunk size of every parallel kernel. Reductions
@@ -36,14 +36,14 @@ type Backend interface {
 	MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32)
 	// HopAggregate sets y = scale·x + Σ_i coef[i]·A_i·x over the rows of x
 	// (n×d), where A_i is the 0/1 matrix of hop[i].
-	HopAggregate(y, x []float32, hop []data.CSR, coef []float32, scale float32, n, d int)
+	HopAggregate(y, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int)
 	// HopAggregateSums is HopAggregate that also stores A_i·x in sums[i]
 	// (n×d each), for the gradient of the coefficients.
-	HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []data.CSR, coef []float32, scale float32, n, d int)
+	HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int)
 	// HopAggregateGrouped is HopAggregateSums with row groups: rep[i][u] is
 	// a row with the same neighbour set as u in hop[i] (GroupRows), whose
 	// sum is computed once and copied. rep == nil computes every row.
-	HopAggregateGrouped(y []float32, sums [][]float32, x []float32, hop []data.CSR, rep [][]int32, coef []float32, scale float32, n, d int)
+	HopAggregateGrouped(y []float32, sums [][]float32, x []float32, hop []csr.CSR, rep [][]int32, coef []float32, scale float32, n, d int)
 	// Dots returns ⟨g, xs[i]⟩ for each i over n×d matrices, summed per
 	// row chunk in float32 and over chunks in float64.
 	Dots(g []float32, xs [][]float32, n, d int) []float64
@@ -187,12 +187,12 @@ func (c CPU) MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32
 }
 
 // HopAggregate implements Backend.
-func (c CPU) HopAggregate(y, x []float32, hop []data.CSR, coef []float32, scale float32, n, d int) {
+func (c CPU) HopAggregate(y, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int) {
 	c.HopAggregateSums(y, nil, x, hop, coef, scale, n, d)
 }
 
 // HopAggregateGrouped implements Backend.
-func (c CPU) HopAggregateGrouped(y []float32, sums [][]float32, x []float32, hop []data.CSR, rep [][]int32, coef []float32, scale float32, n, d int) {
+func (c CPU) HopAggregateGrouped(y []float32, sums [][]float32, x []float32, hop []csr.CSR, rep [][]int32, coef []float32, scale float32, n, d int) {
 	if rep == nil {
 		c.HopAggregateSums(y, sums, x, hop, coef, scale, n, d)
 		return
@@ -239,7 +239,7 @@ func (c CPU) HopAggregateGrouped(y []float32, sums [][]float32, x []float32, hop
 // equals that of u (rep[u] = u for the first of each set), so equal rows
 // of a hop set are summed once. For h-Proximity graphs, whose consecutive
 // levels are fully connected, all nodes of a level share N_i for i ≠ 2.
-func GroupRows(a data.CSR) []int32 {
+func GroupRows(a csr.CSR) []int32 {
 	n := a.Len()
 	rep := make([]int32, n)
 	first := make(map[uint64]int32, n)
@@ -279,7 +279,7 @@ func slicesEqual(a, b []int32) bool {
 // every row first, then y = scale·x and y += coef_i·sums_i over the whole
 // chunk, hop by hop (the same operations per value as row by row, in
 // fewer and longer kernel calls).
-func (c CPU) HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []data.CSR, coef []float32, scale float32, n, d int) {
+func (c CPU) HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int) {
 	c.ForEachChunk(n, func(_, lo, hi int) {
 		m := (hi - lo) * d
 		var tmp []float32
@@ -355,9 +355,9 @@ func (c CPU) Dots(g []float32, xs [][]float32, n, d int) []float64 {
 
 // Transpose returns the transpose of the square CSR a (rows sorted
 // ascending), by a counting sort; for a symmetric a it equals a.
-func Transpose(a data.CSR) data.CSR {
+func Transpose(a csr.CSR) csr.CSR {
 	n := a.Len()
-	t := data.CSR{Ptr: make([]int32, n+1), Idx: make([]int32, len(a.Idx))}
+	t := csr.CSR{Ptr: make([]int32, n+1), Idx: make([]int32, len(a.Idx))}
 	for _, v := range a.Idx {
 		t.Ptr[v+1]++
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/csr"
 )
 
 func randMat(rng *rand.Rand, n int) []float32 {
@@ -17,8 +18,8 @@ func randMat(rng *rand.Rand, n int) []float32 {
 	return s
 }
 
-func randCSR(rng *rand.Rand, n int, p float64) data.CSR {
-	c := data.CSR{Ptr: make([]int32, n+1)}
+func randCSR(rng *rand.Rand, n int, p float64) csr.CSR {
+	c := csr.CSR{Ptr: make([]int32, n+1)}
 	for u := 0; u < n; u++ {
 		for v := 0; v < n; v++ {
 			if v != u && rng.Float64() < p {
@@ -47,7 +48,7 @@ func TestKernelsAgainstNaive(t *testing.T) {
 	n, in, out := 300, 7, 5
 	x, w, bias := randMat(rng, n*in), randMat(rng, in*out), randMat(rng, out)
 	dy := randMat(rng, n*out)
-	hop := []data.CSR{randCSR(rng, n, 0.02), randCSR(rng, n, 0.05)}
+	hop := []csr.CSR{randCSR(rng, n, 0.02), randCSR(rng, n, 0.05)}
 	coef := []float32{0.3, 0.7}
 	xs := randMat(rng, n*in)
 
@@ -164,9 +165,9 @@ func TestTranspose(t *testing.T) {
 func BenchmarkHopAggregate(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	n, d := 32*117, 64
-	var hop []data.CSR
+	var hop []csr.CSR
 	for i := 0; i < 5; i++ {
-		c := data.CSR{Ptr: make([]int32, n+1)}
+		c := csr.CSR{Ptr: make([]int32, n+1)}
 		for u := 0; u < n; u++ {
 			g := u / 117 * 117
 			for e := 0; e < 12; e++ {
@@ -209,7 +210,7 @@ func TestHopAggregateGrouped(t *testing.T) {
 	n, d := 260, 6
 	// Rows 0..129 repeat four neighbour sets; rows 130.. are random.
 	sets := [][]int32{{1, 5, 9}, {}, {0, 200}, {3}}
-	a := data.CSR{Ptr: make([]int32, n+1)}
+	a := csr.CSR{Ptr: make([]int32, n+1)}
 	for u := 0; u < n; u++ {
 		if u < 130 {
 			a.Idx = append(a.Idx, sets[u%4]...)
@@ -233,13 +234,13 @@ func TestHopAggregateGrouped(t *testing.T) {
 		be := CPU{Threads: threads}
 		y1, y2 := make([]float32, n*d), make([]float32, n*d)
 		s1, s2 := [][]float32{make([]float32, n*d)}, [][]float32{make([]float32, n*d)}
-		be.HopAggregateSums(y1, s1, x, []data.CSR{a}, []float32{0.7}, 1.2, n, d)
-		be.HopAggregateGrouped(y2, s2, x, []data.CSR{a}, [][]int32{rep}, []float32{0.7}, 1.2, n, d)
+		be.HopAggregateSums(y1, s1, x, []csr.CSR{a}, []float32{0.7}, 1.2, n, d)
+		be.HopAggregateGrouped(y2, s2, x, []csr.CSR{a}, [][]int32{rep}, []float32{0.7}, 1.2, n, d)
 		if !slices.Equal(y1, y2) || !slices.Equal(s1[0], s2[0]) {
 			t.Fatalf("threads=%d: grouped aggregation differs", threads)
 		}
 		y3 := make([]float32, n*d)
-		be.HopAggregateGrouped(y3, nil, x, []data.CSR{a}, [][]int32{rep}, []float32{0.7}, 1.2, n, d)
+		be.HopAggregateGrouped(y3, nil, x, []csr.CSR{a}, [][]int32{rep}, []float32{0.7}, 1.2, n, d)
 		if !slices.Equal(y1, y3) {
 			t.Fatalf("threads=%d: grouped aggregation without sums differs", threads)
 		}

@@ -2,7 +2,7 @@
 
 package kernels
 
-import "github.com/spn-project/spn/data"
+import "github.com/spn-project/spn/data/csr"
 
 // haveAVX2 is false off amd64 and with -tags purego: sgemmExact declines and
 // gonum computes every product.
@@ -21,7 +21,7 @@ func dot2x4(c *float32, ldc int, x *float32, lda int, w *float32, ldb int, p, nb
 
 func sumRowsAVX2(s, x []float32, rows []int32, d int) bool { return false }
 
-func sumRowsCSRAVX2(s, x []float32, a data.CSR, lo, hi, d int) bool { return false }
+func sumRowsCSRAVX2(s, x []float32, a csr.CSR, lo, hi, d int) bool { return false }
 
 func colSumsAVX2(p []float64, x []float32, center []float64, n, d int) int { return 0 }
 

@@ -1,10 +1,10 @@
 package kernels
 
-import "github.com/spn-project/spn/data"
+import "github.com/spn-project/spn/data/csr"
 
 // sumRowsCSR sets s[(u−lo)·d : (u−lo+1)·d] = Σ_{v ∈ a's row u} x[v·d : v·d+d]
 // for the rows u = lo..hi-1 of a, each as sumRows computes it.
-func sumRowsCSR(s, x []float32, a data.CSR, lo, hi, d int) {
+func sumRowsCSR(s, x []float32, a csr.CSR, lo, hi, d int) {
 	if sumRowsCSRAVX2(s, x, a, lo, hi, d) {
 		return
 	}

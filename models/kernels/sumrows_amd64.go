@@ -2,7 +2,7 @@
 
 package kernels
 
-import "github.com/spn-project/spn/data"
+import "github.com/spn-project/spn/data/csr"
 
 //go:noescape
 func sumRows64(s, x *float32, rows *int32, n, ld int)
@@ -44,7 +44,7 @@ func sumRowsCSR64(s, x *float32, ptr, idx *int32, nrows, ld int)
 // same bits): one kernel call per 64 columns for all rows lo..hi-1. It
 // reports false when it does not apply (no AVX2, another width, an index
 // outside x or a malformed row range).
-func sumRowsCSRAVX2(s, x []float32, a data.CSR, lo, hi, d int) bool {
+func sumRowsCSRAVX2(s, x []float32, a csr.CSR, lo, hi, d int) bool {
 	if !haveAVX2 || d%64 != 0 || d == 0 || hi <= lo || len(s) < (hi-lo)*d || hi >= len(a.Ptr) {
 		return false
 	}

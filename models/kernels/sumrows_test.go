@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/csr"
 )
 
 // TestSumRowsKernels checks sumRows (AVX2 kernels where available) bit for
@@ -92,7 +92,7 @@ func TestSumRowsCSR(t *testing.T) {
 		for i := range x {
 			x[i] = float32(rng.NormFloat64())
 		}
-		a := data.CSR{Ptr: []int32{0}}
+		a := csr.CSR{Ptr: []int32{0}}
 		for u := 0; u < n; u++ {
 			for c := rng.IntN(10); c > 0; c-- {
 				a.Idx = append(a.Idx, int32(rng.IntN(n)))

@@ -3,7 +3,7 @@ package kernels
 import (
 	"math"
 
-	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/csr"
 )
 
 // This file holds the math of the neighbourhood ops the relational,
@@ -16,7 +16,7 @@ import (
 // of rel[j] (the direct edges of relation r_j): y_u = Σ_j Σ_{v: r_j(u,v)}
 // xs[j]_v. sums, when not nil, receives A_j·xs[j] (n×d each) for the
 // backward of a coefficient on y. An empty rel sets y to zero.
-func RelAggregate(be Backend, y []float32, sums [][]float32, xs [][]float32, rel []data.CSR, n, d int) {
+func RelAggregate(be Backend, y []float32, sums [][]float32, xs [][]float32, rel []csr.CSR, n, d int) {
 	y = y[:n*d]
 	clear(y)
 	one := []float32{1}
@@ -29,7 +29,7 @@ func RelAggregate(be Backend, y []float32, sums [][]float32, xs [][]float32, rel
 			tmp = make([]float32, n*d)
 			s = tmp
 		}
-		be.HopAggregate(s, xs[j], []data.CSR{a}, one, 0, n, d)
+		be.HopAggregate(s, xs[j], []csr.CSR{a}, one, 0, n, d)
 		for i, v := range s {
 			y[i] += v
 		}
@@ -38,10 +38,10 @@ func RelAggregate(be Backend, y []float32, sums [][]float32, xs [][]float32, rel
 
 // RelAggregateGrad sets dxs[j] (n×d) = A_jᵀ·dy for every relation, the
 // gradient of RelAggregate; relT[j] is Transpose(rel[j]).
-func RelAggregateGrad(be Backend, dxs [][]float32, dy []float32, relT []data.CSR, n, d int) {
+func RelAggregateGrad(be Backend, dxs [][]float32, dy []float32, relT []csr.CSR, n, d int) {
 	one := []float32{1}
 	for j, a := range relT {
-		be.HopAggregate(dxs[j][:n*d], dy, []data.CSR{a}, one, 0, n, d)
+		be.HopAggregate(dxs[j][:n*d], dy, []csr.CSR{a}, one, 0, n, d)
 	}
 }
 
@@ -51,7 +51,7 @@ func RelAggregateGrad(be Backend, dxs [][]float32, dy []float32, relT []data.CSR
 //
 // where the neighbours of u are the entries p of row u of adj (v =
 // adj.Idx[p]) and e (len(adj.Idx)×d) holds one edge embedding per entry.
-func EdgeMessages(be Backend, y, h, e []float32, adj data.CSR, n, d int) {
+func EdgeMessages(be Backend, y, h, e []float32, adj csr.CSR, n, d int) {
 	be.ForEachChunk(n, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			yu := y[u*d : (u+1)*d]
@@ -73,9 +73,9 @@ func EdgeMessages(be Backend, y, h, e []float32, adj data.CSR, n, d int) {
 // entries p with adj.Idx[p] == v in ascending order, as a CSR whose Idx
 // holds entry indices: the scatter pattern of EdgeMessagesGrad, computed
 // once per batch.
-func IncomingEntries(adj data.CSR) data.CSR {
+func IncomingEntries(adj csr.CSR) csr.CSR {
 	n := adj.Len()
-	in := data.CSR{Ptr: make([]int32, n+1), Idx: make([]int32, len(adj.Idx))}
+	in := csr.CSR{Ptr: make([]int32, n+1), Idx: make([]int32, len(adj.Idx))}
 	for _, v := range adj.Idx {
 		in.Ptr[v+1]++
 	}
@@ -95,7 +95,7 @@ func IncomingEntries(adj data.CSR) data.CSR {
 // and dh_v = Σ_{p: adj.Idx[p] = v} de_p (in entry order; in =
 // IncomingEntries(adj)). de (len(adj.Idx)×d) is always written: the
 // scatter into dh reads it.
-func EdgeMessagesGrad(be Backend, dh, de, dy, h, e []float32, adj, in data.CSR, n, d int) {
+func EdgeMessagesGrad(be Backend, dh, de, dy, h, e []float32, adj, in csr.CSR, n, d int) {
 	be.ForEachChunk(n, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			du := dy[u*d : (u+1)*d]

@@ -5,12 +5,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/csr"
 )
 
 // typedGraph is a batch of two graphs (5 and 3 nodes, the second with an
 // isolated node) with every edge entry typed by relation (u+v)%2.
-func typedGraph() (adj data.CSR, rel []data.CSR, ptr []int32) {
+func typedGraph() (adj csr.CSR, rel []csr.CSR, ptr []int32) {
 	edges := [][2]int{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {0, 4}, {1, 3}, {5, 6}}
 	n := 8
 	rows := make([][]int32, n)
@@ -18,8 +18,8 @@ func typedGraph() (adj data.CSR, rel []data.CSR, ptr []int32) {
 		rows[e[0]] = append(rows[e[0]], int32(e[1]))
 		rows[e[1]] = append(rows[e[1]], int32(e[0]))
 	}
-	adj = data.CSR{Ptr: []int32{0}}
-	rel = []data.CSR{{Ptr: []int32{0}}, {Ptr: []int32{0}}}
+	adj = csr.CSR{Ptr: []int32{0}}
+	rel = []csr.CSR{{Ptr: []int32{0}}, {Ptr: []int32{0}}}
 	for u := 0; u < n; u++ {
 		r := rows[u]
 		for i := range r { // insertion sort: rows ascending
@@ -101,7 +101,7 @@ func TestRelAggregateGrad(t *testing.T) {
 				}
 			}
 		}
-		relT := []data.CSR{Transpose(rel[0]), Transpose(rel[1])}
+		relT := []csr.CSR{Transpose(rel[0]), Transpose(rel[1])}
 		dxs := [][]float32{make([]float32, n*d), make([]float32, n*d)}
 		RelAggregateGrad(be, dxs, w, relT, n, d)
 		checkFD(t, "dx0", xs[0], dxs[0], loss)

@@ -9,7 +9,7 @@ import (
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // stepper is the fast training path of the Gorgonia models.
@@ -36,14 +36,14 @@ func BenchmarkTrainProx3(b *testing.B) {
 	}
 	for _, c := range []struct {
 		name string
-		m    schema.Model
+		m    modelspec.Model
 	}{
-		{"gcn_L3", schema.Model{Kind: "gcn", K: 1, Layers: 3}},
-		{"gat_L3", schema.Model{Kind: "gat", K: 1, Layers: 3, Heads: 4}},
-		{"spn_k1_L3", schema.Model{Kind: "spn", K: 1, Layers: 3}},
-		{"spn_k5_L2", schema.Model{Kind: "spn", K: 5, Layers: 2}},
-		{"spn_k5_L5", schema.Model{Kind: "spn", K: 5, Layers: 5}},
-		{"graphormer_L2", schema.Model{Kind: "graphormer", K: 1, Layers: 2, Heads: 4, MaxDist: 5}},
+		{"gcn_L3", modelspec.Model{Kind: "gcn", K: 1, Layers: 3}},
+		{"gat_L3", modelspec.Model{Kind: "gat", K: 1, Layers: 3, Heads: 4}},
+		{"spn_k1_L3", modelspec.Model{Kind: "spn", K: 1, Layers: 3}},
+		{"spn_k5_L2", modelspec.Model{Kind: "spn", K: 5, Layers: 2}},
+		{"spn_k5_L5", modelspec.Model{Kind: "spn", K: 5, Layers: 5}},
+		{"graphormer_L2", modelspec.Model{Kind: "graphormer", K: 1, Layers: 2, Heads: 4, MaxDist: 5}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.m.Hidden, c.m.Pool, c.m.Dropout = 64, models.PoolMean, 0.5

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,7 +18,9 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
+
+	"github.com/spn-project/spn/internal/golden"
 )
 
 // proxTask is a reduced h-Proximity set (small layered graphs) with its
@@ -46,7 +46,7 @@ func newProxTask(t testing.TB, h, graphs, kmax int) proxTask {
 
 func competitorConfig(kind string, layers, hidden, heads, maxDist int, numLabels int) models.Config {
 	return models.Config{
-		Model:     schema.Model{Kind: kind, K: 1, Layers: layers, Hidden: hidden, Dropout: 0, Pool: models.PoolMean, Heads: heads, MaxDist: maxDist},
+		Model:     modelspec.Model{Kind: kind, K: 1, Layers: layers, Hidden: hidden, Dropout: 0, Pool: models.PoolMean, Heads: heads, MaxDist: maxDist},
 		NumLabels: numLabels, Task: models.TaskClassification, Out: 2,
 	}
 }
@@ -180,19 +180,7 @@ func TestCompetitorErrorsGolden(t *testing.T) {
 	_, err = mm.Forward(b, true)
 	fmt.Fprintf(&sb, "Forward after Backward without a training-mode Forward: %v\n", err)
 
-	path := filepath.Join("testdata", "competitor_errors.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s: %v (go test -update writes it)", path, err)
-	}
-	if got := sb.String(); got != string(want) {
-		t.Errorf("errors differ from %s (go test -update rewrites it):\n got:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.CheckString(t, "testdata/competitor_errors.golden", sb.String())
 }
 
 // dropFirstEdge returns a copy of a without the first entry of its first

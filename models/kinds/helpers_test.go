@@ -1,15 +1,12 @@
 package kinds
 
 import (
-	"flag"
 	"fmt"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // gorgonia is what the tests drive of a model built on models/rt.
 type gorgonia interface {

@@ -3,8 +3,6 @@ package kinds
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,6 +16,8 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
+
+	"github.com/spn-project/spn/internal/golden"
 )
 
 // traceModel is the part of the Gorgonia models the trace drives.
@@ -45,25 +45,7 @@ func TestTraceGolden(t *testing.T) {
 		}
 		return
 	}
-	path := filepath.Join("testdata", "trace.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < min(len(gl), len(wl)); i++ {
-			if gl[i] != wl[i] {
-				t.Fatalf("trace differs from %s at line %d:\n got %s\nwant %s", path, i+1, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("trace has %d lines, %s has %d", len(gl), path, len(wl))
-	}
+	golden.CheckString(t, "testdata/trace.golden", got)
 }
 
 // traceOf computes the trace TestTraceGolden compares.

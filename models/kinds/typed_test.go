@@ -16,7 +16,7 @@ import (
 	"github.com/spn-project/spn/models/predict"
 	"github.com/spn-project/spn/models/rspn"
 	"github.com/spn-project/spn/models/synth"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // TestGlobalReadout: with global_readout the layers of every SPN kind get
@@ -145,7 +145,7 @@ func BenchmarkTypedStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg, err := models.ConfigFor(schema.Model{Kind: kind, K: 3, Layers: 4, Hidden: 64, Pool: models.PoolMean}, ds)
+			cfg, err := models.ConfigFor(modelspec.Model{Kind: kind, K: 3, Layers: 4, Hidden: 64, Pool: models.PoolMean}, ds)
 			if err != nil {
 				b.Fatal(err)
 			}

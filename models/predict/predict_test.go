@@ -13,7 +13,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/models/synth"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Tolerance is the largest difference allowed between the class
@@ -53,7 +53,7 @@ func TestRelabellingInvariance(t *testing.T) {
 	}{{"gorgonia", kinds.All()}, {"handwritten", ref.HandWritten()}} {
 		for _, kind := range []string{"spn", "gin"} {
 			for _, pool := range []string{"sum", "mean", "max"} {
-				m := schema.Model{Kind: kind, K: 4, Layers: 3, Hidden: 16, Pool: pool, Dropout: 0.5}
+				m := modelspec.Model{Kind: kind, K: 4, Layers: 3, Hidden: 16, Pool: pool, Dropout: 0.5}
 				if kind == "gin" {
 					m.K = 1
 				}
@@ -66,7 +66,7 @@ func TestRelabellingInvariance(t *testing.T) {
 				// their initial values.
 				s := ds.Splits[0]
 				if _, err := fit.Train(context.Background(), mod, ds, hops, fit.Sets{Train: s.Train, Val: s.Val},
-					fit.Options{Training: schema.Training{LR: 0.01, BatchSize: 16, Epochs: 3}, Metric: "accuracy"}); err != nil {
+					fit.Options{Training: modelspec.Training{LR: 0.01, BatchSize: 16, Epochs: 3}, Metric: "accuracy"}); err != nil {
 					t.Fatal(err)
 				}
 				rng := rand.New(rand.NewPCG(1, 1))
@@ -102,7 +102,7 @@ func TestRelabellingInvariance(t *testing.T) {
 }
 
 func TestInputErrors(t *testing.T) {
-	cfg := models.Config{Model: schema.Model{Kind: "spn", K: 2, Layers: 1, Hidden: 4, Pool: "sum"}, NumLabels: 3, Task: models.TaskClassification, Out: 2}
+	cfg := models.Config{Model: modelspec.Model{Kind: "spn", K: 2, Layers: 1, Hidden: 4, Pool: "sum"}, NumLabels: 3, Task: models.TaskClassification, Out: 2}
 	mod, err := ref.HandWritten().New(cfg, 1, kernels.CPU{})
 	if err != nil {
 		t.Fatal(err)

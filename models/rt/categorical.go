@@ -13,7 +13,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // EmbedTables returns the stacked embedding tables of categorical columns
@@ -46,7 +46,7 @@ func CheckCategories(x []int32, vocab []int) error {
 }
 
 // OfKind names d's dataset kind in a message (` (kind "tu")`), or nothing.
-func OfKind(d schema.DatasetInfo) string {
+func OfKind(d modelspec.DatasetInfo) string {
 	if d.Kind == "" {
 		return ""
 	}
@@ -85,12 +85,27 @@ func (a *Atom) CheckBatch(b *data.Batch) error {
 	return nil
 }
 
-// Add returns h + AtomEncoder(node features of td) in p's graph (h when a
-// is nil).
-func (a *Atom) Add(bdr *Builder, p *Program, be Env, td *nbop.Data, h *G.Node, N, d int) *G.Node {
+// Input returns a as the input term of a Net (nil when a is nil: the
+// dataset has no categorical node features), reading the node features
+// of td.
+func (a *Atom) Input(td *nbop.Data) Input {
 	if a == nil {
-		return h
+		return nil
 	}
-	atom := bdr.Op(be, nbop.CatEmbed{ID: "enc.atom", Be: be, D: td, Rows: a.P.Shape[0], N: N, W: d}, p.Param(bdr, a.P))
-	return bdr.Add(h, atom, "the input encoding")
+	return atomInput{a, td}
+}
+
+// atomInput is an Atom as a Net's input term.
+type atomInput struct {
+	a  *Atom
+	td *nbop.Data
+}
+
+// Params implements Input: the stacked tables.
+func (in atomInput) Params() []*param.Param { return []*param.Param{in.a.P} }
+
+// Add implements Input: h + AtomEncoder(node features).
+func (in atomInput) Add(s *Step, h *G.Node) *G.Node {
+	atom := s.Op(nbop.CatEmbed{ID: "enc.atom", Be: s.Be, D: in.td, Rows: in.a.P.Shape[0], N: s.N, W: s.D}, s.Param(in.a.P))
+	return s.Bdr.Add(h, atom, "the input encoding")
 }

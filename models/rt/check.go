@@ -4,19 +4,19 @@ import (
 	"fmt"
 
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Errf is one FieldError.
-func Errf(field, format string, args ...any) schema.FieldError {
-	return schema.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+func Errf(field, format string, args ...any) modelspec.FieldError {
+	return modelspec.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // CheckCommon checks the fields every message-passing kind reads (their
 // CUE definitions bound them too; this guards configurations that do not
 // come from a spec, e.g. a checkpoint).
-func CheckCommon(m schema.Model) []schema.FieldError {
-	var errs []schema.FieldError
+func CheckCommon(m modelspec.Model) []modelspec.FieldError {
+	var errs []modelspec.FieldError
 	if m.Layers < 1 {
 		errs = append(errs, Errf("layers", "layers = %d: need at least 1 layer", m.Layers))
 	}
@@ -34,7 +34,7 @@ func CheckCommon(m schema.Model) []schema.FieldError {
 
 // CheckDirect requires k == 1 of the kinds that aggregate over direct
 // neighbours.
-func CheckDirect(errs []schema.FieldError, kind string, k int) []schema.FieldError {
+func CheckDirect(errs []modelspec.FieldError, kind string, k int) []modelspec.FieldError {
 	if k != 1 {
 		errs = append(errs, Errf("k", "%s aggregates over direct neighbours only (k = 1), got k = %d", kind, k))
 	}
@@ -42,7 +42,7 @@ func CheckDirect(errs []schema.FieldError, kind string, k int) []schema.FieldErr
 }
 
 // CheckHeads requires heads ≥ 1 dividing hidden.
-func CheckHeads(errs []schema.FieldError, m schema.Model) []schema.FieldError {
+func CheckHeads(errs []modelspec.FieldError, m modelspec.Model) []modelspec.FieldError {
 	switch {
 	case m.Heads < 1:
 		errs = append(errs, Errf("heads", "heads = %d: need at least 1 head", m.Heads))
@@ -54,7 +54,7 @@ func CheckHeads(errs []schema.FieldError, m schema.Model) []schema.FieldError {
 
 // CheckHops requires 1 ≤ k ≤ dataset.kmax of the kinds that aggregate
 // over N_1..N_k.
-func CheckHops(errs []schema.FieldError, m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+func CheckHops(errs []modelspec.FieldError, m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	switch {
 	case m.K < 1:
 		errs = append(errs, Errf("k", "k = %d: need at least 1 hop", m.K))

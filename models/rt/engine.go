@@ -38,9 +38,9 @@ type Arch interface {
 // Engine is the machinery every Gorgonia model kind shares: the input
 // encoder and layer-sum readout parameters, the dropout generator, the
 // cache of compiled graphs, the training step and evaluation, and the
-// models.Model adaptor (Forward, Backward). A kind embeds the Engine of
-// NewEngine, sets Arch to itself and fills Enc and Readout (in the order
-// of its initialisation draws).
+// models.Model adaptor (Forward, Backward). Net.Init builds a kind's
+// Engine with NewEngine, sets Arch to the kind's model and fills Enc and
+// Readout (in the order of the initialisation draws).
 type Engine struct {
 	Arch Arch
 	// Cfg is the configuration the model was built for.

@@ -46,6 +46,11 @@ func (g *Gated) Params() []*param.Param {
 	return append(g.Gate.Params(), g.Transform.Params()...)
 }
 
+// Out implements Output: Apply to h⁰ and hᵀ.
+func (g *Gated) Out(s *Step, hs []*G.Node) *G.Node {
+	return g.Apply(s.Bdr, s.p, s.Be, s.BD, hs[0], hs[len(hs)-1])
+}
+
 // Apply adds out (graphs × out) of the node states h0 and hT to p's graph.
 func (g *Gated) Apply(bdr *Builder, p *Program, be Env, bd *BatchData, h0, hT *G.Node) *G.Node {
 	if bdr.err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // GlobalRead returns x + (Σ_{v∈G(u)} h_v)·W, the global readout term of an
@@ -38,7 +38,7 @@ func GlobalReadInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 
 // NewGlobalRead returns the global readout map W (d×d) of layer name,
 // uniform in ±1/√d as a linear layer's weights, or nil when m has no
 // global readout.
-func NewGlobalRead(name string, m schema.Model, init *rand.Rand) *param.Param {
+func NewGlobalRead(name string, m modelspec.Model, init *rand.Rand) *param.Param {
 	if !m.GlobalReadout {
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/spn-project/spn/models/internal/ref"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // proteinsEpoch returns the PROTEINS batches of 32 graphs (file order) with
@@ -49,7 +49,7 @@ func proteinsBatches(b *testing.B, size int) ([]*data.Batch, models.Config) {
 		}
 		batches = append(batches, bt)
 	}
-	cfg, err := models.ConfigFor(schema.Model{Kind: "spn", K: 5, Layers: 5, Hidden: 64, Pool: models.PoolSum, Dropout: 0.5, LearnEps: true}, ds)
+	cfg, err := models.ConfigFor(modelspec.Model{Kind: "spn", K: 5, Layers: 5, Hidden: 64, Pool: models.PoolSum, Dropout: 0.5, LearnEps: true}, ds)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,10 +1,7 @@
 package spn
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,9 +10,9 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 // TestErrorsGolden renders the errors of bad configurations and bad batches
 // and compares them with testdata/errors.golden (go test -update rewrites it).
@@ -89,20 +86,5 @@ func TestErrorsGolden(t *testing.T) {
 	_, err = m.Predict(empty)
 	fmt.Fprintf(&sb, "Predict, empty batch: %v\n", err)
 
-	path := filepath.Join("testdata", "errors.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got := sb.String(); got != string(want) {
-		t.Errorf("errors differ from %s:\n got:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.CheckString(t, "testdata/errors.golden", sb.String())
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // Kind is model kind "spn" or, with GIN, "gin".
@@ -37,7 +37,7 @@ func (k Kind) Name() string {
 
 // Check implements models.Kind: the common fields, gin's k == 1 and
 // 1 ≤ k ≤ dataset.kmax.
-func (k Kind) Check(m schema.Model, d schema.DatasetInfo) []schema.FieldError {
+func (k Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	errs := rt.CheckCommon(m)
 	if k.GIN && m.K != 1 {
 		return append(errs, rt.Errf("k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", m.K))
@@ -50,21 +50,19 @@ func (k Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mo
 	return New(cfg, seed, be)
 }
 
-// layer holds the parameters of one SPN layer (the nn structs are used only
-// as parameter holders with the hand-written model's names and init).
+// layer is one SPN layer: its hop weights (ε, the α logits and, with
+// global readout, W) and its MLP.
 type layer struct {
-	agg *param.HopAggregation // ε and the α logits
+	rt.Hops
 	rt.MLP
-	// read is the global readout map W (d×d; model.global_readout), nil
-	// without global readout.
-	read *param.Param
+	// gd is the model's batch data for the layer's ops.
+	gd *nbop.Data
 }
 
 // Model is the SPN (or GIN) computed through Gorgonia.
 type Model struct {
-	rt.Engine
+	rt.Net
 	useAdj bool
-	layers []*layer
 	// gd is what the layers' ops read of the batch (hop sets, graphs): an
 	// object of its own, so that the compiled graphs (whose tape machines
 	// have finalizers) do not point back into the model and keep it alive.
@@ -86,29 +84,19 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 		return nil, fmt.Errorf("model.kind %q: spn.New builds spn and gin only", cfg.Model.Kind)
 	}
 	useAdj := cfg.Model.Kind == "gin"
-	if err := rt.CheckConfig(Kind{GIN: useAdj}, cfg); err != nil {
+	md := &Model{useAdj: useAdj, gd: &nbop.Data{}}
+	readInit := rt.GlobalReadInit(seed)
+	err := md.Init(md, "spn", Kind{GIN: useAdj}, cfg, seed, be, rt.Parts{
+		What: "model",
+		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
+			// Same draws, in the same order, as ref.NewSPN: the MLP's
+			// from init, W's from readInit.
+			return &layer{Hops: rt.NewHops(name, cfg.Model, readInit), MLP: rt.NewMLP(name, cfg.Model.Hidden, init), gd: md.gd}
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
-	m := cfg.Model
-	if be == nil {
-		return nil, fmt.Errorf("spn.New: nil kernel backend")
-	}
-	// Same generators, streams and draw order as models.newSPN.
-	init := rand.New(rand.NewPCG(seed, 0x5eed1))
-	md := &Model{Engine: rt.NewEngine(cfg, seed, be), useAdj: useAdj, gd: &nbop.Data{}}
-	md.Arch = md
-	d := m.Hidden
-	md.Enc = param.NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
-	readInit := rt.GlobalReadInit(seed)
-	for t := 1; t <= m.Layers; t++ {
-		name := fmt.Sprintf("layer%d", t)
-		md.layers = append(md.layers, &layer{
-			agg:  param.NewHopAggregation(name+".agg", m.K, d, m.Eps, m.LearnEps),
-			MLP:  rt.NewMLP(name, d, init),
-			read: rt.NewGlobalRead(name, m, readInit),
-		})
-	}
-	md.Readout = rt.NewReadout(cfg, init)
 	return md, nil
 }
 
@@ -121,40 +109,17 @@ func (m *Model) Hops() int {
 }
 
 // Params implements models.Model, in the order and with the names of
-// ref.SPN.Params.
-func (m *Model) Params() []*param.Param {
-	ps := m.Enc.Params()
-	for _, l := range m.layers {
-		ps = append(ps, l.agg.Params()...)
-		ps = append(ps, l.MLP.Params()...)
-		if l.read != nil {
-			ps = append(ps, l.read)
-		}
-	}
-	for _, r := range m.Readout {
-		ps = append(ps, r.Params()...)
+// ref.SPN.Params: per layer ε, the α logits, the MLP, then W.
+func (l *layer) Params() []*param.Param {
+	ps := append(l.Agg.Params(), l.MLP.Params()...)
+	if l.Read != nil {
+		ps = append(ps, l.Read)
 	}
 	return ps
 }
 
-// Buffers implements models.Model: the batch-norm running statistics, under
-// the names ref.SPN uses.
-func (m *Model) Buffers() map[string][]float64 {
-	b := map[string][]float64{}
-	for t, l := range m.layers {
-		l.AddBuffers(b, fmt.Sprintf("layer%d", t+1))
-	}
-	return b
-}
-
 // HopWeights implements models.HopWeights: α and ε per layer.
-func (m *Model) HopWeights() (alpha [][]float64, eps []float64) {
-	aggs := make([]*param.HopAggregation, len(m.layers))
-	for i, l := range m.layers {
-		aggs[i] = l.agg
-	}
-	return rt.HopWeights(aggs)
-}
+func (m *Model) HopWeights() (alpha [][]float64, eps []float64) { return rt.NetHopWeights(m.Layers) }
 
 // GradParams implements rt.Arch: the graph binds the parameters in the
 // order of Params.
@@ -185,44 +150,29 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 	return nil, nil
 }
 
-// BuildGraph implements rt.Arch: the expression graph of the model for the
-// padded sizes of key,
+// Step implements rt.Layer: one SPN layer, its equation term by term,
 //
-//	h⁰ = Enc(labels, attrs)
 //	hᵗ_u = MLPᵗ((1+εᵗ)·hᵗ⁻¹_u + Σ_{i=1..k} αᵗ_i Σ_{v: dist(u,v)=i} hᵗ⁻¹_v [+ (Σ_{v∈G(u)} hᵗ⁻¹_v)·Wᵗ]),  αᵗ = softmax(logitsᵗ)
-//	out = Σ_{t=0..T} Dropout(Wᵗ·pool(hᵗ) + bᵗ)
 //
-// with MLP = Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU, the
+// with MLP = Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU and the
 // bracketed term only with model.global_readout (SP-MPNN with global
-// readout, paper §3), then the loss (or ⟨out, seed⟩) and its symbolic
-// gradient when asked.
-func (m *Model) BuildGraph(key rt.Key, bd *rt.BatchData) (*rt.Program, error) {
-	N, d, k := key.N, m.Cfg.Model.Hidden, m.Cfg.Model.K
-	bdr, p, be := m.NewProgram(key, bd)
-	param := func(prm *param.Param) *G.Node { return p.Param(bdr, prm) }
+// readout, paper §3). rt.Net adds h⁰ = Enc(labels, attrs) before the
+// layers and the readout out = Σ_{t=0..T} Dropout(Wᵗ·pool(hᵗ) + bᵗ) after
+// them. Parameters are bound in the order of Params (GradParams).
+func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
+	// ε and the logits of α
+	logits, eps := s.Param(l.Agg.Logits), s.Param(l.Agg.Eps)
+	mn := l.MLP.Bind(s.Param)
 
-	// Input encoding h⁰ (parameter nodes in the order of Params()).
-	h := m.Encode(bdr, p, be, bd)
-	hs := []*G.Node{h}
-
-	for t, l := range m.layers {
-		name := fmt.Sprintf("layer%d", t+1)
-		logits, eps := param(l.agg.Logits), param(l.agg.Eps)
-		mn := l.Bind(param)
-
-		// α = softmax(logits)
-		alpha := bdr.Op(be, rt.NewSoftmax(name+".alpha", k), logits)
-		// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v
-		agg := bdr.Op(be, nbop.Combine{ID: name + ".agg", Be: be, D: m.gd, K: k, N: N, W: d, Hop1: true, Bufs: be, Sums: new([][]float32)}, h, alpha, eps)
-		// + (Σ_{v∈G(u)} h_v)·W with global readout
-		if l.read != nil {
-			agg = rt.GlobalRead(bdr, be, m.gd, name, param(l.read), agg, h, N, d)
-		}
-		// MLP: Linear → BN → ReLU → Linear → BN → ReLU
-		h = l.Apply(bdr, be, bd, key, name, agg, mn)
-		hs = append(hs, h)
+	// α = softmax(logits)
+	alpha := s.Op(rt.NewSoftmax(s.Name+".alpha", l.Agg.K), logits)
+	// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v: the messages h_v of
+	// the nodes at distance i, aggregated per hop and weighted by α_i
+	agg := s.Op(nbop.Combine{ID: s.Name + ".agg", Be: s.Be, D: l.gd, K: l.Agg.K, N: s.N, W: s.D, Hop1: true, Bufs: s.Be, Sums: new([][]float32)}, h, alpha, eps)
+	// + (Σ_{v∈G(u)} h_v)·W with global readout
+	if l.Read != nil {
+		agg = s.AddGlobal(l.gd, s.Param(l.Read), agg, h)
 	}
-
-	// Readout, loss and gradient.
-	return m.Finish(bdr, p, be, bd, hs, "model")
+	// the update: MLP = Linear → BN → ReLU → Linear → BN → ReLU
+	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, mn)
 }

@@ -4,13 +4,10 @@ package evaluate
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"path/filepath"
 
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/protocol"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // Protocol kinds (schema.Protocol.Kind), as stages/protocol names them.
@@ -44,7 +41,7 @@ func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	if err := job.Decode(&p); err != nil {
 		return err
 	}
-	runs, err := selectstage.ReadTrainRuns(job.InputsOf(stages.KindTrain))
+	runs, err := selection.ReadTrainRuns(job.InputsOf(stages.KindTrain))
 	if err != nil {
 		return err
 	}
@@ -52,36 +49,14 @@ func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	if err != nil {
 		return err
 	}
-	return selectstage.WriteResult(job.Dir, res)
+	return selection.WriteResult(job.Dir, res)
 }
 
 // Evaluate aggregates runs with the protocol of p.Protocol.Kind.
-func Evaluate(p stages.EvaluateParams, runs []selectstage.TrainRun) (*stages.EvalResult, error) {
+func Evaluate(p stages.EvaluateParams, runs []selection.TrainRun) (*stages.EvalResult, error) {
 	pr, err := protocol.Get(p.Protocol.Kind)
 	if err != nil {
 		return nil, err
 	}
 	return pr.Evaluate(p.Protocol, p.Points, runs)
-}
-
-// ReadResult reads the EvalResult an evaluate stage wrote into dir. It
-// checks that split_scores is present, non-empty and finite.
-func ReadResult(dir string) (*stages.EvalResult, error) {
-	path := filepath.Join(dir, stages.FileResult)
-	var probe struct {
-		SplitScores []*float64 `json:"split_scores"`
-	}
-	var r stages.EvalResult
-	if err := selectstage.DecodeFile(path, &r, &probe); err != nil {
-		return nil, err
-	}
-	if len(probe.SplitScores) == 0 {
-		return nil, fmt.Errorf("%s: split_scores is missing or empty", path)
-	}
-	for i, v := range probe.SplitScores {
-		if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
-			return nil, fmt.Errorf("%s: split_scores[%d] is missing or not finite", path, i)
-		}
-	}
-	return &r, nil
 }

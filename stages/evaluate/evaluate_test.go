@@ -12,19 +12,19 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // score is one run's validation and test score.
 type score struct{ val, test float64 }
 
 // holdoutRuns builds Points×Splits×Runs runs from s[point][split][run].
-func holdoutRuns(metric string, s [][][]score) []selectstage.TrainRun {
-	var out []selectstage.TrainRun
+func holdoutRuns(metric string, s [][][]score) []selection.TrainRun {
+	var out []selection.TrainRun
 	for p, splits := range s {
 		for sp, rs := range splits {
 			for r, sc := range rs {
-				out = append(out, selectstage.TrainRun{
+				out = append(out, selection.TrainRun{
 					Source: fmt.Sprintf("p%d/s%d/r%d", p, sp, r),
 					Result: stages.TrainResult{
 						Point:    schema.Point{Model: schema.Model{Kind: "spn", K: p + 1}},
@@ -129,7 +129,7 @@ func TestEvaluateErrors(t *testing.T) {
 	errica := holdout
 	errica.Kind = ProtocolErrica
 	base := [][][]score{{{{0.5, 0.5}}, {{0.5, 0.5}}}, {{{0.6, 0.6}}, {{0.6, 0.6}}}}
-	good := func() []selectstage.TrainRun { return holdoutRuns("accuracy", base) }
+	good := func() []selection.TrainRun { return holdoutRuns("accuracy", base) }
 	nanTest := good()
 	nanTest[3].Result.TestScore = math.NaN()
 	nanVal := good()
@@ -139,7 +139,7 @@ func TestEvaluateErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		p    stages.EvaluateParams
-		runs []selectstage.TrainRun
+		runs []selection.TrainRun
 		want string
 	}{
 		{"holdout count", stages.EvaluateParams{Points: 3, Protocol: holdout}, good(), "got 4 train results, want points×splits×runs = 3×2×1 = 6"},
@@ -198,7 +198,7 @@ func TestRunAndReadResult(t *testing.T) {
 	if err := (Kind{}).Run(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadResult(j.Dir)
+	got, err := selection.ReadEvalResult(j.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestReadResultErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeJSON(t, dir, []byte(tc.content))
-			_, err := ReadResult(dir)
+			_, err := selection.ReadEvalResult(dir)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // FuzzReadResult checks that any content of an evaluate result.json yields
@@ -21,7 +22,7 @@ func FuzzReadResult(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, stages.FileResult), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := ReadResult(dir)
+		r, err := selection.ReadEvalResult(dir)
 		if err != nil {
 			return
 		}

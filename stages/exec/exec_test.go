@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -19,13 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spn-project/spn/internal/golden"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // Subprocess helper: when SPN_EXEC_HELPER is set the test binary runs the
 // test plan on the cache SPN_EXEC_CACHE, printing "start NAME" for every
@@ -266,7 +264,7 @@ func TestFailures(t *testing.T) {
 			if !reflect.DeepEqual(msgs, res.Messages) {
 				t.Errorf("messages callback and result differ")
 			}
-			golden(t, "failures_"+tc.name+".txt", []byte(strings.Join(msgs, "\n")+"\n"))
+			golden.Check(t, filepath.Join("testdata", "failures_"+tc.name+".txt.golden"), []byte(strings.Join(msgs, "\n")+"\n"))
 			// Nothing of the failed or skipped stages is in the cache.
 			for _, f := range res.Failed {
 				if ok, _ := c.Has(f.Node.Kind, f.Node.Key); ok {
@@ -475,26 +473,6 @@ func TestKillAnywhereThenResume(t *testing.T) {
 				t.Errorf("after resume: %d cached, %d to run", cached, toRun)
 			}
 		})
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update): %v", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from golden:\n%s", path, got)
 	}
 }
 

@@ -29,33 +29,21 @@ import (
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
-
-// KindName is the stage kind name.
-const KindName = "figure"
-
-// Params renders one figure. Inputs: the experiment's generate stage
-// (diameters) or its evaluated train stages (hop_weights).
-type Params struct {
-	Figure schema.Figure `json:"figure"`
-	// Layers are the 1-based layers of a hop_weights figure, resolved
-	// (the first and the last when the spec gives none).
-	Layers []int `json:"layers,omitempty"`
-}
 
 // Kind is the figure stage kind.
 type Kind struct{}
 
 // Name returns "figure".
-func (Kind) Name() string { return KindName }
+func (Kind) Name() string { return stages.KindFigure }
 
 // Version returns the kind's version.
 func (Kind) Version() string { return "2" }
 
 // Run implements stages.Kind.
 func (Kind) Run(ctx context.Context, job *stages.Job) error {
-	var p Params
+	var p stages.FigureParams
 	if err := job.Decode(&p); err != nil {
 		return err
 	}
@@ -73,7 +61,7 @@ func (Kind) Run(ctx context.Context, job *stages.Job) error {
 		}
 		fig, err = Diameters(ctx, ds, p.Figure)
 	case schema.FigureHopWeights:
-		runs, rerr := selectstage.ReadTrainRuns(job.InputsOf(stages.KindTrain))
+		runs, rerr := selection.ReadTrainRuns(job.InputsOf(stages.KindTrain))
 		if rerr != nil {
 			return fmt.Errorf("figure %s: %w", p.Figure.Name, rerr)
 		}
@@ -199,11 +187,11 @@ func Diameters(ctx context.Context, ds *data.Dataset, f schema.Figure) (*Data, e
 // HopWeights averages, over runs, the hop weights α_1..α_k of each of
 // layers (1-based) at each run's selected epoch (TrainResult.BestEpoch),
 // with the paper's values of f.Paper (per layer) beside them.
-func HopWeights(runs []selectstage.TrainRun, layers []int, f schema.Figure) (*Data, error) {
+func HopWeights(runs []selection.TrainRun, layers []int, f schema.Figure) (*Data, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("no train runs")
 	}
-	if err := selectstage.SamePoint(runs); err != nil {
+	if err := selection.SamePoint(runs); err != nil {
 		return nil, err
 	}
 	out := &Data{XLabel: "hop i", YLabel: "hop weight α_i"}
@@ -277,7 +265,7 @@ func HopWeights(runs []selectstage.TrainRun, layers []int, f schema.Figure) (*Da
 
 // selectedAlpha returns the hop weights of layer (1-based) at the run's
 // selected epoch.
-func selectedAlpha(r selectstage.TrainRun, layer int) ([]float64, error) {
+func selectedAlpha(r selection.TrainRun, layer int) ([]float64, error) {
 	res := r.Result
 	i := slices.IndexFunc(res.Epochs, func(e stages.EpochRecord) bool { return e.Epoch == res.BestEpoch })
 	if i < 0 {
@@ -298,15 +286,3 @@ func selectedAlpha(r selectstage.TrainRun, layer int) ([]float64, error) {
 // num formats a value with 6 significant digits, the precision of every
 // number the figure files hold.
 func num(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
-
-// ResolveLayers returns the layers a hop_weights figure shows: f.Layers,
-// or the first and the last of a model with layers layers.
-func ResolveLayers(f schema.Figure, layers int) []int {
-	if len(f.Layers) > 0 {
-		return slices.Clone(f.Layers)
-	}
-	if layers <= 1 {
-		return []int{1}
-	}
-	return []int{1, layers}
-}

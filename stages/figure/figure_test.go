@@ -3,20 +3,17 @@ package figure
 import (
 	"bytes"
 	"context"
-	"flag"
 	"image/png"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	selectstage "github.com/spn-project/spn/stages/select"
-)
+	"github.com/spn-project/spn/stages/selection"
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 func path(t *testing.T, n int) data.Graph {
 	t.Helper()
@@ -57,8 +54,8 @@ func TestDiameters(t *testing.T) {
 	}
 }
 
-func run(src string, best int, alphas ...[][]float64) selectstage.TrainRun {
-	r := selectstage.TrainRun{Source: src, Result: stages.TrainResult{Point: schema.Point{Model: schema.Model{Kind: "spn", K: 3}}, BestEpoch: best}}
+func run(src string, best int, alphas ...[][]float64) selection.TrainRun {
+	r := selection.TrainRun{Source: src, Result: stages.TrainResult{Point: schema.Point{Model: schema.Model{Kind: "spn", K: 3}}, BestEpoch: best}}
 	for i, a := range alphas {
 		r.Result.Epochs = append(r.Result.Epochs, stages.EpochRecord{Epoch: i + 1, Alpha: a})
 	}
@@ -68,7 +65,7 @@ func run(src string, best int, alphas ...[][]float64) selectstage.TrainRun {
 // TestHopWeights: the α of each run's selected epoch, averaged over runs
 // (population std), per layer.
 func TestHopWeights(t *testing.T) {
-	runs := []selectstage.TrainRun{
+	runs := []selection.TrainRun{
 		run("r0", 2, [][]float64{{9, 9, 9}, {9, 9, 9}}, [][]float64{{0.2, 0.3, 0.5}, {0.1, 0.1, 0.8}}),
 		run("r1", 1, [][]float64{{0.4, 0.3, 0.3}, {0.3, 0.3, 0.4}}, [][]float64{{9, 9, 9}, {9, 9, 9}}),
 	}
@@ -86,19 +83,16 @@ func TestHopWeights(t *testing.T) {
 	if _, err := HopWeights(runs, []int{3}, f); err == nil || !strings.Contains(err.Error(), "records hop weights of 2 layers, asked for layer 3") {
 		t.Errorf("layer 3: %v", err)
 	}
-	bad := []selectstage.TrainRun{run("r0", 5, [][]float64{{1}})}
+	bad := []selection.TrainRun{run("r0", 5, [][]float64{{1}})}
 	if _, err := HopWeights(bad, []int{1}, f); err == nil || !strings.Contains(err.Error(), "no record of the selected epoch 5") {
 		t.Errorf("missing epoch: %v", err)
-	}
-	if got := ResolveLayers(schema.Figure{}, 8); len(got) != 2 || got[0] != 1 || got[1] != 8 {
-		t.Errorf("default layers %v, want [1 8]", got)
 	}
 }
 
 // TestRender: every format, twice the same bytes; the PNG decodes at the
 // figure's size; the .tex matches its golden file.
 func TestRender(t *testing.T) {
-	runs := []selectstage.TrainRun{
+	runs := []selection.TrainRun{
 		run("r0", 1, [][]float64{{0.2, 0.3, 0.5}, {0.1, 0.1, 0.8}}),
 		run("r1", 1, [][]float64{{0.4, 0.3, 0.3}, {0.3, 0.3, 0.4}}),
 	}
@@ -130,18 +124,7 @@ func TestRender(t *testing.T) {
 	if !bytes.Contains(a["f.svg"], []byte("<svg")) {
 		t.Error("svg has no <svg element")
 	}
-	golden := filepath.Join("testdata", "hop_weights.tex.golden")
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(golden, a["f.tex"], 0o644)
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a["f.tex"], want) {
-		t.Errorf("tex differs from %s (go test -update)\n%s", golden, a["f.tex"])
-	}
+	golden.Check(t, "testdata/hop_weights.tex.golden", a["f.tex"])
 	f.Formats = []string{"pdf"}
 	if _, err := Render(d, f); err == nil || !strings.Contains(err.Error(), `unknown figure format "pdf"`) {
 		t.Errorf("pdf: %v", err)

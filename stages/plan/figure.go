@@ -6,7 +6,6 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	"github.com/spn-project/spn/stages/figure"
 )
 
 // figure adds the figure stage of f: it reads the experiment's generate
@@ -19,7 +18,7 @@ func (b *builder) figure(spec *schema.Spec, f *schema.Figure) error {
 	if !ok {
 		return fmt.Errorf("experiment: unknown experiment %q", f.Experiment)
 	}
-	p := figure.Params{Figure: *f}
+	p := stages.FigureParams{Figure: *f}
 	var deps []*Node
 	switch f.Kind {
 	case schema.FigureDiameters:
@@ -30,7 +29,7 @@ func (b *builder) figure(spec *schema.Spec, f *schema.Figure) error {
 		if len(e.Points) != 1 {
 			return fmt.Errorf("experiment: a hop_weights figure needs an experiment with one grid point; %s has %d", e.Name, len(e.Points))
 		}
-		p.Layers = figure.ResolveLayers(*f, e.Points[0].Model.Layers)
+		p.Layers = resolveLayers(*f, e.Points[0].Model.Layers)
 		for _, d := range ev.Deps {
 			if d.Kind == stages.KindTrain {
 				deps = append(deps, d)
@@ -39,10 +38,22 @@ func (b *builder) figure(spec *schema.Spec, f *schema.Figure) error {
 	default:
 		return fmt.Errorf("kind: unknown figure kind %q", f.Kind)
 	}
-	n, err := b.add(figure.KindName, "figure "+f.Name, p, deps)
+	n, err := b.add(stages.KindFigure, "figure "+f.Name, p, deps)
 	if err != nil {
 		return err
 	}
 	b.plan.Figure[f.Name] = n
 	return nil
+}
+
+// resolveLayers returns the layers a hop_weights figure shows: f.Layers,
+// or the first and the last of a model with layers layers.
+func resolveLayers(f schema.Figure, layers int) []int {
+	if len(f.Layers) > 0 {
+		return slices.Clone(f.Layers)
+	}
+	if layers <= 1 {
+		return []int{1}
+	}
+	return []int{1, layers}
 }

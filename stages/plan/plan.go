@@ -26,7 +26,6 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	"github.com/spn-project/spn/stages/generate"
 	"github.com/spn-project/spn/stages/protocol"
 )
 
@@ -242,7 +241,7 @@ func (b *builder) experiment(e *schema.Experiment) (*Node, error) {
 	}
 	ds := e.Dataset
 	label := DatasetLabel(ds)
-	targets, factors, err := generate.Targets(ds, p.Metric)
+	targets, factors, err := targets(ds, p.Metric)
 	if err != nil {
 		return nil, err
 	}

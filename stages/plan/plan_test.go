@@ -3,17 +3,14 @@ package plan
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 type testKind struct{ name, version string }
 
@@ -404,7 +401,7 @@ func TestResolve(t *testing.T) {
 	if err := p.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "resolve.txt", buf.Bytes())
+	golden.Check(t, "testdata/resolve.txt.golden", buf.Bytes())
 	want := []string{"", "code version changed (was 0)", "input precompute prox(h=3) kmax=3 must run", "input train prox(h=3) spn k=1 L=2 lr=0.01 split=0 run=0 must run"}
 	for i, n := range p.Nodes {
 		if n.Reason != want[i] {
@@ -447,26 +444,6 @@ func TestGoldenPlan(t *testing.T) {
 	if err := p.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.txt", txt.Bytes())
-	golden(t, "plan.json", js.Bytes())
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden:\n%s", path, got)
-	}
+	golden.Check(t, "testdata/plan.txt.golden", txt.Bytes())
+	golden.Check(t, "testdata/plan.json.golden", js.Bytes())
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	"github.com/spn-project/spn/stages/figure"
 )
 
 // TestQM9Targets: one model per property shares the generated dataset and
@@ -70,7 +69,7 @@ func TestFigures(t *testing.T) {
 	if len(a.Deps) != 3 || a.Deps[0] != p.Evaluate["u0"].Deps[0] {
 		t.Errorf("hop_weights figure has %d inputs, want the 3 train stages", len(a.Deps))
 	}
-	if got := a.Params.(figure.Params).Layers; !reflect.DeepEqual(got, []int{1, 8}) {
+	if got := a.Params.(stages.FigureParams).Layers; !reflect.DeepEqual(got, []int{1, 8}) {
 		t.Errorf("layers %v, want [1 8]", got)
 	}
 }
@@ -83,4 +82,22 @@ func kindsOf(r *stages.Registry) []stages.Kind {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestResolveLayers: a hop_weights figure shows the spec's layers, else
+// the first and the last.
+func TestResolveLayers(t *testing.T) {
+	for _, c := range []struct {
+		f      schema.Figure
+		layers int
+		want   []int
+	}{
+		{schema.Figure{}, 8, []int{1, 8}},
+		{schema.Figure{}, 1, []int{1}},
+		{schema.Figure{Layers: []int{2, 3}}, 8, []int{2, 3}},
+	} {
+		if got := resolveLayers(c.f, c.layers); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("resolveLayers(%v, %d) = %v, want %v", c.f.Layers, c.layers, got, c.want)
+		}
+	}
 }

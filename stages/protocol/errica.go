@@ -5,7 +5,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // Errica is the "errica" protocol (Errica et al., ICLR 2020): per outer
@@ -42,7 +42,7 @@ func (Errica) Layout(p schema.Protocol, points int) (Layout, error) {
 
 // Evaluate implements Protocol: Winner is -1 and Point nil, since every
 // fold selected its own point.
-func (Errica) Evaluate(p schema.Protocol, points int, runs []selectstage.TrainRun) (*stages.EvalResult, error) {
+func (Errica) Evaluate(p schema.Protocol, points int, runs []selection.TrainRun) (*stages.EvalResult, error) {
 	if err := check(p, max(points, 1)); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // Fixed is the "fixed" protocol: the dataset's own train/validation/test
@@ -42,7 +42,7 @@ func (f Fixed) Layout(p schema.Protocol, points int) (Layout, error) {
 }
 
 // Evaluate implements Protocol.
-func (f Fixed) Evaluate(p schema.Protocol, points int, runs []selectstage.TrainRun) (*stages.EvalResult, error) {
+func (f Fixed) Evaluate(p schema.Protocol, points int, runs []selection.TrainRun) (*stages.EvalResult, error) {
 	if err := f.check(p); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // Holdout is the "holdout" protocol: every grid point is trained on each
@@ -39,7 +39,7 @@ func (Holdout) Layout(p schema.Protocol, points int) (Layout, error) {
 }
 
 // Evaluate implements Protocol.
-func (Holdout) Evaluate(p schema.Protocol, points int, runs []selectstage.TrainRun) (*stages.EvalResult, error) {
+func (Holdout) Evaluate(p schema.Protocol, points int, runs []selection.TrainRun) (*stages.EvalResult, error) {
 	if err := check(p, points); err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (Holdout) Evaluate(p schema.Protocol, points int, runs []selectstage.TrainR
 	if err := commonMetric(p, runs); err != nil {
 		return nil, err
 	}
-	lower, err := selectstage.LowerIsBetter(p.SelectOn, p.Metric)
+	lower, err := selection.LowerIsBetter(p.SelectOn, p.Metric)
 	if err != nil {
 		return nil, err
 	}
@@ -59,14 +59,14 @@ func (Holdout) Evaluate(p schema.Protocol, points int, runs []selectstage.TrainR
 	var usable []int
 	for i := range points {
 		g := runs[i*per : (i+1)*per]
-		if err := selectstage.SamePoint(g); err != nil {
+		if err := selection.SamePoint(g); err != nil {
 			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
-		if note := selectstage.DivergedNote(g); note != "" {
-			res.Notes = append(res.Notes, fmt.Sprintf("grid point %d %s excluded from selection: %s", i, selectstage.PointLabel(g[0].Result.Point), note))
+		if note := selection.DivergedNote(g); note != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("grid point %d %s excluded from selection: %s", i, selection.PointLabel(g[0].Result.Point), note))
 			continue
 		}
-		s, err := selectstage.MeanScore(g, p.SelectOn)
+		s, err := selection.MeanScore(g, p.SelectOn)
 		if err != nil {
 			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
@@ -75,7 +75,7 @@ func (Holdout) Evaluate(p schema.Protocol, points int, runs []selectstage.TrainR
 	if len(usable) == 0 {
 		return nil, fmt.Errorf("every grid point diverged: %s", strings.Join(res.Notes, "; "))
 	}
-	res.Winner = usable[selectstage.Best(scores, lower)]
+	res.Winner = usable[selection.Best(scores, lower)]
 	group := runs[res.Winner*per : (res.Winner+1)*per]
 	pt := group[0].Result.Point
 	res.Point = &pt

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // Protocol kinds (schema.Protocol.Kind).
@@ -34,7 +34,7 @@ type Protocol interface {
 	Layout(p schema.Protocol, points int) (Layout, error)
 	// Evaluate aggregates the results of Layout's Evaluated stages, given
 	// in that order, into the experiment's result.
-	Evaluate(p schema.Protocol, points int, runs []selectstage.TrainRun) (*stages.EvalResult, error)
+	Evaluate(p schema.Protocol, points int, runs []selection.TrainRun) (*stages.EvalResult, error)
 	// Model returns the index into Layout's Evaluated stages of the model
 	// of grid point point, split split and run run. point < 0 asks for the
 	// reported point: winner is called when the protocol needs the
@@ -112,22 +112,22 @@ func checkRef(p schema.Protocol, split, run int) error {
 // aggregate fills the per-split scores of res from group, which holds
 // Splits×Runs results, split-major. samePoint checks each split's runs
 // trained one configuration (errica's per-fold winners).
-func aggregate(p schema.Protocol, res *stages.EvalResult, group []selectstage.TrainRun, samePoint bool) error {
+func aggregate(p schema.Protocol, res *stages.EvalResult, group []selection.TrainRun, samePoint bool) error {
 	res.SplitScores = make([]float64, p.Splits)
 	res.ValScores = make([]float64, p.Splits)
 	res.RunScores = make([]float64, 0, p.Splits*p.Runs)
 	for s := range p.Splits {
 		sr := group[s*p.Runs : (s+1)*p.Runs]
 		if samePoint {
-			if err := selectstage.SamePoint(sr); err != nil {
+			if err := selection.SamePoint(sr); err != nil {
 				return fmt.Errorf("split %d: %w", s, err)
 			}
 		}
 		var err error
-		if res.SplitScores[s], err = selectstage.Mean(sr, "test_score", func(r *stages.TrainResult) float64 { return r.TestScore }); err != nil {
+		if res.SplitScores[s], err = selection.Mean(sr, "test_score", func(r *stages.TrainResult) float64 { return r.TestScore }); err != nil {
 			return fmt.Errorf("split %d: %w", s, err)
 		}
-		if res.ValScores[s], err = selectstage.Mean(sr, "val_score", func(r *stages.TrainResult) float64 { return r.ValScore }); err != nil {
+		if res.ValScores[s], err = selection.Mean(sr, "val_score", func(r *stages.TrainResult) float64 { return r.ValScore }); err != nil {
 			return fmt.Errorf("split %d: %w", s, err)
 		}
 		for _, r := range sr {
@@ -138,10 +138,10 @@ func aggregate(p schema.Protocol, res *stages.EvalResult, group []selectstage.Tr
 }
 
 // commonMetric checks the protocol metric and that every run carries it.
-func commonMetric(p schema.Protocol, runs []selectstage.TrainRun) error {
+func commonMetric(p schema.Protocol, runs []selection.TrainRun) error {
 	if p.Metric == "" {
 		return fmt.Errorf("protocol metric is empty")
 	}
-	_, err := selectstage.CommonMetric(runs, p.Metric)
+	_, err := selection.CommonMetric(runs, p.Metric)
 	return err
 }

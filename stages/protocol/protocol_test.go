@@ -9,7 +9,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 func proto(kind string, splits, runs int) schema.Protocol {
@@ -123,10 +123,10 @@ func TestModelErrors(t *testing.T) {
 func TestFixedEvaluate(t *testing.T) {
 	vals := [][]float64{{0.5, 0.7}, {0.4, 0.5}} // point 1 wins (0.45 < 0.6)
 	tests := [][]float64{{1, 2}, {3, 5}}
-	var runs []selectstage.TrainRun
+	var runs []selection.TrainRun
 	for pt := range vals {
 		for r := range vals[pt] {
-			runs = append(runs, selectstage.TrainRun{
+			runs = append(runs, selection.TrainRun{
 				Source: fmt.Sprintf("p%d/r%d", pt, r),
 				Result: stages.TrainResult{
 					Point:  schema.Point{Model: schema.Model{Kind: "spn", K: pt + 1}},

@@ -52,8 +52,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-	"github.com/spn-project/spn/stages/evaluate"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // Kind is the tabulate stage kind. Inputs: the evaluate stages of the
@@ -100,7 +99,7 @@ func ReadResults(names []string, inputs []stages.Input) (map[string]*stages.Eval
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("experiment %q listed twice", name)
 		}
-		r, err := evaluate.ReadResult(inputs[i].Dir)
+		r, err := selection.ReadEvalResult(inputs[i].Dir)
 		if err != nil {
 			return nil, fmt.Errorf("experiment %q: %w", name, err)
 		}
@@ -121,7 +120,7 @@ func warnDirection(job *stages.Job, t schema.Table, results map[string]*stages.E
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		lower, err := selectstage.LowerIsBetter(selectstage.SelectOnValMetric, results[n].Metric)
+		lower, err := selection.LowerIsBetter(selection.SelectOnValMetric, results[n].Metric)
 		if err == nil && lower == t.HigherIsBetter {
 			job.Log.Warn("table bolds values in the direction opposite to an experiment's metric",
 				"table", t.Name, "experiment", n, "metric", results[n].Metric, "higher_is_better", t.HigherIsBetter)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -16,30 +15,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+
+	"github.com/spn-project/spn/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func f(v float64) *float64 { return &v }
 
@@ -127,7 +105,7 @@ func TestRenderGolden(t *testing.T) {
 				t.Fatalf("files %v, want %v", names, want)
 			}
 			for _, n := range names {
-				golden(t, n, files[n])
+				golden.Check(t, filepath.Join("testdata", n+".golden"), files[n])
 			}
 			// Same input, same bytes (cells are maps; nothing may leak their order).
 			for range 5 {
@@ -298,7 +276,7 @@ func TestRenderErrors(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%s: %v\n", tc.name, err)
 	}
-	golden(t, "errors", b.Bytes())
+	golden.Check(t, "testdata/errors.golden", b.Bytes())
 }
 
 // stageDir writes the evaluate results of names into dirs and returns the
@@ -367,7 +345,7 @@ func TestRunAndPrintTerminal(t *testing.T) {
 		}
 		out.WriteString("\n")
 	}
-	golden(t, "terminal", out.Bytes())
+	golden.Check(t, "testdata/terminal.golden", out.Bytes())
 }
 
 func TestRunErrors(t *testing.T) {

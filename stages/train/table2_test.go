@@ -19,7 +19,7 @@ import (
 	"github.com/spn-project/spn/stages/generate"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/precompute"
-	selectstage "github.com/spn-project/spn/stages/select"
+	"github.com/spn-project/spn/stages/selectstage"
 	"github.com/spn-project/spn/stages/tabulate"
 	"github.com/spn-project/spn/stages/train"
 )

@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,9 +17,9 @@ import (
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/spn-project/spn/internal/golden"
+)
 
 // inputs writes a small layered dataset and its hop sets (kmax 3) as the
 // artifacts of a generate and a precompute stage.
@@ -199,22 +198,7 @@ func TestErrors(t *testing.T) {
 		}
 		out.WriteString(tc.name + ": " + err.Error() + "\n")
 	}
-	golden := filepath.Join("testdata", "errors.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if out.String() != string(want) {
-		t.Errorf("errors differ from %s:\n%s", golden, out.String())
-	}
+	golden.CheckString(t, "testdata/errors.golden", out.String())
 }
 
 // TestKindUsesItsRegistry checks that the kind builds models from the

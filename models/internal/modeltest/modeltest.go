@@ -24,7 +24,7 @@ import (
 	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/op/optest"
 	"github.com/spn-project/spn/models/synth"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // MaxRelDiff returns max|a−b| / max(max|b|, 1e-6).
@@ -60,7 +60,7 @@ func LayeredBatch(t testing.TB, seed uint64, graphs, kmax int) (*data.Dataset, *
 // learnable).
 func Config(kind string, k, layers, hidden int, dropout float64, pool, task string, out, numLabels, attrDim int) models.Config {
 	return models.Config{
-		Model:     schema.Model{Kind: kind, K: k, Layers: layers, Hidden: hidden, Dropout: dropout, Pool: pool, Eps: 0.1, LearnEps: true},
+		Model:     modelspec.Model{Kind: kind, K: k, Layers: layers, Hidden: hidden, Dropout: dropout, Pool: pool, Eps: 0.1, LearnEps: true},
 		NumLabels: numLabels, AttrDim: attrDim, Task: task, Out: out,
 	}
 }
@@ -468,7 +468,7 @@ func AgnDataset(t testing.TB, seed uint64, n, maxN, labels, attrDim int) *data.D
 
 // AgnConfig returns the baseline configuration for ds.
 func AgnConfig(ds *data.Dataset, hidden int) models.Config {
-	return models.Config{Model: schema.Model{Kind: "baseline", Hidden: hidden, Pool: "sum"},
+	return models.Config{Model: modelspec.Model{Kind: "baseline", Hidden: hidden, Pool: "sum"},
 		NumLabels: ds.NumLabels, AttrDim: ds.AttrDim, Task: models.TaskClassification, Out: ds.NumClasses}
 }
 
@@ -556,7 +556,7 @@ func FitTyped(t testing.TB, m Trainable, task TypedTask, epochs int, lr float64)
 // TypedConfig returns the configuration of kind for ds: k hops, 2 layers,
 // width 32, pooling pool.
 func TypedConfig(kind string, k int, pool string, ds *data.Dataset) models.Config {
-	cfg, err := models.ConfigFor(schema.Model{Kind: kind, K: k, Layers: 2, Hidden: 32, Pool: pool}, ds)
+	cfg, err := models.ConfigFor(modelspec.Model{Kind: kind, K: k, Layers: 2, Hidden: 32, Pool: pool}, ds)
 	if err != nil {
 		panic(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/synth"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // TestData returns a small synthetic dataset of n graphs with its hop sets
@@ -24,7 +24,7 @@ func TestData(t testing.TB, n int) (*data.Dataset, *data.Hops) {
 // with k hops over TestData's 3 labels.
 func TestConfig(kind string, k int, pool string, dropout float64) models.Config {
 	return models.Config{
-		Model:     schema.Model{Kind: kind, K: k, Layers: 3, Hidden: 8, Dropout: dropout, Pool: pool, Eps: 0.1, LearnEps: true},
+		Model:     modelspec.Model{Kind: kind, K: k, Layers: 3, Hidden: 8, Dropout: dropout, Pool: pool, Eps: 0.1, LearnEps: true},
 		NumLabels: 3, Task: models.TaskClassification, Out: 2,
 	}
 }

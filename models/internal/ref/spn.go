@@ -9,7 +9,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // SPNLayer is one shortest path network layer:
@@ -114,7 +114,7 @@ func newSPN(cfg models.Config, seed uint64, be kernels.Backend, useAdj bool) (*S
 		return nil, fmt.Errorf("model of %.3g parameters exceeds the limit of %d (layers %d, hidden %d, k %d, inputs %d+%d, out %d)",
 			size, MaxParams, m.Layers, m.Hidden, m.K, cfg.NumLabels, cfg.AttrDim, cfg.Out)
 	}
-	init := rand.New(rand.NewPCG(seed, 0x5eed1))
+	init := param.NewInit(seed)
 	s := &SPN{cfg: cfg, be: be, useAdj: useAdj, rng: rand.New(rand.NewPCG(seed, 0xd209))}
 	d := m.Hidden
 	s.Enc = NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
@@ -286,7 +286,7 @@ type refKind struct {
 func (k refKind) Name() string { return k.name }
 
 // Check leaves the checks to the constructor.
-func (refKind) Check(schema.Model, schema.DatasetInfo) []schema.FieldError { return nil }
+func (refKind) Check(modelspec.Model, modelspec.DatasetInfo) []modelspec.FieldError { return nil }
 
 func (k refKind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return k.new(cfg, seed, be)

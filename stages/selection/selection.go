@@ -1,11 +1,11 @@
-// Package selectstage implements the "select" stage kind: it picks the best
-// grid point of one split from the validation scores of its train stages.
-// It also owns the selection rule (which scores win, how ties break) that
-// the evaluate kind reuses, so that both pick points identically.
-package selectstage
+// Package selection reads and writes the stages' result files
+// (stages.FileResult) and holds the selection rule over train runs (which
+// scores win, how ties break) that the select, evaluate, tabulate and
+// figure kinds and the evaluation protocols share, so that every one of
+// them picks points identically without importing a sibling stage kind.
+package selection
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,97 +26,11 @@ const (
 	SelectOnValLoss   = "val_loss"
 )
 
-// Kind is the select stage kind. Inputs: Points×Runs train stages,
-// point-major (all runs of point 0, then all runs of point 1, ...).
-// Artifact: stages.FileResult holding a stages.SelectResult.
-//
-// Each point is scored by the mean of its runs' validation scores
-// (SelectOn "val_metric": the metric's direction, metric.HigherIsBetter;
-// "val_loss": lower wins). Tie rule: among points with exactly equal
-// mean scores, the earliest in grid order wins.
-type Kind struct{}
-
-// Name returns "select".
-func (Kind) Name() string { return stages.KindSelect }
-
-// Version returns the kind's version.
-func (Kind) Version() string { return "1" }
-
-// Run reads the train results, picks the winner and writes result.json.
-func (Kind) Run(ctx context.Context, job *stages.Job) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var p stages.SelectParams
-	if err := job.Decode(&p); err != nil {
-		return err
-	}
-	runs, err := ReadTrainRuns(job.InputsOf(stages.KindTrain))
-	if err != nil {
-		return err
-	}
-	res, err := Select(p, runs)
-	if err != nil {
-		return err
-	}
-	return WriteResult(job.Dir, res)
-}
-
 // TrainRun is one train stage's result together with where it was read
 // from (used in error messages).
 type TrainRun struct {
 	Source string
 	Result stages.TrainResult
-}
-
-// Select picks the best of p.Points grid points from runs, which hold
-// p.Runs results per point, point-major. Scores and tie rule are those
-// documented on Kind.
-func Select(p stages.SelectParams, runs []TrainRun) (*stages.SelectResult, error) {
-	if p.Points < 1 || p.Runs < 1 {
-		return nil, fmt.Errorf("points (%d) and runs (%d) must be at least 1", p.Points, p.Runs)
-	}
-	if len(runs) != p.Points*p.Runs {
-		return nil, fmt.Errorf("got %d train results, want points×runs = %d×%d = %d", len(runs), p.Points, p.Runs, p.Points*p.Runs)
-	}
-	metric, err := CommonMetric(runs, "")
-	if err != nil {
-		return nil, err
-	}
-	lower, err := LowerIsBetter(p.SelectOn, metric)
-	if err != nil {
-		return nil, err
-	}
-	groups := make([][]TrainRun, p.Points)
-	for i := range groups {
-		groups[i] = runs[i*p.Runs : (i+1)*p.Runs]
-		if err := SamePoint(groups[i]); err != nil {
-			return nil, fmt.Errorf("point %d: %w", i, err)
-		}
-	}
-	res := &stages.SelectResult{Split: p.Split, Scores: make([]float64, p.Points)}
-	var usable []int
-	for i, g := range groups {
-		if note := DivergedNote(g); note != "" {
-			res.Excluded = append(res.Excluded, i)
-			res.Notes = append(res.Notes, fmt.Sprintf("split %d: grid point %d %s excluded from selection: %s", p.Split, i, PointLabel(g[0].Result.Point), note))
-			continue
-		}
-		if res.Scores[i], err = MeanScore(g, p.SelectOn); err != nil {
-			return nil, fmt.Errorf("point %d: %w", i, err)
-		}
-		usable = append(usable, i)
-	}
-	if len(usable) == 0 {
-		return nil, fmt.Errorf("every grid point diverged, nothing to select: %s", strings.Join(res.Notes, "; "))
-	}
-	sub := make([]float64, len(usable))
-	for j, i := range usable {
-		sub[j] = res.Scores[i]
-	}
-	res.Winner = usable[Best(sub, lower)]
-	res.Point = groups[res.Winner][0].Result.Point
-	return res, nil
 }
 
 // DivergedNote returns, when a run of group diverged, which run and how;
@@ -326,4 +240,26 @@ func WriteResult(dir string, v any) error {
 		return fmt.Errorf("writing result: %w", err)
 	}
 	return nil
+}
+
+// ReadEvalResult reads the EvalResult an evaluate stage wrote into dir. It
+// checks that split_scores is present, non-empty and finite.
+func ReadEvalResult(dir string) (*stages.EvalResult, error) {
+	path := filepath.Join(dir, stages.FileResult)
+	var probe struct {
+		SplitScores []*float64 `json:"split_scores"`
+	}
+	var r stages.EvalResult
+	if err := DecodeFile(path, &r, &probe); err != nil {
+		return nil, err
+	}
+	if len(probe.SplitScores) == 0 {
+		return nil, fmt.Errorf("%s: split_scores is missing or empty", path)
+	}
+	for i, v := range probe.SplitScores {
+		if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+			return nil, fmt.Errorf("%s: split_scores[%d] is missing or not finite", path, i)
+		}
+	}
+	return &r, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // point returns a distinguishable configuration.
@@ -23,15 +24,15 @@ func point(k int) schema.Point {
 }
 
 // runs builds point-major runs: vals[i][r] is the score of run r of point i.
-func runs(metric string, vals [][]float64, loss bool) []TrainRun {
-	var out []TrainRun
+func runs(metric string, vals [][]float64, loss bool) []selection.TrainRun {
+	var out []selection.TrainRun
 	for i, vs := range vals {
 		for r, v := range vs {
 			res := stages.TrainResult{Point: point(i + 1), Metric: metric, ValScore: v, ValLoss: 1}
 			if loss {
 				res.ValScore, res.ValLoss = 0.5, v
 			}
-			out = append(out, TrainRun{Source: "p" + string(rune('0'+i)) + "r" + string(rune('0'+r)), Result: res})
+			out = append(out, selection.TrainRun{Source: "p" + string(rune('0'+i)) + "r" + string(rune('0'+r)), Result: res})
 		}
 	}
 	return out
@@ -47,12 +48,12 @@ func TestSelect(t *testing.T) {
 		winner   int
 		scores   []float64
 	}{
-		{"accuracy higher wins", metric.Accuracy, SelectOnValMetric, [][]float64{{0.5, 0.7}, {0.8, 0.8}, {0.9, 0.5}}, false, 1, []float64{0.6, 0.8, 0.7}},
-		{"rocauc higher wins", metric.ROCAUC, SelectOnValMetric, [][]float64{{0.5}, {0.75}}, false, 1, []float64{0.5, 0.75}},
-		{"mae lower wins", metric.MAE, SelectOnValMetric, [][]float64{{3, 1}, {1, 1}, {2, 2}}, false, 1, []float64{2, 1, 2}},
-		{"val_loss lower wins even for accuracy", metric.Accuracy, SelectOnValLoss, [][]float64{{0.3, 0.5}, {0.2, 0.2}}, true, 1, []float64{0.4, 0.2}},
-		{"tie: earliest point wins (higher)", metric.Accuracy, SelectOnValMetric, [][]float64{{0.5, 0.5}, {0.75, 0.25}, {0.25, 0.75}, {0.5, 0.5}}, false, 0, []float64{0.5, 0.5, 0.5, 0.5}},
-		{"tie: earliest point wins (lower)", metric.MAE, SelectOnValMetric, [][]float64{{2}, {1}, {1}}, false, 1, []float64{2, 1, 1}},
+		{"accuracy higher wins", metric.Accuracy, selection.SelectOnValMetric, [][]float64{{0.5, 0.7}, {0.8, 0.8}, {0.9, 0.5}}, false, 1, []float64{0.6, 0.8, 0.7}},
+		{"rocauc higher wins", metric.ROCAUC, selection.SelectOnValMetric, [][]float64{{0.5}, {0.75}}, false, 1, []float64{0.5, 0.75}},
+		{"mae lower wins", metric.MAE, selection.SelectOnValMetric, [][]float64{{3, 1}, {1, 1}, {2, 2}}, false, 1, []float64{2, 1, 2}},
+		{"val_loss lower wins even for accuracy", metric.Accuracy, selection.SelectOnValLoss, [][]float64{{0.3, 0.5}, {0.2, 0.2}}, true, 1, []float64{0.4, 0.2}},
+		{"tie: earliest point wins (higher)", metric.Accuracy, selection.SelectOnValMetric, [][]float64{{0.5, 0.5}, {0.75, 0.25}, {0.25, 0.75}, {0.5, 0.5}}, false, 0, []float64{0.5, 0.5, 0.5, 0.5}},
+		{"tie: earliest point wins (lower)", metric.MAE, selection.SelectOnValMetric, [][]float64{{2}, {1}, {1}}, false, 1, []float64{2, 1, 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,16 +89,16 @@ func TestSelectErrors(t *testing.T) {
 	mixed[3].Result.Metric = metric.MAE
 	ungrouped := runs(metric.Accuracy, [][]float64{{0.5, 0.6}, {0.7, 0.8}}, false)
 	ungrouped[1], ungrouped[2] = ungrouped[2], ungrouped[1]
-	p := stages.SelectParams{Points: 2, Runs: 2, SelectOn: SelectOnValMetric}
+	p := stages.SelectParams{Points: 2, Runs: 2, SelectOn: selection.SelectOnValMetric}
 	tests := []struct {
 		name string
 		p    stages.SelectParams
-		runs []TrainRun
+		runs []selection.TrainRun
 		want string
 	}{
 		{"too few inputs", p, good[:3], "got 3 train results, want points×runs = 2×2 = 4"},
-		{"too many inputs", stages.SelectParams{Points: 1, Runs: 2, SelectOn: SelectOnValMetric}, good, "got 4 train results, want points×runs = 1×2 = 2"},
-		{"zero runs", stages.SelectParams{Points: 2, Runs: 0, SelectOn: SelectOnValMetric}, good, "must be at least 1"},
+		{"too many inputs", stages.SelectParams{Points: 1, Runs: 2, SelectOn: selection.SelectOnValMetric}, good, "got 4 train results, want points×runs = 1×2 = 2"},
+		{"zero runs", stages.SelectParams{Points: 2, Runs: 0, SelectOn: selection.SelectOnValMetric}, good, "must be at least 1"},
 		{"NaN score", p, nan, "point 1: p1r0: val_score is missing or not finite (NaN)"},
 		{"mixed metrics", p, mixed, `p1r1: metric "mae", want "accuracy"`},
 		{"unknown select_on", stages.SelectParams{Points: 2, Runs: 2, SelectOn: "val_acc"}, good, `unknown select_on "val_acc"`},
@@ -112,7 +113,7 @@ func TestSelectErrors(t *testing.T) {
 		})
 	}
 	unknown := runs("f1", [][]float64{{0.5}}, false)
-	if _, err := Select(stages.SelectParams{Points: 1, Runs: 1, SelectOn: SelectOnValMetric}, unknown); err == nil || !strings.Contains(err.Error(), `unknown metric "f1"`) {
+	if _, err := Select(stages.SelectParams{Points: 1, Runs: 1, SelectOn: selection.SelectOnValMetric}, unknown); err == nil || !strings.Contains(err.Error(), `unknown metric "f1"`) {
 		t.Errorf("unknown metric: error %v", err)
 	}
 }
@@ -158,12 +159,12 @@ func TestRun(t *testing.T) {
 	for _, r := range runs(metric.MAE, [][]float64{{0.4, 0.6}, {0.3, 0.5}, {0.2, 0.9}}, false) {
 		rs = append(rs, r.Result)
 	}
-	j := job(t, stages.SelectParams{Split: 1, Points: 3, Runs: 2, SelectOn: SelectOnValMetric}, rs)
+	j := job(t, stages.SelectParams{Split: 1, Points: 3, Runs: 2, SelectOn: selection.SelectOnValMetric}, rs)
 	if err := (Kind{}).Run(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
 	var got stages.SelectResult
-	if err := DecodeFile(filepath.Join(j.Dir, stages.FileResult), &got); err != nil {
+	if err := selection.DecodeFile(filepath.Join(j.Dir, stages.FileResult), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Winner != 1 || got.Split != 1 || got.Point.Model.K != 2 || got.Point.Values[0].Value != 2.0 {
@@ -172,7 +173,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestRunReadErrors(t *testing.T) {
-	p := stages.SelectParams{Points: 1, Runs: 1, SelectOn: SelectOnValMetric}
+	p := stages.SelectParams{Points: 1, Runs: 1, SelectOn: selection.SelectOnValMetric}
 	tests := []struct {
 		name, content, want string
 	}{
@@ -202,24 +203,5 @@ func TestRunReadErrors(t *testing.T) {
 	j.Params = []byte(`{"split": 0, "points": 1, "runs": 1, "select_on": "val_metric", "extra": 1}`)
 	if err := (Kind{}).Run(context.Background(), j); err == nil || !strings.Contains(err.Error(), "unknown field") {
 		t.Errorf("unknown parameter: error %v", err)
-	}
-}
-
-func TestBest(t *testing.T) {
-	tests := []struct {
-		scores []float64
-		lower  bool
-		want   int
-	}{
-		{[]float64{1}, false, 0},
-		{[]float64{1, 3, 3, 2}, false, 1},
-		{[]float64{1, 3, 3, 2}, true, 0},
-		{[]float64{2, 1, 1}, true, 1},
-		{[]float64{-1, -1}, false, 0},
-	}
-	for _, tc := range tests {
-		if got := Best(tc.scores, tc.lower); got != tc.want {
-			t.Errorf("Best(%v, %v) = %d, want %d", tc.scores, tc.lower, got, tc.want)
-		}
 	}
 }

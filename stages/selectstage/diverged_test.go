@@ -6,6 +6,7 @@ import (
 
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // A grid point with a diverged run is excluded, with a note, and the best
@@ -14,7 +15,7 @@ import (
 func TestSelectExcludesDiverged(t *testing.T) {
 	rs := runs(metric.MAE, [][]float64{{3, 3}, {0, 0}, {2, 2}}, false)
 	rs[3].Result.Diverged = "training diverged: loss NaN at epoch 1 batch 0 (lr 1e+06)"
-	p := stages.SelectParams{Split: 1, Points: 3, Runs: 2, SelectOn: SelectOnValMetric}
+	p := stages.SelectParams{Split: 1, Points: 3, Runs: 2, SelectOn: selection.SelectOnValMetric}
 	got, err := Select(p, rs)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +35,7 @@ func TestSelectExcludesDiverged(t *testing.T) {
 		t.Errorf("all diverged: %v", err)
 	}
 	// Anything else that averages a diverged run fails naming it.
-	if _, err := MeanScore(rs[:1], SelectOnValMetric); err == nil || !strings.Contains(err.Error(), "p0r0: the run diverged") {
+	if _, err := selection.MeanScore(rs[:1], selection.SelectOnValMetric); err == nil || !strings.Contains(err.Error(), "p0r0: the run diverged") {
 		t.Errorf("mean over a diverged run: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/selection"
 )
 
 // FuzzReadTrainResult checks that any content of result.json yields a
@@ -22,11 +23,11 @@ func FuzzReadTrainResult(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, stages.FileResult), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := ReadTrainResult(dir)
+		r, err := selection.ReadTrainResult(dir)
 		if err != nil {
 			return
 		}
-		res, err := Select(stages.SelectParams{Points: 1, Runs: 1, SelectOn: SelectOnValMetric}, []TrainRun{{Source: "fuzz", Result: *r}})
+		res, err := Select(stages.SelectParams{Points: 1, Runs: 1, SelectOn: selection.SelectOnValMetric}, []selection.TrainRun{{Source: "fuzz", Result: *r}})
 		if err == nil && res.Winner != 0 {
 			t.Errorf("winner %d of a single point", res.Winner)
 		}

@@ -1,0 +1,25 @@
+// Package layering holds no code: its test checks that spn's packages
+// import each other only downwards,
+//
+//	cmd/spn → stages → models → data, schema
+//
+// by parsing the import clauses of every non-test Go file of the module.
+// The rules it enforces:
+//
+//   - nothing imports cmd/...;
+//   - data/... and schema/... import no models, stages or cmd package;
+//   - models/... imports no stages or cmd package and not schema itself
+//     (the CUE loader): the model library reads the CUE-free structs of
+//     schema/modelspec, and no cuelang.org package is among its
+//     dependencies;
+//   - stages/... imports no cmd package;
+//   - a stage kind (a package under stages/ whose Kind type has a Run
+//     method) imports no other stage kind, and the engine (every other
+//     package under stages/) imports no stage kind: the engine knows the
+//     kinds only through stages.Registry;
+//   - the stage engine's root package, stages, depends on no model
+//     package but models/curve (the training curve's record);
+//   - models/kernels imports no data package but data/csr;
+//   - only tests import models/internal/ref (the hand-written reference
+//     models).
+package layering

@@ -1,0 +1,255 @@
+package layering
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/spn-project/spn"
+
+// pkg is one package of the module: its path relative to the module root
+// ("models/spn"), its non-test imports and whether it is a stage kind.
+type pkg struct {
+	rel       string
+	imports   []string
+	stageKind bool
+}
+
+// root returns the module root: two folders above this test's source.
+func root(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller information")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// loadPackages parses the import clauses of every non-test Go file under
+// the module root (skipping testdata and hidden folders) and returns the
+// packages by module-relative path.
+func loadPackages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	top := root(t)
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != top && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(top, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		p := pkgs[rel]
+		if p == nil {
+			p = &pkg{rel: rel}
+			pkgs[rel] = p
+		}
+		for _, imp := range f.Imports {
+			s, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(p.imports, s) {
+				p.imports = append(p.imports, s)
+			}
+		}
+		p.stageKind = p.stageKind || hasKindRun(f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("found %d packages under %s; is this the module root?", len(pkgs), top)
+	}
+	return pkgs
+}
+
+// hasKindRun reports whether f declares a Run method on a type named Kind
+// (the stages.Kind implementation of a stage kind package).
+func hasKindRun(f *ast.File) bool {
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv == nil || fn.Name.Name != "Run" || len(fn.Recv.List) != 1 {
+			continue
+		}
+		typ := fn.Recv.List[0].Type
+		if star, ok := typ.(*ast.StarExpr); ok {
+			typ = star.X
+		}
+		if id, ok := typ.(*ast.Ident); ok && id.Name == "Kind" {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether the module-relative path rel is dir or inside it.
+func under(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
+
+// local returns the module-relative path of import path imp, or "" when
+// imp is outside the module.
+func local(imp string) string {
+	if imp == module {
+		return "."
+	}
+	if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+		return rel
+	}
+	return ""
+}
+
+// deps returns the transitive imports of rel (module packages and the
+// others), by import path.
+func deps(pkgs map[string]*pkg, rel string) map[string]bool {
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(r string) {
+		p := pkgs[r]
+		if p == nil {
+			return
+		}
+		for _, imp := range p.imports {
+			if seen[imp] {
+				continue
+			}
+			seen[imp] = true
+			if l := local(imp); l != "" {
+				walk(l)
+			}
+		}
+	}
+	walk(rel)
+	return seen
+}
+
+// forbidden reports why the module package from importing the module
+// package to breaks a rule of the package doc, or "".
+func forbidden(pkgs map[string]*pkg, from *pkg, to string) string {
+	switch {
+	case under(to, "cmd"):
+		return "nothing imports a command"
+	case (under(from.rel, "data") || under(from.rel, "schema")) && (under(to, "models") || under(to, "stages")):
+		return "data and schema are the lowest layer"
+	case under(from.rel, "models") && under(to, "stages"):
+		return "models sit below stages"
+	case under(from.rel, "models") && to == "schema":
+		return "models read schema/modelspec, not the CUE loader"
+	case under(from.rel, "stages") && pkgs[to] != nil && pkgs[to].stageKind:
+		if from.stageKind {
+			return "a stage kind imports no sibling stage kind"
+		}
+		return "the stage engine knows the kinds only through stages.Registry"
+	case from.rel == "stages" && under(to, "models") && to != "models/curve":
+		return "the stage engine's root depends on no model package but models/curve"
+	case from.rel == "models/kernels" && under(to, "data") && to != "data/csr":
+		return "the kernels know graphs only as data/csr's CSR"
+	case to == "models/internal/ref":
+		return "the hand-written reference models are for tests only"
+	}
+	return ""
+}
+
+func TestLayering(t *testing.T) {
+	pkgs := loadPackages(t)
+	rels := slices.Sorted(maps.Keys(pkgs))
+	kinds := 0
+	for _, rel := range rels {
+		p := pkgs[rel]
+		if p.stageKind {
+			kinds++
+		}
+		for _, imp := range p.imports {
+			to := local(imp)
+			if to == "" {
+				continue
+			}
+			if why := forbidden(pkgs, p, to); why != "" {
+				t.Errorf("%s imports %s: %s", p.rel, to, why)
+			}
+		}
+	}
+	if kinds < 7 {
+		t.Errorf("found %d stage kinds (packages with a Kind.Run method), want at least the 7 of spn run", kinds)
+	}
+	for _, rel := range rels {
+		if !under(rel, "models") {
+			continue
+		}
+		for _, imp := range slices.Sorted(maps.Keys(deps(pkgs, rel))) {
+			if strings.HasPrefix(imp, "cuelang.org/") {
+				t.Errorf("%s depends on %s: the model library is free of CUE", rel, imp)
+				break
+			}
+		}
+	}
+}
+
+// TestRules checks that the rules catch what they are for, on imports
+// the module does not have, and allow the ones it needs.
+func TestRules(t *testing.T) {
+	pkgs := loadPackages(t)
+	for _, rel := range []string{"models", "stages", "data", "schema", "stages/plan", "stages/train", "stages/selectstage", "stages/evaluate"} {
+		if pkgs[rel] == nil {
+			t.Fatalf("package %s not found", rel)
+		}
+	}
+	if !pkgs["stages/train"].stageKind || !pkgs["stages/selectstage"].stageKind || pkgs["stages/plan"].stageKind {
+		t.Errorf("stage kinds misdetected: train %v, selectstage %v, plan %v",
+			pkgs["stages/train"].stageKind, pkgs["stages/selectstage"].stageKind, pkgs["stages/plan"].stageKind)
+	}
+	tests := []struct {
+		from, to string
+		bad      bool
+	}{
+		{"models", "schema", true},
+		{"models/rt", "schema/modelspec", false},
+		{"models/fit", "stages", true},
+		{"data", "models/kernels", true},
+		{"schema", "stages", true},
+		{"stages/train", "cmd/spn", true},
+		{"stages/evaluate", "stages/selectstage", true},
+		{"stages/plan", "stages/train", true},
+		{"stages/evaluate", "stages/selection", false},
+		{"stages", "models/fit", true},
+		{"stages", "models/curve", false},
+		{"stages/train", "models/fit", false},
+		{"models/kernels", "data/csr", false},
+		{"models/kernels", "data", true},
+		{"models/kinds", "models/internal/ref", true},
+	}
+	for _, tc := range tests {
+		if why := forbidden(pkgs, pkgs[tc.from], tc.to); (why != "") != tc.bad {
+			t.Errorf("%s importing %s: forbidden %q, want forbidden %v", tc.from, tc.to, why, tc.bad)
+		}
+	}
+	if !deps(pkgs, "schema")["cuelang.org/go/cue"] {
+		t.Error("schema does not depend on cuelang.org/go/cue: the CUE check of TestLayering would pass vacuously")
+	}
+}

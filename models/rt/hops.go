@@ -1,0 +1,58 @@
+package rt
+
+import (
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/spn-project/spn/models/nbop"
+	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/schema/modelspec"
+)
+
+// Hops are the weights an SP-MPNN layer (spn, espn, rspn) puts on its hop
+// sums: ε and the logits of α over k hops, and the global readout map W
+// (model.global_readout; nil without it).
+type Hops struct {
+	Agg  *param.HopAggregation
+	Read *param.Param
+}
+
+// NewHops returns layer name's hop weights for m, W drawn from readInit
+// (GlobalReadInit): ε = m.Eps, the logits zero.
+func NewHops(name string, m modelspec.Model, readInit *rand.Rand) Hops {
+	return Hops{
+		Agg:  param.NewHopAggregation(name+".agg", m.K, m.Hidden, m.Eps, m.LearnEps),
+		Read: NewGlobalRead(name, m, readInit),
+	}
+}
+
+// HopAggregation implements HopLayer.
+func (h *Hops) HopAggregation() *param.HopAggregation { return h.Agg }
+
+// Params returns ε, the logits and W (when there is one), as Bind binds
+// them.
+func (h *Hops) Params() []*param.Param {
+	ps := h.Agg.Params()
+	if h.Read != nil {
+		ps = append(ps, h.Read)
+	}
+	return ps
+}
+
+// Bind binds the hop weights in s's graph and returns α = softmax(logits),
+// ε and W (nil without global readout).
+func (h *Hops) Bind(s *Step) (alpha, eps, w *G.Node) {
+	logits, eps := s.Param(h.Agg.Logits), s.Param(h.Agg.Eps)
+	alpha = s.Op(NewSoftmax(s.Name+".alpha", h.Agg.K), logits)
+	if h.Read != nil {
+		w = s.Param(h.Read)
+	}
+	return alpha, eps, w
+}
+
+// AddGlobal returns x + (Σ_{v∈G(u)} h_v)·W over the graphs of gd (x when
+// w is nil): the global readout term of the layer (GlobalRead).
+func (s *Step) AddGlobal(gd *nbop.Data, w, x, h *G.Node) *G.Node {
+	return GlobalRead(s.Bdr, s.Be, gd, s.Name, w, x, h, s.N, s.D)
+}

@@ -1,0 +1,87 @@
+// Package modelspec holds the parts of a spec that the model library
+// reads (a model section, a training configuration, what a dataset
+// declares) and the field errors the model kinds report, as plain Go
+// structs. It imports nothing: package schema loads spec files (with CUE)
+// into these types and re-exports them, so the models depend on them
+// without depending on CUE.
+package modelspec
+
+import "strings"
+
+// Model is one model configuration.
+type Model struct {
+	// Kind is "spn" or "gin" (later "gcn", "gat", "graphormer", ...).
+	Kind    string  `json:"kind"`
+	K       int     `json:"k"`
+	Layers  int     `json:"layers"`
+	Hidden  int     `json:"hidden"`
+	Dropout float64 `json:"dropout"`
+	// Pool is "sum", "mean" or "max".
+	Pool string `json:"pool"`
+	// Eps is the initial ε; LearnEps makes it trainable.
+	Eps      float64 `json:"eps"`
+	LearnEps bool    `json:"learn_eps"`
+	// Heads is the number of attention heads (gat, graphormer).
+	Heads int `json:"heads,omitempty"`
+	// MaxDist clamps distances for Graphormer's spatial bias.
+	MaxDist int `json:"max_dist,omitempty"`
+	// GlobalReadout adds the global readout term (Σ_{v∈G} h_v)·W to every
+	// layer of the SPN kinds (SP-MPNN with global readout, paper §3).
+	GlobalReadout bool `json:"global_readout,omitempty"`
+	// GatedReadout replaces the layer readout by GNN-FiLM's gated sum over
+	// the nodes (rspn).
+	GatedReadout bool `json:"gated_readout,omitempty"`
+}
+
+// Training is one optimisation configuration.
+type Training struct {
+	Optimizer   string  `json:"optimizer"`
+	LR          float64 `json:"lr"`
+	WeightDecay float64 `json:"weight_decay"`
+	BatchSize   int     `json:"batch_size"`
+	Epochs      int     `json:"epochs"`
+	// Selection is "best_val_loss", "best_val_metric" or "early_stopping".
+	Selection string `json:"selection"`
+	Patience  int    `json:"patience,omitempty"`
+	// StepEvery/StepGamma: multiply lr by StepGamma every StepEvery epochs (0 = off).
+	StepEvery int     `json:"step_every,omitempty"`
+	StepGamma float64 `json:"step_gamma,omitempty"`
+}
+
+// DatasetInfo is what a dataset section declares about its graphs without
+// loading them: what the model kinds check a model section against (spn
+// vet and plan), so that a model reading inputs the dataset lacks fails
+// before training.
+type DatasetInfo struct {
+	// Kind is the dataset kind; Known is false for a kind this table does
+	// not describe (its Relations and feature fields are then unknown and
+	// the checks that need them are skipped). schema.InfoOf fills it from a
+	// dataset section; models.InfoFor from a loaded dataset.
+	Kind  string
+	Known bool
+	// KMax is the largest precomputed hop distance (dataset.kmax);
+	// Unreachable whether N_∞ is kept.
+	KMax        int
+	Unreachable bool
+	// Relations is the number of edge types (0: untyped edges).
+	Relations int
+	// EdgeFeatures and NodeCategories say whether the graphs carry
+	// categorical edge features and categorical node features.
+	EdgeFeatures, NodeCategories bool
+}
+
+// FieldError is a problem with one field of a model section, found by a
+// model kind's Check (schema.ModelChecker); Field is relative to the section (e.g. "k").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+// Error implements error as "model.FIELD: MSG", or "model.MSG" when the
+// message starts with the field ("k = 0: need at least 1 hop").
+func (e FieldError) Error() string {
+	if strings.HasPrefix(e.Msg, e.Field+" ") {
+		return "model." + e.Msg
+	}
+	return "model." + e.Field + ": " + e.Msg
+}
