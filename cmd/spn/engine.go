@@ -21,6 +21,7 @@ import (
 	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/sched"
 )
 
 // Environment variables of the shared flags.
@@ -317,8 +318,8 @@ func (a *app) execute(ctx context.Context, cmd string, p *plan.Plan, c *cache.Ca
 func (a *app) run(en *engine, args []string) error {
 	fs := a.newFlagSet("run", "run [FILE] [flags]   (no FILE: the built-in quickstart)")
 	o := a.envFlags(fs)
-	jobs := fs.Int("jobs", 0, "stages run at once (default NumCPU / threads, at least 1)")
-	threads := fs.Int("threads", 0, "threads per stage (default NumCPU / jobs)")
+	jobs := fs.Int("jobs", 0, "stages run at once (default: without --threads, the stages share the cores; else NumCPU / threads)")
+	threads := fs.Int("threads", 0, "threads per stage (default: without --jobs, the stages share the cores; else NumCPU / jobs)")
 	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
@@ -384,9 +385,15 @@ func (a *app) run(en *engine, args []string) error {
 		return runtimeErr("run", err)
 	}
 	cached, toRun := p.Counts()
-	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (jobs=%d, threads=%d)\n",
-		specLabel(spec, file), len(p.Nodes), cached, toRun, j, t)
-	if err := a.execute(ctx, "run", p, c, reg, o, exec.Options{Jobs: j, Threads: t, KeepGoing: *keepGoing}); err != nil {
+	xo, how := exec.Options{Jobs: j, Threads: t}, fmt.Sprintf("jobs=%d, threads=%d", j, t)
+	if *jobs == 0 && *threads == 0 {
+		xo = sharedRun(runtime.NumCPU(), sched.MemInfoFile)
+		how = fmt.Sprintf("sharing %d cores", xo.Cores)
+	}
+	xo.KeepGoing = *keepGoing
+	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
+		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
+	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {
 		if *keepGoing && ctx.Err() == nil {
 			// The run's summary, then what the partial tables wrote.
 			fmt.Fprintln(a.stderr, err)
@@ -405,8 +412,9 @@ func (a *app) run(en *engine, args []string) error {
 	return a.writeTables(en, spec, p, c, outPath)
 }
 
-// parallelism derives jobs and threads per stage: by default one job using
-// every CPU; given one of them, the other shares the CPUs.
+// parallelism derives jobs and threads per stage: given one of them, the
+// other shares the CPUs; given neither, one job using every CPU (spn run
+// then shares the cores among its stages instead: sharedRun).
 func parallelism(jobs, threads, ncpu int) (int, int, error) {
 	if jobs < 0 || threads < 0 {
 		return 0, 0, fmt.Errorf("--jobs and --threads must be positive")

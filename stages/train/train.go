@@ -54,6 +54,10 @@ func (Kind) Name() string { return stages.KindTrain }
 // Gorgonia models, 3 since the timings moved to timing.json.
 func (Kind) Version() string { return "3" }
 
+// GrowsThreads implements stages.Grower: a train stage takes more threads
+// between epochs.
+func (Kind) GrowsThreads() bool { return true }
+
 // Run implements stages.Kind.
 func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	var p stages.TrainParams
@@ -167,7 +171,25 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		}
 	}
 	threads := max(job.Env.Threads, 1)
-	be := kernels.CPU{Threads: threads, Pool: kernels.NewPool(threads, 0)}
+	pool := kernels.NewPool(threads, 0)
+	progress := job.Progress
+	if more := job.Env.ThreadsNow; more != nil {
+		// The executor may give this stage idle cores while it runs: the
+		// pool grows between epochs (same chunks, same bits).
+		pool = kernels.NewGrowablePool(threads, 0)
+		progress = func(done, total int) {
+			if t := more(); t > pool.Threads() && done < total {
+				pool.Grow(t)
+				if job.Log != nil {
+					job.Log.Info("more threads from the next epoch on", "threads", pool.Threads(), "epoch", done+1)
+				}
+			}
+			if job.Progress != nil {
+				job.Progress(done, total)
+			}
+		}
+	}
+	be := kernels.CPU{Threads: threads, Pool: pool}
 	defer be.Pool.Close()
 	m, err := reg.New(cfg, job.Seed, be)
 	if err != nil {
@@ -197,7 +219,7 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		Seed:     job.Seed,
 		Stream:   uint64(p.Seed) + uint64(p.Run),
 		Log:      job.Log,
-		Progress: job.Progress,
+		Progress: progress,
 	}
 	r, err := fit.Train(ctx, m, ds, hops, sets, opts)
 	if err != nil {
