@@ -355,7 +355,7 @@ func (a *app) run(en *engine, args []string) error {
 		return err
 	}
 	if sl.executor == executorSlurm {
-		return a.runSlurm(en, spec, p, file, o, sl, *out)
+		return a.runSlurm(en, spec, p, file, o, sl, outPath, rec)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
