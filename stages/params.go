@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/models/curve"
 	"github.com/spn-project/spn/schema"
 )
@@ -24,6 +25,9 @@ const (
 const (
 	// FileDataset is the dataset written by generate (data's binary format).
 	FileDataset = "dataset.bin"
+	// FileSources is generate's record of the files its dataset was read
+	// from (DataSources).
+	FileSources = "sources.json"
 	// FileHops is the hop sets written by precompute.
 	FileHops = "hops.bin"
 	// FileResult is the JSON result of train (TrainResult), select
@@ -141,8 +145,29 @@ type TrainResult struct {
 	// Notes carry what model selection excluded (a final run copies its
 	// select stage's notes), for the table's caption.
 	Notes []string `json:"notes,omitempty"`
+	// Data names the files the dataset was read from and their SHA-256,
+	// the outcome of their verification and the spn binary's version (a
+	// copy of the generate stage's FileSources; absent when that stage
+	// predates the record).
+	Data *DataSources `json:"data,omitempty"`
 	// Device records the GPU that trained the model; nil for the CPU.
 	Device *DeviceRecord `json:"device,omitempty"`
+}
+
+// DataSources records the upstream files a dataset was read from, their
+// verification and the spn that read them: generate writes it
+// (FileSources) and every train result carries it, so a table can be
+// traced to verified data.
+type DataSources struct {
+	// SPNVersion is the version of the spn binary that read the files.
+	SPNVersion string `json:"spn_version"`
+	// AcceptMismatch is true when files whose content figures differ from
+	// the built-in ones were accepted (--accept-data-mismatch); the
+	// files' Figures say which.
+	AcceptMismatch bool `json:"accept_data_mismatch,omitempty"`
+	// Files are the files read (none for generated datasets), with their
+	// SHA-256 and the outcome of the content-figure check.
+	Files []fetch.Source `json:"files"`
 }
 
 // DeviceRecord describes the GPU a train stage ran on.

@@ -51,6 +51,23 @@ type Env struct {
 	Mirror string
 	// Threads is how many threads the stage's kernels may use.
 	Threads int
+	// AcceptDataMismatch accepts upstream files whose content figures
+	// differ from spn's built-in ones (recorded in DataSources).
+	AcceptDataMismatch bool
+	// SPNVersion is the spn binary's version, recorded in DataSources.
+	SPNVersion string
+	// ThreadsNow, if not nil, returns how many threads the stage may use
+	// from now on (at least Threads; it only grows). A Grower reads it
+	// between epochs; results must not depend on it.
+	ThreadsNow func() int
+}
+
+// Grower is a Kind whose stages can take more threads while they run
+// (Env.ThreadsNow, read between epochs); the executor gives idle cores to
+// such stages only.
+type Grower interface {
+	Kind
+	GrowsThreads() bool
 }
 
 // Input is a finished dependency of a job.

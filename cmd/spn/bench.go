@@ -15,6 +15,7 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,7 +42,12 @@ timing.json counts it), the graphs trained per CPU-second of the process
 (steadier than graphs/s on a shared machine) and the process's peak
 resident memory while the workload was loaded and trained. Loading the data and computing the hop
 sets are not timed. Datasets come from the data dir or the mirror, as
-with 'spn data'.`
+with 'spn data'.
+
+With --jobs N, N copies of each workload (models of seeds --model-seed,
++1, ...; one dataset and hop sets shared read-only) train at once, each on
+--threads threads, as N stages of a grid would: graphs/s is the sum of the
+copies' rates, train s the slowest copy's training time.`
 
 // benchRow is one workload's result (the JSON form of spn bench).
 type benchRow struct {
@@ -68,7 +74,9 @@ type benchReport struct {
 	Model    schema.Model    `json:"model"`
 	Training schema.Training `json:"training"`
 	Threads  int             `json:"threads"`
-	GEMM     string          `json:"gemm"`
+	// Jobs is the number of copies of each workload trained at once.
+	Jobs int    `json:"jobs"`
+	GEMM string `json:"gemm"`
 	// GEMMKernels names the kernels standing in for gonum's GEMM in the
 	// default build (same bits), "" when gonum computes them all.
 	GEMMKernels string     `json:"gemm_kernels,omitempty"`
@@ -94,7 +102,8 @@ func cmdBench(a *app, args []string) error {
 	batch := fs.Int("batch", 32, "training `batch` size")
 	epochs := fs.Int("epochs", 1, "training `epochs` per workload")
 	lr := fs.Float64("lr", 1e-3, "Adam learning `rate`")
-	threads := fs.Int("threads", 2, "kernel `threads`")
+	threads := fs.Int("threads", 2, "kernel `threads` (of each copy)")
+	jobs := fs.Int("jobs", 1, "`copies` of each workload trained at once; graphs/s is their sum")
 	seed := fs.Uint64("model-seed", 1, "model initialisation and shuffling `seed`")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	var device string
@@ -116,6 +125,8 @@ func cmdBench(a *app, args []string) error {
 		err = fmt.Errorf("--batch must be at least 1, got %d", *batch)
 	case *threads < 1:
 		err = fmt.Errorf("--threads must be at least 1, got %d", *threads)
+	case *jobs < 1:
+		err = fmt.Errorf("--jobs must be at least 1, got %d", *jobs)
 	case o.graphs < 1:
 		err = fmt.Errorf("--graphs must be at least 1, got %d", o.graphs)
 	}
@@ -133,7 +144,7 @@ func cmdBench(a *app, args []string) error {
 		Model: schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout},
 		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
 			Selection: fit.SelectBestValLoss},
-		Threads: *threads, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+		Threads: *threads, Jobs: *jobs, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
 	ctx, cancel := a.signalContext()
 	defer cancel()
@@ -200,13 +211,17 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	if err != nil {
 		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
 	}
-	pool := kernels.NewPool(rep.Threads, 0)
-	defer pool.Close()
-	be := kernels.CPU{Threads: rep.Threads, Pool: pool}
-	m, err := train.Kind{}.Registry().New(cfg, seed, be)
-	if err != nil {
-		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
+	jobs := max(rep.Jobs, 1)
+	ms := make([]models.Model, jobs)
+	for i := range ms {
+		pool := kernels.NewPool(rep.Threads, 0)
+		defer pool.Close()
+		be := kernels.CPU{Threads: rep.Threads, Pool: pool}
+		if ms[i], err = (train.Kind{}).Registry().New(cfg, seed+uint64(i), be); err != nil {
+			return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
+		}
 	}
+	m := ms[0]
 	var hops *data.Hops
 	if kmax := m.Hops(); kmax > 0 {
 		if hops, err = sp.Compute(ctx, ds.Graphs, kmax, false, rep.Threads); err != nil {
@@ -225,13 +240,24 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	// Validation on as few graphs as the metric can score keeps the
 	// measured time to training (the throughput counts training batches
 	// only in any case).
-	opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed, Stream: 1}
+	sets := fit.Sets{Train: all, Val: all[:benchValSize(ds)]}
 	cpu0, err := cpuSeconds()
 	if err != nil {
 		return benchRow{}, err
 	}
-	res, err := fit.Train(ctx, m, ds, hops, fit.Sets{Train: all, Val: all[:benchValSize(ds)]}, opts)
-	if err != nil {
+	results := make([]*fit.Result, jobs)
+	errs := make([]error, jobs)
+	var wg sync.WaitGroup
+	for i := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed + uint64(i), Stream: 1}
+			results[i], errs[i] = fit.Train(ctx, ms[i], ds, hops, sets, opts)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return benchRow{}, err
 	}
 	cpu1, err := cpuSeconds()
@@ -246,15 +272,24 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		if err := writeHeapProfile(memProfile); err != nil {
 			return benchRow{}, err
 		}
-		runtime.KeepAlive(m)
+		runtime.KeepAlive(ms)
 		runtime.KeepAlive(hops)
 	}
-	return benchRow{
+	// Summed over the copies: the rate, the graphs trained; the slowest
+	// copy's training time.
+	row := benchRow{
 		Workload: benchName(name, o), Graphs: len(all), MeanNodes: float64(nodes) / float64(len(all)),
-		Epochs: len(res.EpochSeconds), TrainSeconds: float64(len(all)*len(res.EpochSeconds)) / res.GraphsPerSecond,
-		GraphsPerSec: res.GraphsPerSecond, GraphsPerCPUSec: float64(len(all)*len(res.EpochSeconds)) / (cpu1 - cpu0),
-		PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
-	}, nil
+		Epochs: len(results[0].EpochSeconds), PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
+	}
+	trained := 0
+	for _, res := range results {
+		g := len(all) * len(res.EpochSeconds)
+		trained += g
+		row.GraphsPerSec += res.GraphsPerSecond
+		row.TrainSeconds = max(row.TrainSeconds, float64(g)/res.GraphsPerSecond)
+	}
+	row.GraphsPerCPUSec = float64(trained) / (cpu1 - cpu0)
+	return row, nil
 }
 
 // startRecording creates path and starts a recorder writing to it (a CPU
@@ -399,9 +434,13 @@ func renderBench(w io.Writer, rep benchReport) error {
 	if rep.GEMMKernels != "" && !strings.HasPrefix(gemm, "OpenBLAS") {
 		gemm += " with " + rep.GEMMKernels + " kernels"
 	}
-	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %d epoch(s), %d threads, GEMM %s, %s\n",
+	par := fmt.Sprintf("%d threads", rep.Threads)
+	if rep.Jobs > 1 {
+		par = fmt.Sprintf("%d copies × %d threads (graphs/s summed)", rep.Jobs, rep.Threads)
+	}
+	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %d epoch(s), %s, GEMM %s, %s\n",
 		m.Kind, m.K, m.Layers, m.Hidden, m.Pool, m.Dropout, rep.Training.BatchSize, rep.Training.Epochs,
-		rep.Threads, gemm, rep.GoVersion); err != nil {
+		par, gemm, rep.GoVersion); err != nil {
 		return err
 	}
 	tab := tablewriter.NewTable(w,

@@ -51,6 +51,34 @@ func TestBenchProx(t *testing.T) {
 	}
 }
 
+// TestBenchJobs trains three copies at once: the rate is their sum (above
+// any one copy's: each trained every graph), the trained graphs over the
+// CPU time count all three, and the header says so.
+func TestBenchJobs(t *testing.T) {
+	args := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "3", "--threads", "1"}
+	code, out, errs := benchRun(t, append(args, "--jobs", "3", "--json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	w := rep.Workloads[0]
+	if rep.Jobs != 3 || w.Graphs != 40 || w.Epochs != 1 || w.GraphsPerSec <= 0 || w.TrainSeconds <= 0 {
+		t.Fatalf("report %+v, row %+v", rep, w)
+	}
+	// Summed: the rate times the slowest copy's time covers all 3 × 40
+	// graphs (each copy was at least as fast as the slowest).
+	if trained := w.GraphsPerSec * w.TrainSeconds; trained < 3*40*0.999 {
+		t.Errorf("graphs/s %.1f × train s %.3f = %.1f graphs, want ≥ 120 (three copies)", w.GraphsPerSec, w.TrainSeconds, trained)
+	}
+	code, out, errs = benchRun(t, append(args, "--jobs", "2")...)
+	if code != exitOK || !strings.Contains(out, "2 copies × 1 threads (graphs/s summed)") {
+		t.Fatalf("table: exit %d:\n%s%s", code, out, errs)
+	}
+}
+
 // TestBenchProfiles writes the CPU and heap profiles and checks that they
 // are pprof files (gzipped protocol buffers, not empty); an unwritable
 // path exits 1.
@@ -116,6 +144,7 @@ func TestBenchErrors(t *testing.T) {
 	}{
 		{[]string{"--epochs", "0"}, "--epochs must be at least 1"},
 		{[]string{"--threads", "0"}, "--threads must be at least 1"},
+		{[]string{"--jobs", "0"}, "--jobs must be at least 1"},
 		{[]string{"--batch", "-1"}, "--batch must be at least 1"},
 		{[]string{"--nope"}, "flag provided but not defined"},
 		{[]string{"NOSUCH"}, `unknown dataset "NOSUCH"`},

@@ -38,7 +38,8 @@ const importedDir = "imported"
 const dataUsage = `Usage: spn data SUBCOMMAND [flags] [args]
 
 Subcommands:
-  fetch NAME...                     download (or copy from --mirror) TU datasets with splits, EXP, CEXP, OGB sets
+  fetch NAME...                     download (or copy from --mirror) TU datasets with splits, EXP, CEXP, OGB sets, QM9;
+                                    every file is checked against spn's built-in content figures
   stats NAME... [--json]            dataset statistics
   export NAME --format jsonl        write a dataset as JSON Lines (one graph per line)
   show NAME --graph I [--json]      one graph (I from 0 in file order) with its distance matrix
@@ -84,6 +85,7 @@ func cmdData(a *app, args []string) error {
 // dataOpts are the flags shared by the data subcommands.
 type dataOpts struct {
 	mirror, dataDir string
+	acceptMismatch  bool
 	proxH, graphs   int
 	folds           int
 	seed            int64
@@ -95,6 +97,7 @@ func (a *app) dataFlags(fs *flag.FlagSet, withProx bool) *dataOpts {
 	o := &dataOpts{}
 	fs.StringVar(&o.mirror, "mirror", "", "local mirror `dir` of upstream data files (env "+envMirror+")")
 	fs.StringVar(&o.dataDir, "data-dir", "", "`dir` for downloaded and imported data (env "+envDataDir+", default "+defaultDataDir+")")
+	fs.BoolVar(&o.acceptMismatch, "accept-data-mismatch", false, "accept upstream files whose content differs from spn's built-in figures (a warning instead of an error)")
 	if withProx {
 		fs.IntVar(&o.proxH, "prox-h", 3, "`h` of the generated h-Proximity dataset (NAME prox)")
 		fs.IntVar(&o.graphs, "graphs", prox.DefaultGraphs, "number of generated h-Proximity graphs")
@@ -120,7 +123,7 @@ func (o *dataOpts) resolve(a *app) {
 }
 
 func (o *dataOpts) fetcher(a *app) *fetch.Fetcher {
-	return &fetch.Fetcher{DataDir: o.dataDir, Mirror: o.mirror, Log: hclog.New(&hclog.LoggerOptions{
+	return &fetch.Fetcher{DataDir: o.dataDir, Mirror: o.mirror, AcceptMismatch: o.acceptMismatch, Log: hclog.New(&hclog.LoggerOptions{
 		Name: "spn", Level: hclog.Info, Output: a.stderr,
 	})}
 }
@@ -131,19 +134,30 @@ var errUnknownDataset = errors.New("unknown dataset")
 // errBadFlags marks errors caused by flag values (exit status 2).
 var errBadFlags = errors.New("invalid flags")
 
+// fetchKnown fetches and reads the upstream dataset name through f (each
+// file checked against its built-in content figures); it fails for
+// names that are not upstream datasets (errUnknownDataset).
+func (o *dataOpts) fetchKnown(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, error) {
+	switch {
+	case slices.Contains(tu.Names(), name):
+		return tu.Fetch(ctx, f, name)
+	case slices.Contains(exp.Names(), name):
+		return exp.Fetch(ctx, f, name)
+	case ogbSet(name) != "":
+		return ogb.Fetch(ctx, f, ogbSet(name))
+	case name == "QM9":
+		return qm9.Fetch(ctx, f, qm9.Options{})
+	case strings.HasPrefix(name, "QM9-") && slices.Contains(qm9.Parts[:], name[len("QM9-"):]):
+		return qm9.FetchPart(ctx, f, name[len("QM9-"):], 0)
+	}
+	return nil, fmt.Errorf("%w %q", errUnknownDataset, name)
+}
+
 // load returns the dataset called name.
 func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset, error) {
 	switch {
-	case slices.Contains(tu.Names(), name):
-		return tu.Fetch(ctx, o.fetcher(a), name)
-	case slices.Contains(exp.Names(), name):
-		return exp.Fetch(ctx, o.fetcher(a), name)
-	case ogbSet(name) != "":
-		return ogb.Fetch(ctx, o.fetcher(a), ogbSet(name))
-	case name == "QM9":
-		return qm9.Fetch(ctx, o.fetcher(a), qm9.Options{})
-	case strings.HasPrefix(name, "QM9-") && slices.Contains(qm9.Parts[:], name[len("QM9-"):]):
-		return qm9.FetchPart(ctx, o.fetcher(a), name[len("QM9-"):], 0)
+	case slices.Contains(fetchable(), name):
+		return o.fetchKnown(ctx, o.fetcher(a), name)
 	case name == "prox":
 		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds,
 			Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}
@@ -197,10 +211,7 @@ func (a *app) dataFetch(args []string) error {
 	if len(names) == 0 {
 		return usageErr("data fetch", fmt.Errorf("no dataset named (known: %s)", strings.Join(tu.Names(), ", ")))
 	}
-	known := append(tu.Names(), exp.Names()...)
-	for _, n := range ogb.Names() {
-		known = append(known, ogbPrefix+n)
-	}
+	known := fetchable()
 	for _, n := range names {
 		if !slices.Contains(known, n) {
 			return usageErr("data fetch", fmt.Errorf("cannot fetch %q (known: %s)", n, strings.Join(known, ", ")))
@@ -209,56 +220,56 @@ func (a *app) dataFetch(args []string) error {
 	o.resolve(a)
 	ctx, cancel := a.signalContext()
 	defer cancel()
-	f := o.fetcher(a)
 	for _, n := range names {
+		f := o.fetcher(a)
 		if *refresh {
-			urls := []string{exp.URL(n)}
-			if !slices.Contains(exp.Names(), n) {
-				zipURL, splitsURL := tu.URLs(n)
-				urls = []string{zipURL, splitsURL}
-			}
-			for _, u := range urls {
+			for _, u := range fetchURLs(n) {
 				if err := f.Forget(ctx, u); err != nil {
 					return dataErr("fetch", err)
 				}
 			}
 		}
-		if slices.Contains(exp.Names(), n) {
-			p, err := f.Get(ctx, exp.URL(n))
-			if err != nil {
-				return dataErr("fetch", err)
-			}
-			fmt.Fprintf(a.stdout, "%s\t%s\n", n, p)
-			if _, err := exp.Load(p, n); err != nil {
-				return dataErr("fetch", err)
-			}
-			continue
+		// Fetch parses every file and checks its built-in content
+		// figures, so a broken or changed file is reported now, not at
+		// training.
+		_, err := o.fetchKnown(ctx, f, n)
+		for _, s := range f.Sources() {
+			fmt.Fprintf(a.stdout, "%s\t%s\n", n, filepath.Join(o.dataDir, filepath.FromSlash(s.Path)))
 		}
-		if set := ogbSet(n); set != "" {
-			p, err := f.Get(ctx, ogb.URL(set))
-			if err != nil {
-				return dataErr("fetch", err)
-			}
-			fmt.Fprintf(a.stdout, "%s\t%s\n", n, p)
-			if _, err := ogb.Load(p, set); err != nil {
-				return dataErr("fetch", err)
-			}
-			continue
-		}
-		zipURL, splitsURL := tu.URLs(n)
-		for _, u := range []string{zipURL, splitsURL} {
-			p, err := f.Get(ctx, u)
-			if err != nil {
-				return dataErr("fetch", err)
-			}
-			fmt.Fprintf(a.stdout, "%s\t%s\n", n, p)
-		}
-		// Parse once so a broken file is reported now, not at training.
-		if _, err := tu.Fetch(ctx, f, n); err != nil {
+		if err != nil {
 			return dataErr("fetch", err)
 		}
 	}
 	return nil
+}
+
+// fetchable returns the names spn data fetch accepts.
+func fetchable() []string {
+	known := append(tu.Names(), exp.Names()...)
+	for _, n := range ogb.Names() {
+		known = append(known, ogbPrefix+n)
+	}
+	known = append(known, "QM9")
+	for _, p := range qm9.Parts {
+		known = append(known, "QM9-"+p)
+	}
+	return known
+}
+
+// fetchURLs returns the upstream files of a fetchable dataset.
+func fetchURLs(name string) []string {
+	switch {
+	case slices.Contains(exp.Names(), name):
+		return []string{exp.URL(name)}
+	case ogbSet(name) != "":
+		return []string{ogb.URL(ogbSet(name))}
+	case name == "QM9":
+		return []string{qm9.URL("train"), qm9.URL("valid"), qm9.URL("test")}
+	case strings.HasPrefix(name, "QM9-"):
+		return []string{qm9.URL(name[len("QM9-"):])}
+	}
+	zipURL, splitsURL := tu.URLs(name)
+	return []string{zipURL, splitsURL}
 }
 
 func (a *app) dataStats(args []string) error {

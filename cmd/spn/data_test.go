@@ -57,12 +57,14 @@ func TestDataImportShowExport(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "tiny.jsonl")
 	src := `{"nodes":4,"edges":[[0,1],[2,1]],"x":[0,1,1,2],"y":1}
 {"nodes":2,"edges":[[0,1]],"x":[2,2],"y":0}
+{"nodes":3,"edges":[[0,2]],"x":[0,0,1],"y":1}
+{"nodes":1,"edges":[],"x":[1],"y":0}
 `
 	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := dataRun(dir, "", "import", in, "--name", "tiny")
-	if code != exitOK || !strings.Contains(out, "imported 2 graphs") {
+	if code != exitOK || !strings.Contains(out, "imported 4 graphs") {
 		t.Fatalf("import: exit %d: %s %s", code, out, errs)
 	}
 	code, out, errs = dataRun(dir, "", "show", "tiny", "--graph", "0")
@@ -84,12 +86,14 @@ func TestDataImportShowExport(t *testing.T) {
 	}
 	want := `{"nodes":4,"edges":[[0,1],[1,2]],"x":[0,1,1,2],"y":1}
 {"nodes":2,"edges":[[0,1]],"x":[2,2],"y":0}
+{"nodes":3,"edges":[[0,2]],"x":[0,0,1],"y":1}
+{"nodes":1,"edges":[],"x":[1],"y":0}
 `
 	if out != want {
 		t.Fatalf("export:\n%s\nwant:\n%s", out, want)
 	}
 	code, out, errs = dataRun(dir, "", "stats", "tiny", "--json")
-	if code != exitOK || !strings.Contains(out, `"graphs": 2`) {
+	if code != exitOK || !strings.Contains(out, `"graphs": 4`) {
 		t.Fatalf("stats of imported: exit %d: %s %s", code, out, errs)
 	}
 }
@@ -181,6 +185,48 @@ func TestDataHops(t *testing.T) {
 	}
 	if code, _, _ := dataRun(dir, "", "hops", "prox", "--kmax", "0"); code != exitUsage {
 		t.Fatalf("--kmax 0: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestDataFetchVerifies: spn data fetch of every dataset the mirror holds
+// checks each file against spn's built-in content figures, and the mirror
+// passes; a changed file fails naming the file and the figure, unless
+// --accept-data-mismatch is given.
+func TestDataFetchVerifies(t *testing.T) {
+	mirror := mirrortest.Dir(t)
+	var names []string
+	for _, n := range fetchable() {
+		if n != "QM9" && n != "QM9-train" { // the mirror lacks train.jsonl.gz
+			names = append(names, n)
+		}
+	}
+	code, out, errs := dataRun(t.TempDir(), mirror, append([]string{"fetch"}, names...)...)
+	if code != exitOK {
+		t.Fatalf("fetch of every known dataset: exit %d: %s", code, errs)
+	}
+	if got := strings.Count(out, "\n"); got != len(names)+5 { // the TU sets have a split file each
+		t.Errorf("%d files listed for %d datasets:\n%s", got, len(names), out)
+	}
+	if n := strings.Count(errs, "content figures verified"); n != len(names)+5 {
+		t.Errorf("%d files verified, want %d:\n%s", n, len(names)+5, errs)
+	}
+	// A copy of the mirror whose EXP file has one graph label changed.
+	mir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(mirror, "expressivity", "EXP", "GRAPHSAT.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(mir, "expressivity", "EXP"), 0o755)
+	os.WriteFile(filepath.Join(mir, "expressivity", "EXP", "GRAPHSAT.txt"), bytes.Replace(src, []byte("\n59 1\n"), []byte("\n59 0\n"), 1), 0o644)
+	dir := t.TempDir()
+	code, _, errs = dataRun(dir, mir, "fetch", "EXP")
+	want := filepath.Join(dir, "expressivity", "EXP", "GRAPHSAT.txt") + `: content figure "graphs of class 0" is 601, expected 600`
+	if code != exitFail || !strings.Contains(errs, want) {
+		t.Fatalf("changed label: exit %d, want %d and %q: %s", code, exitFail, want, errs)
+	}
+	code, _, errs = dataRun(dir, mir, "fetch", "EXP", "--accept-data-mismatch")
+	if code != exitOK || !strings.Contains(errs, "accepted") {
+		t.Fatalf("--accept-data-mismatch: exit %d: %s", code, errs)
 	}
 }
 

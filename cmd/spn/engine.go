@@ -21,6 +21,7 @@ import (
 	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/sched"
 )
 
 // Environment variables of the shared flags.
@@ -53,6 +54,7 @@ func cmdTable(a *app, args []string) error { return a.table(realEngine(), args) 
 type envOpts struct {
 	cache, mirror, dataDir, mode, logLevel string
 	logJSON                                bool
+	acceptDataMismatch                     bool
 	// device is --device, of the commands that train ("": the spec's).
 	device string
 }
@@ -67,6 +69,7 @@ func (a *app) envFlags(fs *flag.FlagSet) *envOpts {
 	fs.StringVar(&o.mode, "mode", "", "override the spec's mode: full, smoke, paper-1split or evidence")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: trace, debug, info, warn or error")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
+	fs.BoolVar(&o.acceptDataMismatch, "accept-data-mismatch", false, "accept upstream data files whose content differs from spn's built-in figures (recorded in the stage results)")
 	return o
 }
 
@@ -114,7 +117,7 @@ func (o *envOpts) logger(w io.Writer) hclog.Logger {
 
 // env is the stages.Env the flags describe (Threads is set by the executor).
 func (o *envOpts) env() stages.Env {
-	return stages.Env{DataDir: o.dataDir, Mirror: o.mirror}
+	return stages.Env{DataDir: o.dataDir, Mirror: o.mirror, AcceptDataMismatch: o.acceptDataMismatch, SPNVersion: version}
 }
 
 // parseArgs parses flags that may come before or after positional
@@ -320,8 +323,8 @@ func (a *app) execute(ctx context.Context, cmd string, p *plan.Plan, c *cache.Ca
 func (a *app) run(en *engine, args []string) error {
 	fs := a.newFlagSet("run", "run [FILE] [flags]   (no FILE: the built-in quickstart)")
 	o := a.envFlags(fs)
-	jobs := fs.Int("jobs", 0, "stages run at once (default NumCPU / threads, at least 1)")
-	threads := fs.Int("threads", 0, "threads per stage (default NumCPU / jobs)")
+	jobs := fs.Int("jobs", 0, "stages run at once (default: without --threads, the stages share the cores; else NumCPU / threads)")
+	threads := fs.Int("threads", 0, "threads per stage (default: without --jobs, the stages share the cores; else NumCPU / jobs)")
 	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
@@ -355,8 +358,13 @@ func (a *app) run(en *engine, args []string) error {
 	if err := a.requireDevice("run", spec.Device, sl.executor == executorSlurm); err != nil {
 		return err
 	}
+	// The tables' directory must be writable before hours of compute.
+	outPath, rec, err := a.prepareOut(en, "run", file, spec, *out)
+	if err != nil {
+		return err
+	}
 	if sl.executor == executorSlurm {
-		return a.runSlurm(en, spec, p, file, o, sl, *out)
+		return a.runSlurm(en, spec, p, file, o, sl, outPath, rec)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
@@ -367,6 +375,18 @@ func (a *app) run(en *engine, args []string) error {
 	defer stop()
 	lk, err := a.lockCache(ctx, "run", c, *noWait)
 	if err != nil {
+		// A cache that cannot be locked at all (a read-only mount) still
+		// serves a plan whose stages are all cached: the tables need no
+		// lock, as in spn table.
+		if !errors.Is(err, cache.ErrLocked) && ctx.Err() == nil && p.Resolve(c) == nil {
+			if _, toRun := p.Counts(); toRun == 0 {
+				fmt.Fprintf(a.stderr, "spn run: cannot lock the cache (%v); every stage is cached, so the tables are written from it as it is\n", errors.Unwrap(err))
+				if err := recordSpec("run", outPath, rec); err != nil {
+					return err
+				}
+				return a.writeTables(en, spec, p, c, outPath)
+			}
+		}
 		return err
 	}
 	defer lk.Unlock()
@@ -374,22 +394,36 @@ func (a *app) run(en *engine, args []string) error {
 		return runtimeErr("run", err)
 	}
 	cached, toRun := p.Counts()
-	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (jobs=%d, threads=%d)\n",
-		specLabel(spec, file), len(p.Nodes), cached, toRun, j, t)
-	if err := a.execute(ctx, "run", p, c, reg, o, exec.Options{Jobs: j, Threads: t, KeepGoing: *keepGoing}); err != nil {
+	xo, how := exec.Options{Jobs: j, Threads: t}, fmt.Sprintf("jobs=%d, threads=%d", j, t)
+	if *jobs == 0 && *threads == 0 {
+		xo = sharedRun(runtime.NumCPU(), sched.MemInfoFile)
+		how = fmt.Sprintf("sharing %d cores", xo.Cores)
+	}
+	xo.KeepGoing = *keepGoing
+	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
+		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
+	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {
 		if *keepGoing && ctx.Err() == nil {
 			// The run's summary, then what the partial tables wrote.
 			fmt.Fprintln(a.stderr, err)
-			a.writePartialTables(en, spec, p, c, outDir(*out, spec))
+			if rerr := recordSpec("run", outPath, rec); rerr != nil {
+				fmt.Fprintln(a.stderr, rerr)
+			} else {
+				a.writePartialTables(en, spec, p, c, outPath)
+			}
 			return reported(exitCode(err))
 		}
 		return err
 	}
-	return a.writeTables(en, spec, p, c, outDir(*out, spec))
+	if err := recordSpec("run", outPath, rec); err != nil {
+		return err
+	}
+	return a.writeTables(en, spec, p, c, outPath)
 }
 
-// parallelism derives jobs and threads per stage: by default one job using
-// every CPU; given one of them, the other shares the CPUs.
+// parallelism derives jobs and threads per stage: given one of them, the
+// other shares the CPUs; given neither, one job using every CPU (spn run
+// then shares the cores among its stages instead: sharedRun).
 func parallelism(jobs, threads, ncpu int) (int, int, error) {
 	if jobs < 0 || threads < 0 {
 		return 0, 0, fmt.Errorf("--jobs and --threads must be positive")
@@ -488,6 +522,10 @@ func (a *app) table(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
+	outPath, rec, err := a.prepareOut(en, "table", pos[0], spec, *out)
+	if err != nil {
+		return err
+	}
 	c := &cache.Cache{Root: o.cache, Warn: a.warnDamage("table")}
 	if err := p.Resolve(c); err != nil {
 		return runtimeErr("table", err)
@@ -530,7 +568,10 @@ func (a *app) table(en *engine, args []string) error {
 			return err
 		}
 	}
-	return a.writeTables(en, spec, p, c, outDir(*out, spec))
+	if err := recordSpec("table", outPath, rec); err != nil {
+		return err
+	}
+	return a.writeTables(en, spec, p, c, outPath)
 }
 
 // tableNeeds returns the experiments of the spec's tables whose

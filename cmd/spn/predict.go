@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
@@ -81,19 +82,67 @@ func (a *app) predict(en *engine, args []string) error {
 		defer f.Close()
 		r, name = f, *input
 	}
-	ds, err := jsonl.ReadUnlabelled(r, name)
-	if err != nil {
-		// The input is the user's: a bad file is a validation error.
+	// The input is the user's: every error about it names the file and
+	// the line ("FILE:LINE: ...") and is a validation error (exit 2).
+	var lines []int
+	inputErr := func(err error) error {
+		var le *jsonl.LineError
+		var ge *predict.GraphError
+		switch {
+		case errors.As(err, &le):
+			return usageErrf("predict", "%s:%d: %w", le.File, le.Line, le.Err)
+		case errors.As(err, &ge) && ge.Graph >= 0 && ge.Graph < len(lines):
+			return usageErrf("predict", "%s:%d: graph %d: %w", name, lines[ge.Graph], ge.Graph, ge.Err)
+		}
 		return usageErr("predict", err)
+	}
+	ds, lines, err := jsonl.ReadUnlabelled(r, name)
+	if err != nil {
+		return inputErr(err)
+	}
+	if err := checkPredictInput(ds, m.Config()); err != nil {
+		return inputErr(err)
 	}
 	preds, err := predict.Graphs(context.Background(), m, ds.Graphs, threads)
 	if err != nil {
+		var ge *predict.GraphError
+		if errors.As(err, &ge) {
+			return inputErr(err)
+		}
 		return runtimeErrf("predict", "%s: %w", name, err)
 	}
 	enc := json.NewEncoder(a.stdout)
 	for i, pr := range preds {
 		if err := enc.Encode(predictLine{Graph: i, Prediction: pr}); err != nil {
 			return runtimeErr("predict", err)
+		}
+	}
+	return nil
+}
+
+// checkPredictInput checks what predict.Graphs does not read: every graph
+// has a node, and the labels given ("y" or "target") fit the model.
+func checkPredictInput(ds *data.Dataset, cfg models.Config) error {
+	for i := range ds.Graphs {
+		g := &ds.Graphs[i]
+		if g.N == 0 {
+			return &predict.GraphError{Graph: i, Err: errors.New(`"nodes": 0: a graph without nodes has no prediction`)}
+		}
+		if ds.NumClasses > 0 { // the lines carry "y"
+			if cfg.Task != models.TaskClassification {
+				return &predict.GraphError{Graph: i, Err: fmt.Errorf(`"y" given, but the model predicts %s targets ("target")`, cfg.Task)}
+			}
+			if g.Y >= cfg.Out {
+				return &predict.GraphError{Graph: i, Err: fmt.Errorf(`"y": %d is outside the model's classes 0..%d`, g.Y, cfg.Out-1)}
+			}
+		}
+		if g.Target != nil {
+			if cfg.Task == models.TaskClassification {
+				return &predict.GraphError{Graph: i, Err: fmt.Errorf(`"target" given, but the model predicts a class ("y" in 0..%d)`, cfg.Out-1)}
+			}
+			if len(g.Target) != cfg.Out {
+				return &predict.GraphError{Graph: i, Err: fmt.Errorf(`"target" has %d values, the model predicts %d`, len(g.Target), cfg.Out)}
+			}
 		}
 	}
 	return nil

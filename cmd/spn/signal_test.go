@@ -36,7 +36,7 @@ func (slowTrain) Run(ctx context.Context, j *stages.Job) error {
 }
 
 // TestHelperRun is not a test: run as a subprocess with SPN_CMD_HELPER=1 it
-// is `spn run testdata/small.cue` with a train kind that hangs.
+// is `spn run testdata/small.cue --jobs 1` with a train kind that hangs.
 func TestHelperRun(t *testing.T) {
 	if os.Getenv("SPN_CMD_HELPER") != "1" {
 		return
@@ -49,7 +49,9 @@ func TestHelperRun(t *testing.T) {
 	}
 	en.reg = stages.NewRegistry(kinds...)
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	os.Exit(a.exit(a.run(en, []string{"testdata/small.cue", "--out", os.Getenv("SPN_CMD_OUT")})))
+	// One stage at a time, so that the stages finished before the first
+	// train are the same on any number of cores.
+	os.Exit(a.exit(a.run(en, []string{"testdata/small.cue", "--out", os.Getenv("SPN_CMD_OUT"), "--jobs", "1"})))
 }
 
 // SIGINT and SIGTERM stop a run cleanly: exit 130 and 143 with a clear

@@ -102,7 +102,7 @@ func (s *slurmOpts) config(spec *schema.Spec) schema.Slurm {
 
 // runSlurm submits the plan's missing stages to Slurm and, with --wait,
 // follows them and writes the tables.
-func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string, o *envOpts, s *slurmOpts, out string) error {
+func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string, o *envOpts, s *slurmOpts, out string, rec specRecord) error {
 	c, err := cache.Open(o.cache)
 	if err != nil {
 		return runtimeErr("run", err)
@@ -139,10 +139,7 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 			return runtimeErrf("run", "finding the spn executable for the jobs: %w (give --spn-binary)", err)
 		}
 	}
-	stageArgs := []string{"--cache", c.Root, "--data-dir", o.dataDir, "--log-level", o.logLevel}
-	if o.mirror != "" {
-		stageArgs = append(stageArgs, "--mirror", o.mirror)
-	}
+	stageArgs := o.stageArgs(c.Root)
 	cached, _ := p.Counts()
 	queued := 0
 	for _, n := range p.Nodes {
@@ -193,14 +190,14 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		}
 		return nil
 	}
-	return a.waitSlurm(ctx, en, spec, p, c, runner, s.poll, out)
+	return a.waitSlurm(ctx, en, spec, p, c, runner, s.poll, out, rec)
 }
 
 // waitSlurm follows spn's jobs on the cache until none of the plan's
 // stages is queued or running, reports what did not complete, and writes
 // the tables when everything did.
 func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache,
-	runner slurm.Runner, poll time.Duration, out string) error {
+	runner slurm.Runner, poll time.Duration, out string, rec specRecord) error {
 	last := ""
 	_, err := slurm.Wait(ctx, runner, p, c, poll, func(t map[slurm.State]int) {
 		line := fmt.Sprintf("%d/%d stages done, %d running, %d queued, %d failed",
@@ -227,5 +224,22 @@ func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *p
 		errs = append(errs, runtimeErrf("run", "%d of %d stages did not complete; fix the cause and run again to resubmit them", toRun, len(p.Nodes)))
 		return joinErrs(errs)
 	}
-	return a.writeTables(en, spec, p, c, outDir(out, spec))
+	if err := recordSpec("run", out, rec); err != nil {
+		return err
+	}
+	return a.writeTables(en, spec, p, c, out)
+}
+
+// stageArgs are the flags every `spn stage run` of a Slurm job gets, so that
+// the jobs see the cache, data, mirror, log level and data-figure override
+// of the `spn run` that submitted them.
+func (o *envOpts) stageArgs(cacheRoot string) []string {
+	args := []string{"--cache", cacheRoot, "--data-dir", o.dataDir, "--log-level", o.logLevel}
+	if o.mirror != "" {
+		args = append(args, "--mirror", o.mirror)
+	}
+	if o.acceptDataMismatch {
+		args = append(args, "--accept-data-mismatch")
+	}
+	return args
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/known"
 )
 
 // maxNodes bounds the node count of one graph.
@@ -31,7 +32,8 @@ func Names() []string { return []string{"CEXP", "EXP"} }
 // URL returns the upstream location of dataset name's file.
 func URL(name string) string { return fetch.ExpressivityBase + name + "/raw/GRAPHSAT.txt" }
 
-// Fetch fetches (or finds in f.DataDir) and reads EXP or CEXP.
+// Fetch fetches (or finds in f.DataDir) and reads EXP or CEXP, and checks
+// it against its built-in content figures.
 func Fetch(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, error) {
 	if !slices.Contains(Names(), name) {
 		return nil, fmt.Errorf("unknown expressivity dataset %q (known: %v)", name, Names())
@@ -40,7 +42,14 @@ func Fetch(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, e
 	if err != nil {
 		return nil, err
 	}
-	return Load(p, name)
+	ds, err := Load(p, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Verify(p, URL(name), known.Of(ds)); err != nil {
+		return nil, err
+	}
+	return ds, nil
 }
 
 // Load reads the file at path as dataset name.

@@ -19,9 +19,12 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/spn-project/spn/data/known"
 )
 
 // LockFile is the name of the lock file inside the data directory.
@@ -80,6 +83,96 @@ type Fetcher struct {
 	// Client is the HTTP client; nil uses one with connect and header
 	// timeouts (the whole download is bounded by the context).
 	Client *http.Client
+	// AcceptMismatch turns a difference between a file's content figures
+	// and the built-in ones (package known) into a warning; the
+	// difference is recorded in Sources.
+	AcceptMismatch bool
+
+	mu      sync.Mutex
+	sources []Source
+}
+
+// Source records one file a Fetcher served, for the results that use it.
+type Source struct {
+	// URL is the upstream location; Path the file below the data
+	// directory (slash-separated).
+	URL  string `json:"url"`
+	Path string `json:"path"`
+	// SHA256 and Size are the file's.
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	// Upstream is true when SHA256 is upstream's pinned SHA-256.
+	Upstream bool `json:"upstream,omitempty"`
+	// Figures is "verified" when the parsed content matched the built-in
+	// figures, "accepted mismatch: ..." when it did not and AcceptMismatch
+	// let it pass, "" when the file has no built-in figures or was not
+	// parsed.
+	Figures string `json:"figures,omitempty"`
+}
+
+// Sources returns the files served so far, in first-use order.
+func (f *Fetcher) Sources() []Source {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Source(nil), f.sources...)
+}
+
+// record notes a served file.
+func (f *Fetcher) record(url, rel, sum string, size int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.sources {
+		if f.sources[i].Path == rel {
+			f.sources[i].SHA256, f.sources[i].Size = sum, size
+			return
+		}
+	}
+	kf, _ := known.Lookup(rel)
+	f.sources = append(f.sources, Source{URL: url, Path: rel, SHA256: sum, Size: size, Upstream: kf.SHA256 != "" && kf.SHA256 == sum})
+}
+
+// MismatchHint tells how to accept data whose figures differ.
+const MismatchHint = "fetch it again with `spn data fetch --refresh NAME`, or, if this content is really wanted, pass --accept-data-mismatch (recorded in the stage results)"
+
+// Verify compares the content figures got, parsed from the file at path
+// that Get returned for url, with the built-in ones (known.Check). A
+// difference is an error naming the file, the figure, the expected and
+// the actual value, unless f.AcceptMismatch; either way the outcome is
+// recorded in Sources. A file whose SHA-256 is not upstream's pinned one
+// but whose figures match is accepted with a warning (a re-packed copy).
+func (f *Fetcher) Verify(path, url string, got []known.Figure) error {
+	rel, ok := LocalPath(url)
+	if !ok {
+		return fmt.Errorf("verifying %s: not a known upstream location", url)
+	}
+	kf, ok := known.Lookup(rel)
+	if !ok {
+		return nil
+	}
+	status := "verified"
+	err := known.Check(path, rel, got)
+	if err == nil {
+		f.log().Info("content figures verified", "path", path, "figures", len(got))
+	} else {
+		if !f.AcceptMismatch {
+			return fmt.Errorf("%w; %s", err, MismatchHint)
+		}
+		f.log().Warn("content figures differ from the built-in ones; accepted (--accept-data-mismatch)", "error", err)
+		status = "accepted mismatch: " + err.Error()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.sources {
+		s := &f.sources[i]
+		if s.Path != rel {
+			continue
+		}
+		s.Figures = status
+		if kf.SHA256 != "" && !s.Upstream {
+			f.log().Warn("file is not upstream's byte for byte, but its content figures match", "path", path, "sha256", s.SHA256, "upstream", kf.SHA256)
+		}
+	}
+	return nil
 }
 
 // lockEntry records one file; fields are in sorted key order.
@@ -123,6 +216,7 @@ func (f *Fetcher) Get(ctx context.Context, url string) (string, error) {
 		return "", fmt.Errorf("fetching %s: %w", url, err)
 	}
 	defer unlock()
+	removeParts(dest, f.log())
 	lockPath := filepath.Join(f.DataDir, LockFile)
 	lk, err := readLock(lockPath)
 	if err != nil {
@@ -141,12 +235,14 @@ func (f *Fetcher) Get(ctx context.Context, url string) (string, error) {
 			if sum != want.SHA256 || size != want.Size {
 				return "", fmt.Errorf("file %s does not match lock file %s: sha256 %s (%d bytes), locked %s (%d bytes); it changed after it was fetched: fetch it again with `spn data fetch --refresh NAME` (or delete the file)", dest, lockPath, sum, size, want.SHA256, want.Size)
 			}
+			f.record(url, rel, sum, size)
 			return dest, nil
 		}
 		// A file nobody locked yet (copied in by hand, or left by an
 		// older spn): lock it only if its content is well-formed.
 		if err := checkContent(dest, rel); err == nil {
 			lk.Files[rel] = lockEntry{SHA256: sum, Size: size, URL: url}
+			f.record(url, rel, sum, size)
 			return dest, writeLock(lockPath, lk)
 		} else {
 			f.log().Warn("refetching malformed file", "path", dest, "error", err)
@@ -167,6 +263,9 @@ func (f *Fetcher) Get(ctx context.Context, url string) (string, error) {
 	// truncated download is never locked in as the reference.
 	if err := checkContent(tmp, rel); err != nil {
 		os.Remove(tmp)
+		if f.Mirror != "" {
+			return "", fmt.Errorf("the mirror's file %s (for %s) is malformed: %v; nothing was written or locked: repair or replace that file in the mirror", filepath.Join(f.Mirror, filepath.FromSlash(rel)), url, err)
+		}
 		return "", fmt.Errorf("fetched %s is malformed (%v; truncated download?); nothing was written or locked, run again to retry", url, err)
 	}
 	if err := os.Rename(tmp, dest); err != nil {
@@ -179,8 +278,33 @@ func (f *Fetcher) Get(ctx context.Context, url string) (string, error) {
 			return "", err
 		}
 	}
+	f.record(url, rel, sum, size)
 	f.log().Info("fetched", "url", url, "path", dest, "bytes", size)
 	return dest, nil
+}
+
+// removeParts removes the temporary files an interrupted download of dest
+// left behind (".NAME.part*" next to it). The caller holds the data
+// directory's lock, so no download of dest is under way.
+func removeParts(dest string, log hclog.Logger) {
+	parts, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), "."+globEscape(filepath.Base(dest))+".part*"))
+	for _, p := range parts {
+		if err := os.Remove(p); err == nil {
+			log.Info("removed the part file of an interrupted download", "path", p)
+		}
+	}
+}
+
+// globEscape quotes the pattern characters of name for filepath.Glob.
+func globEscape(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Forget removes url's file from the data directory and its entry from
@@ -349,6 +473,12 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// FileSHA256 returns the hex SHA-256 of the file at p.
+func FileSHA256(p string) (string, error) {
+	sum, _, err := hashFile(p)
+	return sum, err
 }
 
 func hashFile(p string) (string, int64, error) {

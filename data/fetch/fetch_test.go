@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -283,5 +284,56 @@ func TestTruncatedNotLocked(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); !bytes.Equal(b, newer) {
 		t.Fatal("Forget did not lead to a fresh fetch")
+	}
+}
+
+// A malformed file in a local mirror is reported as the mirror's file,
+// with its path, not as a download to retry.
+func TestMalformedMirrorFile(t *testing.T) {
+	mir := t.TempDir()
+	os.MkdirAll(filepath.Join(mir, "tu"), 0o755)
+	good := zipOf(t, "1, 2\n")
+	bad := filepath.Join(mir, "tu", "X.zip")
+	os.WriteFile(bad, good[:len(good)/2], 0o644)
+	f := &Fetcher{DataDir: t.TempDir(), Mirror: mir}
+	_, err := f.Get(context.Background(), TUBase+"X.zip")
+	if err == nil || !strings.Contains(err.Error(), "the mirror's file "+bad+" (for "+TUBase+"X.zip) is malformed") || strings.Contains(err.Error(), "retry") || strings.Contains(err.Error(), "fetched") {
+		t.Fatalf("malformed mirror file: %v", err)
+	}
+}
+
+// The part files an interrupted download left behind are removed at the
+// next fetch of the same file, and only those.
+func TestStalePartsRemoved(t *testing.T) {
+	mir := t.TempDir()
+	os.MkdirAll(filepath.Join(mir, "tu"), 0o755)
+	os.WriteFile(filepath.Join(mir, "tu", "X.zip"), zipOf(t, "1, 2\n"), 0o644)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tu"), 0o755)
+	stale := []string{".X.zip.part123", ".X.zip.part9"}
+	for _, s := range stale {
+		os.WriteFile(filepath.Join(dir, "tu", s), []byte("half"), 0o644)
+	}
+	other := filepath.Join(dir, "tu", ".Y.zip.part1")
+	os.WriteFile(other, []byte("half"), 0o644)
+	f := &Fetcher{DataDir: dir, Mirror: mir}
+	if _, err := f.Get(context.Background(), TUBase+"X.zip"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stale {
+		if _, err := os.Stat(filepath.Join(dir, "tu", s)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind: %v", s, err)
+		}
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another file's part removed: %v", err)
+	}
+	// Also when the file itself is already there.
+	os.WriteFile(filepath.Join(dir, "tu", stale[0]), []byte("half"), 0o644)
+	if _, err := f.Get(context.Background(), TUBase+"X.zip"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tu", stale[0])); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind next to a fetched file: %v", stale[0], err)
 	}
 }

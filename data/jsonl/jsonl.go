@@ -144,18 +144,50 @@ const MaxLine = 64 << 20
 // Read parses a JSONL dataset named name (also used in messages as the
 // file name). The label vocabulary is 0..max(x), the classes 0..max(y).
 // Every graph must carry "y" or "target". Errors name the line.
+//
+// A classification dataset must use every class 0..max(y) with at least 2
+// graphs each: a class with a single graph is an error naming its line.
 func Read(r io.Reader, name string) (*data.Dataset, error) {
-	return read(r, name, false)
+	ds, lines, err := read(r, name, false)
+	if err != nil {
+		return nil, err
+	}
+	if ds.NumClasses > 0 {
+		if err := checkClasses(ds, name, lines); err != nil {
+			return nil, err
+		}
+	}
+	return ds, nil
+}
+
+// checkClasses checks that every class 0..NumClasses-1 has at least 2
+// graphs.
+func checkClasses(ds *data.Dataset, name string, lines []int) error {
+	count := make([]int, ds.NumClasses)
+	at := make([]int, ds.NumClasses)
+	for i := range ds.Graphs {
+		count[ds.Graphs[i].Y]++
+		at[ds.Graphs[i].Y] = lines[i]
+	}
+	for k, n := range count {
+		switch n {
+		case 0:
+			return fmt.Errorf("%s: class %d has no graph: the classes are 0..%d (the largest \"y\"), each needs at least 2 graphs", name, k, ds.NumClasses-1)
+		case 1:
+			return &LineError{name, at[k], fmt.Errorf("class %d has only this graph: each class needs at least 2 graphs", k)}
+		}
+	}
+	return nil
 }
 
 // ReadUnlabelled is Read for graphs to predict: "y" and "target" may be
 // left out (on every line or on none); graphs without them get Y = 0 and
-// no Target.
-func ReadUnlabelled(r io.Reader, name string) (*data.Dataset, error) {
+// no Target. lines gives each graph's line number.
+func ReadUnlabelled(r io.Reader, name string) (ds *data.Dataset, lines []int, err error) {
 	return read(r, name, true)
 }
 
-func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, error) {
+func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, []int, error) {
 	ds := &data.Dataset{Name: name}
 	kind := "" // "y", "target" or "none" (unlabelled), fixed by the first graph
 	var lines []int
@@ -174,13 +206,13 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(ds.Graphs) == 0 {
-		return nil, fmt.Errorf("%s: no graphs", name)
+		return nil, nil, fmt.Errorf("%s: no graphs", name)
 	}
 	if err := complete(ds, name, lines); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, g := range ds.Graphs {
 		if g.Labels != nil {
@@ -200,9 +232,9 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, error) {
 		vocab(ds.EdgeFeatVocab, g.EdgeFeat)
 	}
 	if err := ds.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return ds, nil
+	return ds, lines, nil
 }
 
 // vocab raises each column's vocabulary size to cover the values of the
@@ -245,8 +277,8 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	// record's types cannot tell a missing "nodes" from 0, nor an edge
 	// [0] from [0, 0] (or [0, 1, 2] from [0, 1]): look at the shape.
 	var shape struct {
-		Nodes *int    `json:"nodes"`
-		Edges [][]int `json:"edges"`
+		Nodes *int     `json:"nodes"`
+		Edges *[][]int `json:"edges"`
 	}
 	if err := json.Unmarshal(line, &shape); err != nil {
 		return data.Graph{}, "", fmt.Errorf("bad JSON: %w", err)
@@ -254,7 +286,10 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	if shape.Nodes == nil {
 		return data.Graph{}, "", errors.New(`no "nodes": every line needs the node count, e.g. {"nodes": 3, "edges": [[0, 1], [1, 2]]}`)
 	}
-	for i, e := range shape.Edges {
+	if shape.Edges == nil {
+		return data.Graph{}, "", errors.New(`no "edges": every line needs its edge list, [] for a graph without edges, e.g. {"nodes": 1, "edges": []}`)
+	}
+	for i, e := range *shape.Edges {
 		if len(e) != 2 {
 			return data.Graph{}, "", fmt.Errorf("edge %d %v: an edge is a pair of node ids [u, v], this one has %d", i, e, len(e))
 		}
@@ -415,13 +450,13 @@ func complete(ds *data.Dataset, name string, lines []int) error {
 		g := &ds.Graphs[i]
 		if len(ds.NodeCatVocab) > 0 && g.NodeCat == nil {
 			if g.N > 0 {
-				return fmt.Errorf("%s line %d: missing \"node_feat\" (other graphs have it)", name, lines[i])
+				return &LineError{name, lines[i], errors.New(`missing "node_feat" (other graphs have it)`)}
 			}
 			g.NodeCat = []int32{}
 		}
 		if len(ds.EdgeFeatVocab) > 0 && g.EdgeFeat == nil {
 			if len(g.Adj.Idx) > 0 {
-				return fmt.Errorf("%s line %d: missing \"edge_feat\" (other graphs have it)", name, lines[i])
+				return &LineError{name, lines[i], errors.New(`missing "edge_feat" (other graphs have it)`)}
 			}
 			g.EdgeFeat = []int32{}
 		}
@@ -437,6 +472,19 @@ func ParseGraph(raw []byte) (data.Graph, error) {
 	return g, err
 }
 
+// LineError is an error at a line of a JSONL file.
+type LineError struct {
+	File string
+	Line int
+	Err  error
+}
+
+// Error returns "file line N: error".
+func (e *LineError) Error() string { return fmt.Sprintf("%s line %d: %v", e.File, e.Line, e.Err) }
+
+// Unwrap returns the error at the line.
+func (e *LineError) Unwrap() error { return e.Err }
+
 // Lines calls fn with every non-blank line of r (at most MaxLine bytes,
 // surrounding white space trimmed) and its 1-based line number, in order,
 // as Read does. An error, from reading or from fn, stops it and is returned
@@ -449,14 +497,14 @@ func Lines(r io.Reader, file string, fn func(no int, line []byte) error) error {
 			return nil
 		}
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("%s line %d: %w", file, no, err)
+			return &LineError{file, no, err}
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
 		if err := fn(no, line); err != nil {
-			return fmt.Errorf("%s line %d: %w", file, no, err)
+			return &LineError{file, no, err}
 		}
 	}
 }

@@ -188,7 +188,7 @@ func TestReadUnlabelled(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ds, err := ReadUnlabelled(strings.NewReader(tc.in), "g.jsonl")
+			ds, _, err := ReadUnlabelled(strings.NewReader(tc.in), "g.jsonl")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
@@ -205,5 +205,28 @@ func TestReadUnlabelled(t *testing.T) {
 	}
 	if _, err := Read(strings.NewReader("{\"nodes\": 1, \"edges\": [], \"x\": [0]}\n"), "g.jsonl"); err == nil || !strings.Contains(err.Error(), "missing \"y\" or \"target\"") {
 		t.Errorf("Read of an unlabelled graph: %v, want a missing-label error", err)
+	}
+}
+
+// TestReadRejects: a line without "edges" is not an edgeless graph, and a
+// labelled dataset whose classes are not all used by at least 2 graphs is
+// refused, naming the file and the line.
+func TestReadRejects(t *testing.T) {
+	two := "{\"nodes\": 2, \"edges\": [[0,1]], \"y\": 0}\n{\"nodes\": 2, \"edges\": [[0,1]], \"y\": 0}\n"
+	for _, tc := range []struct{ name, in, want string }{
+		{"no edges key", "{\"nodes\": 2, \"edges\": [[0,1]], \"y\": 0}\n{\"nodes\": 2, \"y\": 0}\n", `g.jsonl line 2: no "edges"`},
+		{"edges null", "{\"nodes\": 2, \"edges\": null, \"y\": 0}\n", `g.jsonl line 1: no "edges"`},
+		{"singleton class", two + "{\"nodes\": 1, \"edges\": [], \"y\": 1}\n", "g.jsonl line 3: class 1 has only this graph"},
+		{"unused class", two + "{\"nodes\": 1, \"edges\": [], \"y\": 2}\n{\"nodes\": 1, \"edges\": [], \"y\": 2}\n", "g.jsonl: class 1 has no graph"},
+	} {
+		if _, err := Read(strings.NewReader(tc.in), "g.jsonl"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, _, err := ReadUnlabelled(strings.NewReader("{\"nodes\": 2}\n"), "g.jsonl"); err == nil || !strings.Contains(err.Error(), `g.jsonl line 1: no "edges"`) {
+		t.Errorf("unlabelled without edges: %v", err)
+	}
+	if _, err := Read(strings.NewReader(two+"{\"nodes\": 1, \"edges\": [], \"y\": 1}\n{\"nodes\": 3, \"edges\": [], \"y\": 1}\n"), "g.jsonl"); err != nil {
+		t.Errorf("two classes of two graphs: %v", err)
 	}
 }

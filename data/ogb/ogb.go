@@ -24,6 +24,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/known"
 )
 
 // set describes one dataset OGB ships.
@@ -108,7 +109,7 @@ func URL(name string) string { return fetch.OGBBase + name + ".zip" }
 
 // Fetch fetches (or finds in f.DataDir) the zip of dataset name through f,
 // which records its SHA-256 in the lock file and checks it on every later
-// use, and loads it.
+// use, loads it and checks it against its built-in content figures.
 func Fetch(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, error) {
 	if _, ok := lookup(name); !ok {
 		return nil, fmt.Errorf("unknown OGB dataset %q (known: %v)", name, Names())
@@ -120,5 +121,12 @@ func Fetch(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, e
 		}
 		return nil, fmt.Errorf("OGB dataset %q: %w", name, err)
 	}
-	return Load(zp, name)
+	ds, err := Load(zp, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Verify(zp, URL(name), known.Of(ds)); err != nil {
+		return nil, err
+	}
+	return ds, nil
 }

@@ -1,6 +1,7 @@
 package qm9
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"os"
@@ -83,21 +84,23 @@ func TestCorruptFiles(t *testing.T) {
 	// A file that is not the pinned one is refused by Fetch.
 	mir := t.TempDir()
 	os.MkdirAll(filepath.Join(mir, "qm9"), 0o755)
-	// A well-formed gzip that is not the pinned file: refused by its checksum.
-	other, err := os.ReadFile(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(mir, "qm9", "valid.jsonl.gz"), other, 0o644)
+	// A well-formed file that is not GNN-FiLM's: refused by its content
+	// figures.
+	var other bytes.Buffer
+	zw = gzip.NewWriter(&other)
+	zw.Write([]byte(mol + "\n" + mol + "\n"))
+	zw.Close()
+	os.WriteFile(filepath.Join(mir, "qm9", "valid.jsonl.gz"), other.Bytes(), 0o644)
 	f := &fetch.Fetcher{DataDir: t.TempDir(), Mirror: mir}
-	if _, err := Fetch(context.Background(), f, Options{Source: SourceValidAsTrain, TrainSize: 5, Limit: 10}); err == nil || !strings.Contains(err.Error(), "not GNN-FiLM's file") {
+	if _, err := Fetch(context.Background(), f, Options{Source: SourceValidAsTrain, TrainSize: 1, Limit: 10}); err == nil || !strings.Contains(err.Error(), `valid.jsonl.gz: content figure "graphs" is 2, expected 10000`) {
 		t.Fatalf("unpinned file: %v", err)
 	}
-	// A truncated download is refused before anything is pinned or written.
+	// A truncated file in the mirror is refused before anything is pinned
+	// or written, naming the mirror's file.
 	os.WriteFile(filepath.Join(mir, "qm9", "valid.jsonl.gz"), src[:len(src)/2], 0o644)
 	f = &fetch.Fetcher{DataDir: t.TempDir(), Mirror: mir}
-	if _, err := Fetch(context.Background(), f, Options{Source: SourceValidAsTrain, TrainSize: 5, Limit: 10}); err == nil || !strings.Contains(err.Error(), "truncated download") {
-		t.Fatalf("truncated download: %v", err)
+	if _, err := Fetch(context.Background(), f, Options{Source: SourceValidAsTrain, TrainSize: 5, Limit: 10}); err == nil || !strings.Contains(err.Error(), "the mirror's file "+filepath.Join(mir, "qm9", "valid.jsonl.gz")+" (for "+URL("valid")+") is malformed") {
+		t.Fatalf("truncated file in the mirror: %v", err)
 	}
 }
 

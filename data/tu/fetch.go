@@ -7,6 +7,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/known"
 )
 
 // Names are the TU datasets Fetch knows, with Errica splits.
@@ -30,7 +31,8 @@ func URLs(name string) (zipURL, splitsURL string) {
 }
 
 // Fetch fetches (or finds in f.DataDir) the zip and split file of the TU
-// dataset name, loads them and keeps the node inputs Errica et al. use (see
+// dataset name, loads them, checks both against their built-in content
+// figures (fetch.Fetcher.Verify) and keeps the node inputs Errica et al. use (see
 // ErricaFeatures).
 func Fetch(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, error) {
 	if !slices.Contains(names, name) {
@@ -47,6 +49,18 @@ func Fetch(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, e
 	}
 	ds, err := Load(zp, sp)
 	if err != nil {
+		return nil, err
+	}
+	// The zip's figures are those of its graphs as read, before the
+	// protocol drops attributes; the split file has its own.
+	splits := ds.Splits
+	ds.Splits = nil
+	zipFigs := known.Of(ds)
+	ds.Splits = splits
+	if err := f.Verify(zp, zipURL, zipFigs); err != nil {
+		return nil, err
+	}
+	if err := f.Verify(sp, splitsURL, known.OfSplits(splits)); err != nil {
 		return nil, err
 	}
 	ErricaFeatures(ds)

@@ -237,83 +237,147 @@ func rank(vals []int64) ([]int32, int) {
 // Parse builds the dataset from its TU text files.
 func Parse(name string, in Files) (*data.Dataset, Info, error) {
 	var info Info
-	ind, err := in.Indicator.ints()
+	ind, offset, err := parseIndicator(in.Indicator)
 	if err != nil {
 		return nil, info, err
 	}
-	// Graph ids are 1-based and the nodes of a graph contiguous.
-	nnodes := len(ind)
-	var ngraphs int64
-	for i, g := range ind {
-		if g < 1 || g > ngraphs+1 || g < ngraphs {
-			return nil, info, fmt.Errorf("entry %s: node %d has graph id %d after graph %d (ids must start at 1 and not decrease or skip)", in.Indicator.Name, i+1, g, ngraphs)
-		}
-		ngraphs = g
-	}
-	offset := make([]int, ngraphs+1) // offset[g] = first node (0-based) of graph g+1
-	for i := nnodes - 1; i >= 0; i-- {
-		offset[ind[i]-1] = i
-	}
-	offset[ngraphs] = nnodes
-
-	glab, err := in.GraphLabels.ints()
+	nnodes, ngraphs := len(ind), len(offset)-1
+	y, nclasses, err := parseGraphLabels(in.GraphLabels, ngraphs)
 	if err != nil {
 		return nil, info, err
 	}
-	if int64(len(glab)) != ngraphs {
-		return nil, info, fmt.Errorf("entry %s: %d graph labels for %d graphs", in.GraphLabels.Name, len(glab), ngraphs)
-	}
-	y, nclasses := rank(glab)
-
 	ds := &data.Dataset{Name: name, NumClasses: nclasses, Graphs: make([]data.Graph, ngraphs)}
 	var labels []int32
 	if in.NodeLabels != nil {
-		nl, err := in.NodeLabels.ints()
-		if err != nil {
+		if labels, ds.NumLabels, err = parseNodeLabels(in.NodeLabels, nnodes); err != nil {
 			return nil, info, err
 		}
-		if len(nl) != nnodes {
-			return nil, info, fmt.Errorf("entry %s: %d node labels for %d nodes", in.NodeLabels.Name, len(nl), nnodes)
-		}
-		labels, ds.NumLabels = rank(nl)
 	}
 	var attrs []float32
 	if in.NodeAttrs != nil {
-		rows := 0
-		err := in.NodeAttrs.lines(func(_ int, line []byte) error {
-			fields := strings.Split(string(line), ",")
-			if rows == 0 {
-				ds.AttrDim = len(fields)
-			} else if len(fields) != ds.AttrDim {
-				return fmt.Errorf("%d attributes, want %d as on the first line", len(fields), ds.AttrDim)
-			}
-			for _, f := range fields {
-				v, err := strconv.ParseFloat(strings.TrimSpace(f), 32)
-				if errors.Is(err, strconv.ErrRange) && math.Abs(v) > 1 {
-					return fmt.Errorf("attribute %q is beyond the float32 range (±%g)", strings.TrimSpace(f), math.MaxFloat32)
-				}
-				if err != nil && !errors.Is(err, strconv.ErrRange) {
-					return fmt.Errorf("bad attribute %q", strings.TrimSpace(f))
-				}
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return fmt.Errorf("attribute %q is not a finite number", strings.TrimSpace(f))
-				}
-				attrs = append(attrs, float32(v))
-			}
-			rows++
-			return nil
-		})
+		if attrs, ds.AttrDim, err = parseNodeAttrs(in.NodeAttrs, nnodes); err != nil {
+			return nil, info, err
+		}
+	}
+	dirs, err := parseEdges(in.A, ind, offset, &info)
+	if err != nil {
+		return nil, info, err
+	}
+	for gi := range ds.Graphs {
+		lo, hi := offset[gi], offset[gi+1]
+		g, err := buildGraph(in.A.Name, gi, hi-lo, dirs[gi], &info)
 		if err != nil {
 			return nil, info, err
 		}
-		if rows != nnodes {
-			return nil, info, fmt.Errorf("entry %s: %d attribute rows for %d nodes", in.NodeAttrs.Name, rows, nnodes)
+		dirs[gi] = nil
+		if labels != nil {
+			g.Labels = labels[lo:hi:hi]
 		}
+		if attrs != nil {
+			g.Attrs = attrs[lo*ds.AttrDim : hi*ds.AttrDim : hi*ds.AttrDim]
+		}
+		g.Y = int(y[gi])
+		info.Edges += g.NumEdges()
+		ds.Graphs[gi] = g
 	}
+	return ds, info, nil
+}
 
-	// Directed pairs per graph as local u<<32 | v.
-	dirs := make([][]uint64, ngraphs)
-	err = in.A.lines(func(_ int, line []byte) error {
+// parseIndicator reads NAME_graph_indicator.txt: the 1-based graph id of
+// every node, the nodes of a graph contiguous. It returns the ids and
+// offset[g], the first node (0-based) of graph g+1, with offset[ngraphs]
+// = the number of nodes.
+func parseIndicator(e *Entry) (ind []int64, offset []int, err error) {
+	if ind, err = e.ints(); err != nil {
+		return nil, nil, err
+	}
+	var ngraphs int64
+	for i, g := range ind {
+		if g < 1 || g > ngraphs+1 || g < ngraphs {
+			return nil, nil, fmt.Errorf("entry %s: node %d has graph id %d after graph %d (ids must start at 1 and not decrease or skip)", e.Name, i+1, g, ngraphs)
+		}
+		ngraphs = g
+	}
+	offset = make([]int, ngraphs+1)
+	for i := len(ind) - 1; i >= 0; i-- {
+		offset[ind[i]-1] = i
+	}
+	offset[ngraphs] = len(ind)
+	return ind, offset, nil
+}
+
+// parseGraphLabels reads NAME_graph_labels.txt, one label per graph, and
+// ranks the labels into classes 0..nclasses-1.
+func parseGraphLabels(e *Entry, ngraphs int) (y []int32, nclasses int, err error) {
+	glab, err := e.ints()
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(glab) != ngraphs {
+		return nil, 0, fmt.Errorf("entry %s: %d graph labels for %d graphs", e.Name, len(glab), ngraphs)
+	}
+	y, nclasses = rank(glab)
+	return y, nclasses, nil
+}
+
+// parseNodeLabels reads NAME_node_labels.txt, one label per node, ranked
+// into 0..n-1.
+func parseNodeLabels(e *Entry, nnodes int) (labels []int32, n int, err error) {
+	nl, err := e.ints()
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(nl) != nnodes {
+		return nil, 0, fmt.Errorf("entry %s: %d node labels for %d nodes", e.Name, len(nl), nnodes)
+	}
+	labels, n = rank(nl)
+	return labels, n, nil
+}
+
+// parseNodeAttrs reads NAME_node_attributes.txt: one row of
+// comma-separated finite float32 values per node, every row as wide as
+// the first (dim).
+func parseNodeAttrs(e *Entry, nnodes int) (attrs []float32, dim int, err error) {
+	rows := 0
+	err = e.lines(func(_ int, line []byte) error {
+		fields := strings.Split(string(line), ",")
+		if rows == 0 {
+			dim = len(fields)
+		} else if len(fields) != dim {
+			return fmt.Errorf("%d attributes, want %d as on the first line", len(fields), dim)
+		}
+		for _, f := range fields {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 32)
+			if errors.Is(err, strconv.ErrRange) && math.Abs(v) > 1 {
+				return fmt.Errorf("attribute %q is beyond the float32 range (±%g)", strings.TrimSpace(f), math.MaxFloat32)
+			}
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				return fmt.Errorf("bad attribute %q", strings.TrimSpace(f))
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("attribute %q is not a finite number", strings.TrimSpace(f))
+			}
+			attrs = append(attrs, float32(v))
+		}
+		rows++
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if rows != nnodes {
+		return nil, 0, fmt.Errorf("entry %s: %d attribute rows for %d nodes", e.Name, rows, nnodes)
+	}
+	return attrs, dim, nil
+}
+
+// parseEdges reads NAME_A.txt, one line "u, v" (1-based node ids of one
+// graph) per directed edge, into the directed pairs of every graph as
+// graph-local u<<32 | v; self loops are dropped (counted in info).
+func parseEdges(e *Entry, ind []int64, offset []int, info *Info) ([][]uint64, error) {
+	nnodes := len(ind)
+	dirs := make([][]uint64, len(offset)-1)
+	err := e.lines(func(_ int, line []byte) error {
 		info.EdgeLines++
 		i := bytes.IndexByte(line, ',')
 		if i < 0 {
@@ -340,37 +404,30 @@ func Parse(name string, in Files) (*data.Dataset, Info, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, info, err
+		return nil, err
 	}
-	for gi := range ds.Graphs {
-		lo, hi := offset[gi], offset[gi+1]
-		d := dirs[gi]
-		slices.Sort(d)
-		before := len(d)
-		d = slices.Compact(d)
-		info.Duplicates += before - len(d)
-		edges := make([][2]int, len(d))
-		for j, p := range d {
-			u, v := p>>32, p&0xffffffff
-			if _, ok := slices.BinarySearch(d, v<<32|u); !ok {
-				info.OneWay++
-			}
-			edges[j] = [2]int{int(u), int(v)}
+	return dirs, nil
+}
+
+// buildGraph makes graph gi (0-based) of n nodes simple and undirected
+// from its directed pairs d (sorted and merged in place; duplicates and
+// one-way edges counted in info); file names the edge file in errors.
+func buildGraph(file string, gi, n int, d []uint64, info *Info) (data.Graph, error) {
+	slices.Sort(d)
+	before := len(d)
+	d = slices.Compact(d)
+	info.Duplicates += before - len(d)
+	edges := make([][2]int, len(d))
+	for j, p := range d {
+		u, v := p>>32, p&0xffffffff
+		if _, ok := slices.BinarySearch(d, v<<32|u); !ok {
+			info.OneWay++
 		}
-		dirs[gi] = nil
-		g, err := data.FromEdges(hi-lo, edges)
-		if err != nil {
-			return nil, info, fmt.Errorf("entry %s: graph %d: %w", in.A.Name, gi+1, err)
-		}
-		if labels != nil {
-			g.Labels = labels[lo:hi:hi]
-		}
-		if attrs != nil {
-			g.Attrs = attrs[lo*ds.AttrDim : hi*ds.AttrDim : hi*ds.AttrDim]
-		}
-		g.Y = int(y[gi])
-		info.Edges += g.NumEdges()
-		ds.Graphs[gi] = g
+		edges[j] = [2]int{int(u), int(v)}
 	}
-	return ds, info, nil
+	g, err := data.FromEdges(n, edges)
+	if err != nil {
+		return data.Graph{}, fmt.Errorf("entry %s: graph %d: %w", file, gi+1, err)
+	}
+	return g, nil
 }

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -325,4 +326,43 @@ func FuzzReadZip(f *testing.F) {
 			t.Fatalf("read an invalid dataset: %v", err)
 		}
 	})
+}
+
+// TestFetchRejectsChangedLabel: an ENZYMES zip whose first graph label is
+// changed to -7 is still well-formed, but it has 7 classes: Fetch refuses
+// it, naming the zip and the figure, even with no lock entry yet.
+func TestFetchRejectsChangedLabel(t *testing.T) {
+	src, err := os.ReadFile(mirrortest.TUZip(t, "ENZYMES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(src), int64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	zw := zip.NewWriter(&out)
+	for _, f := range zr.File {
+		rc, _ := f.Open()
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if strings.HasSuffix(f.Name, "_graph_labels.txt") {
+			b = append([]byte("-7"), b[bytes.IndexByte(b, '\n'):]...)
+		}
+		w, _ := zw.Create(f.Name)
+		w.Write(b)
+	}
+	zw.Close()
+	mir := t.TempDir()
+	os.MkdirAll(filepath.Join(mir, "tu"), 0o755)
+	os.MkdirAll(filepath.Join(mir, "splits", "errica"), 0o755)
+	os.WriteFile(filepath.Join(mir, "tu", "ENZYMES.zip"), out.Bytes(), 0o644)
+	sp, _ := os.ReadFile(mirrortest.Splits(t, "ENZYMES"))
+	os.WriteFile(filepath.Join(mir, "splits", "errica", "ENZYMES_splits.json"), sp, 0o644)
+	dir := t.TempDir()
+	_, err = Fetch(context.Background(), &fetch.Fetcher{DataDir: dir, Mirror: mir}, "ENZYMES")
+	want := filepath.Join(dir, "tu", "ENZYMES.zip") + `: content figure "classes" is 7, expected 6`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want %q, got %v", want, err)
+	}
 }

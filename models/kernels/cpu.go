@@ -58,7 +58,8 @@ type Backend interface {
 
 // CPU is the pure-Go backend. Threads ≤ 1 runs serially. With a Pool
 // (NewPool(Threads, 0)), parallel sections run on its workers instead of
-// new goroutines.
+// new goroutines, and the pool's thread count (which Pool.Grow may raise)
+// replaces Threads.
 type CPU struct {
 	Threads int
 	Pool    *Pool
@@ -78,6 +79,9 @@ func NumChunks(n int) int { return (n + ChunkRows - 1) / ChunkRows }
 func (c CPU) ForEachChunk(n int, f func(chunk, lo, hi int)) {
 	nc := NumChunks(n)
 	t := c.Threads
+	if c.Pool != nil {
+		t = c.Pool.Threads()
+	}
 	if t > nc {
 		t = nc
 	}

@@ -32,7 +32,7 @@ import (
 // fresh goroutines.
 type Pool struct {
 	spin    time.Duration
-	threads int
+	threads atomic.Int32  // the caller and the workers
 	seq     atomic.Uint64 // incremented once per posted section
 	cur     atomic.Pointer[section]
 	closed  atomic.Bool
@@ -40,6 +40,9 @@ type Pool struct {
 	wake    chan struct{} // one token per sleeping worker to wake
 	workers sync.WaitGroup
 }
+
+// MaxPoolThreads bounds a Pool's threads (NewPool, Grow).
+const MaxPoolThreads = 256
 
 // DefaultSpin is how long a Pool's idle worker keeps looking for work before
 // it sleeps: longer than the serial gaps within and between training steps
@@ -55,13 +58,24 @@ const (
 	napMax = 25 * time.Millisecond
 )
 
-// section is one ForEachChunk call: chunks [0, nc) of n rows.
+// section is one ForEachChunk call: chunks [0, nc) of n rows. The two
+// counters every thread writes sit on cache lines of their own, apart from
+// the fields every thread only reads: with many workers, a claim would
+// otherwise invalidate every other thread's copy of f, n and nc.
 type section struct {
 	f     func(chunk, lo, hi int)
 	n, nc int
+	_     [cacheLine]byte
 	next  atomic.Int64 // next chunk to claim
+	_     [cacheLine - 8]byte
 	done  atomic.Int64 // chunks finished
+	_     [cacheLine - 8]byte
 }
+
+// cacheLine is the padding between a section's shared counters: a cache
+// line of x86-64 and most arm64 cores. (A section is allocated per
+// ForEachChunk call, so the padding is kept to one line.)
+const cacheLine = 64
 
 // run claims and computes chunks until none is left.
 func (s *section) run() {
@@ -82,16 +96,46 @@ func NewPool(threads int, spin time.Duration) *Pool {
 	if threads <= 1 {
 		return nil
 	}
+	return NewGrowablePool(threads, spin)
+}
+
+// NewGrowablePool is NewPool for a stage that may be given more threads
+// while it runs (Grow): it returns a Pool even for one thread (no worker
+// yet; ForEachChunk then runs serially).
+func NewGrowablePool(threads int, spin time.Duration) *Pool {
 	if spin <= 0 {
 		spin = DefaultSpin
 	}
-	p := &Pool{spin: spin, threads: threads}
-	p.wake = make(chan struct{}, threads-1)
-	p.workers.Add(threads - 1)
-	for range threads - 1 {
-		go p.work()
-	}
+	p := &Pool{spin: spin}
+	p.wake = make(chan struct{}, MaxPoolThreads-1)
+	p.threads.Store(1)
+	p.Grow(threads)
 	return p
+}
+
+// Threads returns the pool's threads: its workers and the caller (0 for a
+// nil Pool).
+func (p *Pool) Threads() int {
+	if p == nil {
+		return 0
+	}
+	return int(p.threads.Load())
+}
+
+// Grow raises the pool's threads to threads (at most MaxPoolThreads) by
+// starting workers; it never removes any. Call it from the goroutine that
+// calls ForEachChunk, between sections (a training loop between epochs):
+// the chunks, and so the results, stay the same.
+func (p *Pool) Grow(threads int) {
+	if p == nil || p.closed.Load() {
+		return
+	}
+	threads = min(threads, MaxPoolThreads)
+	for t := int(p.threads.Load()); t < threads; t++ {
+		p.workers.Add(1)
+		go p.work()
+		p.threads.Add(1)
+	}
 }
 
 // Close stops the workers and waits for them (a napping worker finishes
@@ -101,7 +145,7 @@ func (p *Pool) Close() {
 	if p == nil || p.closed.Swap(true) {
 		return
 	}
-	p.signal(p.threads - 1)
+	p.signal(int(p.threads.Load()) - 1)
 	p.workers.Wait()
 }
 
@@ -132,7 +176,8 @@ func (p *Pool) await(seen uint64) bool {
 		if p.closed.Load() {
 			return false
 		}
-		if i%8192 == 8191 {
+		spinPause()
+		if i%512 == 511 {
 			if time.Now().After(deadline) {
 				break
 			}
@@ -188,7 +233,8 @@ func (p *Pool) forEachChunk(n, nc int, f func(chunk, lo, hi int)) {
 	// The last chunks may still run on a worker: they take at most one
 	// chunk's time.
 	for i := 0; s.done.Load() < int64(nc); i++ {
-		if i%1024 == 1023 {
+		spinPause()
+		if i%128 == 127 {
 			runtime.Gosched()
 		}
 	}

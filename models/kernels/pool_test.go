@@ -129,3 +129,47 @@ func TestNewPoolSerial(t *testing.T) {
 	var p *Pool
 	p.Close() // a nil pool closes
 }
+
+// TestPoolGrow checks that a growable pool starts at its thread count (one
+// thread: no worker, serial sections), that Grow adds threads and never
+// removes any, that the kernels give the serial bits at every size, and
+// that Close stops the grown workers.
+func TestPoolGrow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n, in, out = 1500, 16, 24
+	x := make([]float32, n*in)
+	dy := make([]float32, n*out)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for i := range dy {
+		dy[i] = float32(rng.NormFloat64())
+	}
+	run := func(be CPU) []float32 {
+		dw, db := make([]float32, in*out), make([]float32, out)
+		be.MatMulAT(dw, db, x, dy, n, in, out)
+		return append(dw, db...)
+	}
+	want := run(CPU{Threads: 1})
+	pool := NewGrowablePool(1, 0)
+	be := CPU{Threads: 1, Pool: pool}
+	for _, tc := range []struct{ grow, want int }{{1, 1}, {3, 3}, {2, 3}, {5, 5}, {MaxPoolThreads + 9, MaxPoolThreads}} {
+		pool.Grow(tc.grow)
+		if got := pool.Threads(); got != tc.want {
+			t.Fatalf("after Grow(%d): %d threads, want %d", tc.grow, got, tc.want)
+		}
+		for range 5 {
+			if got := run(be); !slices.Equal(got, want) {
+				t.Fatalf("MatMulAT on a pool grown to %d threads differs from the serial result", tc.want)
+			}
+		}
+	}
+	pool.Close()
+	pool.Grow(8) // after Close: nothing starts
+	if got := pool.Threads(); got != MaxPoolThreads {
+		t.Fatalf("Grow after Close changed the threads to %d", got)
+	}
+	if got := run(be); !slices.Equal(got, want) {
+		t.Fatal("MatMulAT after Close differs from the serial result")
+	}
+}

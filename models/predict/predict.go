@@ -29,9 +29,22 @@ type Prediction struct {
 	Values []float64 `json:"values,omitempty"`
 }
 
+// GraphError is an error about one input graph of Graphs, by its index.
+type GraphError struct {
+	Graph int
+	Err   error
+}
+
+// Error returns "graph I: error".
+func (e *GraphError) Error() string { return fmt.Sprintf("graph %d: %v", e.Graph, e.Err) }
+
+// Unwrap returns the error about the graph.
+func (e *GraphError) Unwrap() error { return e.Err }
+
 // Graphs returns m's predictions (evaluation mode) for graphs, whose node
 // labels and attributes must fit the model's input vocabulary. threads
-// bounds the hop-set computation.
+// bounds the hop-set computation. A graph that does not fit is a
+// *GraphError.
 func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads int) ([]Prediction, error) {
 	cfg := m.Config()
 	graphs = slices.Clone(graphs) // the fields set below must not reach the caller
@@ -45,24 +58,24 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 	for i := range graphs {
 		g := &graphs[i]
 		if cfg.NumLabels > 0 && len(g.Labels) != g.N {
-			return nil, fmt.Errorf("graph %d: the model needs one node label per node (%d), got %d", i, g.N, len(g.Labels))
+			return nil, &GraphError{i, fmt.Errorf("the model needs one node label per node (%d), got %d", g.N, len(g.Labels))}
 		}
 		if cfg.NumLabels == 0 {
 			g.Labels = nil
 		}
 		if cfg.AttrDim > 0 && len(g.Attrs) != g.N*cfg.AttrDim {
-			return nil, fmt.Errorf("graph %d: the model needs %d attributes per node, got %d values for %d nodes", i, cfg.AttrDim, len(g.Attrs), g.N)
+			return nil, &GraphError{i, fmt.Errorf("the model needs %d attributes per node, got %d values for %d nodes", cfg.AttrDim, len(g.Attrs), g.N)}
 		}
 		if cfg.AttrDim == 0 {
 			g.Attrs = nil
 		}
 		if w := len(cfg.NodeCatVocab); w > 0 && len(g.NodeCat) != g.N*w {
-			return nil, fmt.Errorf("graph %d: the model needs %d categorical features per node, got %d values for %d nodes", i, w, len(g.NodeCat), g.N)
+			return nil, &GraphError{i, fmt.Errorf("the model needs %d categorical features per node, got %d values for %d nodes", w, len(g.NodeCat), g.N)}
 		} else if w == 0 {
 			g.NodeCat = nil
 		}
 		if w := len(cfg.EdgeFeatVocab); w > 0 && len(g.EdgeFeat) != len(g.Adj.Idx)*w {
-			return nil, fmt.Errorf("graph %d: the model needs %d categorical features per edge, got %d values for %d edges", i, w, len(g.EdgeFeat), g.NumEdges())
+			return nil, &GraphError{i, fmt.Errorf("the model needs %d categorical features per edge, got %d values for %d edges", w, len(g.EdgeFeat), g.NumEdges())}
 		} else if w == 0 {
 			g.EdgeFeat = nil
 		}
@@ -70,7 +83,7 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 		g.Target = nil
 		// Feature values must lie in the vocabularies the model was trained on.
 		if err := g.Validate(ds); err != nil {
-			return nil, fmt.Errorf("graph %d: %w", i, err)
+			return nil, &GraphError{i, err}
 		}
 	}
 	var hops *data.Hops

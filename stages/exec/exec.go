@@ -3,7 +3,9 @@
 //
 // Scheduling is deterministic: whenever a slot is free, the ready stage
 // (all inputs complete) that comes first in plan order starts. With one job
-// the stages run exactly in plan order.
+// the stages run exactly in plan order. With Options.Cores the stages share
+// the cores instead of fixed jobs × threads (package sched decides how many
+// start, with how many threads, and whether their memory fits).
 //
 // When a stage fails, every stage depending on it (directly or not) is
 // skipped with one message each. Without KeepGoing no new stage starts after
@@ -21,6 +23,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -28,6 +32,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/sched"
 )
 
 // Progress receives progress events. Calls come from the executor's
@@ -51,6 +56,19 @@ type Options struct {
 	Jobs int
 	// Threads is given to each stage through stages.Env (at least 1).
 	Threads int
+	// Cores, when positive, replaces Jobs and Threads: the run shares
+	// Cores cores among its stages (package sched): up to min(ready,
+	// Cores) stages at once with Cores ÷ stages threads each, a stage
+	// starting later gets what is free, and idle cores go to running
+	// stages that can grow (stages.Grower) from their next epoch on.
+	Cores int
+	// Memory, if not nil, returns the expected peak memory of a stage
+	// about to start, given its finished inputs (0: negligible or
+	// unknown). Used with Cores and Available.
+	Memory func(n *plan.Node, inputs []stages.Input) uint64
+	// Available, if not nil, reports the free memory (sched.MemAvailable);
+	// with Cores, a stage whose expected peak does not fit waits.
+	Available func() (free uint64, ok bool)
 	// KeepGoing keeps starting independent stages after a failure.
 	KeepGoing bool
 	// Env is passed to every stage (Threads is overwritten).
@@ -130,6 +148,12 @@ type runner struct {
 	waiting    []int
 	dependents [][]int
 	ready      readyQueue
+	// sch shares the cores (Options.Cores); slots are the running
+	// stages' shares by node index.
+	sch       *sched.Scheduler
+	slots     map[int]*sched.Slot
+	lastHeld  int    // node last reported as waiting for memory (-1: none)
+	lastSplit string // the threads of the running stages last logged
 }
 
 // Run executes the nodes of p whose Status is not plan.Cached (call
@@ -175,6 +199,11 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 		}
 	}
 	r.initReady(p)
+	if opt.Cores > 0 {
+		r.sch = sched.New(opt.Cores, opt.Available)
+		r.slots = map[int]*sched.Slot{}
+		r.lastHeld = -1
+	}
 	if opt.Progress != nil {
 		opt.Progress.Start(total)
 		defer opt.Progress.Finish()
@@ -186,7 +215,10 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 		if ctx.Err() != nil {
 			r.res.Interrupted = true
 		}
-		if !r.res.Interrupted && !stopped {
+		if !r.res.Interrupted && !stopped && r.sch != nil {
+			inFlight += r.startShared(ctx, p, events)
+		}
+		if !r.res.Interrupted && !stopped && r.sch == nil {
 			for inFlight < opt.Jobs {
 				n := r.nextReady(p)
 				if n == nil {
@@ -199,7 +231,7 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 				}
 				go func(n *plan.Node) {
 					start := time.Now()
-					err := r.runStage(ctx, n)
+					err := r.runStage(ctx, n, opt.Threads, nil)
 					events <- event{n: n, d: time.Since(start), err: err}
 				}(n)
 			}
@@ -215,6 +247,10 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 			ev = <-events
 		}
 		inFlight--
+		if r.sch != nil {
+			r.sch.Finish(r.slots[ev.n.Index])
+			delete(r.slots, ev.n.Index)
+		}
 		if opt.Progress != nil {
 			opt.Progress.StageEnd(ev.n, ev.d, ev.err)
 		}
@@ -361,17 +397,128 @@ func SeedOf(key string) uint64 {
 	return binary.BigEndian.Uint64(b[:8])
 }
 
-func (r *runner) runStage(ctx context.Context, n *plan.Node) error {
+// runStage runs n with threads threads; threadsNow, if not nil, is how
+// many it may use from now on (stages.Env.ThreadsNow).
+func (r *runner) runStage(ctx context.Context, n *plan.Node, threads int, threadsNow func() int) error {
 	var progress func(done, total int)
 	if r.opt.Progress != nil {
 		pr := r.opt.Progress
 		progress = func(done, total int) { pr.StageProgress(n, done, total) }
 	}
+	env := r.opt.Env
+	env.ThreadsNow = threadsNow
 	_, err := RunNode(ctx, r.c, r.reg, n, NodeOptions{
-		Env: r.opt.Env, Threads: r.opt.Threads, Log: r.log, SPNVersion: r.opt.SPNVersion,
+		Env: env, Threads: threads, Log: r.log, SPNVersion: r.opt.SPNVersion,
 		Progress: progress, Lock: r.opt.Lock,
 	})
 	return err
+}
+
+// startShared starts the ready stages the scheduler admits, each on its
+// share of the cores, gives idle cores to running stages when none is
+// waiting, logs what changed, and returns how many stages it started.
+func (r *runner) startShared(ctx context.Context, p *plan.Plan, events chan<- event) int {
+	var cand []*plan.Node
+	for free := r.sch.Cores() - r.sch.Used(); len(cand) < free; {
+		n := r.nextReady(p)
+		if n == nil {
+			break
+		}
+		cand = append(cand, n)
+	}
+	reqs := make([]sched.Request, len(cand))
+	for i, n := range cand {
+		reqs[i] = sched.Request{ID: n.Index, Mem: r.memory(n), Grows: r.grows(n)}
+	}
+	slots, held := r.sch.Start(reqs)
+	for _, n := range cand[len(slots):] {
+		heap.Push(&r.ready, n.Index)
+	}
+	if held != nil && held.ID != r.lastHeld {
+		r.lastHeld = held.ID
+		r.log.Info("stage waits for memory", "stage", p.Nodes[held.ID].Name,
+			"expected_peak_mib", held.Need>>20, "free_mib", held.Free>>20)
+	}
+	for _, sl := range slots {
+		n := p.Nodes[sl.ID]
+		r.state[n.Index] = running
+		r.slots[n.Index] = sl
+		if r.opt.Progress != nil {
+			r.opt.Progress.StageStart(n)
+		}
+		var now func() int
+		if r.grows(n) {
+			now = sl.Threads
+		}
+		go func(n *plan.Node, threads int) {
+			start := time.Now()
+			err := r.runStage(ctx, n, threads, now)
+			events <- event{n: n, d: time.Since(start), err: err}
+		}(n, sl.Threads())
+	}
+	var grown []*sched.Slot
+	if !r.hasReady() {
+		grown = r.sch.Grow()
+	}
+	// One line whenever the split changes (a stage replacing one with the
+	// same threads changes nothing).
+	if split := r.threadSplit(p); (len(slots) > 0 || len(grown) > 0) && split != r.lastSplit {
+		r.lastSplit = split
+		r.log.Info("sharing the cores", "running", r.sch.Running(), "threads", split,
+			"cores", r.sch.Cores(), "started", len(slots), "grown", len(grown))
+	}
+	return len(slots)
+}
+
+// threadSplit lists the running stages' threads in plan order, e.g. "2+1+1".
+func (r *runner) threadSplit(p *plan.Plan) string {
+	var b strings.Builder
+	for i := range p.Nodes {
+		if sl, ok := r.slots[i]; ok {
+			if b.Len() > 0 {
+				b.WriteByte('+')
+			}
+			b.WriteString(strconv.Itoa(sl.Threads()))
+		}
+	}
+	return b.String()
+}
+
+// hasReady reports whether a pending stage is waiting to start.
+func (r *runner) hasReady() bool {
+	for _, i := range r.ready {
+		if r.state[i] == pending {
+			return true
+		}
+	}
+	return false
+}
+
+// grows reports whether n's kind takes more threads while it runs.
+func (r *runner) grows(n *plan.Node) bool {
+	k, ok := r.reg.Get(n.Kind)
+	if !ok {
+		return false
+	}
+	g, ok := k.(stages.Grower)
+	return ok && g.GrowsThreads()
+}
+
+// memory is n's expected peak memory (Options.Memory), 0 without one.
+func (r *runner) memory(n *plan.Node) uint64 {
+	if r.opt.Memory == nil || r.opt.Available == nil {
+		return 0
+	}
+	return r.opt.Memory(n, r.inputsOf(n))
+}
+
+// inputsOf returns the finished inputs of n as its stage receives them.
+func (r *runner) inputsOf(n *plan.Node) []stages.Input {
+	in := make([]stages.Input, len(n.Deps))
+	for i, d := range n.Deps {
+		in[i] = stages.Input{Kind: d.Kind, Key: d.Key, Dir: r.c.StageDir(d.Kind, d.Key)}
+	}
+	return in
 }
 
 // NodeOptions configure RunNode.

@@ -5,7 +5,9 @@ package generate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spn-project/spn/data"
@@ -35,12 +37,19 @@ func (Kind) Run(ctx context.Context, job *stages.Job) error {
 	if err := job.Decode(&p); err != nil {
 		return err
 	}
-	ds, err := Build(ctx, p.Dataset, job.Env)
+	ds, src, err := BuildWithSources(ctx, p.Dataset, job.Env)
 	if err != nil {
 		return err
 	}
 	if err := data.WriteDatasetFile(filepath.Join(job.Dir, stages.FileDataset), ds); err != nil {
 		return err
+	}
+	b, err := json.MarshalIndent(src, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", stages.FileSources, err)
+	}
+	if err := os.WriteFile(filepath.Join(job.Dir, stages.FileSources), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", stages.FileSources, err)
 	}
 	if job.Log != nil {
 		job.Log.Info("dataset written", "name", ds.Name, "graphs", len(ds.Graphs), "splits", len(ds.Splits))
@@ -50,22 +59,37 @@ func (Kind) Run(ctx context.Context, job *stages.Job) error {
 
 // Build returns the dataset described by d.
 func Build(ctx context.Context, d schema.Dataset, env stages.Env) (*data.Dataset, error) {
+	ds, _, err := BuildWithSources(ctx, d, env)
+	return ds, err
+}
+
+// BuildWithSources is Build that also returns the record of the files the
+// dataset was read from (each checked against its built-in content
+// figures, which env.AcceptDataMismatch may override).
+func BuildWithSources(ctx context.Context, d schema.Dataset, env stages.Env) (*data.Dataset, stages.DataSources, error) {
+	src := stages.DataSources{SPNVersion: env.SPNVersion, AcceptMismatch: env.AcceptDataMismatch, Files: []fetch.Source{}}
+	f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror, AcceptMismatch: env.AcceptDataMismatch}
+	var ds *data.Dataset
+	var err error
 	switch d.Kind {
 	case "prox":
-		return prox.Generate(ctx, prox.Config{
+		ds, err = prox.Generate(ctx, prox.Config{
 			H: d.H, Graphs: d.Graphs, Levels: d.Levels, Width: d.Width,
 			Seed: d.Seed, Folds: d.Folds, Negatives: d.Negatives, Balanced: d.Balanced,
 			ColourBlind: d.ColourBlind, Threads: env.Threads,
 		})
 	case "tu":
-		f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror}
-		return tu.Fetch(ctx, f, d.Name)
+		ds, err = tu.Fetch(ctx, f, d.Name)
 	case "qm9":
-		f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror}
-		return qm9.Fetch(ctx, f, qm9.Options{Source: d.Source, TrainSize: d.TrainSize, Limit: d.Limit})
+		ds, err = qm9.Fetch(ctx, f, qm9.Options{Source: d.Source, TrainSize: d.TrainSize, Limit: d.Limit})
 	case "ogb":
-		f := &fetch.Fetcher{DataDir: env.DataDir, Mirror: env.Mirror}
-		return ogb.Fetch(ctx, f, d.Name)
+		ds, err = ogb.Fetch(ctx, f, d.Name)
+	default:
+		err = fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9, ogb)", d.Kind)
 	}
-	return nil, fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9, ogb)", d.Kind)
+	if err != nil {
+		return nil, src, err
+	}
+	src.Files = append(src.Files, f.Sources()...)
+	return ds, src, nil
 }

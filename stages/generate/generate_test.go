@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -98,5 +100,75 @@ func TestErrors(t *testing.T) {
 	j := &stages.Job{Name: "g", Params: json.RawMessage(`{"dataset":{"kind":"prox"},"extra":1}`), Dir: t.TempDir()}
 	if err := (Kind{}).Run(context.Background(), j); err == nil {
 		t.Error("unknown parameter accepted")
+	}
+}
+
+// TestSources: a TU dataset's generate stage records the files it read,
+// with their SHA-256, the verification of their content figures and the
+// spn version; accepting changed files is recorded too.
+func TestSources(t *testing.T) {
+	mirror := mirrortest.Dir(t)
+	d := schema.Dataset{Kind: "tu", Name: "ENZYMES", KMax: 3}
+	j := job(t, d, stages.Env{DataDir: t.TempDir(), Mirror: mirror, SPNVersion: "v9.9"})
+	if err := (Kind{}).Run(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(j.Dir, stages.FileSources))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src stages.DataSources
+	if err := json.Unmarshal(b, &src); err != nil {
+		t.Fatal(err)
+	}
+	if src.SPNVersion != "v9.9" || src.AcceptMismatch || len(src.Files) != 2 {
+		t.Fatalf("sources: %s", b)
+	}
+	for _, f := range src.Files {
+		sum, err := fetch.FileSHA256(filepath.Join(mirror, filepath.FromSlash(f.Path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.SHA256 != sum || f.Figures != "verified" || !f.Upstream {
+			t.Errorf("%s: %+v, want sha256 %s, verified, upstream", f.Path, f, sum)
+		}
+	}
+	// A changed split file (one graph moved from training to validation
+	// in fold 0) fails the stage, naming the figure, unless accepted.
+	mir := t.TempDir()
+	for _, rel := range []string{"tu/ENZYMES.zip", "splits/errica/ENZYMES_splits.json"} {
+		b, err := os.ReadFile(filepath.Join(mirror, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(rel, ".json") {
+			var folds []map[string]any
+			if err := json.Unmarshal(b, &folds); err != nil {
+				t.Fatal(err)
+			}
+			ms := folds[0]["model_selection"].([]any)[0].(map[string]any)
+			tr := ms["train"].([]any)
+			ms["validation"] = append(ms["validation"].([]any), tr[0])
+			ms["train"] = tr[1:]
+			b, _ = json.Marshal(folds)
+		}
+		p := filepath.Join(mir, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, b, 0o644)
+	}
+	dataDir := t.TempDir()
+	j = job(t, d, stages.Env{DataDir: dataDir, Mirror: mir})
+	if err := (Kind{}).Run(context.Background(), j); err == nil || !strings.Contains(err.Error(), `content figure "split 0 train graphs"`) {
+		t.Fatalf("changed split file: %v", err)
+	}
+	j = job(t, d, stages.Env{DataDir: dataDir, Mirror: mir, AcceptDataMismatch: true})
+	if err := (Kind{}).Run(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(filepath.Join(j.Dir, stages.FileSources))
+	src = stages.DataSources{}
+	json.Unmarshal(b, &src)
+	if !src.AcceptMismatch || len(src.Files) != 2 || src.Files[0].Figures != "verified" || !strings.HasPrefix(src.Files[1].Figures, "accepted mismatch: ") || src.Files[1].Upstream {
+		t.Fatalf("accepted mismatch not recorded: %s", b)
 	}
 }

@@ -55,6 +55,10 @@ func (Kind) Name() string { return stages.KindTrain }
 // Gorgonia models, 3 since the timings moved to timing.json.
 func (Kind) Version() string { return "3" }
 
+// GrowsThreads implements stages.Grower: a train stage takes more threads
+// between epochs.
+func (Kind) GrowsThreads() bool { return true }
+
 // Run implements stages.Kind.
 func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	var p stages.TrainParams
@@ -69,6 +73,10 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 		return err
 	}
 	ds, hopsPath, err := loadInputs(job)
+	if err != nil {
+		return err
+	}
+	src, err := readSources(job)
 	if err != nil {
 		return err
 	}
@@ -101,13 +109,14 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 			msg = msg[i:] // without the stage name, which the select note gives
 		}
 		return writeJSON(filepath.Join(job.Dir, stages.FileResult), stages.TrainResult{
-			Point: point, Metric: p.Metric, Diverged: msg, Notes: notes, Epochs: []stages.EpochRecord{},
+			Point: point, Metric: p.Metric, Diverged: msg, Notes: notes, Epochs: []stages.EpochRecord{}, Data: src,
 		})
 	}
 	if err != nil {
 		return err
 	}
 	res.TrainResult.Notes = notes
+	res.TrainResult.Data = src
 	if err := os.WriteFile(filepath.Join(job.Dir, stages.FileModel), res.checkpoint, 0o644); err != nil {
 		return fmt.Errorf("writing model: %w", err)
 	}
@@ -166,7 +175,25 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		}
 	}
 	threads := max(job.Env.Threads, 1)
-	be := kernels.CPU{Threads: threads, Pool: kernels.NewPool(threads, 0)}
+	pool := kernels.NewPool(threads, 0)
+	progress := job.Progress
+	if more := job.Env.ThreadsNow; more != nil {
+		// The executor may give this stage idle cores while it runs: the
+		// pool grows between epochs (same chunks, same bits).
+		pool = kernels.NewGrowablePool(threads, 0)
+		progress = func(done, total int) {
+			if t := more(); t > pool.Threads() && done < total {
+				pool.Grow(t)
+				if job.Log != nil {
+					job.Log.Info("more threads from the next epoch on", "threads", pool.Threads(), "epoch", done+1)
+				}
+			}
+			if job.Progress != nil {
+				job.Progress(done, total)
+			}
+		}
+	}
+	be := kernels.CPU{Threads: threads, Pool: pool}
 	defer be.Pool.Close()
 	m, err := reg.New(cfg, job.Seed, be)
 	if err != nil {
@@ -196,7 +223,7 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		Seed:     job.Seed,
 		Stream:   uint64(p.Seed) + uint64(p.Run),
 		Log:      job.Log,
-		Progress: job.Progress,
+		Progress: progress,
 	}
 	r, err := fit.Train(ctx, m, ds, hops, sets, opts)
 	if err != nil {
@@ -253,6 +280,28 @@ func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, []strin
 // loadInputs reads the dataset of the generate input and returns it with
 // the path of the precompute input's hops file (Train reads the hop sets
 // its model needs and checks that they belong to the dataset).
+// readSources returns the generate input's record of its files (nil when
+// that stage predates the record).
+func readSources(job *stages.Job) (*stages.DataSources, error) {
+	gen := job.InputsOf(stages.KindGenerate)
+	if len(gen) != 1 {
+		return nil, fmt.Errorf("need one generate input, have %d", len(gen))
+	}
+	p := filepath.Join(gen[0].Dir, stages.FileSources)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	var src stages.DataSources
+	if err := json.Unmarshal(b, &src); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return &src, nil
+}
+
 func loadInputs(job *stages.Job) (*data.Dataset, string, error) {
 	gen := job.InputsOf(stages.KindGenerate)
 	pre := job.InputsOf(stages.KindPrecompute)

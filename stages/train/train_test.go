@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
@@ -213,5 +214,37 @@ func TestKindUsesItsRegistry(t *testing.T) {
 	}
 	if err := k.Run(context.Background(), job(t, stages.TrainParams{Role: stages.RoleHoldout, Point: point("gin", 1), Metric: "accuracy"}, in)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestResultNamesData: a train result carries its generate input's record
+// of the data files (SHA-256, verification) and the spn version; without
+// such a record (a generated dataset of an older cache) it has none.
+func TestResultNamesData(t *testing.T) {
+	in := inputs(t)
+	pt := point("spn", 2)
+	pt.Training.Epochs = 1
+	p := stages.TrainParams{Role: stages.RoleHoldout, Point: pt, Metric: "accuracy", Seed: 1}
+	j := job(t, p, in)
+	if err := (Kind{}).Run(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	if r := readResult(t, j.Dir); r.Data != nil {
+		t.Fatalf("data without a record: %+v", r.Data)
+	}
+	src := stages.DataSources{SPNVersion: "v1.2.3", AcceptMismatch: true, Files: []fetch.Source{
+		{URL: "https://example.org/X.zip", Path: "tu/X.zip", SHA256: strings.Repeat("ab", 32), Size: 10, Figures: "accepted mismatch: ..."},
+	}}
+	b, _ := json.Marshal(src)
+	if err := os.WriteFile(filepath.Join(in[0].Dir, stages.FileSources), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = job(t, p, in)
+	if err := (Kind{}).Run(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	r := readResult(t, j.Dir)
+	if r.Data == nil || r.Data.SPNVersion != "v1.2.3" || !r.Data.AcceptMismatch || len(r.Data.Files) != 1 || r.Data.Files[0] != src.Files[0] {
+		t.Fatalf("result data %+v, want %+v", r.Data, src)
 	}
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/cache"
+)
+
+// specRecordFile, in a results directory, names the spec whose tables it
+// holds: its path and the SHA-256 of its source.
+const specRecordFile = "spec-source.json"
+
+// specRecord is the content of specRecordFile.
+type specRecord struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// specSource returns the path and SHA-256 that identify the spec read from
+// file (the built-in quickstart when file is empty).
+func specSource(en *engine, file string) (specRecord, error) {
+	var src []byte
+	var p string
+	if file == "" {
+		name, b, ok := en.quickstart()
+		if !ok {
+			return specRecord{}, errors.New("no built-in quickstart spec")
+		}
+		p, src = "built-in:"+name, b
+	} else {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return specRecord{}, err
+		}
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return specRecord{}, err
+		}
+		p, src = abs, b
+	}
+	sum := sha256.Sum256(src)
+	return specRecord{Path: p, SHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+// prepareOut runs before any stage: it checks that the tables' directory
+// (the --out flag value, or results/<spec name>) can be written, without
+// creating it, and returns it with the record of the spec that will write
+// there. Without --out, a directory that records another spec file with
+// other content is refused, naming both: two specs with the same name
+// would overwrite each other's tables.
+func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (string, specRecord, error) {
+	out := outDir(flagOut, spec)
+	rec, err := specSource(en, file)
+	if err != nil {
+		return "", rec, runtimeErr(cmd, err)
+	}
+	if flagOut == "" {
+		if b, err := os.ReadFile(filepath.Join(out, specRecordFile)); err == nil {
+			var old specRecord
+			if json.Unmarshal(b, &old) == nil && old.Path != rec.Path && old.SHA256 != rec.SHA256 {
+				return "", rec, usageErrf(cmd, "%s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs",
+					out, spec.Name, old.Path, old.SHA256, rec.Path, rec.SHA256)
+			}
+		}
+	}
+	if err := probeWritable(out); err != nil {
+		return "", rec, runtimeErrf(cmd, "the tables' directory %s is not writable: %w; nothing was run (give a writable --out)", out, err)
+	}
+	return out, rec, nil
+}
+
+// probeWritable checks that files can be written in dir: it creates and
+// removes a temporary file in dir or, when dir does not exist yet, in its
+// nearest existing ancestor, which must be a directory.
+func probeWritable(dir string) error {
+	d := dir
+	for {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory", d)
+			}
+			break
+		}
+		parent := filepath.Dir(d)
+		if !errors.Is(err, fs.ErrNotExist) || parent == d {
+			return err
+		}
+		d = parent
+	}
+	f, err := os.CreateTemp(d, ".spn-write-test-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// recordSpec writes rec into the tables' directory out (created if
+// needed), before the tables.
+func recordSpec(cmd, out string, rec specRecord) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err == nil {
+		err = cache.WriteFileAtomic(filepath.Join(out, specRecordFile), append(b, '\n'))
+	}
+	if err != nil {
+		return runtimeErr(cmd, err)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runApp runs spn with args and an empty environment.
+func runApp(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+	code = a.main(args)
+	return code, out.String(), errb.String()
+}
+
+// An --out that cannot be written (a path below a regular file) fails
+// before the first stage: nothing is computed or cached.
+func TestRunUnwritableOut(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "p.cue")
+	os.WriteFile(spec, []byte(predictSpec), 0o644)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	cacheDir := filepath.Join(dir, "cache")
+	code, _, errs := runApp("run", spec, "--cache", cacheDir, "--out", filepath.Join(file, "results"), "--log-level", "error")
+	if code != exitFail || !strings.Contains(errs, "the tables' directory "+filepath.Join(file, "results")+" is not writable") || !strings.Contains(errs, "nothing was run") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(cacheDir); !os.IsNotExist(err) {
+		t.Fatalf("stages ran before the check: cache %v", err)
+	}
+}
+
+// Two spec files with the same name and different content do not share
+// results/NAME silently: the second is refused, naming both, unless --out
+// is given. The results directory records the spec's path and hash.
+func TestSameNameSpecs(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	a, b := filepath.Join(dir, "a", "p.cue"), filepath.Join(dir, "b", "p.cue")
+	os.MkdirAll(filepath.Dir(a), 0o755)
+	os.MkdirAll(filepath.Dir(b), 0o755)
+	os.WriteFile(a, []byte(predictSpec), 0o644)
+	os.WriteFile(b, []byte(strings.Replace(predictSpec, "epochs: 2", "epochs: 1", 1)), 0o644)
+	cacheDir := filepath.Join(dir, "cache")
+	if code, _, errs := runApp("run", a, "--cache", cacheDir, "--log-level", "error"); code != exitOK {
+		t.Fatalf("first spec: exit %d: %s", code, errs)
+	}
+	rec, err := os.ReadFile(filepath.Join("results", "p", specRecordFile))
+	if err != nil || !strings.Contains(string(rec), `"path": "`+a+`"`) || !strings.Contains(string(rec), `"sha256": "`) {
+		t.Fatalf("spec record: %s %v", rec, err)
+	}
+	for _, cmd := range []string{"run", "table"} {
+		code, _, errs := runApp(cmd, b, "--cache", cacheDir, "--log-level", "error")
+		if code != exitUsage || !strings.Contains(errs, "another spec named \"p\": "+a) || !strings.Contains(errs, "this is "+b) || !strings.Contains(errs, "--out") {
+			t.Errorf("%s of the second spec: exit %d: %s", cmd, code, errs)
+		}
+	}
+	if code, _, errs := runApp("run", b, "--cache", cacheDir, "--log-level", "error", "--out", filepath.Join(dir, "b-results")); code != exitOK {
+		t.Errorf("second spec with --out: exit %d: %s", code, errs)
+	}
+	// The same file again, edited, is the same spec.
+	os.WriteFile(a, []byte(strings.Replace(predictSpec, "epochs: 2", "epochs: 1", 1)), 0o644)
+	if code, _, errs := runApp("run", a, "--cache", cacheDir, "--log-level", "error"); code != exitOK {
+		t.Errorf("edited first spec: exit %d: %s", code, errs)
+	}
+}
+
+// A cache that cannot be locked (read-only; here its lock file is a
+// directory) still gives the tables when every stage is cached, as spn
+// table does; with stages to run it fails.
+func TestRunUnlockableCache(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "p.cue")
+	os.WriteFile(spec, []byte(predictSpec), 0o644)
+	cacheDir := filepath.Join(dir, "cache")
+	if code, _, errs := runApp("run", spec, "--cache", cacheDir, "--out", filepath.Join(dir, "r1"), "--log-level", "error"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	lock := filepath.Join(cacheDir, "lock")
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(lock, 0o755)
+	out2 := filepath.Join(dir, "r2")
+	code, stdout, errs := runApp("run", spec, "--cache", cacheDir, "--out", out2, "--log-level", "error")
+	if code != exitOK || !strings.Contains(errs, "cannot lock the cache") || !strings.Contains(stdout, "SPN") {
+		t.Fatalf("all cached, unlockable cache: exit %d: %s\n%s", code, errs, stdout)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "t.csv")); err != nil {
+		t.Fatalf("table not written: %v", err)
+	}
+	os.WriteFile(spec, []byte(strings.Replace(predictSpec, "epochs: 2", "epochs: 1", 1)), 0o644)
+	if code, _, errs := runApp("run", spec, "--cache", cacheDir, "--out", out2, "--log-level", "error"); code != exitFail || !strings.Contains(errs, "opening lock") {
+		t.Fatalf("stages to run, unlockable cache: exit %d: %s", code, errs)
+	}
+}

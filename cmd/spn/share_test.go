@@ -1,0 +1,97 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestSharedRunSameTables: the default run (the stages share the cores)
+// writes the same table bytes as fixed --jobs/--threads settings, and says
+// that it shares the cores.
+func TestSharedRunSameTables(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "share.cue")
+	src := `package spn
+
+name: "share"
+mode: "smoke"
+experiments: {
+	gin: {
+		dataset: {kind: "prox", h: 3, graphs: 60, folds: 3, kmax: 3}
+		model: kind: "gin"
+		training: epochs: 3
+		protocol: {splits: 2, runs: 1}
+	}
+	spn: {
+		dataset: {kind: "prox", h: 3, graphs: 60, folds: 3, kmax: 3}
+		model: kind: "spn"
+		grid: "model.k": [1, 3]
+		training: epochs: 3
+		protocol: {splits: 2, runs: 1}
+	}
+}
+tables: main: {
+	formats: ["markdown", "csv"]
+	columns: [{key: "prox", header: "3-Prox"}]
+	rows: [
+		{label: "GIN", cells: prox: experiment: "gin"},
+		{label: "SPN", cells: prox: experiment: "spn"},
+	]
+}
+`
+	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	var stdout string
+	for i, flags := range [][]string{nil, {"--jobs", "1", "--threads", "2"}, {"--jobs", "2", "--threads", "1"}} {
+		out := filepath.Join(dir, "out", string(rune('a'+i)))
+		r := spn(realEngine(), filepath.Join(dir, "cache", string(rune('a'+i))), append([]string{"run", spec, "--out", out}, flags...)...)
+		if r.code != exitOK {
+			t.Fatalf("run %v: exit %d:\n%s", flags, r.code, r.stderr)
+		}
+		if flags == nil {
+			if want := "(sharing " + strconv.Itoa(runtime.NumCPU()) + " cores)"; !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "sharing the cores: running=") {
+				t.Errorf("default run's log lacks %q or the scheduler's lines:\n%s", want, r.stderr)
+			}
+			stdout = r.stdout
+		} else if r.stdout != stdout {
+			t.Errorf("run %v printed other tables", flags)
+		}
+		outs = append(outs, out)
+	}
+	sameFiles(t, outs[0], outs[1])
+	sameFiles(t, outs[0], outs[2])
+}
+
+func TestFreeMemory(t *testing.T) {
+	known := func(v uint64) func() (uint64, bool) { return func() (uint64, bool) { return v, true } }
+	unknown := func() (uint64, bool) { return 0, false }
+	for _, tc := range []struct {
+		name  string
+		avail func() (uint64, bool)
+		limit int64
+		want  uint64
+		ok    bool
+	}{
+		{"no limit", known(8 << 30), math.MaxInt64, 8 << 30, true},
+		{"limit below free", known(8 << 30), 2 << 30, 2 << 30, true},
+		{"limit above free", known(1 << 30), 2 << 30, 1 << 30, true},
+		{"limit, free unknown", unknown, 2 << 30, 2 << 30, true},
+		{"nothing known", unknown, math.MaxInt64, 0, false},
+	} {
+		got, ok := freeMemory(tc.avail, tc.limit)()
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %d %v, want %d %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	o := sharedRun(0, "/nonexistent/meminfo")
+	if o.Cores != 1 || o.Memory == nil || o.Available == nil {
+		t.Errorf("sharedRun(0): %+v", o)
+	}
+}

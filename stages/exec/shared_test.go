@@ -1,0 +1,213 @@
+package exec_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/plan"
+)
+
+// sharedKind is a fake stage kind for the core-sharing tests: each stage
+// records the threads it started with, then runs its body.
+type sharedKind struct {
+	name  string
+	grows bool
+	mu    *sync.Mutex
+	start map[string]int // stage name → Env.Threads
+	body  func(ctx context.Context, job *stages.Job) error
+}
+
+func (k *sharedKind) Name() string       { return k.name }
+func (k *sharedKind) Version() string    { return "1" }
+func (k *sharedKind) GrowsThreads() bool { return k.grows }
+func (k *sharedKind) Run(ctx context.Context, job *stages.Job) error {
+	k.mu.Lock()
+	k.start[job.Name] = job.Env.Threads
+	k.mu.Unlock()
+	if k.body != nil {
+		if err := k.body(ctx, job); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(job.Dir, "out.txt"), []byte(job.Name), 0o644)
+}
+
+// sharedPlan is gen → train0..train{n-1} → tab.
+func sharedPlan(n int) *plan.Plan {
+	p := &plan.Plan{}
+	add := func(kind, name string, deps ...*plan.Node) *plan.Node {
+		nd := &plan.Node{Key: fmt.Sprintf("%064x", len(p.Nodes)+1), Kind: kind, Version: "1", Name: name,
+			JSON: []byte("{}"), Deps: deps, Index: len(p.Nodes), Status: plan.ToRun}
+		p.Nodes = append(p.Nodes, nd)
+		return nd
+	}
+	gen := add("gen", "gen")
+	var trains []*plan.Node
+	for i := range n {
+		trains = append(trains, add("train", fmt.Sprintf("train%d", i), gen))
+	}
+	add("tab", "tab", trains...)
+	return p
+}
+
+// TestSharedCores: on 4 cores a lone first stage takes all 4, three
+// trains that become ready together split them 2+1+1, a train left alone
+// is offered the idle cores while it runs (a stage that cannot grow is
+// not), and the last stage takes all 4; the log says how many stages run
+// with how many threads.
+func TestSharedCores(t *testing.T) {
+	mu := &sync.Mutex{}
+	started := map[string]int{}
+	release := map[string]chan struct{}{"train0": make(chan struct{}), "train1": make(chan struct{})}
+	sawGrowth := make(chan int, 1)
+	train := &sharedKind{name: "train", grows: true, mu: mu, start: started,
+		body: func(ctx context.Context, job *stages.Job) error {
+			if ch, ok := release[job.Name]; ok {
+				<-ch
+				return nil
+			}
+			// train2 runs until it is offered every core.
+			deadline := time.Now().Add(10 * time.Second)
+			for job.Env.ThreadsNow != nil && job.Env.ThreadsNow() < 4 {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("never offered 4 threads (have %d)", job.Env.ThreadsNow())
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if job.Env.ThreadsNow == nil {
+				return fmt.Errorf("a growing stage got no ThreadsNow")
+			}
+			sawGrowth <- job.Env.ThreadsNow()
+			return nil
+		}}
+	gen := &sharedKind{name: "gen", mu: mu, start: started}
+	tab := &sharedKind{name: "tab", mu: mu, start: started, body: func(_ context.Context, job *stages.Job) error {
+		if job.Env.ThreadsNow != nil {
+			return fmt.Errorf("a stage that cannot grow got ThreadsNow")
+		}
+		return nil
+	}}
+	reg := stages.NewRegistry(gen, train, tab)
+	c := openCache(t)
+	var logBuf bytes.Buffer
+	var logMu sync.Mutex
+	log := hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logBuf, mu: &logMu}, Level: hclog.Info})
+	p := sharedPlan(3)
+	go func() {
+		// Let the three trains start, then end train0 and train1.
+		for {
+			mu.Lock()
+			n := len(started)
+			mu.Unlock()
+			if n == 4 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		close(release["train0"])
+		close(release["train1"])
+	}()
+	res, err := exec.Run(context.Background(), p, c, reg, exec.Options{Cores: 4, Log: log})
+	if err != nil || !res.OK() {
+		t.Fatalf("Run: %v %v", err, res.Messages)
+	}
+	want := map[string]int{"gen": 4, "train0": 2, "train1": 1, "train2": 1, "tab": 4}
+	for name, th := range want {
+		if started[name] != th {
+			t.Errorf("%s started with %d threads, want %d (all: %v)", name, started[name], th, started)
+		}
+	}
+	if got := <-sawGrowth; got != 4 {
+		t.Errorf("train2 grew to %d threads, want 4", got)
+	}
+	logMu.Lock()
+	out := logBuf.String()
+	logMu.Unlock()
+	for _, s := range []string{
+		"sharing the cores: running=1 threads=4 cores=4 started=1 grown=0",
+		"sharing the cores: running=3 threads=\"2+1+1\" cores=4 started=3 grown=0",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("log lacks %q:\n%s", s, out)
+		}
+	}
+	if !strings.Contains(out, "grown=1") {
+		t.Errorf("log does not show the growth:\n%s", out)
+	}
+}
+
+// TestSharedMemoryAdmission: trains expected to take 3 GiB each with 7 GiB
+// free run two at a time, the third waits (and the log says so), and
+// every stage still runs.
+func TestSharedMemoryAdmission(t *testing.T) {
+	mu := &sync.Mutex{}
+	started := map[string]int{}
+	var running, most int
+	train := &sharedKind{name: "train", grows: true, mu: mu, start: started,
+		body: func(context.Context, *stages.Job) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		}}
+	reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, train,
+		&sharedKind{name: "tab", mu: mu, start: started})
+	var logBuf bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logBuf, Level: hclog.Info})
+	var inputsSeen []string
+	opt := exec.Options{Cores: 8, Log: log,
+		Memory: func(n *plan.Node, in []stages.Input) uint64 {
+			if n.Kind != "train" {
+				return 0
+			}
+			for _, i := range in {
+				inputsSeen = append(inputsSeen, i.Kind)
+			}
+			return 3 << 30
+		},
+		Available: func() (uint64, bool) { return 7 << 30, true },
+	}
+	res, err := exec.Run(context.Background(), sharedPlan(3), openCache(t), reg, opt)
+	if err != nil || !res.OK() {
+		t.Fatalf("Run: %v %v", err, res.Messages)
+	}
+	if most != 2 {
+		t.Errorf("%d trains ran at once, want 2", most)
+	}
+	if started["train0"] != 4 || started["train1"] != 4 {
+		t.Errorf("the first two trains started with %v threads, want 4 each", started)
+	}
+	if len(inputsSeen) == 0 || inputsSeen[0] != "gen" {
+		t.Errorf("the estimate was given inputs %v, want the gen stage", inputsSeen)
+	}
+	if out := logBuf.String(); !strings.Contains(out, "stage waits for memory: stage=train2 expected_peak_mib=3072 free_mib=1024") {
+		t.Errorf("log does not show the wait:\n%s", out)
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,384 @@
+package sched
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const gib = 1 << 30
+
+func threadsOf(slots []*Slot) []int {
+	var t []int
+	for _, s := range slots {
+		t = append(t, s.Threads())
+	}
+	return t
+}
+
+func ready(n int) []Request {
+	r := make([]Request, n)
+	for i := range r {
+		r[i] = Request{ID: i}
+	}
+	return r
+}
+
+// TestStartSplitsCores: N ready stages on C idle cores start min(N, C)
+// stages that split the cores evenly, the first taking the remainder.
+func TestStartSplitsCores(t *testing.T) {
+	for _, tc := range []struct {
+		n, cores int
+		want     []int
+	}{
+		{1, 16, []int{16}},
+		{2, 16, []int{8, 8}},
+		{3, 16, []int{6, 5, 5}},
+		{5, 8, []int{2, 2, 2, 1, 1}},
+		{16, 16, slices.Repeat([]int{1}, 16)},
+		{40, 16, slices.Repeat([]int{1}, 16)},
+		{1, 2, []int{2}},
+		{4, 2, []int{1, 1}},
+		{3, 1, []int{1}},
+		{2, 0, []int{1}}, // at least one core
+		{0, 4, nil},
+	} {
+		s := New(tc.cores, nil)
+		got, held := s.Start(ready(tc.n))
+		if !slices.Equal(threadsOf(got), tc.want) || held != nil {
+			t.Errorf("%d ready on %d cores: threads %v (held %v), want %v", tc.n, tc.cores, threadsOf(got), held, tc.want)
+		}
+		for i, sl := range got {
+			if sl.ID != i {
+				t.Errorf("%d ready on %d cores: slot %d is stage %d, want plan order", tc.n, tc.cores, i, sl.ID)
+			}
+		}
+		if want := min(tc.n, max(tc.cores, 1)); s.Running() != want || s.Used() != max(tc.cores, 1) && tc.n > 0 {
+			t.Errorf("%d ready on %d cores: %d running on %d threads", tc.n, tc.cores, s.Running(), s.Used())
+		}
+	}
+}
+
+// TestLaterStageGetsWhatIsFree: a stage that becomes ready while others
+// run gets the threads that are free, no more; with none free it waits.
+func TestLaterStageGetsWhatIsFree(t *testing.T) {
+	s := New(8, nil)
+	first, _ := s.Start(ready(2))
+	if got := threadsOf(first); !slices.Equal(got, []int{4, 4}) {
+		t.Fatalf("first two: %v, want [4 4]", got)
+	}
+	if got, _ := s.Start([]Request{{ID: 9}}); got != nil {
+		t.Fatalf("no thread free, yet %d stages started", len(got))
+	}
+	s.Finish(first[0])
+	got, _ := s.Start([]Request{{ID: 2}, {ID: 3}, {ID: 4}})
+	if th := threadsOf(got); !slices.Equal(th, []int{2, 1, 1}) {
+		t.Fatalf("three ready with 4 threads free: %v, want [2 1 1]", th)
+	}
+	if s.Used() != 8 || s.Running() != 4 {
+		t.Fatalf("%d threads used by %d stages, want 8 by 4", s.Used(), s.Running())
+	}
+}
+
+// fakeMem is an injectable free-memory reading.
+type fakeMem struct {
+	free uint64
+	ok   bool
+}
+
+func (m *fakeMem) read() (uint64, bool) { return m.free, m.ok }
+
+// TestMemoryHoldsBack: a stage whose expected peak does not fit waits, and
+// the stages after it wait too; it starts when a finished stage frees
+// memory; with nothing running the first stage always starts.
+func TestMemoryHoldsBack(t *testing.T) {
+	mem := &fakeMem{free: 10 * gib, ok: true}
+	s := New(16, mem.read)
+	req := []Request{{ID: 0, Mem: 4 * gib}, {ID: 1, Mem: 4 * gib}, {ID: 2, Mem: 4 * gib}, {ID: 3, Mem: 1}}
+	got, held := s.Start(req)
+	if th := threadsOf(got); !slices.Equal(th, []int{8, 8}) {
+		t.Fatalf("4 GiB stages with 10 GiB free on 16 cores: threads %v, want [8 8]", th)
+	}
+	if held == nil || held.ID != 2 || held.Need != 4*gib || held.Free != 2*gib {
+		t.Fatalf("held %+v, want stage 2 needing 4 GiB with 2 GiB free", held)
+	}
+	if !strings.Contains(held.String(), "4096 MiB") {
+		t.Errorf("held message %q does not name the peak", held)
+	}
+	// Free memory now is what counts when it is less than the budget.
+	s.Finish(got[0])
+	mem.free = 3 * gib // another process took memory
+	if got2, held := s.Start(req[2:]); got2 != nil || held == nil || held.Free != 3*gib {
+		t.Fatalf("with 3 GiB free now: started %d, held %+v; want stage 2 held with 3 GiB free", len(got2), held)
+	}
+	mem.free = 8 * gib
+	got2, held := s.Start(req[2:])
+	if th := threadsOf(got2); !slices.Equal(th, []int{4, 4}) || held != nil {
+		t.Fatalf("after a stage finished: threads %v held %+v, want [4 4] and none held", th, held)
+	}
+	// Nothing running: the first stage starts whatever its peak.
+	s2 := New(4, (&fakeMem{free: gib, ok: true}).read)
+	got3, held := s2.Start([]Request{{ID: 0, Mem: 5 * gib}, {ID: 1, Mem: 5 * gib}})
+	if th := threadsOf(got3); !slices.Equal(th, []int{4}) || held == nil || held.ID != 1 {
+		t.Fatalf("nothing running: threads %v held %+v, want [4] and stage 1 held", th, held)
+	}
+	// Unknown free memory holds nothing back.
+	s3 := New(4, (&fakeMem{}).read)
+	if got4, held := s3.Start([]Request{{ID: 0, Mem: 5 * gib}, {ID: 1, Mem: 5 * gib}}); len(got4) != 2 || held != nil {
+		t.Fatalf("unknown free memory: %d started, held %+v", len(got4), held)
+	}
+}
+
+// fakeStage is a stage of the simulated run: epochs epochs of work units
+// each, done at one unit per thread per tick; it reads its thread count at
+// the start of every epoch.
+type fakeStage struct {
+	name   string
+	epochs int
+	work   float64
+	mem    uint64
+	grows  bool
+	deps   []int
+	// filled in by the simulation
+	perEpoch []int
+	start    float64
+	end      float64
+}
+
+// simulate runs the stages on cores cores with a fake clock and returns
+// the log of the scheduler's decisions; it fails the test if more threads
+// than cores are ever held.
+func simulate(t *testing.T, cores int, mem func() (uint64, bool), st []*fakeStage) []string {
+	t.Helper()
+	s := New(cores, mem)
+	var log []string
+	now := 0.0
+	type run struct {
+		slot    *Slot
+		epoch   int
+		threads int
+		left    float64 // work left in this epoch
+	}
+	running := map[int]*run{}
+	done := make([]bool, len(st))
+	started := make([]bool, len(st))
+	readyReqs := func() []Request {
+		var r []Request
+		for i, f := range st {
+			if started[i] {
+				continue
+			}
+			ok := true
+			for _, d := range f.deps {
+				ok = ok && done[d]
+			}
+			if ok {
+				r = append(r, Request{ID: i, Mem: f.mem, Grows: f.grows})
+			}
+		}
+		return r
+	}
+	schedule := func() {
+		rq := readyReqs()
+		slots, held := s.Start(rq)
+		for _, sl := range slots {
+			f := st[sl.ID]
+			started[sl.ID] = true
+			f.start = now
+			running[sl.ID] = &run{slot: sl, threads: sl.Threads(), left: f.work}
+			f.perEpoch = append(f.perEpoch, sl.Threads())
+			log = append(log, fmt.Sprintf("t=%.4g start %s threads=%d", now, f.name, sl.Threads()))
+		}
+		if held != nil {
+			log = append(log, fmt.Sprintf("t=%.4g hold %s", now, st[held.ID].name))
+		}
+		if len(rq) == len(slots) {
+			for _, g := range s.Grow() {
+				log = append(log, fmt.Sprintf("t=%.4g grow %s threads=%d", now, st[g.ID].name, g.Threads()))
+			}
+		}
+		if s.Used() > cores {
+			t.Fatalf("t=%g: %d threads held on %d cores", now, s.Used(), cores)
+		}
+	}
+	schedule()
+	for len(running) > 0 {
+		// The next epoch end.
+		next := -1
+		var dt float64
+		for id, r := range running {
+			d := r.left / float64(r.threads)
+			if next < 0 || d < dt || d == dt && id < next {
+				next, dt = id, d
+			}
+		}
+		now += dt
+		for _, r := range running {
+			r.left -= dt * float64(r.threads)
+		}
+		r := running[next]
+		f := st[next]
+		r.epoch++
+		if r.epoch < f.epochs {
+			r.threads = r.slot.Threads()
+			r.left = f.work
+			f.perEpoch = append(f.perEpoch, r.threads)
+			continue
+		}
+		f.end = now
+		done[next] = true
+		delete(running, next)
+		s.Finish(r.slot)
+		log = append(log, fmt.Sprintf("t=%.4g end %s", now, f.name))
+		schedule()
+	}
+	for i, f := range st {
+		if !done[i] {
+			t.Fatalf("stage %s never ran", f.name)
+		}
+	}
+	return log
+}
+
+// TestGrowWhenTheRunNarrows: four stages on four cores run with a thread
+// each; when the three short ones end, the long one takes the idle cores
+// at its next epoch, and a stage that cannot grow keeps its threads.
+func TestGrowWhenTheRunNarrows(t *testing.T) {
+	long := &fakeStage{name: "train-long", epochs: 5, work: 4, grows: true}
+	fixed := &fakeStage{name: "precompute", epochs: 1, work: 20}
+	st := []*fakeStage{
+		long,
+		{name: "short1", epochs: 1, work: 1},
+		{name: "short2", epochs: 1, work: 2},
+		fixed,
+	}
+	log := simulate(t, 4, nil, st)
+	want := []string{
+		"t=0 start train-long threads=1",
+		"t=0 start short1 threads=1",
+		"t=0 start short2 threads=1",
+		"t=0 start precompute threads=1",
+		"t=1 end short1",
+		"t=1 grow train-long threads=2",
+		"t=2 end short2",
+		"t=2 grow train-long threads=3",
+	}
+	if got := log[:len(want)]; !slices.Equal(got, want) {
+		t.Fatalf("decisions:\n%s\nwant first:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
+	}
+	// Epoch 1 (t 0–4) on 1 thread; epoch 2 starts at t = 4 with the 3
+	// threads granted by then.
+	if !slices.Equal(long.perEpoch, []int{1, 3, 3, 3, 3}) {
+		t.Errorf("long stage's threads per epoch %v, want [1 3 3 3 3]", long.perEpoch)
+	}
+	if !slices.Equal(fixed.perEpoch, []int{1}) {
+		t.Errorf("the stage that cannot grow ran with %v threads", fixed.perEpoch)
+	}
+	// When the fixed stage ends (t = 20) the long one is done already.
+	if long.end >= fixed.end {
+		t.Errorf("long stage ended at %g, after the fixed one (%g)", long.end, fixed.end)
+	}
+}
+
+// TestDependentsTakeFreedThreads: a DAG (generate → two trains → evaluate)
+// on 2 cores: the lone first stage takes both cores, the two trains one
+// each, the last stage both; a train left alone grows.
+func TestDependentsTakeFreedThreads(t *testing.T) {
+	st := []*fakeStage{
+		{name: "generate", epochs: 1, work: 2},
+		{name: "trainA", epochs: 3, work: 1, grows: true, deps: []int{0}},
+		{name: "trainB", epochs: 4, work: 1, grows: true, deps: []int{0}},
+		{name: "evaluate", epochs: 1, work: 1, deps: []int{1, 2}},
+	}
+	log := simulate(t, 2, nil, st)
+	want := []string{
+		"t=0 start generate threads=2",
+		"t=1 end generate",
+		"t=1 start trainA threads=1",
+		"t=1 start trainB threads=1",
+		"t=4 end trainA",
+		"t=4 grow trainB threads=2",
+		"t=4.5 end trainB",
+		"t=4.5 start evaluate threads=2",
+		"t=5 end evaluate",
+	}
+	if !slices.Equal(log, want) {
+		t.Fatalf("decisions:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestManyStagesMemoryBound: sixteen big stages on sixteen cores with room
+// for four at a time never hold more threads than cores (simulate checks)
+// and never more than four run at once.
+func TestManyStagesMemoryBound(t *testing.T) {
+	var st []*fakeStage
+	for i := range 16 {
+		st = append(st, &fakeStage{name: fmt.Sprintf("dd%d", i), epochs: 2, work: float64(1 + i%3), mem: 3 * gib, grows: true})
+	}
+	mem := &fakeMem{free: 13 * gib, ok: true}
+	log := simulate(t, 16, mem.read, st)
+	most, runningNow := 0, 0
+	for _, l := range log {
+		switch {
+		case strings.Contains(l, " start "):
+			runningNow++
+		case strings.Contains(l, " end "):
+			runningNow--
+		}
+		most = max(most, runningNow)
+	}
+	if most != 4 {
+		t.Fatalf("at most %d stages ran at once, want 4 (13 GiB for 3 GiB stages):\n%s", most, strings.Join(log, "\n"))
+	}
+	if !strings.Contains(log[4], "hold dd4") {
+		t.Errorf("the fifth stage was not held back: %q", log[4])
+	}
+}
+
+func TestParseMemAvailable(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want uint64
+		err  string
+	}{
+		{"MemTotal:       23000000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n", 2 << 20, ""},
+		{"MemTotal: 1 kB\n", 0, "no MemAvailable"},
+		{"MemAvailable: x kB\n", 0, "bad number"},
+		{"MemAvailable: 12\n", 0, "want"},
+	} {
+		got, err := ParseMemAvailable(strings.NewReader(tc.in))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%q: %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	if _, ok := MemAvailable("/nonexistent/meminfo")(); ok {
+		t.Error("a missing meminfo file reads as known")
+	}
+}
+
+// FuzzParseMemAvailable: any input gives a value or an error, never a
+// panic, and a value comes only from a well-formed line.
+func FuzzParseMemAvailable(f *testing.F) {
+	for _, s := range []string{
+		"MemTotal:       23000000 kB\nMemAvailable:   2048 kB\n",
+		"MemAvailable: 0 kB\n",
+		"MemAvailable: 18446744073709551615 kB\n",
+		"MemAvailable:\n",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseMemAvailable(strings.NewReader(s))
+		if err == nil && (!strings.Contains(s, "MemAvailable:") || v%1024 != 0) {
+			t.Fatalf("%q: value %d without a well-formed line", s, v)
+		}
+	})
+}

@@ -1,0 +1,107 @@
+package train
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/stages"
+)
+
+// PeakEstimator estimates, before a train stage runs, the most memory it
+// will hold, from its parameters and its finished inputs, by the formula of
+// what a training stage holds (docs/performance.md, "Memory"):
+//
+//	live heap ≈ dataset + hop sets + 16·params + arena + compiled graphs
+//	arena     ≤ 5/4·R + 1 MiB,  R = B·4·d·N_max
+//	peak      ≈ 1.3 · live heap
+//
+// with d the hidden width, N_max the nodes of the batch_size largest graphs
+// rounded up to 64, and B ≈ 2·L·(k+2) node-sized buffers per training step
+// (95 measured for SPN k = 10, L = 4). The hop sets are bounded by four
+// bytes per byte of the hops file (its varints take at least a byte per
+// int32), the dataset by twice its file. Every term is an upper bound or
+// close to one, so the estimate errs high.
+//
+// An estimator remembers what it read of each dataset file, so the many
+// train stages of one dataset read it once; it is for one goroutine.
+type PeakEstimator struct {
+	datasets map[string]datasetSize // by dataset path
+}
+
+// datasetSize is what an estimate needs of a dataset file.
+type datasetSize struct {
+	bytes int64
+	nodes []int // node counts, largest first
+}
+
+// NewPeakEstimator returns an estimator with nothing read yet.
+func NewPeakEstimator() *PeakEstimator {
+	return &PeakEstimator{datasets: map[string]datasetSize{}}
+}
+
+const (
+	compiledGraphBytes = 16 << 20 // the compiled-graph cache's structure
+	peakOverLive       = 1.3      // GOGC = 25 and the Go runtime
+)
+
+// PeakBytes returns the expected peak memory of a train stage with the
+// given canonical parameters and inputs (stages.Job's Params and Inputs).
+func (e *PeakEstimator) PeakBytes(params []byte, inputs []stages.Input) (uint64, error) {
+	job := &stages.Job{Params: params, Inputs: inputs}
+	var p stages.TrainParams
+	if err := job.Decode(&p); err != nil {
+		return 0, err
+	}
+	point, _, err := resolvePoint(job, &p)
+	if err != nil {
+		return 0, err
+	}
+	gen := job.InputsOf(stages.KindGenerate)
+	pre := job.InputsOf(stages.KindPrecompute)
+	if len(gen) != 1 || len(pre) != 1 {
+		return 0, fmt.Errorf("need one generate and one precompute input, have %d and %d", len(gen), len(pre))
+	}
+	dsPath := filepath.Join(gen[0].Dir, stages.FileDataset)
+	hopsBytes := int64(0)
+	if ents, err := os.ReadDir(pre[0].Dir); err == nil {
+		for _, en := range ents {
+			if info, err := en.Info(); err == nil && info.Mode().IsRegular() && en.Name() != stages.FileRecord {
+				hopsBytes += info.Size()
+			}
+		}
+	}
+	dsz, ok := e.datasets[dsPath]
+	if !ok {
+		info, err := os.Stat(dsPath)
+		if err != nil {
+			return 0, err
+		}
+		ds, err := data.ReadDatasetFile(dsPath)
+		if err != nil {
+			return 0, err
+		}
+		dsz.bytes = info.Size()
+		for _, g := range ds.Graphs {
+			dsz.nodes = append(dsz.nodes, g.N)
+		}
+		slices.Sort(dsz.nodes)
+		slices.Reverse(dsz.nodes)
+		e.datasets[dsPath] = dsz
+	}
+	batch := max(point.Training.BatchSize, 1)
+	nmax := 0
+	for _, n := range dsz.nodes[:min(batch, len(dsz.nodes))] {
+		nmax += n
+	}
+	nmax = (nmax + 63) / 64 * 64
+	d := max(point.Model.Hidden, 1)
+	k := max(point.Model.K, 1)
+	buffers := 2 * max(point.Model.Layers, 1) * (k + 2)
+	r := float64(buffers) * 4 * float64(d) * float64(nmax)
+	arena := 1.25*r + 1<<20
+	live := 2*float64(dsz.bytes) + 4*float64(hopsBytes) + arena + compiledGraphBytes
+	return uint64(peakOverLive * live), nil
+}

@@ -1,0 +1,112 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/stages"
+)
+
+// TestGrowingThreadsSameBits: a stage given more threads between epochs
+// (Env.ThreadsNow) asks for them after each epoch and writes the same
+// result and model bytes as one that keeps its threads.
+func TestGrowingThreadsSameBits(t *testing.T) {
+	in := inputs(t)
+	p := stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 3), Metric: "accuracy", Seed: 1, Run: 0}
+	files := func(j *stages.Job) []string {
+		var out []string
+		for _, f := range []string{stages.FileResult, stages.FileModel} {
+			b, err := os.ReadFile(filepath.Join(j.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+		return out
+	}
+	fixed := job(t, p, in)
+	fixed.Env.Threads = 1
+	if err := (Kind{}).Run(context.Background(), fixed); err != nil {
+		t.Fatal(err)
+	}
+	grown := job(t, p, in)
+	grown.Env.Threads = 1
+	asked := 0
+	grown.Env.ThreadsNow = func() int { asked++; return 1 + asked } // 2, 3, 4 threads
+	if err := (Kind{}).Run(context.Background(), grown); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 4 {
+		t.Errorf("ThreadsNow read %d times, want once per epoch (4)", asked)
+	}
+	if !slices.Equal(files(fixed), files(grown)) {
+		t.Fatal("a stage whose threads grew wrote other bytes than one on one thread")
+	}
+	if !(Kind{}).GrowsThreads() {
+		t.Error("train stages should grow")
+	}
+}
+
+// TestPeakEstimate checks the estimate against the formula, its growth
+// with the batch and the width, and that a dataset is read once.
+func TestPeakEstimate(t *testing.T) {
+	in := inputs(t)
+	est := NewPeakEstimator()
+	peak := func(batch, hidden int) uint64 {
+		t.Helper()
+		pt := point("spn", 3)
+		pt.Training.BatchSize = batch
+		pt.Model.Hidden = hidden
+		raw, err := json.Marshal(stages.TrainParams{Role: stages.RoleHoldout, Point: pt, Metric: "accuracy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := est.PeakBytes(raw, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ds, err := data.ReadDatasetFile(filepath.Join(in[0].Dir, stages.FileDataset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for _, g := range ds.Graphs {
+		sizes = append(sizes, g.N)
+	}
+	slices.Sort(sizes)
+	slices.Reverse(sizes)
+	nmax := 0
+	for _, n := range sizes[:8] {
+		nmax += n
+	}
+	nmax = (nmax + 63) / 64 * 64
+	dsInfo, _ := os.Stat(filepath.Join(in[0].Dir, stages.FileDataset))
+	hopsInfo, _ := os.Stat(filepath.Join(in[1].Dir, stages.FileHops))
+	buffers := 2 * 2 * (3 + 2) // 2·L·(k+2)
+	live := 2*float64(dsInfo.Size()) + 4*float64(hopsInfo.Size()) +
+		1.25*float64(buffers*4*8*nmax) + 1<<20 + compiledGraphBytes
+	if got, want := peak(8, 8), uint64(1.3*live); got != want {
+		t.Fatalf("estimate %d, want %d", got, want)
+	}
+	if !(peak(8, 8) < peak(32, 8) && peak(8, 8) < peak(8, 64)) {
+		t.Error("the estimate does not grow with the batch and the width")
+	}
+	// The node counts are remembered: the dataset is not read again.
+	if err := os.Remove(filepath.Join(in[0].Dir, stages.FileDataset)); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 3), Metric: "accuracy"})
+	if got, err := est.PeakBytes(raw, in); err != nil || got != peak(8, 8) {
+		t.Errorf("estimate without the dataset file: %d, %v; want the remembered one", got, err)
+	}
+	if _, err := NewPeakEstimator().PeakBytes(raw, in[1:]); err == nil {
+		t.Error("no generate input: want an error")
+	}
+}
