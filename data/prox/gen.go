@@ -212,22 +212,8 @@ func colour(rng *rand.Rand, n int, dist []int32, h, numRed int) ([]int32, bool) 
 // min over orientations of dist(r,u) + 1 + dist(v,b).
 func breakingEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, h int) ([2]int, bool) {
 	n := g.N
-	d := func(a, b int) int {
-		x := dist[a*n+b]
-		if x < 0 {
-			return 1 << 30
-		}
-		return int(x)
-	}
-	var reds, blues []int
-	for x, c := range colours {
-		switch c {
-		case proxcheck.Red:
-			reds = append(reds, x)
-		case proxcheck.Blue:
-			blues = append(blues, x)
-		}
-	}
+	d := distFunc(dist, n)
+	reds, blues := redsAndBlues(colours)
 	// near[r][v] = distance from v to the nearest blue farther than h from r.
 	near := make([][]int, len(reds))
 	for i, r := range reds {
@@ -335,15 +321,7 @@ func codeEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, h in
 func keepingEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, h, width int, twin [2]int) ([2]int, bool) {
 	n := g.N
 	d := distFunc(dist, n)
-	var reds, blues []int
-	for x, c := range colours {
-		switch c {
-		case proxcheck.Red:
-			reds = append(reds, x)
-		case proxcheck.Blue:
-			blues = append(blues, x)
-		}
-	}
+	reds, blues := redsAndBlues(colours)
 	span := func(e [2]int) int { return abs(e[0]/width - e[1]/width) }
 	want := span(twin)
 	adj := edgeSet(g)
@@ -389,4 +367,18 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// redsAndBlues returns the red and the blue nodes of a colouring, in node
+// order.
+func redsAndBlues(colours []int32) (reds, blues []int) {
+	for x, c := range colours {
+		switch c {
+		case proxcheck.Red:
+			reds = append(reds, x)
+		case proxcheck.Blue:
+			blues = append(blues, x)
+		}
+	}
+	return reds, blues
 }

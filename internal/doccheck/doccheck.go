@@ -122,19 +122,9 @@ type link struct {
 // links returns the link targets of a Markdown text, outside fenced code.
 func links(md string) []link {
 	var out []link
-	fence := ""
+	var fence fences
 	for i, line := range strings.Split(md, "\n") {
-		if f := fenceOf(line); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case strings.HasPrefix(f, fence[:1]) && len(f) >= len(fence):
-				fence = ""
-				continue
-			}
-		}
-		if fence != "" {
+		if fence.inCode(line) {
 			continue
 		}
 		text := codeSpan.ReplaceAllString(line, "")
@@ -146,6 +136,24 @@ func links(md string) []link {
 		}
 	}
 	return out
+}
+
+// fences follows fenced code blocks line by line.
+type fences struct{ open string }
+
+// inCode reports whether line is a fence or inside a fenced code block.
+func (f *fences) inCode(line string) bool {
+	if fc := fenceOf(line); fc != "" {
+		switch {
+		case f.open == "":
+			f.open = fc
+			return true
+		case strings.HasPrefix(fc, f.open[:1]) && len(fc) >= len(f.open):
+			f.open = ""
+			return true
+		}
+	}
+	return f.open != ""
 }
 
 // fenceOf returns the fence (``` or ~~~, three or more) that opens or
@@ -170,19 +178,9 @@ func fenceOf(line string) string {
 func Anchors(md string) map[string]bool {
 	a := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
+	var fence fences
 	for _, line := range strings.Split(md, "\n") {
-		if f := fenceOf(line); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case strings.HasPrefix(f, fence[:1]) && len(f) >= len(fence):
-				fence = ""
-				continue
-			}
-		}
-		if fence != "" {
+		if fence.inCode(line) {
 			continue
 		}
 		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
