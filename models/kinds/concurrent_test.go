@@ -34,20 +34,7 @@ func TestConcurrentModels(t *testing.T) {
 			return nil, err
 		}
 		st := m.(models.Stepper)
-		var losses []float64
-		idx := j.task.Train
-		for size, lo := 1, 0; lo < len(idx); size, lo = size+1, lo+size {
-			b, err := data.NewBatch(j.task.DS, j.task.Hops, idx[lo:min(lo+size, len(idx))], j.k)
-			if err != nil {
-				return nil, err
-			}
-			loss, _, err := st.Step(b)
-			if err != nil {
-				return nil, fmt.Errorf("%s k=%d batch at %d: %w", j.kind, j.k, lo, err)
-			}
-			losses = append(losses, loss)
-		}
-		return losses, nil
+		return stepGrowing(st, j.task, j.kind, j.k)
 	}
 	want := make([][]float64, len(jobs))
 	for i, j := range jobs {
@@ -80,4 +67,24 @@ func TestConcurrentModels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stepGrowing trains st on task's training graphs in batches of 1, 2, 3,
+// ... graphs (every batch shape differs, so every step compiles a graph)
+// and returns the losses.
+func stepGrowing(st models.Stepper, task modeltest.TypedTask, kind string, k int) ([]float64, error) {
+	var losses []float64
+	idx := task.Train
+	for size, lo := 1, 0; lo < len(idx); size, lo = size+1, lo+size {
+		b, err := data.NewBatch(task.DS, task.Hops, idx[lo:min(lo+size, len(idx))], k)
+		if err != nil {
+			return nil, err
+		}
+		loss, _, err := st.Step(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s k=%d batch at %d: %w", kind, k, lo, err)
+		}
+		losses = append(losses, loss)
+	}
+	return losses, nil
 }

@@ -71,18 +71,9 @@ func TestStressCompile(t *testing.T) {
 			return nil, fmt.Errorf("%s: %w", j.kind, err)
 		}
 		st := m.(models.Stepper)
-		var got []float64
-		idx := j.task.Train
-		for size, lo := 1, 0; lo < len(idx); size, lo = size+1, lo+size {
-			b, err := data.NewBatch(j.task.DS, j.task.Hops, idx[lo:min(lo+size, len(idx))], j.k)
-			if err != nil {
-				return nil, err
-			}
-			loss, _, err := st.Step(b)
-			if err != nil {
-				return nil, fmt.Errorf("%s k=%d batch at %d: %w", j.kind, j.k, lo, err)
-			}
-			got = append(got, loss)
+		got, err := stepGrowing(st, j.task, j.kind, j.k)
+		if err != nil {
+			return nil, err
 		}
 		for size, lo := 3, 0; lo < len(j.task.Test); size, lo = size+2, lo+size {
 			b, err := data.NewBatch(j.task.DS, j.task.Hops, j.task.Test[lo:min(lo+size, len(j.task.Test))], j.k)
