@@ -24,8 +24,9 @@ type specRecord struct {
 	SHA256 string `json:"sha256"`
 }
 
-// specSource returns the path and SHA-256 that identify the spec read from
-// file (the built-in quickstart when file is empty).
+// specSource returns the path (absolute, symlinks resolved) and SHA-256
+// that identify the spec read from file (the built-in quickstart when file
+// is empty).
 func specSource(en *engine, file string) (specRecord, error) {
 	var src []byte
 	var p string
@@ -43,6 +44,10 @@ func specSource(en *engine, file string) (specRecord, error) {
 		abs, err := filepath.Abs(file)
 		if err != nil {
 			return specRecord{}, err
+		}
+		// A spec reached through a symlink is its target's spec.
+		if res, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = res
 		}
 		p, src = abs, b
 	}
@@ -65,7 +70,7 @@ func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOu
 	if flagOut == "" {
 		if b, err := os.ReadFile(filepath.Join(out, specRecordFile)); err == nil {
 			var old specRecord
-			if json.Unmarshal(b, &old) == nil && old.Path != rec.Path && old.SHA256 != rec.SHA256 {
+			if json.Unmarshal(b, &old) == nil && !sameSpecFile(old.Path, rec.Path) && old.SHA256 != rec.SHA256 {
 				return "", rec, usageErrf(cmd, "%s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs",
 					out, spec.Name, old.Path, old.SHA256, rec.Path, rec.SHA256)
 			}
@@ -75,6 +80,21 @@ func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOu
 		return "", rec, runtimeErrf(cmd, "the tables' directory %s is not writable: %w; nothing was run (give a writable --out)", out, err)
 	}
 	return out, rec, nil
+}
+
+// sameSpecFile reports whether the spec paths a and b (as recorded) name
+// one file: equal paths, or two paths (a symlink and its target) of the
+// same existing file.
+func sameSpecFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // probeWritable checks that files can be written in dir: it creates and

@@ -98,3 +98,37 @@ func TestRunUnlockableCache(t *testing.T) {
 		t.Fatalf("stages to run, unlockable cache: exit %d: %s", code, errs)
 	}
 }
+
+// A spec reached through a symlink is the same spec as its target: after
+// an edit, running it by its real path is not refused as another spec of
+// the same name (the record holds the resolved path).
+func TestSameNameSpecSymlink(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	real := filepath.Join(dir, "specs", "p.cue")
+	os.MkdirAll(filepath.Dir(real), 0o755)
+	os.WriteFile(real, []byte(predictSpec), 0o644)
+	link := filepath.Join(dir, "p.cue")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	rec, err := specSource(realEngine(), link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := filepath.EvalSymlinks(real); rec.Path != want {
+		t.Errorf("spec record path %q, want the symlink's target %q", rec.Path, want)
+	}
+	os.WriteFile(real, []byte(strings.Replace(predictSpec, "epochs: 2", "epochs: 1", 1)), 0o644)
+	// A record of the resolved path, and one that names the symlink
+	// itself (as records written without resolving do).
+	for _, recorded := range []string{rec.Path, link} {
+		if err := recordSpec("run", filepath.Join("results", "p"), specRecord{Path: recorded, SHA256: rec.SHA256}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := runApp("table", real, "--cache", filepath.Join(dir, "cache"), "--log-level", "error")
+		if code == exitUsage || strings.Contains(errs, "another spec") {
+			t.Errorf("recorded as %s, the spec edited and run by its real path: exit %d: %s", recorded, code, errs)
+		}
+	}
+}
