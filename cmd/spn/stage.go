@@ -64,7 +64,7 @@ func (a *app) stage(en *engine, args []string) error {
 			return runtimeErr("stage run", err)
 		}
 		ls := strings.Split(strings.TrimRight(string(lines), "\n"), "\n")
-		if idx >= len(ls) {
+		if idx < 0 || idx >= len(ls) {
 			return usageErr("stage run", fmt.Errorf("%s has %d tasks, no task %d", *tasksFile, len(ls), idx))
 		}
 		keys = strings.Fields(ls[idx])

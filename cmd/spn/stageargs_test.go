@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +26,24 @@ func TestSlurmStageArgs(t *testing.T) {
 		if got := tc.o.stageArgs("/c"); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: stageArgs = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A task index below zero (from SLURM_ARRAY_TASK_ID) is a usage error
+// naming it, not a panic.
+func TestStageRunNegativeTask(t *testing.T) {
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks")
+	os.WriteFile(tasks, []byte("k1\nk2\n"), 0o644)
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, getenv: func(k string) string {
+		if k == "SLURM_ARRAY_TASK_ID" {
+			return "-2"
+		}
+		return ""
+	}}
+	code := a.main([]string{"stage", "run", "--plan", filepath.Join(dir, "plan.json"), "--tasks", tasks, "--cache", filepath.Join(dir, "cache")})
+	if code != exitUsage || !strings.Contains(errb.String(), "no task -2") {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }
