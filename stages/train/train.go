@@ -277,9 +277,6 @@ func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, []strin
 	return sr.Point, sr.Notes, nil
 }
 
-// loadInputs reads the dataset of the generate input and returns it with
-// the path of the precompute input's hops file (Train reads the hop sets
-// its model needs and checks that they belong to the dataset).
 // readSources returns the generate input's record of its files (nil when
 // that stage predates the record).
 func readSources(job *stages.Job) (*stages.DataSources, error) {
@@ -302,6 +299,9 @@ func readSources(job *stages.Job) (*stages.DataSources, error) {
 	return &src, nil
 }
 
+// loadInputs reads the dataset of the generate input and returns it with
+// the path of the precompute input's hops file (Train reads the hop sets
+// its model needs and checks that they belong to the dataset).
 func loadInputs(job *stages.Job) (*data.Dataset, string, error) {
 	gen := job.InputsOf(stages.KindGenerate)
 	pre := job.InputsOf(stages.KindPrecompute)
