@@ -250,7 +250,8 @@ type Record struct {
 	Inputs  []Input         `json:"inputs"`
 	// Seed is the seed the stage received (derived from Key).
 	Seed uint64 `json:"seed"`
-	// Threads is how many threads the stage was allowed.
+	// Threads is how many threads the stage was allowed (for a stage
+	// given more threads while it ran, the count at its end).
 	Threads    int       `json:"threads"`
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`

@@ -622,9 +622,13 @@ func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.No
 		return err
 	}
 	end := time.Now()
+	threads := env.Threads
+	if env.ThreadsNow != nil {
+		threads = max(threads, env.ThreadsNow())
+	}
 	rec := &cache.Record{
 		Key: n.Key, Kind: n.Kind, Version: n.Version, Name: n.Name, Params: n.JSON,
-		Inputs: recIn, Seed: job.Seed, Threads: env.Threads,
+		Inputs: recIn, Seed: job.Seed, Threads: threads,
 		Start: start.UTC(), End: end.UTC(), Seconds: end.Sub(start).Seconds(),
 		SPNVersion: opt.SPNVersion, GoVersion: runtime.Version(),
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,

@@ -131,6 +131,22 @@ func TestSharedCores(t *testing.T) {
 	if got := <-sawGrowth; got != 4 {
 		t.Errorf("train2 grew to %d threads, want 4", got)
 	}
+	// The records say how many threads each stage had at the end.
+	for name, th := range map[string]int{"train0": 2, "train2": 4} {
+		var n *plan.Node
+		for _, nd := range p.Nodes {
+			if nd.Name == name {
+				n = nd
+			}
+		}
+		rec, err := c.ReadRecord(n.Kind, n.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Threads != th {
+			t.Errorf("record of %s: threads %d, want %d", name, rec.Threads, th)
+		}
+	}
 	logMu.Lock()
 	out := logBuf.String()
 	logMu.Unlock()
