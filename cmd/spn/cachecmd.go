@@ -133,13 +133,10 @@ func (a *app) cacheGC(en *engine, args []string) error {
 				}
 				return usageErrf("cache gc", "%s (mode %s) does not load, so nothing is removed:\n%w", f, mode, err)
 			}
-			// A spec's stages are kept for every device it may resolve
-			// to: "auto" may have run on a GPU or on the CPU.
-			devices := []string{spec.Device}
-			if spec.Device == schema.DeviceAuto {
-				devices = []string{schema.DeviceCPU, schema.DeviceCUDA}
-			}
-			for _, d := range devices {
+			// A spec's stages are kept for every device it may have run
+			// on: "auto" resolves to a GPU or the CPU, and spn run
+			// --device overrides the spec's device.
+			for _, d := range []string{schema.DeviceCPU, schema.DeviceCUDA} {
 				if spec.Device, err = resolveDevice("cache gc", d, ""); err != nil {
 					return err
 				}

@@ -16,6 +16,13 @@ func deviceFlag(fs *flag.FlagSet, dst *string) {
 	fs.StringVar(dst, "device", "", "compute `device`: cpu, auto, cuda or cuda:N (default: the spec's device, else cpu)")
 }
 
+// planDeviceFlag registers --device on fs, for the commands that read a
+// run's stages (plan, status, table, predict): the device decides the
+// train stages' keys, so a run given --device is found with the same.
+func planDeviceFlag(fs *flag.FlagSet, dst *string) {
+	fs.StringVar(dst, "device", "", "the `device` the stages run or ran on, as given to spn run (default: the spec's device, else cpu)")
+}
+
 // cudaOpener is how the commands open the CUDA libraries: the system's
 // loader unless a test set another.
 func (a *app) cudaOpener() cuda.Opener {

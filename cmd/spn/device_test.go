@@ -186,3 +186,31 @@ func TestStageRunDevice(t *testing.T) {
 		t.Errorf("the cache holds %d entries", len(entries))
 	}
 }
+
+// TestDeviceOverrideFollowUp: a spec for a GPU run with --device cpu has
+// its tables, status and plan under the same --device, and spn cache gc
+// keeps its stages (any spec may have run on either device).
+func TestDeviceOverrideFollowUp(t *testing.T) {
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	spec := specWithDevice(t, "cuda")
+	out := filepath.Join(dir, "out")
+	if r := spn(testEngine(), cacheDir, "run", spec, "--device", "cpu", "--out", out, "--log-level", "error"); r.code != exitOK {
+		t.Fatalf("run --device cpu: exit %d: %s", r.code, r.stderr)
+	}
+	if r := spn(testEngine(), cacheDir, "table", spec, "--device", "cpu", "--out", out, "--log-level", "error"); r.code != exitOK {
+		t.Errorf("table --device cpu: exit %d: %s", r.code, r.stderr)
+	}
+	r := spn(testEngine(), cacheDir, "plan", spec, "--device", "cpu", "--log-level", "error")
+	if r.code != exitOK || !strings.Contains(r.stdout, "0 to run") || strings.Contains(r.stdout, "GPU") {
+		t.Errorf("plan --device cpu: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	var stdout, stderr syncBuffer
+	a := &app{stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
+	if err := a.cache(testEngine(), []string{"gc", "--cache", cacheDir, spec}); err != nil {
+		t.Fatalf("cache gc: %v\n%s", err, stderr.String())
+	}
+	if r := spn(testEngine(), cacheDir, "plan", spec, "--device", "cpu", "--log-level", "error"); !strings.Contains(r.stdout, "0 to run") {
+		t.Errorf("after cache gc, plan --device cpu: %s%s\ngc: %s%s", r.stdout, r.stderr, stdout.String(), stderr.String())
+	}
+}

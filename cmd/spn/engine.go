@@ -215,6 +215,7 @@ func specLabel(spec *schema.Spec, file string) string {
 func (a *app) plan(en *engine, args []string) error {
 	fs := a.newFlagSet("plan", "plan FILE [--json] [flags]")
 	o := a.envFlags(fs)
+	planDeviceFlag(fs, &o.device)
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	withCost := fs.Bool("cost", false, "print the estimated CPU-hours per stage kind instead of the stages")
 	calFile := fs.String("calibration", "", "calibration `file` for --cost (default calibration.json beside the spec; spn calibrate writes it)")
@@ -506,6 +507,7 @@ func copyArtifacts(stageDir, out string) ([]string, error) {
 func (a *app) table(en *engine, args []string) error {
 	fs := a.newFlagSet("table", "table FILE [--out DIR] [flags]")
 	o := a.envFlags(fs)
+	planDeviceFlag(fs, &o.device)
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	pos, err := parseArgs(fs, args)

@@ -38,6 +38,7 @@ type predictLine struct {
 func (a *app) predict(en *engine, args []string) error {
 	fs := a.newFlagSet("predict", "predict SPEC --experiment NAME --input graphs.jsonl [--split S --run R --point P] [flags]")
 	o := a.envFlags(fs)
+	planDeviceFlag(fs, &o.device)
 	expName := fs.String("experiment", "", "experiment `name` whose trained model predicts")
 	input := fs.String("input", "", "graphs as JSONL `file` (- for stdin)")
 	split := fs.Int("split", 0, "`split` (fold) whose model predicts")

@@ -15,6 +15,7 @@ func cmdStatus(a *app, args []string) error { return a.status(realEngine(), args
 func (a *app) status(en *engine, args []string) error {
 	fs := a.newFlagSet("status", "status FILE [flags]")
 	o := a.envFlags(fs)
+	planDeviceFlag(fs, &o.device)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("status", err)
