@@ -109,7 +109,7 @@ func Of(ds *data.Dataset) []Figure {
 		}
 	}
 	var nodes, edges int
-	var check float64
+	var check uint64
 	for i := range ds.Graphs {
 		g := &ds.Graphs[i]
 		nodes += g.N
@@ -117,14 +117,14 @@ func Of(ds *data.Dataset) []Figure {
 		for u := 0; u < g.Adj.Len(); u++ {
 			for _, v := range g.Adj.Row(u) {
 				if int(v) > u {
-					check += float64(u+1) * float64(v+1)
+					check += edgeHash(i, u, int(v))
 				}
 			}
 		}
 	}
 	fs.add("nodes", nodes)
 	fs.add("edges", edges)
-	fs.addFloat("edge checksum", check)
+	fs.addFloat("edge checksum", float64(check&checksumMask))
 	if ds.NumLabels > 0 {
 		fs.add("node labels", ds.NumLabels)
 		counts := make([]int, ds.NumLabels)
@@ -177,6 +177,29 @@ func Of(ds *data.Dataset) []Figure {
 	}, 2)
 	fs = append(fs, OfSplits(ds.Splits)...)
 	return fs
+}
+
+// checksumMask keeps the low 52 bits of the edge checksum, so that the
+// figure is a whole number a float64 holds exactly.
+const checksumMask = 1<<52 - 1
+
+// edgeHash is the term of edge {u, v} (u < v, graph-local node ids) of
+// graph g in the edge checksum: splitmix64 applied to g, u and v in turn.
+// The checksum (the sum of the terms mod 2^64, low 52 bits) does not depend
+// on the order of the edges, while moving an edge to other ends or to
+// another graph changes it (but for a chance of 2^-52).
+func edgeHash(g, u, v int) uint64 {
+	h := mix(uint64(g))
+	h = mix(h ^ uint64(u))
+	return mix(h ^ uint64(v))
+}
+
+// mix is splitmix64's finaliser over x plus its increment.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // catFigures adds, for every column of a categorical feature table, the

@@ -49,7 +49,7 @@ func NewHops(name string, m modelspec.Model, readInit, logitInit *rand.Rand) Hop
 // HopAggregation implements HopLayer.
 func (h *Hops) HopAggregation() *param.HopAggregation { return h.Agg }
 
-// Params returns ε, the logits and W (when there is one), as Bind binds
+// Params returns the logits, ε and W (when there is one), as Bind binds
 // them.
 func (h *Hops) Params() []*param.Param {
 	ps := h.Agg.Params()

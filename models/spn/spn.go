@@ -111,7 +111,7 @@ func (m *Model) Hops() int {
 }
 
 // Params implements models.Model, in the order and with the names of
-// ref.SPN.Params: per layer ε, the α logits, the MLP, then W.
+// ref.SPN.Params: per layer the α logits, ε, the MLP, then W.
 func (l *layer) Params() []*param.Param {
 	ps := append(l.Agg.Params(), l.MLP.Params()...)
 	if l.Read != nil {
