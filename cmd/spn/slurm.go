@@ -186,6 +186,9 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 			if f == "" {
 				f = "SPEC" // the built-in quickstart has no file to name
 			}
+			if o.device != "" {
+				f += " --device " + o.device
+			}
 			fmt.Fprintf(a.stderr, "spn run: follow with 'spn status %s', then 'spn table %s' (or run again with --wait)\n", f, f)
 		}
 		return nil
