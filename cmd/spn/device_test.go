@@ -18,7 +18,8 @@ import (
 var testH200 = cuda.FakeGPU{Name: "NVIDIA H200", Major: 9, Minor: 0, SMs: 132, Memory: 143771336704}
 
 // spnOn runs one command of the test engine on a machine whose CUDA
-// libraries o serves, with SPN_CACHE set to cacheDir.
+// libraries o serves (nil: the system's loader), with SPN_CACHE set to
+// cacheDir.
 func spnOn(o cuda.Opener, en *engine, cacheDir string, args ...string) result {
 	var out, errb syncBuffer
 	a := &app{stdout: &out, stderr: &errb, cuda: o, getenv: func(k string) string {
@@ -33,6 +34,8 @@ func spnOn(o cuda.Opener, en *engine, cacheDir string, args ...string) result {
 		err = a.plan(en, args[1:])
 	case "run":
 		err = a.run(en, args[1:])
+	case "table":
+		err = a.table(en, args[1:])
 	case "stage":
 		err = a.stage(en, args[1:])
 	case "bench":

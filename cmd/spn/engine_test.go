@@ -120,23 +120,7 @@ type result struct {
 
 // spn runs one command of the test engine with SPN_CACHE set to cacheDir.
 func spn(en *engine, cacheDir string, args ...string) result {
-	var out, errb syncBuffer
-	a := &app{stdout: &out, stderr: &errb, getenv: func(k string) string {
-		if k == cache.EnvVar {
-			return cacheDir
-		}
-		return ""
-	}}
-	var err error
-	switch args[0] {
-	case "plan":
-		err = a.plan(en, args[1:])
-	case "run":
-		err = a.run(en, args[1:])
-	case "table":
-		err = a.table(en, args[1:])
-	}
-	return result{a.exit(err), out.String(), errb.String()}
+	return spnOn(nil, en, cacheDir, args...)
 }
 
 func TestPlanJSONGolden(t *testing.T) {
