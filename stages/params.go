@@ -150,8 +150,6 @@ type TrainResult struct {
 	// copy of the generate stage's FileSources; absent when that stage
 	// predates the record).
 	Data *DataSources `json:"data,omitempty"`
-	// Device records the GPU that trained the model; nil for the CPU.
-	Device *DeviceRecord `json:"device,omitempty"`
 }
 
 // DataSources records the upstream files a dataset was read from, their
@@ -168,18 +166,6 @@ type DataSources struct {
 	// Files are the files read (none for generated datasets), with their
 	// SHA-256 and the outcome of the content-figure check.
 	Files []fetch.Source `json:"files"`
-}
-
-// DeviceRecord describes the GPU a train stage ran on.
-type DeviceRecord struct {
-	// Device is "cuda:N".
-	Device string `json:"device"`
-	// Name is the GPU's name, e.g. "NVIDIA H200".
-	Name string `json:"name"`
-	// ComputeCapability is e.g. "9.0"; Driver is the CUDA version the
-	// driver supports, e.g. "13.0".
-	ComputeCapability string `json:"compute_capability"`
-	Driver            string `json:"driver"`
 }
 
 // TrainTiming is the train stage's timing record (FileTiming): wall-clock
