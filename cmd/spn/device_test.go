@@ -9,13 +9,14 @@ import (
 
 	"github.com/spn-project/spn/internal/golden"
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
 )
 
-var testH200 = cuda.FakeGPU{Name: "NVIDIA H200", Major: 9, Minor: 0, SMs: 132, Memory: 143771336704}
+var testH200 = cudatest.FakeGPU{Name: "NVIDIA H200", Major: 9, Minor: 0, SMs: 132, Memory: 143771336704}
 
 // spnOn runs one command of the test engine on a machine whose CUDA
 // libraries o serves (nil: the system's loader), with SPN_CACHE set to
@@ -63,8 +64,8 @@ func specWithDevice(t *testing.T, device string) string {
 // runs, on a machine without a GPU with the loader's message and on one
 // with a GPU naming it; the messages are in device_errors.golden.
 func TestDeviceErrors(t *testing.T) {
-	noGPU := cuda.FakeOpener{}
-	gpu := cuda.FakeMachine(testH200)
+	noGPU := cudatest.FakeOpener{}
+	gpu := cudatest.FakeMachine(testH200)
 	var report strings.Builder
 	for _, c := range []struct {
 		name string
@@ -105,7 +106,7 @@ func TestDeviceErrors(t *testing.T) {
 // and spn plan shows them without looking for a GPU.
 func TestDeviceKeys(t *testing.T) {
 	cacheDir := filepath.Join(t.TempDir(), "cache")
-	gpu := cuda.FakeMachine(testH200)
+	gpu := cudatest.FakeMachine(testH200)
 	base := spnOn(gpu, testEngine(), cacheDir, "plan", "--json", "testdata/small.cue")
 	if base.code != exitOK {
 		t.Fatalf("plan: exit %d: %s", base.code, base.stderr)
@@ -116,7 +117,7 @@ func TestDeviceKeys(t *testing.T) {
 			t.Errorf("device %q: exit %d, same plan %v: %s", d, r.code, r.stdout == base.stdout, r.stderr)
 		}
 	}
-	r := spnOn(cuda.FakeOpener{}, testEngine(), cacheDir, "plan", "--json", specWithDevice(t, "cuda"))
+	r := spnOn(cudatest.FakeOpener{}, testEngine(), cacheDir, "plan", "--json", specWithDevice(t, "cuda"))
 	if r.code != exitOK {
 		t.Fatalf("plan of a cuda spec: exit %d: %s", r.code, r.stderr)
 	}
@@ -170,7 +171,7 @@ func TestStageRunDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	cacheDir := filepath.Join(dir, "cache")
-	gpu := cuda.FakeMachine(testH200)
+	gpu := cudatest.FakeMachine(testH200)
 	for _, c := range []struct {
 		args []string
 		want string

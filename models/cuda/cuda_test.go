@@ -1,27 +1,29 @@
-package cuda
+package cuda_test
 
 import (
 	"errors"
 	"fmt"
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
 	"strings"
 	"testing"
 )
 
-var h200 = FakeGPU{"NVIDIA H200", 9, 0, 132, 143771336704}
+var h200 = cudatest.FakeGPU{Name: "NVIDIA H200", Major: 9, Minor: 0, SMs: 132, Memory: 143771336704}
 
 func TestProbeFindsDevice(t *testing.T) {
-	r, err := Probe(FakeMachine(h200))
+	r, err := cuda.Probe(cudatest.FakeMachine(h200))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Driver != (Version{13, 0}) || r.NVRTC != (Lib{NVRTC13, Version{13, 0}}) || r.CuBLAS != (Lib{CuBLAS13, Version{13, 0}}) || r.Devices != 1 {
+	if r.Driver != (cuda.Version{13, 0}) || r.NVRTC != (cuda.Lib{cuda.NVRTC13, cuda.Version{13, 0}}) || r.CuBLAS != (cuda.Lib{cuda.CuBLAS13, cuda.Version{13, 0}}) || r.Devices != 1 {
 		t.Fatalf("runtime %+v", r)
 	}
 	d, err := r.Device(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Device{Ordinal: 0, Name: "NVIDIA H200", Major: 9, Minor: 0, Multiprocessors: 132, Memory: 143771336704, Driver: Version{13, 0}}
+	want := cuda.Device{Ordinal: 0, Name: "NVIDIA H200", Major: 9, Minor: 0, Multiprocessors: 132, Memory: 143771336704, Driver: cuda.Version{13, 0}}
 	if d != want {
 		t.Fatalf("device %+v, want %+v", d, want)
 	}
@@ -38,36 +40,42 @@ func TestProbeFindsDevice(t *testing.T) {
 func TestProbeErrors(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		edit func(FakeOpener)
+		edit func(cudatest.FakeOpener)
 		want []string
 	}{
-		{"no libcuda", func(o FakeOpener) { delete(o, DriverLib) },
+		{"no libcuda", func(o cudatest.FakeOpener) { delete(o, cuda.DriverLib) },
 			[]string{"cannot load the NVIDIA driver API", "tried libcuda.so.1", "searched the fake path", "No such file"}},
-		{"missing driver symbol", func(o FakeOpener) { delete(o[DriverLib], "cuDeviceTotalMem_v2") },
+		{"missing driver symbol", func(o cudatest.FakeOpener) { delete(o[cuda.DriverLib], "cuDeviceTotalMem_v2") },
 			[]string{"libcuda.so.1 has no symbol cuDeviceTotalMem_v2", "undefined symbol"}},
-		{"cuInit fails", func(o FakeOpener) { o[DriverLib] = FakeDriver(13000, 100, h200) },
+		{"cuInit fails", func(o cudatest.FakeOpener) { o[cuda.DriverLib] = cudatest.FakeDriver(13000, 100, h200) },
 			[]string{"cuInit failed: CUDA_ERROR_NO_DEVICE (100)"}},
-		{"driver too old", func(o FakeOpener) { o[DriverLib] = FakeDriver(11080, 0, h200) },
+		{"driver too old", func(o cudatest.FakeOpener) { o[cuda.DriverLib] = cudatest.FakeDriver(11080, 0, h200) },
 			[]string{"driver supports CUDA 11.8", "needs CUDA 12.0 or newer"}},
-		{"no devices", func(o FakeOpener) { o[DriverLib] = FakeDriver(13000, 0) },
+		{"no devices", func(o cudatest.FakeOpener) { o[cuda.DriverLib] = cudatest.FakeDriver(13000, 0) },
 			[]string{"driver (CUDA 13.0) loaded but sees no CUDA device"}},
-		{"no nvrtc", func(o FakeOpener) { delete(o, NVRTC13); delete(o, NVRTC12) },
+		{"no nvrtc", func(o cudatest.FakeOpener) { delete(o, cuda.NVRTC13); delete(o, cuda.NVRTC12) },
 			[]string{"cannot load NVRTC: tried libnvrtc.so.13, libnvrtc.so.12", "; libnvrtc.so.12: cannot open"}},
-		{"nvrtc newer than driver, no 12", func(o FakeOpener) { o[DriverLib] = FakeDriver(12040, 0, h200); delete(o, NVRTC12) },
+		{"nvrtc newer than driver, no 12", func(o cudatest.FakeOpener) {
+			o[cuda.DriverLib] = cudatest.FakeDriver(12040, 0, h200)
+			delete(o, cuda.NVRTC12)
+		},
 			[]string{"libnvrtc.so.13: NVRTC 13.0 writes PTX that a CUDA 12.4 driver cannot load", "; libnvrtc.so.12: cannot open"}},
-		{"nvrtc symbol missing", func(o FakeOpener) { o[NVRTC13] = FakeLib{} },
+		{"nvrtc symbol missing", func(o cudatest.FakeOpener) { o[cuda.NVRTC13] = cudatest.FakeLib{} },
 			[]string{"libnvrtc.so.13 has no symbol nvrtcVersion"}},
-		{"no cublas", func(o FakeOpener) { delete(o, CuBLAS13); delete(o, CuBLAS12) },
+		{"no cublas", func(o cudatest.FakeOpener) { delete(o, cuda.CuBLAS13); delete(o, cuda.CuBLAS12) },
 			[]string{"cannot load cuBLAS: tried libcublas.so.13, libcublas.so.12"}},
-		{"cublas too new", func(o FakeOpener) { o[DriverLib] = FakeDriver(12080, 0, h200); delete(o, CuBLAS12) },
+		{"cublas too new", func(o cudatest.FakeOpener) {
+			o[cuda.DriverLib] = cudatest.FakeDriver(12080, 0, h200)
+			delete(o, cuda.CuBLAS12)
+		},
 			[]string{"cuBLAS 13.0 needs a CUDA 13 driver, this one is CUDA 12.8"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o := FakeMachine(h200) // fresh maps: edits stay in this case
+			o := cudatest.FakeMachine(h200) // fresh maps: edits stay in this case
 			c.edit(o)
-			r, err := Probe(o)
+			r, err := cuda.Probe(o)
 			if err == nil {
-				t.Fatalf("Probe succeeded: %+v", r)
+				t.Fatalf("cuda.Probe succeeded: %+v", r)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
@@ -79,30 +87,30 @@ func TestProbeErrors(t *testing.T) {
 }
 
 func TestProbeFallsBackToCUDA12(t *testing.T) {
-	o := FakeMachine(h200)
-	o[DriverLib] = FakeDriver(12040, 0, h200)
-	o[NVRTC12] = FakeNVRTC(12, 4)
-	r, err := Probe(o)
+	o := cudatest.FakeMachine(h200)
+	o[cuda.DriverLib] = cudatest.FakeDriver(12040, 0, h200)
+	o[cuda.NVRTC12] = cudatest.FakeNVRTC(12, 4)
+	r, err := cuda.Probe(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.NVRTC != (Lib{NVRTC12, Version{12, 4}}) || r.CuBLAS != (Lib{CuBLAS12, Version{12, 8}}) {
+	if r.NVRTC != (cuda.Lib{cuda.NVRTC12, cuda.Version{12, 4}}) || r.CuBLAS != (cuda.Lib{cuda.CuBLAS12, cuda.Version{12, 8}}) {
 		t.Fatalf("loaded %+v and %+v, want the CUDA 12 libraries", r.NVRTC, r.CuBLAS)
 	}
 }
 
 func TestProbeNoDeviceIs(t *testing.T) {
-	o := FakeMachine(h200)
-	o[DriverLib] = FakeDriver(13000, 0)
-	if _, err := Probe(o); !errors.Is(err, ErrNoDevice) {
-		t.Fatalf("error %v does not wrap ErrNoDevice", err)
+	o := cudatest.FakeMachine(h200)
+	o[cuda.DriverLib] = cudatest.FakeDriver(13000, 0)
+	if _, err := cuda.Probe(o); !errors.Is(err, cuda.ErrNoDevice) {
+		t.Fatalf("error %v does not wrap cuda.ErrNoDevice", err)
 	}
 }
 
 func TestDeviceOrdinal(t *testing.T) {
-	o := FakeMachine(h200)
-	o[DriverLib] = FakeDriver(13000, 0, h200, FakeGPU{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 85899345920})
-	r, err := Probe(o)
+	o := cudatest.FakeMachine(h200)
+	o[cuda.DriverLib] = cudatest.FakeDriver(13000, 0, h200, cudatest.FakeGPU{Name: "NVIDIA A100-SXM4-80GB", Major: 8, Minor: 0, SMs: 108, Memory: 85899345920})
+	r, err := cuda.Probe(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,19 +123,5 @@ func TestDeviceOrdinal(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("no device cuda:%d: the driver sees 2 device(s), cuda:0 to cuda:1", n)) {
 			t.Errorf("Device(%d): %v", n, err)
 		}
-	}
-}
-
-func TestVersion(t *testing.T) {
-	for _, c := range []struct {
-		in   int32
-		want Version
-	}{{13000, Version{13, 0}}, {12040, Version{12, 4}}, {11080, Version{11, 8}}} {
-		if got := versionOf(c.in); got != c.want {
-			t.Errorf("versionOf(%d) = %v, want %v", c.in, got, c.want)
-		}
-	}
-	if !(Version{12, 9}).Less(Version{13, 0}) || (Version{13, 0}).Less(Version{12, 9}) || (Version{12, 4}).Less(Version{12, 4}) {
-		t.Error("Less is wrong")
 	}
 }

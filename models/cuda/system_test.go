@@ -1,6 +1,7 @@
-package cuda
+package cuda_test
 
 import (
+	"github.com/spn-project/spn/models/cuda"
 	"strings"
 	"testing"
 )
@@ -9,11 +10,11 @@ import (
 // message; with one it asserts a device is described, or skips when the
 // driver is there but unusable.
 func TestSystem(t *testing.T) {
-	o := System()
-	if _, err := o.Open(DriverLib); err != nil {
-		_, err := Probe(o)
+	o := cuda.System()
+	if _, err := o.Open(cuda.DriverLib); err != nil {
+		_, err := cuda.Probe(o)
 		if err == nil {
-			t.Fatal("Probe succeeded without libcuda.so.1")
+			t.Fatal("cuda.Probe succeeded without libcuda.so.1")
 		}
 		for _, w := range []string{"cuda: cannot load the NVIDIA driver API: tried libcuda.so.1 (searched LD_LIBRARY_PATH", "ld.so cache", "libcuda.so.1: "} {
 			if !strings.Contains(err.Error(), w) {
@@ -23,7 +24,7 @@ func TestSystem(t *testing.T) {
 		t.Log(err)
 		return
 	}
-	r, err := Probe(o)
+	r, err := cuda.Probe(o)
 	if err != nil {
 		t.Skipf("libcuda.so.1 loads but CUDA is unusable here: %v", err)
 	}

@@ -1,13 +1,21 @@
-package cuda
+// Package cudatest serves fake NVIDIA libraries (driver, NVRTC, cuBLAS)
+// made of Go functions, for the tests of models/cuda and of the commands.
+package cudatest
 
 import (
 	"fmt"
+	"github.com/spn-project/spn/models/cuda"
 	"reflect"
 	"unsafe"
 )
 
-// This file holds a fake Opener for the tests of this package and of the
-// commands: libraries made of Go functions that behave as NVIDIA's do.
+// NVIDIA's CUdevice_attribute values (cuda.h), stated here apart from
+// models/cuda's own so that a wrong constant there fails its tests.
+const (
+	attrMultiprocessors = 16
+	attrCCMajor         = 75
+	attrCCMinor         = 76
+)
 
 // FakeOpener serves libraries made of Go functions; a name it lacks fails
 // to open the way dlopen does.
@@ -16,7 +24,7 @@ type FakeOpener map[string]FakeLib
 // FakeLib maps symbol names to Go functions of the C signatures.
 type FakeLib map[string]any
 
-func (o FakeOpener) Open(name string) (Library, error) {
+func (o FakeOpener) Open(name string) (cuda.Library, error) {
 	l, ok := o[name]
 	if !ok {
 		return nil, fmt.Errorf("%s: cannot open shared object file: No such file or directory", name)
@@ -100,10 +108,10 @@ func FakeCuBLAS(major, minor int32) FakeLib {
 // (driver, NVRTC and cuBLAS), and CUDA 12.8 copies of NVRTC and cuBLAS.
 func FakeMachine(gpus ...FakeGPU) FakeOpener {
 	return FakeOpener{
-		DriverLib: FakeDriver(13000, 0, gpus...),
-		NVRTC13:   FakeNVRTC(13, 0),
-		NVRTC12:   FakeNVRTC(12, 8),
-		CuBLAS13:  FakeCuBLAS(13, 0),
-		CuBLAS12:  FakeCuBLAS(12, 8),
+		cuda.DriverLib: FakeDriver(13000, 0, gpus...),
+		cuda.NVRTC13:   FakeNVRTC(13, 0),
+		cuda.NVRTC12:   FakeNVRTC(12, 8),
+		cuda.CuBLAS13:  FakeCuBLAS(13, 0),
+		cuda.CuBLAS12:  FakeCuBLAS(12, 8),
 	}
 }
