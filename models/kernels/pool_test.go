@@ -62,14 +62,7 @@ func TestPoolRunsEveryChunkOnce(t *testing.T) {
 func TestPoolSameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const n, in, out = 1000, 24, 40
-	x := make([]float32, n*in)
-	dy := make([]float32, n*out)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	for i := range dy {
-		dy[i] = float32(rng.NormFloat64())
-	}
+	x, dy := randMat(rng, n*in), randMat(rng, n*out)
 	pool := NewPool(2, 0)
 	defer pool.Close()
 	run := func(be CPU) ([]float32, []float32) {
@@ -137,14 +130,7 @@ func TestNewPoolSerial(t *testing.T) {
 func TestPoolGrow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const n, in, out = 1500, 16, 24
-	x := make([]float32, n*in)
-	dy := make([]float32, n*out)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	for i := range dy {
-		dy[i] = float32(rng.NormFloat64())
-	}
+	x, dy := randMat(rng, n*in), randMat(rng, n*out)
 	run := func(be CPU) []float32 {
 		dw, db := make([]float32, in*out), make([]float32, out)
 		be.MatMulAT(dw, db, x, dy, n, in, out)
