@@ -215,25 +215,18 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 		if ctx.Err() != nil {
 			r.res.Interrupted = true
 		}
-		if !r.res.Interrupted && !stopped && r.sch != nil {
+		switch {
+		case r.res.Interrupted || stopped:
+		case r.sch != nil:
 			inFlight += r.startShared(ctx, p, events)
-		}
-		if !r.res.Interrupted && !stopped && r.sch == nil {
+		default:
 			for inFlight < opt.Jobs {
 				n := r.nextReady(p)
 				if n == nil {
 					break
 				}
-				r.state[n.Index] = running
+				r.launch(ctx, n, opt.Threads, nil, events)
 				inFlight++
-				if opt.Progress != nil {
-					opt.Progress.StageStart(n)
-				}
-				go func(n *plan.Node) {
-					start := time.Now()
-					err := r.runStage(ctx, n, opt.Threads, nil)
-					events <- event{n: n, d: time.Since(start), err: err}
-				}(n)
 			}
 		}
 		if inFlight == 0 {
@@ -397,6 +390,20 @@ func SeedOf(key string) uint64 {
 	return binary.BigEndian.Uint64(b[:8])
 }
 
+// launch marks n running and runs it in a goroutine that reports its
+// end on events.
+func (r *runner) launch(ctx context.Context, n *plan.Node, threads int, threadsNow func() int, events chan<- event) {
+	r.state[n.Index] = running
+	if r.opt.Progress != nil {
+		r.opt.Progress.StageStart(n)
+	}
+	go func() {
+		start := time.Now()
+		err := r.runStage(ctx, n, threads, threadsNow)
+		events <- event{n: n, d: time.Since(start), err: err}
+	}()
+}
+
 // runStage runs n with threads threads; threadsNow, if not nil, is how
 // many it may use from now on (stages.Env.ThreadsNow).
 func (r *runner) runStage(ctx context.Context, n *plan.Node, threads int, threadsNow func() int) error {
@@ -441,20 +448,12 @@ func (r *runner) startShared(ctx context.Context, p *plan.Plan, events chan<- ev
 	}
 	for _, sl := range slots {
 		n := p.Nodes[sl.ID]
-		r.state[n.Index] = running
 		r.slots[n.Index] = sl
-		if r.opt.Progress != nil {
-			r.opt.Progress.StageStart(n)
-		}
 		var now func() int
 		if r.grows(n) {
 			now = sl.Threads
 		}
-		go func(n *plan.Node, threads int) {
-			start := time.Now()
-			err := r.runStage(ctx, n, threads, now)
-			events <- event{n: n, d: time.Since(start), err: err}
-		}(n, sl.Threads())
+		r.launch(ctx, n, sl.Threads(), now, events)
 	}
 	var grown []*sched.Slot
 	if !r.hasReady() {
