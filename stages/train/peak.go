@@ -22,8 +22,11 @@ import (
 // rounded up to 64, and B ≈ 2·L·(k+2) node-sized buffers per training step
 // (95 measured for SPN k = 10, L = 4). The hop sets are bounded by four
 // bytes per byte of the hops file (its varints take at least a byte per
-// int32), the dataset by twice its file. Every term is an upper bound or
-// close to one, so the estimate errs high.
+// int32), the dataset by twice its file. The parameters' 16 bytes each
+// (value, gradient, two Adam moments) are not known before the model is
+// built; at the paper's widths they are a few MiB, inside the compiled
+// graphs' allowance. Every other term is an upper bound or close to one,
+// so the estimate errs high.
 //
 // An estimator remembers what it read of each dataset file, so the many
 // train stages of one dataset read it once; it is for one goroutine.
