@@ -24,9 +24,9 @@ import (
 // bytes per byte of the hops file (its varints take at least a byte per
 // int32), the dataset by twice its file. The parameters' 16 bytes each
 // (value, gradient, two Adam moments) are not known before the model is
-// built; at the paper's widths they are a few MiB, inside the compiled
-// graphs' allowance. Every other term is an upper bound or close to one,
-// so the estimate errs high.
+// built, so they are not counted (16 MiB per million parameters); every
+// other term is an upper bound or close to one, so the estimate errs high
+// unless the model is wide and its graphs small.
 //
 // An estimator remembers what it read of each dataset file, so the many
 // train stages of one dataset read it once; it is for one goroutine.
