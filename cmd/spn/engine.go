@@ -360,12 +360,12 @@ func (a *app) run(en *engine, args []string) error {
 		return err
 	}
 	// The tables' directory must be writable before hours of compute.
-	outPath, rec, err := a.prepareOut(en, "run", file, spec, *out)
+	dest, err := a.prepareOut(en, "run", file, spec, *out)
 	if err != nil {
 		return err
 	}
 	if sl.executor == executorSlurm {
-		return a.runSlurm(en, spec, p, file, o, sl, outPath, rec)
+		return a.runSlurm(en, spec, p, file, o, sl, dest)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
@@ -382,10 +382,7 @@ func (a *app) run(en *engine, args []string) error {
 		if !errors.Is(err, cache.ErrLocked) && ctx.Err() == nil && p.Resolve(c) == nil {
 			if _, toRun := p.Counts(); toRun == 0 {
 				fmt.Fprintf(a.stderr, "spn run: cannot lock the cache (%v); every stage is cached, so the tables are written from it as it is\n", errors.Unwrap(err))
-				if err := recordSpec("run", outPath, rec); err != nil {
-					return err
-				}
-				return a.writeTables(en, spec, p, c, outPath)
+				return a.writeTables(en, spec, p, c, dest)
 			}
 		}
 		return err
@@ -407,19 +404,12 @@ func (a *app) run(en *engine, args []string) error {
 		if *keepGoing && ctx.Err() == nil {
 			// The run's summary, then what the partial tables wrote.
 			fmt.Fprintln(a.stderr, err)
-			if rerr := recordSpec("run", outPath, rec); rerr != nil {
-				fmt.Fprintln(a.stderr, rerr)
-			} else {
-				a.writePartialTables(en, spec, p, c, outPath)
-			}
+			a.writePartialTables(en, spec, p, c, dest)
 			return reported(exitCode(err))
 		}
 		return err
 	}
-	if err := recordSpec("run", outPath, rec); err != nil {
-		return err
-	}
-	return a.writeTables(en, spec, p, c, outPath)
+	return a.writeTables(en, spec, p, c, dest)
 }
 
 // parallelism derives jobs and threads per stage: given one of them, the
@@ -452,7 +442,11 @@ func outDir(flagValue string, spec *schema.Spec) string {
 
 // writeTables copies every table's files from its tabulate stage into out
 // (atomically, file by file) and prints each table to stdout.
-func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) error {
+func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir) error {
+	if err := dir.record(); err != nil {
+		return err
+	}
+	out := dir.path
 	printTable := en.printTable
 	for i, t := range spec.Tables {
 		n := p.Tabulate[t.Name]
@@ -524,7 +518,7 @@ func (a *app) table(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	outPath, rec, err := a.prepareOut(en, "table", pos[0], spec, *out)
+	dest, err := a.prepareOut(en, "table", pos[0], spec, *out)
 	if err != nil {
 		return err
 	}
@@ -570,10 +564,7 @@ func (a *app) table(en *engine, args []string) error {
 			return err
 		}
 	}
-	if err := recordSpec("table", outPath, rec); err != nil {
-		return err
-	}
-	return a.writeTables(en, spec, p, c, outPath)
+	return a.writeTables(en, spec, p, c, dest)
 }
 
 // tableNeeds returns the experiments of the spec's tables whose

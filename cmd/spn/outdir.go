@@ -58,28 +58,28 @@ func specSource(en *engine, file string) (specRecord, error) {
 // prepareOut runs before any stage: it checks that the tables' directory
 // (the --out flag value, or results/<spec name>) can be written, without
 // creating it, and returns it with the record of the spec that will write
-// there. Without --out, a directory that records another spec file with
+// there (written with the tables, see tablesDir.record). Without --out, a directory that records another spec file with
 // other content is refused, naming both: two specs with the same name
 // would overwrite each other's tables.
-func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (string, specRecord, error) {
+func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (tablesDir, error) {
 	out := outDir(flagOut, spec)
 	rec, err := specSource(en, file)
 	if err != nil {
-		return "", rec, runtimeErr(cmd, err)
+		return tablesDir{}, runtimeErr(cmd, err)
 	}
 	if flagOut == "" {
 		if b, err := os.ReadFile(filepath.Join(out, specRecordFile)); err == nil {
 			var old specRecord
 			if json.Unmarshal(b, &old) == nil && !sameSpecFile(old.Path, rec.Path) && old.SHA256 != rec.SHA256 {
-				return "", rec, usageErrf(cmd, "%s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs",
+				return tablesDir{}, usageErrf(cmd, "%s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs",
 					out, spec.Name, old.Path, old.SHA256, rec.Path, rec.SHA256)
 			}
 		}
 	}
 	if err := probeWritable(out); err != nil {
-		return "", rec, runtimeErrf(cmd, "the tables' directory %s is not writable: %w; nothing was run (give a writable --out)", out, err)
+		return tablesDir{}, runtimeErrf(cmd, "the tables' directory %s is not writable: %w; nothing was run (give a writable --out)", out, err)
 	}
-	return out, rec, nil
+	return tablesDir{cmd: cmd, path: out, spec: rec}, nil
 }
 
 // sameSpecFile reports whether the spec paths a and b (as recorded) name
@@ -125,15 +125,23 @@ func probeWritable(dir string) error {
 	return os.Remove(name)
 }
 
-// recordSpec writes rec into the tables' directory out (created if
-// needed), before the tables.
-func recordSpec(cmd, out string, rec specRecord) error {
-	b, err := json.MarshalIndent(rec, "", "  ")
+// tablesDir is where a command writes its tables, proved writable by
+// prepareOut, with the record of the spec they come from.
+type tablesDir struct {
+	cmd  string // the command, for messages
+	path string
+	spec specRecord
+}
+
+// record writes the spec's record into the directory (created if needed);
+// writeTables and writePartialTables call it before the tables.
+func (d tablesDir) record() error {
+	b, err := json.MarshalIndent(d.spec, "", "  ")
 	if err == nil {
-		err = cache.WriteFileAtomic(filepath.Join(out, specRecordFile), append(b, '\n'))
+		err = cache.WriteFileAtomic(filepath.Join(d.path, specRecordFile), append(b, '\n'))
 	}
 	if err != nil {
-		return runtimeErr(cmd, err)
+		return runtimeErr(d.cmd, err)
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func TestSameNameSpecSymlink(t *testing.T) {
 	// A record of the resolved path, and one that names the symlink
 	// itself (as records written without resolving do).
 	for _, recorded := range []string{rec.Path, link} {
-		if err := recordSpec("run", filepath.Join("results", "p"), specRecord{Path: recorded, SHA256: rec.SHA256}); err != nil {
+		if err := (tablesDir{cmd: "run", path: filepath.Join("results", "p"), spec: specRecord{Path: recorded, SHA256: rec.SHA256}}).record(); err != nil {
 			t.Fatal(err)
 		}
 		code, _, errs := runApp("table", real, "--cache", filepath.Join(dir, "cache"), "--log-level", "error")

@@ -19,7 +19,12 @@ import (
 // copied as usual; any other is rendered from the experiments that did
 // finish, their cells and the failed ones' marked (tabulate.Partial), and
 // written to out without entering the cache. It reports what it wrote.
-func (a *app) writePartialTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) {
+func (a *app) writePartialTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir) {
+	if err := dir.record(); err != nil {
+		fmt.Fprintln(a.stderr, err)
+		return
+	}
+	out := dir.path
 	for _, t := range spec.Tables {
 		n := p.Tabulate[t.Name]
 		if n == nil {

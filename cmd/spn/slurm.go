@@ -102,7 +102,7 @@ func (s *slurmOpts) config(spec *schema.Spec) schema.Slurm {
 
 // runSlurm submits the plan's missing stages to Slurm and, with --wait,
 // follows them and writes the tables.
-func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string, o *envOpts, s *slurmOpts, out string, rec specRecord) error {
+func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string, o *envOpts, s *slurmOpts, out tablesDir) error {
 	c, err := cache.Open(o.cache)
 	if err != nil {
 		return runtimeErr("run", err)
@@ -193,14 +193,14 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		}
 		return nil
 	}
-	return a.waitSlurm(ctx, en, spec, p, c, runner, s.poll, out, rec)
+	return a.waitSlurm(ctx, en, spec, p, c, runner, s.poll, out)
 }
 
 // waitSlurm follows spn's jobs on the cache until none of the plan's
 // stages is queued or running, reports what did not complete, and writes
 // the tables when everything did.
 func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache,
-	runner slurm.Runner, poll time.Duration, out string, rec specRecord) error {
+	runner slurm.Runner, poll time.Duration, out tablesDir) error {
 	last := ""
 	_, err := slurm.Wait(ctx, runner, p, c, poll, func(t map[slurm.State]int) {
 		line := fmt.Sprintf("%d/%d stages done, %d running, %d queued, %d failed",
@@ -226,9 +226,6 @@ func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *p
 		}
 		errs = append(errs, runtimeErrf("run", "%d of %d stages did not complete; fix the cause and run again to resubmit them", toRun, len(p.Nodes)))
 		return joinErrs(errs)
-	}
-	if err := recordSpec("run", out, rec); err != nil {
-		return err
 	}
 	return a.writeTables(en, spec, p, c, out)
 }
