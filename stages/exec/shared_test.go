@@ -104,6 +104,12 @@ func TestSharedCores(t *testing.T) {
 	var logMu sync.Mutex
 	log := hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logBuf, mu: &logMu}, Level: hclog.Info})
 	p := sharedPlan(3)
+	var train0 *plan.Node
+	for _, nd := range p.Nodes {
+		if nd.Name == "train0" {
+			train0 = nd
+		}
+	}
 	go func() {
 		// Let the three trains start, then end train0 and train1.
 		for {
@@ -115,7 +121,15 @@ func TestSharedCores(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+		// train0 ends (its record written) before train1, so no core
+		// freed by train1 can reach train0 and its record says 2.
 		close(release["train0"])
+		for {
+			if _, err := c.ReadRecord(train0.Kind, train0.Key); err == nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
 		close(release["train1"])
 	}()
 	res, err := exec.Run(context.Background(), p, c, reg, exec.Options{Cores: 4, Log: log})
