@@ -1,0 +1,150 @@
+// Package kern holds spn's CUDA C kernel sources, embedded in the binary,
+// and the table of their entry points.
+//
+// The kernels cover the SPN training step on a device: the hop
+// aggregation over CSR hop sets and its gradient (hops.cu), the hop
+// weights' softmax, bias + ReLU (dense.cu), batch norm + ReLU in training
+// and evaluation mode (norm.cu), sum and mean pooling (pool.cu), the
+// softmax cross-entropy (loss.cu), the Adam update (adam.cu) and dropout
+// with a counter-based generator (dropout.cu). Matrix products are
+// cuBLAS's.
+//
+// They are written for correctness and determinism first: one thread per
+// output value (or per output row or column), loops in a fixed order, no
+// floating-point atomics, no shared memory and no __syncthreads. A
+// kernel's result therefore does not depend on the launch configuration,
+// and wherever the CPU kernels of models/kernels fix an order (row sums,
+// column sums by chunks of kernels.ChunkRows rows) the kernels follow it,
+// so that compiled without fused multiply-add (NVRTC's --fmad=false,
+// Options) they give the CPU's bits. The package's test runs every kernel
+// on the CPU through the system C compiler and compares it with the CPU
+// ops. Tuning (shared memory, warp reductions, fusion) happens on a GPU.
+//
+// Source returns the one translation unit NVRTC compiles (spn.cuh, then
+// every .cu file, each behind a #line directive naming it, so a compiler
+// message names the file and line); Kernels lists its entry points with
+// their parameters, for a launcher to marshal arguments.
+package kern
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+)
+
+//go:embed spn.cuh *.cu
+var files embed.FS
+
+// Name is the program name of Source, for NVRTC.
+const Name = "spn_kernels.cu"
+
+// Header is the file of definitions every kernel file uses.
+const Header = "spn.cuh"
+
+// Files are the kernel files in the order Source joins them.
+var Files = []string{"hops.cu", "dense.cu", "norm.cu", "pool.cu", "loss.cu", "adam.cu", "dropout.cu"}
+
+// Options are the NVRTC options the kernels are compiled with, besides
+// the architecture: no fused multiply-add, so that products and sums
+// round as on the CPU.
+func Options() []string { return []string{"--fmad=false"} }
+
+// File returns the text of one embedded file (Header or one of Files).
+func File(name string) (string, error) {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return "", fmt.Errorf("kern: no kernel file %q", name)
+	}
+	return string(b), nil
+}
+
+// Source returns the translation unit of every kernel: Header, then each
+// of Files, each after a #line directive naming it.
+func Source() string {
+	var b strings.Builder
+	for _, f := range append([]string{Header}, Files...) {
+		text, err := File(f)
+		if err != nil {
+			panic(err) // the files are embedded: a missing one is a build mistake the tests catch
+		}
+		fmt.Fprintf(&b, "#line 1 %q\n%s", f, text)
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// Kind is the C type of a kernel parameter.
+type Kind int
+
+// The parameter kinds: device pointers to float, double or int values,
+// and scalars.
+const (
+	F32Ptr Kind = iota // float*
+	F64Ptr             // double*
+	I32Ptr             // int*
+	I32                // int
+	F32                // float
+	F64                // double
+	U64                // unsigned long long
+)
+
+// C returns the kind's C type.
+func (k Kind) C() string {
+	return [...]string{"float*", "double*", "int*", "int", "float", "double", "unsigned long long"}[k]
+}
+
+// Ptr reports whether the kind is a device pointer.
+func (k Kind) Ptr() bool { return k <= I32Ptr }
+
+// Param is one kernel parameter.
+type Param struct {
+	Name string
+	Kind Kind
+}
+
+// Kernel is one entry point of Source.
+type Kernel struct {
+	Name   string
+	File   string
+	Params []Param
+}
+
+// ps builds a parameter list from alternating names and kinds.
+func ps(args ...any) []Param {
+	var out []Param
+	for i := 0; i < len(args); i += 2 {
+		out = append(out, Param{args[i].(string), args[i+1].(Kind)})
+	}
+	return out
+}
+
+// Kernels returns every entry point of Source with its parameters, in
+// the order of the files. The emulation test checks the table against the
+// sources by compiling calls built from it.
+func Kernels() []Kernel {
+	return []Kernel{
+		{"spn_hop_aggregate", "hops.cu", ps("y", F32Ptr, "sums", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "coef", F32Ptr, "eps", F32Ptr, "k", I32, "n", I32, "d", I32)},
+		{"spn_dot_chunks", "hops.cu", ps("part", F64Ptr, "g", F32Ptr, "xs", F32Ptr, "T", I32, "n", I32, "d", I32)},
+		{"spn_sum_chunks", "hops.cu", ps("out", F32Ptr, "part", F64Ptr, "nc", I32, "T", I32)},
+		{"spn_softmax", "hops.cu", ps("a", F32Ptr, "logits", F32Ptr, "k", I32)},
+		{"spn_softmax_backward", "hops.cu", ps("dl", F32Ptr, "a", F32Ptr, "da", F32Ptr, "k", I32)},
+		{"spn_bias_relu", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "b", F32Ptr, "n", I32, "d", I32, "relu", I32)},
+		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "dz", F32Ptr, "n", I32, "d", I32)},
+		{"spn_bn_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "x", F32Ptr, "n", I32, "d", I32, "momentum", F64, "eps", F64, "update", I32)},
+		{"spn_bn_eval_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "d", I32, "eps", F64)},
+		{"spn_bn_relu", "norm.cu", ps("xhat", F32Ptr, "y", F32Ptr, "x", F32Ptr, "mu", F32Ptr, "inv", F32Ptr, "g", F32Ptr, "bt", F32Ptr, "n", I32, "d", I32)},
+		{"spn_relu_mask", "norm.cu", ps("dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "len", I32)},
+		{"spn_bn_backward_stats", "norm.cu", ps("dg", F32Ptr, "db", F32Ptr, "gi", F32Ptr, "m", F32Ptr, "mx", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "n", I32, "d", I32)},
+		{"spn_bn_backward", "norm.cu", ps("dx", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "gi", F32Ptr, "m", F32Ptr, "mx", F32Ptr, "n", I32, "d", I32)},
+		{"spn_bn_backward_eval", "norm.cu", ps("dx", F32Ptr, "dz", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "n", I32, "d", I32)},
+		{"spn_pool", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
+		{"spn_pool_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
+		{"spn_cross_entropy", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "logits", F32Ptr, "y", I32Ptr, "dl", F32Ptr, "G", I32, "c", I32)},
+		{"spn_mean_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "G", I32)},
+		{"spn_adam", "adam.cu", ps("w", F32Ptr, "g", F32Ptr, "m", F32Ptr, "v", F32Ptr, "len", I32, "lr", F64, "beta1", F64, "beta2", F64, "eps", F64, "wd", F64, "bc1", F64, "bc2", F64, "decay", I32, "frozen", I32)},
+		{"spn_dropout_mask", "dropout.cu", ps("mask", F32Ptr, "len", I32, "seed", U64, "step", U64, "p", F64, "scale", F32)},
+		{"spn_mul", "dropout.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
+	}
+}

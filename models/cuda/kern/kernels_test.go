@@ -1,0 +1,472 @@
+package kern_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nbop"
+	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/models/rt"
+	"github.com/spn-project/spn/models/synth"
+)
+
+// Tolerances. Where the kernel follows the CPU kernel's order of
+// operations the test asserts the same bits. Otherwise:
+//
+//   - dα and dε: the CPU adds float32 partial dot products per chunk of
+//     rows (in SIMD order), the kernel double ones: |Δ| ≤ 1e-6·Σ|products|,
+//     the float32 rounding of the CPU's sums;
+//   - softmax and cross-entropy: Go's math.Exp and math.Log against the C
+//     library's (GPU: CUDA's), each within an ulp or two in double: relative
+//     1e-6 on float32 outputs.
+const (
+	dotTol = 1e-6
+	expTol = 1e-6
+)
+
+func randn(rng *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * scale)
+	}
+	return x
+}
+
+// flat returns the hop sets as the kernels read them: one ptr of
+// k·(n+1) offsets into one idx.
+func flat(hops []data.CSR) (ptr, idx []int32) {
+	for _, h := range hops {
+		off := int32(len(idx))
+		for _, p := range h.Ptr {
+			ptr = append(ptr, off+p)
+		}
+		idx = append(idx, h.Idx...)
+	}
+	if idx == nil {
+		idx = []int32{}
+	}
+	return ptr, idx
+}
+
+// TestHopAggregate compares the SPN aggregation forward and backward with
+// models/nbop's Combine (the CPU op of the spn kind) on a batch of layered
+// graphs, k = 4, over more than one chunk of rows.
+func TestHopAggregate(t *testing.T) {
+	const k, d = 4, 7
+	ds, hops, err := synth.Layered(5, 24, 3, [2]int{3, 6}, [2]int{2, 5}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, len(ds.Graphs))
+	for i := range all {
+		all[i] = i
+	}
+	b, err := data.NewBatch(ds, hops, all, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := b.N
+	if n <= kernels.ChunkRows {
+		t.Fatalf("batch of %d nodes: want more than one chunk", n)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	H, dy := randn(rng, n*d, 1), randn(rng, n*d, 1)
+	logits, eps := randn(rng, k, 1), []float32{0.3}
+	alpha := make([]float32, k)
+	if err := rt.NewSoftmax("alpha", k).Forward([][]float32{logits}, alpha); err != nil {
+		t.Fatal(err)
+	}
+	gd := &nbop.Data{N: n, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: b.Hop[0], Hop1T: kernels.Transpose(b.Hop[0])}
+	for _, h := range b.Hop[1:k] {
+		gd.Hops = append(gd.Hops, h)
+		gd.HopsT = append(gd.HopsT, kernels.Transpose(h))
+	}
+	var sums [][]float32
+	op := nbop.Combine{ID: "agg", Be: kernels.CPU{Threads: 2}, D: gd, K: k, N: n, W: d, Hop1: true, Sums: &sums}
+	in := [][]float32{H, alpha, eps}
+	y := make([]float32, n*d)
+	if err := op.Forward(in, y); err != nil {
+		t.Fatal(err)
+	}
+	grad := [][]float32{make([]float32, n*d), make([]float32, k), make([]float32, 1)}
+	if err := op.Backward(in, y, dy, grad); err != nil {
+		t.Fatal(err)
+	}
+
+	ptr, idx := flat(b.Hop[:k])
+	for _, block := range []int{64, 5} { // the result does not depend on the launch
+		yk, sk := make([]float32, n*d), make([]float32, k*n*d)
+		launch(t, "spn_hop_aggregate", cover(n*d, block), block, yk, sk, H, ptr, idx, alpha, eps, k, n, d)
+		equalBits(t, "y", yk, y)
+		for i := range sums {
+			equalBits(t, "S_i", sk[i*n*d:(i+1)*n*d], sums[i])
+		}
+	}
+	sk := make([]float32, k*n*d)
+	launch(t, "spn_hop_aggregate", cover(n*d, 64), 64, make([]float32, n*d), sk, H, ptr, idx, alpha, eps, k, n, d)
+
+	// dH: the same gather of dOut over the transposed hop sets.
+	ptrT, idxT := flat(append([]data.CSR{gd.Hop1T}, gd.HopsT...))
+	dH := make([]float32, n*d)
+	launch(t, "spn_hop_aggregate", cover(n*d, 64), 64, dH, []float32(nil), dy, ptrT, idxT, alpha, eps, k, n, d)
+	equalBits(t, "dH", dH, grad[0])
+
+	// dα_i = Σ ⟨dOut, S_i⟩, dε = Σ ⟨dOut, H⟩.
+	nc := kernels.NumChunks(n)
+	part := make([]float64, nc*k)
+	launch(t, "spn_dot_chunks", cover(nc*k, 8), 8, part, dy, sk, k, n, d)
+	da := make([]float32, k)
+	launch(t, "spn_sum_chunks", cover(k, 8), 8, da, part, nc, k)
+	for i := 0; i < k; i++ {
+		near(t, "dα", da[i:i+1], grad[1][i:i+1], dotTol*absDot(dy, sk[i*n*d:(i+1)*n*d]), 0)
+	}
+	part1 := make([]float64, nc)
+	launch(t, "spn_dot_chunks", cover(nc, 8), 8, part1, dy, H, 1, n, d)
+	de := make([]float32, 1)
+	launch(t, "spn_sum_chunks", 1, 8, de, part1, nc, 1)
+	near(t, "dε", de, grad[2], dotTol*absDot(dy, H), 0)
+}
+
+// absDot returns Σ|a_i·b_i|.
+func absDot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += math.Abs(float64(a[i]) * float64(b[i]))
+	}
+	return s
+}
+
+// TestSoftmax compares the hop weights' softmax and its gradient with
+// models/rt's op.
+func TestSoftmax(t *testing.T) {
+	for _, k := range []int{1, 5} {
+		rng := rand.New(rand.NewPCG(3, uint64(k)))
+		logits, da := randn(rng, k, 2), randn(rng, k, 1)
+		op := rt.NewSoftmax("alpha", k)
+		a, dl := make([]float32, k), make([]float32, k)
+		if err := op.Forward([][]float32{logits}, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Backward([][]float32{logits}, a, da, [][]float32{dl}); err != nil {
+			t.Fatal(err)
+		}
+		ak, dlk := make([]float32, k), make([]float32, k)
+		launch(t, "spn_softmax", 2, 4, ak, logits, k)
+		near(t, "α", ak, a, 0, expTol)
+		launch(t, "spn_softmax_backward", 2, 4, dlk, a, da, k)
+		near(t, "dlogits", dlk, dl, 1e-12, expTol)
+	}
+}
+
+// TestBiasReLU: y = ReLU(x + b) against Go's max (no CPU op adds a bias
+// on its own: the CPU's GEMM adds it), the ReLU mask against
+// kernels.ReLUMask and the bias gradient against the CPU GEMM's
+// (kernels.CPU.MatMulAT with no weights).
+func TestBiasReLU(t *testing.T) {
+	const n, d = 300, 5
+	rng := rand.New(rand.NewPCG(4, 5))
+	x, b, dy := randn(rng, n*d, 1), randn(rng, d, 1), randn(rng, n*d, 1)
+	x[3] = -b[3] // x + b = +0
+	for _, relu := range []int{0, 1} {
+		y := make([]float32, n*d)
+		launch(t, "spn_bias_relu", cover(n*d, 32), 32, y, x, b, n, d, relu)
+		want := make([]float32, n*d)
+		for i := range want {
+			want[i] = x[i] + b[i%d]
+			if relu == 1 {
+				want[i] = max(want[i], 0)
+			}
+		}
+		equalBits(t, "y", y, want)
+	}
+	y := make([]float32, n*d)
+	launch(t, "spn_bias_relu", cover(n*d, 32), 32, y, x, b, n, d, 1)
+	dz, wantDz := make([]float32, n*d), make([]float32, n*d)
+	launch(t, "spn_relu_mask", cover(n*d, 32), 32, dz, y, dy, n*d)
+	kernels.ReLUMask(kernels.CPU{}, wantDz, y, dy, n, d)
+	equalBits(t, "dz", dz, wantDz)
+	db0 := randn(rng, d, 1)
+	db, wantDb := append([]float32(nil), db0...), append([]float32(nil), db0...)
+	launch(t, "spn_col_sums", cover(d, 4), 4, db, dz, n, d)
+	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantDb, []float32{}, dz, n, 0, d)
+	equalBits(t, "db", db, wantDb)
+}
+
+// TestBatchNorm compares batch norm + ReLU in training and evaluation
+// mode, forward and backward, with the CPU kernels models/rt's op is made
+// of (its glue between them repeated here: mean and variance from
+// kernels.ColSums, 1/√(σ²+eps), the running statistics, the backward's
+// column means).
+func TestBatchNorm(t *testing.T) {
+	const n, d, momentum, eps = 300, 6, 0.1, 1e-5
+	be := kernels.CPU{Threads: 2}
+	rng := rand.New(rand.NewPCG(6, 7))
+	x, dy := randn(rng, n*d, 2), randn(rng, n*d, 1)
+	for i := range x {
+		x[i] += float32(i % d) // columns of different means
+	}
+	g, bt := randn(rng, d, 1), randn(rng, d, 0.5)
+	runMean, runVar := make([]float64, d), make([]float64, d)
+	for j := range runMean {
+		runMean[j], runVar[j] = rng.NormFloat64(), 1+rng.Float64()
+	}
+
+	// Training mode, CPU.
+	wantMean, wantVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
+	s := kernels.ColSums(be, x, nil, n, d)
+	mean := make([]float64, d)
+	for j := range mean {
+		mean[j] = s[j] / n
+	}
+	sq := kernels.ColSums(be, x, mean, n, d)
+	mu, inv := make([]float32, d), make([]float32, d)
+	for j := range mean {
+		v := sq[j] / n
+		wantMean[j] = (1-momentum)*wantMean[j] + momentum*mean[j]
+		wantVar[j] = (1-momentum)*wantVar[j] + momentum*(v*n/(n-1))
+		mu[j], inv[j] = float32(mean[j]), float32(1/math.Sqrt(v+eps))
+	}
+	xhat, y := make([]float32, n*d), make([]float32, n*d)
+	kernels.BNReLUForward(be, xhat, y, x, mu, inv, g, bt, n, d)
+	dz := make([]float32, n*d)
+	kernels.ReLUMask(be, dz, y, dy, n, d)
+	sdz, sdzx := kernels.ColSumsPair(be, dz, xhat, n, d)
+	dg, db, gi, m, mx := make([]float32, d), make([]float32, d), make([]float32, d), make([]float32, d), make([]float32, d)
+	for j := 0; j < d; j++ {
+		dg[j], db[j] = float32(sdzx[j]), float32(sdz[j])
+		gi[j], m[j], mx[j] = g[j]*inv[j], float32(sdz[j]/n), float32(sdzx[j]/n)
+	}
+	dx := make([]float32, n*d)
+	kernels.BNBackward(be, dx, dz, xhat, gi, m, mx, n, d)
+
+	// Training mode, kernels.
+	kMean, kVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
+	kMu, kInv := make([]float32, d), make([]float32, d)
+	launch(t, "spn_bn_stats", cover(d, 4), 4, kMu, kInv, kMean, kVar, x, n, d, momentum, eps, 1)
+	equalBits(t, "μ", kMu, mu)
+	equalBits(t, "inv", kInv, inv)
+	for j := range kMean {
+		if kMean[j] != wantMean[j] || kVar[j] != wantVar[j] {
+			t.Fatalf("running statistics [%d] = %v, %v; CPU %v, %v", j, kMean[j], kVar[j], wantMean[j], wantVar[j])
+		}
+	}
+	kXhat, kY := make([]float32, n*d), make([]float32, n*d)
+	launch(t, "spn_bn_relu", cover(n*d, 32), 32, kXhat, kY, x, kMu, kInv, g, bt, n, d)
+	equalBits(t, "x̂", kXhat, xhat)
+	equalBits(t, "y", kY, y)
+	kDz := make([]float32, n*d)
+	launch(t, "spn_relu_mask", cover(n*d, 32), 32, kDz, kY, dy, n*d)
+	equalBits(t, "dz", kDz, dz)
+	kDg, kDb, kGi, kM, kMx := make([]float32, d), make([]float32, d), make([]float32, d), make([]float32, d), make([]float32, d)
+	launch(t, "spn_bn_backward_stats", cover(d, 4), 4, kDg, kDb, kGi, kM, kMx, kDz, kXhat, g, kInv, n, d)
+	for _, c := range []struct {
+		what      string
+		got, want []float32
+	}{{"dγ", kDg, dg}, {"dβ", kDb, db}, {"γ·inv", kGi, gi}, {"mean(dz)", kM, m}, {"mean(dz·x̂)", kMx, mx}} {
+		equalBits(t, c.what, c.got, c.want)
+	}
+	kDx := make([]float32, n*d)
+	launch(t, "spn_bn_backward", cover(n*d, 32), 32, kDx, kDz, kXhat, kGi, kM, kMx, n, d)
+	equalBits(t, "dx", kDx, dx)
+
+	// Without update the running statistics stay.
+	still, stillVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
+	launch(t, "spn_bn_stats", cover(d, 4), 4, kMu, kInv, still, stillVar, x, n, d, momentum, eps, 0)
+	for j := range still {
+		if still[j] != runMean[j] || stillVar[j] != runVar[j] {
+			t.Fatal("spn_bn_stats with update 0 moved the running statistics")
+		}
+	}
+
+	// Evaluation mode: the running statistics, dx = dz·(γ·inv).
+	eMu, eInv := make([]float32, d), make([]float32, d)
+	for j := range eMu {
+		eMu[j], eInv[j] = float32(runMean[j]), float32(1/math.Sqrt(runVar[j]+eps))
+	}
+	launch(t, "spn_bn_eval_stats", cover(d, 4), 4, kMu, kInv, runMean, runVar, d, eps)
+	equalBits(t, "eval μ", kMu, eMu)
+	equalBits(t, "eval inv", kInv, eInv)
+	kernels.BNReLUForward(be, xhat, y, x, eMu, eInv, g, bt, n, d)
+	launch(t, "spn_bn_relu", cover(n*d, 32), 32, kXhat, kY, x, kMu, kInv, g, bt, n, d)
+	equalBits(t, "eval y", kY, y)
+	kernels.ReLUMask(be, dz, y, dy, n, d)
+	for r := 0; r < n; r++ {
+		for j := 0; j < d; j++ {
+			dx[r*d+j] = dz[r*d+j] * (g[j] * eInv[j])
+		}
+	}
+	launch(t, "spn_bn_backward_eval", cover(n*d, 32), 32, kDx, dz, g, kInv, n, d)
+	equalBits(t, "eval dx", kDx, dx)
+}
+
+// TestPool compares sum and mean pooling with models/rt's pooling op
+// (kernels.RowSum and its 1/|g| scaling) on graphs with an empty one and
+// padding rows after the last.
+func TestPool(t *testing.T) {
+	const d, N = 4, 150
+	off := []int32{0, 3, 3, 10, 140, 141}
+	G := len(off) - 1
+	rng := rand.New(rand.NewPCG(8, 9))
+	x, dy := randn(rng, N*d, 1), randn(rng, G*d, 1)
+	for mean := 0; mean <= 1; mean++ {
+		y, dx := make([]float32, G*d), make([]float32, N*d)
+		for g := 0; g < G; g++ {
+			a, b := int(off[g]), int(off[g+1])
+			if a == b {
+				continue
+			}
+			kernels.RowSum(y[g*d:(g+1)*d], x[a*d:b*d], b-a, d)
+			scale := float32(1)
+			if mean == 1 {
+				scale = 1 / float32(b-a)
+				for j := 0; j < d; j++ {
+					y[g*d+j] *= scale
+				}
+			}
+			for r := a; r < b; r++ {
+				for j := 0; j < d; j++ {
+					if mean == 1 {
+						dx[r*d+j] = dy[g*d+j] * scale
+					} else {
+						dx[r*d+j] = dy[g*d+j]
+					}
+				}
+			}
+		}
+		ky, kdx := make([]float32, G*d), make([]float32, N*d)
+		launch(t, "spn_pool", cover(G*d, 8), 8, ky, x, off, G, d, mean)
+		equalBits(t, "pool", ky, y)
+		launch(t, "spn_pool_backward", cover(G*d, 8), 8, kdx, dy, off, G, d, mean)
+		equalBits(t, "pool backward", kdx, dx)
+	}
+}
+
+// TestCrossEntropy compares the loss and its gradient with
+// kernels.CrossEntropy.
+func TestCrossEntropy(t *testing.T) {
+	const G, c, dl = 37, 4, 0.7
+	rng := rand.New(rand.NewPCG(10, 11))
+	logits := randn(rng, G*c, 3)
+	y := make([]int32, G)
+	for i := range y {
+		y[i] = int32(rng.IntN(c))
+	}
+	dz := make([]float32, G*c)
+	loss := kernels.CrossEntropy(dz, dl, logits, y, G, c)
+	part, kdz, kloss := make([]float64, G), make([]float32, G*c), make([]float32, 1)
+	launch(t, "spn_cross_entropy", cover(G, 8), 8, part, kdz, logits, y, []float32{dl}, G, c)
+	launch(t, "spn_mean_loss", 1, 4, kloss, part, G)
+	near(t, "loss", kloss, []float32{float32(loss)}, 0, expTol)
+	near(t, "dlogits", kdz, dz, 1e-12, expTol)
+	// Without an output gradient only the loss is computed.
+	part2 := make([]float64, G)
+	launch(t, "spn_cross_entropy", cover(G, 8), 8, part2, []float32(nil), logits, y, []float32(nil), G, c)
+	for i := range part {
+		if part[i] != part2[i] {
+			t.Fatalf("part[%d] %v without the gradient, %v with", i, part2[i], part[i])
+		}
+	}
+}
+
+// TestAdam runs three steps of models/param.Adam and of the kernel on the
+// same gradients: a decayed parameter, one without decay and a frozen one.
+func TestAdam(t *testing.T) {
+	ps := []*param.Param{param.NewParam("w", 40), param.NewParam("b", 3), param.NewParam("eps", 1)}
+	ps[1].NoDecay, ps[2].Frozen = true, true
+	rng := rand.New(rand.NewPCG(12, 13))
+	for _, p := range ps {
+		copy(p.W, randn(rng, len(p.W), 1))
+	}
+	opt := param.NewAdam(ps, 0.01, 0.05)
+	type state struct{ w, g, m, v []float32 }
+	ks := make([]state, len(ps))
+	for i, p := range ps {
+		ks[i] = state{append([]float32(nil), p.W...), make([]float32, len(p.W)), make([]float32, len(p.W)), make([]float32, len(p.W))}
+	}
+	for step := 1; step <= 3; step++ {
+		for i, p := range ps {
+			copy(p.G, randn(rng, len(p.G), 1))
+			copy(ks[i].g, p.G)
+		}
+		opt.Step()
+		bc1, bc2 := 1-math.Pow(opt.Beta1, float64(step)), 1-math.Pow(opt.Beta2, float64(step))
+		for i, p := range ps {
+			s := ks[i]
+			decay, frozen := 0, 0
+			if !p.NoDecay {
+				decay = 1
+			}
+			if p.Frozen {
+				frozen = 1
+			}
+			n := len(s.w)
+			launch(t, "spn_adam", cover(n, 16), 16, s.w, s.g, s.m, s.v, n, opt.LR, opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay, bc1, bc2, decay, frozen)
+			equalBits(t, p.Name, s.w, p.W)
+			equalBits(t, p.Name+" gradient", s.g, p.G)
+		}
+	}
+}
+
+// uniform is the dropout kernel's generator (dropout.cu), written again:
+// SplitMix64's output function over (seed, step, j).
+func uniform(seed, step, j uint64) float64 {
+	mix := func(z uint64) uint64 {
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		return z ^ z>>31
+	}
+	const golden = 0x9e3779b97f4a7c15
+	key := mix(seed + golden*(step+1))
+	return float64(mix(key+golden*(j+1))>>11) / (1 << 53)
+}
+
+// TestDropout checks the mask against the generator, its keep rate, that
+// it depends on the step and not on the launch, and the masking product.
+func TestDropout(t *testing.T) {
+	const n, p = 20000, 0.25
+	const seed = 0x5eed
+	scale := float32(1 / (1 - p))
+	masks := map[uint64][]float32{}
+	for _, step := range []uint64{0, 1} {
+		mask := make([]float32, n)
+		launch(t, "spn_dropout_mask", cover(n, 128), 128, mask, n, uint64(seed), step, p, scale)
+		kept := 0
+		for j, v := range mask {
+			want := float32(0)
+			if uniform(seed, step, uint64(j)) >= p {
+				want = scale
+				kept++
+			}
+			if v != want {
+				t.Fatalf("step %d: mask[%d] = %v, want %v", step, j, v, want)
+			}
+		}
+		if r := float64(kept) / n; math.Abs(r-(1-p)) > 0.015 {
+			t.Errorf("step %d keeps %.3f of the values, want %.2f", step, r, 1-p)
+		}
+		masks[step] = mask
+	}
+	other := make([]float32, n)
+	launch(t, "spn_dropout_mask", cover(n, 7), 7, other, n, uint64(seed), uint64(1), p, scale)
+	equalBits(t, "mask (another launch)", other, masks[1])
+	same := 0
+	for j := range masks[0] {
+		if masks[0][j] == masks[1][j] {
+			same++
+		}
+	}
+	if same > n*7/10 { // independent masks agree on (1−p)² + p² = 62.5 %
+		t.Errorf("the masks of steps 0 and 1 agree on %d of %d values", same, n)
+	}
+	rng := rand.New(rand.NewPCG(14, 15))
+	x := randn(rng, n, 1)
+	y, want := make([]float32, n), make([]float32, n)
+	launch(t, "spn_mul", cover(n, 128), 128, y, x, masks[0], n)
+	for i := range want {
+		want[i] = x[i] * masks[0][i]
+	}
+	equalBits(t, "x⊙mask", y, want)
+}

@@ -1,0 +1,55 @@
+// The mean softmax cross-entropy of a batch's graphs, in double as
+// models/kernels.CrossEntropy (the one CPU implementation of the loss).
+
+// spn_cross_entropy sets, for graph i < G (one thread each) with logits
+// row i (G×c) and class y[i], part[i] = log Σ_j exp(logit_j) − logit_{y[i]}
+// (maximum subtracted), and, when dl is not null, the gradient
+// dz[i,j] = dl[0]·(softmax_j − [j = y[i]])/G of the mean loss scaled by the
+// output gradient dl[0]. spn_mean_loss adds part.
+SPN_KERNEL void spn_cross_entropy(double* __restrict__ part, float* __restrict__ dz, const float* __restrict__ logits,
+	const int* __restrict__ y, const float* __restrict__ dl, int G, int c)
+{
+	long long t = spn_index();
+	if (t >= G) {
+		return;
+	}
+	const float* row = logits + t * c;
+	double m = (double)row[0];
+	for (int j = 1; j < c; j++) {
+		m = (double)row[j] > m ? (double)row[j] : m;
+	}
+	double s = 0.0;
+	for (int j = 0; j < c; j++) {
+		s += exp((double)row[j] - m);
+	}
+	double lse = m + log(s);
+	part[t] = lse - (double)row[y[t]];
+	if (!dl) {
+		return;
+	}
+	double scale = (double)dl[0];
+	for (int j = 0; j < c; j++) {
+		double p = exp((double)row[j] - lse);
+		if (j == y[t]) {
+			p -= 1.0;
+		}
+		dz[t * c + j] = (float)(scale * p / (double)G);
+	}
+}
+
+// spn_mean_loss sets loss[0] = (Σ_{i<G} part[i]) / G (0 for G = 0), in
+// order, in double, rounded to float once: one thread.
+SPN_KERNEL void spn_mean_loss(float* __restrict__ loss, const double* __restrict__ part, int G)
+{
+	if (spn_index() != 0) {
+		return;
+	}
+	double s = 0.0;
+	for (int i = 0; i < G; i++) {
+		s += part[i];
+	}
+	if (G > 0) {
+		s /= (double)G;
+	}
+	loss[0] = (float)s;
+}

@@ -1,0 +1,48 @@
+// Sum and mean pooling of node rows into graph rows: graph g owns the node
+// rows [off[g], off[g+1]) of x (N×d); an empty graph pools to zeros.
+
+// spn_pool sets y[g] = Σ_{r ∈ g} x[r] (mean 0) or that sum times
+// 1/|g| as a float (mean 1), rows added in order: the bits of models/rt's
+// pooling op (kernels.RowSum). One thread per output value (g, j).
+SPN_KERNEL void spn_pool(float* __restrict__ y, const float* __restrict__ x, const int* __restrict__ off,
+	int G, int d, int mean)
+{
+	long long t = spn_index();
+	if (t >= (long long)G * d) {
+		return;
+	}
+	int g = (int)(t / d), j = (int)(t % d);
+	int a = off[g], b = off[g + 1];
+	float s = 0.0f;
+	for (int r = a; r < b; r++) {
+		s += x[(long long)r * d + j];
+	}
+	if (mean && b > a) {
+		s *= 1.0f / (float)(b - a);
+	}
+	y[t] = s;
+}
+
+// spn_pool_backward sets dx[r] = dy[g] (mean 0) or dy[g]·(1/|g|) (mean 1)
+// for every row r of graph g; rows outside every graph are not written.
+// One thread per graph column (g, j), over the graph's rows in order.
+SPN_KERNEL void spn_pool_backward(float* __restrict__ dx, const float* __restrict__ dy, const int* __restrict__ off,
+	int G, int d, int mean)
+{
+	long long t = spn_index();
+	if (t >= (long long)G * d) {
+		return;
+	}
+	int g = (int)(t / d), j = (int)(t % d);
+	int a = off[g], b = off[g + 1];
+	if (b <= a) {
+		return;
+	}
+	float v = dy[t];
+	if (mean) {
+		v = v * (1.0f / (float)(b - a));
+	}
+	for (int r = a; r < b; r++) {
+		dx[(long long)r * d + j] = v;
+	}
+}
