@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // MinDriver is the oldest CUDA version the driver must support: 12.0
@@ -33,12 +34,17 @@ type Lib struct {
 
 // Runtime is a loaded, initialised CUDA driver with NVRTC and cuBLAS.
 type Runtime struct {
-	Driver  Version // the CUDA version the driver supports
+	Driver Version // the CUDA version the driver supports
+	// NVRTC is the newest usable NVRTC, and NVRTCs every usable one,
+	// newest first (NVRTCs[0] == NVRTC): a GPU older than the newest
+	// NVRTC supports compiles with an older one (Runtime.Compiler).
 	NVRTC   Lib
+	NVRTCs  []Lib
 	CuBLAS  Lib
 	Devices int // how many devices the driver sees (at least 1)
 
-	d driverAPI
+	d     driverAPI
+	nvrtc map[string]*nvrtcAPI // the bound NVRTCs by library name
 }
 
 // driverAPI holds the driver entry points discovery uses.
@@ -105,7 +111,7 @@ func Probe(o Opener) (*Runtime, error) {
 	}
 	r.Devices = int(n)
 	var err error
-	if r.NVRTC, err = openNVRTC(o, r.Driver); err != nil {
+	if err = r.openNVRTC(o); err != nil {
 		return nil, err
 	}
 	if r.CuBLAS, err = openCuBLAS(o, r.Driver); err != nil {
@@ -114,27 +120,41 @@ func Probe(o Opener) (*Runtime, error) {
 	return r, nil
 }
 
-// openNVRTC opens the newest NVRTC whose PTX the driver can load: its
-// version must not exceed the driver's.
-func openNVRTC(o Opener, driver Version) (Lib, error) {
-	var version func(major, minor *int32) int32
-	var got Lib
-	name, err := openFirst(o, "NVRTC", []string{NVRTC13, NVRTC12}, func(lib Library, name string) error {
-		if err := bindAll(lib, name, []binding{{"nvrtcVersion", &version}}); err != nil {
+// openNVRTC opens the newest NVRTC whose PTX the driver can load (its
+// version must not exceed the driver's) and binds its entry points: a
+// failure there is Probe's. The older NVRTCs after it are opened too when
+// they load and bind; they serve GPUs the newest no longer targets.
+func (r *Runtime) openNVRTC(o Opener) error {
+	names := []string{NVRTC13, NVRTC12}
+	r.nvrtc = map[string]*nvrtcAPI{}
+	accept := func(lib Library, name string) error {
+		api := &nvrtcAPI{}
+		if err := bindAll(lib, name, api.bindings()); err != nil {
 			return err
 		}
 		var major, minor int32
-		if err := check("nvrtcVersion", version(&major, &minor)); err != nil {
+		if err := check("nvrtcVersion", api.version(&major, &minor)); err != nil {
 			return err
 		}
-		got.Version = Version{int(major), int(minor)}
-		if driver.Less(got.Version) {
-			return &skipError{fmt.Sprintf("NVRTC %v writes PTX that a CUDA %v driver cannot load", got.Version, driver)}
+		v := Version{int(major), int(minor)}
+		if r.Driver.Less(v) {
+			return &skipError{fmt.Sprintf("NVRTC %v writes PTX that a CUDA %v driver cannot load", v, r.Driver)}
 		}
+		r.nvrtc[name] = api
+		r.NVRTCs = append(r.NVRTCs, Lib{name, v})
 		return nil
-	})
-	got.Name = name
-	return got, err
+	}
+	name, err := openFirst(o, "NVRTC", names, accept)
+	if err != nil {
+		return err
+	}
+	r.NVRTC = r.NVRTCs[0]
+	for _, n := range names[slices.Index(names, name)+1:] {
+		if lib, err := o.Open(n); err == nil {
+			_ = accept(lib, n) // an unusable older NVRTC is left out
+		}
+	}
+	return nil
 }
 
 // openCuBLAS opens the newest cuBLAS whose major version the driver

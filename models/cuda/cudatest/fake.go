@@ -1,12 +1,15 @@
-// Package cudatest serves fake NVIDIA libraries (driver, NVRTC, cuBLAS)
-// made of Go functions, for the tests of models/cuda and of the commands.
+// Package cudatest serves fake NVIDIA libraries (driver, NVRTC with a fake
+// compiler, cuBLAS) made of Go functions, for the tests of models/cuda and of the commands.
 package cudatest
 
 import (
+	"crypto/sha256"
 	"fmt"
-	"github.com/spn-project/spn/models/cuda"
 	"reflect"
+	"strings"
 	"unsafe"
+
+	"github.com/spn-project/spn/models/cuda"
 )
 
 // NVIDIA's CUdevice_attribute values (cuda.h), stated here apart from
@@ -91,9 +94,155 @@ func FakeDriver(version int32, initResult int32, gpus ...FakeGPU) FakeLib {
 	}
 }
 
-// FakeNVRTC is a libnvrtc of the given version.
-func FakeNVRTC(major, minor int32) FakeLib {
-	return FakeLib{"nvrtcVersion": func(a, b *int32) int32 { *a, *b = major, minor; return 0 }}
+// FakeNVRTC is a libnvrtc of the given version (FakeCompiler's library).
+func FakeNVRTC(major, minor int32) FakeLib { return NewFakeCompiler(major, minor).Lib() }
+
+// FakeCompiler is an NVRTC made of Go functions. Its "PTX" names the
+// version, the architecture, the options and the SHA-256 of the source.
+// A source line "#error TEXT" fails the compilation with a log naming the
+// file and line as NVRTC does (following #line directives); an option
+// that does not start with "-" fails with NVRTC_ERROR_INVALID_OPTION.
+type FakeCompiler struct {
+	Major, Minor int32
+	// Compiles counts nvrtcCompileProgram calls, Options holds the
+	// options of each.
+	Compiles int
+	Options  [][]string
+	// Live counts the programs created and not yet destroyed.
+	Live int
+
+	next  uintptr
+	progs map[uintptr]*fakeProgram
+}
+
+type fakeProgram struct {
+	name, src string
+	ptx, log  []byte
+}
+
+// NewFakeCompiler returns an NVRTC of the given version.
+func NewFakeCompiler(major, minor int32) *FakeCompiler {
+	return &FakeCompiler{Major: major, Minor: minor, progs: map[uintptr]*fakeProgram{}}
+}
+
+// goString reads the NUL-terminated C string at p.
+func goString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	var b []byte
+	for q := unsafe.Pointer(p); *(*byte)(q) != 0; q = unsafe.Add(q, 1) {
+		b = append(b, *(*byte)(q))
+	}
+	return string(b)
+}
+
+// compile is the fake compilation of p with the options opts.
+func (c *FakeCompiler) compile(p *fakeProgram, opts []string) int32 {
+	arch := ""
+	for _, o := range opts {
+		if !strings.HasPrefix(o, "-") {
+			p.log = []byte(fmt.Sprintf("nvrtc: error: invalid option %q\x00", o))
+			return 5
+		}
+		if a, ok := strings.CutPrefix(o, "--gpu-architecture="); ok {
+			arch = a
+		}
+	}
+	file, line := p.name, 0
+	for _, l := range strings.Split(p.src, "\n") {
+		line++
+		var n int
+		var f string
+		if _, err := fmt.Sscanf(l, "#line %d %q", &n, &f); err == nil {
+			file, line = f, n-1
+			continue
+		}
+		if msg, ok := strings.CutPrefix(l, "#error "); ok {
+			p.log = []byte(fmt.Sprintf("%s(%d): error: #error directive: %s\n\n1 error detected in the compilation of %q.\n\x00", file, line, msg, p.name))
+			return 6
+		}
+	}
+	sum := sha256.Sum256([]byte(p.src))
+	p.ptx = []byte(fmt.Sprintf("//\n// fake NVRTC %d.%d\n// options %s\n// source sha256 %x\n//\n\n.version 9.0\n.target %s\n.address_size 64\n\x00",
+		c.Major, c.Minor, strings.Join(opts, " "), sum, strings.Replace(arch, "compute_", "sm_", 1)))
+	p.log = []byte{0}
+	return 0
+}
+
+// Lib returns the library's entry points.
+func (c *FakeCompiler) Lib() FakeLib {
+	get := func(prog uintptr) *fakeProgram { return c.progs[prog] }
+	out := func(b []byte, dst *byte) { copy(unsafe.Slice(dst, len(b)), b) }
+	return FakeLib{
+		"nvrtcVersion": func(a, b *int32) int32 { *a, *b = c.Major, c.Minor; return 0 },
+		"nvrtcCreateProgram": func(prog *uintptr, src, name *byte, n int32, headers, names **byte) int32 {
+			if src == nil || n != 0 {
+				return 3
+			}
+			c.next++
+			c.progs[c.next] = &fakeProgram{name: goString(name), src: goString(src)}
+			c.Live++
+			*prog = c.next
+			return 0
+		},
+		"nvrtcCompileProgram": func(prog uintptr, n int32, options **byte) int32 {
+			p := get(prog)
+			if p == nil {
+				return 4
+			}
+			var opts []string
+			if n > 0 {
+				for _, o := range unsafe.Slice(options, n) {
+					opts = append(opts, goString(o))
+				}
+			}
+			c.Compiles++
+			c.Options = append(c.Options, opts)
+			return c.compile(p, opts)
+		},
+		"nvrtcGetPTXSize": func(prog uintptr, n *uint64) int32 {
+			p := get(prog)
+			if p == nil || p.ptx == nil {
+				return 4
+			}
+			*n = uint64(len(p.ptx))
+			return 0
+		},
+		"nvrtcGetPTX": func(prog uintptr, dst *byte) int32 {
+			p := get(prog)
+			if p == nil || p.ptx == nil {
+				return 4
+			}
+			out(p.ptx, dst)
+			return 0
+		},
+		"nvrtcGetProgramLogSize": func(prog uintptr, n *uint64) int32 {
+			p := get(prog)
+			if p == nil {
+				return 4
+			}
+			*n = uint64(len(p.log))
+			return 0
+		},
+		"nvrtcGetProgramLog": func(prog uintptr, dst *byte) int32 {
+			p := get(prog)
+			if p == nil {
+				return 4
+			}
+			out(p.log, dst)
+			return 0
+		},
+		"nvrtcDestroyProgram": func(prog *uintptr) int32 {
+			if get(*prog) == nil {
+				return 4
+			}
+			delete(c.progs, *prog)
+			c.Live--
+			*prog = 0
+			return 0
+		},
+	}
 }
 
 // FakeCuBLAS is a libcublas of the given version.

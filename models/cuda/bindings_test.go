@@ -1,0 +1,64 @@
+package cuda_test
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
+)
+
+// dirOpener opens every library as one file of dir through the system's
+// dynamic loader.
+type dirOpener struct{ lib string }
+
+func (o dirOpener) Open(string) (cuda.Library, error) { return cuda.System().Open(o.lib) }
+func (o dirOpener) Where() string                     { return o.lib }
+
+// TestSystemBindings builds testdata/fakecuda.c as a shared library with
+// the system C compiler and runs discovery and NVRTC through purego and
+// the real dynamic loader: the bindings' C signatures, checked without a
+// GPU.
+func TestSystemBindings(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("spn loads CUDA on Linux only")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc) on PATH: the binding test builds a fake CUDA library with one")
+	}
+	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", lib, filepath.Join("testdata", "fakecuda.c")).CombinedOutput(); err != nil {
+		t.Fatalf("building the fake library: %v\n%s", err, out)
+	}
+	r, err := cuda.Probe(dirOpener{lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.String(); got != "Fake GPU (cuda:0, compute capability 9.0, 5.0 GiB, driver CUDA 13.0)" {
+		t.Fatalf("device %q", got)
+	}
+	c, err := r.Compiler(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "extern \"C\" __global__ void k() {}"
+	ptx, err := c.Compile("k.cu", src, "--fmad=false", "-lineinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("// %d bytes of k.cu, --gpu-architecture=compute_90 --fmad=false -lineinfo\x00", len(src)); string(ptx) != want {
+		t.Fatalf("PTX %q, want %q", ptx, want)
+	}
+	_, err = c.Compile("bad.cu", "#error x")
+	if err == nil || !strings.Contains(err.Error(), "NVRTC_ERROR_COMPILATION (6)\nbad.cu(1): error: #error directive") {
+		t.Fatalf("compile error: %v", err)
+	}
+}

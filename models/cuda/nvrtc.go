@@ -1,0 +1,201 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+)
+
+// nvrtcAPI holds the NVRTC entry points spn uses. An nvrtcProgram is a
+// pointer, held as a uintptr; size_t is 64 bits on the platforms spn
+// loads CUDA on (Linux on amd64 and arm64).
+type nvrtcAPI struct {
+	version func(major, minor *int32) int32
+	create  func(prog *uintptr, src, name *byte, numHeaders int32, headers, includeNames **byte) int32
+	compile func(prog uintptr, numOptions int32, options **byte) int32
+	ptxSize func(prog uintptr, size *uint64) int32
+	ptx     func(prog uintptr, out *byte) int32
+	logSize func(prog uintptr, size *uint64) int32
+	log     func(prog uintptr, out *byte) int32
+	destroy func(prog *uintptr) int32
+}
+
+func (a *nvrtcAPI) bindings() []binding {
+	return []binding{
+		{"nvrtcVersion", &a.version},
+		{"nvrtcCreateProgram", &a.create},
+		{"nvrtcCompileProgram", &a.compile},
+		{"nvrtcGetPTXSize", &a.ptxSize},
+		{"nvrtcGetPTX", &a.ptx},
+		{"nvrtcGetProgramLogSize", &a.logSize},
+		{"nvrtcGetProgramLog", &a.log},
+		{"nvrtcDestroyProgram", &a.destroy},
+	}
+}
+
+// NVRTCResult is an nvrtcResult status code.
+type NVRTCResult int32
+
+var nvrtcResultNames = [...]string{
+	"NVRTC_SUCCESS",
+	"NVRTC_ERROR_OUT_OF_MEMORY",
+	"NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+	"NVRTC_ERROR_INVALID_INPUT",
+	"NVRTC_ERROR_INVALID_PROGRAM",
+	"NVRTC_ERROR_INVALID_OPTION",
+	"NVRTC_ERROR_COMPILATION",
+	"NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
+	"NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
+	"NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
+	"NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
+	"NVRTC_ERROR_INTERNAL_ERROR",
+}
+
+func (r NVRTCResult) String() string {
+	if r >= 0 && int(r) < len(nvrtcResultNames) {
+		return fmt.Sprintf("%s (%d)", nvrtcResultNames[r], int32(r))
+	}
+	return fmt.Sprintf("nvrtcResult %d", int32(r))
+}
+
+// nvrtcCheck turns an NVRTC status code from call into an error.
+func nvrtcCheck(lib, call string, r int32) error {
+	if r == 0 {
+		return nil
+	}
+	return fmt.Errorf("cuda: %s: %s failed: %v", lib, call, NVRTCResult(r))
+}
+
+// CompileError is a program NVRTC could not compile; Log is NVRTC's
+// program log, whose messages name the source file and line.
+type CompileError struct {
+	Name   string // the program's name, e.g. "spn_kernels.cu"
+	Arch   string // the virtual architecture, e.g. "compute_90"
+	NVRTC  Lib
+	Result NVRTCResult
+	Log    string
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("cuda: NVRTC %v (%s) cannot compile %s for %s: %v\n%s",
+		e.NVRTC.Version, e.NVRTC.Name, e.Name, e.Arch, e.Result, strings.TrimRight(e.Log, "\n"))
+}
+
+// MinComputeCapability returns the oldest compute capability (major,
+// minor) the PTX of an NVRTC of version v can target: 7.5 from CUDA 13
+// (which dropped Maxwell, Pascal and Volta), 5.0 for CUDA 12.
+func MinComputeCapability(v Version) (major, minor int) {
+	if v.Major >= 13 {
+		return 7, 5
+	}
+	return 5, 0
+}
+
+// ChooseNVRTC returns the newest of the loaded NVRTC libraries that
+// compiles for d's compute capability, or an error naming what d needs.
+func ChooseNVRTC(d Device, loaded []Lib) (Lib, error) {
+	var best Lib
+	found := false
+	for _, l := range loaded {
+		ma, mi := MinComputeCapability(l.Version)
+		if d.Major < ma || d.Major == ma && d.Minor < mi {
+			continue
+		}
+		if !found || best.Version.Less(l.Version) {
+			best, found = l, true
+		}
+	}
+	if found {
+		return best, nil
+	}
+	var have []string
+	for _, l := range loaded {
+		ma, mi := MinComputeCapability(l.Version)
+		have = append(have, fmt.Sprintf("NVRTC %v (%s) targets compute capability %d.%d and newer", l.Version, l.Name, ma, mi))
+	}
+	if len(have) == 0 {
+		have = append(have, "no NVRTC is loaded")
+	}
+	return Lib{}, fmt.Errorf("cuda: %s has compute capability %d.%d, which no loaded NVRTC compiles for: %s; install CUDA 12's NVRTC (%s) for this GPU",
+		d.Name, d.Major, d.Minor, strings.Join(have, "; "), NVRTC12)
+}
+
+// Compiler compiles CUDA C to PTX for one device's architecture with one
+// NVRTC library.
+type Compiler struct {
+	NVRTC Lib
+	Arch  string // e.g. "compute_90"
+	api   *nvrtcAPI
+}
+
+// Compiler returns the compiler for device d: the NVRTC ChooseNVRTC picks
+// among the loaded ones, targeting d.Arch().
+func (r *Runtime) Compiler(d Device) (*Compiler, error) {
+	lib, err := ChooseNVRTC(d, r.NVRTCs)
+	if err != nil {
+		return nil, err
+	}
+	return &Compiler{NVRTC: lib, Arch: d.Arch(), api: r.nvrtc[lib.Name]}, nil
+}
+
+// cstring returns s as a NUL-terminated C string.
+func cstring(s string) []byte { return append([]byte(s), 0) }
+
+// Compile compiles the CUDA C program src, called name in NVRTC's
+// messages, for the compiler's architecture with the extra NVRTC options
+// opts, and returns its PTX as NVRTC writes it (NUL-terminated, as the
+// driver's module loader takes it). A compile error is a *CompileError
+// with NVRTC's log.
+func (c *Compiler) Compile(name, src string, opts ...string) ([]byte, error) {
+	lib := c.NVRTC.Name
+	csrc, cname := cstring(src), cstring(name)
+	var prog uintptr
+	if err := nvrtcCheck(lib, "nvrtcCreateProgram", c.api.create(&prog, &csrc[0], &cname[0], 0, nil, nil)); err != nil {
+		return nil, fmt.Errorf("%w (compiling %s)", err, name)
+	}
+	runtime.KeepAlive(csrc)
+	runtime.KeepAlive(cname)
+	defer c.api.destroy(&prog)
+	all := append([]string{"--gpu-architecture=" + c.Arch}, opts...)
+	keep := make([][]byte, len(all))
+	ptrs := make([]*byte, len(all))
+	for i, o := range all {
+		keep[i] = cstring(o)
+		ptrs[i] = &keep[i][0]
+	}
+	r := c.api.compile(prog, int32(len(ptrs)), &ptrs[0])
+	runtime.KeepAlive(keep)
+	runtime.KeepAlive(ptrs)
+	if r != 0 {
+		log, err := c.text(prog, "nvrtcGetProgramLogSize", c.api.logSize, "nvrtcGetProgramLog", c.api.log)
+		if err != nil {
+			log = []byte("(no log: " + err.Error() + ")")
+		}
+		return nil, &CompileError{Name: name, Arch: c.Arch, NVRTC: c.NVRTC, Result: NVRTCResult(r), Log: strings.TrimRight(string(log), "\x00")}
+	}
+	ptx, err := c.text(prog, "nvrtcGetPTXSize", c.api.ptxSize, "nvrtcGetPTX", c.api.ptx)
+	if err != nil {
+		return nil, fmt.Errorf("%w (compiling %s)", err, name)
+	}
+	return ptx, nil
+}
+
+// text reads one of a program's outputs (its PTX or its log) through the
+// size call and the copy call of NVRTC.
+func (c *Compiler) text(prog uintptr, sizeCall string, size func(uintptr, *uint64) int32, getCall string, get func(uintptr, *byte) int32) ([]byte, error) {
+	var n uint64
+	if err := nvrtcCheck(c.NVRTC.Name, sizeCall, size(prog, &n)); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if n > 1<<31 {
+		return nil, fmt.Errorf("cuda: %s: %s says %d bytes", c.NVRTC.Name, sizeCall, n)
+	}
+	buf := make([]byte, n)
+	if err := nvrtcCheck(c.NVRTC.Name, getCall, get(prog, &buf[0])); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
