@@ -5,7 +5,7 @@
 // aggregation over CSR hop sets and its gradient (hops.cu), the hop
 // weights' softmax, bias + ReLU (dense.cu), batch norm + ReLU in training
 // and evaluation mode (norm.cu), sum and mean pooling (pool.cu), the
-// softmax cross-entropy (loss.cu), the Adam update (adam.cu) and dropout
+// softmax cross-entropy and the squared error (loss.cu), the Adam update (adam.cu) and dropout
 // with a counter-based generator (dropout.cu). Matrix products are
 // cuBLAS's.
 //
@@ -143,6 +143,7 @@ func Kernels() []Kernel {
 		{"spn_pool_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
 		{"spn_cross_entropy", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "logits", F32Ptr, "y", I32Ptr, "dl", F32Ptr, "G", I32, "c", I32)},
 		{"spn_mean_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "G", I32)},
+		{"spn_squared_error", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "pred", F32Ptr, "target", F64Ptr, "dl", F32Ptr, "len", I32)},
 		{"spn_adam", "adam.cu", ps("w", F32Ptr, "g", F32Ptr, "m", F32Ptr, "v", F32Ptr, "len", I32, "lr", F64, "beta1", F64, "beta2", F64, "eps", F64, "wd", F64, "bc1", F64, "bc2", F64, "decay", I32, "frozen", I32)},
 		{"spn_dropout_mask", "dropout.cu", ps("mask", F32Ptr, "len", I32, "seed", U64, "step", U64, "p", F64, "scale", F32)},
 		{"spn_mul", "dropout.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},

@@ -355,7 +355,7 @@ func TestCrossEntropy(t *testing.T) {
 		y[i] = int32(rng.IntN(c))
 	}
 	dz := make([]float32, G*c)
-	loss := kernels.CrossEntropy(dz, dl, logits, y, G, c)
+	loss := kernels.CrossEntropy(dz, float64(float32(dl)), logits, y, G, c) // the op passes its float32 output gradient
 	part, kdz, kloss := make([]float64, G), make([]float32, G*c), make([]float32, 1)
 	launch(t, "spn_cross_entropy", cover(G, 8), 8, part, kdz, logits, y, []float32{dl}, G, c)
 	launch(t, "spn_mean_loss", 1, 4, kloss, part, G)
@@ -469,4 +469,23 @@ func TestDropout(t *testing.T) {
 		want[i] = x[i] * masks[0][i]
 	}
 	equalBits(t, "x⊙mask", y, want)
+}
+
+// TestSquaredError compares the mean squared error and its gradient with
+// kernels.MSE, bit for bit (the same operations in the same order).
+func TestSquaredError(t *testing.T) {
+	const n, dl = 300, 0.3
+	rng := rand.New(rand.NewPCG(16, 17))
+	pred := randn(rng, n, 1)
+	target := make([]float64, n)
+	for i := range target {
+		target[i] = rng.NormFloat64()
+	}
+	dz := make([]float32, n)
+	loss := kernels.MSE(dz, float64(float32(dl)), pred, target) // the op passes its float32 output gradient
+	part, kdz, kloss := make([]float64, n), make([]float32, n), make([]float32, 1)
+	launch(t, "spn_squared_error", cover(n, 32), 32, part, kdz, pred, target, []float32{dl}, n)
+	launch(t, "spn_mean_loss", 1, 1, kloss, part, n)
+	equalBits(t, "loss", kloss, []float32{float32(loss)})
+	equalBits(t, "dpred", kdz, dz)
 }

@@ -1,5 +1,7 @@
-// The mean softmax cross-entropy of a batch's graphs, in double as
-// models/kernels.CrossEntropy (the one CPU implementation of the loss).
+// The losses of a batch's graphs, in double as models/kernels computes
+// them: the mean softmax cross-entropy (kernels.CrossEntropy) and the mean
+// squared error (kernels.MSE). Each writes one term per graph (or value)
+// and spn_mean_loss adds them in order.
 
 // spn_cross_entropy sets, for graph i < G (one thread each) with logits
 // row i (G×c) and class y[i], part[i] = log Σ_j exp(logit_j) − logit_{y[i]}
@@ -52,4 +54,23 @@ SPN_KERNEL void spn_mean_loss(float* __restrict__ loss, const double* __restrict
 		s /= (double)G;
 	}
 	loss[0] = (float)s;
+}
+
+// spn_squared_error sets, for value i < len (one thread each) of the
+// predictions against their targets, part[i] = (pred[i] − target[i])²
+// and, when dl is not null, the gradient of the mean over the len values
+// scaled by dl[0], dz[i] = dl[0]·2·(pred[i] − target[i])/len.
+// spn_mean_loss(loss, part, len) is the loss.
+SPN_KERNEL void spn_squared_error(double* __restrict__ part, float* __restrict__ dz, const float* __restrict__ pred,
+	const double* __restrict__ target, const float* __restrict__ dl, int len)
+{
+	long long t = spn_index();
+	if (t >= len) {
+		return;
+	}
+	double e = (double)pred[t] - target[t];
+	part[t] = e * e;
+	if (dl) {
+		dz[t] = (float)((double)dl[0] * 2.0 * e / (double)len);
+	}
 }
