@@ -29,7 +29,10 @@ package kern
 import (
 	"embed"
 	"fmt"
+	"math"
 	"strings"
+
+	"github.com/spn-project/spn/data/csr"
 )
 
 //go:embed spn.cuh *.cu
@@ -148,4 +151,33 @@ func Kernels() []Kernel {
 		{"spn_dropout_mask", "dropout.cu", ps("mask", F32Ptr, "len", I32, "seed", U64, "step", U64, "p", F64, "scale", F32)},
 		{"spn_mul", "dropout.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
 	}
+}
+
+// PackHops lays out the hop sets N_1..N_k of n nodes as spn_hop_aggregate
+// reads them: ptr holds k·(n+1) offsets into the one idx, row u of hop i
+// at idx[ptr[i·(n+1)+u] .. ptr[i·(n+1)+u+1]). Every set must have n+1
+// offsets and Ptr[n] = len(Idx), and all of them at most 2³¹−1 entries.
+func PackHops(hops []csr.CSR, n int) (ptr, idx []int32, err error) {
+	total := 0
+	for i, h := range hops {
+		if len(h.Ptr) != n+1 {
+			return nil, nil, fmt.Errorf("kern: hop set %d has %d row offsets, want %d for %d nodes", i+1, len(h.Ptr), n+1, n)
+		}
+		if int(h.Ptr[n]) != len(h.Idx) {
+			return nil, nil, fmt.Errorf("kern: hop set %d has %d entries, its offsets say %d", i+1, len(h.Idx), h.Ptr[n])
+		}
+		total += len(h.Idx)
+	}
+	if total > math.MaxInt32 {
+		return nil, nil, fmt.Errorf("kern: %d hop entries, more than int32 offsets address", total)
+	}
+	ptr, idx = make([]int32, 0, len(hops)*(n+1)), make([]int32, 0, total)
+	for _, h := range hops {
+		off := int32(len(idx))
+		for _, p := range h.Ptr {
+			ptr = append(ptr, off+p)
+		}
+		idx = append(idx, h.Idx...)
+	}
+	return ptr, idx, nil
 }

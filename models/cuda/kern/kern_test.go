@@ -2,9 +2,11 @@ package kern_test
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/data/csr"
 	"github.com/spn-project/spn/models/cuda/kern"
 )
 
@@ -77,6 +79,37 @@ func TestSource(t *testing.T) {
 	for _, bad := range []string{"atomic", "__shared__", "__syncthreads"} {
 		if strings.Contains(code, bad) {
 			t.Errorf("the kernels use %s: they must stay deterministic and emulable", bad)
+		}
+	}
+}
+
+func TestPackHops(t *testing.T) {
+	a := csr.CSR{Ptr: []int32{0, 1, 2, 2}, Idx: []int32{1, 0}}
+	b := csr.CSR{Ptr: []int32{0, 0, 1, 2}, Idx: []int32{2, 1}}
+	ptr, idx, err := kern.PackHops([]csr.CSR{a, b}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int32{0, 1, 2, 2, 2, 2, 3, 4}; !slices.Equal(ptr, want) {
+		t.Errorf("ptr %v, want %v", ptr, want)
+	}
+	if want := []int32{1, 0, 2, 1}; !slices.Equal(idx, want) {
+		t.Errorf("idx %v, want %v", idx, want)
+	}
+	if ptr, idx, err := kern.PackHops(nil, 3); err != nil || len(ptr) != 0 || len(idx) != 0 {
+		t.Errorf("no hops: %v %v %v", ptr, idx, err)
+	}
+	for _, c := range []struct {
+		name string
+		hops []csr.CSR
+		want string
+	}{
+		{"rows", []csr.CSR{a, {Ptr: []int32{0, 0}, Idx: nil}}, "kern: hop set 2 has 2 row offsets, want 4 for 3 nodes"},
+		{"no offsets", []csr.CSR{{}}, "kern: hop set 1 has 0 row offsets, want 4 for 3 nodes"},
+		{"entries", []csr.CSR{{Ptr: []int32{0, 1, 2, 3}, Idx: []int32{1}}}, "kern: hop set 1 has 1 entries, its offsets say 3"},
+	} {
+		if _, _, err := kern.PackHops(c.hops, 3); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
@@ -35,18 +36,12 @@ func randn(rng *rand.Rand, n int, scale float64) []float32 {
 	return x
 }
 
-// flat returns the hop sets as the kernels read them: one ptr of
-// k·(n+1) offsets into one idx.
-func flat(hops []data.CSR) (ptr, idx []int32) {
-	for _, h := range hops {
-		off := int32(len(idx))
-		for _, p := range h.Ptr {
-			ptr = append(ptr, off+p)
-		}
-		idx = append(idx, h.Idx...)
-	}
-	if idx == nil {
-		idx = []int32{}
+// flat is kern.PackHops, which must succeed.
+func flat(t *testing.T, hops []data.CSR, n int) (ptr, idx []int32) {
+	t.Helper()
+	ptr, idx, err := kern.PackHops(hops, n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ptr, idx
 }
@@ -96,7 +91,7 @@ func TestHopAggregate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ptr, idx := flat(b.Hop[:k])
+	ptr, idx := flat(t, b.Hop[:k], n)
 	for _, block := range []int{64, 5} { // the result does not depend on the launch
 		yk, sk := make([]float32, n*d), make([]float32, k*n*d)
 		launch(t, "spn_hop_aggregate", cover(n*d, block), block, yk, sk, H, ptr, idx, alpha, eps, k, n, d)
@@ -109,7 +104,7 @@ func TestHopAggregate(t *testing.T) {
 	launch(t, "spn_hop_aggregate", cover(n*d, 64), 64, make([]float32, n*d), sk, H, ptr, idx, alpha, eps, k, n, d)
 
 	// dH: the same gather of dOut over the transposed hop sets.
-	ptrT, idxT := flat(append([]data.CSR{gd.Hop1T}, gd.HopsT...))
+	ptrT, idxT := flat(t, append([]data.CSR{gd.Hop1T}, gd.HopsT...), n)
 	dH := make([]float32, n*d)
 	launch(t, "spn_hop_aggregate", cover(n*d, 64), 64, dH, []float32(nil), dy, ptrT, idxT, alpha, eps, k, n, d)
 	equalBits(t, "dH", dH, grad[0])
