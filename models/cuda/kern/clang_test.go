@@ -47,7 +47,7 @@ func TestClangCUDA(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(clang, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_80", "-nocudainc", "-nocudalib",
-		"-ffp-contract=off", "-Wall", "-Werror", "-include", pre, "-S", "-o", ptx, src)
+		"-ffp-contract=off", "-include", pre, "-S", "-o", ptx, src)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}

@@ -59,6 +59,7 @@ func harness(src string) string {
 	var b strings.Builder
 	b.WriteString(prelude)
 	b.WriteString(src)
+	b.WriteString("\n#line 1 \"harness.c\"\n") // the harness's own lines
 	b.WriteString(runtime)
 	b.WriteString("int main(void) {\n\tchar name[64] = {0}; unsigned int len; rd(&len, 4); if (len >= sizeof name) return 5; rd(name, len);\n")
 	b.WriteString("\trd(&gridDim.x, 4); rd(&blockDim.x, 4); gridDim.y = gridDim.z = blockDim.y = blockDim.z = 1;\n")
@@ -123,9 +124,10 @@ func buildHarness(t *testing.T) string {
 		}
 		built.path = filepath.Join(built.dir, "harness")
 		// No contraction into fused multiply-adds (NVRTC's --fmad=false);
-		// mismatched pointer types in a call are errors.
-		cmd := exec.Command(cc, "-std=c11", "-O2", "-ffp-contract=off", "-Wall", "-Werror", "-Wno-unused-function",
-			"-o", built.path, c, "-lm")
+		// a call whose argument types do not match the kernel's is an
+		// error (other warnings, which vary between compilers, are not).
+		cmd := exec.Command(cc, "-std=c11", "-O2", "-ffp-contract=off", "-Werror=incompatible-pointer-types",
+			"-Werror=int-conversion", "-Werror=implicit-function-declaration", "-o", built.path, c, "-lm")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 		}
