@@ -31,8 +31,8 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "cost estimate from %s (measured %s on %s, %d CPUs, %d thread(s) per stage):\n",
-		calFile, cal.Date.Format("2006-01-02"), cal.Host, cal.CPUs, max(cal.Threads, 1))
+	fmt.Fprintf(w, "cost estimate from %s (measured %s on %s, device %s, %d CPUs, %d thread(s) per stage):\n",
+		calFile, cal.Date.Format("2006-01-02"), cal.Host, cal.OnDevice(), cal.CPUs, max(cal.Threads, 1))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kind\tstages\tto run\tCPU-hours (all)\tCPU-hours (to run)\t")
 	for _, k := range est.Kinds {
@@ -163,7 +163,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 	}
 	host, _ := os.Hostname()
 	cal := &cost.Calibration{Version: cost.CalibrationVersion, Host: host, GOARCH: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), Threads: threads, Date: time.Now().UTC().Truncate(time.Second),
+		CPUs: runtime.NumCPU(), Threads: threads, Date: time.Now().UTC().Truncate(time.Second), Device: spec.Device,
 		StageSeconds: map[string]map[string]float64{}}
 	for _, n := range p.Nodes {
 		ds, _ := cost.DatasetOf(n)
