@@ -85,7 +85,7 @@ func taskCode(t Task) (byte, bool) {
 
 // WriteDatasetFile writes ds to path atomically (temporary file + rename).
 func WriteDatasetFile(path string, ds *Dataset) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteDataset(w, ds) })
+	return WriteFileAtomic(path, func(w io.Writer) error { return WriteDataset(w, ds) })
 }
 
 // ReadDatasetFile reads and validates a dataset file.
@@ -104,7 +104,7 @@ func ReadDatasetFile(path string) (*Dataset, error) {
 
 // WriteHopsFile writes h to path atomically (temporary file + rename).
 func WriteHopsFile(path string, h *Hops) error {
-	return writeFileAtomic(path, func(w io.Writer) error { return WriteHops(w, h) })
+	return WriteFileAtomic(path, func(w io.Writer) error { return WriteHops(w, h) })
 }
 
 // ReadHopsFile reads and validates a hops file.
@@ -985,9 +985,9 @@ func openSized(path string) (*os.File, int64, error) {
 	return f, st.Size(), nil
 }
 
-// writeFileAtomic writes path through a temporary file in the same
+// WriteFileAtomic writes path through a temporary file in the same
 // directory, renamed into place only when write succeeded.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -137,6 +137,7 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 	e := Experiment{Name: name, Seeds: slices.Clone(seeds)}
 	nerr := len(l.errs)
 	l.decodeInto(at("dataset"), v.LookupPath(cue.ParsePath("dataset")), &e.Dataset)
+	e.Dataset = e.Dataset.Canonical()
 	l.decodeInto(at("protocol"), v.LookupPath(cue.ParsePath("protocol")), &e.Protocol)
 	if s := v.LookupPath(cue.ParsePath("seeds")); s.Exists() {
 		l.decodeInto(at("seeds"), s, &e.Seeds)
@@ -436,6 +437,7 @@ func (l *loader) unroll(at func(...string) []string, v cue.Value, axes []gridAxi
 		okM := l.decodeInto(at("model"), filled.LookupPath(cue.ParsePath("model")), &pt.Model)
 		okT := l.decodeInto(at("training"), filled.LookupPath(cue.ParsePath("training")), &pt.Training)
 		if okM && okT {
+			pt.Model = pt.Model.Canonical()
 			l.pointChecks(at, axes, idx, pt, e.Dataset)
 			e.Points = append(e.Points, pt)
 		}

@@ -3,7 +3,10 @@
 // it, applies defaults, unrolls hyper-parameter grids and returns a Spec.
 package schema
 
-import "github.com/spn-project/spn/schema/modelspec"
+import (
+	"github.com/spn-project/spn/data/prox"
+	"github.com/spn-project/spn/schema/modelspec"
+)
 
 // Spec is one validated, defaults-filled experiment file.
 type Spec struct {
@@ -94,6 +97,16 @@ type Dataset struct {
 	Balanced bool `json:"balanced,omitempty"`
 	// ColourBlind sets every h-Prox node label to 0.
 	ColourBlind bool `json:"colour_blind,omitempty"`
+}
+
+// Canonical returns d with every optional field that holds its default
+// spelled as absent, so that a spec writing a default out and one leaving
+// it out describe the same dataset (and name the same stages).
+func (d Dataset) Canonical() Dataset {
+	if d.Negatives == prox.NegStrict {
+		d.Negatives = ""
+	}
+	return d
 }
 
 // Model is a model section: the plain struct the model library reads

@@ -150,6 +150,28 @@ type TrainResult struct {
 	// copy of the generate stage's FileSources; absent when that stage
 	// predates the record).
 	Data *DataSources `json:"data,omitempty"`
+	// Compute says what computed the run (absent in results that predate
+	// the record). Results are the same bytes only on the same compute.
+	Compute *Compute `json:"compute,omitempty"`
+}
+
+// Compute describes the device and kernels that trained a run.
+type Compute struct {
+	// Device is "cpu" or "cuda:N".
+	Device string `json:"device"`
+	// GEMM names the matrix-multiply implementation of a CPU run (its
+	// build: pure Go, or OpenBLAS with other roundings).
+	GEMM string `json:"gemm,omitempty"`
+}
+
+func (c *Compute) String() string {
+	if c == nil {
+		return "not recorded"
+	}
+	if c.GEMM == "" {
+		return c.Device
+	}
+	return c.Device + ", " + c.GEMM
 }
 
 // DataSources records the upstream files a dataset was read from, their

@@ -31,8 +31,8 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "cost estimate from %s (measured %s on %s, %d CPUs, %d thread(s) per stage):\n",
-		calFile, cal.Date.Format("2006-01-02"), cal.Host, cal.CPUs, max(cal.Threads, 1))
+	fmt.Fprintf(w, "cost estimate from %s (measured %s on %s, device %s, %d CPUs, %d thread(s) per stage):\n",
+		calFile, cal.Date.Format("2006-01-02"), cal.Host, cal.OnDevice(), cal.CPUs, max(cal.Threads, 1))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kind\tstages\tto run\tCPU-hours (all)\tCPU-hours (to run)\t")
 	for _, k := range est.Kinds {
@@ -64,6 +64,7 @@ func (a *app) calibrate(en *engine, args []string) error {
 	epochs := fs.Int("epochs", 3, "epochs per measured configuration (at least 2; the first is not counted)")
 	threads := fs.Int("threads", 1, "kernel threads per stage (CPU-hours = seconds × threads)")
 	proxGraphs := fs.Int("prox-graphs", 1000, "measure h-Prox datasets with at most this many graphs (times scale linearly)")
+	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	deviceFlag(fs, &o.device)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -92,7 +93,7 @@ func (a *app) calibrate(en *engine, args []string) error {
 	if out == "" {
 		out = defaultCalibration(pos[0])
 	}
-	cal, err := a.measure(en, spec, o, *epochs, *threads, *proxGraphs)
+	cal, err := a.measure(en, spec, o, *epochs, *threads, *proxGraphs, *noWait)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ type combo struct {
 
 // measure builds one single-run holdout experiment per distinct dataset ×
 // model kind × k of spec, runs it locally and reads the timings back.
-func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads, proxGraphs int) (*cost.Calibration, error) {
+func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads, proxGraphs int, noWait bool) (*cost.Calibration, error) {
 	cspec := &schema.Spec{Name: spec.Name + "-calibration", Device: spec.Device, Mode: spec.Mode,
 		File: spec.File, Tables: []schema.Table{}, Executor: spec.Executor}
 	var combos []combo
@@ -148,11 +149,17 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 	if err != nil {
 		return nil, runtimeErr("calibrate", err)
 	}
+	ctx, stop := a.signalContext()
+	defer stop()
+	// Stages are written as by spn run: under the cache lock.
+	lk, err := a.lockCache(ctx, "calibrate", c, noWait)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Unlock()
 	if err := p.Resolve(c); err != nil {
 		return nil, runtimeErr("calibrate", err)
 	}
-	ctx, stop := a.signalContext()
-	defer stop()
 	_, toRun := p.Counts()
 	fmt.Fprintf(a.stderr, "spn calibrate: %d configurations, %d stages to run (%d epochs each, %d thread(s))\n",
 		len(combos), toRun, epochs, threads)
@@ -163,7 +170,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 	}
 	host, _ := os.Hostname()
 	cal := &cost.Calibration{Version: cost.CalibrationVersion, Host: host, GOARCH: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), Threads: threads, Date: time.Now().UTC().Truncate(time.Second),
+		CPUs: runtime.NumCPU(), Threads: threads, Date: time.Now().UTC().Truncate(time.Second), Device: spec.Device,
 		StageSeconds: map[string]map[string]float64{}}
 	for _, n := range p.Nodes {
 		ds, _ := cost.DatasetOf(n)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,6 +38,44 @@ func TestPlanCost(t *testing.T) {
 	code = a.main([]string{"plan", "--cost", "testdata/slurm_tiny.cue", "--calibration", "testdata/none.json"})
 	if code != exitFail || !strings.Contains(errb.String(), "spn calibrate testdata/slurm_tiny.cue --out testdata/none.json") {
 		t.Errorf("missing calibration: exit %d: %s", code, errb.String())
+	}
+}
+
+// A calibration measured on one device does not estimate another's
+// stages: plan --cost names both and how to measure the right one.
+func TestPlanCostDevice(t *testing.T) {
+	b, err := os.ReadFile("testdata/tiny_calibration.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["device"] = "cuda:0"
+	b, err = json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpuCal := filepath.Join(t.TempDir(), "gpu.json")
+	if err := os.WriteFile(gpuCal, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cal, device, want string
+	}{
+		{gpuCal, "", gpuCal + ": calibration measured on cuda:0, but the stages run on cpu (spn calibrate testdata/slurm_tiny.cue --device cpu --out FILE measures one)"},
+		{"testdata/tiny_calibration.json", "cuda:1", "testdata/tiny_calibration.json: calibration measured on cpu, but the stages run on cuda:1 (spn calibrate testdata/slurm_tiny.cue --device cuda:1 --out FILE measures one)"},
+	} {
+		var out, errb bytes.Buffer
+		a := &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+		args := []string{"plan", "--cost", "testdata/slurm_tiny.cue", "--calibration", c.cal, "--cache", t.TempDir()}
+		if c.device != "" {
+			args = append(args, "--device", c.device)
+		}
+		if code := a.main(args); code != exitFail || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d: %s\nwant %q", args, code, errb.String(), c.want)
+		}
 	}
 }
 

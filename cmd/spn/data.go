@@ -376,15 +376,9 @@ func (a *app) dataExport(args []string) error {
 		}
 		return nil
 	}
-	f, err := os.Create(*out)
-	if err != nil {
-		return dataErr("export", err)
-	}
-	if err := jsonl.Write(f, ds); err != nil {
-		f.Close()
-		return dataErr("export", fmt.Errorf("%s: %w", *out, err))
-	}
-	if err := f.Close(); err != nil {
+	// Through a temporary file: a failed export leaves no half-written
+	// file, and an existing one is replaced whole or not at all.
+	if err := data.WriteFileAtomic(*out, func(w io.Writer) error { return jsonl.Write(w, ds) }); err != nil {
 		return dataErr("export", err)
 	}
 	return nil

@@ -113,6 +113,32 @@ func TestDataExportProx(t *testing.T) {
 	}
 }
 
+// export --out replaces an existing file whole, through a temporary file
+// that does not stay behind; an unwritable destination is an error naming
+// it, exit 1, that leaves nothing.
+func TestDataExportOut(t *testing.T) {
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "prox.jsonl")
+	if err := os.WriteFile(dest, []byte(strings.Repeat("old\n", 10000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, want, _ := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--seed", "1")
+	if code, _, errs := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--seed", "1", "--out", dest); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if got, err := os.ReadFile(dest); err != nil || string(got) != want {
+		t.Fatalf("--out wrote %d bytes (%v), want the %d of standard output", len(got), err, len(want))
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%s holds %d entries, want only prox.jsonl", dir, len(ents))
+	}
+	bad := filepath.Join(dir, "missing", "x.jsonl")
+	code, _, errs := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--out", bad)
+	if code != exitFail || !strings.Contains(errs, bad) {
+		t.Errorf("unwritable --out: exit %d: %s", code, errs)
+	}
+}
+
 // TestDataOGB: OGB sets by their OGB names; the export is the JSONL that
 // spn predict reads (categorical atom and bond features, null for a
 // missing label).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,10 @@ func spnOn(o cuda.Opener, en *engine, cacheDir string, args ...string) result {
 		err = a.stage(en, args[1:])
 	case "bench":
 		err = cmdBench(a, args[1:])
+	case "calibrate":
+		err = a.calibrate(en, args[1:])
+	default:
+		err = fmt.Errorf("spnOn: command %q is not wired into the test helper", args[0])
 	}
 	return result{a.exit(err), out.String(), errb.String()}
 }

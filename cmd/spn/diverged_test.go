@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/models/kernels"
 )
 
 // TestDivergedGridPoint trains for real a grid whose lr 1e6 point
@@ -27,5 +29,19 @@ func TestDivergedGridPoint(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("stdout lacks %q", want)
 		}
+	}
+	// spn status says what computed the cached results, diverged ones too.
+	out.Reset()
+	if code := a.main([]string{"status", "testdata/diverged.cue", "--cache", filepath.Join(dir, "cache")}); code != exitOK {
+		t.Fatalf("status: exit %d: %s", code, errb.String())
+	}
+	var lines []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "cached train results computed on ") {
+			lines = append(lines, l)
+		}
+	}
+	if want := "cached train results computed on cpu, " + kernels.GEMM + ": "; len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+		t.Errorf("status: compute lines %q, want one starting %q", lines, want)
 	}
 }

@@ -229,7 +229,7 @@ func (a *app) plan(en *engine, args []string) error {
 	if err := o.resolve(a); err != nil {
 		return usageErr("plan", err)
 	}
-	_, p, _, err := a.buildPlan(en, "plan", pos[0], o)
+	spec, p, _, err := a.buildPlan(en, "plan", pos[0], o)
 	if err != nil {
 		return err
 	}
@@ -245,6 +245,9 @@ func (a *app) plan(en *engine, args []string) error {
 		cal, err := cost.ReadCalibration(f)
 		if err != nil {
 			return runtimeErrf("plan", "%w (spn calibrate %s --out %s measures one)", err, pos[0], f)
+		}
+		if err := cal.CheckDevice(spec.Device); err != nil {
+			return runtimeErrf("plan", "%s: %w (spn calibrate %s --device %s --out FILE measures one)", f, err, pos[0], spec.Device)
 		}
 		if err := writeCost(a.stdout, cal, f, p); err != nil {
 			return runtimeErr("plan", err)

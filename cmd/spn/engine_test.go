@@ -377,6 +377,30 @@ func TestRunLockContention(t *testing.T) {
 	}
 }
 
+// spn calibrate writes stages as spn run does, under the cache lock.
+func TestCalibrateLock(t *testing.T) {
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	c, err := cache.Open(cacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, err := c.Lock(context.Background(), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	r := spn(testEngine(), cacheDir, "calibrate", "testdata/small.cue", "--no-wait", "--out", filepath.Join(dir, "cal.json"))
+	want := fmt.Sprintf("spn calibrate: cache is locked by another process (pid %d): %s; wait for it to finish, use another --cache, or drop --no-wait to wait\n",
+		os.Getpid(), filepath.Join(cacheDir, "lock"))
+	if r.code != exitFail || !strings.HasSuffix(r.stderr, want) {
+		t.Errorf("exit %d, stderr %q\nwant it to end %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cal.json")); !os.IsNotExist(err) {
+		t.Errorf("calibration written under a held lock: %v", err)
+	}
+}
+
 func TestParallelism(t *testing.T) {
 	for _, c := range []struct{ jobs, threads, ncpu, wj, wt int }{
 		{0, 0, 8, 1, 8}, {2, 0, 8, 2, 4}, {0, 2, 8, 4, 2}, {3, 3, 2, 3, 3}, {16, 0, 8, 16, 1}, {0, 0, 0, 1, 1},

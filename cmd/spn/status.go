@@ -1,10 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"text/tabwriter"
 
+	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/slurm"
 )
 
@@ -66,10 +74,42 @@ func (a *app) status(en *engine, args []string) error {
 	if err := p.WriteDevice(a.stdout); err != nil {
 		return runtimeErr("status", err)
 	}
+	if err := writeCompute(a.stdout, p, c); err != nil {
+		return runtimeErr("status", err)
+	}
 	for _, n := range p.Nodes {
 		if slurm.StateOf(n, c, active) == slurm.Failed {
 			f, _ := c.LastFailure(n.Key)
 			fmt.Fprintf(a.stdout, "failed %s: %s\n", n.Name, f.Error)
+		}
+	}
+	return nil
+}
+
+// writeCompute writes what computed the cached train results: one line
+// per device and kernels, with how many results each computed.
+func writeCompute(w io.Writer, p *plan.Plan, c *cache.Cache) error {
+	counts := map[string]int{}
+	for _, n := range p.Nodes {
+		if n.Kind != stages.KindTrain || n.Status != plan.Cached {
+			continue
+		}
+		path := filepath.Join(c.StageDir(n.Kind, n.Key), stages.FileResult)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var r struct {
+			Compute *stages.Compute `json:"compute"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		counts[r.Compute.String()]++
+	}
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		if _, err := fmt.Fprintf(w, "cached train results computed on %s: %d\n", k, counts[k]); err != nil {
+			return err
 		}
 	}
 	return nil

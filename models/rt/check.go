@@ -56,9 +56,9 @@ func CheckHeads(errs []modelspec.FieldError, m modelspec.Model) []modelspec.Fiel
 // over N_1..N_k, and a known alpha_init.
 func CheckHops(errs []modelspec.FieldError, m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	switch m.AlphaInit {
-	case "", AlphaZeros, AlphaNormal:
+	case "", modelspec.AlphaZeros, modelspec.AlphaNormal:
 	default:
-		errs = append(errs, Errf("alpha_init", "must be %q or %q, got %q", AlphaZeros, AlphaNormal, m.AlphaInit))
+		errs = append(errs, Errf("alpha_init", "must be %q or %q, got %q", modelspec.AlphaZeros, modelspec.AlphaNormal, m.AlphaInit))
 	}
 	switch {
 	case m.K < 1:

@@ -18,14 +18,6 @@ type Hops struct {
 	Read *param.Param
 }
 
-// Values of model.alpha_init: zero hop-weight logits (uniform α, the
-// default) or logits drawn from N(0, 1), as the official code does
-// (torch.randn in GIN_HSP_Layer).
-const (
-	AlphaZeros  = "zeros"
-	AlphaNormal = "normal"
-)
-
 // HopLogitInit returns the generator of the N(0, 1) hop-weight logits: a
 // stream of its own, so that model.alpha_init leaves every other
 // parameter's initialisation unchanged.
@@ -40,7 +32,7 @@ func NewHops(name string, m modelspec.Model, readInit, logitInit *rand.Rand) Hop
 		Agg:  param.NewHopAggregation(name+".agg", m.K, m.Hidden, m.Eps, m.LearnEps),
 		Read: NewGlobalRead(name, m, readInit),
 	}
-	if m.AlphaInit == AlphaNormal {
+	if m.AlphaInit == modelspec.AlphaNormal {
 		h.Agg.Logits.Normal(logitInit)
 	}
 	return h

@@ -18,6 +18,7 @@ import (
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // relTol is the tolerance of every comparison with the hand-written model:
@@ -463,7 +464,7 @@ func TestAlphaInitNormal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Model.AlphaInit = rt.AlphaNormal
+	cfg.Model.AlphaInit = modelspec.AlphaNormal
 	drawn, err := New(cfg, 4, be)
 	if err != nil {
 		t.Fatal(err)

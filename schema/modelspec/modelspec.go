@@ -34,9 +34,27 @@ type Model struct {
 	// Linear makes gcn and gat the official code's linear layers (no MLP
 	// between layers).
 	Linear bool `json:"linear,omitempty"`
-	// AlphaInit is the SPN kinds' initial hop-weight logits: "zeros" (also
-	// "") or "normal" (N(0, 1), the official code's).
+	// AlphaInit is the SPN kinds' initial hop-weight logits: AlphaZeros
+	// (also "") or AlphaNormal.
 	AlphaInit string `json:"alpha_init,omitempty"`
+}
+
+// Values of Model.AlphaInit: zero hop-weight logits (uniform α, the
+// default) or logits drawn from N(0, 1), as the official code does
+// (torch.randn in GIN_HSP_Layer).
+const (
+	AlphaZeros  = "zeros"
+	AlphaNormal = "normal"
+)
+
+// Canonical returns m with every optional field that holds its default
+// spelled as absent, so that a spec writing a default out and one leaving
+// it out describe the same model (and name the same stages).
+func (m Model) Canonical() Model {
+	if m.AlphaInit == AlphaZeros {
+		m.AlphaInit = ""
+	}
+	return m
 }
 
 // Training is one optimisation configuration.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch CPU reference for `spn bench`: one training epoch of an SPN.
+"""PyTorch reference for `spn bench`: one training epoch of an SPN.
 
 The model is the one spn trains (models/spn.go), written the way PyTorch
 Geometric users write message passing, with one index_add_ per hop and no
@@ -16,12 +16,21 @@ stage does). The timed loop covers what spn bench times: shuffling,
 collating each batch (offsetting the hop indices, as PyG's DataLoader
 does), forward, loss, backward and the optimiser step.
 
+On a GPU (--device cuda), the model, the batches and the optimiser live
+on the device and the clock stops after torch.cuda.synchronize(). Two
+ways to feed it: by default each batch is collated on the CPU inside the
+timed loop and copied over, as a DataLoader does; --precollate collates
+every batch of a fixed order once, copies them all to the device before
+the clock starts, and times the training steps alone (the best case for
+PyTorch). --warmup epochs run untimed first (kernel selection, caches).
+
 Input: a dataset written by `spn data export NAME --format jsonl`.
 Output: one JSON line per run with graphs/s and graphs per CPU-second of
 the process (steadier on a shared machine), and a human line on stderr.
 
 Usage: torch_spn.py FILE.jsonl [--name NAME] [--k 5] [--layers 5]
        [--hidden 64] [--batch 32] [--epochs 1] [--threads 2] [--seed 1]
+       [--device cpu|cuda|cuda:N] [--precollate] [--warmup 0]
 """
 
 import argparse
@@ -127,13 +136,14 @@ class SPN(nn.Module):
             hs.append(h)
         out = 0
         for h, lin in zip(hs, self.readout):
-            pooled = torch.zeros(num_graphs, h.shape[1]).index_add_(0, batch, h)
+            pooled = h.new_zeros(num_graphs, h.shape[1]).index_add_(0, batch, h)
             out = out + F.dropout(lin(pooled), self.dropout, self.training)
         return out
 
 
-def collate(items, labels, k):
-    """Concatenates graphs into one batch, offsetting the hop indices."""
+def collate(items, labels, k, device):
+    """Concatenates graphs into one batch, offsetting the hop indices, and
+    moves it to device."""
     xs, ys, batch = [], [], []
     srcs, dsts = [[] for _ in range(k)], [[] for _ in range(k)]
     off = 0
@@ -147,7 +157,8 @@ def collate(items, labels, k):
         off += n
     x = F.one_hot(torch.cat(xs), labels).float()
     hops = [(torch.cat(s), torch.cat(d)) for s, d in zip(srcs, dsts)]
-    return x, hops, torch.cat(batch), torch.tensor(ys)
+    to = lambda t: t.to(device, non_blocking=True)  # noqa: E731
+    return to(x), [(to(s), to(d)) for s, d in hops], to(torch.cat(batch)), to(torch.tensor(ys))
 
 
 def cpu_seconds():
@@ -169,10 +180,24 @@ def main():
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--precollate", action="store_true",
+                   help="collate every batch once, on the device, before the clock starts")
+    p.add_argument("--warmup", type=int, default=0, help="untimed epochs first")
     a = p.parse_args()
     for flag in ("k", "layers", "hidden", "batch", "epochs", "threads"):
         if getattr(a, flag) < 1:
             p.error(f"--{flag} must be at least 1")
+    if a.warmup < 0:
+        p.error("--warmup must not be negative")
+    try:
+        device = torch.device(a.device)
+    except RuntimeError as e:
+        p.error(f"--device {a.device}: {e}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        p.error(f"--device {a.device}: torch {torch.__version__} sees no CUDA device")
+    if device.type not in ("cpu", "cuda"):
+        p.error(f"--device {a.device}: want cpu, cuda or cuda:N")
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
 
@@ -181,31 +206,57 @@ def main():
     classes = max(y for *_, y in graphs) + 1
     items = [(n, torch.tensor(x, dtype=torch.long), y, hop_sets(n, e, a.k)) for n, e, x, y in graphs]
 
-    model = SPN(labels, a.hidden, classes, a.layers, a.k, a.dropout)
+    model = SPN(labels, a.hidden, classes, a.layers, a.k, a.dropout).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     model.train()
-    cpu0 = cpu_seconds()
-    start = time.perf_counter()
-    for _ in range(a.epochs):
+
+    def step(x, hops, batch, y, num_graphs):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x, hops, batch, num_graphs), y)
+        loss.backward()
+        opt.step()
+
+    def batches():
+        """Yields each batch of one epoch in a fresh random order."""
         order = torch.randperm(len(items)).tolist()
         for lo in range(0, len(order), a.batch):
             chunk = [items[i] for i in order[lo:lo + a.batch]]
-            x, hops, batch, y = collate(chunk, labels, a.k)
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x, hops, batch, len(chunk)), y)
-            loss.backward()
-            opt.step()
+            yield collate(chunk, labels, a.k, device) + (len(chunk),)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    fixed = list(batches()) if a.precollate else None  # one order, reused by every epoch
+    epoch = (lambda: fixed) if a.precollate else batches
+    for _ in range(a.warmup):
+        for b in epoch():
+            step(*b)
+    sync()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    cpu0 = cpu_seconds()
+    start = time.perf_counter()
+    for _ in range(a.epochs):
+        for b in epoch():
+            step(*b)
+    sync()
     secs = time.perf_counter() - start
     cpu = cpu_seconds() - cpu0
     rate = len(items) * a.epochs / secs
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gpu_mb = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
     name = a.name or a.jsonl
+    where = f"{a.threads} threads" if device.type == "cpu" else f"{torch.cuda.get_device_name(device)}"
+    feed = ", pre-collated" if a.precollate else ""
+    gpu = f", GPU peak {gpu_mb:.0f} MB" if gpu_mb is not None else ""
     print(f"{name}: {len(items)} graphs, {a.epochs} epoch(s) in {secs:.2f} s: {rate:.0f} graphs/s, "
-          f"peak RSS {peak_mb:.0f} MB (torch {torch.__version__}, {a.threads} threads)", file=sys.stderr)
+          f"peak RSS {peak_mb:.0f} MB{gpu} (torch {torch.__version__}, {where}{feed})", file=sys.stderr)
     print(json.dumps({"workload": name, "graphs": len(items), "epochs": a.epochs, "train_seconds": secs,
                       "graphs_per_second": rate,
                       "graphs_per_cpu_second": len(items) * a.epochs / cpu, "peak_rss_mb": peak_mb, "torch": torch.__version__,
-                      "threads": a.threads}))
+                      "threads": a.threads, "device": str(device), "precollate": a.precollate,
+                      "warmup": a.warmup, "gpu_peak_mb": gpu_mb}))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,10 @@ type Calibration struct {
 	CPUs    int       `json:"cpus"`
 	Threads int       `json:"threads"`
 	Date    time.Time `json:"date"`
+	// Device is the device the trainings ran on, as spn run resolves it
+	// ("cpu" or "cuda:N"; absent means "cpu"): epoch times of one device
+	// say nothing of another's.
+	Device string `json:"device,omitempty"`
 	// Entries are the measured training configurations.
 	Entries []Entry `json:"entries"`
 	// StageSeconds are the measured seconds of generate and precompute
@@ -94,6 +98,26 @@ func ParseCalibration(name string, b []byte) (*Calibration, error) {
 		}
 	}
 	return &c, nil
+}
+
+// OnDevice returns the device the calibration was measured on.
+func (c *Calibration) OnDevice() string {
+	if c.Device == "" {
+		return "cpu"
+	}
+	return c.Device
+}
+
+// CheckDevice fails unless the calibration was measured on device, the
+// device the plan's stages run on.
+func (c *Calibration) CheckDevice(device string) error {
+	if device == "" {
+		device = "cpu"
+	}
+	if c.OnDevice() != device {
+		return fmt.Errorf("calibration measured on %s, but the stages run on %s", c.OnDevice(), device)
+	}
+	return nil
 }
 
 // Write stores the calibration as indented JSON.

@@ -110,6 +110,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 		}
 		return writeJSON(filepath.Join(job.Dir, stages.FileResult), stages.TrainResult{
 			Point: point, Metric: p.Metric, Diverged: msg, Notes: notes, Epochs: []stages.EpochRecord{}, Data: src,
+			Compute: cpuCompute(),
 		})
 	}
 	if err != nil {
@@ -117,6 +118,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	}
 	res.TrainResult.Notes = notes
 	res.TrainResult.Data = src
+	res.TrainResult.Compute = cpuCompute()
 	if err := os.WriteFile(filepath.Join(job.Dir, stages.FileModel), res.checkpoint, 0o644); err != nil {
 		return fmt.Errorf("writing model: %w", err)
 	}
@@ -125,6 +127,9 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	}
 	return writeJSON(filepath.Join(job.Dir, stages.FileTiming), res.timing)
 }
+
+// cpuCompute describes the CPU kernels of this build.
+func cpuCompute() *stages.Compute { return &stages.Compute{Device: "cpu", GEMM: kernels.GEMM} }
 
 // writeJSON writes v as indented JSON to path.
 func writeJSON(path string, v any) error {
