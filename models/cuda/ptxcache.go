@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/spn-project/spn/data"
 )
 
 // The PTX cache keeps the PTX NVRTC wrote under a directory the caller
@@ -104,37 +107,13 @@ func (c *Compiler) CompileCached(dir, name, src string, opts ...string) (ptx []b
 	if err != nil {
 		return nil, false, err
 	}
-	if err := writeAtomic(path, encodePTX(ptx)); err != nil {
+	entry := encodePTX(ptx)
+	err = os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = data.WriteFileAtomic(path, func(w io.Writer) error { _, err := w.Write(entry); return err })
+	}
+	if err != nil {
 		return nil, false, fmt.Errorf("cuda: caching the PTX of %s: %w", name, err)
 	}
 	return ptx, false, nil
-}
-
-// writeAtomic writes b to path through a temporary file in the same
-// directory (created if missing), renamed into place only when the write
-// succeeded.
-func writeAtomic(path string, b []byte) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
