@@ -1,9 +1,12 @@
 package cuda_test
 
 import (
-	"github.com/spn-project/spn/models/cuda"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
 )
 
 // TestSystem runs the real loader. Without libcuda.so.1 it asserts the
@@ -22,11 +25,14 @@ func TestSystem(t *testing.T) {
 			}
 		}
 		t.Log(err)
+		if os.Getenv(cudatest.RequireEnv) == "1" {
+			t.Fatalf("%s=1, but there is no NVIDIA driver", cudatest.RequireEnv)
+		}
 		return
 	}
 	r, err := cuda.Probe(o)
 	if err != nil {
-		t.Skipf("libcuda.so.1 loads but CUDA is unusable here: %v", err)
+		cudatest.NoGPU(t, "libcuda.so.1 loads but CUDA is unusable here: %v", err)
 	}
 	d, err := r.Device(0)
 	if err != nil {

@@ -1,0 +1,52 @@
+package kern_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
+	"github.com/spn-project/spn/models/cuda/kern"
+)
+
+// TestNVRTCCompiles compiles kern.Source with the machine's real NVRTC for
+// device 0's architecture, through the PTX cache: every kernel of the
+// table is a PTX entry with its number of parameters, and a second compile
+// is a cache hit with the same PTX. It needs an NVIDIA GPU (skips without
+// one; scripts/gpu-check.sh makes that a failure).
+func TestNVRTCCompiles(t *testing.T) {
+	rt, err := cuda.Probe(cuda.System())
+	if err != nil {
+		cudatest.NoGPU(t, "%v", err)
+	}
+	d, err := rt.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rt.Compiler(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ptx, hit, err := c.CompileCached(dir, kern.Name, kern.Source(), kern.Options()...)
+	if err != nil {
+		t.Fatalf("%v: %v", d, err)
+	}
+	if hit {
+		t.Error("first compile reported a cache hit")
+	}
+	params := map[string]int{}
+	for _, m := range entry.FindAllStringSubmatch(string(ptx), -1) {
+		params[m[1]] = strings.Count(m[2], ".param")
+	}
+	for _, k := range kern.Kernels() {
+		if n, ok := params[k.Name]; !ok || n != len(k.Params) {
+			t.Errorf("PTX entry %s: present %v, %d parameters; the table has %d", k.Name, ok, n, len(k.Params))
+		}
+	}
+	again, hit, err := c.CompileCached(dir, kern.Name, kern.Source(), kern.Options()...)
+	if err != nil || !hit || string(again) != string(ptx) {
+		t.Errorf("second compile: hit %v, same PTX %v, err %v", hit, string(again) == string(ptx), err)
+	}
+	t.Logf("%v: NVRTC %v (%s), %d bytes of PTX for %s", d, c.NVRTC.Version, c.NVRTC.Name, len(ptx), c.Arch)
+}
