@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,30 +12,17 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 )
 
 // The emulation runs the kernels on the CPU: a C harness defines what
-// CUDA provides (the qualifiers, threadIdx, blockIdx, blockDim and
-// gridDim as globals, the bit casts), includes kern.Source() and runs a
-// launch by looping over the blocks and threads in order. One harness
+// CUDA provides (kerntest.Prelude: the qualifiers, threadIdx, blockIdx,
+// blockDim and gridDim as globals, the bit casts), includes kern.Source()
+// and runs a launch by looping over the blocks and threads in order
+// (kerntest.Launch). One harness
 // process serves one launch: the test writes the kernel's name, the launch
 // configuration and the arguments to its stdin (little-endian, arrays with
 // their lengths), and the harness writes back every array argument.
-
-// prelude is what the harness defines in place of CUDA's.
-const prelude = `#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-typedef struct { unsigned int x, y, z; } spn_dim3;
-static spn_dim3 threadIdx, blockIdx, blockDim, gridDim;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define SPN_KERNEL
-static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
-static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
-`
 
 // runtime is the harness's input and output helpers.
 const runtime = `
@@ -49,17 +35,15 @@ static void* rd_array(size_t elem, unsigned long long* count) {
 	void* p = calloc(n ? n : 1, elem); rd(p, n * elem); return p;
 }
 static void wr_array(const void* p, size_t elem, unsigned long long n) { if (p) wr(p, n * elem); }
-#define LAUNCH(call) \
-	for (unsigned int bx = 0; bx < gridDim.x; bx++) \
-		for (unsigned int tx = 0; tx < blockDim.x; tx++) { blockIdx.x = bx; threadIdx.x = tx; call; }
 `
 
 // harness returns the C source of the harness for the kernel table.
 func harness(src string) string {
 	var b strings.Builder
-	b.WriteString(prelude)
+	b.WriteString(kerntest.Prelude)
 	b.WriteString(src)
 	b.WriteString("\n#line 1 \"harness.c\"\n") // the harness's own lines
+	b.WriteString(kerntest.Launch)
 	b.WriteString(runtime)
 	b.WriteString("int main(void) {\n\tchar name[64] = {0}; unsigned int len; rd(&len, 4); if (len >= sizeof name) return 5; rd(name, len);\n")
 	b.WriteString("\trd(&gridDim.x, 4); rd(&blockDim.x, 4); gridDim.y = gridDim.z = blockDim.y = blockDim.z = 1;\n")
@@ -95,21 +79,11 @@ var built struct {
 	err       error
 }
 
-// compiler returns the system C compiler, or "" with the reason.
-func compiler() (string, string) {
-	for _, c := range []string{"cc", "gcc", "clang"} {
-		if p, err := exec.LookPath(c); err == nil {
-			return p, ""
-		}
-	}
-	return "", "no C compiler (cc, gcc or clang) on PATH: the kernels' CPU emulation needs one"
-}
-
 // buildHarness compiles the harness once per test binary.
 func buildHarness(t *testing.T) string {
 	t.Helper()
 	built.once.Do(func() {
-		cc, why := compiler()
+		cc, why := kerntest.Compiler()
 		if cc == "" {
 			built.skip = why
 			return
@@ -123,11 +97,7 @@ func buildHarness(t *testing.T) string {
 			return
 		}
 		built.path = filepath.Join(built.dir, "harness")
-		// No contraction into fused multiply-adds (NVRTC's --fmad=false);
-		// a call whose argument types do not match the kernel's is an
-		// error (other warnings, which vary between compilers, are not).
-		cmd := exec.Command(cc, "-std=c11", "-O2", "-ffp-contract=off", "-Werror=incompatible-pointer-types",
-			"-Werror=int-conversion", "-Werror=implicit-function-declaration", "-o", built.path, c, "-lm")
+		cmd := exec.Command(cc, append(kerntest.CFlags(), "-o", built.path, c, "-lm")...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 		}
@@ -260,25 +230,11 @@ func cover(n, block int) int { return (n+block-1)/block + 1 }
 // equalBits fails unless got and want hold the same float32 bits.
 func equalBits(t *testing.T, what string, got, want []float32) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("%s[%d] = %v (%#08x), CPU %v (%#08x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-		}
-	}
+	kerntest.EqualBits(t, what, got, want)
 }
 
 // near fails unless |got−want| ≤ abs + rel·|want| everywhere.
 func near(t *testing.T, what string, got, want []float32, abs, rel float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= abs+rel*math.Abs(float64(want[i]))) {
-			t.Fatalf("%s[%d] = %v, CPU %v (|Δ| = %g > %g + %g·|CPU|)", what, i, got[i], want[i], d, abs, rel)
-		}
-	}
+	kerntest.Near(t, what, got, want, abs, rel)
 }
