@@ -54,7 +54,7 @@ func TestSystemBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("// %d bytes of k.cu, --gpu-architecture=compute_90 --fmad=false -lineinfo\x00", len(src)); string(ptx) != want {
+	if want := fmt.Sprintf("// %d bytes of k.cu, --gpu-architecture=compute_90 --fmad=false -lineinfo\n%s\x00", len(src), src); string(ptx) != want {
 		t.Fatalf("PTX %q, want %q", ptx, want)
 	}
 	_, err = c.Compile("bad.cu", "#error x")

@@ -43,8 +43,10 @@ type Runtime struct {
 	CuBLAS  Lib
 	Devices int // how many devices the driver sees (at least 1)
 
-	d     driverAPI
-	nvrtc map[string]*nvrtcAPI // the bound NVRTCs by library name
+	d         driverAPI
+	nvrtc     map[string]*nvrtcAPI // the bound NVRTCs by library name
+	driverLib Library              // the opened driver API, for NewContext
+	cublasLib Library              // the opened cuBLAS, for NewBLAS
 }
 
 // driverAPI holds the driver entry points discovery uses.
@@ -88,6 +90,7 @@ var ErrNoDevice = errors.New("no CUDA device")
 func Probe(o Opener) (*Runtime, error) {
 	r := &Runtime{}
 	if _, err := openFirst(o, "the NVIDIA driver API", []string{DriverLib}, func(lib Library, name string) error {
+		r.driverLib = lib
 		return bindAll(lib, name, r.d.bindings())
 	}); err != nil {
 		return nil, err
@@ -114,7 +117,7 @@ func Probe(o Opener) (*Runtime, error) {
 	if err = r.openNVRTC(o); err != nil {
 		return nil, err
 	}
-	if r.CuBLAS, err = openCuBLAS(o, r.Driver); err != nil {
+	if r.CuBLAS, r.cublasLib, err = openCuBLAS(o, r.Driver); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -159,10 +162,12 @@ func (r *Runtime) openNVRTC(o Opener) error {
 
 // openCuBLAS opens the newest cuBLAS whose major version the driver
 // supports (cuBLAS runs on any driver of its own major version).
-func openCuBLAS(o Opener, driver Version) (Lib, error) {
+func openCuBLAS(o Opener, driver Version) (Lib, Library, error) {
 	var property func(kind int32, v *int32) int32
 	var got Lib
+	var opened Library
 	name, err := openFirst(o, "cuBLAS", []string{CuBLAS13, CuBLAS12}, func(lib Library, name string) error {
+		opened = lib
 		if err := bindAll(lib, name, []binding{{"cublasGetProperty", &property}}); err != nil {
 			return err
 		}
@@ -180,7 +185,7 @@ func openCuBLAS(o Opener, driver Version) (Lib, error) {
 		return nil
 	})
 	got.Name = name
-	return got, err
+	return got, opened, err
 }
 
 // Device describes one GPU.

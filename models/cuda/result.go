@@ -1,11 +1,14 @@
 package cuda
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Result is a CUresult (driver API) or a library status code.
 type Result int32
 
-// The driver API results discovery can meet, by name.
+// The driver API results spn can meet, by name.
 var resultNames = map[Result]string{
 	0:   "CUDA_SUCCESS",
 	1:   "CUDA_ERROR_INVALID_VALUE",
@@ -17,7 +20,18 @@ var resultNames = map[Result]string{
 	46:  "CUDA_ERROR_DEVICE_UNAVAILABLE",
 	100: "CUDA_ERROR_NO_DEVICE",
 	101: "CUDA_ERROR_INVALID_DEVICE",
+	200: "CUDA_ERROR_INVALID_IMAGE",
+	201: "CUDA_ERROR_INVALID_CONTEXT",
+	209: "CUDA_ERROR_NO_BINARY_FOR_GPU",
+	218: "CUDA_ERROR_INVALID_PTX",
+	222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
 	304: "CUDA_ERROR_OPERATING_SYSTEM",
+	400: "CUDA_ERROR_INVALID_HANDLE",
+	500: "CUDA_ERROR_NOT_FOUND",
+	700: "CUDA_ERROR_ILLEGAL_ADDRESS",
+	701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+	702: "CUDA_ERROR_LAUNCH_TIMEOUT",
+	719: "CUDA_ERROR_LAUNCH_FAILED",
 	803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
 	804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
 	999: "CUDA_ERROR_UNKNOWN",
@@ -30,13 +44,33 @@ func (r Result) String() string {
 	return fmt.Sprintf("CUresult %d", int32(r))
 }
 
+// cublasStatusNames names cuBLAS's cublasStatus_t codes.
+var cublasStatusNames = map[Result]string{
+	0:  "CUBLAS_STATUS_SUCCESS",
+	1:  "CUBLAS_STATUS_NOT_INITIALIZED",
+	3:  "CUBLAS_STATUS_ALLOC_FAILED",
+	7:  "CUBLAS_STATUS_INVALID_VALUE",
+	8:  "CUBLAS_STATUS_ARCH_MISMATCH",
+	11: "CUBLAS_STATUS_MAPPING_ERROR",
+	13: "CUBLAS_STATUS_EXECUTION_FAILED",
+	14: "CUBLAS_STATUS_INTERNAL_ERROR",
+	15: "CUBLAS_STATUS_NOT_SUPPORTED",
+	16: "CUBLAS_STATUS_LICENSE_ERROR",
+}
+
 // CallError is a driver or library call that returned a failure code.
 type CallError struct {
 	Call   string // the entry point, e.g. "cuInit"
-	Result Result
+	Result Result // a CUresult, or a cublasStatus_t for a cublas call
 }
 
 func (e *CallError) Error() string {
+	if strings.HasPrefix(e.Call, "cublas") {
+		if n, ok := cublasStatusNames[e.Result]; ok {
+			return fmt.Sprintf("cuda: %s failed: %s (%d)", e.Call, n, int32(e.Result))
+		}
+		return fmt.Sprintf("cuda: %s failed: cublasStatus %d", e.Call, int32(e.Result))
+	}
 	return fmt.Sprintf("cuda: %s failed: %v", e.Call, e.Result)
 }
 

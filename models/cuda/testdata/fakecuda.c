@@ -2,8 +2,9 @@
  * TestSystemBindings: it checks the purego bindings of models/cuda (the C
  * signatures, size_t outputs, arrays of option strings) through the real
  * dynamic loader. One GPU, "Fake GPU", compute capability 9.0; NVRTC
- * "compiles" to a PTX naming the options and the source length, and fails
- * with a log on a source holding "#error". */
+ * "compiles" to a PTX of one line naming the source length and the
+ * options, then the source itself (which emudevice.c's module loader
+ * reads), and fails with a log on a source holding "#error". */
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ int nvrtcCreateProgram(program** p, const char* src, const char* name, int n, co
 }
 int nvrtcCompileProgram(program* p, int n, const char* const* options)
 {
-	size_t len = 64 + strlen(p->name);
+	size_t len = 64 + strlen(p->name) + strlen(p->src);
 	for (int i = 0; i < n; i++) len += strlen(options[i]) + 1;
 	if (strstr(p->src, "#error")) {
 		p->log = malloc(len);
@@ -48,6 +49,7 @@ int nvrtcCompileProgram(program* p, int n, const char* const* options)
 	p->ptx = malloc(len);
 	char* w = p->ptx + sprintf(p->ptx, "// %zu bytes of %s,", strlen(p->src), p->name);
 	for (int i = 0; i < n; i++) w += sprintf(w, " %s", options[i]);
+	sprintf(w, "\n%s", p->src);
 	p->log = strdup("");
 	return 0;
 }

@@ -1,0 +1,307 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/spn-project/spn/models/cuda/kern"
+)
+
+// computeAPI holds the driver entry points a Context uses. CUdeviceptr is
+// an unsigned 64-bit integer; CUcontext, CUmodule and CUfunction are
+// pointers, held as uintptr; CUdevice is an int.
+type computeAPI struct {
+	primaryCtxRetain  func(ctx *uintptr, dev int32) int32
+	primaryCtxRelease func(dev int32) int32
+	ctxSetCurrent     func(ctx uintptr) int32
+	ctxSynchronize    func() int32
+	memAlloc          func(p *uint64, bytes uint64) int32
+	memFree           func(p uint64) int32
+	memcpyHtoD        func(dst uint64, src unsafe.Pointer, bytes uint64) int32
+	memcpyDtoH        func(dst unsafe.Pointer, src uint64, bytes uint64) int32
+	moduleLoadData    func(m *uintptr, image *byte) int32
+	moduleGetFunction func(f *uintptr, m uintptr, name *byte) int32
+	moduleUnload      func(m uintptr) int32
+	launchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params *unsafe.Pointer, extra *unsafe.Pointer) int32
+}
+
+func (a *computeAPI) bindings() []binding {
+	return []binding{
+		{"cuDevicePrimaryCtxRetain", &a.primaryCtxRetain},
+		{"cuDevicePrimaryCtxRelease_v2", &a.primaryCtxRelease},
+		{"cuCtxSetCurrent", &a.ctxSetCurrent},
+		{"cuCtxSynchronize", &a.ctxSynchronize},
+		{"cuMemAlloc_v2", &a.memAlloc},
+		{"cuMemFree_v2", &a.memFree},
+		{"cuMemcpyHtoD_v2", &a.memcpyHtoD},
+		{"cuMemcpyDtoH_v2", &a.memcpyDtoH},
+		{"cuModuleLoadData", &a.moduleLoadData},
+		{"cuModuleGetFunction", &a.moduleGetFunction},
+		{"cuModuleUnload", &a.moduleUnload},
+		{"cuLaunchKernel", &a.launchKernel},
+	}
+}
+
+// Context is the primary CUDA context of one device, with the buffers,
+// modules and cuBLAS handles made in it.
+//
+// A CUDA context is current per OS thread. Every method of a Context and
+// of what it made locks the calling goroutine to its OS thread, makes the
+// context current there (cuCtxSetCurrent) and unlocks after the call, so
+// a Context may be used from any goroutine; its methods are serialised by
+// a mutex. Launches and cuBLAS calls are asynchronous (the default
+// stream): Synchronize waits for them and reports a failure of theirs,
+// and the copies to and from the host wait for the work before them.
+type Context struct {
+	Device Device
+
+	mu     sync.Mutex
+	rt     *Runtime
+	api    *computeAPI
+	dev    int32
+	ctx    uintptr
+	closed bool
+	seq    int
+	live   map[resource]int // what the context made and has not released, by creation order
+}
+
+// resource is what a Context releases on Close when its owner has not:
+// release runs with the context current and its mutex held.
+type resource interface{ release() error }
+
+// errClosed is the error of a call on a closed context.
+var errClosed = errors.New("cuda: the context is closed")
+
+// NewContext retains the primary context of device ordinal: the one
+// context the device's other users (cuBLAS, other libraries) share.
+// Close releases it.
+func (r *Runtime) NewContext(ordinal int) (*Context, error) {
+	d, err := r.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	api := &computeAPI{}
+	if err := bindAll(r.driverLib, DriverLib, api.bindings()); err != nil {
+		return nil, err
+	}
+	var dev int32
+	if err := check("cuDeviceGet", r.d.cuDeviceGet(&dev, int32(ordinal))); err != nil {
+		return nil, err
+	}
+	var ctx uintptr
+	if err := check("cuDevicePrimaryCtxRetain", api.primaryCtxRetain(&ctx, dev)); err != nil {
+		return nil, fmt.Errorf("%w (device %v)", err, d)
+	}
+	return &Context{Device: d, rt: r, api: api, dev: dev, ctx: ctx, live: map[resource]int{}}, nil
+}
+
+// do runs f with the context current on the calling goroutine's OS
+// thread, which stays locked to it until f returns.
+func (c *Context) do(f func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errClosed
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := check("cuCtxSetCurrent", c.api.ctxSetCurrent(c.ctx)); err != nil {
+		return err
+	}
+	return f()
+}
+
+// track records r as live (called inside do).
+func (c *Context) track(r resource) { c.seq++; c.live[r] = c.seq }
+
+// Synchronize waits until the device has finished all work launched in
+// the context; a failed launch or cuBLAS call is reported here.
+func (c *Context) Synchronize() error {
+	return c.do(func() error { return check("cuCtxSynchronize", c.api.ctxSynchronize()) })
+}
+
+// Close releases what the context made and its owners did not (cuBLAS
+// handles, modules and buffers, newest first), then the primary context.
+// Closing twice does nothing.
+func (c *Context) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var errs []error
+	if err := check("cuCtxSetCurrent", c.api.ctxSetCurrent(c.ctx)); err != nil {
+		errs = append(errs, err)
+	} else {
+		rs := make([]resource, 0, len(c.live))
+		for r := range c.live {
+			rs = append(rs, r)
+		}
+		slices.SortFunc(rs, func(a, b resource) int { return c.live[b] - c.live[a] })
+		for _, r := range rs {
+			errs = append(errs, r.release())
+		}
+	}
+	clear(c.live)
+	errs = append(errs, check("cuDevicePrimaryCtxRelease_v2", c.api.primaryCtxRelease(c.dev)))
+	return errors.Join(errs...)
+}
+
+// Elem is an element type a Buffer holds: float32, float64 or int32, the
+// kernels' float*, double* and int* (kern.F32Ptr, F64Ptr, I32Ptr).
+type Elem interface{ float32 | float64 | int32 }
+
+// kindOf returns the kernel parameter kind of a pointer to T.
+func kindOf[T Elem]() kern.Kind {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		return kern.F32Ptr
+	case float64:
+		return kern.F64Ptr
+	default:
+		return kern.I32Ptr
+	}
+}
+
+// sizeOf returns the size in bytes of the elements of a pointer kind.
+func sizeOf(k kern.Kind) int {
+	if k == kern.F64Ptr {
+		return 8
+	}
+	return 4
+}
+
+// Buffer is device memory holding n values of one element type.
+type Buffer struct {
+	ctx   *Context
+	ptr   uint64
+	n     int
+	kind  kern.Kind
+	freed bool
+}
+
+// Len returns the number of values the buffer holds.
+func (b *Buffer) Len() int { return b.n }
+
+// Kind returns the kernel parameter kind the buffer passes as.
+func (b *Buffer) Kind() kern.Kind { return b.kind }
+
+func (b *Buffer) String() string { return fmt.Sprintf("%s[%d]", b.kind.C(), b.n) }
+
+// Alloc allocates device memory for n values of type T. The memory is
+// not initialised. A buffer of 0 values still holds one allocation (of
+// one value), so that it never passes as a null pointer.
+func Alloc[T Elem](c *Context, n int) (*Buffer, error) {
+	k := kindOf[T]()
+	if n < 0 || n > math.MaxInt64/8 {
+		return nil, fmt.Errorf("cuda: cannot allocate %d values of %s", n, k.C()[:len(k.C())-1])
+	}
+	b := &Buffer{ctx: c, n: n, kind: k}
+	err := c.do(func() error {
+		if err := check("cuMemAlloc_v2", c.api.memAlloc(&b.ptr, uint64(max(n, 1)*sizeOf(k)))); err != nil {
+			return fmt.Errorf("%w (%d bytes on %s)", err, max(n, 1)*sizeOf(k), c.Device.Name)
+		}
+		c.track(b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// NewBuffer allocates a buffer for src and copies src into it.
+func NewBuffer[T Elem](c *Context, src []T) (*Buffer, error) {
+	b, err := Alloc[T](c, len(src))
+	if err != nil {
+		return nil, err
+	}
+	if err := Upload(b, src); err != nil {
+		return nil, errors.Join(err, b.Free())
+	}
+	return b, nil
+}
+
+// usable checks that b can be used in c as a kind k pointer of n values
+// at least; it names the use in its error. It runs inside c.do.
+func (b *Buffer) usable(c *Context, k kern.Kind, n int, use string) error {
+	switch {
+	case b.ctx != c:
+		return fmt.Errorf("cuda: %s: the buffer belongs to another context", use)
+	case b.freed:
+		return fmt.Errorf("cuda: %s: the buffer is freed", use)
+	case b.kind != k:
+		return fmt.Errorf("cuda: %s: the buffer holds %s, want %s", use, b.kind.C(), k.C())
+	case b.n < n:
+		return fmt.Errorf("cuda: %s: the buffer holds %d values, want %d", use, b.n, n)
+	}
+	return nil
+}
+
+// Upload copies src into b, which must hold exactly len(src) values of
+// type T. It waits for the work launched before it.
+func Upload[T Elem](b *Buffer, src []T) error {
+	return b.ctx.do(func() error {
+		if err := b.usable(b.ctx, kindOf[T](), len(src), "copying to the device"); err != nil {
+			return err
+		}
+		if len(src) != b.n {
+			return fmt.Errorf("cuda: copying %d values into a buffer of %d", len(src), b.n)
+		}
+		if len(src) == 0 {
+			return nil
+		}
+		err := check("cuMemcpyHtoD_v2", b.ctx.api.memcpyHtoD(b.ptr, unsafe.Pointer(&src[0]), uint64(len(src)*sizeOf(b.kind))))
+		runtime.KeepAlive(src)
+		return err
+	})
+}
+
+// Download copies b into dst, which must have room for exactly b's
+// values. It waits for the work launched before it, so a failed launch
+// is reported here too.
+func Download[T Elem](dst []T, b *Buffer) error {
+	return b.ctx.do(func() error {
+		if err := b.usable(b.ctx, kindOf[T](), len(dst), "copying from the device"); err != nil {
+			return err
+		}
+		if len(dst) != b.n {
+			return fmt.Errorf("cuda: copying a buffer of %d values into %d", b.n, len(dst))
+		}
+		if len(dst) == 0 {
+			return nil
+		}
+		err := check("cuMemcpyDtoH_v2", b.ctx.api.memcpyDtoH(unsafe.Pointer(&dst[0]), b.ptr, uint64(len(dst)*sizeOf(b.kind))))
+		runtime.KeepAlive(dst)
+		return err
+	})
+}
+
+// Free releases the buffer's memory. Freeing twice does nothing.
+func (b *Buffer) Free() error {
+	err := b.ctx.do(func() error {
+		if b.freed {
+			return nil
+		}
+		delete(b.ctx.live, b)
+		return b.release()
+	})
+	if errors.Is(err, errClosed) {
+		return nil // Close freed it
+	}
+	return err
+}
+
+func (b *Buffer) release() error {
+	b.freed = true
+	return check("cuMemFree_v2", b.ctx.api.memFree(b.ptr))
+}

@@ -1,0 +1,368 @@
+package cuda_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+)
+
+// The emulated device is one shared library built from C with the system
+// compiler: testdata/fakecuda.c (discovery, an NVRTC whose PTX holds the
+// source), testdata/emudevice.c (contexts, memory, modules, launches and
+// cuBLAS's Sgemm on the host) and a generated unit holding kern.Source()
+// behind kerntest's prelude and dispatcher. Opened through the real
+// dynamic loader, it checks the bindings' C signatures, the
+// kernel-params array and the per-thread context, and runs the kernels.
+
+var emu struct {
+	once      sync.Once
+	path, dir string
+	skip      string
+	err       error
+}
+
+// emulator returns the emulated device library, built once per test
+// binary; it skips without a C compiler.
+func emulator(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("spn loads CUDA on Linux only")
+	}
+	emu.once.Do(func() {
+		cc, why := kerntest.Compiler()
+		if cc == "" {
+			emu.skip = why
+			return
+		}
+		if emu.dir, emu.err = os.MkdirTemp("", "spn-emudevice-"); emu.err != nil {
+			return
+		}
+		gen := filepath.Join(emu.dir, "kernels.c")
+		src := kerntest.Prelude + kern.Source() + "\n#line 1 \"dispatch.c\"\n" + kerntest.Launch + kerntest.Dispatch(kern.Kernels())
+		if emu.err = os.WriteFile(gen, []byte(src), 0o644); emu.err != nil {
+			return
+		}
+		emu.path = filepath.Join(emu.dir, "libemucuda.so")
+		args := append(kerntest.CFlags(), "-D_POSIX_C_SOURCE=200809L", "-shared", "-fPIC", "-o", emu.path,
+			filepath.Join("testdata", "fakecuda.c"), filepath.Join("testdata", "emudevice.c"), gen, "-lm")
+		cmd := exec.Command(cc, args...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			emu.err = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+		}
+	})
+	if emu.skip != "" {
+		t.Skip(emu.skip)
+	}
+	if emu.err != nil {
+		t.Fatal(emu.err)
+	}
+	return emu.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if emu.dir != "" {
+		os.RemoveAll(emu.dir)
+	}
+	os.Exit(code)
+}
+
+// live reads the emulated device's count of live objects: 0 allocations,
+// 1 modules, 2 cuBLAS handles, 3 references to the primary context.
+func live(t *testing.T, lib string) func(what int32) int32 {
+	t.Helper()
+	l, err := cuda.System().Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f func(int32) int32
+	if err := l.Bind(&f, "spn_emu_live"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// emuContext probes the emulated device and opens a context on it.
+func emuContext(t *testing.T) (*cuda.Runtime, *cuda.Context, string) {
+	t.Helper()
+	lib := emulator(t)
+	r, err := cuda.Probe(dirOpener{lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := r.NewContext(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Close() })
+	return r, ctx, lib
+}
+
+// kernelsPTX compiles the kernels through the PTX cache for ctx's device.
+func kernelsPTX(t *testing.T, r *cuda.Runtime, ctx *cuda.Context) []byte {
+	t.Helper()
+	c, err := r.Compiler(ctx.Device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx, _, err := c.CompileCached(t.TempDir(), kern.Name, kern.Source(), kern.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ptx
+}
+
+// TestEmulatedDevice runs the device tests on the emulated device, then
+// checks that Close released everything.
+func TestEmulatedDevice(t *testing.T) {
+	r, ctx, lib := emuContext(t)
+	count := live(t, lib)
+	exercise(t, ctx, kernelsPTX(t, r, ctx))
+	if n := count(0); n == 0 {
+		t.Fatal("no live allocations before Close: the test's buffers should be left to it")
+	}
+	if err := ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for what, name := range []string{"allocations", "modules", "cuBLAS handles", "primary context references"} {
+		if n := count(int32(what)); n != 0 {
+			t.Errorf("%d %s live after Close", n, name)
+		}
+	}
+	if err := ctx.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := cuda.Alloc[float32](ctx, 1); err == nil || err.Error() != "cuda: the context is closed" {
+		t.Errorf("Alloc after Close: %v", err)
+	}
+}
+
+// TestLaunchChecksArguments: a launch whose arguments do not match the
+// kernel's table is refused before it reaches the driver (the output
+// keeps its values), and one that matches runs.
+func TestLaunchChecksArguments(t *testing.T) {
+	r, ctx, _ := emuContext(t)
+	mod, err := ctx.LoadModule(kernelsPTX(t, r, ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := mod.Kernel("spn_bias_relu") // (float* y, float* x, float* b, int n, int d, int relu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32 := func(x ...float32) *cuda.Buffer {
+		b, err := cuda.NewBuffer(ctx, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	y, x, b := f32(7, 7), f32(-1, 2), f32(0.5)
+	f64, err := cuda.NewBuffer(ctx, []float64{0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	freed := f32(1)
+	if err := freed.Free(); err != nil {
+		t.Fatal(err)
+	}
+	_, other, _ := emuContext(t)
+	foreign, err := cuda.NewBuffer(other, []float32{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name        string
+		grid, block int
+		args        []any
+		want        string
+	}{
+		{"too few", 1, 2, []any{y, x, b, 2, 1}, "cuda: launching spn_bias_relu: 5 arguments for the 6 parameters (float* y, float* x, float* b, int n, int d, int relu)"},
+		{"too many", 1, 2, []any{y, x, b, 2, 1, 1, 1}, "7 arguments for the 6 parameters"},
+		{"float for int", 1, 2, []any{y, x, b, float32(2), 1, 1}, "argument 3 (int n): float32, want int"},
+		{"int64 for int", 1, 2, []any{y, x, b, int64(2), 1, 1}, "argument 3 (int n): int64, want int"},
+		{"int too big", 1, 2, []any{y, x, b, 1 << 40, 1, 1}, "argument 3 (int n): 1099511627776 does not fit a C int"},
+		{"slice for pointer", 1, 2, []any{y, []float32{1, 2}, b, 2, 1, 1}, "argument 1 (float* x): []float32 is not a device buffer"},
+		{"double buffer for float*", 1, 2, []any{y, x, f64, 2, 1, 1}, "argument 2 (float* b): the buffer holds double*, want float*"},
+		{"freed buffer", 1, 2, []any{y, freed, b, 2, 1, 1}, "argument 1 (float* x): the buffer is freed"},
+		{"other context", 1, 2, []any{y, foreign, b, 2, 1, 1}, "argument 1 (float* x): the buffer belongs to another context"},
+		{"buffer for int", 1, 2, []any{y, x, b, x, 1, 1}, "argument 3 (int n): *cuda.Buffer, want int"},
+		{"no blocks", 0, 2, []any{y, x, b, 2, 1, 1}, "0 blocks of 2 threads: want 1 to 2147483647 blocks of 1 to 1024 threads"},
+		{"block too big", 1, 2048, []any{y, x, b, 2, 1, 1}, "1 blocks of 2048 threads"},
+	} {
+		err := k.Launch(c.grid, c.block, c.args...)
+		var ae *cuda.ArgError
+		if !errors.As(err, &ae) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an *ArgError with %q", c.name, err, c.want)
+		}
+	}
+	got := make([]float32, 2)
+	if err := cuda.Download(got, y); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 7 || got[1] != 7 {
+		t.Fatalf("a refused launch ran: y = %v", got)
+	}
+	if err := k.Launch(1, 2, y, x, b, int32(2), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.Download(got, y); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 0 || got[1] != 2.5 {
+		t.Fatalf("y = %v, want [0 2.5]", got)
+	}
+	// A null pointer is nil or a nil *Buffer: spn_hop_aggregate's sums
+	// and eps may be null.
+	agg, err := mod.Kernel("spn_hop_aggregate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr, err := cuda.NewBuffer(ctx, []int32{0, 0, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := cuda.NewBuffer(ctx, []int32{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agg.Launch(1, 2, y, nil, x, ptr, idx, b, (*cuda.Buffer)(nil), 1, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.Download(got, y); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 0 || got[1] != 0 { // scale 0 without eps, no neighbours
+		t.Fatalf("y = %v, want zeros", got)
+	}
+}
+
+// TestDeviceErrors: the driver's failures are errors naming the call,
+// and misuse is refused before the driver sees it.
+func TestDeviceErrors(t *testing.T) {
+	r, ctx, _ := emuContext(t)
+	if _, err := ctx.LoadModule(nil); err == nil || err.Error() != "cuda: cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX (218) (0 bytes of PTX on Fake GPU)" {
+		t.Errorf("empty PTX: %v", err)
+	}
+	mod, err := ctx.LoadModule([]byte("// a module without kernels"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *cuda.CallError
+	if _, err := mod.Kernel("spn_bias_relu"); !errors.As(err, &ce) || err.Error() != "cuda: cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (500) (kernel spn_bias_relu)" {
+		t.Errorf("kernel not in the module: %v", err)
+	}
+	if _, err := mod.Kernel("spn_nope"); err == nil || !strings.Contains(err.Error(), `no kernel "spn_nope" in spn's kernel table`) {
+		t.Errorf("kernel not in the table: %v", err)
+	}
+	if err := mod.Unload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mod.Kernel("spn_bias_relu"); err == nil || !strings.Contains(err.Error(), "the module is unloaded") {
+		t.Errorf("kernel of an unloaded module: %v", err)
+	}
+	b, err := cuda.NewBuffer(ctx, []float32{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"short upload", cuda.Upload(b, []float32{1}), "cuda: copying 1 values into a buffer of 3"},
+		{"long download", cuda.Download(make([]float32, 4), b), "cuda: copying from the device: the buffer holds 3 values, want 4"},
+		{"wrong type", cuda.Download(make([]int32, 3), b), "cuda: copying from the device: the buffer holds float*, want int*"},
+		{"negative alloc", func() error { _, err := cuda.Alloc[float64](ctx, -1); return err }(), "cuda: cannot allocate -1 values of double"},
+	} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Errorf("%s: %v, want %q", c.name, c.err, c.want)
+		}
+	}
+	blas, err := ctx.NewBLAS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := blas.Sgemm(false, false, 2, 2, 1, 1, b, b, 0, b); err == nil || err.Error() != "cuda: Sgemm B: the buffer holds 3 values, want 2" && err.Error() != "cuda: Sgemm C: the buffer holds 3 values, want 4" {
+		t.Errorf("Sgemm too small: %v", err)
+	}
+	if err := b.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Free(); err != nil {
+		t.Errorf("second Free: %v", err)
+	}
+	if err := cuda.Upload(b, []float32{1, 2, 3}); err == nil || err.Error() != "cuda: copying to the device: the buffer is freed" {
+		t.Errorf("upload to a freed buffer: %v", err)
+	}
+
+	// A driver without the compute entry points (testdata/fakecuda.c
+	// alone) probes, and NewContext names the missing symbol.
+	cc, why := kerntest.Compiler()
+	if cc == "" {
+		t.Skip(why)
+	}
+	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, filepath.Join("testdata", "fakecuda.c")).CombinedOutput(); err != nil {
+		t.Fatalf("building the fake library: %v\n%s", err, out)
+	}
+	old, err := cuda.Probe(dirOpener{lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se *cuda.SymbolError
+	if _, err := old.NewContext(0); !errors.As(err, &se) || se.Symbol != "cuDevicePrimaryCtxRetain" {
+		t.Errorf("NewContext on a driver without the compute API: %v", err)
+	}
+	if _, err := r.NewContext(1); err == nil || !strings.Contains(err.Error(), "no device cuda:1") {
+		t.Errorf("NewContext(1): %v", err)
+	}
+}
+
+// TestContextAcrossGoroutines uses one context from many goroutines that
+// do not lock their OS threads: every call makes the context current on
+// its own thread (the emulated driver, like the real one, refuses a call
+// on a thread without a current context).
+func TestContextAcrossGoroutines(t *testing.T) {
+	_, ctx, _ := emuContext(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 16)
+	for g := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				x := []int32{int32(g), int32(i)}
+				b, err := cuda.NewBuffer(ctx, x)
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				got := make([]int32, 2)
+				if err := cuda.Download(got, b); err != nil || got[0] != x[0] || got[1] != x[1] {
+					errs[g] = fmt.Errorf("round trip %v → %v (%v)", x, got, err)
+					return
+				}
+				if err := b.Free(); err != nil {
+					errs[g] = err
+					return
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
