@@ -17,9 +17,24 @@
 // the architecture, the options and the NVRTC version ([PTXKey]), written
 // atomically and checked when read.
 //
+// The device layer runs code on a GPU through the driver API: a
+// [Context] (Runtime.NewContext) is a device's primary context, made
+// current on the calling OS thread for each call, so it may be used from
+// any goroutine. In it, [Alloc], [NewBuffer], [Upload] and [Download] move
+// float32, float64 and int32 values to and from device memory;
+// Context.LoadModule loads PTX and Module.Kernel finds an entry point of
+// models/cuda/kern's table, whose Launch checks the arguments against the
+// kernel's parameters before launching ([ArgError]); Context.NewBLAS
+// makes a cuBLAS handle whose Sgemm multiplies row-major matrices.
+// Context.Close releases everything made in the context. A driver or
+// cuBLAS call that fails gives an error wrapping a [*CallError], which names
+// the call and its code.
+//
 // Opening libraries goes through the [Opener] interface: [System] is the
-// real dynamic loader, and tests pass a fake one (models/cuda/cudatest).
-// The kernels spn compiles are in models/cuda/kern. No model kind computes
-// on a GPU yet: the device tensor engine that would launch them does not
-// exist ([ErrNoBackend]).
+// real dynamic loader, and tests pass a fake one (models/cuda/cudatest),
+// or the real loader with a fake CUDA built from C (testdata; its
+// emulated device runs the kernels on the host). The kernels spn compiles
+// are in models/cuda/kern. No model kind computes on a GPU yet: the
+// device tensor engine that would launch them in training does not exist
+// ([ErrNoBackend]).
 package cuda
