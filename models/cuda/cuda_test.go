@@ -125,3 +125,22 @@ func TestDeviceOrdinal(t *testing.T) {
 		}
 	}
 }
+
+// TestCallError: a failed call names the entry point and its code, by
+// name where the code is known (CUresult, or cublasStatus_t for cuBLAS).
+func TestCallError(t *testing.T) {
+	for _, c := range []struct {
+		err  cuda.CallError
+		want string
+	}{
+		{cuda.CallError{Call: "cuLaunchKernel", Result: 719}, "cuda: cuLaunchKernel failed: CUDA_ERROR_LAUNCH_FAILED (719)"},
+		{cuda.CallError{Call: "cuMemAlloc_v2", Result: 2}, "cuda: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2)"},
+		{cuda.CallError{Call: "cuCtxSynchronize", Result: 12345}, "cuda: cuCtxSynchronize failed: CUresult 12345"},
+		{cuda.CallError{Call: "cublasSgemm_v2", Result: 7}, "cuda: cublasSgemm_v2 failed: CUBLAS_STATUS_INVALID_VALUE (7)"},
+		{cuda.CallError{Call: "cublasCreate_v2", Result: 99}, "cuda: cublasCreate_v2 failed: cublasStatus 99"},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}

@@ -293,8 +293,17 @@ func TestDeviceErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := blas.Sgemm(false, false, 2, 2, 1, 1, b, b, 0, b); err == nil || err.Error() != "cuda: Sgemm B: the buffer holds 3 values, want 2" && err.Error() != "cuda: Sgemm C: the buffer holds 3 values, want 4" {
-		t.Errorf("Sgemm too small: %v", err)
+	if err := blas.Sgemm(false, false, 2, 2, 1, 1, b, b, 0, b); err == nil || err.Error() != "cuda: Sgemm C: the buffer holds 3 values, want 4" {
+		t.Errorf("Sgemm into too small a C: %v", err)
+	}
+	if err := blas.Sgemm(false, false, 1, 1, 1, 1, b, nil, 0, b); err == nil || err.Error() != "cuda: Sgemm: B is nil" {
+		t.Errorf("Sgemm without B: %v", err)
+	}
+	if err := blas.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if err := blas.Sgemm(false, false, 1, 1, 1, 1, b, b, 0, b); err == nil || err.Error() != "cuda: Sgemm: the cuBLAS handle is destroyed" {
+		t.Errorf("Sgemm after Destroy: %v", err)
 	}
 	if err := b.Free(); err != nil {
 		t.Fatal(err)
