@@ -33,7 +33,7 @@ var emu struct {
 
 // emulator returns the emulated device library, built once per test
 // binary; it skips without a C compiler.
-func emulator(t *testing.T) string {
+func emulator(t testing.TB) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("spn loads CUDA on Linux only")
@@ -373,5 +373,47 @@ func TestContextAcrossGoroutines(t *testing.T) {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkLaunch measures the host side of a launch through the typed
+// launcher on the emulated device: checking and marshalling six
+// arguments, making the context current and the purego call, with a
+// kernel of one thread's work (spn_bias_relu on one value).
+func BenchmarkLaunch(b *testing.B) {
+	lib := emulator(b)
+	r, err := cuda.Probe(dirOpener{lib})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, err := r.NewContext(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ctx.Close()
+	c, err := r.Compiler(ctx.Device)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ptx, err := c.Compile(kern.Name, kern.Source(), kern.Options()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mod, err := ctx.LoadModule(ptx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, err := mod.Kernel("spn_bias_relu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	y, err := cuda.NewBuffer(ctx, []float32{0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := k.Launch(1, 1, y, y, y, 1, 1, 1); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
