@@ -30,6 +30,11 @@
 // cuBLAS call that fails gives an error wrapping a [*CallError], which names
 // the call and its code.
 //
+// NVIDIA's libraries stay loaded for the life of the process: Close
+// releases what the package made in the driver (contexts, memory,
+// modules, cuBLAS handles), but nothing unloads libcuda, NVRTC or cuBLAS,
+// whose helper threads and exit handlers may outlive an unload.
+//
 // Opening libraries goes through the [Opener] interface: [System] is the
 // real dynamic loader, and tests pass a fake one (models/cuda/cudatest),
 // or the real loader with a fake CUDA built from C (testdata; its

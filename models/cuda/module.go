@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -49,7 +50,7 @@ func (m *Module) Unload() error {
 		delete(m.ctx.live, m)
 		return m.release()
 	})
-	if err == errClosed {
+	if errors.Is(err, errClosed) {
 		return nil // Close unloaded it
 	}
 	return err
