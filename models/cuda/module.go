@@ -127,6 +127,9 @@ const MaxBlock = 1024
 // nil for a null pointer; an int or int32 for int; a float32, float64 or
 // uint64 for float, double and unsigned long long. A count, kind or
 // context that does not match is an *ArgError and nothing is launched.
+// Sizes are the caller's: a kernel reads and writes as far as its size
+// arguments say, and the driver stops a launch that strays out of its
+// buffers with CUDA_ERROR_ILLEGAL_ADDRESS, which spoils the context.
 //
 // The launch is asynchronous: a failure while the kernel runs shows at
 // the next Synchronize or copy. The driver reads the arguments during
