@@ -433,8 +433,10 @@ func sgemm(d *dev) {
 	}
 	y := make([]float32, m*n)
 	be.MatMul(y, x, w, nil, m, k, n)
-	check("x·w", gemm(false, false, m, n, 1, x, w, 0, nan), y,
+	xw := gemm(false, false, m, n, 1, x, w, 0, nan)
+	check("x·w", xw, y,
 		func(i, l int) float32 { return x[i*k+l] }, func(l, j int) float32 { return w[l*n+j] }, m, n)
+	kerntest.EqualBits(t, "x·w again (cuBLAS is deterministic on one device)", gemm(false, false, m, n, 1, x, w, 0, nan), xw)
 
 	// dx = dy·wᵀ (dy m×k, w n×k).
 	dy, w2 := randn(rng, m*k, 1), randn(rng, n*k, 1)
