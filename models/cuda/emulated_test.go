@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 )
@@ -35,30 +36,11 @@ var emu struct {
 // binary; it skips without a C compiler.
 func emulator(t testing.TB) string {
 	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("spn loads CUDA on Linux only")
-	}
 	emu.once.Do(func() {
-		cc, why := kerntest.Compiler()
-		if cc == "" {
-			emu.skip = why
-			return
-		}
 		if emu.dir, emu.err = os.MkdirTemp("", "spn-emudevice-"); emu.err != nil {
 			return
 		}
-		gen := filepath.Join(emu.dir, "kernels.c")
-		src := kerntest.Prelude + kern.Source() + "\n#line 1 \"dispatch.c\"\n" + kerntest.Launch + kerntest.Dispatch(kern.Kernels())
-		if emu.err = os.WriteFile(gen, []byte(src), 0o644); emu.err != nil {
-			return
-		}
-		emu.path = filepath.Join(emu.dir, "libemucuda.so")
-		args := append(kerntest.CFlags(), "-D_POSIX_C_SOURCE=200809L", "-shared", "-fPIC", "-o", emu.path,
-			filepath.Join("testdata", "fakecuda.c"), filepath.Join("testdata", "emudevice.c"), gen, "-lm")
-		cmd := exec.Command(cc, args...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			emu.err = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
-		}
+		emu.path, emu.skip, emu.err = cudatest.BuildEmulator(emu.dir, "testdata")
 	})
 	if emu.skip != "" {
 		t.Skip(emu.skip)
