@@ -1,0 +1,74 @@
+// Package engine is the device tensor engine of spn's GPU path: a
+// gorgonia.org/tensor Engine whose memory is device memory of a
+// models/cuda Context, so that a Gorgonia TapeMachine built with
+// gorgonia.WithEngine runs a graph whose values stay on the device.
+//
+// # What it is today
+//
+// Engine implements tensor.Engine (Alloc, Free, Memset, Memclr; Memcpy
+// and Accessible refuse, see below) and tensor.Adder for float32 tensors
+// of equal shapes, the one Gorgonia built-in arithmetic the spn graph
+// runs (the readout sum and the gradient sums of nodes with several
+// consumers). Tensor, FromHost and ToHost make device tensors and move
+// values across; Buffer gives a device op the cuda.Buffer behind a
+// device tensor. Its test runs a Gorgonia graph with fan-out on the
+// emulated device through a TapeMachine and checks the bits. No model
+// kind trains on it yet: the device versions of the project's ops (see
+// the design) do not exist.
+//
+// # How Gorgonia v0.9.18 runs values (the facts the design rests on)
+//
+//   - NewTapeMachine (vm_tape.go:45) gives every bound value the
+//     machine's engine (setEngine, values_utils.go:241), and execOp.exec
+//     (vm_tape_nocuda.go:19) gives it to every op result; WithEngine
+//     (vm.go:319) sets that engine. Without the cuda build tag every
+//     register is a CPU register: no alloc instruction allocates through
+//     the engine (alloc.exec, vm_tape.go:584, is reached for devices
+//     other than CPU only), so every value is whatever the op's Do
+//     returns. An op that returns a device tensor keeps the value on the
+//     device.
+//   - The only Gorgonia arithmetic in the spn graph is Add: the readout
+//     sum (rt.Engine.Finish) and ReduceAdd (operations.go:329), which
+//     Backpropagate (differentiation.go:244) uses to sum the gradients of
+//     a node with several consumers. Add reaches tensor.Add
+//     (tensor api_arith.go:20) through tBinOp.do
+//     (operatorPointwise_binary.go:359), which calls an engine's Adder
+//     when the tensors' engine is not a standard (host) engine, with
+//     UseUnsafe (UnsafeDo) or WithReuse (UsePreallocDo) as options.
+//   - The gradient seed of a scalar cost is a host *F32 constant (1), and
+//     the loss node of the project's adaptor (models/op) is a scalar
+//     value: a device loss op downloads its one float, which is the
+//     "loss comes back" copy.
+//   - gorgonia.Read (readInstr.exec, vm_tape.go:773) copies a value on
+//     the host (CloneValue, then Dense.Clone's byte copy): reading a
+//     device tensor that way would dereference device memory. The device
+//     path reads the loss (a host scalar) with Read and takes the
+//     gradients' device tensors from the gradient nodes (Node.Value)
+//     after the run, leaving them on the device for Adam.
+//   - Concat (the gated readout) and the other built-ins of the kinds
+//     besides spn would go through the engine too (Concater, …); spn and
+//     gin do not use them.
+//
+// # Design
+//
+// Gorgonia stays the graph, the autodiff and the executor. A device
+// tensor is a *tensor.Dense over a Memory of this engine; its address
+// (Uintptr) is not the device pointer but an address of the engine's own
+// range, above the 48-bit virtual addresses of x86-64 and arm64, so that
+// any host dereference of a device tensor faults at once, on the
+// emulated device (whose device memory is host memory) as on a GPU. The
+// engine maps an address back to its cuda.Buffer, and kernels get the
+// buffer (Kernel.Launch checks the kinds and the context).
+//
+// The project's ops keep one Forward/Backward per device: models/op's Op
+// over []float32 for the CPU, and a device counterpart over device
+// tensors (kernel launches of models/cuda/kern and cuBLAS's Sgemm) that
+// the graph builder chooses when its environment holds a device engine.
+// The parameters, Adam's moments and the batch data (features, hop sets
+// packed by kern.PackHops, pooling offsets, classes) live in device
+// buffers; a step uploads the batch once and downloads the loss.
+//
+// Memcpy and Accessible refuse: the driver binding has no device-to-
+// device copy, and a host view of device memory is what the design
+// forbids. Neither is reached by a TapeMachine run of the spn graph.
+package engine

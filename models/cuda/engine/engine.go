@@ -1,0 +1,333 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"gorgonia.org/tensor"
+
+	"github.com/spn-project/spn/models/cuda"
+)
+
+// addrBase is the first address of the engine's range: above the 48-bit
+// (and 57-bit) virtual addresses of x86-64 and arm64, so that a host
+// dereference of a device tensor faults.
+const addrBase uintptr = 0xD000_0000_0000_0000
+
+// addrAlign is the spacing of the engine's addresses.
+const addrAlign = 256
+
+// Block is the number of threads per block of the engine's launches.
+const Block = 256
+
+// Memory is device memory of an Engine: a float32 cuda.Buffer behind an
+// address of the engine's range (tensor.Memory).
+type Memory struct {
+	addr    uintptr
+	size    uintptr
+	buf     *cuda.Buffer
+	scratch bool
+}
+
+// Uintptr implements tensor.Memory: the memory's address in the engine's
+// range, never a host address.
+func (m *Memory) Uintptr() uintptr { return m.addr }
+
+// MemSize implements tensor.Memory.
+func (m *Memory) MemSize() uintptr { return m.size }
+
+// Buffer returns the device buffer.
+func (m *Memory) Buffer() *cuda.Buffer { return m.buf }
+
+// Engine is a tensor.Engine over the device memory of one cuda.Context.
+// It is not safe for concurrent use.
+type Engine struct {
+	ctx  *cuda.Context
+	mod  *cuda.Module
+	ks   map[string]*cuda.Kernel
+	add  *cuda.Kernel // spn_bias_relu: y = x + b with one row and no ReLU
+	next uintptr
+	mem  map[uintptr]*Memory
+}
+
+var (
+	_ tensor.Engine = (*Engine)(nil)
+	_ tensor.Adder  = (*Engine)(nil)
+)
+
+// New returns the engine of ctx, launching the kernels of mod (a module
+// of models/cuda/kern's Source).
+func New(ctx *cuda.Context, mod *cuda.Module) (*Engine, error) {
+	e := &Engine{ctx: ctx, mod: mod, ks: map[string]*cuda.Kernel{}, next: addrBase, mem: map[uintptr]*Memory{}}
+	var err error
+	if e.add, err = e.Kernel("spn_bias_relu"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Kernel returns the entry point name of the engine's module (the device
+// ops' kernels), found once.
+func (e *Engine) Kernel(name string) (*cuda.Kernel, error) {
+	if k, ok := e.ks[name]; ok {
+		return k, nil
+	}
+	k, err := e.mod.Kernel(name)
+	if err != nil {
+		return nil, fmt.Errorf("device engine: %w", err)
+	}
+	e.ks[name] = k
+	return k, nil
+}
+
+// Context returns the engine's context.
+func (e *Engine) Context() *cuda.Context { return e.ctx }
+
+// AllocAccessible implements tensor.Engine: device memory is not host
+// memory.
+func (e *Engine) AllocAccessible() bool { return false }
+
+// Alloc implements tensor.Engine: size bytes of float32 values (size a
+// positive multiple of 4).
+func (e *Engine) Alloc(size int64) (tensor.Memory, error) { return e.alloc(size, false) }
+
+func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
+	if size <= 0 || size%4 != 0 {
+		return nil, fmt.Errorf("device engine: cannot allocate %d bytes: want a positive number of float32 values", size)
+	}
+	buf, err := cuda.Alloc[float32](e.ctx, int(size/4))
+	if err != nil {
+		return nil, fmt.Errorf("device engine: %w", err)
+	}
+	m := &Memory{addr: e.next, size: uintptr(size), buf: buf, scratch: scratch}
+	e.next += (uintptr(size) + addrAlign - 1) / addrAlign * addrAlign
+	e.mem[m.addr] = m
+	return m, nil
+}
+
+// memory returns the engine's memory at address addr.
+func (e *Engine) memory(addr uintptr, what string) (*Memory, error) {
+	m, ok := e.mem[addr]
+	if !ok {
+		return nil, fmt.Errorf("device engine: %s at %#x is not device memory of this engine", what, addr)
+	}
+	return m, nil
+}
+
+// Free implements tensor.Engine.
+func (e *Engine) Free(mem tensor.Memory, size int64) error {
+	m, err := e.memory(mem.Uintptr(), "freed memory")
+	if err != nil {
+		return err
+	}
+	if int64(m.size) != size {
+		return fmt.Errorf("device engine: freeing %d bytes of a block of %d", size, m.size)
+	}
+	delete(e.mem, m.addr)
+	return m.buf.Free()
+}
+
+// Memset implements tensor.Engine for a float32 value (one host→device
+// copy of the filled block).
+func (e *Engine) Memset(mem tensor.Memory, val interface{}) error {
+	v, ok := val.(float32)
+	if !ok {
+		return fmt.Errorf("device engine: memset with %T, want float32", val)
+	}
+	m, err := e.memory(mem.Uintptr(), "memset's memory")
+	if err != nil {
+		return err
+	}
+	host := make([]float32, m.buf.Len())
+	for i := range host {
+		host[i] = v
+	}
+	return cuda.Upload(m.buf, host)
+}
+
+// Memclr implements tensor.Engine (tensor.Engine gives it no error
+// return: a failure shows at the next copy or Synchronize of the
+// context, or not at all for memory that is not the engine's).
+func (e *Engine) Memclr(mem tensor.Memory) { _ = e.Memset(mem, float32(0)) }
+
+// Memcpy implements tensor.Engine by refusing: the driver binding has no
+// device-to-device copy, and a TapeMachine run of the spn graph does not
+// copy values.
+func (e *Engine) Memcpy(dst, src tensor.Memory) error {
+	return errors.New("device engine: no device-to-device copy (Memcpy)")
+}
+
+// Accessible implements tensor.Engine by refusing: a host view of device
+// memory is what the engine exists to prevent.
+func (e *Engine) Accessible(mem tensor.Memory) (tensor.Memory, error) {
+	return nil, errors.New("device engine: device memory has no host view (use ToHost)")
+}
+
+// WorksWith implements tensor.Engine: contiguous row-major data.
+func (e *Engine) WorksWith(order tensor.DataOrder) bool {
+	return order.IsRowMajor() && order.IsContiguous() && !order.IsTransposed()
+}
+
+// dense wraps m as a float32 tensor of shape.
+func (e *Engine) dense(m *Memory, shape []int) *tensor.Dense {
+	return tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(shape...),
+		tensor.FromMemory(m.addr, m.size), tensor.WithEngine(e))
+}
+
+func size(shape []int) (int, error) {
+	n := 1
+	for _, s := range shape {
+		if s < 1 {
+			return 0, fmt.Errorf("device engine: shape %v has an empty dimension", shape)
+		}
+		n *= s
+	}
+	return n, nil
+}
+
+// Tensor returns a new float32 device tensor of shape (values not
+// initialised), kept until Free or Close.
+func (e *Engine) Tensor(shape ...int) (*tensor.Dense, error) { return e.tensor(false, shape) }
+
+// Scratch returns a new float32 device tensor of shape (values not
+// initialised) that Reset frees: the memory of one run's values.
+func (e *Engine) Scratch(shape ...int) (*tensor.Dense, error) { return e.tensor(true, shape) }
+
+func (e *Engine) tensor(scratch bool, shape []int) (*tensor.Dense, error) {
+	n, err := size(shape)
+	if err != nil {
+		return nil, err
+	}
+	m, err := e.alloc(int64(n)*4, scratch)
+	if err != nil {
+		return nil, err
+	}
+	return e.dense(m, shape), nil
+}
+
+// FromHost returns a new device tensor of shape holding v (one
+// host→device copy), kept until Free or Close.
+func (e *Engine) FromHost(v []float32, shape ...int) (*tensor.Dense, error) {
+	n, err := size(shape)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(v) {
+		return nil, fmt.Errorf("device engine: %d values for shape %v", len(v), shape)
+	}
+	t, err := e.Tensor(shape...)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := e.Buffer(t)
+	if err := cuda.Upload(b, v); err != nil {
+		return nil, errors.Join(fmt.Errorf("device engine: %w", err), e.FreeTensor(t))
+	}
+	return t, nil
+}
+
+// Buffer returns the device buffer behind t, a tensor of this engine.
+func (e *Engine) Buffer(t tensor.Tensor) (*cuda.Buffer, error) {
+	if t == nil {
+		return nil, errors.New("device engine: nil tensor")
+	}
+	if t.Dtype() != tensor.Float32 {
+		return nil, fmt.Errorf("device engine: tensor of %v, want float32", t.Dtype())
+	}
+	m, err := e.memory(t.Uintptr(), fmt.Sprintf("tensor %v", t.Shape()))
+	if err != nil {
+		return nil, err
+	}
+	if t.Shape().TotalSize() != m.buf.Len() {
+		return nil, fmt.Errorf("device engine: tensor %v is a view of %d values (views are not supported)", t.Shape(), m.buf.Len())
+	}
+	return m.buf, nil
+}
+
+// ToHost copies the values of t, a tensor of this engine, to the host.
+func (e *Engine) ToHost(t tensor.Tensor) ([]float32, error) {
+	b, err := e.Buffer(t)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float32, b.Len())
+	if err := cuda.Download(v, b); err != nil {
+		return nil, fmt.Errorf("device engine: %w", err)
+	}
+	return v, nil
+}
+
+// FreeTensor frees the memory of t, a tensor of this engine.
+func (e *Engine) FreeTensor(t tensor.Tensor) error {
+	m, err := e.memory(t.Uintptr(), "freed tensor")
+	if err != nil {
+		return err
+	}
+	return e.Free(m, int64(m.size))
+}
+
+// Reset frees every scratch tensor (Scratch, and the results of Add).
+func (e *Engine) Reset() error {
+	var errs []error
+	for _, m := range e.mem {
+		if m.scratch {
+			errs = append(errs, e.Free(m, int64(m.size)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Live returns the number of device blocks the engine holds and their
+// bytes.
+func (e *Engine) Live() (blocks int, bytes int64) {
+	for _, m := range e.mem {
+		blocks++
+		bytes += int64(m.size)
+	}
+	return blocks, bytes
+}
+
+// Close frees all the engine's memory.
+func (e *Engine) Close() error {
+	var errs []error
+	for _, m := range e.mem {
+		errs = append(errs, e.Free(m, int64(m.size)))
+	}
+	return errors.Join(errs...)
+}
+
+// Add implements tensor.Adder: a + b for float32 device tensors of equal
+// shapes, into a new scratch tensor. The result is always fresh memory,
+// whatever the options ask (UseUnsafe, WithReuse): Gorgonia uses the
+// returned value, and no value a graph node is bound to is overwritten,
+// so the gradient nodes' values are intact after a run.
+func (e *Engine) Add(a, b tensor.Tensor, opts ...tensor.FuncOpt) (tensor.Tensor, error) {
+	if !a.Shape().Eq(b.Shape()) {
+		return nil, fmt.Errorf("device engine: adding shapes %v and %v", a.Shape(), b.Shape())
+	}
+	ab, err := e.Buffer(a)
+	if err != nil {
+		return nil, err
+	}
+	bb, err := e.Buffer(b)
+	if err != nil {
+		return nil, err
+	}
+	y, err := e.Scratch(a.Shape().Clone()...)
+	if err != nil {
+		return nil, err
+	}
+	yb, _ := e.Buffer(y)
+	n := ab.Len()
+	// spn_bias_relu over one row of n values without ReLU: y = a + b.
+	if err := e.add.Launch((n+Block-1)/Block, Block, yb, ab, bb, 1, n, 0); err != nil {
+		return nil, fmt.Errorf("device engine: adding %v: %w", a.Shape(), err)
+	}
+	return y, nil
+}
+
+// AddScalar implements tensor.Adder by refusing: the spn graph adds no
+// scalars to device tensors.
+func (e *Engine) AddScalar(a tensor.Tensor, b interface{}, leftTensor bool, opts ...tensor.FuncOpt) (tensor.Tensor, error) {
+	return nil, fmt.Errorf("device engine: adding a scalar to a device tensor %v is not supported", a.Shape())
+}

@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"math"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
+	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/models/kernels"
+)
+
+var emu struct {
+	once      sync.Once
+	dir, path string
+	skip      string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if emu.dir != "" {
+		os.RemoveAll(emu.dir)
+	}
+	os.Exit(code)
+}
+
+// emuEngine returns an engine on the emulated device (models/cuda's
+// testdata), with the kernels compiled by its NVRTC.
+func emuEngine(t *testing.T) *Engine {
+	t.Helper()
+	emu.once.Do(func() {
+		if emu.dir, emu.err = os.MkdirTemp("", "spn-engine-emu-"); emu.err != nil {
+			return
+		}
+		emu.path, emu.skip, emu.err = cudatest.BuildEmulator(emu.dir, "../testdata")
+	})
+	if emu.skip != "" {
+		t.Skip(emu.skip)
+	}
+	if emu.err != nil {
+		t.Fatal(emu.err)
+	}
+	r, err := cuda.Probe(cudatest.LibOpener{Lib: emu.path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engineOf(t, r)
+}
+
+// engineOf opens a context on device 0 of r, compiles and loads the
+// kernels and returns the engine; the test's cleanup closes both.
+func engineOf(t *testing.T, r *cuda.Runtime) *Engine {
+	t.Helper()
+	ctx, err := r.NewContext(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	c, err := r.Compiler(ctx.Device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx, _, err := c.CompileCached(t.TempDir(), kern.Name, kern.Source(), kern.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := ctx.LoadModule(ptx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(ctx, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+func values(n int, seed float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = seed * float32(math.Sin(float64(i)+float64(seed)))
+	}
+	return v
+}
+
+// ceOp is a device op as the design has them, for the test: the mean
+// softmax cross-entropy of logits (g×c) with classes y, a scalar
+// downloaded from the device, whose gradient node (ceGrad) computes
+// dOut·∂loss/∂logits on the device.
+type ceOp struct {
+	e    *Engine
+	y    *cuda.Buffer // int32 classes
+	g, c int
+	ce   *cuda.Kernel
+	mean *cuda.Kernel
+	grad bool // the gradient op: inputs (logits, dOut), output g×c
+}
+
+func (o *ceOp) Arity() int {
+	if o.grad {
+		return 2
+	}
+	return 1
+}
+
+func (o *ceOp) Type() hm.Type {
+	m := G.TensorType{Dims: 2, Of: G.Float32}
+	if o.grad {
+		return hm.NewFnType(m, G.Float32, m)
+	}
+	return hm.NewFnType(m, G.Float32)
+}
+
+func (o *ceOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	if o.grad {
+		return tensor.Shape{o.g, o.c}, nil
+	}
+	return tensor.ScalarShape(), nil
+}
+
+func (o *ceOp) Do(vals ...G.Value) (G.Value, error) {
+	lb, err := o.e.Buffer(vals[0].(tensor.Tensor))
+	if err != nil {
+		return nil, err
+	}
+	part, err := cuda.Alloc[float64](o.e.ctx, o.g)
+	if err != nil {
+		return nil, err
+	}
+	defer part.Free()
+	if o.grad {
+		dl, err := cuda.NewBuffer(o.e.ctx, []float32{vals[1].Data().(float32)})
+		if err != nil {
+			return nil, err
+		}
+		defer dl.Free()
+		dz, err := o.e.Scratch(o.g, o.c)
+		if err != nil {
+			return nil, err
+		}
+		db, _ := o.e.Buffer(dz)
+		return dz, o.ce.Launch(1, o.g, part, db, lb, o.y, dl, o.g, o.c)
+	}
+	loss, err := cuda.Alloc[float32](o.e.ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer loss.Free()
+	if err := o.ce.Launch(1, o.g, part, nil, lb, o.y, nil, o.g, o.c); err != nil {
+		return nil, err
+	}
+	if err := o.mean.Launch(1, 1, loss, part, o.g); err != nil {
+		return nil, err
+	}
+	v := make([]float32, 1)
+	if err := cuda.Download(v, loss); err != nil {
+		return nil, err
+	}
+	return G.NewF32(v[0]), nil
+}
+
+func (o *ceOp) ReturnsPtr() bool     { return false }
+func (o *ceOp) CallsExtern() bool    { return false }
+func (o *ceOp) OverwritesInput() int { return -1 }
+func (o *ceOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "test.ce:%v", o.grad)
+}
+func (o *ceOp) Hashcode() uint32 { h := fnv.New32a(); o.WriteHash(h); return h.Sum32() }
+func (o *ceOp) String() string   { return fmt.Sprintf("ce(grad=%v)", o.grad) }
+func (o *ceOp) DiffWRT(int) []bool {
+	return []bool{true}
+}
+func (o *ceOp) SymDiff(in G.Nodes, out, grad *G.Node) (G.Nodes, error) {
+	g := *o
+	g.grad = true
+	d, err := G.ApplyOp(&g, in[0], grad)
+	return G.Nodes{d}, err
+}
+
+// TestTapeMachineOnDevice runs a Gorgonia graph whose values live on the
+// device: logits = (x + w) + x (x has two consumers, so Backpropagate
+// sums its gradients with ReduceAdd's Add), the loss of a device op, and
+// the gradients of x and w. The loss is read with gorgonia.Read (a host
+// scalar), the gradients are taken from their nodes as device tensors.
+// Every value is checked against the CPU: the sums and the gradients to
+// the bit, the loss within 1e-6 (the device rounds the mean once to
+// float32). The engine's addresses fault on a host dereference, so the
+// run also shows that Gorgonia reads no device value on the host.
+func TestTapeMachineOnDevice(t *testing.T) {
+	e := emuEngine(t)
+	runTapeMachine(t, e)
+}
+
+// TestGPUTapeMachine is TestTapeMachineOnDevice on GPU 0; without a usable
+// GPU it skips (scripts/gpu-check.sh makes that a failure).
+func TestGPUTapeMachine(t *testing.T) {
+	r, err := cuda.Probe(cuda.System())
+	if err != nil {
+		cudatest.NoGPU(t, "%v", err)
+	}
+	runTapeMachine(t, engineOf(t, r))
+}
+
+func runTapeMachine(t *testing.T, e *Engine) {
+	const g, c = 5, 3
+	xv, wv := values(g*c, 1.5), values(g*c, -0.75)
+	y := []int32{0, 2, 1, 1, 0}
+	xd, err := e.FromHost(xv, g, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := e.FromHost(wv, g, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xd.Uintptr() < addrBase {
+		t.Fatalf("device tensor at %#x, want the engine's range from %#x", xd.Uintptr(), addrBase)
+	}
+	yb, err := cuda.NewBuffer(e.ctx, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer yb.Free()
+	ce, err := e.Kernel("spn_cross_entropy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean, err := e.Kernel("spn_mean_loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	gr := G.NewGraph()
+	x := G.NewMatrix(gr, G.Float32, G.WithShape(g, c), G.WithName("x"), G.WithValue(xd))
+	w := G.NewMatrix(gr, G.Float32, G.WithShape(g, c), G.WithName("w"), G.WithValue(wd))
+	z := G.Must(G.Add(x, w))
+	logits := G.Must(G.Add(z, x))
+	cost := G.Must(G.ApplyOp(&ceOp{e: e, y: yb, g: g, c: c, ce: ce, mean: mean}, logits))
+	grads, err := G.Grad(cost, x, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loss G.Value
+	G.Read(cost, &loss)
+	vm := G.NewTapeMachine(gr, G.WithEngine(e))
+	defer vm.Close()
+	for run := 0; run < 2; run++ { // a second run reuses the machine
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		// The CPU reference.
+		wantLogits := make([]float32, g*c)
+		for i := range wantLogits {
+			wantLogits[i] = (xv[i] + wv[i]) + xv[i]
+		}
+		dz := make([]float32, g*c)
+		wantLoss := kernels.CrossEntropy(dz, 1, wantLogits, y, g, c)
+		wantDx := make([]float32, g*c)
+		for i := range dz {
+			wantDx[i] = dz[i] + dz[i]
+		}
+		got, err := e.ToHost(logits.Value().(tensor.Tensor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kerntest.EqualBits(t, "logits", got, wantLogits)
+		lv, ok := loss.Data().(float32)
+		if !ok {
+			t.Fatalf("loss holds %T, want float32", loss.Data())
+		}
+		if math.Abs(float64(lv)-wantLoss) > 1e-6 {
+			t.Errorf("loss %v, want %v", lv, wantLoss)
+		}
+		for i, want := range [][]float32{wantDx, dz} {
+			gv, ok := grads[i].Value().(tensor.Tensor)
+			if !ok {
+				t.Fatalf("gradient %d holds %T", i, grads[i].Value())
+			}
+			if gv.Engine() != e {
+				t.Errorf("gradient %d has engine %T, want the device engine", i, gv.Engine())
+			}
+			got, err := e.ToHost(gv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kerntest.EqualBits(t, fmt.Sprintf("gradient of %s", []string{"x", "w"}[i]), got, want)
+		}
+		vm.Reset()
+		if err := e.Reset(); err != nil {
+			t.Fatal(err)
+		}
+		if blocks, _ := e.Live(); blocks != 2 {
+			t.Errorf("%d device blocks after Reset, want the 2 inputs", blocks)
+		}
+	}
+}
