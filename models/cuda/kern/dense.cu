@@ -37,3 +37,14 @@ SPN_KERNEL void spn_col_sums(float* __restrict__ db, const float* __restrict__ d
 	}
 	db[j] = acc;
 }
+
+// spn_fill sets the len values of y to v: the zeroing of gradient buffers
+// and padding on the device. One thread per value.
+SPN_KERNEL void spn_fill(float* __restrict__ y, float v, int len)
+{
+	long long t = spn_index();
+	if (t >= len) {
+		return;
+	}
+	y[t] = v;
+}

@@ -190,6 +190,16 @@ func TestBiasReLU(t *testing.T) {
 	equalBits(t, "db", db, wantDb)
 }
 
+// TestFill: spn_fill sets every value, and only those, to the value
+// (-0 kept).
+func TestFill(t *testing.T) {
+	for _, v := range []float32{0, float32(math.Copysign(0, -1)), 1.5} {
+		y := []float32{7, 7, 7, 7, 7, 7}
+		launch(t, "spn_fill", cover(5, 2), 2, y, v, 5)
+		equalBits(t, "y", y, []float32{v, v, v, v, v, 7})
+	}
+}
+
 // TestBatchNorm compares batch norm + ReLU in training and evaluation
 // mode, forward and backward, with the CPU kernels models/rt's op is made
 // of (its glue between them repeated here: mean and variance from
