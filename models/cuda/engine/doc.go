@@ -5,7 +5,8 @@
 //
 // # What it is today
 //
-// Engine implements tensor.Engine (Alloc, Free, Memset, Memclr; Memcpy
+// Engine implements tensor.Engine (Alloc, Free, Memset and Memclr with a
+// fill kernel; Memcpy
 // and Accessible refuse, see below) and tensor.Adder for float32 tensors
 // of equal shapes, the one Gorgonia built-in arithmetic the spn graph
 // runs (the readout sum and the gradient sums of nodes with several

@@ -42,12 +42,13 @@ func (m *Memory) Buffer() *cuda.Buffer { return m.buf }
 // Engine is a tensor.Engine over the device memory of one cuda.Context.
 // It is not safe for concurrent use.
 type Engine struct {
-	ctx  *cuda.Context
-	mod  *cuda.Module
-	ks   map[string]*cuda.Kernel
-	add  *cuda.Kernel // spn_bias_relu: y = x + b with one row and no ReLU
-	next uintptr
-	mem  map[uintptr]*Memory
+	ctx   *cuda.Context
+	mod   *cuda.Module
+	ks    map[string]*cuda.Kernel
+	add   *cuda.Kernel // spn_bias_relu: y = x + b with one row and no ReLU
+	fillK *cuda.Kernel // spn_fill
+	next  uintptr
+	mem   map[uintptr]*Memory
 }
 
 var (
@@ -61,6 +62,9 @@ func New(ctx *cuda.Context, mod *cuda.Module) (*Engine, error) {
 	e := &Engine{ctx: ctx, mod: mod, ks: map[string]*cuda.Kernel{}, next: addrBase, mem: map[uintptr]*Memory{}}
 	var err error
 	if e.add, err = e.Kernel("spn_bias_relu"); err != nil {
+		return nil, err
+	}
+	if e.fillK, err = e.Kernel("spn_fill"); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -127,8 +131,7 @@ func (e *Engine) Free(mem tensor.Memory, size int64) error {
 	return m.buf.Free()
 }
 
-// Memset implements tensor.Engine for a float32 value (one host→device
-// copy of the filled block).
+// Memset implements tensor.Engine for a float32 value (on the device).
 func (e *Engine) Memset(mem tensor.Memory, val interface{}) error {
 	v, ok := val.(float32)
 	if !ok {
@@ -138,11 +141,24 @@ func (e *Engine) Memset(mem tensor.Memory, val interface{}) error {
 	if err != nil {
 		return err
 	}
-	host := make([]float32, m.buf.Len())
-	for i := range host {
-		host[i] = v
+	return e.fill(m.buf, v)
+}
+
+// Fill sets every value of t, a tensor of this engine, to v.
+func (e *Engine) Fill(t tensor.Tensor, v float32) error {
+	b, err := e.Buffer(t)
+	if err != nil {
+		return err
 	}
-	return cuda.Upload(m.buf, host)
+	return e.fill(b, v)
+}
+
+func (e *Engine) fill(b *cuda.Buffer, v float32) error {
+	n := b.Len()
+	if err := e.fillK.Launch((n+Block-1)/Block, Block, b, v, n); err != nil {
+		return fmt.Errorf("device engine: %w", err)
+	}
+	return nil
 }
 
 // Memclr implements tensor.Engine (tensor.Engine gives it no error

@@ -1,0 +1,88 @@
+// Package enginetest opens device engines for tests: on the emulated
+// device (models/cuda's testdata, built with the system C compiler) or on
+// a machine's GPU 0.
+package enginetest
+
+import (
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
+	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda/kern"
+)
+
+// Emulated returns an engine on the emulated device, built for the test
+// (it skips without a C compiler or off Linux); the test's cleanup
+// closes it.
+func Emulated(t testing.TB) *engine.Engine {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("enginetest: cannot find models/cuda/testdata")
+	}
+	testdata := filepath.Join(filepath.Dir(file), "..", "..", "testdata")
+	lib, skip, err := cudatest.BuildEmulator(t.TempDir(), testdata)
+	if skip != "" {
+		t.Skip(skip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cuda.Probe(cudatest.LibOpener{Lib: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Open(t, r)
+}
+
+// GPU returns an engine on GPU 0; without a usable GPU it ends the test
+// with cudatest.NoGPU.
+func GPU(t testing.TB) *engine.Engine {
+	t.Helper()
+	r, err := cuda.Probe(cuda.System())
+	if err != nil {
+		cudatest.NoGPU(t, "%v", err)
+	}
+	return Open(t, r)
+}
+
+// Open opens a context on device 0 of r, compiles (through a PTX cache
+// in a temporary directory) and loads the kernels and returns the
+// engine; the test's cleanup closes the engine and the context.
+func Open(t testing.TB, r *cuda.Runtime) *engine.Engine {
+	t.Helper()
+	ctx, err := r.NewContext(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	c, err := r.Compiler(ctx.Device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx, _, err := c.CompileCached(t.TempDir(), kern.Name, kern.Source(), kern.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := ctx.LoadModule(ptx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(ctx, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}

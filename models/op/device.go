@@ -1,0 +1,249 @@
+package op
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
+)
+
+// DeviceOp is a primitive's math on a CUDA device: the same signature as
+// its Op, forward and backward over device buffers of a device engine
+// (kernel launches of models/cuda/kern, cuBLAS). A primitive that runs on
+// both devices implements Op and DeviceOp on one type, so that its
+// identity and shapes are written once and each device's math once.
+type DeviceOp interface {
+	// Sig returns the op's signature (as Op.Sig).
+	Sig() Sig
+	// DeviceForward writes the output into out (every value of it) from
+	// the inputs; a scalar input or output is a buffer of one value.
+	DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error
+	// DeviceBackward writes the gradients as Op.Backward does: dIn[i]
+	// zeroed by the adaptor unless Sig.Sets says otherwise for the first
+	// differentiated input; nil for inputs not differentiated.
+	DeviceBackward(e *engine.Engine, in []*cuda.Buffer, out, dOut *cuda.Buffer, dIn []*cuda.Buffer) error
+}
+
+// ApplyDevice adds the device op o over the input nodes in to their
+// graph, its values and gradients device tensors of e (scratch memory,
+// freed by e.Reset). The graph is the same as Apply's: one gradient node
+// running DeviceBackward, one node per further differentiated input. A
+// scalar output comes back to the host (a 4-byte copy: the loss) and a
+// scalar input or output gradient goes to the device the same way.
+func ApplyDevice(e *engine.Engine, o DeviceOp, in ...*G.Node) (*G.Node, error) {
+	s := o.Sig()
+	if len(in) != len(s.In) {
+		return nil, fmt.Errorf("%s: %d inputs, want %d", s.ID, len(in), len(s.In))
+	}
+	n, err := G.ApplyOp(&devFwd{node: newNode(s.ID, s.Out, s.In), op: o, sig: s, e: e}, in...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.ID, err)
+	}
+	return n, nil
+}
+
+// devBuffer returns the device buffer of value v of shape sh: a device
+// tensor's, or a new scratch buffer holding a host scalar.
+func devBuffer(e *engine.Engine, id string, v G.Value, i int, sh []int) (*cuda.Buffer, error) {
+	switch x := v.(type) {
+	case tensor.Tensor:
+		if x.Shape().TotalSize() != Size(sh) {
+			return nil, fmt.Errorf("%s: input %d has %d values, want %d", id, i, x.Shape().TotalSize(), Size(sh))
+		}
+		b, err := e.Buffer(x)
+		if err != nil {
+			return nil, fmt.Errorf("%s: input %d: %w", id, i, err)
+		}
+		return b, nil
+	case nil:
+		return nil, fmt.Errorf("%s: input %d missing", id, i)
+	default:
+		f, ok := v.Data().(float32)
+		if !ok || Size(sh) != 1 {
+			return nil, fmt.Errorf("%s: input %d holds %T, want a device tensor", id, i, v.Data())
+		}
+		t, err := e.Scratch(1)
+		if err != nil {
+			return nil, err
+		}
+		b, _ := e.Buffer(t)
+		if err := cuda.Upload(b, []float32{f}); err != nil {
+			return nil, fmt.Errorf("%s: input %d: %w", id, i, err)
+		}
+		return b, nil
+	}
+}
+
+func devBuffers(e *engine.Engine, id string, vals []G.Value, shapes [][]int) ([]*cuda.Buffer, error) {
+	bs := make([]*cuda.Buffer, len(shapes))
+	for i, sh := range shapes {
+		if i >= len(vals) {
+			return nil, fmt.Errorf("%s: input %d missing", id, i)
+		}
+		b, err := devBuffer(e, id, vals[i], i, sh)
+		if err != nil {
+			return nil, err
+		}
+		bs[i] = b
+	}
+	return bs, nil
+}
+
+// devShape is the device tensor shape of an op shape (one value for a
+// scalar).
+func devShape(s []int) []int {
+	if len(s) == 0 {
+		return []int{1}
+	}
+	return s
+}
+
+// devFwd is the Gorgonia op of a DeviceOp's forward pass.
+type devFwd struct {
+	node
+	op  DeviceOp
+	sig Sig
+	e   *engine.Engine
+}
+
+// Do implements gorgonia.Op.
+func (o *devFwd) Do(vals ...G.Value) (G.Value, error) {
+	if len(vals) != len(o.sig.In) {
+		return nil, fmt.Errorf("%s: %d inputs, want %d", o.id, len(vals), len(o.sig.In))
+	}
+	in, err := devBuffers(o.e, o.id, vals, o.sig.In)
+	if err != nil {
+		return nil, err
+	}
+	y, err := o.e.Scratch(devShape(o.sig.Out)...)
+	if err != nil {
+		return nil, err
+	}
+	yb, _ := o.e.Buffer(y)
+	if err := o.op.DeviceForward(o.e, in, yb); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.id, err)
+	}
+	if len(o.sig.Out) > 0 {
+		return y, nil
+	}
+	v, err := o.e.ToHost(y)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.id, err)
+	}
+	return G.NewF32(v[0]), nil
+}
+
+// DiffWRT implements gorgonia.SDOp.
+func (o *devFwd) DiffWRT(n int) []bool {
+	d := make([]bool, n)
+	for i := range d {
+		d[i] = i < len(o.sig.In) && o.sig.diff(i)
+	}
+	return d
+}
+
+// SymDiff implements gorgonia.SDOp as fwd.SymDiff does: one gradient node
+// over (inputs, y, dy), whose value is the gradient of the first
+// differentiated input; the other differentiated inputs' gradients are
+// device tensors of the gradient node, which one node per input returns
+// (no copy).
+func (o *devFwd) SymDiff(in G.Nodes, y, dy *G.Node) (G.Nodes, error) {
+	first := -1
+	for i := range o.sig.In {
+		if o.sig.diff(i) {
+			first = i
+			break
+		}
+	}
+	out := make(G.Nodes, len(in))
+	if first < 0 {
+		return out, nil
+	}
+	shapes := append(append([][]int(nil), o.sig.In...), o.sig.Out, o.sig.Out)
+	g := &devBwd{node: newNode(o.id+".grad", o.sig.In[first], shapes), f: o, first: first}
+	gn, err := G.ApplyOp(g, append(append(G.Nodes(nil), in...), y, dy)...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.id, err)
+	}
+	out[first] = gn
+	for i, s := range o.sig.In {
+		if i == first || !o.sig.diff(i) {
+			continue
+		}
+		p := &devPart{node: newNode(fmt.Sprintf("%s.d%d", o.id, i), s, [][]int{o.sig.In[first]}), g: g, i: i}
+		if out[i], err = G.ApplyOp(p, gn); err != nil {
+			return nil, fmt.Errorf("%s: the gradient of input %d: %w", o.id, i, err)
+		}
+	}
+	return out, nil
+}
+
+// devBwd is the Gorgonia op of a DeviceOp's backward pass: inputs
+// x_1..x_m, y, dy; output the gradient of input first, the other
+// differentiated inputs' gradients kept in side for their devPart nodes.
+type devBwd struct {
+	node
+	f     *devFwd
+	first int
+	side  []tensor.Tensor
+}
+
+// Do implements gorgonia.Op.
+func (o *devBwd) Do(vals ...G.Value) (G.Value, error) {
+	s, e := o.f.sig, o.f.e
+	m := len(s.In)
+	if len(vals) != m+2 {
+		return nil, fmt.Errorf("%s: %d inputs, want %d", o.id, len(vals), m+2)
+	}
+	shapes := append(append([][]int(nil), s.In...), s.Out, s.Out)
+	bs, err := devBuffers(e, o.id, vals, shapes)
+	if err != nil {
+		return nil, err
+	}
+	o.side = make([]tensor.Tensor, m)
+	dIn := make([]*cuda.Buffer, m)
+	var first tensor.Tensor
+	for i, sh := range s.In {
+		if !s.diff(i) {
+			continue
+		}
+		t, err := e.Scratch(devShape(sh)...)
+		if err != nil {
+			return nil, err
+		}
+		if i != o.first || !s.Sets {
+			if err := e.Fill(t, 0); err != nil {
+				return nil, fmt.Errorf("%s: %w", o.id, err)
+			}
+		}
+		dIn[i], _ = e.Buffer(t)
+		if i == o.first {
+			first = t
+		} else {
+			o.side[i] = t
+		}
+	}
+	if err := o.f.op.DeviceBackward(e, bs[:m], bs[m], bs[m+1], dIn); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.id, err)
+	}
+	return first, nil
+}
+
+// devPart returns the gradient of input i kept by its gradient node; its
+// input is the gradient node, so that it runs after it.
+type devPart struct {
+	node
+	g *devBwd
+	i int
+}
+
+// Do implements gorgonia.Op.
+func (p *devPart) Do(...G.Value) (G.Value, error) {
+	if p.i >= len(p.g.side) || p.g.side[p.i] == nil {
+		return nil, fmt.Errorf("%s: no gradient of input %d from the gradient node", p.id, p.i)
+	}
+	return p.g.side[p.i], nil
+}
