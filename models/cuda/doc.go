@@ -39,7 +39,8 @@
 // real dynamic loader, and tests pass a fake one (models/cuda/cudatest),
 // or the real loader with a fake CUDA built from C (testdata; its
 // emulated device runs the kernels on the host). The kernels spn compiles
-// are in models/cuda/kern. No model kind computes on a GPU yet: the
-// device tensor engine that would launch them in training does not exist
+// are in models/cuda/kern; models/cuda/engine is the Gorgonia tensor
+// engine over device memory that launches them. No model kind computes
+// on a GPU yet: the device math of the model runtime's ops does not exist
 // ([ErrNoBackend]).
 package cuda

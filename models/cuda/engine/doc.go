@@ -3,19 +3,29 @@
 // models/cuda Context, so that a Gorgonia TapeMachine built with
 // gorgonia.WithEngine runs a graph whose values stay on the device.
 //
-// # What it is today
+// # What exists
 //
 // Engine implements tensor.Engine (Alloc, Free, Memset and Memclr with a
-// fill kernel; Memcpy
-// and Accessible refuse, see below) and tensor.Adder for float32 tensors
-// of equal shapes, the one Gorgonia built-in arithmetic the spn graph
-// runs (the readout sum and the gradient sums of nodes with several
-// consumers). Tensor, FromHost and ToHost make device tensors and move
-// values across; Buffer gives a device op the cuda.Buffer behind a
-// device tensor. Its test runs a Gorgonia graph with fan-out on the
-// emulated device through a TapeMachine and checks the bits. No model
-// kind trains on it yet: the device versions of the project's ops (see
-// the design) do not exist.
+// fill kernel; Memcpy and Accessible refuse, see below) and tensor.Adder
+// for float32 tensors of equal shapes, the one Gorgonia built-in
+// arithmetic the spn graph runs (the readout sum and the gradient sums of
+// nodes with several consumers). Tensor, Scratch, FromHost and ToHost
+// make device tensors and move values across, Buffer gives a device op
+// the cuda.Buffer behind a device tensor, Reset frees one run's scratch
+// tensors. models/op's DeviceOp and ApplyDevice are the adaptor of a
+// primitive's device math, as Op and Apply are of its CPU math.
+//
+// The tests (enginetest opens an engine on the emulated device or on
+// GPU 0) run Gorgonia graphs with fan-out through a TapeMachine on the
+// device: here the sums and the gradient sums against the CPU's bits;
+// in models/op two primitives written for both devices, their logits,
+// loss and gradients against the CPU path.
+//
+// What does not exist: the device math of models/rt's ops (encoder,
+// linear over cuBLAS, batch norm + ReLU, hop aggregation, pooling,
+// dropout, losses), the batch on the device, Adam on the device and the
+// rt.Engine wiring (parameter nodes bound to device tensors, Step on the
+// device). No model kind trains on a device.
 //
 // # How Gorgonia v0.9.18 runs values (the facts the design rests on)
 //
@@ -61,15 +71,27 @@
 // engine maps an address back to its cuda.Buffer, and kernels get the
 // buffer (Kernel.Launch checks the kinds and the context).
 //
-// The project's ops keep one Forward/Backward per device: models/op's Op
-// over []float32 for the CPU, and a device counterpart over device
-// tensors (kernel launches of models/cuda/kern and cuBLAS's Sgemm) that
-// the graph builder chooses when its environment holds a device engine.
-// The parameters, Adam's moments and the batch data (features, hop sets
-// packed by kern.PackHops, pooling offsets, classes) live in device
-// buffers; a step uploads the batch once and downloads the loss.
+// The results of Add are fresh scratch tensors whatever the options
+// (UseUnsafe, WithReuse) ask: Gorgonia uses the returned value, and no
+// value a node is bound to is overwritten, so the gradient nodes' values
+// are intact after a run (Gorgonia reuses registers).
+//
+// A primitive keeps one math per device on one type: models/op's Op
+// (Forward/Backward over []float32) for the CPU and DeviceOp
+// (DeviceForward/DeviceBackward over device buffers: kernel launches of
+// models/cuda/kern, cuBLAS's Sgemm) for the device; the graph builder
+// applies it with Apply or ApplyDevice, by the device of its
+// environment. Gradient buffers are zeroed on the device (spn_fill), and
+// the further gradients of an op are device tensors its gradient node
+// keeps, returned by one node each without a copy. The parameters, Adam's
+// moments and the batch data (features, hop sets packed by
+// kern.PackHops, pooling offsets, classes) are to live in device
+// buffers; a step uploads the batch once and downloads the loss (a
+// scalar output comes back as 4 bytes, and the scalar gradient seed goes
+// to the device as 4 bytes).
 //
 // Memcpy and Accessible refuse: the driver binding has no device-to-
 // device copy, and a host view of device memory is what the design
-// forbids. Neither is reached by a TapeMachine run of the spn graph.
+// forbids. The tests' TapeMachine runs reach neither, and the spn
+// graph's Gorgonia built-ins are Add only.
 package engine
