@@ -48,3 +48,15 @@ SPN_KERNEL void spn_fill(float* __restrict__ y, float v, int len)
 	}
 	y[t] = v;
 }
+
+// spn_scale sets y = x · s[0] over len values: the gradient of a dot
+// product ⟨x, r⟩ scaled by the output gradient s[0]. One thread per
+// value.
+SPN_KERNEL void spn_scale(float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ s, int len)
+{
+	long long t = spn_index();
+	if (t >= len) {
+		return;
+	}
+	y[t] = x[t] * s[0];
+}

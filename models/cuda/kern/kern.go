@@ -3,12 +3,12 @@
 //
 // The kernels cover the SPN training step on a device: the hop
 // aggregation over CSR hop sets and its gradient (hops.cu), the hop
-// weights' softmax, bias + ReLU and the fill of a buffer with one value
-// (dense.cu), batch norm + ReLU in training and evaluation mode
-// (norm.cu), sum and mean pooling (pool.cu), the softmax cross-entropy
-// and the squared error (loss.cu), the Adam update (adam.cu) and dropout
-// with a counter-based generator (dropout.cu). Matrix products are
-// cuBLAS's.
+// weights' softmax, bias + ReLU, the fill of a buffer with one value and
+// the product with a device scalar (dense.cu), batch norm + ReLU in
+// training and evaluation mode (norm.cu), sum and mean pooling (pool.cu),
+// the softmax cross-entropy and the squared error (loss.cu), the Adam
+// update (adam.cu) and dropout with a counter-based generator
+// (dropout.cu). Matrix products are cuBLAS's.
 //
 // They are written for correctness and determinism first: one thread per
 // output value (or per output row or column), loops in a fixed order, no
@@ -137,6 +137,7 @@ func Kernels() []Kernel {
 		{"spn_bias_relu", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "b", F32Ptr, "n", I32, "d", I32, "relu", I32)},
 		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "dz", F32Ptr, "n", I32, "d", I32)},
 		{"spn_fill", "dense.cu", ps("y", F32Ptr, "v", F32, "len", I32)},
+		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
 		{"spn_bn_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "x", F32Ptr, "n", I32, "d", I32, "momentum", F64, "eps", F64, "update", I32)},
 		{"spn_bn_eval_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "d", I32, "eps", F64)},
 		{"spn_bn_relu", "norm.cu", ps("xhat", F32Ptr, "y", F32Ptr, "x", F32Ptr, "mu", F32Ptr, "inv", F32Ptr, "g", F32Ptr, "bt", F32Ptr, "n", I32, "d", I32)},

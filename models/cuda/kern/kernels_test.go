@@ -200,6 +200,20 @@ func TestFill(t *testing.T) {
 	}
 }
 
+// TestScale: spn_scale multiplies every value by the scalar, as the CPU's
+// float32 product.
+func TestScale(t *testing.T) {
+	x := []float32{1.5, -2, 0, 3.25e-3, 7}
+	s := []float32{-0.3}
+	y := make([]float32, len(x))
+	launch(t, "spn_scale", cover(len(x), 2), 2, y, x, s, len(x))
+	want := make([]float32, len(x))
+	for i, v := range x {
+		want[i] = v * s[0]
+	}
+	equalBits(t, "y", y, want)
+}
+
 // TestBatchNorm compares batch norm + ReLU in training and evaluation
 // mode, forward and backward, with the CPU kernels models/rt's op is made
 // of (its glue between them repeated here: mean and variance from
