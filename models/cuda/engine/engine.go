@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"gorgonia.org/tensor"
 
@@ -42,6 +43,11 @@ func (m *Memory) Buffer() *cuda.Buffer { return m.buf }
 // Engine is a tensor.Engine over the device memory of one cuda.Context.
 // It is not safe for concurrent use.
 type Engine struct {
+	// PoisonScratch, a test aid, fills every new scratch tensor with NaN
+	// (as an arena hands out stale buffers): a device op that leaves a
+	// value of its output unset shows as a NaN.
+	PoisonScratch bool
+
 	ctx   *cuda.Context
 	mod   *cuda.Module
 	ks    map[string]*cuda.Kernel
@@ -82,6 +88,20 @@ func (e *Engine) Kernel(name string) (*cuda.Kernel, error) {
 	}
 	e.ks[name] = k
 	return k, nil
+}
+
+// Launch runs kernel name of the engine's module over at least threads
+// threads (blocks of Block; the kernels return for indices past their
+// size).
+func (e *Engine) Launch(name string, threads int, args ...any) error {
+	k, err := e.Kernel(name)
+	if err != nil {
+		return err
+	}
+	if err := k.Launch((max(threads, 1)+Block-1)/Block, Block, args...); err != nil {
+		return fmt.Errorf("device engine: %w", err)
+	}
+	return nil
 }
 
 // Context returns the engine's context.
@@ -217,6 +237,11 @@ func (e *Engine) tensor(scratch bool, shape []int) (*tensor.Dense, error) {
 	m, err := e.alloc(int64(n)*4, scratch)
 	if err != nil {
 		return nil, err
+	}
+	if scratch && e.PoisonScratch {
+		if err := e.fill(m.buf, float32(math.NaN())); err != nil {
+			return nil, err
+		}
 	}
 	return e.dense(m, shape), nil
 }
