@@ -8,6 +8,7 @@ import (
 
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/kernels"
 )
 
 // DeviceOp is a primitive's math on a CUDA device: the same signature as
@@ -246,4 +247,27 @@ func (p *devPart) Do(...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("%s: no gradient of input %d from the gradient node", p.id, p.i)
 	}
 	return p.g.side[p.i], nil
+}
+
+// DeviceForward implements DeviceOp: ⟨x, s⟩ in double, one partial sum
+// per chunk of kernels.ChunkRows values (spn_dot_chunks) added in chunk
+// order (spn_sum_chunks) and rounded to float32 once.
+func (o Dot) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error {
+	n := Size(o.Shape)
+	nc := (n + kernels.ChunkRows - 1) / kernels.ChunkRows
+	part, err := cuda.Alloc[float64](e.Context(), nc)
+	if err != nil {
+		return err
+	}
+	defer part.Free()
+	if err := e.Launch("spn_dot_chunks", nc, part, in[1], in[0], 1, n, 1); err != nil {
+		return err
+	}
+	return e.Launch("spn_sum_chunks", 1, out, part, nc, 1)
+}
+
+// DeviceBackward implements DeviceOp: dx = dL·s (spn_scale).
+func (o Dot) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dL *cuda.Buffer, dIn []*cuda.Buffer) error {
+	n := Size(o.Shape)
+	return e.Launch("spn_scale", n, dIn[0], in[1], dL, n)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
+	"github.com/spn-project/spn/models/op/optest"
 )
 
 // Two primitives written for both devices, as the project's ops are
@@ -40,11 +41,7 @@ func (o biasReLU) Backward(in [][]float32, out, dOut []float32, dIn [][]float32)
 }
 
 func launch(e *engine.Engine, name string, n int, args ...any) error {
-	k, err := e.Kernel(name)
-	if err != nil {
-		return err
-	}
-	return k.Launch((n+engine.Block-1)/engine.Block, engine.Block, args...)
+	return e.Launch(name, n, args...)
 }
 
 func (o biasReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error {
@@ -218,4 +215,25 @@ func applyDevice(t *testing.T, e *engine.Engine) {
 	if blocks, _ := e.Live(); blocks != 2 {
 		t.Errorf("%d device blocks after Reset, want the 2 inputs", blocks)
 	}
+}
+
+// TestCheckDevice runs Dot (the probe of every device gradient check)
+// and biasReLU through optest.CheckDevice on the emulated device: Dot
+// within 1e-6 (the device adds double partials per chunk of rows, the
+// CPU one double sum; its gradient s·1 is exact on both), biasReLU's
+// output and gradients to the bit.
+func TestCheckDevice(t *testing.T) {
+	e := enginetest.Emulated(t)
+	const n, d = 300, 4
+	x, s := make([]float32, n*d), make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i) * 0.3))
+		s[i] = float32(math.Cos(float64(i) * 0.11))
+	}
+	t.Run("Dot", func(t *testing.T) {
+		optest.CheckDevice(t, e, "dot", op.Dot{ID: "dot", Shape: []int{n, d}}, [][]float32{x, s}, 1e-6, 1e-6)
+	})
+	t.Run("biasReLU", func(t *testing.T) {
+		optest.CheckDevice(t, e, "bias_relu", biasReLU{n, d}, [][]float32{x, s[:d]}, 0, 0)
+	})
 }
