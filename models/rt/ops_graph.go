@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
@@ -198,3 +200,15 @@ func (o mse) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
 
 // newDot is ⟨x, s⟩ over tensors of the given shape (op.Dot).
 func newDot(id string, shape ...int) op.Dot { return op.Dot{ID: id, Shape: shape} }
+
+// DeviceForward implements op.DeviceOp: y = x ⊙ mask (spn_mul).
+func (o dropout) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	n := op.Size(o.shape)
+	return e.Launch("spn_mul", n, y, in[0], in[1], n)
+}
+
+// DeviceBackward implements op.DeviceOp: dx = dy ⊙ mask (spn_mul).
+func (o dropout) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	n := op.Size(o.shape)
+	return e.Launch("spn_mul", n, dIn[0], dy, in[1], n)
+}

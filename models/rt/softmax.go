@@ -1,6 +1,8 @@
 package rt
 
 import (
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
@@ -37,4 +39,15 @@ func (o softmax) Backward(_ [][]float32, a, da []float32, dIn [][]float32) error
 		dIn[0][j] = float32(float64(a[j]) * (float64(da[j]) - s))
 	}
 	return nil
+}
+
+// DeviceForward implements op.DeviceOp: spn_softmax, in double as on the
+// CPU.
+func (o softmax) DeviceForward(e *engine.Engine, in []*cuda.Buffer, a *cuda.Buffer) error {
+	return e.Launch("spn_softmax", 1, a, in[0], o.k)
+}
+
+// DeviceBackward implements op.DeviceOp: spn_softmax_backward.
+func (o softmax) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, a, da *cuda.Buffer, dIn []*cuda.Buffer) error {
+	return e.Launch("spn_softmax_backward", 1, dIn[0], a, da, o.k)
 }

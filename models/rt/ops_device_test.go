@@ -1,0 +1,45 @@
+package rt
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/op/optest"
+)
+
+// TestOpsOnDevice runs the ops that have device math on the emulated
+// device and on the CPU (optest.CheckDevice): outputs and gradients.
+// The hop softmax computes in double on both (the C library's exp
+// against Go's: 1e-6 relative); dropout is one float32 product per value
+// (the same bits).
+func TestOpsOnDevice(t *testing.T) { opsOnDevice(t, enginetest.Emulated(t)) }
+
+// TestGPUOpsOnDevice is TestOpsOnDevice on GPU 0 (it skips without one).
+func TestGPUOpsOnDevice(t *testing.T) { opsOnDevice(t, enginetest.GPU(t)) }
+
+func opsOnDevice(t *testing.T, e *engine.Engine) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const k, g, c = 5, 16, 3
+	mask := make([]float32, g*c)
+	for i := range mask {
+		if rng.Float64() >= 0.3 {
+			mask[i] = 1 / 0.7
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		op       optest.Both
+		in       [][]float32
+		abs, rel float64
+	}{
+		{"softmax", NewSoftmax("alpha", k).(softmax), [][]float32{modeltest.RandFloats(rng, k, 1)}, 1e-7, 1e-6},
+		{"dropout", newDropout("readout0.dropout", g, c), [][]float32{modeltest.RandFloats(rng, g*c, 1), mask}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			optest.CheckDevice(t, e, tc.name, tc.op, tc.in, tc.abs, tc.rel)
+		})
+	}
+}
