@@ -1,6 +1,8 @@
 package rt
 
 import (
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
@@ -45,6 +47,50 @@ func (o linear) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error
 	buf := o.be.Buf(kernels.NumChunks(n) * (o.in*o.outCh + o.outCh)) // the per-chunk partial sums
 	o.be.MatMulATBuf(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], n, o.in, o.outCh, &buf)
 	return nil
+}
+
+// DeviceForward implements op.DeviceOp: x·W by cuBLAS into a scratch
+// product, then y = product + b (spn_bias_relu) on the real rows, the
+// padding rows set to zero (spn_fill).
+func (o linear) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	blas, err := e.BLAS()
+	if err != nil {
+		return err
+	}
+	n := o.bd.Rows(o.graph)
+	p, err := e.Scratch(max(n, 1), o.outCh)
+	if err != nil {
+		return err
+	}
+	pb, err := e.Buffer(p)
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*o.outCh, y, float32(0), o.N*o.outCh); err != nil {
+		return err
+	}
+	if err := blas.Sgemm(false, false, n, o.outCh, o.in, 1, in[0], in[1], 0, pb); err != nil {
+		return err
+	}
+	return e.Launch("spn_bias_relu", n*o.outCh, y, pb, in[2], n, o.outCh, 0)
+}
+
+// DeviceBackward implements op.DeviceOp: dx = dy·Wᵀ and dW = xᵀ·dy on
+// the real rows by cuBLAS, db = Σ_rows dy (spn_col_sums, the CPU's chunk
+// order).
+func (o linear) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	blas, err := e.BLAS()
+	if err != nil {
+		return err
+	}
+	n := o.bd.Rows(o.graph)
+	if err := blas.Sgemm(false, true, n, o.in, o.outCh, 1, dy, in[1], 0, dIn[0]); err != nil {
+		return err
+	}
+	if err := blas.Sgemm(true, false, o.in, o.outCh, n, 1, in[0], dy, 0, dIn[1]); err != nil {
+		return err
+	}
+	return e.Launch("spn_col_sums", o.outCh, dIn[2], dy, n, o.outCh)
 }
 
 // encoder is the input encoding h0_u = E[label_u] + attrs_u·W + b. The

@@ -7,14 +7,19 @@ import (
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op/optest"
 )
 
 // TestOpsOnDevice runs the ops that have device math on the emulated
 // device and on the CPU (optest.CheckDevice): outputs and gradients.
 // The hop softmax computes in double on both (the C library's exp
-// against Go's: 1e-6 relative); dropout is one float32 product per value
-// (the same bits).
+// against Go's: 1e-6 relative); the linear map's products are cuBLAS's
+// against the CPU's GEMM, in other orders (1e-5 relative, and 1e-4
+// absolute for dW's sums over 300 rows); dropout is one float32 product
+// per value (the same bits). The linear map's padding rows are zero and
+// its padding inputs ignored on both (its output and dx are compared
+// whole).
 func TestOpsOnDevice(t *testing.T) { opsOnDevice(t, enginetest.Emulated(t)) }
 
 // TestGPUOpsOnDevice is TestOpsOnDevice on GPU 0 (it skips without one).
@@ -29,6 +34,9 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 			mask[i] = 1 / 0.7
 		}
 	}
+	const n, N, d, out = 300, 320, 5, 3 // three row chunks; padding rows hold random values
+	bd := &BatchData{N: n, G: 5}
+	be := Env{Backend: kernels.CPU{Threads: 1}}
 	for _, tc := range []struct {
 		name     string
 		op       optest.Both
@@ -36,6 +44,10 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		abs, rel float64
 	}{
 		{"softmax", NewSoftmax("alpha", k).(softmax), [][]float32{modeltest.RandFloats(rng, k, 1)}, 1e-7, 1e-6},
+		{"linear", NewLinear("lin", be, bd, false, N, d, out).(linear),
+			[][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d*out, 0.5), modeltest.RandFloats(rng, out, 0.5)}, 1e-4, 1e-5},
+		{"linear graph-level", NewLinear("readout", be, bd, true, g, d, c).(linear),
+			[][]float32{modeltest.RandFloats(rng, g*d, 1), modeltest.RandFloats(rng, d*c, 0.5), modeltest.RandFloats(rng, c, 0.5)}, 1e-5, 1e-5},
 		{"dropout", newDropout("readout0.dropout", g, c), [][]float32{modeltest.RandFloats(rng, g*c, 1), mask}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

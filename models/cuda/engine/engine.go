@@ -53,6 +53,7 @@ type Engine struct {
 	ks    map[string]*cuda.Kernel
 	add   *cuda.Kernel // spn_bias_relu: y = x + b with one row and no ReLU
 	fillK *cuda.Kernel // spn_fill
+	blas  *cuda.BLAS   // made on first use
 	next  uintptr
 	mem   map[uintptr]*Memory
 }
@@ -102,6 +103,19 @@ func (e *Engine) Launch(name string, threads int, args ...any) error {
 		return fmt.Errorf("device engine: %w", err)
 	}
 	return nil
+}
+
+// BLAS returns the engine's cuBLAS handle, made on first use (Close
+// destroys it).
+func (e *Engine) BLAS() (*cuda.BLAS, error) {
+	if e.blas == nil {
+		b, err := e.ctx.NewBLAS()
+		if err != nil {
+			return nil, fmt.Errorf("device engine: %w", err)
+		}
+		e.blas = b
+	}
+	return e.blas, nil
 }
 
 // Context returns the engine's context.
@@ -328,9 +342,13 @@ func (e *Engine) Live() (blocks int, bytes int64) {
 	return blocks, bytes
 }
 
-// Close frees all the engine's memory.
+// Close frees all the engine's memory and its cuBLAS handle.
 func (e *Engine) Close() error {
 	var errs []error
+	if e.blas != nil {
+		errs = append(errs, e.blas.Destroy())
+		e.blas = nil
+	}
 	for _, m := range e.mem {
 		errs = append(errs, e.Free(m, int64(m.size)))
 	}
