@@ -24,6 +24,9 @@ type BatchData struct {
 	// Y (G) are the classes, Target (G×Out) the regression targets.
 	Y      []int32
 	Target []float64
+	// Dev is the batch on a device, for the ops' device math (nil on the
+	// CPU path).
+	Dev *DeviceBatch
 }
 
 // NewBatchData returns the data of batch b over the hop sets hops.

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
@@ -17,7 +19,9 @@ import (
 // against Go's: 1e-6 relative); the linear map's products are cuBLAS's
 // against the CPU's GEMM, in other orders (1e-5 relative, and 1e-4
 // absolute for dW's sums over 300 rows); dropout is one float32 product
-// per value (the same bits). The linear map's padding rows are zero and
+// per value (the same bits); sum and mean pooling add the graphs' rows
+// in the CPU's order (the same bits); the cross-entropy computes in
+// double on both (exp and log again: 1e-5 relative). The linear map's padding rows are zero and
 // its padding inputs ignored on both (its output and dx are compared
 // whole).
 func TestOpsOnDevice(t *testing.T) { opsOnDevice(t, enginetest.Emulated(t)) }
@@ -35,8 +39,22 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		}
 	}
 	const n, N, d, out = 300, 320, 5, 3 // three row chunks; padding rows hold random values
-	bd := &BatchData{N: n, G: 5}
+	// Five graphs (one empty) in graph-level tensors of 16 rows.
+	bd := &BatchData{N: n, G: 5, Ptr: []int32{0, 10, 10, 57, 200, 300}, Y: []int32{0, 2, 1, 2, 1}}
+	dev, err := UploadBatch(e, bd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free()
+	bd.Dev = dev
 	be := Env{Backend: kernels.CPU{Threads: 1}}
+	pool := func(kind string) pool {
+		p, err := newPool("readout0.pool", be, bd, kind, N, g, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	for _, tc := range []struct {
 		name     string
 		op       optest.Both
@@ -48,10 +66,21 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 			[][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d*out, 0.5), modeltest.RandFloats(rng, out, 0.5)}, 1e-4, 1e-5},
 		{"linear graph-level", NewLinear("readout", be, bd, true, g, d, c).(linear),
 			[][]float32{modeltest.RandFloats(rng, g*d, 1), modeltest.RandFloats(rng, d*c, 0.5), modeltest.RandFloats(rng, c, 0.5)}, 1e-5, 1e-5},
+		{"sum pooling", pool(models.PoolSum), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
+		{"mean pooling", pool(models.PoolMean), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
+		{"cross-entropy", newCrossEntropy("loss.cross_entropy", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 1e-7, 1e-5},
 		{"dropout", newDropout("readout0.dropout", g, c), [][]float32{modeltest.RandFloats(rng, g*c, 1), mask}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			optest.CheckDevice(t, e, tc.name, tc.op, tc.in, tc.abs, tc.rel)
 		})
+	}
+	if err := pool(models.PoolMax).DeviceForward(e, nil, nil); err == nil || err.Error() != "readout0.pool.max: max pooling has no device math" {
+		t.Errorf("max pooling on the device: %v", err)
+	}
+	nb := *bd
+	nb.Dev = nil
+	if err := newCrossEntropy("loss.cross_entropy", &nb, g, c).DeviceForward(e, []*cuda.Buffer{nil}, nil); err == nil || err.Error() != "loss.cross_entropy: the batch is not on the device" {
+		t.Errorf("cross-entropy without the batch on the device: %v", err)
 	}
 }

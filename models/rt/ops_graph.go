@@ -1,6 +1,7 @@
 package rt
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spn-project/spn/models"
@@ -111,6 +112,50 @@ func (o pool) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
 	return nil
 }
 
+// poolMean is spn_pool's mean argument for the pooling kind (sum and
+// mean have device math, max has none).
+func (o pool) poolMean() (int, error) {
+	switch o.kind {
+	case models.PoolSum:
+		return 0, nil
+	case models.PoolMean:
+		return 1, nil
+	}
+	return 0, fmt.Errorf("%s: %s pooling has no device math", o.id, o.kind)
+}
+
+// DeviceForward implements op.DeviceOp for sum and mean pooling: the
+// padding rows set to zero (spn_fill), the graphs' rows added in order
+// (spn_pool, the CPU's bits).
+func (o pool) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	mean, err := o.poolMean()
+	if err != nil {
+		return err
+	}
+	db, err := o.bd.dev(o.id)
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.G*o.d, y, float32(0), o.G*o.d); err != nil {
+		return err
+	}
+	return e.Launch("spn_pool", o.bd.G*o.d, y, in[0], db.Ptr, o.bd.G, o.d, mean)
+}
+
+// DeviceBackward implements op.DeviceOp for sum and mean pooling
+// (spn_pool_backward; the rows of no graph keep the adaptor's zeros).
+func (o pool) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	mean, err := o.poolMean()
+	if err != nil {
+		return err
+	}
+	db, err := o.bd.dev(o.id)
+	if err != nil {
+		return err
+	}
+	return e.Launch("spn_pool_backward", o.bd.G*o.d, dIn[0], dy, db.Ptr, o.bd.G, o.d, mean)
+}
+
 // dropout is inverted dropout as y = x ⊙ mask, where the mask (an input
 // that gets no gradient) holds 0 for a dropped entry and 1/(1−p) for a kept
 // one; its backward is dx = dy ⊙ mask, so the 1/(1−p) scaling is applied in
@@ -170,6 +215,40 @@ func (o crossEntropy) Forward(in [][]float32, out []float32) error {
 func (o crossEntropy) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
 	kernels.CrossEntropy(dIn[0], float64(dL[0]), in[0], o.bd.Y, o.bd.G, o.c)
 	return nil
+}
+
+// DeviceForward implements op.DeviceOp: one term per graph
+// (spn_cross_entropy) added in order (spn_mean_loss), in double.
+func (o crossEntropy) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error {
+	return o.device(e, in[0], out, nil, nil)
+}
+
+// DeviceBackward implements op.DeviceOp: dlogits = dL·(softmax −
+// onehot(y))/g on the real rows (spn_cross_entropy), the padding rows
+// keeping the adaptor's zeros.
+func (o crossEntropy) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dL *cuda.Buffer, dIn []*cuda.Buffer) error {
+	return o.device(e, in[0], nil, dIn[0], dL)
+}
+
+// device computes the loss into out (when not nil) or the gradient into
+// dz scaled by dL.
+func (o crossEntropy) device(e *engine.Engine, logits, out, dz, dL *cuda.Buffer) error {
+	db, err := o.bd.dev(o.id)
+	if err != nil {
+		return err
+	}
+	if db.Y == nil {
+		return fmt.Errorf("%s: the batch on the device has no classes", o.id)
+	}
+	part, err := cuda.Alloc[float64](e.Context(), o.bd.G)
+	if err != nil {
+		return err
+	}
+	err = e.Launch("spn_cross_entropy", o.bd.G, part, dz, logits, db.Y, dL, o.bd.G, o.c)
+	if err == nil && out != nil {
+		err = e.Launch("spn_mean_loss", 1, out, part, o.bd.G)
+	}
+	return errors.Join(err, part.Free())
 }
 
 // mse is the mean squared error of the predictions (G×t) of the batch's g
