@@ -54,6 +54,9 @@ type Data struct {
 	NodeOff []int32
 	// Target are the G×t targets (BCE: 0, 1 or NaN).
 	Target []float64
+	// Dev are the hop sets of Combine's SPN form on a device, for its
+	// device math (nil on the CPU path).
+	Dev *DeviceHops
 }
 
 // Need says which parts of a batch Set prepares.
@@ -119,8 +122,10 @@ type Combine struct {
 	Bufs op.Buffers
 	// Sums, with Hop1, is where the forward pass keeps the hop sums A_i·H
 	// for the backward pass (new([][]float32) per op); nil makes the
-	// backward pass recompute them.
-	Sums *[][]float32
+	// backward pass recompute them. DevSums is the same for the device
+	// math.
+	Sums    *[][]float32
+	DevSums *DeviceSums
 }
 
 // Sig implements op.Op.
