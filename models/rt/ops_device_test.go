@@ -55,6 +55,23 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		}
 		return p
 	}
+	newBN := func(seed float64) *bnStats {
+		st := &bnStats{Momentum: 0.1, Eps: 1e-5}
+		for j := 0; j < d; j++ {
+			st.RunMean = append(st.RunMean, seed*float64(j-2))
+			st.RunVar = append(st.RunVar, 1+seed*float64(j))
+		}
+		dv, err := UploadBN(e, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dv.Free() })
+		st.Dev = dv
+		return st
+	}
+	bnIn := func() [][]float32 {
+		return [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 1), modeltest.RandFloats(rng, d, 0.5)}
+	}
 	for _, tc := range []struct {
 		name     string
 		op       optest.Both
@@ -69,6 +86,8 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"sum pooling", pool(models.PoolSum), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
 		{"mean pooling", pool(models.PoolMean), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
 		{"cross-entropy", newCrossEntropy("loss.cross_entropy", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 1e-7, 1e-5},
+		{"batch norm + ReLU, training", newBNReLU("bn", be, bd, newBN(0.3), true, true, N, d), bnIn(), 0, 0},
+		{"batch norm + ReLU, evaluation", newBNReLU("bn", be, bd, newBN(0.3), false, false, N, d), bnIn(), 0, 0},
 		{"dropout", newDropout("readout0.dropout", g, c), [][]float32{modeltest.RandFloats(rng, g*c, 1), mask}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,5 +101,44 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	nb.Dev = nil
 	if err := newCrossEntropy("loss.cross_entropy", &nb, g, c).DeviceForward(e, []*cuda.Buffer{nil}, nil); err == nil || err.Error() != "loss.cross_entropy: the batch is not on the device" {
 		t.Errorf("cross-entropy without the batch on the device: %v", err)
+	}
+
+	// One training-mode forward moves the running statistics on the
+	// device as on the CPU (the same bits: double arithmetic in the same
+	// order).
+	cpu, gpu := newBN(0.2), newBN(0.2)
+	x := bnIn()
+	o := newBNReLU("bn", be, bd, cpu, true, true, N, d)
+	if err := o.Forward(x, make([]float32, N*d)); err != nil {
+		t.Fatal(err)
+	}
+	var bufs []*cuda.Buffer
+	for _, v := range x {
+		dv, err := e.FromHost(v, len(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.Buffer(dv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, b)
+	}
+	y, err := e.Scratch(N * d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yb, _ := e.Buffer(y)
+	og := newBNReLU("bn", be, bd, gpu, true, true, N, d)
+	if err := og.DeviceForward(e, bufs, yb); err != nil {
+		t.Fatal(err)
+	}
+	if err := gpu.Dev.Download(gpu); err != nil {
+		t.Fatal(err)
+	}
+	for j := 0; j < d; j++ {
+		if cpu.RunMean[j] != gpu.RunMean[j] || cpu.RunVar[j] != gpu.RunVar[j] {
+			t.Errorf("running statistics of column %d: device (%v, %v), CPU (%v, %v)", j, gpu.RunMean[j], gpu.RunVar[j], cpu.RunMean[j], cpu.RunVar[j])
+		}
 	}
 }

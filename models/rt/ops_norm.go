@@ -1,8 +1,12 @@
 package rt
 
 import (
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
@@ -19,7 +23,43 @@ type bnStats struct {
 
 	xhat   []float32 // normalised input of the last forward
 	invStd []float32
+
+	// Dev holds the running statistics on a device and what the last
+	// device forward computed for its backward (nil on the CPU path).
+	Dev *DeviceBN
 }
+
+// DeviceBN is a batch norm's state on a device: the running statistics
+// (double, as the model's buffers) and the last forward's x̂ and
+// 1/√(σ²+eps) (scratch buffers of the engine).
+type DeviceBN struct {
+	RunMean, RunVar *cuda.Buffer
+	xhat, inv       *cuda.Buffer
+}
+
+// UploadBN copies st's running statistics to e's device.
+func UploadBN(e *engine.Engine, st *bnStats) (*DeviceBN, error) {
+	m, err := cuda.NewBuffer(e.Context(), st.RunMean)
+	if err != nil {
+		return nil, fmt.Errorf("uploading the running mean: %w", err)
+	}
+	v, err := cuda.NewBuffer(e.Context(), st.RunVar)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("uploading the running variance: %w", err), m.Free())
+	}
+	return &DeviceBN{RunMean: m, RunVar: v}, nil
+}
+
+// Download copies the running statistics on the device into st's.
+func (b *DeviceBN) Download(st *bnStats) error {
+	if err := cuda.Download(st.RunMean, b.RunMean); err != nil {
+		return err
+	}
+	return cuda.Download(st.RunVar, b.RunVar)
+}
+
+// Free releases the running statistics on the device.
+func (b *DeviceBN) Free() error { return errors.Join(b.RunMean.Free(), b.RunVar.Free()) }
 
 // bnReLU is the fused y = ReLU(γ·(x−μ)/√(σ²+ε) + β) for inputs x (n×d),
 // γ (d), β (d): batch statistics in training mode (and a running-statistics
@@ -130,4 +170,77 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 	}
 	kernels.BNBackward(o.be, dx, dz, xhat, gi, mdz, mdzx, n, d)
 	return nil
+}
+
+// DeviceForward implements op.DeviceOp: the statistics per column
+// (spn_bn_stats in training mode, with the running update;
+// spn_bn_eval_stats in evaluation mode), then x̂ and y per value
+// (spn_bn_relu), the padding rows set to zero.
+func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	n, d, st := o.bd.N, o.d, o.st
+	if st.Dev == nil {
+		return fmt.Errorf("%s: the running statistics are not on the device", o.id)
+	}
+	dv := st.Dev
+	var bufs [3]*cuda.Buffer // μ, inv, x̂
+	for i, size := range []int{d, d, max(n*d, 1)} {
+		t, err := e.Scratch(size)
+		if err != nil {
+			return err
+		}
+		if bufs[i], err = e.Buffer(t); err != nil {
+			return err
+		}
+	}
+	mu, inv, xhat := bufs[0], bufs[1], bufs[2]
+	var err error
+	if o.train {
+		update := 0
+		if o.update {
+			update = 1
+		}
+		err = e.Launch("spn_bn_stats", d, mu, inv, dv.RunMean, dv.RunVar, in[0], n, d, st.Momentum, st.Eps, update)
+	} else {
+		err = e.Launch("spn_bn_eval_stats", d, mu, inv, dv.RunMean, dv.RunVar, d, st.Eps)
+	}
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
+		return err
+	}
+	dv.xhat, dv.inv = xhat, inv
+	return e.Launch("spn_bn_relu", n*d, xhat, y, in[0], mu, inv, in[1], in[2], n, d)
+}
+
+// DeviceBackward implements op.DeviceOp: dz through the ReLU
+// (spn_relu_mask), dγ, dβ and the column means (spn_bn_backward_stats),
+// then dx (spn_bn_backward; spn_bn_backward_eval in evaluation mode).
+func (o bnReLU) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	n, d, st := o.bd.N, o.d, o.st
+	if st.Dev == nil || st.Dev.xhat == nil {
+		return fmt.Errorf("%s: no device forward pass recorded", o.id)
+	}
+	var bufs [4]*cuda.Buffer // dz, gi, m, mx
+	for i, size := range []int{max(n*d, 1), d, d, d} {
+		t, err := e.Scratch(size)
+		if err != nil {
+			return err
+		}
+		if bufs[i], err = e.Buffer(t); err != nil {
+			return err
+		}
+	}
+	dz, gi, m, mx := bufs[0], bufs[1], bufs[2], bufs[3]
+	xhat, inv := st.Dev.xhat, st.Dev.inv
+	if err := e.Launch("spn_relu_mask", n*d, dz, y, dy, n*d); err != nil {
+		return err
+	}
+	if err := e.Launch("spn_bn_backward_stats", d, dIn[1], dIn[2], gi, m, mx, dz, xhat, in[1], inv, n, d); err != nil {
+		return err
+	}
+	if !o.train {
+		return e.Launch("spn_bn_backward_eval", n*d, dIn[0], dz, in[1], inv, n, d)
+	}
+	return e.Launch("spn_bn_backward", n*d, dIn[0], dz, xhat, gi, m, mx, n, d)
 }
