@@ -15,17 +15,25 @@
 // tensors. models/op's DeviceOp and ApplyDevice are the adaptor of a
 // primitive's device math, as Op and Apply are of its CPU math.
 //
+// Device math exists for these ops of the spn graph, each beside its
+// CPU math on the same type: the linear map (cuBLAS), batch norm + ReLU
+// (running statistics on the device, rt.DeviceBN), the hop softmax,
+// Combine's SPN form (hop sets packed on the device, nbop.DeviceHops),
+// sum and mean pooling and the cross-entropy (graph offsets and classes
+// on the device, rt.DeviceBatch), dropout, and op.Dot.
+//
 // The tests (enginetest opens an engine on the emulated device or on
 // GPU 0) run Gorgonia graphs with fan-out through a TapeMachine on the
-// device: here the sums and the gradient sums against the CPU's bits;
-// in models/op two primitives written for both devices, their logits,
-// loss and gradients against the CPU path.
+// device against the CPU's bits, and optest.CheckDevice runs each op
+// with device math on both devices and compares its output and
+// gradients.
 //
-// What does not exist: the device math of models/rt's ops (encoder,
-// linear over cuBLAS, batch norm + ReLU, hop aggregation, pooling,
-// dropout, losses), the batch on the device, Adam on the device and the
-// rt.Engine wiring (parameter nodes bound to device tensors, Step on the
-// device). No model kind trains on a device.
+// What does not exist: device math for the input encoder (no embedding
+// kernel), max pooling, the squared error and the other nbop ops; Adam
+// on the device; and the rt.Engine wiring (the graph builder choosing
+// ApplyDevice, parameter nodes bound to device tensors, the batch
+// uploaded once per step, a training step on the device). No model kind
+// trains on a device.
 //
 // # How Gorgonia v0.9.18 runs values (the facts the design rests on)
 //
@@ -33,11 +41,12 @@
 //     machine's engine (setEngine, values_utils.go:241), and execOp.exec
 //     (vm_tape_nocuda.go:19) gives it to every op result; WithEngine
 //     (vm.go:319) sets that engine. Without the cuda build tag every
-//     register is a CPU register: no alloc instruction allocates through
-//     the engine (alloc.exec, vm_tape.go:584, is reached for devices
-//     other than CPU only), so every value is whatever the op's Do
-//     returns. An op that returns a device tensor keeps the value on the
-//     device.
+//     register is a CPU register, and an alloc instruction (host memory
+//     for the CPU, alloc.exec, vm_tape.go:584) is emitted only for ops
+//     that call an extern (compile.go:372): Add does not
+//     (op_math_noextern.go:6) and neither do models/op's ops. So every
+//     value is whatever the op's Do returns, and an op that returns a
+//     device tensor keeps the value on the device.
 //   - The only Gorgonia arithmetic in the spn graph is Add: the readout
 //     sum (rt.Engine.Finish) and ReduceAdd (operations.go:329), which
 //     Backpropagate (differentiation.go:244) uses to sum the gradients of
