@@ -41,6 +41,6 @@
 // emulated device runs the kernels on the host). The kernels spn compiles
 // are in models/cuda/kern; models/cuda/engine is the Gorgonia tensor
 // engine over device memory that launches them. No model kind computes
-// on a GPU yet: the device math of the model runtime's ops does not exist
+// on a GPU yet: the model runtime does not run its graphs on the engine
 // ([ErrNoBackend]).
 package cuda
