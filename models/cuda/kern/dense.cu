@@ -60,3 +60,41 @@ SPN_KERNEL void spn_scale(float* __restrict__ y, const float* __restrict__ x, co
 	}
 	y[t] = x[t] * s[0];
 }
+
+// spn_encode sets the input encoding y[u] = (p[u] + b) + E[label[u]] over
+// the n×d rows of y: p (n×d, the product attrs·W) and E (labels×d, the
+// label embeddings) may be null, then their term is absent. The additions
+// are models/rt's encoder's, in its order. One thread per value.
+SPN_KERNEL void spn_encode(float* __restrict__ y, const float* __restrict__ p, const float* __restrict__ b,
+	const float* __restrict__ E, const int* __restrict__ label, int n, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)n * d) {
+		return;
+	}
+	int u = (int)(t / d), j = (int)(t % d);
+	float v = p ? p[t] + b[j] : b[j];
+	if (E) {
+		v = v + E[(long long)label[u] * d + j];
+	}
+	y[t] = v;
+}
+
+// spn_embed_backward adds to dE[l] (L×d) the rows dy[idx[r]] for r in
+// ptr[l] .. ptr[l+1]-1 in order: with the nodes of each label in
+// ascending order, the gradient of the label embeddings as models/rt's
+// encoder adds it. One thread per value (l, j).
+SPN_KERNEL void spn_embed_backward(float* __restrict__ dE, const float* __restrict__ dy, const int* __restrict__ ptr,
+	const int* __restrict__ idx, int L, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)L * d) {
+		return;
+	}
+	int l = (int)(t / d), j = (int)(t % d);
+	float acc = dE[t];
+	for (int r = ptr[l]; r < ptr[l + 1]; r++) {
+		acc += dy[(long long)idx[r] * d + j];
+	}
+	dE[t] = acc;
+}

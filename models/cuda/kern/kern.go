@@ -3,8 +3,9 @@
 //
 // The kernels cover the SPN training step on a device: the hop
 // aggregation over CSR hop sets and its gradient (hops.cu), the hop
-// weights' softmax, bias + ReLU, the fill of a buffer with one value and
-// the product with a device scalar (dense.cu), batch norm + ReLU in
+// weights' softmax, bias + ReLU, the input encoding and the gradient of
+// its label embeddings, the fill of a buffer with one value and the
+// product with a device scalar (dense.cu), batch norm + ReLU in
 // training and evaluation mode (norm.cu), sum and mean pooling (pool.cu),
 // the softmax cross-entropy and the squared error (loss.cu), the Adam
 // update (adam.cu) and dropout with a counter-based generator
@@ -138,6 +139,8 @@ func Kernels() []Kernel {
 		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "dz", F32Ptr, "n", I32, "d", I32)},
 		{"spn_fill", "dense.cu", ps("y", F32Ptr, "v", F32, "len", I32)},
 		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
+		{"spn_encode", "dense.cu", ps("y", F32Ptr, "p", F32Ptr, "b", F32Ptr, "E", F32Ptr, "label", I32Ptr, "n", I32, "d", I32)},
+		{"spn_embed_backward", "dense.cu", ps("dE", F32Ptr, "dy", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "L", I32, "d", I32)},
 		{"spn_bn_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "x", F32Ptr, "n", I32, "d", I32, "momentum", F64, "eps", F64, "update", I32)},
 		{"spn_bn_eval_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "d", I32, "eps", F64)},
 		{"spn_bn_relu", "norm.cu", ps("xhat", F32Ptr, "y", F32Ptr, "x", F32Ptr, "mu", F32Ptr, "inv", F32Ptr, "g", F32Ptr, "bt", F32Ptr, "n", I32, "d", I32)},

@@ -214,6 +214,58 @@ func TestScale(t *testing.T) {
 	equalBits(t, "y", y, want)
 }
 
+// TestEncode: spn_encode adds (p + b) + E[label] per value as models/rt's
+// encoder (absent terms with null pointers), and spn_embed_backward adds
+// each label's rows of dy in node order; the same bits as the plain
+// loops.
+func TestEncode(t *testing.T) {
+	const n, d, L = 200, 3, 4
+	rng := rand.New(rand.NewPCG(8, 9))
+	p, b, E, dy := randn(rng, n*d, 1), randn(rng, d, 1), randn(rng, L*d, 1), randn(rng, n*d, 1)
+	label := make([]int32, n)
+	for i := range label {
+		label[i] = int32(rng.IntN(L))
+	}
+	for _, c := range []struct {
+		name string
+		p, E []float32
+	}{{"p+E", p, E}, {"E", nil, E}, {"p", p, nil}} {
+		y := make([]float32, n*d)
+		launch(t, "spn_encode", cover(n*d, 32), 32, y, c.p, b, c.E, label, n, d)
+		want := make([]float32, n*d)
+		for i := range want {
+			v := b[i%d]
+			if c.p != nil {
+				v = c.p[i] + b[i%d]
+			}
+			if c.E != nil {
+				v += c.E[int(label[i/d])*d+i%d]
+			}
+			want[i] = v
+		}
+		equalBits(t, c.name, y, want)
+	}
+	var ptr, idx []int32
+	ptr = append(ptr, 0)
+	for l := int32(0); l < L; l++ {
+		for u, lu := range label {
+			if lu == l {
+				idx = append(idx, int32(u))
+			}
+		}
+		ptr = append(ptr, int32(len(idx)))
+	}
+	dE0 := randn(rng, L*d, 1)
+	dE, want := append([]float32(nil), dE0...), append([]float32(nil), dE0...)
+	launch(t, "spn_embed_backward", cover(L*d, 4), 4, dE, dy, ptr, idx, L, d)
+	for u, l := range label {
+		for j := 0; j < d; j++ {
+			want[int(l)*d+j] += dy[u*d+j]
+		}
+	}
+	equalBits(t, "dE", dE, want)
+}
+
 // TestBatchNorm compares batch norm + ReLU in training and evaluation
 // mode, forward and backward, with the CPU kernels models/rt's op is made
 // of (its glue between them repeated here: mean and variance from
