@@ -1,6 +1,8 @@
 package rt
 
 import (
+	"fmt"
+
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/kernels"
@@ -179,4 +181,96 @@ func (o encoder) Backward(_ [][]float32, _, dy []float32, dIn [][]float32) error
 		}
 	}
 	return nil
+}
+
+// devSplit returns E, W and b (nil when absent) from the op's device
+// buffers (split's order).
+func (o encoder) devSplit(in []*cuda.Buffer) (emb, attrW, bias *cuda.Buffer) {
+	i := 0
+	if o.numLabels > 0 {
+		emb, i = in[0], 1
+	}
+	if o.attrD > 0 {
+		attrW, i = in[i], i+1
+	}
+	return emb, attrW, in[i]
+}
+
+// DeviceForward implements op.DeviceOp: attrs·W by cuBLAS, then
+// y = (attrs·W + b) + E[label] per value (spn_encode) on the real rows,
+// the padding rows set to zero.
+func (o encoder) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	db, err := o.bd.dev(o.id)
+	if err != nil {
+		return err
+	}
+	emb, attrW, bias := o.devSplit(in)
+	d, n := o.d, o.bd.N
+	var labels, p *cuda.Buffer
+	if emb != nil {
+		if labels = db.Labels; labels == nil {
+			return fmt.Errorf("%s: the batch on the device has no node labels", o.id)
+		}
+	}
+	if attrW != nil {
+		if db.Attrs == nil {
+			return fmt.Errorf("%s: the batch on the device has no node attributes", o.id)
+		}
+		blas, err := e.BLAS()
+		if err != nil {
+			return err
+		}
+		pt, err := e.Scratch(max(n, 1), d)
+		if err != nil {
+			return err
+		}
+		if p, err = e.Buffer(pt); err != nil {
+			return err
+		}
+		if err := blas.Sgemm(false, false, n, d, o.attrD, 1, db.Attrs, attrW, 0, p); err != nil {
+			return err
+		}
+	}
+	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
+		return err
+	}
+	return e.Launch("spn_encode", n*d, y, p, bias, emb, labels, n, d)
+}
+
+// DeviceBackward implements op.DeviceOp: dW = attrsᵀ·dy by cuBLAS,
+// db = Σ_rows dy (spn_col_sums), dE[l] = Σ_{u: label_u = l} dy_u over the
+// nodes of each label in ascending order (spn_embed_backward, the CPU's
+// order).
+func (o encoder) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	db, err := o.bd.dev(o.id)
+	if err != nil {
+		return err
+	}
+	gEmb, gAttr, gBias := o.devSplit(dIn)
+	d, n := o.d, o.bd.N
+	if gAttr != nil {
+		if db.Attrs == nil {
+			return fmt.Errorf("%s: the batch on the device has no node attributes", o.id)
+		}
+		blas, err := e.BLAS()
+		if err != nil {
+			return err
+		}
+		if err := blas.Sgemm(true, false, o.attrD, d, n, 1, db.Attrs, dy, 0, gAttr); err != nil {
+			return err
+		}
+	}
+	if err := e.Launch("spn_col_sums", d, gBias, dy, n, d); err != nil {
+		return err
+	}
+	if gEmb == nil {
+		return nil
+	}
+	if db.LabelPtr == nil {
+		return fmt.Errorf("%s: the batch on the device has no node labels", o.id)
+	}
+	if db.LabelRows > o.numLabels {
+		return fmt.Errorf("%s: the batch has label %d, the embedding %d rows", o.id, db.LabelRows-1, o.numLabels)
+	}
+	return e.Launch("spn_embed_backward", db.LabelRows*d, gEmb, dy, db.LabelPtr, db.LabelIdx, db.LabelRows, d)
 }

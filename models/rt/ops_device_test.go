@@ -40,7 +40,13 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	}
 	const n, N, d, out = 300, 320, 5, 3 // three row chunks; padding rows hold random values
 	// Five graphs (one empty) in graph-level tensors of 16 rows.
-	bd := &BatchData{N: n, G: 5, Ptr: []int32{0, 10, 10, 57, 200, 300}, Y: []int32{0, 2, 1, 2, 1}}
+	const numLabels, attrD = 6, 2
+	labels := make([]int32, n)
+	for i := range labels {
+		labels[i] = int32(rng.IntN(numLabels - 1)) // the last label unused: its gradient stays zero
+	}
+	bd := &BatchData{N: n, G: 5, Ptr: []int32{0, 10, 10, 57, 200, 300}, Y: []int32{0, 2, 1, 2, 1},
+		Labels: labels, Attrs: modeltest.RandFloats(rng, n*attrD, 1)}
 	dev, err := UploadBatch(e, bd)
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +94,12 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"cross-entropy", newCrossEntropy("loss.cross_entropy", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 1e-7, 1e-5},
 		{"batch norm + ReLU, training", newBNReLU("bn", be, bd, newBN(0.3), true, true, N, d), bnIn(), 0, 0},
 		{"batch norm + ReLU, evaluation", newBNReLU("bn", be, bd, newBN(0.3), false, false, N, d), bnIn(), 0, 0},
+		{"encoder labels+attrs", newEncoder("enc", be, bd, numLabels, attrD, N, d),
+			[][]float32{modeltest.RandFloats(rng, numLabels*d, 1), modeltest.RandFloats(rng, attrD*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
+		{"encoder labels", newEncoder("enc", be, bd, numLabels, 0, N, d),
+			[][]float32{modeltest.RandFloats(rng, numLabels*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
+		{"encoder attrs", newEncoder("enc", be, bd, 0, attrD, N, d),
+			[][]float32{modeltest.RandFloats(rng, attrD*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
 		{"dropout", newDropout("readout0.dropout", g, c), [][]float32{modeltest.RandFloats(rng, g*c, 1), mask}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
