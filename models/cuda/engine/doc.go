@@ -15,12 +15,14 @@
 // tensors. models/op's DeviceOp and ApplyDevice are the adaptor of a
 // primitive's device math, as Op and Apply are of its CPU math.
 //
-// Device math exists for these ops of the spn graph, each beside its
-// CPU math on the same type: the linear map (cuBLAS), batch norm + ReLU
+// Device math exists for every op of the spn graph (classification, sum
+// or mean pooling, without the global readout), each beside its CPU math
+// on the same type: the input encoder, the linear map (cuBLAS), batch norm + ReLU
 // (running statistics on the device, rt.DeviceBN), the hop softmax,
 // Combine's SPN form (hop sets packed on the device, nbop.DeviceHops),
 // sum and mean pooling and the cross-entropy (graph offsets and classes
-// on the device, rt.DeviceBatch), dropout, and op.Dot.
+// on the device, rt.DeviceBatch, which also holds the node inputs),
+// dropout, and op.Dot.
 //
 // The tests (enginetest opens an engine on the emulated device or on
 // GPU 0) run Gorgonia graphs with fan-out through a TapeMachine on the
@@ -28,8 +30,8 @@
 // with device math on both devices and compares its output and
 // gradients.
 //
-// What does not exist: device math for the input encoder (no embedding
-// kernel), max pooling, the squared error and the other nbop ops; Adam
+// What does not exist: device math for max pooling, the squared error,
+// BCE and the other nbop ops; Adam
 // on the device; and the rt.Engine wiring (the graph builder choosing
 // ApplyDevice, parameter nodes bound to device tensors, the batch
 // uploaded once per step, a training step on the device). No model kind
