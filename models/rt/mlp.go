@@ -6,6 +6,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/param"
 )
@@ -83,7 +85,10 @@ type mlpOp struct {
 
 // mlpState is what the forward pass keeps for the backward pass: the
 // outputs of lin1, bn1 and lin2.
-type mlpState struct{ z1, a1, z2 []float32 }
+type mlpState struct {
+	z1, a1, z2 []float32
+	dev        [3]*cuda.Buffer // z1, a1, z2 of the device forward pass
+}
 
 func newMLPOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N, d int) mlpOp {
 	mode := "eval"
@@ -144,4 +149,88 @@ func (o mlpOp) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error 
 	// dx: lin1 sets the real rows, the padding is zeroed here (Sig.Sets).
 	clear(dIn[0][o.bd.N*o.d:])
 	return o.lin1.Backward([][]float32{in[0], in[1], in[2]}, st.z1, dz1, [][]float32{dIn[0], dIn[1], dIn[2]})
+}
+
+// DeviceForward implements op.DeviceOp: the four parts' device math in
+// order, the intermediate values in scratch buffers kept for the
+// backward pass.
+func (o mlpOp) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	st := o.st
+	lin1, bn1, lin2, bn2, err := o.parts()
+	if err != nil {
+		return err
+	}
+	for i := range st.dev {
+		t, err := e.Scratch(o.N, o.d)
+		if err != nil {
+			return err
+		}
+		if st.dev[i], err = e.Buffer(t); err != nil {
+			return err
+		}
+	}
+	z1, a1, z2 := st.dev[0], st.dev[1], st.dev[2]
+	if err := lin1.DeviceForward(e, []*cuda.Buffer{in[0], in[1], in[2]}, z1); err != nil {
+		return err
+	}
+	if err := bn1.DeviceForward(e, []*cuda.Buffer{z1, in[3], in[4]}, a1); err != nil {
+		return err
+	}
+	if err := lin2.DeviceForward(e, []*cuda.Buffer{a1, in[5], in[6]}, z2); err != nil {
+		return err
+	}
+	return bn2.DeviceForward(e, []*cuda.Buffer{z2, in[7], in[8]}, y)
+}
+
+// DeviceBackward implements op.DeviceOp: the four backward passes in
+// reverse order (each sets the real rows of its input gradient and reads
+// only real rows; the adaptor zeroed the bias gradients the linear maps
+// add to), dx's padding rows set to zero (Sig.Sets).
+func (o mlpOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	st := o.st
+	lin1, bn1, lin2, bn2, err := o.parts()
+	if err != nil {
+		return err
+	}
+	z1, a1, z2 := st.dev[0], st.dev[1], st.dev[2]
+	if z1 == nil {
+		return fmt.Errorf("%s: no device forward pass recorded", o.id)
+	}
+	var g [3]*cuda.Buffer // dz2, da1, dz1
+	for i := range g {
+		t, err := e.Scratch(o.N, o.d)
+		if err != nil {
+			return err
+		}
+		if g[i], err = e.Buffer(t); err != nil {
+			return err
+		}
+	}
+	dz2, da1, dz1 := g[0], g[1], g[2]
+	if err := bn2.DeviceBackward(e, []*cuda.Buffer{z2, in[7], in[8]}, y, dy, []*cuda.Buffer{dz2, dIn[7], dIn[8]}); err != nil {
+		return err
+	}
+	if err := lin2.DeviceBackward(e, []*cuda.Buffer{a1, in[5], in[6]}, z2, dz2, []*cuda.Buffer{da1, dIn[5], dIn[6]}); err != nil {
+		return err
+	}
+	if err := bn1.DeviceBackward(e, []*cuda.Buffer{z1, in[3], in[4]}, a1, da1, []*cuda.Buffer{dz1, dIn[3], dIn[4]}); err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*o.d, dIn[0], float32(0), o.N*o.d); err != nil {
+		return err
+	}
+	return lin1.DeviceBackward(e, []*cuda.Buffer{in[0], in[1], in[2]}, z1, dz1, []*cuda.Buffer{dIn[0], dIn[1], dIn[2]})
+}
+
+// parts returns the MLP's four parts as device ops.
+func (o mlpOp) parts() (lin1, bn1, lin2, bn2 op.DeviceOp, err error) {
+	var ds [4]op.DeviceOp
+	for i, p := range []op.Op{o.lin1, o.bn1, o.lin2, o.bn2} {
+		d, ok := p.(op.DeviceOp)
+		if !ok {
+			return nil, nil, nil, nil, fmt.Errorf("%s: part %s has no device math", o.id, p.Sig().ID)
+		}
+		ds[i] = d
+	}
+	return ds[0], ds[1], ds[2], ds[3], nil
 }

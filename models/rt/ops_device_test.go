@@ -78,6 +78,29 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	bnIn := func() [][]float32 {
 		return [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 1), modeltest.RandFloats(rng, d, 0.5)}
 	}
+	// An MLP with its running statistics on the device; each case has its
+	// own (a training-mode case moves the CPU's and the device's
+	// statistics by different numbers of forward passes).
+	newMLP := func() *MLP {
+		mlp := NewMLP("layer1", d, rng)
+		for _, st := range []*bnStats{mlp.st1, mlp.st2} {
+			dv, err := UploadBN(e, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { dv.Free() })
+			st.Dev = dv
+		}
+		return &mlp
+	}
+	mlpIn := func() [][]float32 {
+		in := [][]float32{modeltest.RandFloats(rng, N*d, 1)}
+		for range 2 {
+			in = append(in, modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5),
+				modeltest.RandFloats(rng, d, 1), modeltest.RandFloats(rng, d, 0.5))
+		}
+		return in
+	}
 	for _, tc := range []struct {
 		name     string
 		op       optest.Both
@@ -100,6 +123,8 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 			[][]float32{modeltest.RandFloats(rng, numLabels*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
 		{"encoder attrs", newEncoder("enc", be, bd, 0, attrD, N, d),
 			[][]float32{modeltest.RandFloats(rng, attrD*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
+		{"MLP, training", newMLPOp("layer1", newMLP(), be, bd, true, true, N, d), mlpIn(), 1e-4, 1e-4},
+		{"MLP, evaluation", newMLPOp("layer1", newMLP(), be, bd, false, false, N, d), mlpIn(), 1e-4, 1e-4},
 		{"dropout", newDropout("readout0.dropout", g, c), [][]float32{modeltest.RandFloats(rng, g*c, 1), mask}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
