@@ -17,7 +17,8 @@
 //
 // Device math exists for every op of the spn graph (classification, sum
 // or mean pooling, without the global readout), each beside its CPU math
-// on the same type: the input encoder, the linear map (cuBLAS), batch norm + ReLU
+// on the same type: the input encoder, the fused MLP and its parts, the
+// linear map (cuBLAS), batch norm + ReLU
 // (running statistics on the device, rt.DeviceBN), the hop softmax,
 // Combine's SPN form (hop sets packed on the device, nbop.DeviceHops),
 // sum and mean pooling and the cross-entropy (graph offsets and classes
