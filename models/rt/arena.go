@@ -1,12 +1,17 @@
 package rt
 
-import "github.com/spn-project/spn/models/kernels"
+import (
+	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/kernels"
+)
 
 // Env is what the ops compute with: the kernel backend and, when not nil,
-// the arena their large n×d outputs come from.
+// the arena their large n×d outputs come from. With Dev the graph runs on
+// that device engine (Builder.Op applies the ops' device math).
 type Env struct {
 	kernels.Backend
-	ar *arena
+	ar  *arena
+	Dev *engine.Engine
 }
 
 // Buf returns n floats with unspecified contents (every caller overwrites

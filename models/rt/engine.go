@@ -64,6 +64,8 @@ type Engine struct {
 	// backErr is an error of the adaptor's Backward, returned by the next
 	// Forward (Backward has no error return).
 	backErr error
+	// dev is the device the model trains on (UseDevice; nil: the CPU).
+	dev *deviceState
 }
 
 // NewEngine returns the Engine of a model built for cfg from seed: the
@@ -112,6 +114,9 @@ func (e *Engine) Step(b *data.Batch) (loss float64, out []float32, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if e.dev != nil {
+		return e.dev.step(p, e.Arch.GradParams(p), e.Cfg.Out)
+	}
 	if err := p.run(); err != nil {
 		return 0, nil, err
 	}
@@ -128,6 +133,9 @@ func (e *Engine) Step(b *data.Batch) (loss float64, out []float32, err error) {
 // Predict returns the NumGraphs×Out outputs for b in evaluation mode
 // (running statistics, no dropout); it changes no state.
 func (e *Engine) Predict(b *data.Batch) ([]float32, error) {
+	if e.dev != nil {
+		return nil, errNoDevicePath("Predict")
+	}
 	p, err := e.build(b, Opts{})
 	if err != nil {
 		return nil, err
@@ -161,6 +169,9 @@ func (e *Engine) Forward(b *data.Batch, train bool) ([]float32, error) {
 	}
 	if !train {
 		return e.Predict(b)
+	}
+	if e.dev != nil {
+		return nil, errNoDevicePath("a training-mode Forward")
 	}
 	if err := e.Arch.CheckBatch(b, Opts{}); err != nil {
 		return nil, err
@@ -251,8 +262,15 @@ func (e *Engine) build(b *data.Batch, o Opts) (*Program, error) {
 		if p, err = e.Arch.BuildGraph(key, NewBatchData(b, hops)); err != nil {
 			return nil, err
 		}
-		p.vm = G.NewTapeMachine(p.g)
+		if e.dev != nil {
+			p.vm = G.NewTapeMachine(p.g, G.WithEngine(e.dev.e))
+		} else {
+			p.vm = G.NewTapeMachine(p.g)
+		}
 		e.cache.Put(key, p, p.g, p.vm)
+	}
+	if e.dev != nil {
+		return p, e.dev.prepare(e.Arch, p, o)
 	}
 	// Per-batch inputs: masks and the output gradient, zero in the padding.
 	c := e.Cfg.Out
@@ -278,7 +296,11 @@ func (e *Engine) build(b *data.Batch, o Opts) (*Program, error) {
 // NewProgram starts the expression graph of key over the batch data bd.
 func (e *Engine) NewProgram(key Key, bd *BatchData) (*Builder, *Program, Env) {
 	bdr := &Builder{g: G.NewGraph()}
-	return bdr, &Program{key: key, g: bdr.g, bd: bd, ar: e.ar, vals: &readVals{}}, Env{Backend: e.be, ar: e.ar}
+	env := Env{Backend: e.be, ar: e.ar}
+	if e.dev != nil {
+		env.Dev = e.dev.e
+	}
+	return bdr, &Program{key: key, g: bdr.g, bd: bd, ar: e.ar, vals: &readVals{}, dev: e.dev}, env
 }
 
 // Param returns a new parameter node of p's graph bound to the storage of
@@ -287,7 +309,11 @@ func (p *Program) Param(bdr *Builder, prm *param.Param) *G.Node {
 	x := G.NewTensor(bdr.g, G.Float32, len(prm.Shape), G.WithShape(prm.Shape...), G.WithName(prm.Name))
 	p.params = append(p.params, paramBinding{node: x, p: prm})
 	if bdr.err == nil {
-		bdr.err = bindParam(&p.params[len(p.params)-1])
+		if p.dev != nil {
+			bdr.err = p.dev.bind(&p.params[len(p.params)-1])
+		} else {
+			bdr.err = bindParam(&p.params[len(p.params)-1])
+		}
 	}
 	return x
 }
@@ -357,7 +383,11 @@ func (e *Engine) FinishOut(bdr *Builder, p *Program, be Env, bd *BatchData, out 
 		return nil, bdr.err
 	}
 
-	G.Read(out, &p.vals.out)
+	if p.dev == nil {
+		G.Read(out, &p.vals.out)
+	} else {
+		p.outNode = out
+	}
 	var cost *G.Node
 	switch {
 	case key.loss && cfg.Task == models.TaskClassification:
@@ -384,9 +414,13 @@ func (e *Engine) FinishOut(bdr *Builder, p *Program, be Env, bd *BatchData, out 
 		if err != nil {
 			return nil, fmt.Errorf("differentiating the %s graph: %w", what, err)
 		}
-		p.vals.grads = make([]G.Value, len(grads))
-		for i, gn := range grads {
-			G.Read(gn, &p.vals.grads[i])
+		if p.dev != nil {
+			p.gradNodes = grads
+		} else {
+			p.vals.grads = make([]G.Value, len(grads))
+			for i, gn := range grads {
+				G.Read(gn, &p.vals.grads[i])
+			}
 		}
 		p.hasGrad = true
 	}

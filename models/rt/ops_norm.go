@@ -24,8 +24,9 @@ type bnStats struct {
 	xhat   []float32 // normalised input of the last forward
 	invStd []float32
 
-	// Dev holds the running statistics on a device and what the last
-	// device forward computed for its backward (nil on the CPU path).
+	// Dev holds the running statistics on a device (uploaded by the first
+	// device forward) and what the last device forward computed for its
+	// backward (nil on the CPU path).
 	Dev *DeviceBN
 }
 
@@ -178,8 +179,12 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 // (spn_bn_relu), the padding rows set to zero.
 func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	n, d, st := o.bd.N, o.d, o.st
-	if st.Dev == nil {
-		return fmt.Errorf("%s: the running statistics are not on the device", o.id)
+	if st.Dev == nil { // first use: the running statistics go to the device and stay there
+		dv, err := UploadBN(e, st)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.id, err)
+		}
+		st.Dev = dv
 	}
 	dv := st.Dev
 	var bufs [3]*cuda.Buffer // μ, inv, x̂

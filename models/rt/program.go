@@ -67,6 +67,12 @@ type Program struct {
 	// lossData are the targets of the multi-task BCE loss (binary task).
 	lossData *nbop.Data
 	ar       *arena
+	// dev is the device the graph runs on (nil: the CPU); outNode and
+	// gradNodes are then the nodes whose device values a run leaves (no
+	// gorgonia.Read, which would copy device memory on the host).
+	dev       *deviceState
+	outNode   *G.Node
+	gradNodes G.Nodes
 }
 
 // readVals are the values a run reads out of a compiled graph.
@@ -135,7 +141,18 @@ func (b *Builder) Op(be Env, o op.Op, in ...*G.Node) *G.Node {
 	if b.err != nil {
 		return nil
 	}
-	n, err := op.Apply(be, o, in...)
+	var n *G.Node
+	var err error
+	if be.Dev != nil {
+		do, ok := o.(op.DeviceOp)
+		if !ok {
+			b.err = fmt.Errorf("building %s: the op has no device math", o.Sig().ID)
+			return nil
+		}
+		n, err = op.ApplyDevice(be.Dev, do, in...)
+	} else {
+		n, err = op.Apply(be, o, in...)
+	}
 	if err != nil {
 		b.err = fmt.Errorf("building %s: %w", o.Sig().ID, err)
 		return nil
@@ -155,7 +172,7 @@ func (p *Program) run() error {
 	if err := p.vm.RunAll(); err != nil {
 		return fmt.Errorf("running the model graph: %w", err)
 	}
-	if p.vals.out == nil {
+	if p.vals.out == nil && p.dev == nil {
 		return fmt.Errorf("running the model graph: no output value")
 	}
 	// A cached graph keeps no reference to this batch or to the machine's
