@@ -40,7 +40,8 @@
 // or the real loader with a fake CUDA built from C (testdata; its
 // emulated device runs the kernels on the host). The kernels spn compiles
 // are in models/cuda/kern; models/cuda/engine is the Gorgonia tensor
-// engine over device memory that launches them. No model kind computes
-// on a GPU yet: the model runtime does not run its graphs on the engine
+// engine over device memory that launches them, through which
+// models/rt trains the spn and gin kinds' steps (rt.Engine.UseDevice).
+// Nothing chooses a GPU yet: the specs, commands and stages refuse one
 // ([ErrNoBackend]).
 package cuda

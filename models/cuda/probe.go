@@ -241,6 +241,6 @@ func (r *Runtime) Device(ordinal int) (Device, error) {
 
 // ErrNoBackend says that no model kind computes on a GPU in this build:
 // the package finds devices, compiles the kernels of models/cuda/kern and
-// launches them, and models/cuda/engine runs Gorgonia graphs on device
-// memory, but no model kind trains through it.
+// launches them, and models/rt trains spn and gin steps through
+// models/cuda/engine, but no spec, command or stage runs on a GPU.
 var ErrNoBackend = errors.New("the CUDA backend is not in this build of spn (no model kind trains on a GPU yet)")
