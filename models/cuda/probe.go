@@ -239,7 +239,7 @@ func (r *Runtime) Device(ordinal int) (Device, error) {
 	return d, nil
 }
 
-// ErrNoBackend says that no model kind computes on a GPU in this build:
+// ErrNoBackend says that spn does not train on a GPU in this build:
 // the package finds devices, compiles the kernels of models/cuda/kern and
 // launches them, and models/rt trains spn and gin steps through
 // models/cuda/engine, but no spec, command or stage runs on a GPU.
