@@ -2,6 +2,7 @@ package spn
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/spn-project/spn/data"
@@ -24,7 +25,9 @@ const deviceTol = 1e-5
 // TestStepOnDevice trains the same small SPN (k = 2, 2 layers, hidden 8,
 // no dropout; and GIN) for 20 steps with Adam on the CPU and on the
 // emulated device from the same initial parameters: the per-step losses
-// and the outputs agree within deviceTol.
+// and the outputs agree within deviceTol, a second device model gives the
+// same bits step by step, and after the steps only the parameters are
+// left on the device.
 func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
@@ -51,14 +54,20 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dev, err := New(cfg, 7, be)
-			if err != nil {
-				t.Fatal(err)
+			newDev := func() (*Model, *param.Adam) {
+				m, err := New(cfg, 7, be)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := m.UseDevice(e); err != nil {
+					t.Fatal(err)
+				}
+				return m, param.NewAdam(m.Params(), 0.01, 0)
 			}
-			if err := dev.UseDevice(e); err != nil {
-				t.Fatal(err)
-			}
-			copt, dopt := param.NewAdam(cpu.Params(), 0.01, 0), param.NewAdam(dev.Params(), 0.01, 0)
+			blocks0, _ := e.Live()
+			dev, dopt := newDev()
+			again, aopt := newDev()
+			copt := param.NewAdam(cpu.Params(), 0.01, 0)
 			var worst, first, last float64
 			for step := 0; step < 20; step++ {
 				cl, cout, err := cpu.Step(b)
@@ -86,8 +95,21 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 						t.Fatalf("step %d: output %d = %v on the device, %v on the CPU", step, i, dout[i], cout[i])
 					}
 				}
+				// The same step on the device again gives the same bits.
+				al, aout, err := again.Step(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Float64bits(al) != math.Float64bits(dl) || !slices.Equal(aout, dout) {
+					t.Fatalf("step %d: a second device model gives loss %v, the first %v", step, al, dl)
+				}
 				copt.Step()
 				dopt.Step()
+				aopt.Step()
+			}
+			// Only the two device models' parameters stay on the device.
+			if blocks, _ := e.Live(); blocks-blocks0 != 2*len(dev.Params()) {
+				t.Errorf("%d device blocks after the steps, want the %d parameters of two models", blocks-blocks0, 2*len(dev.Params()))
 			}
 			t.Logf("%s: loss %.4f → %.4f on the device over 20 steps, largest difference from the CPU %.3g (relative to 1 + |loss|)", kind, first, last, worst)
 			if !(last < first) {
