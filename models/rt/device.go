@@ -25,6 +25,9 @@ type deviceState struct {
 	e      *engine.Engine
 	params map[*param.Param]*tensor.Dense
 	free   []func() error
+	// adam, when not nil, keeps the parameters and their gradients on the
+	// device (NewDeviceAdam).
+	adam *DeviceAdam
 }
 
 // UseDevice makes the model's training steps run on the device engine
@@ -33,8 +36,9 @@ type deviceState struct {
 // first step. On the device path Step runs without dropout and returns
 // the loss and the outputs; the parameters are uploaded before each step
 // and their gradients downloaded after it (the optimiser runs on the
-// host), and the batch norms' running statistics stay on the device.
-// Predict, Forward and Backward are not wired to the device.
+// host), unless a DeviceAdam (NewDeviceAdam) keeps parameters, gradients
+// and moments on the device. The batch norms' running statistics stay on
+// the device. Predict, Forward and Backward are not wired to the device.
 func (e *Engine) UseDevice(dev *engine.Engine) error {
 	if n, _ := e.CachedGraphs(); n > 0 || e.CacheMisses > 0 {
 		return errors.New("UseDevice: the model has built graphs on the CPU")
@@ -75,6 +79,9 @@ func (d *deviceState) prepare(a Arch, p *Program, o Opts) error {
 		return errors.New("the device path runs training steps without dropout only")
 	}
 	for _, pb := range p.params {
+		if d.adam != nil {
+			break // the parameters live on the device
+		}
 		b, err := d.e.Buffer(d.params[pb.p])
 		if err == nil {
 			err = cuda.Upload(b, pb.p.W)
@@ -139,6 +146,16 @@ func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, 
 		return v, nil
 	}
 	for i, gn := range p.gradNodes {
+		if d.adam != nil {
+			t, ok := gn.Value().(tensor.Tensor)
+			if !ok {
+				return 0, nil, fmt.Errorf("gradient of %s holds %T, want a device tensor", ps[i].Name, gn.Value())
+			}
+			if err := d.adam.accumulate(ps[i], t); err != nil {
+				return 0, nil, err
+			}
+			continue
+		}
 		g, err := host(gn, "gradient of "+ps[i].Name, len(ps[i].G))
 		if err != nil {
 			return 0, nil, err

@@ -121,3 +121,82 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 		})
 	}
 }
+
+// TestDeviceAdam trains the small SPN for 20 steps with the parameters,
+// gradients and Adam's moments on the emulated device (rt.DeviceAdam)
+// and, from the same initial parameters, with param.Adam on the CPU: the
+// per-step losses agree within deviceTol, the host gradients stay zero,
+// and after Sync the parameters agree within 1e-4·(1 + |CPU value|)
+// (except the biases that feed a batch norm: their exact gradient is 0,
+// both hold rounding noise that Adam scales up, zeroGradParam).
+func TestDeviceAdam(t *testing.T) { deviceAdam(t, enginetest.Emulated(t)) }
+
+// TestGPUDeviceAdam is TestDeviceAdam on GPU 0 (it skips without one).
+func TestGPUDeviceAdam(t *testing.T) { deviceAdam(t, enginetest.GPU(t)) }
+
+func deviceAdam(t *testing.T, e *engine.Engine) {
+	ds, hops, err := synth.Layered(9, 12, 3, [2]int{3, 6}, [2]int{1, 3}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := data.NewBatch(ds, hops, ds.Splits[0].Train, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := modeltest.Config("spn", 2, 2, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	be := kernels.CPU{Threads: 1}
+	cpu, err := New(cfg, 7, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := New(cfg, 7, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.UseDevice(e); err != nil {
+		t.Fatal(err)
+	}
+	dopt, err := dev.NewDeviceAdam(dev.Params(), 0.01, 1e-4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copt := param.NewAdam(cpu.Params(), 0.01, 1e-4)
+	for step := 0; step < 20; step++ {
+		cl, _, err := cpu.Step(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl, _, err := dev.Step(b)
+		if err != nil {
+			t.Fatalf("step %d on the device: %v", step, err)
+		}
+		if math.Abs(dl-cl) > deviceTol*(1+math.Abs(cl)) {
+			t.Fatalf("step %d: loss %v on the device, %v on the CPU", step, dl, cl)
+		}
+		for _, p := range dev.Params() {
+			for _, g := range p.G {
+				if g != 0 {
+					t.Fatalf("step %d: host gradient of %s written: the gradients should stay on the device", step, p.Name)
+				}
+			}
+		}
+		copt.Step()
+		if err := dopt.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dopt.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	cp, dp := cpu.Params(), dev.Params()
+	for i := range cp {
+		if zeroGradParam.MatchString(cp[i].Name) {
+			continue // gradient 0 up to rounding noise, which Adam scales up: no effect on the outputs
+		}
+		for j := range cp[i].W {
+			if math.Abs(float64(dp[i].W[j]-cp[i].W[j])) > 1e-4*(1+math.Abs(float64(cp[i].W[j]))) {
+				t.Fatalf("%s[%d] = %v on the device, %v on the CPU", cp[i].Name, j, dp[i].W[j], cp[i].W[j])
+			}
+		}
+	}
+}

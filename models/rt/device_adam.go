@@ -1,0 +1,158 @@
+package rt
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gorgonia.org/tensor"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/param"
+)
+
+// DeviceAdam is param.Adam for a model on the device path, with the
+// parameters, their gradients and Adam's moments living on the device:
+// Step keeps the gradients on the device (added to a device gradient per
+// parameter) instead of downloading them, and DeviceAdam.Step updates
+// the parameters there (spn_adam, param.Adam's arithmetic, bit for bit).
+// The host values (Param.W) are stale until Sync.
+type DeviceAdam struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float64
+
+	d      *deviceState
+	params []*param.Param
+	g      []*tensor.Dense // the gradients, zero after Step
+	m, v   []*cuda.Buffer
+	t      int
+}
+
+// NewDeviceAdam returns the device optimiser of params (the model's
+// Params) with param.NewAdam's hyperparameters; the model must be on the
+// device path (UseDevice), and its steps from then on keep their
+// gradients on the device for it.
+func (e *Engine) NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (*DeviceAdam, error) {
+	d := e.dev
+	if d == nil {
+		return nil, errors.New("NewDeviceAdam: the model is not on the device path (UseDevice)")
+	}
+	if d.adam != nil {
+		return nil, errors.New("NewDeviceAdam: the model has a device optimiser")
+	}
+	a := &DeviceAdam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, d: d, params: params}
+	for _, p := range params {
+		if _, ok := d.params[p]; !ok {
+			t, err := d.e.FromHost(p.W, p.Shape...)
+			if err != nil {
+				return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
+			}
+			d.params[p] = t
+		}
+		g, err := d.e.Tensor(len(p.W))
+		if err == nil {
+			err = d.e.Fill(g, 0)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gradient of %s: %w", p.Name, err)
+		}
+		a.g = append(a.g, g)
+		for _, mv := range []*[]*cuda.Buffer{&a.m, &a.v} {
+			b, err := cuda.NewBuffer(d.e.Context(), make([]float32, len(p.W)))
+			if err != nil {
+				return nil, fmt.Errorf("Adam's moments of %s: %w", p.Name, err)
+			}
+			*mv = append(*mv, b)
+		}
+	}
+	d.adam = a
+	return a, nil
+}
+
+// index returns the position of p among the optimiser's parameters.
+func (a *DeviceAdam) index(p *param.Param) (int, error) {
+	for i, q := range a.params {
+		if q == p {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("parameter %s is not the device optimiser's", p.Name)
+}
+
+// accumulate adds the step's gradient grad (a scratch tensor) to p's
+// device gradient: g' = g + grad into a new tensor that replaces g.
+func (a *DeviceAdam) accumulate(p *param.Param, grad tensor.Tensor) error {
+	i, err := a.index(p)
+	if err != nil {
+		return err
+	}
+	e := a.d.e
+	gb, err := e.Buffer(a.g[i])
+	if err != nil {
+		return err
+	}
+	db, err := e.Buffer(grad)
+	if err != nil {
+		return err
+	}
+	if db.Len() != gb.Len() {
+		return fmt.Errorf("gradient of %s has %d values, want %d", p.Name, db.Len(), gb.Len())
+	}
+	sum, err := e.Tensor(gb.Len())
+	if err != nil {
+		return err
+	}
+	sb, _ := e.Buffer(sum)
+	n := gb.Len()
+	if err := e.Launch("spn_bias_relu", n, sb, gb, db, 1, n, 0); err != nil {
+		return errors.Join(err, e.FreeTensor(sum))
+	}
+	if err := e.FreeTensor(a.g[i]); err != nil {
+		return err
+	}
+	a.g[i] = sum
+	return nil
+}
+
+// Step updates the parameters on the device from their gradients
+// (spn_adam) and zeroes the gradients, as param.Adam.Step.
+func (a *DeviceAdam) Step() error {
+	a.t++
+	bc1 := 1 - math.Pow(a.Beta1, float64(a.t))
+	bc2 := 1 - math.Pow(a.Beta2, float64(a.t))
+	e := a.d.e
+	for i, p := range a.params {
+		w, err := e.Buffer(a.d.params[p])
+		if err != nil {
+			return err
+		}
+		g, err := e.Buffer(a.g[i])
+		if err != nil {
+			return err
+		}
+		decay, frozen := 0, 0
+		if !p.NoDecay {
+			decay = 1
+		}
+		if p.Frozen {
+			frozen = 1
+		}
+		n := len(p.W)
+		if err := e.Launch("spn_adam", n, w, g, a.m[i], a.v[i], n, a.LR, a.Beta1, a.Beta2, a.Eps, a.WeightDecay, bc1, bc2, decay, frozen); err != nil {
+			return fmt.Errorf("Adam step of %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// Sync copies the parameters' device values into their host values
+// (Param.W), for a checkpoint or an evaluation on the host.
+func (a *DeviceAdam) Sync() error {
+	for _, p := range a.params {
+		w, err := a.d.e.ToHost(a.d.params[p])
+		if err != nil {
+			return fmt.Errorf("parameter %s: %w", p.Name, err)
+		}
+		copy(p.W, w)
+	}
+	return nil
+}
