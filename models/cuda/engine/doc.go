@@ -37,11 +37,13 @@
 // the batch and the kind's data uploaded per step (rt.DevicePreparer),
 // the loss, the gradients and the outputs downloaded after it. SPN and
 // GIN train that way on the emulated device with the CPU's losses
-// within 1e-5 over 20 Adam steps (models/spn's TestStepOnDevice).
+// within 1e-5 over 20 Adam steps (models/spn's TestStepOnDevice). With
+// rt.DeviceAdam the parameters, gradients and Adam's moments stay on the
+// device, and a step uploads the batch and downloads the loss and the
+// outputs only (TestDeviceAdam).
 //
-// What does not exist: Adam and the parameters living on the device
-// between steps; dropout, Predict and the Forward/Backward adaptor on the
-// device; device math for max pooling, the squared error, BCE and the
+// What does not exist: a training loop (models/fit) using DeviceAdam;
+// dropout, Predict and the Forward/Backward adaptor on the device; device math for max pooling, the squared error, BCE and the
 // other nbop ops (the other kinds); the choice of the device by specs,
 // commands and stages.
 //
