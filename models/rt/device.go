@@ -25,6 +25,8 @@ type deviceState struct {
 	e      *engine.Engine
 	params map[*param.Param]*tensor.Dense
 	free   []func() error
+	// masks are the device tensors of the dropout-mask nodes.
+	masks map[*G.Node]*tensor.Dense
 	// adam, when not nil, keeps the parameters and their gradients on the
 	// device (NewDeviceAdam).
 	adam *DeviceAdam
@@ -33,8 +35,8 @@ type deviceState struct {
 // UseDevice makes the model's training steps run on the device engine
 // dev: the graph is Gorgonia's as on the CPU, run by a TapeMachine with
 // dev's engine, every op by its device math. It must come before the
-// first step. On the device path Step runs without dropout and returns
-// the loss and the outputs; the parameters are uploaded before each step
+// first step. On the device path Step returns the loss and the outputs
+// (the dropout masks drawn on the host as on the CPU path and uploaded); the parameters are uploaded before each step
 // and their gradients downloaded after it (the optimiser runs on the
 // host), unless a DeviceAdam (NewDeviceAdam) keeps parameters, gradients
 // and moments on the device. The batch norms' running statistics stay on
@@ -43,10 +45,7 @@ func (e *Engine) UseDevice(dev *engine.Engine) error {
 	if n, _ := e.CachedGraphs(); n > 0 || e.CacheMisses > 0 {
 		return errors.New("UseDevice: the model has built graphs on the CPU")
 	}
-	if e.Cfg.Model.Dropout > 0 {
-		return fmt.Errorf("UseDevice: dropout %v: the device path has no dropout masks", e.Cfg.Model.Dropout)
-	}
-	e.dev = &deviceState{e: dev, params: map[*param.Param]*tensor.Dense{}}
+	e.dev = &deviceState{e: dev, params: map[*param.Param]*tensor.Dense{}, masks: map[*G.Node]*tensor.Dense{}}
 	return nil
 }
 
@@ -75,8 +74,35 @@ func (d *deviceState) bind(pb *paramBinding) error {
 // prepare copies to the device what a run of p reads: the parameters'
 // current values, the batch's data and the kind's own (DevicePreparer).
 func (d *deviceState) prepare(a Arch, p *Program, o Opts) error {
-	if o.masks != nil || o.seed != nil {
-		return errors.New("the device path runs training steps without dropout only")
+	if o.seed != nil {
+		return errors.New("the device path runs training steps only (no output gradient)")
+	}
+	// The dropout masks, drawn on the host from the model's generator as
+	// on the CPU path (zero in the padding rows), go to the device.
+	if len(o.masks) != len(p.maskNodes) {
+		return fmt.Errorf("%d dropout masks for %d mask nodes", len(o.masks), len(p.maskNodes))
+	}
+	for t, n := range p.maskNodes {
+		mt, ok := d.masks[n]
+		if !ok {
+			var err error
+			if mt, err = d.e.Tensor(n.Shape()...); err != nil {
+				return err
+			}
+			if err := G.Let(n, mt); err != nil {
+				return fmt.Errorf("binding dropout mask %d: %w", t, err)
+			}
+			d.masks[n] = mt
+		}
+		mk := make([]float32, len(p.masks[t])) // G×Out, Out = len/G
+		copy(mk, o.masks[t][:p.bd.G*len(mk)/p.key.G])
+		b, err := d.e.Buffer(mt)
+		if err == nil {
+			err = cuda.Upload(b, mk)
+		}
+		if err != nil {
+			return fmt.Errorf("uploading dropout mask %d: %w", t, err)
+		}
 	}
 	for _, pb := range p.params {
 		if d.adam != nil {

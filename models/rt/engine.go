@@ -359,7 +359,9 @@ func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G
 		if key.dropout {
 			mk := make([]float32, G_*c)
 			p.masks = append(p.masks, mk)
-			r = bdr.Op(be, newDropout(name+".dropout", G_, c), r, bdr.Data(name+".dropout_mask", mk, G_, c))
+			mn := bdr.Data(name+".dropout_mask", mk, G_, c)
+			p.maskNodes = append(p.maskNodes, mn)
+			r = bdr.Op(be, newDropout(name+".dropout", G_, c), r, mn)
 		}
 		if out == nil || bdr.err != nil {
 			out = r

@@ -56,7 +56,10 @@ type Program struct {
 	bd     *BatchData
 	params []paramBinding
 	masks  [][]float32 // backing of the dropout-mask nodes (G×Out each)
-	seed   []float32   // backing of the output-gradient node (G×Out)
+	// maskNodes are the dropout-mask nodes (the device path binds them to
+	// device tensors).
+	maskNodes G.Nodes
+	seed      []float32 // backing of the output-gradient node (G×Out)
 	// vals are the values gorgonia.Read copies out of a run. They live
 	// apart from Program: a Read node holds a pointer to its target, and
 	// a target inside Program would close the cycle machine → graph →

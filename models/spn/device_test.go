@@ -1,6 +1,7 @@
 package spn
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -23,11 +24,12 @@ import (
 const deviceTol = 1e-5
 
 // TestStepOnDevice trains the same small SPN (k = 2, 2 layers, hidden 8,
-// no dropout; and GIN) for 20 steps with Adam on the CPU and on the
+// without and with dropout, whose masks both draw from the model's
+// generator; and GIN) for 20 steps with Adam on the CPU and on the
 // emulated device from the same initial parameters: the per-step losses
 // and the outputs agree within deviceTol, a second device model gives the
-// same bits step by step, and after the steps only the parameters are
-// left on the device.
+// same bits step by step, and after the steps only the parameters (and
+// the dropout masks' tensors) are left on the device.
 func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
@@ -42,13 +44,17 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"spn", "gin"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range []struct {
+		kind    string
+		dropout float64
+	}{{"spn", 0}, {"gin", 0}, {"spn", 0.5}} {
+		kind := c.kind
+		t.Run(fmt.Sprintf("%s dropout %v", kind, c.dropout), func(t *testing.T) {
 			k := 2
 			if kind == "gin" {
 				k = 1
 			}
-			cfg := modeltest.Config(kind, k, 2, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
+			cfg := modeltest.Config(kind, k, 2, 8, c.dropout, models.PoolSum, models.TaskClassification, 2, 3, 0)
 			be := kernels.CPU{Threads: 1}
 			cpu, err := New(cfg, 7, be)
 			if err != nil {
@@ -107,9 +113,14 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 				dopt.Step()
 				aopt.Step()
 			}
-			// Only the two device models' parameters stay on the device.
-			if blocks, _ := e.Live(); blocks-blocks0 != 2*len(dev.Params()) {
-				t.Errorf("%d device blocks after the steps, want the %d parameters of two models", blocks-blocks0, 2*len(dev.Params()))
+			// Only the two device models' parameters (and dropout masks, one
+			// per readout) stay on the device.
+			keep := len(dev.Params())
+			if c.dropout > 0 {
+				keep += cfg.Model.Layers + 1
+			}
+			if blocks, _ := e.Live(); blocks-blocks0 != 2*keep {
+				t.Errorf("%d device blocks after the steps, want the %d parameters and masks of two models", blocks-blocks0, 2*keep)
 			}
 			t.Logf("%s: loss %.4f → %.4f on the device over 20 steps, largest difference from the CPU %.3g (relative to 1 + |loss|)", kind, first, last, worst)
 			if !(last < first) {
