@@ -43,7 +43,8 @@
 // outputs only (TestDeviceAdam).
 //
 // What does not exist: a training loop (models/fit) using DeviceAdam;
-// dropout, Predict and the Forward/Backward adaptor on the device; device math for max pooling, the squared error, BCE and the
+// Predict and the Forward/Backward adaptor on the device; dropout masks
+// drawn on the device (they are drawn on the host and uploaded); device math for max pooling, the squared error, BCE and the
 // other nbop ops (the other kinds); the choice of the device by specs,
 // commands and stages.
 //
