@@ -10,7 +10,8 @@
 #                                        DIR (a GPU machine without Go)
 #
 # The checks:
-#   1. the GPU test binaries (models/cuda/...) with SPN_REQUIRE_GPU=1, so
+#   1. the test binaries of the packages with GPU tests (models/cuda/...,
+#      and the device paths of models/op, nbop, rt, spn) with SPN_REQUIRE_GPU=1, so
 #      that a test which would skip for want of a GPU fails instead;
 #   2. spn bench --device cuda;
 #   3. the quickstart twice with --device cuda, whose tables must be the
@@ -26,7 +27,11 @@ build() {
   # One test binary per package with tests, and the package's directory
   # (a test reads its testdata relative to it) in packages.txt.
   : > "$dir/packages.txt"
-  for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' ./models/cuda/...); do
+  # The packages with GPU tests: every test that calls cudatest.NoGPU or
+  # enginetest.GPU.
+  local pkgs
+  pkgs=$(grep -rlE 'cudatest\.NoGPU|enginetest\.GPU|NoGPU\(' --include='*_test.go' models | xargs -n1 dirname | sort -u | sed 's|^|./|')
+  for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' $pkgs); do
     rel=${pkg#"$PWD"/}
     name=$(echo "$rel" | tr / _).test
     CGO_ENABLED=0 go test -c -o "$dir/$name" "./$rel"
