@@ -2,6 +2,12 @@
 // mini-batches, Adam with optional L2 and a step learning-rate schedule,
 // per-epoch evaluation of the train, validation and test sets, and model
 // selection (best validation loss, best validation metric, early stopping).
+//
+// A model on a device (models/rt's device path) trains with the same loop
+// (Options.Host): its steps and Adam run on the device, and after every
+// epoch its parameters and batch-norm running statistics are copied to a
+// CPU model of the same configuration, which evaluates the validation and
+// test sets and gives the checkpoint.
 package fit
 
 import (
@@ -21,6 +27,7 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 
@@ -62,6 +69,22 @@ type Options struct {
 	Log hclog.Logger
 	// Progress, if not nil, is called after every epoch.
 	Progress func(done, total int)
+	// Host, when not nil, makes Train a device run: the model trained is
+	// on a device (a DeviceModel after UseDevice), its steps and a
+	// DeviceAdam (the learning-rate schedule and weight decay of
+	// param.Adam) run there, and Host, a CPU model of the same
+	// configuration, receives the device's parameters and batch-norm
+	// running statistics after every epoch, evaluates the validation and
+	// test sets on the CPU and gives the checkpoint.
+	Host models.Model
+}
+
+// DeviceModel is a model whose training steps run on a device (models/rt's
+// Engine after UseDevice).
+type DeviceModel interface {
+	models.Model
+	NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (*rt.DeviceAdam, error)
+	SyncHost() error
 }
 
 // blocksOf returns the backend of m (models.Backed) as a param.Blocks, one
@@ -132,6 +155,12 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		blocks: blocksOf(m),
 		rng:    rand.New(rand.NewPCG(o.Seed, o.Stream)),
 		order:  append([]int(nil), sets.Train...),
+		eval:   m,
+	}
+	if o.Host != nil {
+		if err := t.useDevice(); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{Best: -1}
 	var trainGraphs int
@@ -143,6 +172,9 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		}
 		start := time.Now()
 		seen, err := t.trainEpoch(epoch)
+		if err == nil && t.dev != nil {
+			err = t.syncHost(epoch)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +189,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		if res.Best < 0 || better(sel, o.Metric, rec, res.Epochs[res.Best]) {
 			res.Best = len(res.Epochs) - 1
 			var buf bytes.Buffer
-			if err := models.WriteCheckpoint(&buf, m); err != nil {
+			if err := models.WriteCheckpoint(&buf, t.eval); err != nil {
 				return nil, fmt.Errorf("epoch %d: %w", epoch, err)
 			}
 			res.Checkpoint = buf.Bytes()
@@ -231,6 +263,68 @@ type trainer struct {
 	rng    *rand.Rand
 	// order is the training set in the current epoch's shuffled order.
 	order []int
+	// eval is the model that is evaluated and checkpointed: m, or on a
+	// device run Options.Host.
+	eval models.Model
+	// dev and dopt are m and its optimiser on a device run (nil on the
+	// CPU).
+	dev  DeviceModel
+	dopt *rt.DeviceAdam
+}
+
+// useDevice sets t up for a device run (Options.Host): m must be a
+// DeviceModel whose parameters and buffers match the host model's.
+func (t *trainer) useDevice() error {
+	dm, ok := t.m.(DeviceModel)
+	if !ok {
+		return fmt.Errorf("model kind %q cannot train on a device", t.cfg.Model.Kind)
+	}
+	host := t.o.Host
+	mp, hp := t.m.Params(), host.Params()
+	if len(mp) != len(hp) {
+		return fmt.Errorf("device run: the host model has %d parameters, the device model %d", len(hp), len(mp))
+	}
+	for i := range mp {
+		if mp[i].Name != hp[i].Name || len(mp[i].W) != len(hp[i].W) {
+			return fmt.Errorf("device run: host parameter %d is %s (%d values), the device model's %s (%d values)", i, hp[i].Name, len(hp[i].W), mp[i].Name, len(mp[i].W))
+		}
+	}
+	hb := host.Buffers()
+	for name, v := range t.m.Buffers() {
+		if len(hb[name]) != len(v) {
+			return fmt.Errorf("device run: host buffer %s has %d values, the device model's %d", name, len(hb[name]), len(v))
+		}
+	}
+	tr := t.o.Training
+	dopt, err := dm.NewDeviceAdam(mp, tr.LR, tr.WeightDecay)
+	if err != nil {
+		return err
+	}
+	t.dev, t.dopt, t.eval = dm, dopt, host
+	return nil
+}
+
+// syncHost copies the device model's parameters and batch-norm running
+// statistics into the host model after epoch, failing with ErrDiverged
+// when a parameter is not finite.
+func (t *trainer) syncHost(epoch int) error {
+	if err := t.dev.SyncHost(); err != nil {
+		return fmt.Errorf("epoch %d: copying the model from the device: %w", epoch, err)
+	}
+	hp := t.eval.Params()
+	for i, p := range t.m.Params() {
+		for j, v := range p.W {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("%w at epoch %d (lr %g): parameter %s[%d] is %v", ErrDiverged, epoch, t.dopt.LR, p.Name, j, v)
+			}
+		}
+		copy(hp[i].W, p.W)
+	}
+	hb := t.eval.Buffers()
+	for name, v := range t.m.Buffers() {
+		copy(hb[name], v)
+	}
+	return nil
 }
 
 // seen is what an epoch's training steps saw: the training-mode outputs,
@@ -249,6 +343,9 @@ type seen struct {
 func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 	tr, opt := t.o.Training, t.opt
 	opt.LR = LearningRate(tr, epoch)
+	if t.dopt != nil {
+		t.dopt.LR = opt.LR
+	}
 	order := t.order
 	t.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	sn := &seen{outs: make([]float32, 0, len(order)*t.cfg.Out), ys: make([]int32, 0, len(order))}
@@ -270,10 +367,18 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 			}
 			return nil, fmt.Errorf("%w: loss %v at epoch %d batch %d (lr %g)", ErrDiverged, loss, epoch, bi, opt.LR)
 		}
-		if err := opt.CheckFinite(t.blocks); err != nil {
-			return nil, fmt.Errorf("%w at epoch %d batch %d (lr %g): %w", ErrDiverged, epoch, bi, opt.LR, err)
+		if t.dopt != nil {
+			// The gradients are on the device: a non-finite one shows
+			// in the next loss or in the parameters (syncHost).
+			if err := t.dopt.Step(); err != nil {
+				return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+			}
+		} else {
+			if err := opt.CheckFinite(t.blocks); err != nil {
+				return nil, fmt.Errorf("%w at epoch %d batch %d (lr %g): %w", ErrDiverged, epoch, bi, opt.LR, err)
+			}
+			opt.StepBlocks(t.blocks)
 		}
-		opt.StepBlocks(t.blocks)
 		sn.lossSum += loss * float64(len(idx))
 		sn.outs = append(sn.outs, out...)
 		sn.ys = append(sn.ys, b.Y...)
@@ -287,7 +392,7 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 // PyTorch training loops usually report them; no extra evaluation pass),
 // the validation and test scores, and α and ε of a models.HopWeights.
 func (t *trainer) recordEpoch(epoch int, sn *seen) (curve.EpochRecord, error) {
-	m, o, cfg := t.m, t.o, t.cfg
+	m, o, cfg := t.eval, t.o, t.cfg
 	rec := curve.EpochRecord{Epoch: epoch, LR: t.opt.LR, TrainLoss: sn.lossSum / float64(len(t.order))}
 	var err error
 	if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), sn.outs, cfg.Out, sn.ys, sn.targets, o.Factors); err != nil {

@@ -12,6 +12,9 @@ type Env struct {
 	kernels.Backend
 	ar  *arena
 	Dev *engine.Engine
+	// dev is the model's device state on the device path (nil on the
+	// CPU), where a batch norm registers its device statistics.
+	dev *deviceState
 }
 
 // Buf returns n floats with unspecified contents (every caller overwrites

@@ -30,6 +30,9 @@ type deviceState struct {
 	// adam, when not nil, keeps the parameters and their gradients on the
 	// device (NewDeviceAdam).
 	adam *DeviceAdam
+	// bns are the batch norms whose running statistics are on the
+	// device, in the order of their first device forward.
+	bns []*bnStats
 }
 
 // UseDevice makes the model's training steps run on the device engine
@@ -195,4 +198,27 @@ func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, 
 		return 0, nil, err
 	}
 	return float64(lv), append([]float32(nil), o[:p.bd.G*c]...), nil
+}
+
+// SyncHost copies the model's state on the device into its host values:
+// the parameters (Param.W) when a DeviceAdam keeps them on the device,
+// and the batch norms' running statistics (the model's Buffers). After
+// it, a CPU model given these values computes what the device model
+// would in evaluation mode; the device state is unchanged.
+func (e *Engine) SyncHost() error {
+	d := e.dev
+	if d == nil {
+		return errors.New("SyncHost: the model is not on the device path (UseDevice)")
+	}
+	if d.adam != nil {
+		if err := d.adam.Sync(); err != nil {
+			return err
+		}
+	}
+	for i, st := range d.bns {
+		if err := st.Dev.Download(st); err != nil {
+			return fmt.Errorf("batch norm %d: running statistics: %w", i, err)
+		}
+	}
+	return nil
 }

@@ -298,7 +298,7 @@ func (e *Engine) NewProgram(key Key, bd *BatchData) (*Builder, *Program, Env) {
 	bdr := &Builder{g: G.NewGraph()}
 	env := Env{Backend: e.be, ar: e.ar}
 	if e.dev != nil {
-		env.Dev = e.dev.e
+		env.Dev, env.dev = e.dev.e, e.dev
 	}
 	return bdr, &Program{key: key, g: bdr.g, bd: bd, ar: e.ar, vals: &readVals{}, dev: e.dev}, env
 }

@@ -185,6 +185,9 @@ func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 			return fmt.Errorf("%s: %w", o.id, err)
 		}
 		st.Dev = dv
+		if o.be.dev != nil {
+			o.be.dev.bns = append(o.be.dev.bns, st)
+		}
 	}
 	dv := st.Dev
 	var bufs [3]*cuda.Buffer // μ, inv, x̂
