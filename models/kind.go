@@ -101,3 +101,36 @@ func ConfigInfo(cfg Config) modelspec.DatasetInfo {
 	return modelspec.DatasetInfo{Known: true, Relations: cfg.NumEdgeTypes,
 		EdgeFeatures: len(cfg.EdgeFeatVocab) > 0, NodeCategories: len(cfg.NodeCatVocab) > 0}
 }
+
+// DeviceKind is a Kind whose models (some of them) train on a device
+// (models/rt's device path).
+type DeviceKind interface {
+	Kind
+	// CheckDevice returns why the model of cfg cannot train on a device
+	// (nil: it can).
+	CheckDevice(cfg Config) error
+}
+
+// CheckDevice returns an error naming the kind and device when the model
+// of cfg cannot train on device (e.g. "cuda:0"): its kind has no device
+// math, or the kind's CheckDevice refuses cfg.
+func (r Registry) CheckDevice(cfg Config, device string) error {
+	k, err := r.Lookup(cfg.Model.Kind)
+	if err != nil {
+		return err
+	}
+	dk, ok := k.(DeviceKind)
+	if !ok {
+		var have []string
+		for _, n := range r.Names() {
+			if _, ok := r[n].(DeviceKind); ok {
+				have = append(have, n)
+			}
+		}
+		return fmt.Errorf("model kind %q cannot train on device %s: it has no device math (kinds that have: %v)", cfg.Model.Kind, device, have)
+	}
+	if err := dk.CheckDevice(cfg); err != nil {
+		return fmt.Errorf("model kind %q cannot train on device %s: %w", cfg.Model.Kind, device, err)
+	}
+	return nil
+}

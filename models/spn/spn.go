@@ -12,6 +12,7 @@
 package spn
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -46,6 +47,24 @@ func (k Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.Fiel
 		return append(errs, rt.Errf("k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", m.K))
 	}
 	return rt.CheckHops(errs, m, d)
+}
+
+// CheckDevice implements models.DeviceKind: the device math covers the
+// classification loss, sum and mean pooling and the layer readout (no
+// global or gated readout).
+func (k Kind) CheckDevice(cfg models.Config) error {
+	m := cfg.Model
+	switch {
+	case cfg.Task != models.TaskClassification:
+		return fmt.Errorf("task %s has no device loss (only %s)", cfg.Task, models.TaskClassification)
+	case m.Pool != models.PoolSum && m.Pool != models.PoolMean:
+		return fmt.Errorf("pool %q has no device math (only %s and %s)", m.Pool, models.PoolSum, models.PoolMean)
+	case m.GlobalReadout:
+		return errors.New("global_readout has no device math")
+	case m.GatedReadout:
+		return errors.New("gated_readout has no device math")
+	}
+	return nil
 }
 
 // New implements models.Kind.

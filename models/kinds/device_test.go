@@ -1,0 +1,45 @@
+package kinds
+
+import (
+	"testing"
+
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/schema/modelspec"
+)
+
+// TestCheckDevice checks which model sections may train on a device: spn
+// and gin for classification with sum or mean pooling and the layer
+// readout; every other kind and option is refused with a message naming
+// the kind and the device.
+func TestCheckDevice(t *testing.T) {
+	spn := modelspec.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Pool: "sum"}
+	with := func(f func(*modelspec.Model)) modelspec.Model { m := spn; f(&m); return m }
+	for _, c := range []struct {
+		m    modelspec.Model
+		task string
+		want string
+	}{
+		{spn, models.TaskClassification, ""},
+		{with(func(m *modelspec.Model) { m.Kind, m.K, m.Pool = "gin", 1, "mean" }), models.TaskClassification, ""},
+		{with(func(m *modelspec.Model) { m.Kind = "gcn" }), models.TaskClassification,
+			`model kind "gcn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])`},
+		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskClassification,
+			`model kind "rspn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])`},
+		{spn, models.TaskRegression, `model kind "spn" cannot train on device cuda:0: task regression has no device loss (only classification)`},
+		{with(func(m *modelspec.Model) { m.Pool = "max" }), models.TaskClassification,
+			`model kind "spn" cannot train on device cuda:0: pool "max" has no device math (only sum and mean)`},
+		{with(func(m *modelspec.Model) { m.GlobalReadout = true }), models.TaskClassification,
+			`model kind "spn" cannot train on device cuda:0: global_readout has no device math`},
+		{with(func(m *modelspec.Model) { m.GatedReadout = true }), models.TaskClassification,
+			`model kind "spn" cannot train on device cuda:0: gated_readout has no device math`},
+	} {
+		err := All().CheckDevice(models.Config{Model: c.m, Task: c.task, Out: 2}, "cuda:0")
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("%s (%s, pool %s): got %q, want %q", c.m.Kind, c.task, c.m.Pool, got, c.want)
+		}
+	}
+}
