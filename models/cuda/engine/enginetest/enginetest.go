@@ -12,7 +12,6 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/kern"
 )
 
 // Emulated returns an engine on the emulated device, built for the test
@@ -69,40 +68,19 @@ func GPU(t testing.TB) *engine.Engine {
 	return Open(t, r)
 }
 
-// Open opens a context on device 0 of r, compiles (through a PTX cache
-// in a temporary directory) and loads the kernels and returns the
-// engine; the test's cleanup closes the engine and the context.
+// Open opens an engine on device 0 of r (engine.Open, with the PTX cache
+// in a temporary directory); the test's cleanup closes the engine and the
+// context.
 func Open(t testing.TB, r *cuda.Runtime) *engine.Engine {
 	t.Helper()
-	ctx, err := r.NewContext(0)
+	o, err := engine.Open(r, 0, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := ctx.Close(); err != nil {
+		if err := o.Close(); err != nil {
 			t.Error(err)
 		}
 	})
-	c, err := r.Compiler(ctx.Device)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptx, _, err := c.CompileCached(t.TempDir(), kern.Name, kern.Source(), kern.Options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := ctx.LoadModule(ptx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(ctx, mod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return e
+	return o.Engine
 }
