@@ -162,11 +162,20 @@ type Compute struct {
 	// GEMM names the matrix-multiply implementation of a CPU run (its
 	// build: pure Go, or OpenBLAS with other roundings).
 	GEMM string `json:"gemm,omitempty"`
+	// GPU, Capability and Driver describe the GPU of a device run: its
+	// name, its compute capability ("9.0") and the CUDA version of its
+	// driver ("13.0").
+	GPU        string `json:"gpu,omitempty"`
+	Capability string `json:"capability,omitempty"`
+	Driver     string `json:"driver,omitempty"`
 }
 
 func (c *Compute) String() string {
 	if c == nil {
 		return "not recorded"
+	}
+	if c.GPU != "" {
+		return fmt.Sprintf("%s, %s (compute capability %s, driver CUDA %s)", c.Device, c.GPU, c.Capability, c.Driver)
 	}
 	if c.GEMM == "" {
 		return c.Device

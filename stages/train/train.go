@@ -16,6 +16,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
@@ -38,6 +39,37 @@ type Kind struct {
 	// Models builds the model of each model.kind; nil means kinds.All(),
 	// the models built as Gorgonia graphs over the project's kernels.
 	Models models.Registry
+	// GPU is where the stages of device "cuda" train; nil: they fail with
+	// cuda.ErrNoBackend.
+	GPU *GPU
+}
+
+// GPU says how a train stage reaches its GPU.
+type GPU struct {
+	// Opener opens the CUDA libraries (cuda.System() on a machine with a
+	// GPU; tests give the emulated device's).
+	Opener cuda.Opener
+	// Ordinal is the GPU (N of "cuda:N").
+	Ordinal int
+	// PTXDir holds the kernels compiled for the GPU's architecture
+	// (cuda.Compiler.CompileCached).
+	PTXDir string
+}
+
+// Name returns the device name of g, "cuda:N".
+func (g *GPU) Name() string { return fmt.Sprintf("%s:%d", schema.DeviceCUDA, g.Ordinal) }
+
+// open probes the CUDA libraries and opens an engine on the GPU.
+func (g *GPU) open() (*engine.Opened, error) {
+	r, err := cuda.Probe(g.Opener)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", g.Name(), err)
+	}
+	o, err := engine.Open(r, g.Ordinal, g.PTXDir)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", g.Name(), err)
+	}
+	return o, nil
 }
 
 // Registry returns the model constructors the kind trains with.
@@ -60,13 +92,17 @@ func (Kind) Version() string { return "3" }
 func (Kind) GrowsThreads() bool { return true }
 
 // Run implements stages.Kind.
-func (k Kind) Run(ctx context.Context, job *stages.Job) error {
+func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 	var p stages.TrainParams
 	if err := job.Decode(&p); err != nil {
 		return err
 	}
-	if p.Device != "" {
-		return fmt.Errorf("device %s: %w", p.Device, cuda.ErrNoBackend)
+	switch {
+	case p.Device == "":
+	case p.Device != schema.DeviceCUDA:
+		return fmt.Errorf("device %q is unknown (want %q or none)", p.Device, schema.DeviceCUDA)
+	case k.GPU == nil:
+		return fmt.Errorf("device %s: no GPU was given to the train stage: %w", p.Device, cuda.ErrNoBackend)
 	}
 	point, notes, err := resolvePoint(job, &p)
 	if err != nil {
@@ -95,7 +131,21 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	default:
 		return fmt.Errorf("role %q is unknown (want holdout, select or final)", p.Role)
 	}
-	res, err := Train(ctx, k.Registry(), point, ds, hopsPath, sets, p, job)
+	var gpu *engine.Opened
+	compute := cpuCompute()
+	if p.Device != "" {
+		if gpu, err = k.GPU.open(); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := gpu.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("device %s: %w", k.GPU.Name(), cerr)
+			}
+		}()
+		d := gpu.Device
+		compute = &stages.Compute{Device: k.GPU.Name(), GPU: d.Name, Capability: fmt.Sprintf("%d.%d", d.Major, d.Minor), Driver: d.Driver.String()}
+	}
+	res, err := train(ctx, k.Registry(), point, ds, hopsPath, sets, p, job, gpu)
 	if errors.Is(err, fit.ErrDiverged) {
 		// A diverged run is a result, not a failure of the stage: model
 		// selection excludes its grid point (select) and anything else
@@ -110,7 +160,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 		}
 		return writeJSON(filepath.Join(job.Dir, stages.FileResult), stages.TrainResult{
 			Point: point, Metric: p.Metric, Diverged: msg, Notes: notes, Epochs: []stages.EpochRecord{}, Data: src,
-			Compute: cpuCompute(),
+			Compute: compute,
 		})
 	}
 	if err != nil {
@@ -118,7 +168,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) error {
 	}
 	res.TrainResult.Notes = notes
 	res.TrainResult.Data = src
-	res.TrainResult.Compute = cpuCompute()
+	res.TrainResult.Compute = compute
 	if err := os.WriteFile(filepath.Join(job.Dir, stages.FileModel), res.checkpoint, 0o644); err != nil {
 		return fmt.Errorf("writing model: %w", err)
 	}
@@ -159,9 +209,21 @@ func (r *Result) Checkpoint() []byte { return r.checkpoint }
 // over the hop sets of the hops file hopsPath ("": none); job supplies the
 // seed, threads, log and progress.
 func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *data.Dataset, hopsPath string, sets fit.Sets, p stages.TrainParams, job *stages.Job) (*Result, error) {
+	return train(ctx, reg, point, ds, hopsPath, sets, p, job, nil)
+}
+
+// train is Train, on the GPU gpu when not nil: the model's steps and
+// Adam run there, and a CPU model of the same configuration evaluates
+// every epoch and gives the checkpoint (fit.Options.Host).
+func train(ctx context.Context, reg models.Registry, point schema.Point, ds *data.Dataset, hopsPath string, sets fit.Sets, p stages.TrainParams, job *stages.Job, gpu *engine.Opened) (*Result, error) {
 	cfg, err := models.ConfigFor(point.Model, ds)
 	if err != nil {
 		return nil, err
+	}
+	if gpu != nil {
+		if err := reg.CheckDevice(cfg, fmt.Sprintf("%s:%d", schema.DeviceCUDA, gpu.Device.Ordinal)); err != nil {
+			return nil, err
+		}
 	}
 	if hopsPath != "" {
 		// The kind's own check (spn vet and plan ran it against the
@@ -229,6 +291,18 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		Stream:   uint64(p.Seed) + uint64(p.Run),
 		Log:      job.Log,
 		Progress: progress,
+	}
+	if gpu != nil {
+		dm, ok := m.(interface{ UseDevice(*engine.Engine) error })
+		if !ok {
+			return nil, fmt.Errorf("model kind %q cannot train on a device", cfg.Model.Kind)
+		}
+		if err := dm.UseDevice(gpu.Engine); err != nil {
+			return nil, err
+		}
+		if opts.Host, err = reg.New(cfg, job.Seed, be); err != nil {
+			return nil, err
+		}
 	}
 	r, err := fit.Train(ctx, m, ds, hops, sets, opts)
 	if err != nil {
