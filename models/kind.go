@@ -107,7 +107,7 @@ func ConfigInfo(cfg Config) modelspec.DatasetInfo {
 type DeviceKind interface {
 	Kind
 	// CheckDevice returns why the model of cfg cannot train on a device
-	// (nil: it can).
+	// (nil: it can); a task "" (not known yet) is not checked.
 	CheckDevice(cfg Config) error
 }
 

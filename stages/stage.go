@@ -37,6 +37,19 @@ func NewRegistry(kinds ...Kind) *Registry {
 	return r
 }
 
+// With returns a copy of r with kinds added, each replacing the kind of
+// its name.
+func (r *Registry) With(kinds ...Kind) *Registry {
+	n := &Registry{kinds: make(map[string]Kind, len(r.kinds)+len(kinds))}
+	for name, k := range r.kinds {
+		n.kinds[name] = k
+	}
+	for _, k := range kinds {
+		n.kinds[k.Name()] = k
+	}
+	return n
+}
+
 // Get returns the kind named name.
 func (r *Registry) Get(name string) (Kind, bool) {
 	k, ok := r.kinds[name]

@@ -136,7 +136,7 @@ func cmdBench(a *app, args []string) error {
 	if device, err = resolveDevice("bench", "", device); err != nil {
 		return err
 	}
-	if err := a.requireDevice("bench", device, false); err != nil {
+	if err := a.requireDevice("bench", device); err != nil {
 		return err
 	}
 	o.resolve(a)

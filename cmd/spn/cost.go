@@ -86,9 +86,11 @@ func (a *app) calibrate(en *engine, args []string) error {
 	if spec.Device, err = resolveDevice("calibrate", spec.Device, o.device); err != nil {
 		return err
 	}
-	if err := a.requireDevice("calibrate", spec.Device, false); err != nil {
+	reg, err := a.deviceStages("calibrate", spec.Device, false, en.reg, specModels(spec), o.cache)
+	if err != nil {
 		return err
 	}
+	en = en.withStages(reg)
 	out := *outFile
 	if out == "" {
 		out = defaultCalibration(pos[0])

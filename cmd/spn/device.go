@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"path/filepath"
 
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/train"
 )
 
 // deviceFlag registers --device on fs, for the commands that train.
@@ -56,13 +59,26 @@ func resolveDevice(cmd, specDevice, override string) (string, error) {
 	}
 }
 
-// requireDevice checks, before any stage runs, that the resolved device
-// can train: the CPU always can; a GPU needs the driver, the device and
-// the CUDA backend, which this build does not have, so a CUDA device is
-// an error (exit 2) naming what is missing: the loader's message when
-// there is no usable GPU, else the GPU found. remote skips looking for a
-// GPU here (Slurm jobs run on other machines).
-func (a *app) requireDevice(cmd, device string, remote bool) error {
+// findGPU looks for GPU ordinal through the CUDA libraries of this
+// machine: an error (exit 2) naming what is missing, the loader's message
+// when there is no usable GPU.
+func (a *app) findGPU(cmd, device string, ordinal int) (cuda.Device, error) {
+	rt, err := cuda.Probe(a.cudaOpener())
+	if err != nil {
+		return cuda.Device{}, usageErrf(cmd, "device %s: %w", device, err)
+	}
+	dev, err := rt.Device(ordinal)
+	if err != nil {
+		return cuda.Device{}, usageErrf(cmd, "device %s: %w", device, err)
+	}
+	return dev, nil
+}
+
+// requireDevice checks, for spn bench, that the resolved device can
+// train: the CPU always can; bench does not measure a GPU, so a CUDA
+// device is an error (exit 2) naming what is missing: the loader's
+// message when there is no usable GPU, else the GPU found.
+func (a *app) requireDevice(cmd, device string) error {
 	kind, ordinal, err := schema.ParseDevice(device)
 	if err != nil {
 		return usageErrf(cmd, "device: %w", err)
@@ -70,18 +86,60 @@ func (a *app) requireDevice(cmd, device string, remote bool) error {
 	if kind != schema.DeviceCUDA {
 		return nil
 	}
-	if remote {
-		return usageErrf(cmd, "device %s: %w", device, cuda.ErrNoBackend)
-	}
-	rt, err := cuda.Probe(a.cudaOpener())
+	dev, err := a.findGPU(cmd, device, ordinal)
 	if err != nil {
-		return usageErrf(cmd, "device %s: %w", device, err)
-	}
-	dev, err := rt.Device(ordinal)
-	if err != nil {
-		return usageErrf(cmd, "device %s: %w", device, err)
+		return err
 	}
 	return usageErrf(cmd, "device %s: found %v, but %w", device, dev, cuda.ErrNoBackend)
+}
+
+// deviceStages checks, before any stage runs, that the resolved device
+// can train the models ms, and returns the stage registry to run with:
+// reg on the CPU; on a GPU, reg with a train kind that trains on it,
+// caching the compiled kernels under cacheDir/ptx. A GPU needs the
+// driver, the device, and device math for every model's kind and options
+// (models.Registry.CheckDevice; the task is the dataset's, which the
+// stage checks); otherwise it is an error (exit 2) naming what is
+// missing. remote refuses a GPU (Slurm jobs run on other machines).
+func (a *app) deviceStages(cmd, device string, remote bool, reg *stages.Registry, ms []schema.Model, cacheDir string) (*stages.Registry, error) {
+	kind, ordinal, err := schema.ParseDevice(device)
+	if err != nil {
+		return nil, usageErrf(cmd, "device: %w", err)
+	}
+	if kind != schema.DeviceCUDA {
+		return reg, nil
+	}
+	if remote {
+		return nil, usageErrf(cmd, "device %s: %w", device, cuda.ErrNoBackend)
+	}
+	dev, err := a.findGPU(cmd, device, ordinal)
+	if err != nil {
+		return nil, err
+	}
+	k, _ := reg.Get(stages.KindTrain)
+	tk, ok := k.(train.Kind)
+	if !ok { // a train kind of its own (tests)
+		return nil, usageErrf(cmd, "device %s: found %v, but %w", device, dev, cuda.ErrNoBackend)
+	}
+	mr := tk.Registry()
+	for _, m := range ms {
+		if err := mr.CheckDevice(models.Config{Model: m}, device); err != nil {
+			return nil, usageErr(cmd, err)
+		}
+	}
+	tk.GPU = &train.GPU{Opener: a.cudaOpener(), Ordinal: ordinal, PTXDir: filepath.Join(cacheDir, "ptx")}
+	return reg.With(tk), nil
+}
+
+// specModels returns the model sections of spec's grid points.
+func specModels(spec *schema.Spec) []schema.Model {
+	var ms []schema.Model
+	for _, e := range spec.Experiments {
+		for _, pt := range e.Points {
+			ms = append(ms, pt.Model)
+		}
+	}
+	return ms
 }
 
 // planFileDevice is the device that the stages of pf train on: "cuda"
@@ -107,18 +165,33 @@ func planFileDevice(pf *exec.PlanFile, keys []string) (string, error) {
 
 // stageDevice checks the device of spn stage run: --device (override)
 // when set, else the device the stages were planned for. A CPU device
-// cannot run a stage planned for a GPU.
-func (a *app) stageDevice(pf *exec.PlanFile, keys []string, override string) error {
+// cannot run a stage planned for a GPU. It returns the stage registry to
+// run the stages of keys with (deviceStages).
+func (a *app) stageDevice(pf *exec.PlanFile, keys []string, override string, reg *stages.Registry, cacheDir string) (*stages.Registry, error) {
 	planned, err := planFileDevice(pf, keys)
 	if err != nil {
-		return usageErr("stage run", err)
+		return nil, usageErr("stage run", err)
 	}
 	device, err := resolveDevice("stage run", planned, override)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if planned == schema.DeviceCUDA && device == schema.DeviceCPU {
-		return usageErrf("stage run", "--device %s: the stages were planned for a GPU (device cuda); give --device cuda:N", override)
+		return nil, usageErrf("stage run", "--device %s: the stages were planned for a GPU (device cuda); give --device cuda:N", override)
 	}
-	return a.requireDevice("stage run", device, false)
+	var ms []schema.Model
+	for _, key := range keys {
+		n, err := pf.Node(key)
+		if err != nil || n.Kind != stages.KindTrain {
+			continue
+		}
+		var p stages.TrainParams
+		if err := json.Unmarshal(n.JSON, &p); err != nil {
+			return nil, usageErrf("stage run", "stage %s: parameters: %w", n.Name, err)
+		}
+		if p.Point != nil {
+			ms = append(ms, p.Point.Model)
+		}
+	}
+	return a.deviceStages("stage run", device, false, reg, ms, cacheDir)
 }

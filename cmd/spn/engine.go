@@ -46,6 +46,13 @@ func realEngine() *engine {
 	return &engine{reg: newRegistry(), printTable: tablePrinter(), quickstart: quickstart}
 }
 
+// withStages returns a copy of en that runs the stage kinds of reg.
+func (en *engine) withStages(reg *stages.Registry) *engine {
+	c := *en
+	c.reg = reg
+	return &c
+}
+
 func cmdPlan(a *app, args []string) error  { return a.plan(realEngine(), args) }
 func cmdRun(a *app, args []string) error   { return a.run(realEngine(), args) }
 func cmdTable(a *app, args []string) error { return a.table(realEngine(), args) }
@@ -359,9 +366,10 @@ func (a *app) run(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.requireDevice("run", spec.Device, sl.executor == executorSlurm); err != nil {
+	if reg, err = a.deviceStages("run", spec.Device, sl.executor == executorSlurm, reg, specModels(spec), o.cache); err != nil {
 		return err
 	}
+	en = en.withStages(reg)
 	// The tables' directory must be writable before hours of compute.
 	dest, err := a.prepareOut(en, "run", file, spec, *out)
 	if err != nil {

@@ -84,9 +84,11 @@ func (a *app) stage(en *engine, args []string) error {
 	if err != nil {
 		return usageErr("stage run", err)
 	}
-	if err := a.stageDevice(pf, keys, o.device); err != nil {
+	reg, err := a.stageDevice(pf, keys, o.device, en.reg, o.cache)
+	if err != nil {
 		return err
 	}
+	en = en.withStages(reg)
 	c, err := cache.Open(o.cache)
 	if err != nil {
 		return runtimeErr("stage run", err)

@@ -239,8 +239,8 @@ func (r *Runtime) Device(ordinal int) (Device, error) {
 	return d, nil
 }
 
-// ErrNoBackend says that spn does not train on a GPU in this build:
-// the package finds devices, compiles the kernels of models/cuda/kern and
-// launches them, and models/rt trains spn and gin steps through
-// models/cuda/engine, but no spec, command or stage runs on a GPU.
-var ErrNoBackend = errors.New("the CUDA backend is not in this build of spn (no model kind trains on a GPU yet)")
+// ErrNoBackend says that what was asked does not train on a GPU in this
+// build: spn run, spn calibrate and spn stage run train the spn and gin
+// kinds on a GPU of their own machine; spn bench, Slurm jobs and the
+// other kinds do not.
+var ErrNoBackend = errors.New("the CUDA backend of this build of spn does not serve this (it trains spn and gin in spn run, calibrate and stage run, on this machine's GPU)")

@@ -55,7 +55,7 @@ func (k Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.Fiel
 func (k Kind) CheckDevice(cfg models.Config) error {
 	m := cfg.Model
 	switch {
-	case cfg.Task != models.TaskClassification:
+	case cfg.Task != "" && cfg.Task != models.TaskClassification:
 		return fmt.Errorf("task %s has no device loss (only %s)", cfg.Task, models.TaskClassification)
 	case m.Pool != models.PoolSum && m.Pool != models.PoolMean:
 		return fmt.Errorf("pool %q has no device math (only %s and %s)", m.Pool, models.PoolSum, models.PoolMean)

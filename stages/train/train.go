@@ -39,8 +39,7 @@ type Kind struct {
 	// Models builds the model of each model.kind; nil means kinds.All(),
 	// the models built as Gorgonia graphs over the project's kernels.
 	Models models.Registry
-	// GPU is where the stages of device "cuda" train; nil: they fail with
-	// cuda.ErrNoBackend.
+	// GPU is where the stages of device "cuda" train; nil: they fail.
 	GPU *GPU
 }
 
@@ -102,7 +101,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 	case p.Device != schema.DeviceCUDA:
 		return fmt.Errorf("device %q is unknown (want %q or none)", p.Device, schema.DeviceCUDA)
 	case k.GPU == nil:
-		return fmt.Errorf("device %s: no GPU was given to the train stage: %w", p.Device, cuda.ErrNoBackend)
+		return fmt.Errorf("device %s: no GPU was given to the train stage (spn run, calibrate and stage run give this machine's)", p.Device)
 	}
 	point, notes, err := resolvePoint(job, &p)
 	if err != nil {
