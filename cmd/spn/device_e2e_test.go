@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda/cudatest"
+	"github.com/spn-project/spn/stages"
+)
+
+// emulatedOpener returns the opener of the emulated device (built for
+// the test; it skips without a C compiler or off Linux).
+func emulatedOpener(t *testing.T) cudatest.LibOpener {
+	t.Helper()
+	lib, skip, err := cudatest.BuildEmulator(t.TempDir(), filepath.Join("..", "..", "models", "cuda", "testdata"))
+	if skip != "" {
+		t.Skip(skip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cudatest.LibOpener{Lib: lib}
+}
+
+// readTables returns the files of a run's --out directory by name.
+func readTables(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[strings.TrimPrefix(p, dir)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRunOnEmulatedDevice runs a tiny spec (48 3-Prox graphs, GIN and
+// SPN k = 2, three epochs) with spn run --device cuda on the emulated
+// device: it completes, every train result records cuda:0 and the GPU, a
+// second run in a fresh cache writes the same table bytes, and (the run
+// being that small) the tables are those of the CPU run.
+func TestRunOnEmulatedDevice(t *testing.T) {
+	o := emulatedOpener(t)
+	run := func(device string) (map[string]string, string) {
+		dir := t.TempDir()
+		cacheDir, out := filepath.Join(dir, "cache"), filepath.Join(dir, "out")
+		r := spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", device, "--out", out, "--log-level", "error", "--jobs", "1", "--threads", "1")
+		if r.code != exitOK {
+			t.Fatalf("run --device %s: exit %d: %s", device, r.code, r.stderr)
+		}
+		return readTables(t, out), cacheDir
+	}
+	dev, cacheDir := run("cuda")
+	again, _ := run("cuda")
+	cpu, _ := run("cpu")
+	if len(dev) == 0 || dev["/main.csv"] == "" {
+		t.Fatalf("the device run wrote %d files, no main.csv", len(dev))
+	}
+	if !reflect.DeepEqual(dev, again) {
+		t.Errorf("two device runs write different tables:\n%v\n%v", dev, again)
+	}
+	if !reflect.DeepEqual(dev, cpu) {
+		t.Errorf("the device run's tables differ from the CPU run's:\n%s\n%s", dev["/main.csv"], cpu["/main.csv"])
+	}
+	results, err := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult))
+	if err != nil || len(results) != 2 {
+		t.Fatalf("%d train results (%v), want 2", len(results), err)
+	}
+	for _, f := range results {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r stages.TrainResult
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if c := r.Compute; c == nil || c.Device != "cuda:0" || c.GPU == "" || c.Capability == "" || c.Driver == "" {
+			t.Errorf("%s: compute %+v, want cuda:0 and the GPU", f, c)
+		}
+	}
+	if ptx, _ := filepath.Glob(filepath.Join(cacheDir, "ptx", "*.ptx")); len(ptx) != 1 {
+		t.Errorf("the cache's ptx folder holds %v, want the compiled kernels", ptx)
+	}
+}
+
+// TestRunOnDeviceRefusesKind: a spec with a kind without device math
+// (gcn) fails with exit 2 before any stage runs, naming the kind and the
+// device, and creates no cache.
+func TestRunOnDeviceRefusesKind(t *testing.T) {
+	o := emulatedOpener(t)
+	src, err := os.ReadFile("testdata/device_e2e.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(t.TempDir(), "gcn.cue")
+	s := strings.Replace(string(src), `kind: "gin"`, `kind: "gcn"`, 1)
+	if err := os.WriteFile(spec, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := filepath.Join(t.TempDir(), "cache")
+	r := spnOn(o, realEngine(), cacheDir, "run", spec, "--device", "cuda")
+	want := `spn run: model kind "gcn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])` + "\n"
+	if r.code != exitUsage || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want exit 2, %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(cacheDir); err == nil {
+		t.Error("the cache was created")
+	}
+}
+
+// TestCalibrateOnEmulatedDevice: spn calibrate --device cuda measures the
+// tiny spec's train stages on the emulated device and records cuda:0.
+func TestCalibrateOnEmulatedDevice(t *testing.T) {
+	o := emulatedOpener(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cal.json")
+	r := spnOn(o, realEngine(), filepath.Join(dir, "cache"), "calibrate", "--device", "cuda", "--epochs", "2", "--out", out, "--log-level", "error", "testdata/device_e2e.cue")
+	if r.code != exitOK {
+		t.Fatalf("calibrate --device cuda: exit %d: %s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"cuda:0"`) {
+		t.Errorf("the calibration does not name cuda:0:\n%s", b)
+	}
+}
