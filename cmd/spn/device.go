@@ -36,8 +36,9 @@ func (a *app) cudaOpener() cuda.Opener {
 }
 
 // resolveDevice returns the device a command uses: override (--device)
-// when set, else the spec's device, else "cpu". "auto" becomes "cpu":
-// no model kind has a CUDA backend in this build, so no GPU is usable.
+// when set, else the spec's device, else "cpu". "auto" becomes "cpu": the
+// device is part of the train stages' keys, and the commands that only
+// read a run resolve it too, without looking for a GPU.
 // "cuda" becomes "cuda:0". It looks at no GPU; requireDevice does.
 func resolveDevice(cmd, specDevice, override string) (string, error) {
 	d, what := specDevice, "device"

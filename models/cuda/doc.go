@@ -41,7 +41,8 @@
 // emulated device runs the kernels on the host). The kernels spn compiles
 // are in models/cuda/kern; models/cuda/engine is the Gorgonia tensor
 // engine over device memory that launches them, through which
-// models/rt trains the spn and gin kinds' steps (rt.Engine.UseDevice).
-// Nothing chooses a GPU yet: the specs, commands and stages refuse one
-// ([ErrNoBackend]).
+// models/rt trains the spn and gin kinds' steps (rt.Engine.UseDevice),
+// models/fit their training runs, and the train stage of spn run,
+// calibrate and stage run a spec's on a GPU of the machine; spn bench and
+// Slurm jobs refuse one ([ErrNoBackend]).
 package cuda

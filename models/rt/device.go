@@ -43,7 +43,7 @@ type deviceState struct {
 // and their gradients downloaded after it (the optimiser runs on the
 // host), unless a DeviceAdam (NewDeviceAdam) keeps parameters, gradients
 // and moments on the device. The batch norms' running statistics stay on
-// the device. Predict, Forward and Backward are not wired to the device.
+// the device (SyncHost copies them and the parameters to the host). Predict, Forward and Backward are not wired to the device.
 func (e *Engine) UseDevice(dev *engine.Engine) error {
 	if n, _ := e.CachedGraphs(); n > 0 || e.CacheMisses > 0 {
 		return errors.New("UseDevice: the model has built graphs on the CPU")

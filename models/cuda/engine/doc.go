@@ -42,11 +42,16 @@
 // device, and a step uploads the batch and downloads the loss and the
 // outputs only (TestDeviceAdam).
 //
-// What does not exist: a training loop (models/fit) using DeviceAdam;
-// Predict and the Forward/Backward adaptor on the device; dropout masks
-// drawn on the device (they are drawn on the host and uploaded); device math for max pooling, the squared error, BCE and the
-// other nbop ops (the other kinds); the choice of the device by specs,
-// commands and stages.
+// models/fit trains a model this way (fit.Options.Host: the steps and
+// DeviceAdam on the device, evaluation and the checkpoint on a CPU host
+// model that receives the parameters and the running statistics after
+// every epoch, rt.Engine.SyncHost), and Open makes an engine on a GPU
+// for the train stage.
+//
+// What does not exist: evaluation, Predict and the Forward/Backward
+// adaptor on the device; dropout masks drawn on the device (they are
+// drawn on the host and uploaded); device math for max pooling, the
+// squared error, BCE and the other nbop ops (the other kinds).
 //
 // # How Gorgonia v0.9.18 runs values (the facts the design rests on)
 //
