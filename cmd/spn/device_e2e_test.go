@@ -10,6 +10,9 @@ import (
 
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/plan"
 )
 
 // emulatedOpener returns the opener of the emulated device (built for
@@ -135,5 +138,56 @@ func TestCalibrateOnEmulatedDevice(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"cuda:0"`) {
 		t.Errorf("the calibration does not name cuda:0:\n%s", b)
+	}
+}
+
+// TestStageRunOnEmulatedDevice: spn stage run of a train stage planned for
+// a GPU trains it on the emulated device (its inputs computed by a CPU
+// run, whose generate and precompute stages are the same) and records
+// cuda:0.
+func TestStageRunOnEmulatedDevice(t *testing.T) {
+	o := emulatedOpener(t)
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	if r := spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", "cpu", "--out", filepath.Join(dir, "out"), "--log-level", "error"); r.code != exitOK {
+		t.Fatalf("run --device cpu: exit %d: %s", r.code, r.stderr)
+	}
+	en := realEngine()
+	a := &app{stdout: &syncBuffer{}, stderr: &syncBuffer{}, getenv: func(string) string { return "" }}
+	spec, err := a.loadSpec(en, "test", "testdata/device_e2e.cue", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Device = "cuda:0"
+	p, err := plan.Build(spec, en.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, n := range p.Nodes {
+		if n.Kind == stages.KindTrain {
+			keys = append(keys, n.Key)
+		}
+	}
+	pf, err := exec.NewPlanFile("device", p.Nodes).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := spnOn(o, en, cacheDir, append([]string{"stage", "run", "--plan", pf, "--log-level", "error"}, keys...)...)
+	if r.code != exitOK {
+		t.Fatalf("stage run: exit %d: %s", r.code, r.stderr)
+	}
+	for _, key := range keys {
+		b, err := os.ReadFile(filepath.Join((&cache.Cache{Root: cacheDir}).StageDir(stages.KindTrain, key), stages.FileResult))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res stages.TrainResult
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Compute == nil || res.Compute.Device != "cuda:0" {
+			t.Errorf("train %s: compute %+v, want cuda:0", key, res.Compute)
+		}
 	}
 }
