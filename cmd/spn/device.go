@@ -55,7 +55,7 @@ func resolveDevice(cmd, specDevice, override string) (string, error) {
 	switch kind {
 	case schema.DeviceCUDA:
 		return fmt.Sprintf("%s:%d", schema.DeviceCUDA, ordinal), nil
-	default: // cpu, and auto while there is no CUDA backend
+	default: // cpu, and auto (see above)
 		return schema.DeviceCPU, nil
 	}
 }
