@@ -48,9 +48,10 @@ func readTables(t *testing.T, dir string) map[string]string {
 }
 
 // TestRunOnEmulatedDevice runs a tiny spec (48 3-Prox graphs, GIN and
-// SPN k = 2, three epochs) with spn run --device cuda on the emulated
-// device, one stage at a time (the emulated device's allocation list is
-// not safe for two threads; a GPU's driver is): it completes, every train result records cuda:0 and the GPU, a
+// SPN k = 2, three epochs) with spn run --device cuda --jobs 2 on the
+// emulated device (the train stages queue for the GPU, one at a time;
+// the emulator's allocation list is not safe for two threads, so a
+// missing queue fails this test): it completes, every train result records cuda:0 and the GPU, a
 // second run in a fresh cache writes the same table bytes, and (the run
 // being that small) the tables are those of the CPU run.
 func TestRunOnEmulatedDevice(t *testing.T) {
@@ -58,7 +59,7 @@ func TestRunOnEmulatedDevice(t *testing.T) {
 	run := func(device string) (map[string]string, string) {
 		dir := t.TempDir()
 		cacheDir, out := filepath.Join(dir, "cache"), filepath.Join(dir, "out")
-		r := spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", device, "--out", out, "--log-level", "error", "--jobs", "1", "--threads", "1")
+		r := spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", device, "--out", out, "--log-level", "error", "--jobs", "2", "--threads", "1")
 		if r.code != exitOK {
 			t.Fatalf("run --device %s: exit %d: %s", device, r.code, r.stderr)
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
@@ -53,6 +54,11 @@ type GPU struct {
 	// PTXDir holds the kernels compiled for the GPU's architecture
 	// (cuda.Compiler.CompileCached).
 	PTXDir string
+
+	// mu lets one train stage at a time use the GPU: stages that run at
+	// once (--jobs) queue for it, since several contexts training on one
+	// device at once are untested.
+	mu sync.Mutex
 }
 
 // Name returns the device name of g, "cuda:N".
@@ -133,6 +139,8 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 	var gpu *engine.Opened
 	compute := cpuCompute()
 	if p.Device != "" {
+		k.GPU.mu.Lock()
+		defer k.GPU.mu.Unlock()
 		if gpu, err = k.GPU.open(); err != nil {
 			return err
 		}
