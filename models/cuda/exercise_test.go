@@ -5,15 +5,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // The device tests: one body (exercise) runs on the emulated device
@@ -43,14 +39,6 @@ type dev struct {
 	mod  *cuda.Module
 	blas *cuda.BLAS
 	ks   map[string]*cuda.Kernel
-}
-
-func randn(rng *rand.Rand, n int, scale float64) []float32 {
-	x := make([]float32, n)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64() * scale)
-	}
-	return x
 }
 
 // up uploads x (float32, float64 or int32 values) to a new buffer.
@@ -147,61 +135,23 @@ func exercise(t *testing.T, ctx *cuda.Context, ptx []byte) {
 func hopAggregate(d *dev) {
 	t := d.t
 	const k, w = 4, 7
-	ds, hops, err := synth.Layered(5, 24, 3, [2]int{3, 6}, [2]int{2, 5}, k)
+	c := kerntest.NewHopCase(t, k, w)
+	n, H, dy, grad := c.N, c.H, c.DY, c.Grad
+	ptr, idx, err := kern.PackHops(c.B.Hop[:k], n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := make([]int, len(ds.Graphs))
-	for i := range all {
-		all[i] = i
-	}
-	b, err := data.NewBatch(ds, hops, all, k)
+	ptrT, idxT, err := kern.PackHops(c.Transposed(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := b.N
-	if n <= kernels.ChunkRows {
-		t.Fatalf("batch of %d nodes: want more than one chunk", n)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	H, dy := randn(rng, n*w, 1), randn(rng, n*w, 1)
-	logits, eps := randn(rng, k, 1), []float32{0.3}
-	alpha := make([]float32, k)
-	if err := rt.NewSoftmax("alpha", k).Forward([][]float32{logits}, alpha); err != nil {
-		t.Fatal(err)
-	}
-	gd := &nbop.Data{N: n, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: b.Hop[0], Hop1T: kernels.Transpose(b.Hop[0])}
-	for _, h := range b.Hop[1:k] {
-		gd.Hops = append(gd.Hops, h)
-		gd.HopsT = append(gd.HopsT, kernels.Transpose(h))
-	}
-	var sums [][]float32
-	op := nbop.Combine{ID: "agg", Be: kernels.CPU{Threads: 2}, D: gd, K: k, N: n, W: w, Hop1: true, Sums: &sums}
-	in := [][]float32{H, alpha, eps}
-	y := make([]float32, n*w)
-	if err := op.Forward(in, y); err != nil {
-		t.Fatal(err)
-	}
-	grad := [][]float32{make([]float32, n*w), make([]float32, k), make([]float32, 1)}
-	if err := op.Backward(in, y, dy, grad); err != nil {
-		t.Fatal(err)
-	}
-
-	ptr, idx, err := kern.PackHops(b.Hop[:k], n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptrT, idxT, err := kern.PackHops(append([]data.CSR{gd.Hop1T}, gd.HopsT...), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gH, gDy, gAlpha, gEps := up(d, H), up(d, dy), up(d, alpha), up(d, eps)
+	gH, gDy, gAlpha, gEps := up(d, H), up(d, dy), up(d, c.Alpha), up(d, c.Eps)
 	gY, gSums := out[float32](d, n*w), out[float32](d, k*n*w)
 	d.launch("spn_hop_aggregate", cover(n*w, 64), 64, gY, gSums, gH, up(d, ptr), up(d, idx), gAlpha, gEps, k, n, w)
-	kerntest.EqualBits(t, "y", get[float32](d, gY), y)
+	kerntest.EqualBits(t, "y", get[float32](d, gY), c.Y)
 	sk := get[float32](d, gSums)
-	for i := range sums {
-		kerntest.EqualBits(t, "S_i", sk[i*n*w:(i+1)*n*w], sums[i])
+	for i := range c.Sums {
+		kerntest.EqualBits(t, "S_i", sk[i*n*w:(i+1)*n*w], c.Sums[i])
 	}
 
 	gDH := out[float32](d, n*w)
@@ -214,21 +164,12 @@ func hopAggregate(d *dev) {
 	d.launch("spn_sum_chunks", cover(k, 8), 8, gDa, gPart, nc, k)
 	da := get[float32](d, gDa)
 	for i := 0; i < k; i++ {
-		kerntest.Near(t, "dα", da[i:i+1], grad[1][i:i+1], dotTol*absDot(dy, sk[i*n*w:(i+1)*n*w]), 0)
+		kerntest.Near(t, "dα", da[i:i+1], grad[1][i:i+1], dotTol*kerntest.AbsDot(dy, sk[i*n*w:(i+1)*n*w]), 0)
 	}
 	gPart1, gDe := out[float64](d, nc), out[float32](d, 1)
 	d.launch("spn_dot_chunks", cover(nc, 8), 8, gPart1, gDy, gH, 1, n, w)
 	d.launch("spn_sum_chunks", 1, 8, gDe, gPart1, nc, 1)
-	kerntest.Near(t, "dε", get[float32](d, gDe), grad[2], dotTol*absDot(dy, H), 0)
-}
-
-// absDot returns Σ|a_i·b_i|.
-func absDot(a, b []float32) float64 {
-	var s float64
-	for i := range a {
-		s += math.Abs(float64(a[i]) * float64(b[i]))
-	}
-	return s
+	kerntest.Near(t, "dε", get[float32](d, gDe), grad[2], dotTol*kerntest.AbsDot(dy, H), 0)
 }
 
 // biasReLU: y = ReLU(x + b) against Go's max, the ReLU mask against
@@ -237,7 +178,7 @@ func biasReLU(d *dev) {
 	t := d.t
 	const n, w = 300, 5
 	rng := rand.New(rand.NewPCG(4, 5))
-	x, b, dy := randn(rng, n*w, 1), randn(rng, w, 1), randn(rng, n*w, 1)
+	x, b, dy := kerntest.Randn(rng, n*w, 1), kerntest.Randn(rng, w, 1), kerntest.Randn(rng, n*w, 1)
 	x[3] = -b[3] // x + b = +0
 	want := make([]float32, n*w)
 	for i := range want {
@@ -253,7 +194,7 @@ func biasReLU(d *dev) {
 	d.launch("spn_relu_mask", cover(n*w, 32), 32, gDz, gY, up(d, dy), n*w)
 	kerntest.EqualBits(t, "dz", get[float32](d, gDz), wantDz)
 
-	db0 := randn(rng, w, 1)
+	db0 := kerntest.Randn(rng, w, 1)
 	wantDb := append([]float32(nil), db0...)
 	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantDb, []float32{}, wantDz, n, 0, w)
 	gDb := up(d, db0)
@@ -269,11 +210,11 @@ func batchNorm(d *dev) {
 	const n, w, momentum, eps = 300, 6, 0.1, 1e-5
 	be := kernels.CPU{Threads: 2}
 	rng := rand.New(rand.NewPCG(6, 7))
-	x := randn(rng, n*w, 2)
+	x := kerntest.Randn(rng, n*w, 2)
 	for i := range x {
 		x[i] += float32(i % w)
 	}
-	g, bt := randn(rng, w, 1), randn(rng, w, 0.5)
+	g, bt := kerntest.Randn(rng, w, 1), kerntest.Randn(rng, w, 0.5)
 	runMean, runVar := make([]float64, w), make([]float64, w)
 	for j := range runMean {
 		runMean[j], runVar[j] = rng.NormFloat64(), 1+rng.Float64()
@@ -319,7 +260,7 @@ func pool(d *dev) {
 	off := []int32{0, 3, 3, 10, 140, 141}
 	G := len(off) - 1
 	rng := rand.New(rand.NewPCG(8, 9))
-	x := randn(rng, N*w, 1)
+	x := kerntest.Randn(rng, N*w, 1)
 	gX, gOff := up(d, x), up(d, off)
 	for mean := 0; mean <= 1; mean++ {
 		y := make([]float32, G*w)
@@ -347,7 +288,7 @@ func crossEntropy(d *dev) {
 	t := d.t
 	const G, c, dl = 37, 4, 0.7
 	rng := rand.New(rand.NewPCG(10, 11))
-	logits := randn(rng, G*c, 3)
+	logits := kerntest.Randn(rng, G*c, 3)
 	y := make([]int32, G)
 	for i := range y {
 		y[i] = int32(rng.IntN(c))
@@ -371,8 +312,8 @@ func adam(d *dev) {
 	type state struct{ w, g, m, v *cuda.Buffer }
 	ks := make([]state, len(ps))
 	for i, p := range ps {
-		copy(p.W, randn(rng, len(p.W), 1))
-		copy(p.G, randn(rng, len(p.G), 1))
+		copy(p.W, kerntest.Randn(rng, len(p.W), 1))
+		copy(p.G, kerntest.Randn(rng, len(p.G), 1))
 		zero := make([]float32, len(p.W))
 		ks[i] = state{up(d, p.W), up(d, p.G), up(d, zero), up(d, zero)}
 	}
@@ -426,7 +367,7 @@ func sgemm(d *dev) {
 	}
 
 	// y = x·w (m×k by k×n), over a C of NaNs: beta = 0 does not read C.
-	x, w := randn(rng, m*k, 1), randn(rng, k*n, 1)
+	x, w := kerntest.Randn(rng, m*k, 1), kerntest.Randn(rng, k*n, 1)
 	nan := make([]float32, m*n)
 	for i := range nan {
 		nan[i] = float32(math.NaN())
@@ -439,21 +380,21 @@ func sgemm(d *dev) {
 	kerntest.EqualBits(t, "x·w again (cuBLAS is deterministic on one device)", gemm(false, false, m, n, 1, x, w, 0, nan), xw)
 
 	// dx = dy·wᵀ (dy m×k, w n×k).
-	dy, w2 := randn(rng, m*k, 1), randn(rng, n*k, 1)
+	dy, w2 := kerntest.Randn(rng, m*k, 1), kerntest.Randn(rng, n*k, 1)
 	dx := make([]float32, m*n)
 	be.MatMulBT(dx, dy, w2, m, n, k)
 	check("dy·wᵀ", gemm(false, true, m, n, 1, dy, w2, 0, make([]float32, m*n)), dx,
 		func(i, l int) float32 { return dy[i*k+l] }, func(l, j int) float32 { return w2[j*k+l] }, m, n)
 
 	// dw += xᵀ·dy (x k×m, dy k×n): beta = 1 accumulates.
-	x3, dy3, dw0 := randn(rng, k*m, 1), randn(rng, k*n, 1), randn(rng, m*n, 1)
+	x3, dy3, dw0 := kerntest.Randn(rng, k*m, 1), kerntest.Randn(rng, k*n, 1), kerntest.Randn(rng, m*n, 1)
 	dw := append([]float32(nil), dw0...)
 	be.MatMulAT(dw, nil, x3, dy3, k, m, n)
 	check("dw + xᵀ·dy", gemm(true, false, m, n, 1, x3, dy3, 1, dw0), dw,
 		func(i, l int) float32 { return x3[l*m+i] }, func(l, j int) float32 { return dy3[l*n+j] }, m, n)
 
 	// C = 0.5·Aᵀ·Bᵀ − 2·C (A k×m, B n×k).
-	a4, b4, c4 := randn(rng, k*m, 1), randn(rng, n*k, 1), randn(rng, m*n, 1)
+	a4, b4, c4 := kerntest.Randn(rng, k*m, 1), kerntest.Randn(rng, n*k, 1), kerntest.Randn(rng, m*n, 1)
 	want := make([]float32, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {

@@ -7,11 +7,10 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // Tolerances. Where the kernel follows the CPU kernel's order of
@@ -28,14 +27,6 @@ const (
 	expTol = 1e-6
 )
 
-func randn(rng *rand.Rand, n int, scale float64) []float32 {
-	x := make([]float32, n)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64() * scale)
-	}
-	return x
-}
-
 // flat is kern.PackHops, which must succeed.
 func flat(t *testing.T, hops []data.CSR, n int) (ptr, idx []int32) {
 	t.Helper()
@@ -51,60 +42,22 @@ func flat(t *testing.T, hops []data.CSR, n int) (ptr, idx []int32) {
 // graphs, k = 4, over more than one chunk of rows.
 func TestHopAggregate(t *testing.T) {
 	const k, d = 4, 7
-	ds, hops, err := synth.Layered(5, 24, 3, [2]int{3, 6}, [2]int{2, 5}, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := make([]int, len(ds.Graphs))
-	for i := range all {
-		all[i] = i
-	}
-	b, err := data.NewBatch(ds, hops, all, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := b.N
-	if n <= kernels.ChunkRows {
-		t.Fatalf("batch of %d nodes: want more than one chunk", n)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	H, dy := randn(rng, n*d, 1), randn(rng, n*d, 1)
-	logits, eps := randn(rng, k, 1), []float32{0.3}
-	alpha := make([]float32, k)
-	if err := rt.NewSoftmax("alpha", k).Forward([][]float32{logits}, alpha); err != nil {
-		t.Fatal(err)
-	}
-	gd := &nbop.Data{N: n, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: b.Hop[0], Hop1T: kernels.Transpose(b.Hop[0])}
-	for _, h := range b.Hop[1:k] {
-		gd.Hops = append(gd.Hops, h)
-		gd.HopsT = append(gd.HopsT, kernels.Transpose(h))
-	}
-	var sums [][]float32
-	op := nbop.Combine{ID: "agg", Be: kernels.CPU{Threads: 2}, D: gd, K: k, N: n, W: d, Hop1: true, Sums: &sums}
-	in := [][]float32{H, alpha, eps}
-	y := make([]float32, n*d)
-	if err := op.Forward(in, y); err != nil {
-		t.Fatal(err)
-	}
-	grad := [][]float32{make([]float32, n*d), make([]float32, k), make([]float32, 1)}
-	if err := op.Backward(in, y, dy, grad); err != nil {
-		t.Fatal(err)
-	}
-
-	ptr, idx := flat(t, b.Hop[:k], n)
+	c := kerntest.NewHopCase(t, k, d)
+	n, H, dy, alpha, eps, grad := c.N, c.H, c.DY, c.Alpha, c.Eps, c.Grad
+	ptr, idx := flat(t, c.B.Hop[:k], n)
 	for _, block := range []int{64, 5} { // the result does not depend on the launch
 		yk, sk := make([]float32, n*d), make([]float32, k*n*d)
 		launch(t, "spn_hop_aggregate", cover(n*d, block), block, yk, sk, H, ptr, idx, alpha, eps, k, n, d)
-		equalBits(t, "y", yk, y)
-		for i := range sums {
-			equalBits(t, "S_i", sk[i*n*d:(i+1)*n*d], sums[i])
+		equalBits(t, "y", yk, c.Y)
+		for i := range c.Sums {
+			equalBits(t, "S_i", sk[i*n*d:(i+1)*n*d], c.Sums[i])
 		}
 	}
 	sk := make([]float32, k*n*d)
 	launch(t, "spn_hop_aggregate", cover(n*d, 64), 64, make([]float32, n*d), sk, H, ptr, idx, alpha, eps, k, n, d)
 
 	// dH: the same gather of dOut over the transposed hop sets.
-	ptrT, idxT := flat(t, append([]data.CSR{gd.Hop1T}, gd.HopsT...), n)
+	ptrT, idxT := flat(t, c.Transposed(), n)
 	dH := make([]float32, n*d)
 	launch(t, "spn_hop_aggregate", cover(n*d, 64), 64, dH, []float32(nil), dy, ptrT, idxT, alpha, eps, k, n, d)
 	equalBits(t, "dH", dH, grad[0])
@@ -116,22 +69,13 @@ func TestHopAggregate(t *testing.T) {
 	da := make([]float32, k)
 	launch(t, "spn_sum_chunks", cover(k, 8), 8, da, part, nc, k)
 	for i := 0; i < k; i++ {
-		near(t, "dα", da[i:i+1], grad[1][i:i+1], dotTol*absDot(dy, sk[i*n*d:(i+1)*n*d]), 0)
+		near(t, "dα", da[i:i+1], grad[1][i:i+1], dotTol*kerntest.AbsDot(dy, sk[i*n*d:(i+1)*n*d]), 0)
 	}
 	part1 := make([]float64, nc)
 	launch(t, "spn_dot_chunks", cover(nc, 8), 8, part1, dy, H, 1, n, d)
 	de := make([]float32, 1)
 	launch(t, "spn_sum_chunks", 1, 8, de, part1, nc, 1)
-	near(t, "dε", de, grad[2], dotTol*absDot(dy, H), 0)
-}
-
-// absDot returns Σ|a_i·b_i|.
-func absDot(a, b []float32) float64 {
-	var s float64
-	for i := range a {
-		s += math.Abs(float64(a[i]) * float64(b[i]))
-	}
-	return s
+	near(t, "dε", de, grad[2], dotTol*kerntest.AbsDot(dy, H), 0)
 }
 
 // TestSoftmax compares the hop weights' softmax and its gradient with
@@ -139,7 +83,7 @@ func absDot(a, b []float32) float64 {
 func TestSoftmax(t *testing.T) {
 	for _, k := range []int{1, 5} {
 		rng := rand.New(rand.NewPCG(3, uint64(k)))
-		logits, da := randn(rng, k, 2), randn(rng, k, 1)
+		logits, da := kerntest.Randn(rng, k, 2), kerntest.Randn(rng, k, 1)
 		op := rt.NewSoftmax("alpha", k)
 		a, dl := make([]float32, k), make([]float32, k)
 		if err := op.Forward([][]float32{logits}, a); err != nil {
@@ -163,7 +107,7 @@ func TestSoftmax(t *testing.T) {
 func TestBiasReLU(t *testing.T) {
 	const n, d = 300, 5
 	rng := rand.New(rand.NewPCG(4, 5))
-	x, b, dy := randn(rng, n*d, 1), randn(rng, d, 1), randn(rng, n*d, 1)
+	x, b, dy := kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, d, 1), kerntest.Randn(rng, n*d, 1)
 	x[3] = -b[3] // x + b = +0
 	for _, relu := range []int{0, 1} {
 		y := make([]float32, n*d)
@@ -183,7 +127,7 @@ func TestBiasReLU(t *testing.T) {
 	launch(t, "spn_relu_mask", cover(n*d, 32), 32, dz, y, dy, n*d)
 	kernels.ReLUMask(kernels.CPU{}, wantDz, y, dy, n, d)
 	equalBits(t, "dz", dz, wantDz)
-	db0 := randn(rng, d, 1)
+	db0 := kerntest.Randn(rng, d, 1)
 	db, wantDb := append([]float32(nil), db0...), append([]float32(nil), db0...)
 	launch(t, "spn_col_sums", cover(d, 4), 4, db, dz, n, d)
 	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantDb, []float32{}, dz, n, 0, d)
@@ -221,7 +165,7 @@ func TestScale(t *testing.T) {
 func TestEncode(t *testing.T) {
 	const n, d, L = 200, 3, 4
 	rng := rand.New(rand.NewPCG(8, 9))
-	p, b, E, dy := randn(rng, n*d, 1), randn(rng, d, 1), randn(rng, L*d, 1), randn(rng, n*d, 1)
+	p, b, E, dy := kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, d, 1), kerntest.Randn(rng, L*d, 1), kerntest.Randn(rng, n*d, 1)
 	label := make([]int32, n)
 	for i := range label {
 		label[i] = int32(rng.IntN(L))
@@ -255,7 +199,7 @@ func TestEncode(t *testing.T) {
 		}
 		ptr = append(ptr, int32(len(idx)))
 	}
-	dE0 := randn(rng, L*d, 1)
+	dE0 := kerntest.Randn(rng, L*d, 1)
 	dE, want := append([]float32(nil), dE0...), append([]float32(nil), dE0...)
 	launch(t, "spn_embed_backward", cover(L*d, 4), 4, dE, dy, ptr, idx, L, d)
 	for u, l := range label {
@@ -275,11 +219,11 @@ func TestBatchNorm(t *testing.T) {
 	const n, d, momentum, eps = 300, 6, 0.1, 1e-5
 	be := kernels.CPU{Threads: 2}
 	rng := rand.New(rand.NewPCG(6, 7))
-	x, dy := randn(rng, n*d, 2), randn(rng, n*d, 1)
+	x, dy := kerntest.Randn(rng, n*d, 2), kerntest.Randn(rng, n*d, 1)
 	for i := range x {
 		x[i] += float32(i % d) // columns of different means
 	}
-	g, bt := randn(rng, d, 1), randn(rng, d, 0.5)
+	g, bt := kerntest.Randn(rng, d, 1), kerntest.Randn(rng, d, 0.5)
 	runMean, runVar := make([]float64, d), make([]float64, d)
 	for j := range runMean {
 		runMean[j], runVar[j] = rng.NormFloat64(), 1+rng.Float64()
@@ -381,7 +325,7 @@ func TestPool(t *testing.T) {
 	off := []int32{0, 3, 3, 10, 140, 141}
 	G := len(off) - 1
 	rng := rand.New(rand.NewPCG(8, 9))
-	x, dy := randn(rng, N*d, 1), randn(rng, G*d, 1)
+	x, dy := kerntest.Randn(rng, N*d, 1), kerntest.Randn(rng, G*d, 1)
 	for mean := 0; mean <= 1; mean++ {
 		y, dx := make([]float32, G*d), make([]float32, N*d)
 		for g := 0; g < G; g++ {
@@ -420,7 +364,7 @@ func TestPool(t *testing.T) {
 func TestCrossEntropy(t *testing.T) {
 	const G, c, dl = 37, 4, 0.7
 	rng := rand.New(rand.NewPCG(10, 11))
-	logits := randn(rng, G*c, 3)
+	logits := kerntest.Randn(rng, G*c, 3)
 	y := make([]int32, G)
 	for i := range y {
 		y[i] = int32(rng.IntN(c))
@@ -449,7 +393,7 @@ func TestAdam(t *testing.T) {
 	ps[1].NoDecay, ps[2].Frozen = true, true
 	rng := rand.New(rand.NewPCG(12, 13))
 	for _, p := range ps {
-		copy(p.W, randn(rng, len(p.W), 1))
+		copy(p.W, kerntest.Randn(rng, len(p.W), 1))
 	}
 	opt := param.NewAdam(ps, 0.01, 0.05)
 	type state struct{ w, g, m, v []float32 }
@@ -459,7 +403,7 @@ func TestAdam(t *testing.T) {
 	}
 	for step := 1; step <= 3; step++ {
 		for i, p := range ps {
-			copy(p.G, randn(rng, len(p.G), 1))
+			copy(p.G, kerntest.Randn(rng, len(p.G), 1))
 			copy(ks[i].g, p.G)
 		}
 		opt.Step()
@@ -533,7 +477,7 @@ func TestDropout(t *testing.T) {
 		t.Errorf("the masks of steps 0 and 1 agree on %d of %d values", same, n)
 	}
 	rng := rand.New(rand.NewPCG(14, 15))
-	x := randn(rng, n, 1)
+	x := kerntest.Randn(rng, n, 1)
 	y, want := make([]float32, n), make([]float32, n)
 	launch(t, "spn_mul", cover(n, 128), 128, y, x, masks[0], n)
 	for i := range want {
@@ -547,7 +491,7 @@ func TestDropout(t *testing.T) {
 func TestSquaredError(t *testing.T) {
 	const n, dl = 300, 0.3
 	rng := rand.New(rand.NewPCG(16, 17))
-	pred := randn(rng, n, 1)
+	pred := kerntest.Randn(rng, n, 1)
 	target := make([]float64, n)
 	for i := range target {
 		target[i] = rng.NormFloat64()
