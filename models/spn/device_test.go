@@ -35,7 +35,10 @@ func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
 func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
 
-func stepOnDevice(t *testing.T, e *engine.Engine) {
+// smallBatch is the training graphs of 12 small layered graphs, hop sets
+// up to 2: the batch the device steps train on.
+func smallBatch(t *testing.T) *data.Batch {
+	t.Helper()
 	ds, hops, err := synth.Layered(9, 12, 3, [2]int{3, 6}, [2]int{1, 3}, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +47,11 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+func stepOnDevice(t *testing.T, e *engine.Engine) {
+	b := smallBatch(t)
 	for _, c := range []struct {
 		kind    string
 		dropout float64
@@ -146,14 +154,7 @@ func TestDeviceAdam(t *testing.T) { deviceAdam(t, enginetest.Emulated(t)) }
 func TestGPUDeviceAdam(t *testing.T) { deviceAdam(t, enginetest.GPU(t)) }
 
 func deviceAdam(t *testing.T, e *engine.Engine) {
-	ds, hops, err := synth.Layered(9, 12, 3, [2]int{3, 6}, [2]int{1, 3}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := data.NewBatch(ds, hops, ds.Splits[0].Train, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := smallBatch(t)
 	cfg := modeltest.Config("spn", 2, 2, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
 	be := kernels.CPU{Threads: 1}
 	cpu, err := New(cfg, 7, be)
