@@ -11,8 +11,6 @@ import (
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
-	"github.com/spn-project/spn/stages/exec"
-	"github.com/spn-project/spn/stages/plan"
 )
 
 // emulatedOpener returns the opener of the emulated device (built for
@@ -155,26 +153,7 @@ func TestStageRunOnEmulatedDevice(t *testing.T) {
 		t.Fatalf("run --device cpu: exit %d: %s", r.code, r.stderr)
 	}
 	en := realEngine()
-	a := &app{stdout: &syncBuffer{}, stderr: &syncBuffer{}, getenv: func(string) string { return "" }}
-	spec, err := a.loadSpec(en, "test", "testdata/device_e2e.cue", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Device = "cuda:0"
-	p, err := plan.Build(spec, en.reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for _, n := range p.Nodes {
-		if n.Kind == stages.KindTrain {
-			keys = append(keys, n.Key)
-		}
-	}
-	pf, err := exec.NewPlanFile("device", p.Nodes).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, pf := gpuPlanFile(t, en, "testdata/device_e2e.cue", dir)
 	r := spnOn(o, en, cacheDir, append([]string{"stage", "run", "--plan", pf, "--log-level", "error"}, keys...)...)
 	if r.code != exitOK {
 		t.Fatalf("stage run: exit %d: %s", r.code, r.stderr)

@@ -50,6 +50,34 @@ func spnOn(o cuda.Opener, en *engine, cacheDir string, args ...string) result {
 	return result{a.exit(err), out.String(), errb.String()}
 }
 
+// gpuPlanFile plans the spec file for device cuda:0 and writes the plan
+// file into dir: it returns the train stages' keys, in plan order, and the
+// plan file's path (what spn stage run reads).
+func gpuPlanFile(t *testing.T, en *engine, file, dir string) ([]string, string) {
+	t.Helper()
+	a := &app{stdout: &syncBuffer{}, stderr: &syncBuffer{}, getenv: func(string) string { return "" }}
+	spec, err := a.loadSpec(en, "test", file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Device = "cuda:0"
+	p, err := plan.Build(spec, en.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, n := range p.Nodes {
+		if n.Kind == stages.KindTrain {
+			keys = append(keys, n.Key)
+		}
+	}
+	pf, err := exec.NewPlanFile(spec.Name, p.Nodes).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, pf
+}
+
 // specWithDevice writes testdata/small.cue with the given device line.
 func specWithDevice(t *testing.T, device string) string {
 	t.Helper()
@@ -154,27 +182,8 @@ func TestDeviceKeys(t *testing.T) {
 func TestStageRunDevice(t *testing.T) {
 	dir := t.TempDir()
 	en := testEngine()
-	a := &app{stdout: &syncBuffer{}, stderr: &syncBuffer{}, getenv: func(string) string { return "" }}
-	spec, err := a.loadSpec(en, "test", "testdata/small.cue", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Device = "cuda:0"
-	p, err := plan.Build(spec, en.reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var train string
-	for _, n := range p.Nodes {
-		if n.Kind == stages.KindTrain {
-			train = n.Key
-			break
-		}
-	}
-	pf, err := exec.NewPlanFile("small", p.Nodes).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, pf := gpuPlanFile(t, en, "testdata/small.cue", dir)
+	train := keys[0]
 	cacheDir := filepath.Join(dir, "cache")
 	gpu := cudatest.FakeMachine(testH200)
 	for _, c := range []struct {

@@ -340,10 +340,10 @@ func TestUsageAndSpecErrors(t *testing.T) {
 	}
 }
 
-// A second run on a locked cache fails at once with --no-wait, else says
-// once that it waits and proceeds when the lock is released.
-func TestRunLockContention(t *testing.T) {
-	dir := t.TempDir()
+// lockedCache opens the cache dir/cache and takes its lock, as another
+// spn process would hold it.
+func lockedCache(t *testing.T, dir string) (string, *cache.Lock) {
+	t.Helper()
 	cacheDir := filepath.Join(dir, "cache")
 	c, err := cache.Open(cacheDir)
 	if err != nil {
@@ -353,6 +353,14 @@ func TestRunLockContention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cacheDir, lk
+}
+
+// A second run on a locked cache fails at once with --no-wait, else says
+// once that it waits and proceeds when the lock is released.
+func TestRunLockContention(t *testing.T) {
+	dir := t.TempDir()
+	cacheDir, lk := lockedCache(t, dir)
 	r := spn(testEngine(), cacheDir, "run", "testdata/small.cue", "--no-wait", "--out", filepath.Join(dir, "out"))
 	want := fmt.Sprintf("spn run: cache is locked by another process (pid %d): %s; wait for it to finish, use another --cache, or drop --no-wait to wait\n",
 		os.Getpid(), filepath.Join(cacheDir, "lock"))
@@ -380,15 +388,7 @@ func TestRunLockContention(t *testing.T) {
 // spn calibrate writes stages as spn run does, under the cache lock.
 func TestCalibrateLock(t *testing.T) {
 	dir := t.TempDir()
-	cacheDir := filepath.Join(dir, "cache")
-	c, err := cache.Open(cacheDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk, err := c.Lock(context.Background(), false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cacheDir, lk := lockedCache(t, dir)
 	defer lk.Unlock()
 	r := spn(testEngine(), cacheDir, "calibrate", "testdata/small.cue", "--no-wait", "--out", filepath.Join(dir, "cal.json"))
 	want := fmt.Sprintf("spn calibrate: cache is locked by another process (pid %d): %s; wait for it to finish, use another --cache, or drop --no-wait to wait\n",

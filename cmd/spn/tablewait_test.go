@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spn-project/spn/stages/cache"
 )
 
 // spn table while another spn holds the cache lock: with --no-wait it
@@ -17,15 +14,7 @@ import (
 // renders what the holder finished.
 func TestTableWaitsForRun(t *testing.T) {
 	dir := t.TempDir()
-	cacheDir := filepath.Join(dir, "cache")
-	c, err := cache.Open(cacheDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk, err := c.Lock(context.Background(), false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cacheDir, lk := lockedCache(t, dir)
 	r := spn(testEngine(), cacheDir, "table", "testdata/small.cue", "--out", filepath.Join(dir, "out"), "--no-wait")
 	if r.code != exitFail || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", os.Getpid())) || strings.Contains(r.stderr, "run it first") {
 		t.Fatalf("table --no-wait under a lock: exit %d: %s", r.code, r.stderr)
