@@ -208,7 +208,6 @@ func biasReLU(d *dev) {
 func batchNorm(d *dev) {
 	t := d.t
 	const n, w, momentum, eps = 300, 6, 0.1, 1e-5
-	be := kernels.CPU{Threads: 2}
 	rng := rand.New(rand.NewPCG(6, 7))
 	x := kerntest.Randn(rng, n*w, 2)
 	for i := range x {
@@ -219,22 +218,7 @@ func batchNorm(d *dev) {
 	for j := range runMean {
 		runMean[j], runVar[j] = rng.NormFloat64(), 1+rng.Float64()
 	}
-	wantMean, wantVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
-	s := kernels.ColSums(be, x, nil, n, w)
-	mean := make([]float64, w)
-	for j := range mean {
-		mean[j] = s[j] / n
-	}
-	sq := kernels.ColSums(be, x, mean, n, w)
-	mu, inv := make([]float32, w), make([]float32, w)
-	for j := range mean {
-		v := sq[j] / n
-		wantMean[j] = (1-momentum)*wantMean[j] + momentum*mean[j]
-		wantVar[j] = (1-momentum)*wantVar[j] + momentum*(v*n/(n-1))
-		mu[j], inv[j] = float32(mean[j]), float32(1/math.Sqrt(v+eps))
-	}
-	xhat, y := make([]float32, n*w), make([]float32, n*w)
-	kernels.BNReLUForward(be, xhat, y, x, mu, inv, g, bt, n, w)
+	mu, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, w, momentum, eps)
 
 	gMu, gInv, gMean, gVar, gX := out[float32](d, w), out[float32](d, w), up(d, runMean), up(d, runVar), up(d, x)
 	d.launch("spn_bn_stats", cover(w, 4), 4, gMu, gInv, gMean, gVar, gX, n, w, momentum, eps, 1)

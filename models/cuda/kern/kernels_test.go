@@ -230,22 +230,7 @@ func TestBatchNorm(t *testing.T) {
 	}
 
 	// Training mode, CPU.
-	wantMean, wantVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
-	s := kernels.ColSums(be, x, nil, n, d)
-	mean := make([]float64, d)
-	for j := range mean {
-		mean[j] = s[j] / n
-	}
-	sq := kernels.ColSums(be, x, mean, n, d)
-	mu, inv := make([]float32, d), make([]float32, d)
-	for j := range mean {
-		v := sq[j] / n
-		wantMean[j] = (1-momentum)*wantMean[j] + momentum*mean[j]
-		wantVar[j] = (1-momentum)*wantVar[j] + momentum*(v*n/(n-1))
-		mu[j], inv[j] = float32(mean[j]), float32(1/math.Sqrt(v+eps))
-	}
-	xhat, y := make([]float32, n*d), make([]float32, n*d)
-	kernels.BNReLUForward(be, xhat, y, x, mu, inv, g, bt, n, d)
+	mu, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, d, momentum, eps)
 	dz := make([]float32, n*d)
 	kernels.ReLUMask(be, dz, y, dy, n, d)
 	sdz, sdzx := kernels.ColSumsPair(be, dz, xhat, n, d)

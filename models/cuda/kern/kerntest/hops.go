@@ -101,3 +101,30 @@ func NewHopCase(t testing.TB, k, w int) *HopCase {
 // Transposed returns the transposed hop sets the input gradient gathers
 // over, in the order of the hop sets.
 func (c *HopCase) Transposed() []data.CSR { return append([]data.CSR{c.D.Hop1T}, c.D.HopsT...) }
+
+// BNTrain is batch norm + ReLU in training mode on the n×w rows of x as
+// models/rt's op computes it from the CPU kernels: mean and biased
+// variance from kernels.ColSums, μ and 1/√(σ²+eps), the running
+// statistics updated with momentum (unbiased variance), x̂ and
+// y = ReLU(g·x̂ + bt). runMean and runVar are left as they are; the
+// updated statistics are returned.
+func BNTrain(x, g, bt []float32, runMean, runVar []float64, n, w int, momentum, eps float64) (mu, inv, xhat, y []float32, newMean, newVar []float64) {
+	be := kernels.CPU{Threads: 2}
+	newMean, newVar = append([]float64(nil), runMean...), append([]float64(nil), runVar...)
+	s := kernels.ColSums(be, x, nil, n, w)
+	mean := make([]float64, w)
+	for j := range mean {
+		mean[j] = s[j] / float64(n)
+	}
+	sq := kernels.ColSums(be, x, mean, n, w)
+	mu, inv = make([]float32, w), make([]float32, w)
+	for j := range mean {
+		v := sq[j] / float64(n)
+		newMean[j] = (1-momentum)*newMean[j] + momentum*mean[j]
+		newVar[j] = (1-momentum)*newVar[j] + momentum*(v*float64(n)/float64(n-1))
+		mu[j], inv[j] = float32(mean[j]), float32(1/math.Sqrt(v+eps))
+	}
+	xhat, y = make([]float32, n*w), make([]float32, n*w)
+	kernels.BNReLUForward(be, xhat, y, x, mu, inv, g, bt, n, w)
+	return mu, inv, xhat, y, newMean, newVar
+}
