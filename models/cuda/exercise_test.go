@@ -7,6 +7,7 @@ import (
 
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/cuda/kern/hopcase"
 	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
@@ -135,7 +136,7 @@ func exercise(t *testing.T, ctx *cuda.Context, ptx []byte) {
 func hopAggregate(d *dev) {
 	t := d.t
 	const k, w = 4, 7
-	c := kerntest.NewHopCase(t, k, w)
+	c := hopcase.New(t, k, w)
 	n, H, dy, grad := c.N, c.H, c.DY, c.Grad
 	ptr, idx, err := kern.PackHops(c.B.Hop[:k], n)
 	if err != nil {

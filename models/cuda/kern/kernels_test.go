@@ -7,6 +7,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/cuda/kern/hopcase"
 	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
@@ -42,7 +43,7 @@ func flat(t *testing.T, hops []data.CSR, n int) (ptr, idx []int32) {
 // graphs, k = 4, over more than one chunk of rows.
 func TestHopAggregate(t *testing.T) {
 	const k, d = 4, 7
-	c := kerntest.NewHopCase(t, k, d)
+	c := hopcase.New(t, k, d)
 	n, H, dy, alpha, eps, grad := c.N, c.H, c.DY, c.Alpha, c.Eps, c.Grad
 	ptr, idx := flat(t, c.B.Hop[:k], n)
 	for _, block := range []int{64, 5} { // the result does not depend on the launch

@@ -1,0 +1,89 @@
+// Package hopcase is the hop kernels' test case: a batch of layered
+// graphs over more than one chunk of rows and the CPU op's results on it
+// (models/nbop's Combine, the reference). It is for tests only, apart
+// from kerntest, which the device ops' tests of nbop and rt import.
+package hopcase
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nbop"
+	"github.com/spn-project/spn/models/rt"
+	"github.com/spn-project/spn/models/synth"
+)
+
+// Batch returns the hop kernels' test batch: every graph of
+// synth.Layered(5, 24, 3, …) with hop sets up to k, more than one chunk of
+// rows (kernels.ChunkRows) in all.
+func Batch(t testing.TB, k int) *data.Batch {
+	t.Helper()
+	ds, hops, err := synth.Layered(5, 24, 3, [2]int{3, 6}, [2]int{2, 5}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, len(ds.Graphs))
+	for i := range all {
+		all[i] = i
+	}
+	b, err := data.NewBatch(ds, hops, all, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.N <= kernels.ChunkRows {
+		t.Fatalf("batch of %d nodes: want more than one chunk", b.N)
+	}
+	return b
+}
+
+// Case is the hop aggregation on LayeredBatch computed by the CPU op
+// (models/nbop's Combine, the spn kind's): the reference the hop kernels
+// are compared with.
+type Case struct {
+	B       *data.Batch
+	N, K, W int
+	D       *nbop.Data
+	// H (n×w), the hop weights α = softmax(logits), ε and the output
+	// gradient dY are the inputs; Y the output, Sums the hop sums S_i and
+	// Grad the gradients of H, α and ε.
+	H, Alpha, Eps, DY, Y []float32
+	Sums, Grad           [][]float32
+}
+
+// New runs Combine forward and backward over k hop sets and w
+// columns on random inputs.
+func New(t testing.TB, k, w int) *Case {
+	t.Helper()
+	b := Batch(t, k)
+	n := b.N
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := &Case{B: b, N: n, K: k, W: w, H: kerntest.Randn(rng, n*w, 1), DY: kerntest.Randn(rng, n*w, 1)}
+	logits := kerntest.Randn(rng, k, 1)
+	c.Eps, c.Alpha = []float32{0.3}, make([]float32, k)
+	if err := rt.NewSoftmax("alpha", k).Forward([][]float32{logits}, c.Alpha); err != nil {
+		t.Fatal(err)
+	}
+	c.D = &nbop.Data{N: n, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: b.Hop[0], Hop1T: kernels.Transpose(b.Hop[0])}
+	for _, h := range b.Hop[1:k] {
+		c.D.Hops = append(c.D.Hops, h)
+		c.D.HopsT = append(c.D.HopsT, kernels.Transpose(h))
+	}
+	op := nbop.Combine{ID: "agg", Be: kernels.CPU{Threads: 2}, D: c.D, K: k, N: n, W: w, Hop1: true, Sums: &c.Sums}
+	in := [][]float32{c.H, c.Alpha, c.Eps}
+	c.Y = make([]float32, n*w)
+	if err := op.Forward(in, c.Y); err != nil {
+		t.Fatal(err)
+	}
+	c.Grad = [][]float32{make([]float32, n*w), make([]float32, k), make([]float32, 1)}
+	if err := op.Backward(in, c.Y, c.DY, c.Grad); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Transposed returns the transposed hop sets the input gradient gathers
+// over, in the order of the hop sets.
+func (c *Case) Transposed() []data.CSR { return append([]data.CSR{c.D.Hop1T}, c.D.HopsT...) }
