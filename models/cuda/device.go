@@ -68,6 +68,22 @@ type Context struct {
 	closed bool
 	seq    int
 	live   map[resource]int // what the context made and has not released, by creation order
+	// copies counts the copies made, host to device and device to host.
+	copies Copies
+}
+
+// Copies counts a context's copies between the host and the device.
+type Copies struct {
+	// ToDevice counts cuMemcpyHtoD calls, ToHost cuMemcpyDtoH calls
+	// (copies of no bytes are not made and not counted).
+	ToDevice, ToHost int
+}
+
+// Copies returns the copies the context has made so far.
+func (c *Context) Copies() Copies {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.copies
 }
 
 // resource is what a Context releases on Close when its owner has not:
@@ -180,13 +196,17 @@ func sizeOf(k kern.Kind) int {
 	return 4
 }
 
-// Buffer is device memory holding n values of one element type.
+// Buffer is device memory holding n values of one element type: an
+// allocation of its own, or a view of part of another buffer's (a Pack's
+// arrays), which lives as long as that buffer.
 type Buffer struct {
 	ctx   *Context
 	ptr   uint64
 	n     int
 	kind  kern.Kind
 	freed bool
+	// of is the buffer a view is part of (nil for an allocation).
+	of *Buffer
 }
 
 // Len returns the number of values the buffer holds.
@@ -237,7 +257,7 @@ func (b *Buffer) usable(c *Context, k kern.Kind, n int, use string) error {
 	switch {
 	case b.ctx != c:
 		return fmt.Errorf("cuda: %s: the buffer belongs to another context", use)
-	case b.freed:
+	case b.freed || b.of != nil && b.of.freed:
 		return fmt.Errorf("cuda: %s: the buffer is freed", use)
 	case b.kind != k:
 		return fmt.Errorf("cuda: %s: the buffer holds %s, want %s", use, b.kind.C(), k.C())
@@ -260,6 +280,7 @@ func Upload[T Elem](b *Buffer, src []T) error {
 		if len(src) == 0 {
 			return nil
 		}
+		b.ctx.copies.ToDevice++
 		err := check("cuMemcpyHtoD_v2", b.ctx.api.memcpyHtoD(b.ptr, unsafe.Pointer(&src[0]), uint64(len(src)*sizeOf(b.kind))))
 		runtime.KeepAlive(src)
 		return err
@@ -280,14 +301,19 @@ func Download[T Elem](dst []T, b *Buffer) error {
 		if len(dst) == 0 {
 			return nil
 		}
+		b.ctx.copies.ToHost++
 		err := check("cuMemcpyDtoH_v2", b.ctx.api.memcpyDtoH(unsafe.Pointer(&dst[0]), b.ptr, uint64(len(dst)*sizeOf(b.kind))))
 		runtime.KeepAlive(dst)
 		return err
 	})
 }
 
-// Free releases the buffer's memory. Freeing twice does nothing.
+// Free releases the buffer's memory. Freeing twice does nothing, and
+// neither does freeing a view (the buffer it is part of owns the memory).
 func (b *Buffer) Free() error {
+	if b.of != nil {
+		return nil
+	}
 	err := b.ctx.do(func() error {
 		if b.freed {
 			return nil

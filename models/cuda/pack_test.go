@@ -1,0 +1,137 @@
+package cuda_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
+)
+
+// TestPack packs arrays of the three element types (one of them empty)
+// on the emulated device: one host→device copy, each view reads back its
+// array, a kernel runs on views, a smaller pack reuses the buffer, a
+// larger one replaces (and frees) it, and the views of a freed buffer
+// are refused.
+func TestPack(t *testing.T) {
+	r, ctx, _ := emuContext(t)
+	mod, err := ctx.LoadModule(kernelsPTX(t, r, ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, b := []float32{1, 2, 3}, []float32{10, 20, 30}
+	idx := []int32{7, 8, 9, 10, 11}
+	tgt := []float64{0.5, -1.25}
+	var xv, bv, iv, ev, tv *cuda.Buffer
+	var pk cuda.Pack
+	cuda.Put(&pk, &xv, x)
+	cuda.Put(&pk, &iv, idx)
+	cuda.Put(&pk, &ev, []int32{})
+	cuda.Put(&pk, &tv, tgt)
+	cuda.Put(&pk, &bv, b)
+	if want := 4*cuda.PackAlign + 4*len(b); pk.Len() != want {
+		t.Errorf("pack of %d bytes, want %d (each array at a multiple of %d)", pk.Len(), want, cuda.PackAlign)
+	}
+	before := ctx.Copies()
+	dev, err := pk.Upload(ctx, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ctx.Copies(); got.ToDevice-before.ToDevice != 1 {
+		t.Errorf("%d host→device copies for one pack, want 1", got.ToDevice-before.ToDevice)
+	}
+	if ev.Len() != 0 || iv.Len() != len(idx) || tv.Len() != len(tgt) {
+		t.Errorf("views of %d, %d and %d values, want 0, %d and %d", ev.Len(), iv.Len(), tv.Len(), len(idx), len(tgt))
+	}
+	check := func(what string, v *cuda.Buffer, want any) {
+		t.Helper()
+		var err error
+		var got any
+		switch w := want.(type) {
+		case []float32:
+			g := make([]float32, len(w))
+			err, got = cuda.Download(g, v), g
+		case []int32:
+			g := make([]int32, len(w))
+			err, got = cuda.Download(g, v), g
+		case []float64:
+			g := make([]float64, len(w))
+			err, got = cuda.Download(g, v), g
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !slices.Equal(anySlice(got), anySlice(want)) {
+			t.Errorf("%s reads %v, want %v", what, got, want)
+		}
+	}
+	check("x", xv, x)
+	check("idx", iv, idx)
+	check("targets", tv, tgt)
+	check("b", bv, b)
+	// A kernel reads and writes views: y = x + b (spn_bias_relu, one row,
+	// no ReLU) into x's view.
+	k, err := mod.Kernel("spn_bias_relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Launch(1, 32, xv, xv, bv, 1, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("x + b", xv, []float32{11, 22, 33})
+
+	// A smaller pack goes into the same buffer.
+	pk.Reset()
+	cuda.Put(&pk, &iv, []int32{4, 5})
+	again, err := pk.Upload(ctx, dev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != dev {
+		t.Error("a smaller pack did not reuse the buffer")
+	}
+	check("reused idx", iv, []int32{4, 5})
+	// A larger one replaces it, and the old views are refused.
+	old := xv
+	pk.Reset()
+	cuda.Put(&pk, &xv, make([]float32, 1000))
+	bigger, err := pk.Upload(ctx, dev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bigger == dev {
+		t.Fatal("a larger pack went into the smaller buffer")
+	}
+	if err := cuda.Download(make([]float32, 3), old); err == nil || !strings.Contains(err.Error(), "freed") {
+		t.Errorf("reading a view of a replaced buffer: %v", err)
+	}
+	if err := xv.Free(); err != nil {
+		t.Errorf("freeing a view: %v", err)
+	}
+	check("view after its Free", xv, make([]float32, 1000))
+	if err := bigger.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cuda.Download(make([]float32, 1000), xv); err == nil {
+		t.Error("reading a view of a freed buffer: no error")
+	}
+}
+
+// anySlice returns the values of a slice of float32, int32 or float64 as
+// float64s.
+func anySlice(s any) []float64 {
+	var r []float64
+	switch v := s.(type) {
+	case []float32:
+		for _, x := range v {
+			r = append(r, float64(x))
+		}
+	case []int32:
+		for _, x := range v {
+			r = append(r, float64(x))
+		}
+	case []float64:
+		r = append(r, v...)
+	}
+	return r
+}
