@@ -13,16 +13,20 @@ import (
 
 // DeviceHops are the hop sets N_1..N_k of Combine's SPN form (Data.Hop1
 // and Data.Hops) on a device, packed by kern.PackHops, with their
-// transposes (Hop1T, HopsT) packed the same way for the backward pass.
+// transposes (Hop1T, HopsT) packed the same way for the backward pass:
+// views of one packed copy (PackHops, UploadHops).
 type DeviceHops struct {
 	K                    int
 	Ptr, Idx, PtrT, IdxT *cuda.Buffer
+	// owner holds the arrays of an UploadHops (nil for a PackHops).
+	owner *cuda.Buffer
 }
 
-// UploadHops packs and copies the k hop sets of d to e's device.
-func UploadHops(e *engine.Engine, d *Data, k int) (*DeviceHops, error) {
+// PackHops adds the k hop sets of d and their transposes to pk: after
+// pk's Upload the returned DeviceHops points at them on the device.
+func PackHops(pk *cuda.Pack, d *Data, k int) (*DeviceHops, error) {
 	if len(d.Hops) != k-1 || len(d.HopsT) != k-1 {
-		return nil, fmt.Errorf("uploading the hop sets: %d higher hop sets for k = %d", len(d.Hops), k)
+		return nil, fmt.Errorf("packing the hop sets: %d higher hop sets for k = %d", len(d.Hops), k)
 	}
 	h := &DeviceHops{K: k}
 	for _, s := range []struct {
@@ -33,28 +37,36 @@ func UploadHops(e *engine.Engine, d *Data, k int) (*DeviceHops, error) {
 		{append([]data.CSR{d.Hop1T}, d.HopsT...), &h.PtrT, &h.IdxT},
 	} {
 		ptr, idx, err := kern.PackHops(s.sets, d.N)
-		if err == nil {
-			*s.ptr, err = cuda.NewBuffer(e.Context(), ptr)
-		}
-		if err == nil {
-			*s.idx, err = cuda.NewBuffer(e.Context(), idx)
-		}
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("uploading the hop sets: %w", err), h.Free())
+			return nil, fmt.Errorf("packing the hop sets: %w", err)
 		}
+		cuda.Put(pk, s.ptr, ptr)
+		cuda.Put(pk, s.idx, idx)
 	}
 	return h, nil
 }
 
-// Free releases the device buffers.
-func (h *DeviceHops) Free() error {
-	var errs []error
-	for _, b := range []*cuda.Buffer{h.Ptr, h.Idx, h.PtrT, h.IdxT} {
-		if b != nil {
-			errs = append(errs, b.Free())
-		}
+// UploadHops copies the k hop sets of d and their transposes to e's
+// device in one copy (a pack of their own, which Free releases).
+func UploadHops(e *engine.Engine, d *Data, k int) (*DeviceHops, error) {
+	var pk cuda.Pack
+	h, err := PackHops(&pk, d, k)
+	if err != nil {
+		return nil, err
 	}
-	return errors.Join(errs...)
+	if h.owner, err = pk.Upload(e.Context(), nil, 0); err != nil {
+		return nil, fmt.Errorf("uploading the hop sets: %w", err)
+	}
+	return h, nil
+}
+
+// Free releases the device memory of an UploadHops (nothing for a
+// PackHops, whose pack's buffer holds the arrays).
+func (h *DeviceHops) Free() error {
+	if h.owner == nil {
+		return nil
+	}
+	return h.owner.Free()
 }
 
 // DeviceSums is where Combine's device forward pass keeps the hop sums

@@ -32,8 +32,9 @@ type DeviceOp interface {
 // graph, its values and gradients device tensors of e (scratch memory,
 // freed by e.Reset). The graph is the same as Apply's: one gradient node
 // running DeviceBackward, one node per further differentiated input. A
-// scalar output comes back to the host (a 4-byte copy: the loss) and a
-// scalar input or output gradient goes to the device the same way.
+// scalar output comes back to the host (a 4-byte copy: the loss); a
+// scalar input or output gradient (the loss's gradient seed, 1) goes to
+// the device as the argument of a fill kernel, not as a copy.
 func ApplyDevice(e *engine.Engine, o DeviceOp, in ...*G.Node) (*G.Node, error) {
 	s := o.Sig()
 	if len(in) != len(s.In) {
@@ -66,14 +67,16 @@ func devBuffer(e *engine.Engine, id string, v G.Value, i int, sh []int) (*cuda.B
 		if !ok || Size(sh) != 1 {
 			return nil, fmt.Errorf("%s: input %d holds %T, want a device tensor", id, i, v.Data())
 		}
+		// The value goes to the device as a kernel argument (spn_fill),
+		// not as a copy.
 		t, err := e.Scratch(1)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = e.Fill(t, f)
 		}
-		b, _ := e.Buffer(t)
-		if err := cuda.Upload(b, []float32{f}); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("%s: input %d: %w", id, i, err)
 		}
+		b, _ := e.Buffer(t)
 		return b, nil
 	}
 }

@@ -1,7 +1,6 @@
 package rt
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spn-project/spn/models/cuda"
@@ -9,7 +8,8 @@ import (
 )
 
 // DeviceBatch is the part of a batch's data the ops' device math reads,
-// in device memory: the graph offsets, the classes and the node inputs.
+// in device memory: the graph offsets, the classes and the node inputs,
+// views of one packed copy (PackBatch, UploadBatch).
 // A BatchData points at it (BatchData.Dev) on the device path only.
 type DeviceBatch struct {
 	// Ptr are the graph offsets (G+1 values), Y the classes (G values;
@@ -22,6 +22,8 @@ type DeviceBatch struct {
 	Labels, Attrs      *cuda.Buffer
 	LabelPtr, LabelIdx *cuda.Buffer
 	LabelRows          int
+	// owner holds the arrays of an UploadBatch (nil for a PackBatch).
+	owner *cuda.Buffer
 }
 
 // labelRows returns the nodes of each label of labels as a CSR (rows up
@@ -47,51 +49,52 @@ func labelRows(labels []int32) (ptr, idx []int32) {
 	return ptr, idx
 }
 
-// UploadBatch copies the graph offsets and classes of bd to e's device.
-func UploadBatch(e *engine.Engine, bd *BatchData) (*DeviceBatch, error) {
+// PackBatch adds the graph offsets, classes and node inputs of bd to pk:
+// after pk's Upload the returned DeviceBatch points at them on the device.
+func PackBatch(pk *cuda.Pack, bd *BatchData) (*DeviceBatch, error) {
 	if len(bd.Ptr) != bd.G+1 {
-		return nil, fmt.Errorf("uploading the batch: %d graph offsets for %d graphs", len(bd.Ptr), bd.G)
+		return nil, fmt.Errorf("packing the batch: %d graph offsets for %d graphs", len(bd.Ptr), bd.G)
 	}
 	db := &DeviceBatch{}
-	var err error
-	if db.Ptr, err = cuda.NewBuffer(e.Context(), bd.Ptr); err != nil {
-		return nil, fmt.Errorf("uploading the graph offsets: %w", err)
-	}
+	cuda.Put(pk, &db.Ptr, bd.Ptr)
 	if bd.Y != nil {
-		if db.Y, err = cuda.NewBuffer(e.Context(), bd.Y); err != nil {
-			return nil, errors.Join(fmt.Errorf("uploading the classes: %w", err), db.Free())
-		}
+		cuda.Put(pk, &db.Y, bd.Y)
 	}
 	if bd.Attrs != nil {
-		if db.Attrs, err = cuda.NewBuffer(e.Context(), bd.Attrs); err != nil {
-			return nil, errors.Join(fmt.Errorf("uploading the node attributes: %w", err), db.Free())
-		}
+		cuda.Put(pk, &db.Attrs, bd.Attrs)
 	}
 	if bd.Labels != nil {
 		labels := bd.Labels[:bd.N]
 		ptr, idx := labelRows(labels)
 		db.LabelRows = len(ptr) - 1
-		if db.Labels, err = cuda.NewBuffer(e.Context(), labels); err == nil {
-			if db.LabelPtr, err = cuda.NewBuffer(e.Context(), ptr); err == nil {
-				db.LabelIdx, err = cuda.NewBuffer(e.Context(), idx)
-			}
-		}
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("uploading the node labels: %w", err), db.Free())
-		}
+		cuda.Put(pk, &db.Labels, labels)
+		cuda.Put(pk, &db.LabelPtr, ptr)
+		cuda.Put(pk, &db.LabelIdx, idx)
 	}
 	return db, nil
 }
 
-// Free releases the device buffers.
-func (db *DeviceBatch) Free() error {
-	var errs []error
-	for _, b := range []*cuda.Buffer{db.Ptr, db.Y, db.Labels, db.Attrs, db.LabelPtr, db.LabelIdx} {
-		if b != nil {
-			errs = append(errs, b.Free())
-		}
+// UploadBatch copies the graph offsets, classes and node inputs of bd to
+// e's device in one copy (a pack of their own, which Free releases).
+func UploadBatch(e *engine.Engine, bd *BatchData) (*DeviceBatch, error) {
+	var pk cuda.Pack
+	db, err := PackBatch(&pk, bd)
+	if err != nil {
+		return nil, err
 	}
-	return errors.Join(errs...)
+	if db.owner, err = pk.Upload(e.Context(), nil, 0); err != nil {
+		return nil, fmt.Errorf("uploading the batch: %w", err)
+	}
+	return db, nil
+}
+
+// Free releases the device memory of an UploadBatch (nothing for a
+// PackBatch, whose pack's buffer holds the arrays).
+func (db *DeviceBatch) Free() error {
+	if db.owner == nil {
+		return nil
+	}
+	return db.owner.Free()
 }
 
 // dev returns bd's device data, or an error naming the op that needs it.

@@ -13,10 +13,11 @@ import (
 )
 
 // DevicePreparer is what a kind with per-batch data of its own supplies
-// for the device path: PrepareDevice copies that data (set by Prepare) to
-// the device and returns what frees it after the step.
+// for the device path: PackDevice adds that data (set by Prepare) to the
+// run's pack, which goes to the device in one copy with the batch, and
+// returns what drops the kind's references to it after the run.
 type DevicePreparer interface {
-	PrepareDevice(e *engine.Engine) (free func() error, err error)
+	PackDevice(pk *cuda.Pack) (release func(), err error)
 }
 
 // deviceState is a model's device: the engine, the parameters' device
@@ -24,9 +25,13 @@ type DevicePreparer interface {
 type deviceState struct {
 	e      *engine.Engine
 	params map[*param.Param]*tensor.Dense
-	free   []func() error
-	// masks are the device tensors of the dropout-mask nodes.
-	masks map[*G.Node]*tensor.Dense
+	// pk gathers a run's batch data, dropout masks and the kind's data
+	// for one host→device copy into packed, the device buffer kept from
+	// run to run while it is large enough.
+	pk     cuda.Pack
+	packed *cuda.Buffer
+	// release drops the kinds' references to a run's packed data.
+	release []func()
 	// adam, when not nil, keeps the parameters and their gradients on the
 	// device (NewDeviceAdam).
 	adam *DeviceAdam
@@ -35,26 +40,31 @@ type deviceState struct {
 	bns []*bnStats
 }
 
-// UseDevice makes the model's training steps run on the device engine
-// dev: the graph is Gorgonia's as on the CPU, run by a TapeMachine with
-// dev's engine, every op by its device math. It must come before the
-// first step. On the device path Step returns the loss and the outputs
-// (the dropout masks drawn on the host as on the CPU path and uploaded); the parameters are uploaded before each step
-// and their gradients downloaded after it (the optimiser runs on the
-// host), unless a DeviceAdam (NewDeviceAdam) keeps parameters, gradients
-// and moments on the device. The batch norms' running statistics stay on
-// the device (SyncHost copies them and the parameters to the host). Predict, Forward and Backward are not wired to the device.
+// UseDevice makes the model's training steps and evaluation (Step,
+// Predict and an evaluation-mode Forward) run on the device engine dev:
+// the graph is Gorgonia's as on the CPU, run by a TapeMachine with dev's
+// engine, every op by its device math. It must come before the first
+// step. A run sends the batch's data, the dropout masks (drawn on the
+// host as on the CPU path) and the kind's data (DevicePreparer) in one
+// packed copy; a step brings back the loss and the outputs, an
+// evaluation the outputs. The parameters are uploaded before each run
+// (one copy each) and their gradients downloaded after a step (the
+// optimiser runs on the host), unless a DeviceAdam (NewDeviceAdam) keeps
+// parameters, gradients and moments on the device. The batch norms'
+// running statistics stay on the device (SyncHost copies them and the
+// parameters to the host). A training-mode Forward and Backward are not
+// wired to the device.
 func (e *Engine) UseDevice(dev *engine.Engine) error {
 	if n, _ := e.CachedGraphs(); n > 0 || e.CacheMisses > 0 {
 		return errors.New("UseDevice: the model has built graphs on the CPU")
 	}
-	e.dev = &deviceState{e: dev, params: map[*param.Param]*tensor.Dense{}, masks: map[*G.Node]*tensor.Dense{}}
+	e.dev = &deviceState{e: dev, params: map[*param.Param]*tensor.Dense{}}
 	return nil
 }
 
 // errNoDevicePath is the error of the entry points the device path lacks.
 func errNoDevicePath(what string) error {
-	return fmt.Errorf("%s is not wired to the device (only Step is)", what)
+	return fmt.Errorf("%s is not wired to the device (only Step, Predict and an evaluation-mode Forward are)", what)
 }
 
 // bind binds the node of a parameter to its device tensor, made (and
@@ -74,82 +84,114 @@ func (d *deviceState) bind(pb *paramBinding) error {
 	return nil
 }
 
-// prepare copies to the device what a run of p reads: the parameters'
-// current values, the batch's data and the kind's own (DevicePreparer).
-func (d *deviceState) prepare(a Arch, p *Program, o Opts) error {
+// prepare copies to the device what a run of p reads: the batch's data,
+// the dropout masks and the kind's own (DevicePreparer) in one packed
+// copy, and the parameters' current values unless a DeviceAdam keeps
+// them on the device (one copy each).
+func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
 	if o.seed != nil {
-		return errors.New("the device path runs training steps only (no output gradient)")
+		return errors.New("the device path runs training steps and evaluation only (no output gradient)")
 	}
-	// The dropout masks, drawn on the host from the model's generator as
-	// on the CPU path (zero in the padding rows), go to the device.
 	if len(o.masks) != len(p.maskNodes) {
 		return fmt.Errorf("%d dropout masks for %d mask nodes", len(o.masks), len(p.maskNodes))
 	}
-	for t, n := range p.maskNodes {
-		mt, ok := d.masks[n]
-		if !ok {
-			var err error
-			if mt, err = d.e.Tensor(n.Shape()...); err != nil {
-				return err
-			}
-			if err := G.Let(n, mt); err != nil {
-				return fmt.Errorf("binding dropout mask %d: %w", t, err)
-			}
-			d.masks[n] = mt
-		}
-		mk := make([]float32, len(p.masks[t])) // G×Out, Out = len/G
-		copy(mk, o.masks[t][:p.bd.G*len(mk)/p.key.G])
-		b, err := d.e.Buffer(mt)
-		if err == nil {
-			err = cuda.Upload(b, mk)
-		}
+	defer func() {
 		if err != nil {
-			return fmt.Errorf("uploading dropout mask %d: %w", t, err)
+			err = errors.Join(err, d.done(p))
 		}
+	}()
+	d.pk.Reset()
+	// The dropout masks, drawn on the host from the model's generator as
+	// on the CPU path (zero in the padding rows), in the host backing of
+	// the mask nodes, which the device path does not read otherwise.
+	maskBufs := make([]*cuda.Buffer, len(p.maskNodes))
+	for t, mk := range p.masks {
+		g := p.bd.G * len(mk) / p.key.G
+		copy(mk, o.masks[t][:g])
+		clear(mk[g:])
+		cuda.Put(&d.pk, &maskBufs[t], mk)
 	}
-	for _, pb := range p.params {
-		if d.adam != nil {
-			break // the parameters live on the device
-		}
-		b, err := d.e.Buffer(d.params[pb.p])
-		if err == nil {
-			err = cuda.Upload(b, pb.p.W)
-		}
-		if err != nil {
-			return fmt.Errorf("uploading parameter %s: %w", pb.p.Name, err)
-		}
-	}
-	db, err := UploadBatch(d.e, p.bd)
+	db, err := PackBatch(&d.pk, p.bd)
 	if err != nil {
 		return err
 	}
-	p.bd.Dev = db
-	d.free = append(d.free, db.Free)
 	if dp, ok := a.(DevicePreparer); ok {
-		free, err := dp.PrepareDevice(d.e)
+		rel, err := dp.PackDevice(&d.pk)
 		if err != nil {
-			return errors.Join(err, d.release(p))
+			return err
 		}
-		d.free = append(d.free, free)
+		d.release = append(d.release, rel)
+	}
+	if d.packed, err = d.pk.Upload(d.e.Context(), d.packed, 2*d.pk.Len()); err != nil {
+		return err
+	}
+	p.bd.Dev = db
+	for t, n := range p.maskNodes {
+		mt, err := d.e.View(maskBufs[t], n.Shape()...)
+		if err == nil {
+			err = G.Let(n, mt)
+		}
+		if err != nil {
+			return fmt.Errorf("binding dropout mask %d: %w", t, err)
+		}
+	}
+	if d.adam == nil {
+		for _, pb := range p.params {
+			b, err := d.e.Buffer(d.params[pb.p])
+			if err == nil {
+				err = cuda.Upload(b, pb.p.W)
+			}
+			if err != nil {
+				return fmt.Errorf("uploading parameter %s: %w", pb.p.Name, err)
+			}
+		}
 	}
 	return nil
 }
 
-// release frees what one step put on the device.
-func (d *deviceState) release(p *Program) error {
-	errs := []error{d.e.Reset()}
-	for _, f := range d.free {
-		errs = append(errs, f())
+// done frees what one run put on the device (its scratch tensors; the
+// packed buffer stays for the next run) and drops the references to it.
+func (d *deviceState) done(p *Program) error {
+	err := d.e.Reset()
+	for _, rel := range d.release {
+		rel()
 	}
-	d.free = d.free[:0]
+	d.release = d.release[:0]
 	p.bd.Dev = nil
-	return errors.Join(errs...)
+	return err
+}
+
+// output downloads the first g×c values of p's output node.
+func (d *deviceState) output(p *Program, c int) ([]float32, error) {
+	t, ok := p.outNode.Value().(tensor.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("output holds %T, want a device tensor", p.outNode.Value())
+	}
+	o, err := d.e.ToHost(t)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	if len(o) < p.bd.G*c {
+		return nil, fmt.Errorf("output has %d values, want %d", len(o), p.bd.G*c)
+	}
+	return o[:p.bd.G*c], nil
+}
+
+// predict runs p (an evaluation graph built by prepare) and returns the
+// first g×c outputs, the one copy back to the host.
+func (d *deviceState) predict(p *Program, c int) (out []float32, err error) {
+	defer func() { err = errors.Join(err, d.done(p)) }()
+	if err := p.run(); err != nil {
+		return nil, err
+	}
+	return d.output(p, c)
 }
 
 // step runs p (built by prepare) and returns the loss, adds the
-// gradients to ps[i].G and returns the first g×c outputs.
+// gradients to ps[i].G (or to the DeviceAdam's gradients on the device)
+// and returns the first g×c outputs.
 func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, out []float32, err error) {
-	defer func() { err = errors.Join(err, d.release(p)) }()
+	defer func() { err = errors.Join(err, d.done(p)) }()
 	if err := p.run(); err != nil {
 		return 0, nil, err
 	}
@@ -160,44 +202,33 @@ func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, 
 	if len(p.gradNodes) != len(ps) {
 		return 0, nil, fmt.Errorf("graph has %d gradients for %d parameters", len(p.gradNodes), len(ps))
 	}
-	host := func(n *G.Node, what string, want int) ([]float32, error) {
-		t, ok := n.Value().(tensor.Tensor)
-		if !ok {
-			return nil, fmt.Errorf("%s holds %T, want a device tensor", what, n.Value())
-		}
-		v, err := d.e.ToHost(t)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		if want >= 0 && len(v) != want {
-			return nil, fmt.Errorf("%s has %d values, want %d", what, len(v), want)
-		}
-		return v, nil
-	}
 	for i, gn := range p.gradNodes {
+		t, ok := gn.Value().(tensor.Tensor)
+		if !ok {
+			return 0, nil, fmt.Errorf("gradient of %s holds %T, want a device tensor", ps[i].Name, gn.Value())
+		}
 		if d.adam != nil {
-			t, ok := gn.Value().(tensor.Tensor)
-			if !ok {
-				return 0, nil, fmt.Errorf("gradient of %s holds %T, want a device tensor", ps[i].Name, gn.Value())
-			}
 			if err := d.adam.accumulate(ps[i], t); err != nil {
 				return 0, nil, err
 			}
 			continue
 		}
-		g, err := host(gn, "gradient of "+ps[i].Name, len(ps[i].G))
+		g, err := d.e.ToHost(t)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, fmt.Errorf("gradient of %s: %w", ps[i].Name, err)
+		}
+		if len(g) != len(ps[i].G) {
+			return 0, nil, fmt.Errorf("gradient of %s has %d values, want %d", ps[i].Name, len(g), len(ps[i].G))
 		}
 		for j, v := range g {
 			ps[i].G[j] += v
 		}
 	}
-	o, err := host(p.outNode, "output", -1)
+	o, err := d.output(p, c)
 	if err != nil {
 		return 0, nil, err
 	}
-	return float64(lv), append([]float32(nil), o[:p.bd.G*c]...), nil
+	return float64(lv), o, nil
 }
 
 // SyncHost copies the model's state on the device into its host values:

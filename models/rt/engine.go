@@ -133,12 +133,12 @@ func (e *Engine) Step(b *data.Batch) (loss float64, out []float32, err error) {
 // Predict returns the NumGraphs×Out outputs for b in evaluation mode
 // (running statistics, no dropout); it changes no state.
 func (e *Engine) Predict(b *data.Batch) ([]float32, error) {
-	if e.dev != nil {
-		return nil, errNoDevicePath("Predict")
-	}
 	p, err := e.build(b, Opts{})
 	if err != nil {
 		return nil, err
+	}
+	if e.dev != nil {
+		return e.dev.predict(p, e.Cfg.Out)
 	}
 	if err := p.run(); err != nil {
 		return nil, err

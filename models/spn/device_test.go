@@ -8,6 +8,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
@@ -28,8 +29,8 @@ const deviceTol = 1e-5
 // generator; and GIN) for 20 steps with Adam on the CPU and on the
 // emulated device from the same initial parameters: the per-step losses
 // and the outputs agree within deviceTol, a second device model gives the
-// same bits step by step, and after the steps only the parameters (and
-// the dropout masks' tensors) are left on the device.
+// same bits step by step, and after the steps only the parameters are
+// left in the engine's memory.
 func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
@@ -121,21 +122,18 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 				dopt.Step()
 				aopt.Step()
 			}
-			// Only the two device models' parameters (and dropout masks, one
-			// per readout) stay on the device.
-			keep := len(dev.Params())
-			if c.dropout > 0 {
-				keep += cfg.Model.Layers + 1
-			}
-			if blocks, _ := e.Live(); blocks-blocks0 != 2*keep {
-				t.Errorf("%d device blocks after the steps, want the %d parameters and masks of two models", blocks-blocks0, 2*keep)
+			// Only the two device models' parameters stay in the engine's
+			// memory (the batch and the masks are in each model's packed
+			// buffer).
+			if blocks, _ := e.Live(); blocks-blocks0 != 2*len(dev.Params()) {
+				t.Errorf("%d device blocks after the steps, want the %d parameters of two models", blocks-blocks0, 2*len(dev.Params()))
 			}
 			t.Logf("%s: loss %.4f → %.4f on the device over 20 steps, largest difference from the CPU %.3g (relative to 1 + |loss|)", kind, first, last, worst)
 			if !(last < first) {
 				t.Errorf("the device's loss did not fall: %v → %v", first, last)
 			}
-			if _, err := dev.Predict(b); err == nil {
-				t.Error("Predict on the device path: no error")
+			if _, err := dev.Forward(b, true); err == nil {
+				t.Error("a training-mode Forward on the device path: no error")
 			}
 		})
 	}
@@ -210,5 +208,166 @@ func deviceAdam(t *testing.T, e *engine.Engine) {
 				t.Fatalf("%s[%d] = %v on the device, %v on the CPU", cp[i].Name, j, dp[i].W[j], cp[i].W[j])
 			}
 		}
+	}
+}
+
+// TestPredictOnDevice trains the small SPN (dropout 0.5) and GIN for 10
+// steps on the emulated device (DeviceAdam), predicting after each, and
+// compares the device's evaluation-mode outputs (running statistics, no
+// dropout) with those of a CPU model given the device's parameters and
+// running statistics (SyncHost): they agree within deviceTol. An
+// evaluation-mode Forward gives Predict's bits, and so does a second
+// Predict (it changes no state).
+func TestPredictOnDevice(t *testing.T) { predictOnDevice(t, enginetest.Emulated(t)) }
+
+// TestGPUPredictOnDevice is TestPredictOnDevice on GPU 0 (it skips
+// without one).
+func TestGPUPredictOnDevice(t *testing.T) { predictOnDevice(t, enginetest.GPU(t)) }
+
+func predictOnDevice(t *testing.T, e *engine.Engine) {
+	b := smallBatch(t)
+	for _, kind := range []string{"spn", "gin"} {
+		t.Run(kind, func(t *testing.T) {
+			k := 2
+			if kind == "gin" {
+				k = 1
+			}
+			cfg := modeltest.Config(kind, k, 2, 8, 0.5, models.PoolSum, models.TaskClassification, 2, 3, 0)
+			be := kernels.CPU{Threads: 1}
+			dev, err := New(cfg, 7, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.UseDevice(e); err != nil {
+				t.Fatal(err)
+			}
+			dopt, err := dev.NewDeviceAdam(dev.Params(), 0.01, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for step := 0; step <= 10; step++ {
+				if step > 0 {
+					if _, _, err := dev.Step(b); err != nil {
+						t.Fatal(err)
+					}
+					if err := dopt.Step(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				dout, err := dev.Predict(b)
+				if err != nil {
+					t.Fatalf("after step %d: Predict on the device: %v", step, err)
+				}
+				// A CPU model with the device's state.
+				if err := dev.SyncHost(); err != nil {
+					t.Fatal(err)
+				}
+				cpu, err := New(cfg, 7, be)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, p := range cpu.Params() {
+					copy(p.W, dev.Params()[i].W)
+				}
+				db := dev.Buffers()
+				for name, v := range cpu.Buffers() {
+					copy(v, db[name])
+				}
+				cout, err := cpu.Predict(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(dout) != len(cout) {
+					t.Fatalf("after step %d: %d outputs on the device, %d on the CPU", step, len(dout), len(cout))
+				}
+				for i := range cout {
+					d := math.Abs(float64(dout[i]-cout[i])) / (1 + math.Abs(float64(cout[i])))
+					worst = math.Max(worst, d)
+					if d > deviceTol {
+						t.Fatalf("after step %d: output %d = %v on the device, %v on the CPU", step, i, dout[i], cout[i])
+					}
+				}
+				fout, err := dev.Forward(b, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				again, err := dev.Predict(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(fout, dout) || !slices.Equal(again, dout) {
+					t.Fatalf("after step %d: Forward(false) and a second Predict on the device differ from the first Predict", step)
+				}
+			}
+			t.Logf("%s: largest difference of the predictions from the CPU's %.3g (relative to 1 + |value|)", kind, worst)
+		})
+	}
+}
+
+// TestDeviceCopies counts the copies between the host and the emulated
+// device of a model whose parameters live on the device (DeviceAdam):
+// after a first step (which moves the batch norms' running statistics to
+// the device), a training step makes one host→device copy (the batch,
+// its hop sets and the dropout masks, packed) and two back (the loss and
+// the outputs), an evaluation batch one copy each way, and a step with
+// the optimiser on the host also one copy per parameter.
+func TestDeviceCopies(t *testing.T) {
+	e := enginetest.Emulated(t)
+	b := smallBatch(t)
+	cfg := modeltest.Config("spn", 2, 2, 8, 0.5, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	be := kernels.CPU{Threads: 1}
+	newDev := func() *Model {
+		m, err := New(cfg, 7, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.UseDevice(e); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	dev := newDev()
+	dopt, err := dev.NewDeviceAdam(dev.Params(), 0.01, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(what string, f func() error) cuda.Copies {
+		t.Helper()
+		before := e.Context().Copies()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		after := e.Context().Copies()
+		return cuda.Copies{ToDevice: after.ToDevice - before.ToDevice, ToHost: after.ToHost - before.ToHost}
+	}
+	step := func() error {
+		if _, _, err := dev.Step(b); err != nil {
+			return err
+		}
+		return dopt.Step()
+	}
+	predict := func() error { _, err := dev.Predict(b); return err }
+	if err := step(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if c := count("a training step", step); c != (cuda.Copies{ToDevice: 1, ToHost: 2}) {
+			t.Errorf("a training step makes %d copies to the device and %d back, want 1 and 2", c.ToDevice, c.ToHost)
+		}
+		if c := count("an evaluation batch", predict); c != (cuda.Copies{ToDevice: 1, ToHost: 1}) {
+			t.Errorf("an evaluation batch makes %d copies to the device and %d back, want 1 and 1", c.ToDevice, c.ToHost)
+		}
+	}
+	// The optimiser on the host: the parameters go to the device before
+	// the step and their gradients come back after it.
+	host := newDev()
+	hstep := func() error { _, _, err := host.Step(b); return err }
+	if err := hstep(); err != nil {
+		t.Fatal(err)
+	}
+	np := len(host.Params())
+	if c := count("a training step", hstep); c != (cuda.Copies{ToDevice: 1 + np, ToHost: 2 + np}) {
+		t.Errorf("a training step with the optimiser on the host makes %d copies to the device and %d back, want %d and %d", c.ToDevice, c.ToHost, 1+np, 2+np)
 	}
 }

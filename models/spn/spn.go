@@ -20,7 +20,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
@@ -199,17 +199,14 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, mn)
 }
 
-// PrepareDevice implements rt.DevicePreparer: the hop sets Prepare set
-// (N_1..N_k, or the adjacency for GIN), packed on the device.
-func (m *Model) PrepareDevice(e *engine.Engine) (func() error, error) {
-	k := 1 + len(m.gd.Hops)
-	h, err := nbop.UploadHops(e, m.gd, k)
+// PackDevice implements rt.DevicePreparer: the hop sets Prepare set
+// (N_1..N_k, or the adjacency for GIN) and their transposes, in the
+// run's pack.
+func (m *Model) PackDevice(pk *cuda.Pack) (func(), error) {
+	h, err := nbop.PackHops(pk, m.gd, 1+len(m.gd.Hops))
 	if err != nil {
 		return nil, err
 	}
 	m.gd.Dev = h
-	return func() error {
-		m.gd.Dev = nil
-		return h.Free()
-	}, nil
+	return func() { m.gd.Dev = nil }, nil
 }

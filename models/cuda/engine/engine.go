@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/kern"
 )
 
 // addrBase is the first address of the engine's range: above the 48-bit
@@ -28,6 +29,8 @@ type Memory struct {
 	size    uintptr
 	buf     *cuda.Buffer
 	scratch bool
+	// borrowed memory (View) is another's: freeing it forgets it.
+	borrowed bool
 }
 
 // Uintptr implements tensor.Memory: the memory's address in the engine's
@@ -162,6 +165,9 @@ func (e *Engine) Free(mem tensor.Memory, size int64) error {
 		return fmt.Errorf("device engine: freeing %d bytes of a block of %d", size, m.size)
 	}
 	delete(e.mem, m.addr)
+	if m.borrowed {
+		return nil
+	}
 	return m.buf.Free()
 }
 
@@ -257,6 +263,23 @@ func (e *Engine) tensor(scratch bool, shape []int) (*tensor.Dense, error) {
 			return nil, err
 		}
 	}
+	return e.dense(m, shape), nil
+}
+
+// View returns a device tensor of shape over b, float32 device memory
+// the engine does not own (a view of a cuda.Pack's array): a scratch
+// tensor, which Reset forgets without freeing b.
+func (e *Engine) View(b *cuda.Buffer, shape ...int) (*tensor.Dense, error) {
+	n, err := size(shape)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil || b.Kind() != kern.F32Ptr || b.Len() != n {
+		return nil, fmt.Errorf("device engine: a tensor of shape %v over %v", shape, b)
+	}
+	m := &Memory{addr: e.next, size: uintptr(n) * 4, buf: b, scratch: true, borrowed: true}
+	e.next += (m.size + addrAlign - 1) / addrAlign * addrAlign
+	e.mem[m.addr] = m
 	return e.dense(m, shape), nil
 }
 
