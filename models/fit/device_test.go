@@ -28,12 +28,15 @@ import (
 const deviceFitTol = 1e-2
 
 // TestTrainOnDevice trains SPN (k = 2, dropout, a step schedule and
-// weight decay) and GIN for three epochs on the emulated device with a
-// CPU host model, and the same models on the CPU: every epoch's record
-// agrees within deviceFitTol, a second device run gives the same records
-// and checkpoint bytes, and the checkpoint is the host model's (the
-// device's parameters and batch-norm statistics after the selected
-// epoch).
+// weight decay) and GIN for three epochs on the emulated device (steps,
+// Adam and evaluation) with a CPU host model for the checkpoint, and the
+// same models on the CPU: every epoch's record agrees within
+// deviceFitTol, a second device run gives the same records and
+// checkpoint bytes, the model is copied to the host once per newly
+// selected epoch and never otherwise, and the checkpoint holds the
+// selected epoch's parameters and batch-norm statistics: reloaded on the
+// device it scores the record's validation loss and accuracy bit for
+// bit, and on the CPU within 1e-5·(1 + |value|).
 func TestTrainOnDevice(t *testing.T) { trainOnDevice(t, enginetest.Emulated(t)) }
 
 // TestGPUTrainOnDevice is TestTrainOnDevice on GPU 0 (it skips without one).
@@ -68,7 +71,7 @@ func trainOnDevice(t *testing.T, e *engine.Engine) {
 				t.Fatal(err)
 			}
 			onDevice := func() *Result {
-				dev := build()
+				dev := &syncCounter{Model: build()}
 				if err := dev.UseDevice(e); err != nil {
 					t.Fatal(err)
 				}
@@ -78,6 +81,23 @@ func trainOnDevice(t *testing.T, e *engine.Engine) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// One copy to the host per newly selected epoch.
+				selected := 0
+				for i := range r.Epochs {
+					best := -1
+					for j := 0; j < i; j++ {
+						if best < 0 || better(SelectBestValLoss, "accuracy", r.Epochs[j], r.Epochs[best]) {
+							best = j
+						}
+					}
+					if best < 0 || better(SelectBestValLoss, "accuracy", r.Epochs[i], r.Epochs[best]) {
+						selected++
+					}
+				}
+				if dev.syncs != selected {
+					t.Errorf("the model was copied to the host %d times for %d newly selected epochs", dev.syncs, selected)
+				}
+				t.Logf("%d of %d epochs selected in turn", selected, len(r.Epochs))
 				return r
 			}
 			r1, r2 := onDevice(), onDevice()
@@ -102,6 +122,24 @@ func trainOnDevice(t *testing.T, e *engine.Engine) {
 						t.Errorf("epoch %d: %s %v on the device, %v on the CPU", c.Epoch, v[0], dv, cv)
 					}
 				}
+				// α and ε, copied from the device each epoch.
+				if len(d.Alpha) != len(c.Alpha) || len(d.Eps) != len(c.Eps) || len(c.Eps) != m.Layers {
+					t.Fatalf("epoch %d: hop weights of %d and %d layers on the device, %d and %d on the CPU", c.Epoch, len(d.Alpha), len(d.Eps), len(c.Alpha), len(c.Eps))
+				}
+				for l := range c.Eps {
+					hw := [][2]float64{{d.Eps[l], c.Eps[l]}}
+					for j := range c.Alpha[l] {
+						hw = append(hw, [2]float64{d.Alpha[l][j], c.Alpha[l][j]})
+					}
+					for _, v := range hw {
+						if math.Abs(v[0]-v[1]) > deviceFitTol*(1+math.Abs(v[1])) {
+							t.Errorf("epoch %d layer %d: hop weights α %v ε %v on the device, α %v ε %v on the CPU", c.Epoch, l+1, d.Alpha[l], d.Eps[l], c.Alpha[l], c.Eps[l])
+						}
+					}
+					if init := float64(float32(m.Eps)); d.Eps[l] == init && c.Eps[l] != init {
+						t.Errorf("epoch %d layer %d: ε on the device is its initial value", c.Epoch, l+1)
+					}
+				}
 				if !reflect.DeepEqual(r2.Epochs[i], d) {
 					t.Errorf("epoch %d: a second device run gives %+v, the first %+v", c.Epoch, r2.Epochs[i], d)
 				}
@@ -113,21 +151,42 @@ func trainOnDevice(t *testing.T, e *engine.Engine) {
 				t.Error("two device runs give different checkpoints")
 			}
 			// The checkpoint evaluates as the record says: reload it on
-			// the CPU and score the validation set.
+			// the device and on the CPU and score the validation set.
 			reg := models.NewRegistry(spn.Kind{}, spn.Kind{GIN: true})
-			ck, err := models.ReadCheckpoint(bytes.NewReader(r1.Checkpoint), reg, kernels.CPU{Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			vl, vs, err := Evaluate(ck, ds, hops.Prefix(m.K), ds.Splits[0].Val, "accuracy", tr.BatchSize)
-			if err != nil {
-				t.Fatal(err)
-			}
 			best := r1.Epochs[r1.Best]
-			if vl != best.ValLoss || vs != best.ValScore {
-				t.Errorf("the checkpoint scores validation loss %v and accuracy %v, the selected epoch %v and %v", vl, vs, best.ValLoss, best.ValScore)
+			for _, onDev := range []bool{true, false} {
+				ck, err := models.ReadCheckpoint(bytes.NewReader(r1.Checkpoint), reg, kernels.CPU{Threads: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tol := 1e-5
+				if onDev {
+					if err := ck.(*spn.Model).UseDevice(e); err != nil {
+						t.Fatal(err)
+					}
+					tol = 0
+				}
+				vl, vs, err := Evaluate(ck, ds, hops.Prefix(m.K), ds.Splits[0].Val, "accuracy", tr.BatchSize)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(vl-best.ValLoss) > tol*(1+math.Abs(best.ValLoss)) || vs != best.ValScore {
+					t.Errorf("the checkpoint (on the device: %v) scores validation loss %v and accuracy %v, the selected epoch %v and %v", onDev, vl, vs, best.ValLoss, best.ValScore)
+				}
 			}
 			t.Logf("%s: largest difference from the CPU %.3g (relative to 1 + |value|)", m.Kind, worst)
 		})
 	}
+}
+
+// syncCounter is a device model that counts the copies of the whole
+// model to the host (SyncHost).
+type syncCounter struct {
+	*spn.Model
+	syncs int
+}
+
+func (s *syncCounter) SyncHost() error {
+	s.syncs++
+	return s.Model.SyncHost()
 }

@@ -4,10 +4,10 @@
 // selection (best validation loss, best validation metric, early stopping).
 //
 // A model on a device (models/rt's device path) trains with the same loop
-// (Options.Host): its steps and Adam run on the device, and after every
-// epoch its parameters and batch-norm running statistics are copied to a
-// CPU model of the same configuration, which evaluates the validation and
-// test sets and gives the checkpoint.
+// (Options.Host): its steps, Adam and the evaluation of the validation
+// and test sets run on the device, and its parameters and batch-norm
+// running statistics are copied to a CPU model of the same configuration
+// only for the checkpoint of a newly selected epoch.
 package fit
 
 import (
@@ -70,21 +70,24 @@ type Options struct {
 	// Progress, if not nil, is called after every epoch.
 	Progress func(done, total int)
 	// Host, when not nil, makes Train a device run: the model trained is
-	// on a device (a DeviceModel after UseDevice), its steps and a
+	// on a device (a DeviceModel after UseDevice), its steps, a
 	// DeviceAdam (the learning-rate schedule and weight decay of
-	// param.Adam) run there, and Host, a CPU model of the same
-	// configuration, receives the device's parameters and batch-norm
-	// running statistics after every epoch, evaluates the validation and
-	// test sets on the CPU and gives the checkpoint.
+	// param.Adam) and the evaluation of the validation and test sets run
+	// there, and Host, a CPU model of the same configuration, receives
+	// the device's parameters and batch-norm running statistics when an
+	// epoch is selected and gives the checkpoint.
 	Host models.Model
 }
 
-// DeviceModel is a model whose training steps run on a device (models/rt's
-// Engine after UseDevice).
+// DeviceModel is a model whose training steps and evaluation run on a
+// device (models/rt's Net after UseDevice).
 type DeviceModel interface {
 	models.Model
 	NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (*rt.DeviceAdam, error)
+	// SyncHost copies the parameters and running statistics to the
+	// host, SyncHopWeights only ε and the α logits (models.HopWeights).
 	SyncHost() error
+	SyncHopWeights() error
 }
 
 // blocksOf returns the backend of m (models.Backed) as a param.Blocks, one
@@ -155,7 +158,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		blocks: blocksOf(m),
 		rng:    rand.New(rand.NewPCG(o.Seed, o.Stream)),
 		order:  append([]int(nil), sets.Train...),
-		eval:   m,
+		ck:     m,
 	}
 	if o.Host != nil {
 		if err := t.useDevice(); err != nil {
@@ -172,9 +175,6 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		}
 		start := time.Now()
 		seen, err := t.trainEpoch(epoch)
-		if err == nil && t.dev != nil {
-			err = t.syncHost(epoch)
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -188,8 +188,13 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		res.Epochs = append(res.Epochs, rec)
 		if res.Best < 0 || better(sel, o.Metric, rec, res.Epochs[res.Best]) {
 			res.Best = len(res.Epochs) - 1
+			if t.dev != nil {
+				if err := t.syncHost(epoch); err != nil {
+					return nil, err
+				}
+			}
 			var buf bytes.Buffer
-			if err := models.WriteCheckpoint(&buf, t.eval); err != nil {
+			if err := models.WriteCheckpoint(&buf, t.ck); err != nil {
 				return nil, fmt.Errorf("epoch %d: %w", epoch, err)
 			}
 			res.Checkpoint = buf.Bytes()
@@ -263,9 +268,9 @@ type trainer struct {
 	rng    *rand.Rand
 	// order is the training set in the current epoch's shuffled order.
 	order []int
-	// eval is the model that is evaluated and checkpointed: m, or on a
-	// device run Options.Host.
-	eval models.Model
+	// ck is the model that is checkpointed: m, or on a device run
+	// Options.Host.
+	ck models.Model
 	// dev and dopt are m and its optimiser on a device run (nil on the
 	// CPU).
 	dev  DeviceModel
@@ -300,18 +305,18 @@ func (t *trainer) useDevice() error {
 	if err != nil {
 		return err
 	}
-	t.dev, t.dopt, t.eval = dm, dopt, host
+	t.dev, t.dopt, t.ck = dm, dopt, host
 	return nil
 }
 
 // syncHost copies the device model's parameters and batch-norm running
-// statistics into the host model after epoch, failing with ErrDiverged
-// when a parameter is not finite.
+// statistics into the host model when epoch is selected, failing with
+// ErrDiverged when a parameter is not finite.
 func (t *trainer) syncHost(epoch int) error {
 	if err := t.dev.SyncHost(); err != nil {
 		return fmt.Errorf("epoch %d: copying the model from the device: %w", epoch, err)
 	}
-	hp := t.eval.Params()
+	hp := t.ck.Params()
 	for i, p := range t.m.Params() {
 		for j, v := range p.W {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
@@ -320,7 +325,7 @@ func (t *trainer) syncHost(epoch int) error {
 		}
 		copy(hp[i].W, p.W)
 	}
-	hb := t.eval.Buffers()
+	hb := t.ck.Buffers()
 	for name, v := range t.m.Buffers() {
 		copy(hb[name], v)
 	}
@@ -369,7 +374,8 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 		}
 		if t.dopt != nil {
 			// The gradients are on the device: a non-finite one shows
-			// in the next loss or in the parameters (syncHost).
+			// in the next loss, in the evaluation (recordEpoch) or in
+			// the parameters of a selected epoch (syncHost).
 			if err := t.dopt.Step(); err != nil {
 				return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
 			}
@@ -390,9 +396,12 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 // recordEpoch returns the epoch's record: the training loss and score of
 // the outputs seen during the epoch (dropout on, batch statistics, as
 // PyTorch training loops usually report them; no extra evaluation pass),
-// the validation and test scores, and α and ε of a models.HopWeights.
+// the validation and test scores, and α and ε of a models.HopWeights. On
+// a device run the evaluation runs on the device, and a validation or
+// test loss that is not finite is divergence (ErrDiverged): the
+// gradients, unlike on the CPU, are not checked step by step.
 func (t *trainer) recordEpoch(epoch int, sn *seen) (curve.EpochRecord, error) {
-	m, o, cfg := t.eval, t.o, t.cfg
+	m, o, cfg := t.m, t.o, t.cfg
 	rec := curve.EpochRecord{Epoch: epoch, LR: t.opt.LR, TrainLoss: sn.lossSum / float64(len(t.order))}
 	var err error
 	if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), sn.outs, cfg.Out, sn.ys, sn.targets, o.Factors); err != nil {
@@ -406,7 +415,22 @@ func (t *trainer) recordEpoch(epoch int, sn *seen) (curve.EpochRecord, error) {
 			return rec, fmt.Errorf("epoch %d: test: %w", epoch, err)
 		}
 	}
+	if t.dev != nil {
+		for _, l := range []struct {
+			what string
+			v    float64
+		}{{"validation", rec.ValLoss}, {"test", rec.TestLoss}} {
+			if math.IsNaN(l.v) || math.IsInf(l.v, 0) {
+				return rec, fmt.Errorf("%w at epoch %d (lr %g): the %s loss is %v", ErrDiverged, epoch, rec.LR, l.what, l.v)
+			}
+		}
+	}
 	if hw, ok := m.(models.HopWeights); ok {
+		if t.dev != nil {
+			if err := t.dev.SyncHopWeights(); err != nil {
+				return rec, fmt.Errorf("epoch %d: copying the hop weights from the device: %w", epoch, err)
+			}
+		}
 		rec.Alpha, rec.Eps = hw.HopWeights()
 	}
 	return rec, nil

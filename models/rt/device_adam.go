@@ -146,9 +146,17 @@ func (a *DeviceAdam) Step() error {
 
 // Sync copies the parameters' device values into their host values
 // (Param.W), for a checkpoint or an evaluation on the host.
-func (a *DeviceAdam) Sync() error {
-	for _, p := range a.params {
-		w, err := a.d.e.ToHost(a.d.params[p])
+func (a *DeviceAdam) Sync() error { return a.sync(a.params) }
+
+// sync copies the device values of ps, parameters of the optimiser, into
+// their host values.
+func (a *DeviceAdam) sync(ps []*param.Param) error {
+	for _, p := range ps {
+		t, ok := a.d.params[p]
+		if !ok {
+			return fmt.Errorf("parameter %s is not on the device", p.Name)
+		}
+		w, err := a.d.e.ToHost(t)
 		if err != nil {
 			return fmt.Errorf("parameter %s: %w", p.Name, err)
 		}

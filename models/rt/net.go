@@ -214,6 +214,25 @@ func NetHopWeights(layers []Layer) (alpha [][]float64, eps []float64) {
 	return HopWeights(aggs)
 }
 
+// SyncHopWeights copies ε and the α logits of the model's HopLayers
+// from the device into their host values (Param.W), so that HopWeights
+// reports the device's: a few values per layer instead of the whole
+// model (SyncHost). It does nothing unless a DeviceAdam keeps the
+// parameters on the device.
+func (n *Net) SyncHopWeights() error {
+	if n.dev == nil || n.dev.adam == nil {
+		return nil
+	}
+	var ps []*param.Param
+	for _, l := range n.Layers {
+		if hl, ok := l.(HopLayer); ok {
+			a := hl.HopAggregation()
+			ps = append(ps, a.Logits, a.Eps)
+		}
+	}
+	return n.dev.adam.sync(ps)
+}
+
 // AdjData is the per-batch data of the adjacency a kind's layers read.
 type AdjData interface {
 	// Set fills the data from b (whose adjacency CheckBatch checked).
