@@ -41,7 +41,7 @@ type deviceState struct {
 }
 
 // UseDevice makes the model's training steps and evaluation (Step,
-// Predict and an evaluation-mode Forward) run on the device engine dev:
+// Predict, Forward and Backward) run on the device engine dev:
 // the graph is Gorgonia's as on the CPU, run by a TapeMachine with dev's
 // engine, every op by its device math. It must come before the first
 // step. A run sends the batch's data, the dropout masks (drawn on the
@@ -52,19 +52,16 @@ type deviceState struct {
 // optimiser runs on the host), unless a DeviceAdam (NewDeviceAdam) keeps
 // parameters, gradients and moments on the device. The batch norms'
 // running statistics stay on the device (SyncHost copies them and the
-// parameters to the host). A training-mode Forward and Backward are not
-// wired to the device.
+// parameters to the host). The models.Model adaptor runs there too: a
+// training-mode Forward brings back the outputs, and Backward sends the
+// output gradient with the batch and adds the parameters' gradients as
+// Step does.
 func (e *Engine) UseDevice(dev *engine.Engine) error {
 	if n, _ := e.CachedGraphs(); n > 0 || e.CacheMisses > 0 {
 		return errors.New("UseDevice: the model has built graphs on the CPU")
 	}
 	e.dev = &deviceState{e: dev, params: map[*param.Param]*tensor.Dense{}}
 	return nil
-}
-
-// errNoDevicePath is the error of the entry points the device path lacks.
-func errNoDevicePath(what string) error {
-	return fmt.Errorf("%s is not wired to the device (only Step, Predict and an evaluation-mode Forward are)", what)
 }
 
 // bind binds the node of a parameter to its device tensor, made (and
@@ -85,12 +82,12 @@ func (d *deviceState) bind(pb *paramBinding) error {
 }
 
 // prepare copies to the device what a run of p reads: the batch's data,
-// the dropout masks and the kind's own (DevicePreparer) in one packed
-// copy, and the parameters' current values unless a DeviceAdam keeps
+// the dropout masks, the output gradient (the adaptor's Backward) and
+// the kind's own (DevicePreparer) in one packed copy, and the parameters' current values unless a DeviceAdam keeps
 // them on the device (one copy each).
 func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
-	if o.seed != nil {
-		return errors.New("the device path runs training steps and evaluation only (no output gradient)")
+	if (o.seed != nil) != (p.seedNode != nil) {
+		return errors.New("the output gradient does not match the graph")
 	}
 	if len(o.masks) != len(p.maskNodes) {
 		return fmt.Errorf("%d dropout masks for %d mask nodes", len(o.masks), len(p.maskNodes))
@@ -110,6 +107,13 @@ func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
 		copy(mk, o.masks[t][:g])
 		clear(mk[g:])
 		cuda.Put(&d.pk, &maskBufs[t], mk)
+	}
+	// The output gradient of the adaptor's Backward, zero in the padding.
+	var seedBuf *cuda.Buffer
+	if o.seed != nil {
+		copy(p.seed, o.seed)
+		clear(p.seed[len(o.seed):])
+		cuda.Put(&d.pk, &seedBuf, p.seed)
 	}
 	db, err := PackBatch(&d.pk, p.bd)
 	if err != nil {
@@ -133,6 +137,15 @@ func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
 		}
 		if err != nil {
 			return fmt.Errorf("binding dropout mask %d: %w", t, err)
+		}
+	}
+	if seedBuf != nil {
+		st, err := d.e.View(seedBuf, p.seedNode.Shape()...)
+		if err == nil {
+			err = G.Let(p.seedNode, st)
+		}
+		if err != nil {
+			return fmt.Errorf("binding the output gradient: %w", err)
 		}
 	}
 	if d.adam == nil {
@@ -177,9 +190,9 @@ func (d *deviceState) output(p *Program, c int) ([]float32, error) {
 	return o[:p.bd.G*c], nil
 }
 
-// predict runs p (an evaluation graph built by prepare) and returns the
-// first g×c outputs, the one copy back to the host.
-func (d *deviceState) predict(p *Program, c int) (out []float32, err error) {
+// forward runs p (a graph without a gradient, built by prepare) and
+// returns the first g×c outputs, the one copy back to the host.
+func (d *deviceState) forward(p *Program, c int) (out []float32, err error) {
 	defer func() { err = errors.Join(err, d.done(p)) }()
 	if err := p.run(); err != nil {
 		return nil, err

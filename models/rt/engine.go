@@ -138,7 +138,7 @@ func (e *Engine) Predict(b *data.Batch) ([]float32, error) {
 		return nil, err
 	}
 	if e.dev != nil {
-		return e.dev.predict(p, e.Cfg.Out)
+		return e.dev.forward(p, e.Cfg.Out)
 	}
 	if err := p.run(); err != nil {
 		return nil, err
@@ -170,9 +170,6 @@ func (e *Engine) Forward(b *data.Batch, train bool) ([]float32, error) {
 	if !train {
 		return e.Predict(b)
 	}
-	if e.dev != nil {
-		return nil, errNoDevicePath("a training-mode Forward")
-	}
 	if err := e.Arch.CheckBatch(b, Opts{}); err != nil {
 		return nil, err
 	}
@@ -181,10 +178,17 @@ func (e *Engine) Forward(b *data.Batch, train bool) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.run(); err != nil {
-		return nil, err
+	var out []float32
+	if e.dev != nil {
+		if out, err = e.dev.forward(p, e.Cfg.Out); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := p.run(); err != nil {
+			return nil, err
+		}
+		out = p.outputs(e.Cfg.Out)
 	}
-	out := p.outputs(e.Cfg.Out)
 	e.pending = &pendingForward{b: b, masks: masks, out: out}
 	return out, nil
 }
@@ -201,11 +205,14 @@ func (e *Engine) Backward(dOut []float32) {
 		return
 	}
 	p, err := e.build(pf.b, Opts{train: true, seed: dOut, masks: pf.masks})
-	if err == nil {
-		err = p.run()
-	}
-	if err == nil {
-		err = p.accumulate(e.Arch.GradParams(p))
+	switch {
+	case err != nil:
+	case e.dev != nil:
+		_, _, err = e.dev.step(p, e.Arch.GradParams(p), e.Cfg.Out)
+	default:
+		if err = p.run(); err == nil {
+			err = p.accumulate(e.Arch.GradParams(p))
+		}
 	}
 	e.backErr = err
 }
@@ -401,7 +408,8 @@ func (e *Engine) FinishOut(bdr *Builder, p *Program, be Env, bd *BatchData, out 
 		cost = bdr.Op(be, newMSE("loss.mse", bd, G_, c), out)
 	case key.seeded:
 		p.seed = make([]float32, G_*c)
-		cost = bdr.Op(be, newDot("loss.dot_seed", G_, c), out, bdr.Data("seed", p.seed, G_, c))
+		p.seedNode = bdr.Data("seed", p.seed, G_, c)
+		cost = bdr.Op(be, newDot("loss.dot_seed", G_, c), out, p.seedNode)
 	}
 	if bdr.err != nil {
 		return nil, bdr.err

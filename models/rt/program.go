@@ -60,6 +60,7 @@ type Program struct {
 	// device tensors).
 	maskNodes G.Nodes
 	seed      []float32 // backing of the output-gradient node (G×Out)
+	seedNode  *G.Node   // the output-gradient node (the device path binds it)
 	// vals are the values gorgonia.Read copies out of a run. They live
 	// apart from Program: a Read node holds a pointer to its target, and
 	// a target inside Program would close the cycle machine → graph →
