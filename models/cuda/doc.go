@@ -21,7 +21,9 @@
 // [Context] (Runtime.NewContext) is a device's primary context, made
 // current on the calling OS thread for each call, so it may be used from
 // any goroutine. In it, [Alloc], [NewBuffer], [Upload] and [Download] move
-// float32, float64 and int32 values to and from device memory;
+// float32, float64 and int32 values to and from device memory, a [Pack]
+// sends many arrays in one copy (views into one buffer), and
+// Context.Copies counts the copies each way;
 // Context.LoadModule loads PTX and Module.Kernel finds an entry point of
 // models/cuda/kern's table, whose Launch checks the arguments against the
 // kernel's parameters before launching ([ArgError]); Context.NewBLAS
@@ -41,8 +43,8 @@
 // emulated device runs the kernels on the host). The kernels spn compiles
 // are in models/cuda/kern; models/cuda/engine is the Gorgonia tensor
 // engine over device memory that launches them, through which
-// models/rt trains the spn and gin kinds' steps (rt.Engine.UseDevice),
-// models/fit their training runs, and the train stage of spn run,
+// models/rt runs the spn and gin kinds' steps and evaluation
+// (rt.Engine.UseDevice), models/fit their training runs, and the train stage of spn run,
 // calibrate and stage run a spec's on a GPU of the machine; spn bench and
 // Slurm jobs refuse one ([ErrNoBackend]).
 package cuda

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
 )
 
 // TestPack packs arrays of the three element types (one of them empty)
@@ -15,6 +16,24 @@ import (
 // are refused.
 func TestPack(t *testing.T) {
 	r, ctx, _ := emuContext(t)
+	pack(t, r, ctx)
+}
+
+// TestGPUPack is TestPack on GPU 0 (it skips without one).
+func TestGPUPack(t *testing.T) {
+	r, err := cuda.Probe(cuda.System())
+	if err != nil {
+		cudatest.NoGPU(t, "%v", err)
+	}
+	ctx, err := r.NewContext(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	pack(t, r, ctx)
+}
+
+func pack(t *testing.T, r *cuda.Runtime, ctx *cuda.Context) {
 	mod, err := ctx.LoadModule(kernelsPTX(t, r, ctx))
 	if err != nil {
 		t.Fatal(err)
@@ -69,16 +88,20 @@ func TestPack(t *testing.T) {
 	check("idx", iv, idx)
 	check("targets", tv, tgt)
 	check("b", bv, b)
-	// A kernel reads and writes views: y = x + b (spn_bias_relu, one row,
-	// no ReLU) into x's view.
+	// A kernel reads views: y = x + b (spn_bias_relu, one row, no ReLU).
 	k, err := mod.Kernel("spn_bias_relu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := k.Launch(1, 32, xv, xv, bv, 1, 3, 0); err != nil {
+	y, err := cuda.Alloc[float32](ctx, 3)
+	if err != nil {
 		t.Fatal(err)
 	}
-	check("x + b", xv, []float32{11, 22, 33})
+	defer y.Free()
+	if err := k.Launch(1, 32, y, xv, bv, 1, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("x + b", y, []float32{11, 22, 33})
 
 	// A smaller pack goes into the same buffer.
 	pk.Reset()

@@ -10,9 +10,10 @@
 // for float32 tensors of equal shapes, the one Gorgonia built-in
 // arithmetic the spn graph runs (the readout sum and the gradient sums of
 // nodes with several consumers). Tensor, Scratch, FromHost and ToHost
-// make device tensors and move values across, Buffer gives a device op
-// the cuda.Buffer behind a device tensor, Reset frees one run's scratch
-// tensors. models/op's DeviceOp and ApplyDevice are the adaptor of a
+// make device tensors and move values across, View makes a scratch
+// tensor over memory the engine does not own (an array of a cuda.Pack),
+// Buffer gives a device op the cuda.Buffer behind a device tensor, Reset
+// frees one run's scratch tensors (and forgets the views). models/op's DeviceOp and ApplyDevice are the adaptor of a
 // primitive's device math, as Op and Apply are of its CPU math.
 //
 // Device math exists for every op of the spn graph (classification, sum
@@ -31,27 +32,29 @@
 // with device math on both devices and compares its output and
 // gradients.
 //
-// models/rt's Engine.UseDevice runs a model's training steps on an
-// engine: the same graph built with ApplyDevice, a TapeMachine with the
-// engine, parameters bound to device tensors (uploaded before each step),
-// the batch and the kind's data uploaded per step (rt.DevicePreparer),
-// the loss, the gradients and the outputs downloaded after it. SPN and
-// GIN train that way on the emulated device with the CPU's losses
-// within 1e-5 over 20 Adam steps (models/spn's TestStepOnDevice). With
+// models/rt's Engine.UseDevice runs a model's training steps,
+// evaluation (Predict) and Forward/Backward adaptor on an engine: the
+// same graph built with ApplyDevice, a TapeMachine with the engine,
+// parameters bound to device tensors, the batch, the dropout masks and
+// the kind's data (rt.DevicePreparer) sent in one packed copy per run
+// (cuda.Pack), the loss and the outputs downloaded after it. SPN and GIN
+// train that way on the emulated device with the CPU's losses within
+// 1e-5 over 20 Adam steps (models/spn's TestStepOnDevice). With
 // rt.DeviceAdam the parameters, gradients and Adam's moments stay on the
-// device, and a step uploads the batch and downloads the loss and the
-// outputs only (TestDeviceAdam).
+// device: a training step makes one copy to the device and two back (the
+// loss and the outputs), an evaluation batch one each way
+// (TestDeviceCopies).
 //
-// models/fit trains a model this way (fit.Options.Host: the steps and
-// DeviceAdam on the device, evaluation and the checkpoint on a CPU host
-// model that receives the parameters and the running statistics after
-// every epoch, rt.Engine.SyncHost), and Open makes an engine on a GPU
-// for the train stage.
+// models/fit trains a model this way (fit.Options.Host: the steps,
+// DeviceAdam and the evaluation on the device; a CPU host model receives
+// the parameters and the running statistics, rt.Engine.SyncHost, only
+// for the checkpoint of a newly selected epoch), and Open makes an
+// engine on a GPU for the train stage.
 //
-// What does not exist: evaluation, Predict and the Forward/Backward
-// adaptor on the device; dropout masks drawn on the device (they are
-// drawn on the host and uploaded); device math for max pooling, the
-// squared error, BCE and the other nbop ops (the other kinds).
+// What does not exist: dropout masks drawn on the device (they are drawn
+// on the host from the model's generator, as on the CPU path, and packed
+// with the batch); device math for max pooling, the squared error, BCE
+// and the other nbop ops (the other kinds).
 //
 // # How Gorgonia v0.9.18 runs values (the facts the design rests on)
 //
@@ -76,7 +79,8 @@
 //   - The gradient seed of a scalar cost is a host *F32 constant (1), and
 //     the loss node of the project's adaptor (models/op) is a scalar
 //     value: a device loss op downloads its one float, which is the
-//     "loss comes back" copy.
+//     "loss comes back" copy, and the seed goes to the device as the
+//     argument of a fill kernel.
 //   - gorgonia.Read (readInstr.exec, vm_tape.go:773) copies a value on
 //     the host (CloneValue, then Dense.Clone's byte copy): reading a
 //     device tensor that way would dereference device memory. The device
@@ -112,10 +116,11 @@
 // the further gradients of an op are device tensors its gradient node
 // keeps, returned by one node each without a copy. The parameters, Adam's
 // moments and the batch data (features, hop sets packed by
-// kern.PackHops, pooling offsets, classes) are to live in device
-// buffers; a step uploads the batch once and downloads the loss (a
-// scalar output comes back as 4 bytes, and the scalar gradient seed goes
-// to the device as 4 bytes).
+// kern.PackHops, pooling offsets, classes) live in device buffers; a
+// step uploads the batch once (one cuda.Pack: views into one device
+// buffer, which a model keeps from run to run while it is large enough)
+// and downloads the loss (a scalar output comes back as 4 bytes; the
+// scalar gradient seed goes to the device as a kernel argument).
 //
 // Memcpy and Accessible refuse: the driver binding has no device-to-
 // device copy, and a host view of device memory is what the design
