@@ -83,8 +83,9 @@ func (d *deviceState) bind(pb *paramBinding) error {
 
 // prepare copies to the device what a run of p reads: the batch's data,
 // the dropout masks, the output gradient (the adaptor's Backward) and
-// the kind's own (DevicePreparer) in one packed copy, and the parameters' current values unless a DeviceAdam keeps
-// them on the device (one copy each).
+// the kind's own (DevicePreparer) in one packed copy, and the
+// parameters' current values unless a DeviceAdam keeps them on the
+// device (one copy each).
 func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
 	if (o.seed != nil) != (p.seedNode != nil) {
 		return errors.New("the output gradient does not match the graph")
@@ -202,7 +203,7 @@ func (d *deviceState) forward(p *Program, c int) (out []float32, err error) {
 
 // step runs p (built by prepare) and returns the loss, adds the
 // gradients to ps[i].G (or to the DeviceAdam's gradients on the device)
-// and returns the first g×c outputs.
+// and returns the first g×c outputs (none when c is 0).
 func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, out []float32, err error) {
 	defer func() { err = errors.Join(err, d.done(p)) }()
 	if err := p.run(); err != nil {
@@ -236,6 +237,9 @@ func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, 
 		for j, v := range g {
 			ps[i].G[j] += v
 		}
+	}
+	if c == 0 {
+		return float64(lv), nil, nil
 	}
 	o, err := d.output(p, c)
 	if err != nil {

@@ -208,7 +208,7 @@ func (e *Engine) Backward(dOut []float32) {
 	switch {
 	case err != nil:
 	case e.dev != nil:
-		_, _, err = e.dev.step(p, e.Arch.GradParams(p), e.Cfg.Out)
+		_, _, err = e.dev.step(p, e.Arch.GradParams(p), 0)
 	default:
 		if err = p.run(); err == nil {
 			err = p.accumulate(e.Arch.GradParams(p))
