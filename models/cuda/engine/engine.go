@@ -274,8 +274,11 @@ func (e *Engine) View(b *cuda.Buffer, shape ...int) (*tensor.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b == nil || b.Kind() != kern.F32Ptr || b.Len() != n {
-		return nil, fmt.Errorf("device engine: a tensor of shape %v over %v", shape, b)
+	if b == nil {
+		return nil, errors.New("device engine: a view of no buffer")
+	}
+	if b.Kind() != kern.F32Ptr || b.Len() != n {
+		return nil, fmt.Errorf("device engine: a float32 tensor of shape %v over %v", shape, b)
 	}
 	m := &Memory{addr: e.next, size: uintptr(n) * 4, buf: b, scratch: true, borrowed: true}
 	e.next += (m.size + addrAlign - 1) / addrAlign * addrAlign

@@ -232,3 +232,72 @@ func runTapeMachine(t *testing.T, e *engine.Engine) {
 		}
 	}
 }
+
+// TestView makes tensors over the arrays of a cuda.Pack: they read the
+// packed values, Reset forgets them without freeing the pack's buffer,
+// and a view of another shape or type is refused.
+func TestView(t *testing.T) {
+	e := enginetest.Emulated(t)
+	x, y := values(6, 1), values(4, 2)
+	var pk cuda.Pack
+	var xb, yb, ib *cuda.Buffer
+	cuda.Put(&pk, &xb, x)
+	cuda.Put(&pk, &ib, []int32{1, 2})
+	cuda.Put(&pk, &yb, y)
+	buf, err := pk.Upload(e.Context(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	blocks0, _ := e.Live()
+	for i := 0; i < 2; i++ {
+		xt, err := e.View(xb, 2, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yt, err := e.View(yb, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := e.Add(xt, xt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			what string
+			t    tensor.Tensor
+			want []float32
+		}{{"x", xt, x}, {"y", yt, y}, {"x + x", sum, nil}} {
+			got, err := e.ToHost(c.t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := c.want
+			if want == nil {
+				for _, v := range x {
+					want = append(want, v+v)
+				}
+			}
+			kerntest.EqualBits(t, c.what, got, want)
+		}
+		if err := e.Reset(); err != nil {
+			t.Fatal(err)
+		}
+		if blocks, _ := e.Live(); blocks != blocks0 {
+			t.Errorf("%d device blocks after Reset, want %d", blocks, blocks0)
+		}
+	}
+	got := make([]float32, len(y))
+	if err := cuda.Download(got, yb); err != nil {
+		t.Fatalf("the packed buffer after Reset: %v", err)
+	}
+	kerntest.EqualBits(t, "y after Reset", got, y)
+	for _, c := range []struct {
+		b     *cuda.Buffer
+		shape []int
+	}{{xb, []int{7}}, {ib, []int{2}}, {nil, []int{1}}} {
+		if _, err := e.View(c.b, c.shape...); err == nil {
+			t.Errorf("a view of shape %v over %v: no error", c.shape, c.b)
+		}
+	}
+}
