@@ -8,7 +8,7 @@ import (
 )
 
 // TestCheckDevice checks which model sections may train on a device: spn
-// and gin for classification with sum or mean pooling and the layer
+// and gin for classification and regression with sum or mean pooling and the layer
 // readout; every other kind and option is refused with a message naming
 // the kind and the device.
 func TestCheckDevice(t *testing.T) {
@@ -25,7 +25,8 @@ func TestCheckDevice(t *testing.T) {
 			`model kind "gcn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])`},
 		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskClassification,
 			`model kind "rspn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])`},
-		{spn, models.TaskRegression, `model kind "spn" cannot train on device cuda:0: task regression has no device loss (only classification)`},
+		{spn, models.TaskRegression, ""},
+		{spn, models.TaskBinary, `model kind "spn" cannot train on device cuda:0: task binary has no device loss (only classification and regression)`},
 		{with(func(m *modelspec.Model) { m.Pool = "max" }), models.TaskClassification,
 			`model kind "spn" cannot train on device cuda:0: pool "max" has no device math (only sum and mean)`},
 		{with(func(m *modelspec.Model) { m.GlobalReadout = true }), models.TaskClassification,

@@ -8,13 +8,17 @@ import (
 )
 
 // DeviceBatch is the part of a batch's data the ops' device math reads,
-// in device memory: the graph offsets, the classes and the node inputs,
+// in device memory: the graph offsets, the classes or regression targets
+// and the node inputs,
 // views of one packed copy (PackBatch, UploadBatch).
 // A BatchData points at it (BatchData.Dev) on the device path only.
 type DeviceBatch struct {
 	// Ptr are the graph offsets (G+1 values), Y the classes (G values;
 	// nil when the batch has none).
 	Ptr, Y *cuda.Buffer
+	// Target are the regression targets (G×outputs values, double; nil
+	// when the batch has none).
+	Target *cuda.Buffer
 	// Labels (N) and Attrs (N×AttrDim) are the node inputs (nil when the
 	// batch has none). LabelPtr and LabelIdx list the nodes of each label
 	// l < NumLabels in ascending order (a CSR of LabelRows rows, the
@@ -49,7 +53,8 @@ func labelRows(labels []int32) (ptr, idx []int32) {
 	return ptr, idx
 }
 
-// PackBatch adds the graph offsets, classes and node inputs of bd to pk:
+// PackBatch adds the graph offsets, classes, targets and node inputs of
+// bd to pk:
 // after pk's Upload the returned DeviceBatch points at them on the device.
 func PackBatch(pk *cuda.Pack, bd *BatchData) (*DeviceBatch, error) {
 	if len(bd.Ptr) != bd.G+1 {
@@ -59,6 +64,9 @@ func PackBatch(pk *cuda.Pack, bd *BatchData) (*DeviceBatch, error) {
 	cuda.Put(pk, &db.Ptr, bd.Ptr)
 	if bd.Y != nil {
 		cuda.Put(pk, &db.Y, bd.Y)
+	}
+	if bd.Target != nil {
+		cuda.Put(pk, &db.Target, bd.Target)
 	}
 	if bd.Attrs != nil {
 		cuda.Put(pk, &db.Attrs, bd.Attrs)

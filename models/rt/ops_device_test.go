@@ -21,7 +21,9 @@ import (
 // absolute for dW's sums over 300 rows); dropout is one float32 product
 // per value (the same bits); sum and mean pooling add the graphs' rows
 // in the CPU's order (the same bits); the cross-entropy computes in
-// double on both (exp and log again: 1e-5 relative). The linear map's padding rows are zero and
+// double on both (exp and log again: 1e-5 relative); the squared error
+// of three targets per graph adds its terms in double in the CPU's order
+// (the same bits). The linear map's padding rows are zero and
 // its padding inputs ignored on both (its output and dx are compared
 // whole).
 func TestOpsOnDevice(t *testing.T) { opsOnDevice(t, enginetest.Emulated(t)) }
@@ -47,6 +49,10 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	}
 	bd := &BatchData{N: n, G: 5, Ptr: []int32{0, 10, 10, 57, 200, 300}, Y: []int32{0, 2, 1, 2, 1},
 		Labels: labels, Attrs: modeltest.RandFloats(rng, n*attrD, 1)}
+	bd.Target = make([]float64, 5*c) // three regression targets per graph
+	for i := range bd.Target {
+		bd.Target[i] = rng.NormFloat64()
+	}
 	dev, err := UploadBatch(e, bd)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +121,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"sum pooling", pool(models.PoolSum), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
 		{"mean pooling", pool(models.PoolMean), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
 		{"cross-entropy", newCrossEntropy("loss.cross_entropy", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 1e-7, 1e-5},
+		{"squared error", newMSE("loss.mse", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 0, 0},
 		{"batch norm + ReLU, training", newBNReLU("bn", be, bd, newBN(0.3), true, true, N, d), bnIn(), 0, 0},
 		{"batch norm + ReLU, evaluation", newBNReLU("bn", be, bd, newBN(0.3), false, false, N, d), bnIn(), 0, 0},
 		{"encoder labels+attrs", newEncoder("enc", be, bd, numLabels, attrD, N, d),
@@ -138,6 +145,17 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	nb.Dev = nil
 	if err := newCrossEntropy("loss.cross_entropy", &nb, g, c).DeviceForward(e, []*cuda.Buffer{nil}, nil); err == nil || err.Error() != "loss.cross_entropy: the batch is not on the device" {
 		t.Errorf("cross-entropy without the batch on the device: %v", err)
+	}
+	nt := *bd
+	nt.Target = nil
+	dt, err := UploadBatch(e, &nt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dt.Free()
+	nt.Dev = dt
+	if err := newMSE("loss.mse", &nt, g, c).DeviceForward(e, []*cuda.Buffer{nil}, nil); err == nil || err.Error() != "loss.mse: the batch on the device has no targets for 5 graphs × 3 outputs" {
+		t.Errorf("squared error without targets on the device: %v", err)
 	}
 
 	// One training-mode forward moves the running statistics on the

@@ -277,6 +277,42 @@ func (o mse) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
 	return nil
 }
 
+// DeviceForward implements op.DeviceOp: one squared difference per value
+// (spn_squared_error) added in order (spn_mean_loss), in double: the
+// CPU's bits.
+func (o mse) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error {
+	return o.device(e, in[0], out, nil, nil)
+}
+
+// DeviceBackward implements op.DeviceOp: dpred = dL·2(pred − target)/len
+// on the real rows (spn_squared_error), the padding rows keeping the
+// adaptor's zeros.
+func (o mse) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dL *cuda.Buffer, dIn []*cuda.Buffer) error {
+	return o.device(e, in[0], nil, dIn[0], dL)
+}
+
+// device computes the loss into out (when not nil) or the gradient into
+// dz scaled by dL.
+func (o mse) device(e *engine.Engine, pred, out, dz, dL *cuda.Buffer) error {
+	db, err := o.bd.dev(o.id)
+	if err != nil {
+		return err
+	}
+	m := o.bd.G * o.t
+	if db.Target == nil || db.Target.Len() < m {
+		return fmt.Errorf("%s: the batch on the device has no targets for %d graphs × %d outputs", o.id, o.bd.G, o.t)
+	}
+	part, err := cuda.Alloc[float64](e.Context(), m)
+	if err != nil {
+		return err
+	}
+	err = e.Launch("spn_squared_error", m, part, dz, pred, db.Target, dL, m)
+	if err == nil && out != nil {
+		err = e.Launch("spn_mean_loss", 1, out, part, m)
+	}
+	return errors.Join(err, part.Free())
+}
+
 // newDot is ⟨x, s⟩ over tensors of the given shape (op.Dot).
 func newDot(id string, shape ...int) op.Dot { return op.Dot{ID: id, Shape: shape} }
 

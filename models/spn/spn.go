@@ -12,7 +12,6 @@
 package spn
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -49,23 +48,8 @@ func (k Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.Fiel
 	return rt.CheckHops(errs, m, d)
 }
 
-// CheckDevice implements models.DeviceKind: the device math covers the
-// classification loss, sum and mean pooling and the layer readout (no
-// global or gated readout).
-func (k Kind) CheckDevice(cfg models.Config) error {
-	m := cfg.Model
-	switch {
-	case cfg.Task != "" && cfg.Task != models.TaskClassification:
-		return fmt.Errorf("task %s has no device loss (only %s)", cfg.Task, models.TaskClassification)
-	case m.Pool != models.PoolSum && m.Pool != models.PoolMean:
-		return fmt.Errorf("pool %q has no device math (only %s and %s)", m.Pool, models.PoolSum, models.PoolMean)
-	case m.GlobalReadout:
-		return errors.New("global_readout has no device math")
-	case m.GatedReadout:
-		return errors.New("gated_readout has no device math")
-	}
-	return nil
-}
+// CheckDevice implements models.DeviceKind: rt.CheckDevice.
+func (k Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
 
 // New implements models.Kind.
 func (k Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
