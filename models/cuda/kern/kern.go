@@ -8,8 +8,9 @@
 // product with a device scalar (dense.cu), batch norm + ReLU in
 // training and evaluation mode (norm.cu), sum and mean pooling (pool.cu),
 // the softmax cross-entropy and the squared error (loss.cu), the Adam
-// update (adam.cu) and dropout with a counter-based generator
-// (dropout.cu). Matrix products are cuBLAS's.
+// update (adam.cu), dropout with a counter-based generator (dropout.cu),
+// and R-SPN's relation sums and combination terms with GNN-FiLM's gated
+// readout (typed.cu). Matrix products are cuBLAS's.
 //
 // They are written for correctness and determinism first: one thread per
 // output value (or per output row or column), loops in a fixed order, no
@@ -47,7 +48,7 @@ const Name = "spn_kernels.cu"
 const Header = "spn.cuh"
 
 // Files are the kernel files in the order Source joins them.
-var Files = []string{"hops.cu", "dense.cu", "norm.cu", "pool.cu", "loss.cu", "adam.cu", "dropout.cu"}
+var Files = []string{"hops.cu", "dense.cu", "norm.cu", "pool.cu", "loss.cu", "adam.cu", "dropout.cu", "typed.cu"}
 
 // Options are the NVRTC options the kernels are compiled with, besides
 // the architecture: no fused multiply-add, so that products and sums
@@ -156,6 +157,12 @@ func Kernels() []Kernel {
 		{"spn_adam", "adam.cu", ps("w", F32Ptr, "g", F32Ptr, "m", F32Ptr, "v", F32Ptr, "len", I32, "lr", F64, "beta1", F64, "beta2", F64, "eps", F64, "wd", F64, "bc1", F64, "bc2", F64, "decay", I32, "frozen", I32)},
 		{"spn_dropout_mask", "dropout.cu", ps("mask", F32Ptr, "len", I32, "seed", U64, "step", U64, "p", F64, "scale", F32)},
 		{"spn_mul", "dropout.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
+		{"spn_rel_gather", "typed.cu", ps("y", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "r", I32, "n", I32, "d", I32, "add", I32)},
+		{"spn_combine_terms", "typed.cu", ps("y", F32Ptr, "S", F32Ptr, "R", F32Ptr, "alpha", F32Ptr, "eps", F32Ptr, "len", I32)},
+		{"spn_combine_terms_backward", "typed.cu", ps("dS", F32Ptr, "dR", F32Ptr, "dy", F32Ptr, "alpha", F32Ptr, "eps", F32Ptr, "len", I32)},
+		{"spn_gated_sum", "typed.cu", ps("y", F32Ptr, "z", F32Ptr, "tv", F32Ptr, "off", I32Ptr, "G", I32, "c", I32)},
+		{"spn_gated_sum_backward", "typed.cu", ps("dz", F32Ptr, "dt", F32Ptr, "z", F32Ptr, "tv", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "c", I32)},
+		{"spn_copy_cols", "typed.cu", ps("y", F32Ptr, "x", F32Ptr, "n", I32, "w", I32, "ys", I32, "yo", I32, "xs", I32, "xo", I32)},
 	}
 }
 

@@ -1,0 +1,121 @@
+// R-SPN's aggregation (models/nbop's RelAgg and Combine with a given first
+// hop) and GNN-FiLM's gated readout (models/rt's gated sum and the
+// concatenation [h⁰, hᵀ] its gate reads).
+//
+// The R relations of a batch of n nodes are one CSR as the hop sets are
+// (kern.PackHops): ptr holds R·(n+1) offsets into idx, row u of relation
+// r at idx[ptr[r·(n+1)+u] .. ptr[r·(n+1)+u+1]).
+
+// spn_rel_gather sets, for relation r and the n×d rows of x,
+//
+//	v = 0·x[u,j] + 1·Σ_{v' ∈ r(u)} x[v',j]
+//
+// (models/kernels' HopAggregate of one set with coefficient 1 and scale
+// 0, whose operations it repeats for the CPU's bits) and y = y + v (add
+// 1) or y = v (add 0). RelAgg's forward fills y with zeros and adds the
+// relations in order (kernels.RelAggregate); its backward, dX_r = A_rᵀ·dy,
+// is the same gather of dy over the transposed relation with add 0
+// (kernels.RelAggregateGrad). One thread per value (u, j), no atomics.
+SPN_KERNEL void spn_rel_gather(float* __restrict__ y, const float* __restrict__ x, const int* __restrict__ ptr,
+	const int* __restrict__ idx, int r, int n, int d, int add)
+{
+	long long t = spn_index();
+	if (t >= (long long)n * d) {
+		return;
+	}
+	int u = (int)(t / d), j = (int)(t % d);
+	const int* p = ptr + (long long)r * (n + 1);
+	float v = 0.0f * x[t];
+	v = v + 1.0f * spn_gather(x, idx, p[u], p[u + 1], d, j);
+	y[t] = add ? y[t] + v : v;
+}
+
+// spn_combine_terms adds the self and first-hop terms of Combine's form
+// with a given first hop R: y = y + ((1+ε)·S + α_1·R) over len values,
+// the order of models/nbop's Combine.Forward (y holds the higher hops'
+// aggregation, spn_hop_aggregate without ε).
+SPN_KERNEL void spn_combine_terms(float* __restrict__ y, const float* __restrict__ S, const float* __restrict__ R,
+	const float* __restrict__ alpha, const float* __restrict__ eps, int len)
+{
+	long long t = spn_index();
+	if (t >= len) {
+		return;
+	}
+	float s = 1.0f + eps[0];
+	y[t] = y[t] + (s * S[t] + alpha[0] * R[t]);
+}
+
+// spn_combine_terms_backward sets dS = (1+ε)·dy and dR = α_1·dy over len
+// values, the gradients of spn_combine_terms' inputs S and R.
+SPN_KERNEL void spn_combine_terms_backward(float* __restrict__ dS, float* __restrict__ dR, const float* __restrict__ dy,
+	const float* __restrict__ alpha, const float* __restrict__ eps, int len)
+{
+	long long t = spn_index();
+	if (t >= len) {
+		return;
+	}
+	float s = 1.0f + eps[0];
+	dS[t] = s * dy[t];
+	dR[t] = alpha[0] * dy[t];
+}
+
+// spn_sigmoid is σ(x) = 1/(1+e^{−x}) in double, as models/rt's.
+SPN_DEVICE double spn_sigmoid(float x)
+{
+	return 1.0 / (1.0 + exp(-(double)x));
+}
+
+// spn_gated_sum sets y[g,j] = Σ_{r ∈ g} σ(z[r,j])·t[r,j] for the graphs'
+// node rows [off[g], off[g+1]) of z and t (N×c): σ in double rounded to
+// float, the float product added in row order, as models/rt's gated sum.
+// One thread per output value (g, j).
+SPN_KERNEL void spn_gated_sum(float* __restrict__ y, const float* __restrict__ z, const float* __restrict__ tv,
+	const int* __restrict__ off, int G, int c)
+{
+	long long t = spn_index();
+	if (t >= (long long)G * c) {
+		return;
+	}
+	int g = (int)(t / c), j = (int)(t % c);
+	float s = 0.0f;
+	for (int r = off[g]; r < off[g + 1]; r++) {
+		long long i = (long long)r * c + j;
+		s = s + (float)spn_sigmoid(z[i]) * tv[i];
+	}
+	y[t] = s;
+}
+
+// spn_gated_sum_backward sets, for the rows r of graph g,
+// dz[r,j] = dy[g,j]·t[r,j]·σ·(1−σ) and dt[r,j] = dy[g,j]·σ in double
+// (σ = σ(z[r,j])), rounded to float: the gradient of spn_gated_sum. One
+// thread per (g, j); rows of no graph are left as they are.
+SPN_KERNEL void spn_gated_sum_backward(float* __restrict__ dz, float* __restrict__ dt, const float* __restrict__ z,
+	const float* __restrict__ tv, const float* __restrict__ dy, const int* __restrict__ off, int G, int c)
+{
+	long long t = spn_index();
+	if (t >= (long long)G * c) {
+		return;
+	}
+	int g = (int)(t / c), j = (int)(t % c);
+	double dv = (double)dy[t];
+	for (int r = off[g]; r < off[g + 1]; r++) {
+		long long i = (long long)r * c + j;
+		double s = spn_sigmoid(z[i]);
+		dz[i] = (float)(dv * (double)tv[i] * s * (1.0 - s));
+		dt[i] = (float)(dv * s);
+	}
+}
+
+// spn_copy_cols copies the n×w block of x whose row r starts at
+// x[r·xs + xo] into y at y[r·ys + yo]: one thread per value. Two launches
+// concatenate two matrices' columns, two more split the gradient.
+SPN_KERNEL void spn_copy_cols(float* __restrict__ y, const float* __restrict__ x, int n, int w, int ys, int yo,
+	int xs, int xo)
+{
+	long long t = spn_index();
+	if (t >= (long long)n * w) {
+		return;
+	}
+	long long r = t / w, j = t % w;
+	y[r * ys + yo + j] = x[r * xs + xo + j];
+}

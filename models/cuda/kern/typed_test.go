@@ -1,0 +1,191 @@
+package kern_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/nbop"
+	"github.com/spn-project/spn/models/synth"
+)
+
+// relBatch returns a batch of synth.Relational graphs (three relations,
+// hop sets up to k) over more than one chunk of rows.
+func relBatch(t *testing.T, k int) *data.Batch {
+	t.Helper()
+	ds, hops, err := synth.Relational(3, 40, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, len(ds.Graphs))
+	for i := range all {
+		all[i] = i
+	}
+	b, err := data.NewBatch(ds, hops, all, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.N <= kernels.ChunkRows || len(b.Rel) < 2 {
+		t.Fatalf("batch of %d nodes and %d relations: want more than one chunk and relations", b.N, len(b.Rel))
+	}
+	return b
+}
+
+// transposes returns kernels.Transpose of every set.
+func transposes(sets []data.CSR) []data.CSR {
+	var out []data.CSR
+	for _, s := range sets {
+		out = append(out, kernels.Transpose(s))
+	}
+	return out
+}
+
+// TestRelAggregate compares R-SPN's relation sums, forward and backward,
+// with models/nbop's RelAgg (kernels.RelAggregate and RelAggregateGrad):
+// the same bits.
+func TestRelAggregate(t *testing.T) {
+	const d = 5
+	b := relBatch(t, 2)
+	n, R := b.N, len(b.Rel)
+	rng := rand.New(rand.NewPCG(20, 21))
+	xs := make([][]float32, R)
+	for j := range xs {
+		xs[j] = kerntest.Randn(rng, n*d, 1)
+	}
+	dy := kerntest.Randn(rng, n*d, 1)
+	D := &nbop.Data{N: n, Rel: b.Rel, RelT: transposes(b.Rel)}
+	op := nbop.RelAgg{ID: "rel", Be: kernels.CPU{Threads: 2}, D: D, R: R, N: n, W: d}
+	y := make([]float32, n*d)
+	if err := op.Forward(xs, y); err != nil {
+		t.Fatal(err)
+	}
+	g := make([][]float32, R)
+	for j := range g {
+		g[j] = make([]float32, n*d)
+	}
+	if err := op.Backward(xs, y, dy, g); err != nil {
+		t.Fatal(err)
+	}
+
+	ptr, idx := flat(t, b.Rel, n)
+	for _, block := range []int{64, 7} {
+		ky := make([]float32, n*d)
+		for j := 0; j < R; j++ {
+			launch(t, "spn_rel_gather", cover(n*d, block), block, ky, xs[j], ptr, idx, j, n, d, 1)
+		}
+		equalBits(t, "y", ky, y)
+	}
+	ptrT, idxT := flat(t, D.RelT, n)
+	for j := 0; j < R; j++ {
+		dx := kerntest.Randn(rng, n*d, 1) // add 0 overwrites every value
+		launch(t, "spn_rel_gather", cover(n*d, 64), 64, dx, dy, ptrT, idxT, j, n, d, 0)
+		equalBits(t, "dX_r", dx, g[j])
+	}
+}
+
+// TestCombineGiven compares Combine's form with a given first hop
+// (R-SPN's: y = (1+ε)·S + α_1·R + Σ_{i≥2} α_i·A_i·H), forward and
+// backward, with models/nbop's Combine: y, dS, dR and dH bit for bit, dα
+// and dε within 1e-6·Σ|products| (float32 partial dot products on the
+// CPU, double ones in the kernel). k = 1 has no higher hops.
+func TestCombineGiven(t *testing.T) {
+	const d = 6
+	for _, k := range []int{3, 1} {
+		b := relBatch(t, k)
+		n := b.N
+		rng := rand.New(rand.NewPCG(22, uint64(k)))
+		S, Rs, H, dy := kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, n*d, 1)
+		alpha, eps := kerntest.Randn(rng, k, 0.5), []float32{0.3}
+		D := &nbop.Data{N: n, Hops: b.Hop[1:k], HopsT: transposes(b.Hop[1:k])}
+		op := nbop.Combine{ID: "combine", Be: kernels.CPU{Threads: 2}, D: D, K: k, N: n, W: d}
+		in := [][]float32{S, Rs, H, alpha, eps}
+		y := make([]float32, n*d)
+		if err := op.Forward(in, y); err != nil {
+			t.Fatal(err)
+		}
+		g := [][]float32{make([]float32, n*d), make([]float32, n*d), make([]float32, n*d), make([]float32, k), make([]float32, 1)}
+		if err := op.Backward(in, y, dy, g); err != nil {
+			t.Fatal(err)
+		}
+
+		ptr, idx := flat(t, D.Hops, n)
+		ky := make([]float32, n*d)
+		launch(t, "spn_hop_aggregate", cover(n*d, 64), 64, ky, []float32(nil), H, ptr, idx, alpha[1:], []float32(nil), k-1, n, d)
+		launch(t, "spn_combine_terms", cover(n*d, 64), 64, ky, S, Rs, alpha, eps, n*d)
+		equalBits(t, "y", ky, y)
+
+		dS, dR := make([]float32, n*d), make([]float32, n*d)
+		launch(t, "spn_combine_terms_backward", cover(n*d, 64), 64, dS, dR, dy, alpha, eps, n*d)
+		equalBits(t, "dS", dS, g[0])
+		equalBits(t, "dR", dR, g[1])
+		ptrT, idxT := flat(t, D.HopsT, n)
+		dH, T := make([]float32, n*d), make([]float32, max(k-1, 1)*n*d)
+		launch(t, "spn_hop_aggregate", cover(n*d, 64), 64, dH, T, dy, ptrT, idxT, alpha[1:], []float32(nil), k-1, n, d)
+		equalBits(t, "dH", dH, g[2])
+
+		// dα_1 = ⟨dy, R⟩, dε = ⟨dy, S⟩, dα_i = ⟨H, A_iᵀ·dy⟩.
+		nc := kernels.NumChunks(n)
+		dot := func(what string, g, xs []float32, m int, want []float32) {
+			t.Helper()
+			part, got := make([]float64, nc*m), make([]float32, m)
+			launch(t, "spn_dot_chunks", cover(nc*m, 8), 8, part, g, xs, m, n, d)
+			launch(t, "spn_sum_chunks", cover(m, 8), 8, got, part, nc, m)
+			for i := 0; i < m; i++ {
+				near(t, what, got[i:i+1], want[i:i+1], dotTol*kerntest.AbsDot(g, xs[i*n*d:(i+1)*n*d]), 0)
+			}
+		}
+		dot("dα_1", dy, Rs, 1, g[3][:1])
+		dot("dε", dy, S, 1, g[4])
+		if k > 1 {
+			dot("dα_i", H, T, k-1, g[3][1:])
+		}
+	}
+}
+
+// TestGatedSum compares GNN-FiLM's gated sum and its gradient with the
+// loops of models/rt's op (σ in double: Go's math.Exp against the C
+// library's, 1e-6 relative) on graphs with an empty one and padding rows,
+// and spn_copy_cols's concatenation and split with plain copies.
+func TestGatedSum(t *testing.T) {
+	const c, N = 3, 150
+	off := []int32{0, 3, 3, 10, 140, 141}
+	G := len(off) - 1
+	rng := rand.New(rand.NewPCG(24, 25))
+	z, tv, dy := kerntest.Randn(rng, N*c, 2), kerntest.Randn(rng, N*c, 1), kerntest.Randn(rng, G*c, 1)
+	sig := func(x float32) float64 { return 1 / (1 + math.Exp(-float64(x))) }
+	y, dz, dt := make([]float32, G*c), make([]float32, N*c), make([]float32, N*c)
+	for g := 0; g < G; g++ {
+		for r := int(off[g]); r < int(off[g+1]); r++ {
+			for j := 0; j < c; j++ {
+				i := r*c + j
+				s := sig(z[i])
+				y[g*c+j] += float32(s) * tv[i]
+				dz[i] = float32(float64(dy[g*c+j]) * float64(tv[i]) * s * (1 - s))
+				dt[i] = float32(float64(dy[g*c+j]) * s)
+			}
+		}
+	}
+	ky, kdz, kdt := make([]float32, G*c), make([]float32, N*c), make([]float32, N*c)
+	launch(t, "spn_gated_sum", cover(G*c, 4), 4, ky, z, tv, off, G, c)
+	near(t, "y", ky, y, 1e-6, expTol)
+	launch(t, "spn_gated_sum_backward", cover(G*c, 4), 4, kdz, kdt, z, tv, dy, off, G, c)
+	near(t, "dz", kdz, dz, 1e-12, expTol)
+	near(t, "dt", kdt, dt, 1e-12, expTol)
+
+	const n, a, b = 7, 2, 3
+	x1, x2 := kerntest.Randn(rng, n*a, 1), kerntest.Randn(rng, n*b, 1)
+	cat := make([]float32, n*(a+b))
+	launch(t, "spn_copy_cols", cover(n*a, 4), 4, cat, x1, n, a, a+b, 0, a, 0)
+	launch(t, "spn_copy_cols", cover(n*b, 4), 4, cat, x2, n, b, a+b, a, b, 0)
+	want := make([]float32, 0, n*(a+b))
+	for r := 0; r < n; r++ {
+		want = append(append(want, x1[r*a:(r+1)*a]...), x2[r*b:(r+1)*b]...)
+	}
+	equalBits(t, "[x1, x2]", cat, want)
+	back := make([]float32, n*b)
+	launch(t, "spn_copy_cols", cover(n*b, 4), 4, back, cat, n, b, b, 0, a+b, a)
+	equalBits(t, "the columns of x2", back, x2)
+}
