@@ -217,6 +217,19 @@ func (b *Buffer) Kind() kern.Kind { return b.kind }
 
 func (b *Buffer) String() string { return fmt.Sprintf("%s[%d]", b.kind.C(), b.n) }
 
+// Slice returns a view of the n values of b from value off on: a Buffer
+// that lives as long as b's memory does (freeing it does nothing).
+func (b *Buffer) Slice(off, n int) (*Buffer, error) {
+	if off < 0 || n < 0 || off+n > b.n {
+		return nil, fmt.Errorf("cuda: values [%d, %d) of a buffer of %d", off, off+n, b.n)
+	}
+	of := b
+	if b.of != nil {
+		of = b.of
+	}
+	return &Buffer{ctx: b.ctx, ptr: b.ptr + uint64(off*sizeOf(b.kind)), n: n, kind: b.kind, of: of}, nil
+}
+
 // Alloc allocates device memory for n values of type T. The memory is
 // not initialised. A buffer of 0 values still holds one allocation (of
 // one value), so that it never passes as a null pointer.

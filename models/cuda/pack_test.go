@@ -13,7 +13,7 @@ import (
 // on the emulated device: one host→device copy, each view reads back its
 // array, a kernel runs on views, a smaller pack reuses the buffer, a
 // larger one replaces (and frees) it, and the views of a freed buffer
-// are refused.
+// are refused; Slice makes views of part of a buffer.
 func TestPack(t *testing.T) {
 	r, ctx, _ := emuContext(t)
 	pack(t, r, ctx)
@@ -102,6 +102,24 @@ func pack(t *testing.T, r *cuda.Runtime, ctx *cuda.Context) {
 		t.Fatal(err)
 	}
 	check("x + b", y, []float32{11, 22, 33})
+	// A slice of a view (and of an allocation) is a view of its values.
+	mid, err := iv.Slice(1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("idx[1:4]", mid, idx[1:4])
+	tail, err := y.Slice(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("(x + b)[2:]", tail, []float32{33})
+	if err := k.Launch(1, 32, tail, xv, bv, 1, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("x + b with its last value written through a slice", y, []float32{11, 22, 11})
+	if _, err := iv.Slice(3, 3); err == nil || err.Error() != "cuda: values [3, 6) of a buffer of 5" {
+		t.Errorf("a slice past the end: %v", err)
+	}
 
 	// A smaller pack goes into the same buffer.
 	pk.Reset()
