@@ -11,10 +11,12 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 )
 
-// DeviceHops are the hop sets N_1..N_k of Combine's SPN form (Data.Hop1
-// and Data.Hops) on a device, packed by kern.PackHops, with their
-// transposes (Hop1T, HopsT) packed the same way for the backward pass:
-// views of one packed copy (PackHops, UploadHops).
+// DeviceHops are K sets of a batch on a device, packed by kern.PackHops,
+// with their transposes packed the same way for the backward pass: the
+// hop sets N_1..N_k of Combine's SPN form (Data.Hop1 and Data.Hops), the
+// higher hop sets N_2..N_k of its form with a given first hop, or
+// R-SPN's relations. They are views of one packed copy (PackHops,
+// PackSets, UploadHops).
 type DeviceHops struct {
 	K                    int
 	Ptr, Idx, PtrT, IdxT *cuda.Buffer
@@ -28,22 +30,50 @@ func PackHops(pk *cuda.Pack, d *Data, k int) (*DeviceHops, error) {
 	if len(d.Hops) != k-1 || len(d.HopsT) != k-1 {
 		return nil, fmt.Errorf("packing the hop sets: %d higher hop sets for k = %d", len(d.Hops), k)
 	}
-	h := &DeviceHops{K: k}
+	return PackSets(pk, append([]data.CSR{d.Hop1}, d.Hops...), append([]data.CSR{d.Hop1T}, d.HopsT...), d.N)
+}
+
+// PackSets adds the sets (CSRs of n rows: hop sets or relations) and
+// their transposes setsT to pk, each list packed by kern.PackHops: after
+// pk's Upload the returned DeviceHops (K = len(sets)) points at them on
+// the device.
+func PackSets(pk *cuda.Pack, sets, setsT []data.CSR, n int) (*DeviceHops, error) {
+	if len(setsT) != len(sets) {
+		return nil, fmt.Errorf("packing the sets: %d sets, %d transposes", len(sets), len(setsT))
+	}
+	h := &DeviceHops{K: len(sets)}
 	for _, s := range []struct {
 		sets     []data.CSR
 		ptr, idx **cuda.Buffer
 	}{
-		{append([]data.CSR{d.Hop1}, d.Hops...), &h.Ptr, &h.Idx},
-		{append([]data.CSR{d.Hop1T}, d.HopsT...), &h.PtrT, &h.IdxT},
+		{sets, &h.Ptr, &h.Idx},
+		{setsT, &h.PtrT, &h.IdxT},
 	} {
-		ptr, idx, err := kern.PackHops(s.sets, d.N)
+		ptr, idx, err := kern.PackHops(s.sets, n)
 		if err != nil {
-			return nil, fmt.Errorf("packing the hop sets: %w", err)
+			return nil, fmt.Errorf("packing the sets: %w", err)
 		}
 		cuda.Put(pk, s.ptr, ptr)
 		cuda.Put(pk, s.idx, idx)
 	}
 	return h, nil
+}
+
+// PackTyped adds what the R-SPN ops' device math reads of d to pk: the
+// higher hop sets N_2..N_k of Combine's form with a given first hop
+// (Dev) and the relations (DevRel), with their transposes. After pk's
+// Upload, d.Dev and d.DevRel point at them; release drops the references.
+func (d *Data) PackTyped(pk *cuda.Pack) (release func(), err error) {
+	hops, err := PackSets(pk, d.Hops, d.HopsT, d.N)
+	if err != nil {
+		return nil, fmt.Errorf("higher hop sets: %w", err)
+	}
+	rel, err := PackSets(pk, d.Rel, d.RelT, d.N)
+	if err != nil {
+		return nil, fmt.Errorf("relations: %w", err)
+	}
+	d.Dev, d.DevRel = hops, rel
+	return func() { d.Dev, d.DevRel = nil, nil }, nil
 }
 
 // UploadHops copies the k hop sets of d and their transposes to e's
@@ -74,17 +104,19 @@ func (h *DeviceHops) Free() error {
 // backward pass.
 type DeviceSums struct{ buf *cuda.Buffer }
 
-// devHops returns the hop sets on the device for the SPN form.
+// devHops returns the hop sets on the device: N_1..N_k for the SPN form
+// (Hop1), N_2..N_k for the form with a given first hop.
 func (o Combine) devHops() (*DeviceHops, error) {
-	if !o.Hop1 {
-		return nil, fmt.Errorf("%s: Combine with a given first hop has no device math", o.ID)
-	}
 	h := o.D.Dev
 	if h == nil {
 		return nil, fmt.Errorf("%s: the hop sets are not on the device", o.ID)
 	}
-	if h.K != o.K {
-		return nil, fmt.Errorf("%s: %d hop sets on the device, want k = %d", o.ID, h.K, o.K)
+	want := o.K
+	if !o.Hop1 {
+		want--
+	}
+	if h.K != want {
+		return nil, fmt.Errorf("%s: %d hop sets on the device, want %d for k = %d", o.ID, h.K, want, o.K)
 	}
 	return h, nil
 }
@@ -110,13 +142,18 @@ func (o Combine) aggregate(e *engine.Engine, h *DeviceHops, y, H, alpha, eps *cu
 	return sb, nil
 }
 
-// DeviceForward implements op.DeviceOp for the SPN form (Hop1): the
-// gather by rows of spn_hop_aggregate (the CPU's bits), the hop sums kept
-// in Combine.DevSums when it is not nil.
+// DeviceForward implements op.DeviceOp. The SPN form (Hop1): the gather
+// by rows of spn_hop_aggregate (the CPU's bits), the hop sums kept in
+// Combine.DevSums when it is not nil. The form with a given first hop:
+// the higher hops' gather without ε (spn_hop_aggregate), then
+// (1+ε)·S + α_1·R added (spn_combine_terms), the CPU's bits.
 func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	h, err := o.devHops()
 	if err != nil {
 		return err
+	}
+	if !o.Hop1 {
+		return o.givenForward(e, h, in, y)
 	}
 	sums, err := o.aggregate(e, h, y, in[0], in[1], in[2])
 	if err != nil {
@@ -128,7 +165,7 @@ func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 	return nil
 }
 
-// DeviceBackward implements op.DeviceOp for the SPN form: dH is the same
+// DeviceBackward implements op.DeviceOp. The SPN form: dH is the same
 // gather of dy over the transposed hop sets, dα_i = ⟨dy, S_i⟩ and
 // dε = ⟨dy, H⟩ in double per chunk of rows, added in chunk order
 // (spn_dot_chunks, spn_sum_chunks).
@@ -136,6 +173,9 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	h, err := o.devHops()
 	if err != nil {
 		return err
+	}
+	if !o.Hop1 {
+		return o.givenBackward(e, h, in, dy, g)
 	}
 	H, alpha, eps := in[0], in[1], in[2]
 	n, d := o.D.N, o.W
@@ -178,4 +218,139 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 		err = e.Launch("spn_sum_chunks", 1, g[2], part, nc, 1)
 	}
 	return errors.Join(err, part.Free())
+}
+
+// higherCoef returns α_2..α_k, the coefficients of the higher hops, as a
+// view of α (nil for k = 1: no higher hops).
+func (o Combine) higherCoef(alpha *cuda.Buffer) (*cuda.Buffer, error) {
+	if o.K == 1 {
+		return nil, nil
+	}
+	return alpha.Slice(1, o.K-1)
+}
+
+// givenForward is DeviceForward of the form with a given first hop:
+// y = Σ_{i≥2} α_i·A_i·H + ((1+ε)·S + α_1·R) on the real rows, zero in the
+// padding.
+func (o Combine) givenForward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer, y *cuda.Buffer) error {
+	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
+	n, d := o.D.N, o.W
+	coef, err := o.higherCoef(alpha)
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
+		return err
+	}
+	if err := e.Launch("spn_hop_aggregate", n*d, y, nil, H, h.Ptr, h.Idx, coef, nil, o.K-1, n, d); err != nil {
+		return err
+	}
+	return e.Launch("spn_combine_terms", n*d, y, S, R, alpha, eps, n*d)
+}
+
+// givenBackward is DeviceBackward of the form with a given first hop:
+// dS = (1+ε)·dy and dR = α_1·dy (spn_combine_terms_backward), dH the
+// higher hops' gather of dy over their transposes keeping the sums
+// T_i = A_iᵀ·dy, dα_1 = ⟨dy, R⟩, dε = ⟨dy, S⟩ and dα_i = ⟨H, T_i⟩ in
+// double per chunk of rows, added in chunk order.
+func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer, dy *cuda.Buffer, g []*cuda.Buffer) error {
+	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
+	n, d := o.D.N, o.W
+	coef, err := o.higherCoef(alpha)
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*d, g[0], float32(0), o.N*d); err != nil { // Sig.Sets
+		return err
+	}
+	if err := e.Launch("spn_combine_terms_backward", n*d, g[0], g[1], dy, alpha, eps, n*d); err != nil {
+		return err
+	}
+	var T *cuda.Buffer
+	if o.K > 1 {
+		tt, err := e.Scratch((o.K - 1) * n * d)
+		if err != nil {
+			return err
+		}
+		if T, err = e.Buffer(tt); err != nil {
+			return err
+		}
+	}
+	if err := e.Launch("spn_hop_aggregate", n*d, g[2], T, dy, h.PtrT, h.IdxT, coef, nil, o.K-1, n, d); err != nil {
+		return err
+	}
+	a1, err := g[3].Slice(0, 1)
+	if err != nil {
+		return err
+	}
+	nc := kernels.NumChunks(n)
+	part, err := cuda.Alloc[float64](e.Context(), nc*max(o.K-1, 1))
+	if err != nil {
+		return err
+	}
+	dot := func(out, x, xs *cuda.Buffer, m int) error {
+		if err := e.Launch("spn_dot_chunks", nc*m, part, x, xs, m, n, d); err != nil {
+			return err
+		}
+		return e.Launch("spn_sum_chunks", m, out, part, nc, m)
+	}
+	err = dot(a1, dy, R, 1)
+	if err == nil {
+		err = dot(g[4], dy, S, 1)
+	}
+	if err == nil && o.K > 1 {
+		var rest *cuda.Buffer
+		if rest, err = g[3].Slice(1, o.K-1); err == nil {
+			err = dot(rest, H, T, o.K-1)
+		}
+	}
+	return errors.Join(err, part.Free())
+}
+
+// relDev returns the relations on the device, or an error naming the op.
+func (d *Data) relDev(id string, r int) (*DeviceHops, error) {
+	if d.DevRel == nil {
+		return nil, fmt.Errorf("%s: the relations are not on the device", id)
+	}
+	if d.DevRel.K != r {
+		return nil, fmt.Errorf("%s: %d relations on the device, op built for %d", id, d.DevRel.K, r)
+	}
+	return d.DevRel, nil
+}
+
+// DeviceForward implements op.DeviceOp: y = 0, then y += the gather of
+// X_j over relation j, relations in order (spn_rel_gather, the CPU's
+// bits); the padding rows zero.
+func (o RelAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	rel, err := o.D.relDev(o.ID, o.R)
+	if err != nil {
+		return err
+	}
+	n, d := o.D.N, o.W
+	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
+		return err
+	}
+	for j := 0; j < o.R; j++ {
+		if err := e.Launch("spn_rel_gather", n*d, y, in[j], rel.Ptr, rel.Idx, j, n, d, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeviceBackward implements op.DeviceOp: dX_j = A_jᵀ·dy, the gather of dy
+// over the transposed relation j (spn_rel_gather), the padding rows
+// keeping the adaptor's zeros.
+func (o RelAgg) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
+	rel, err := o.D.relDev(o.ID, o.R)
+	if err != nil {
+		return err
+	}
+	n, d := o.D.N, o.W
+	for j := 0; j < o.R; j++ {
+		if err := e.Launch("spn_rel_gather", n*d, g[j], dy, rel.PtrT, rel.IdxT, j, n, d, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }

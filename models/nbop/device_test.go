@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/kernels"
@@ -72,5 +73,78 @@ func combineOnDevice(t *testing.T, e *engine.Engine) {
 	bad := Combine{ID: "agg", Be: be, D: &Data{N: n}, K: k, N: N, W: w, Hop1: true}
 	if err := bad.DeviceForward(e, nil, nil); err == nil || err.Error() != "agg: the hop sets are not on the device" {
 		t.Errorf("Combine without the hop sets on the device: %v", err)
+	}
+}
+
+// TestRSPNOnDevice runs R-SPN's ops on the emulated device and on the
+// CPU (optest.CheckDevice) over a batch of synth.Relational graphs of
+// more than one row chunk in tensors with padding rows: RelAgg (the same
+// bits) and Combine's form with a given first hop for k = 3 and k = 1
+// (y, dS, dR and dH the same bits as kern's emulation test asserts; dα
+// and dε summed in double per chunk on the device, float32 partials on
+// the CPU: 1e-5 relative and 1e-4 absolute, as the SPN form).
+func TestRSPNOnDevice(t *testing.T) { rspnOnDevice(t, enginetest.Emulated(t)) }
+
+// TestGPURSPNOnDevice is TestRSPNOnDevice on GPU 0 (it skips without
+// one).
+func TestGPURSPNOnDevice(t *testing.T) { rspnOnDevice(t, enginetest.GPU(t)) }
+
+func rspnOnDevice(t *testing.T, e *engine.Engine) {
+	const w = 5
+	for _, k := range []int{3, 1} {
+		ds, hops, err := synth.Relational(3, 40, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := make([]int, len(ds.Graphs))
+		for i := range all {
+			all[i] = i
+		}
+		b, err := data.NewBatch(ds, hops, all, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, R := b.N, len(b.Rel)
+		if n <= kernels.ChunkRows || R < 2 {
+			t.Fatalf("batch of %d nodes, %d relations: want more than one chunk and relations", n, R)
+		}
+		N := n + 7
+		D := &Data{}
+		if err := D.Set(b, Need{K: k, Relations: true}); err != nil {
+			t.Fatal(err)
+		}
+		var pk cuda.Pack
+		release, err := D.PackTyped(&pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, err := pk.Upload(e.Context(), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(7, uint64(k)))
+		be := kernels.CPU{Threads: 1}
+		var xs [][]float32
+		for range R {
+			xs = append(xs, randFloats(rng, N*w, 1))
+		}
+		optest.CheckDevice(t, e, "relations", RelAgg{ID: "rel", Be: be, D: D, R: R, N: N, W: w}, xs, 0, 0)
+		in := [][]float32{randFloats(rng, N*w, 1), randFloats(rng, N*w, 1), randFloats(rng, N*w, 1), randFloats(rng, k, 0.5), {0.3}}
+		optest.CheckDevice(t, e, "combine", Combine{ID: "combine", Be: be, D: D, K: k, N: N, W: w}, in, 1e-4, 1e-5)
+		release()
+		if err := buf.Free(); err != nil {
+			t.Fatal(err)
+		}
+		if D.Dev != nil || D.DevRel != nil {
+			t.Error("the release of PackTyped left the device data in Data")
+		}
+	}
+	bad := RelAgg{ID: "rel", D: &Data{}, R: 2, N: 10, W: w}
+	if err := bad.DeviceForward(e, nil, nil); err == nil || err.Error() != "rel: the relations are not on the device" {
+		t.Errorf("RelAgg without the relations on the device: %v", err)
+	}
+	wrong := Combine{ID: "combine", D: &Data{Dev: &DeviceHops{K: 3}}, K: 3, N: 10, W: w}
+	if err := wrong.DeviceForward(e, nil, nil); err == nil || err.Error() != "combine: 3 hop sets on the device, want 2 for k = 3" {
+		t.Errorf("Combine with N_1..N_k on the device for the given-first-hop form: %v", err)
 	}
 }

@@ -54,9 +54,10 @@ type Data struct {
 	NodeOff []int32
 	// Target are the G×t targets (BCE: 0, 1 or NaN).
 	Target []float64
-	// Dev are the hop sets of Combine's SPN form on a device, for its
-	// device math (nil on the CPU path).
-	Dev *DeviceHops
+	// Dev are the hop sets of Combine on a device (N_1..N_k for the SPN
+	// form, N_2..N_k for the form with a given first hop), DevRel the
+	// relations, for their device math (nil on the CPU path).
+	Dev, DevRel *DeviceHops
 }
 
 // Need says which parts of a batch Set prepares.
