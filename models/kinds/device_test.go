@@ -7,10 +7,11 @@ import (
 	"github.com/spn-project/spn/schema/modelspec"
 )
 
-// TestCheckDevice checks which model sections may train on a device: spn
-// and gin for classification and regression with sum or mean pooling and the layer
-// readout; every other kind and option is refused with a message naming
-// the kind and the device.
+// TestCheckDevice checks which model sections may train on a device: spn,
+// gin and rspn for classification and regression with sum or mean pooling
+// or the gated readout, rspn without categorical node features; every
+// other kind and option is refused with a message naming the kind and
+// the device.
 func TestCheckDevice(t *testing.T) {
 	spn := modelspec.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Pool: "sum"}
 	with := func(f func(*modelspec.Model)) modelspec.Model { m := spn; f(&m); return m }
@@ -22,19 +23,23 @@ func TestCheckDevice(t *testing.T) {
 		{spn, models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.K, m.Pool = "gin", 1, "mean" }), models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind = "gcn" }), models.TaskClassification,
-			`model kind "gcn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])`},
-		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskClassification,
-			`model kind "rspn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])`},
+			`model kind "gcn" cannot train on device cuda:0: it has no device math (kinds that have: [gin rspn spn])`},
+		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskClassification, ""},
+		{with(func(m *modelspec.Model) { m.Kind, m.GatedReadout, m.K = "rspn", true, 10 }), models.TaskRegression, ""},
+		{with(func(m *modelspec.Model) { m.Kind, m.GlobalReadout = "rspn", true }), models.TaskRegression,
+			`model kind "rspn" cannot train on device cuda:0: global_readout has no device math`},
+		{with(func(m *modelspec.Model) { m.Kind, m.Pool = "rspn", "max" }), models.TaskRegression,
+			`model kind "rspn" cannot train on device cuda:0: pool "max" has no device math (only sum and mean)`},
 		{spn, models.TaskRegression, ""},
 		{spn, models.TaskBinary, `model kind "spn" cannot train on device cuda:0: task binary has no device loss (only classification and regression)`},
 		{with(func(m *modelspec.Model) { m.Pool = "max" }), models.TaskClassification,
 			`model kind "spn" cannot train on device cuda:0: pool "max" has no device math (only sum and mean)`},
 		{with(func(m *modelspec.Model) { m.GlobalReadout = true }), models.TaskClassification,
 			`model kind "spn" cannot train on device cuda:0: global_readout has no device math`},
-		{with(func(m *modelspec.Model) { m.GatedReadout = true }), models.TaskClassification,
-			`model kind "spn" cannot train on device cuda:0: gated_readout has no device math`},
+		{with(func(m *modelspec.Model) { m.GatedReadout = true }), models.TaskRegression, ""},
+		{with(func(m *modelspec.Model) { m.GatedReadout, m.Pool = true, "max" }), models.TaskRegression, ""},
 	} {
-		err := All().CheckDevice(models.Config{Model: c.m, Task: c.task, Out: 2}, "cuda:0")
+		err := All().CheckDevice(models.Config{Model: c.m, Task: c.task, Out: 2, NumEdgeTypes: 4}, "cuda:0")
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -42,5 +47,16 @@ func TestCheckDevice(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s (%s, pool %s): got %q, want %q", c.m.Kind, c.task, c.m.Pool, got, c.want)
 		}
+	}
+}
+
+// TestCheckDeviceCategorical: rspn refuses categorical node features
+// (the AtomEncoder has no device math).
+func TestCheckDeviceCategorical(t *testing.T) {
+	m := modelspec.Model{Kind: "rspn", K: 2, Layers: 2, Hidden: 8, Pool: "sum"}
+	err := All().CheckDevice(models.Config{Model: m, Task: models.TaskRegression, Out: 1, NumEdgeTypes: 4, NodeCatVocab: []int{3}}, "cuda:0")
+	want := `model kind "rspn" cannot train on device cuda:0: categorical node features (the AtomEncoder) have no device math`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
 	}
 }

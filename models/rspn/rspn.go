@@ -9,6 +9,7 @@
 package rspn
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
@@ -45,6 +47,20 @@ func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldE
 	return errs
 }
 
+// CheckDevice implements models.DeviceKind: rt.CheckDevice (the
+// classification and regression losses, sum or mean pooling or the gated
+// readout, no global readout), and no categorical node features (OGB's
+// AtomEncoder has no device math).
+func (Kind) CheckDevice(cfg models.Config) error {
+	if err := rt.CheckDevice(cfg); err != nil {
+		return err
+	}
+	if len(cfg.NodeCatVocab) > 0 {
+		return errors.New("categorical node features (the AtomEncoder) have no device math")
+	}
+	return nil
+}
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)
@@ -68,6 +84,8 @@ type Model struct{ rt.HopNet }
 var (
 	_ models.Model      = (*Model)(nil)
 	_ models.HopWeights = (*Model)(nil)
+	_ models.DeviceKind = Kind{}
+	_ rt.DevicePreparer = (*Model)(nil)
 )
 
 // New builds the R-SPN of cfg from seed; with model.gated_readout,
@@ -160,3 +178,8 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	sum := s.Op(nbop.Combine{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, N: s.N, W: s.D}, self, rel, hh, alpha, eps)
 	return s.AddGlobal(l.td, w, sum, h)
 }
+
+// PackDevice implements rt.DevicePreparer: the higher hop sets N_2..N_k
+// and the relations Prepare set, with their transposes, in the run's pack
+// (nbop.Data.PackTyped).
+func (m *Model) PackDevice(pk *cuda.Pack) (func(), error) { return m.TD.PackTyped(pk) }

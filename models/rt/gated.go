@@ -8,6 +8,8 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/param"
 )
@@ -57,9 +59,16 @@ func (g *Gated) Apply(bdr *Builder, p *Program, be Env, bd *BatchData, h0, hT *G
 		return nil
 	}
 	N, d, c := p.key.N, g.Transform.In, g.Transform.Out
-	cat, err := G.Concat(1, h0, hT)
-	if err != nil {
-		return bdr.Fail(fmt.Errorf("readout.gate: concatenating h⁰ and hᵀ: %w", err))
+	var cat *G.Node
+	if be.Dev != nil {
+		// Gorgonia's Concat has no device engine support: the device
+		// path concatenates with an op of its own.
+		cat = bdr.Op(be, concatCols{id: "readout.gate.concat", N: N, a: d, b: d}, h0, hT)
+	} else {
+		var err error
+		if cat, err = G.Concat(1, h0, hT); err != nil {
+			return bdr.Fail(fmt.Errorf("readout.gate: concatenating h⁰ and hᵀ: %w", err))
+		}
 	}
 	z := bdr.Op(be, NewLinear("readout.gate", be, bd, false, N, 2*d, c), cat, p.Param(bdr, g.Gate.W), p.Param(bdr, g.Gate.B))
 	t := bdr.Op(be, NewLinear("readout.transform", be, bd, false, N, d, c), hT, p.Param(bdr, g.Transform.W), p.Param(bdr, g.Transform.B))
@@ -121,4 +130,81 @@ func (o gatedSum) Backward(in [][]float32, _, dy []float32, dIn [][]float32) err
 		}
 	})
 	return nil
+}
+
+// DeviceForward implements op.DeviceOp: the padding rows set to zero,
+// each graph's terms added in row order (spn_gated_sum; σ in double, as
+// on the CPU).
+func (o gatedSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	db, err := o.bd.dev(o.id)
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.G*o.c, y, float32(0), o.G*o.c); err != nil {
+		return err
+	}
+	return e.Launch("spn_gated_sum", o.bd.G*o.c, y, in[0], in[1], db.Ptr, o.bd.G, o.c)
+}
+
+// DeviceBackward implements op.DeviceOp (spn_gated_sum_backward; the rows
+// of no graph keep the adaptor's zeros).
+func (o gatedSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	db, err := o.bd.dev(o.id)
+	if err != nil {
+		return err
+	}
+	return e.Launch("spn_gated_sum_backward", o.bd.G*o.c, dIn[0], dIn[1], in[0], in[1], dy, db.Ptr, o.bd.G, o.c)
+}
+
+// concatCols is y = [x_1, x_2] (N×(a+b)) of x_1 (N×a) and x_2 (N×b), the
+// gated readout's [h⁰, hᵀ] on the device path (the CPU path uses
+// Gorgonia's Concat); its gradient splits dy's columns.
+type concatCols struct {
+	id      string
+	N, a, b int
+}
+
+// Sig implements op.Op.
+func (o concatCols) Sig() op.Sig {
+	return op.Sig{ID: o.id, In: [][]int{{o.N, o.a}, {o.N, o.b}}, Out: []int{o.N, o.a + o.b}}
+}
+
+// Forward implements op.Op.
+func (o concatCols) Forward(in [][]float32, y []float32) error {
+	w := o.a + o.b
+	for r := 0; r < o.N; r++ {
+		copy(y[r*w:r*w+o.a], in[0][r*o.a:(r+1)*o.a])
+		copy(y[r*w+o.a:(r+1)*w], in[1][r*o.b:(r+1)*o.b])
+	}
+	return nil
+}
+
+// Backward implements op.Op.
+func (o concatCols) Backward(_ [][]float32, _, dy []float32, dIn [][]float32) error {
+	w := o.a + o.b
+	for r := 0; r < o.N; r++ {
+		copy(dIn[0][r*o.a:(r+1)*o.a], dy[r*w:r*w+o.a])
+		copy(dIn[1][r*o.b:(r+1)*o.b], dy[r*w+o.a:(r+1)*w])
+	}
+	return nil
+}
+
+// DeviceForward implements op.DeviceOp: the columns of each input copied
+// into place (spn_copy_cols).
+func (o concatCols) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	w := o.a + o.b
+	if err := e.Launch("spn_copy_cols", o.N*o.a, y, in[0], o.N, o.a, w, 0, o.a, 0); err != nil {
+		return err
+	}
+	return e.Launch("spn_copy_cols", o.N*o.b, y, in[1], o.N, o.b, w, o.a, o.b, 0)
+}
+
+// DeviceBackward implements op.DeviceOp: dy's columns copied back to each
+// input (spn_copy_cols).
+func (o concatCols) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	w := o.a + o.b
+	if err := e.Launch("spn_copy_cols", o.N*o.a, dIn[0], dy, o.N, o.a, o.a, 0, w, 0); err != nil {
+		return err
+	}
+	return e.Launch("spn_copy_cols", o.N*o.b, dIn[1], dy, o.N, o.b, o.b, 0, w, o.a)
 }

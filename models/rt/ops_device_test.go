@@ -23,7 +23,8 @@ import (
 // in the CPU's order (the same bits); the cross-entropy computes in
 // double on both (exp and log again: 1e-5 relative); the squared error
 // of three targets per graph adds its terms in double in the CPU's order
-// (the same bits). The linear map's padding rows are zero and
+// (the same bits); the gated sum takes σ in double (exp again: 1e-6
+// relative) and the concatenation copies (the same bits). The linear map's padding rows are zero and
 // its padding inputs ignored on both (its output and dx are compared
 // whole).
 func TestOpsOnDevice(t *testing.T) { opsOnDevice(t, enginetest.Emulated(t)) }
@@ -133,6 +134,9 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"MLP, training", newMLPOp("layer1", newMLP(), be, bd, true, true, N, d), mlpIn(), 1e-4, 1e-4},
 		{"MLP, evaluation", newMLPOp("layer1", newMLP(), be, bd, false, false, N, d), mlpIn(), 1e-4, 1e-4},
 		{"dropout", newDropout("readout0.dropout", g, c), [][]float32{modeltest.RandFloats(rng, g*c, 1), mask}, 0, 0},
+		{"gated sum", gatedSum{id: "readout.gated_sum", be: be, bd: bd, N: N, G: g, c: c},
+			[][]float32{modeltest.RandFloats(rng, N*c, 2), modeltest.RandFloats(rng, N*c, 1)}, 1e-6, 1e-6},
+		{"concatenation", concatCols{id: "readout.gate.concat", N: N, a: d, b: 2}, [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*2, 1)}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			optest.CheckDevice(t, e, tc.name, tc.op, tc.in, tc.abs, tc.rel)
