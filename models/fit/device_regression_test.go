@@ -1,0 +1,270 @@
+package fit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/data/qm9"
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/rspn"
+	"github.com/spn-project/spn/models/spn"
+	"github.com/spn-project/spn/schema/modelspec"
+)
+
+// trainFitTol bounds |device − CPU| of every epoch's training loss, α
+// and ε on the QM9 sample, relative to 1 + |CPU value|, and paramTol that
+// of the selected epoch's parameters, the biases that feed a batch norm
+// aside; evalFitTol bounds the validation and test losses and MAEs. The
+// biases that feed a batch norm have an exact gradient of 0 and hold
+// rounding noise, which Adam turns into steps of about ±lr, differently
+// on each device (up to 8e-3 apart after one epoch here); the
+// training-mode batch norm cancels them, so the training values and the
+// other parameters stay close, but in evaluation mode the running mean
+// trails them. Largest seen on the emulated device over three epochs:
+// training values 3.4e-7, other parameters 2.2e-7, evaluation values
+// 4.1e-2 (R-SPN with the gated readout), 1.9e-2 (SPN with sum pooling)
+// and 3e-3 (R-SPN with mean pooling).
+const (
+	trainFitTol = 1e-4
+	paramTol    = 1e-4
+	evalFitTol  = 6e-2
+)
+
+// deviceTrainable is a model on the device path as Train uses it.
+type deviceTrainable interface {
+	DeviceModel
+	models.HopWeights
+	models.Stepper
+	UseDevice(e *engine.Engine) error
+}
+
+// countSyncs is a device model that counts the copies of the whole model
+// to the host (SyncHost).
+type countSyncs struct {
+	deviceTrainable
+	syncs int
+}
+
+func (c *countSyncs) SyncHost() error {
+	c.syncs++
+	return c.deviceTrainable.SyncHost()
+}
+
+// qm9Sample returns the first 120 molecules of the mirror's QM9
+// validation file regressing U0 (z-scored; 4 bond types as relations, 15
+// node attributes), hop sets up to 3, and a split of 72/24/24 molecules.
+func qm9Sample(t *testing.T) (*data.Dataset, *data.Hops, Sets) {
+	t.Helper()
+	ds, err := qm9.LoadN(filepath.Join(mirrortest.Dir(t), "qm9", "valid.jsonl.gz"), "valid", 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u0, err := qm9.TargetIndex("U0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.NumTargets = 1
+	for j := range ds.Graphs {
+		ds.Graphs[j].Target = ds.Graphs[j].Target[u0 : u0+1]
+	}
+	var s Sets
+	for j := range ds.Graphs {
+		switch j % 5 {
+		case 3:
+			s.Val = append(s.Val, j)
+		case 4:
+			s.Test = append(s.Test, j)
+		default:
+			s.Train = append(s.Train, j)
+		}
+	}
+	return ds, modeltest.HopsOf(t, ds, 3), s
+}
+
+// TestTrainRegressionOnDevice trains on a QM9 sample (qm9Sample) for three
+// epochs on the emulated device, with a CPU host model for the
+// checkpoint, and on the CPU: R-SPN as Table 4 configures it (the gated
+// readout, no dropout, lr 1e-3; k = 3, 2 layers, hidden 16 here), R-SPN
+// with mean pooling and SPN regressing with sum pooling. Every epoch's
+// training loss, α and ε agree within trainFitTol, its validation and
+// test losses and MAEs within evalFitTol, the selected epoch's
+// parameters (the biases that feed a batch norm aside) within paramTol,
+// a second device
+// run gives the same records and checkpoint bytes, the model is copied to
+// the host once per newly selected epoch, and the checkpoint reloaded on
+// the device scores the selected epoch's validation loss and MAE bit for
+// bit (on the CPU within 1e-5·(1 + |value|)).
+func TestTrainRegressionOnDevice(t *testing.T) { trainRegressionOnDevice(t, enginetest.Emulated(t)) }
+
+// TestGPUTrainRegressionOnDevice is TestTrainRegressionOnDevice on GPU 0
+// (it skips without one).
+func TestGPUTrainRegressionOnDevice(t *testing.T) { trainRegressionOnDevice(t, enginetest.GPU(t)) }
+
+func trainRegressionOnDevice(t *testing.T, e *engine.Engine) {
+	ds, hops, sets := qm9Sample(t)
+	tr := modelspec.Training{Optimizer: "adam", LR: 1e-3, BatchSize: 16, Epochs: 3, Selection: SelectBestValLoss}
+	reg := models.NewRegistry(spn.Kind{}, spn.Kind{GIN: true}, rspn.Kind{})
+	for _, m := range []modelspec.Model{
+		{Kind: "rspn", K: 3, Layers: 2, Hidden: 16, Pool: "sum", GatedReadout: true},
+		{Kind: "rspn", K: 2, Layers: 2, Hidden: 16, Pool: "mean"},
+		{Kind: "spn", K: 2, Layers: 2, Hidden: 16, Pool: "sum"},
+	} {
+		t.Run(fmt.Sprintf("%s k=%d pool %s gated %v", m.Kind, m.K, m.Pool, m.GatedReadout), func(t *testing.T) {
+			cfg, err := models.ConfigFor(m, ds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := reg.CheckDevice(cfg, "cuda:0"); err != nil {
+				t.Fatal(err)
+			}
+			build := func() models.Model {
+				mod, err := reg.New(cfg, 3, kernels.CPU{Threads: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return mod
+			}
+			o := Options{Training: tr, Metric: "mae", Seed: 3}
+			cpu, err := Train(context.Background(), build(), ds, hops.Prefix(m.K), sets, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			onDevice := func() *Result {
+				dev := &countSyncs{deviceTrainable: build().(deviceTrainable)}
+				if err := dev.UseDevice(e); err != nil {
+					t.Fatal(err)
+				}
+				do := o
+				do.Host = build()
+				r, err := Train(context.Background(), dev, ds, hops.Prefix(m.K), sets, do)
+				if err != nil {
+					t.Fatal(err)
+				}
+				selected := 0
+				for i := range r.Epochs {
+					best := -1
+					for j := 0; j < i; j++ {
+						if best < 0 || better(SelectBestValLoss, "mae", r.Epochs[j], r.Epochs[best]) {
+							best = j
+						}
+					}
+					if best < 0 || better(SelectBestValLoss, "mae", r.Epochs[i], r.Epochs[best]) {
+						selected++
+					}
+				}
+				if dev.syncs != selected {
+					t.Errorf("the model was copied to the host %d times for %d newly selected epochs", dev.syncs, selected)
+				}
+				return r
+			}
+			r1, r2 := onDevice(), onDevice()
+			if len(r1.Epochs) != len(cpu.Epochs) {
+				t.Fatalf("%d epochs on the device, %d on the CPU", len(r1.Epochs), len(cpu.Epochs))
+			}
+			worstTrain, worstEval := 0.0, 0.0
+			for i, c := range cpu.Epochs {
+				d := r1.Epochs[i]
+				for _, v := range [][3]any{
+					{"validation loss", d.ValLoss, c.ValLoss}, {"test loss", d.TestLoss, c.TestLoss},
+					{"validation MAE", d.ValScore, c.ValScore}, {"test MAE", d.TestScore, c.TestScore},
+				} {
+					dv, cv := v[1].(float64), v[2].(float64)
+					diff := math.Abs(dv-cv) / (1 + math.Abs(cv))
+					worstEval = math.Max(worstEval, diff)
+					if diff > evalFitTol {
+						t.Errorf("epoch %d: %s %v on the device, %v on the CPU", c.Epoch, v[0], dv, cv)
+					}
+				}
+				vals := [][3]any{{"train loss", d.TrainLoss, c.TrainLoss}}
+				if len(d.Alpha) != len(c.Alpha) || len(d.Eps) != len(c.Eps) || len(c.Eps) != m.Layers {
+					t.Fatalf("epoch %d: hop weights of %d and %d layers on the device, %d and %d on the CPU", c.Epoch, len(d.Alpha), len(d.Eps), len(c.Alpha), len(c.Eps))
+				}
+				for l := range c.Eps {
+					vals = append(vals, [3]any{fmt.Sprintf("ε of layer %d", l+1), d.Eps[l], c.Eps[l]})
+					for j := range c.Alpha[l] {
+						vals = append(vals, [3]any{fmt.Sprintf("α_%d of layer %d", j+1, l+1), d.Alpha[l][j], c.Alpha[l][j]})
+					}
+				}
+				for _, v := range vals {
+					dv, cv := v[1].(float64), v[2].(float64)
+					diff := math.Abs(dv-cv) / (1 + math.Abs(cv))
+					worstTrain = math.Max(worstTrain, diff)
+					if diff > trainFitTol {
+						t.Errorf("epoch %d: %s %v on the device, %v on the CPU", c.Epoch, v[0], dv, cv)
+					}
+				}
+				if !reflect.DeepEqual(r2.Epochs[i], d) {
+					t.Errorf("epoch %d: a second device run gives %+v, the first %+v", c.Epoch, r2.Epochs[i], d)
+				}
+			}
+			if first, last := r1.Epochs[0].TrainLoss, r1.Epochs[len(r1.Epochs)-1].TrainLoss; !(last < first) {
+				t.Errorf("the training loss on the device did not fall: %v → %v", first, last)
+			}
+			if r1.Best != cpu.Best {
+				t.Errorf("selected epoch %d on the device, %d on the CPU", r1.Epochs[r1.Best].Epoch, cpu.Epochs[cpu.Best].Epoch)
+			}
+			if !bytes.Equal(r1.Checkpoint, r2.Checkpoint) {
+				t.Error("two device runs give different checkpoints")
+			}
+			// The selected epoch's parameters: the biases that feed a batch
+			// norm aside, the CPU's within paramTol.
+			ca, err := models.ReadCheckpoint(bytes.NewReader(cpu.Checkpoint), reg, kernels.CPU{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			da, err := models.ReadCheckpoint(bytes.NewReader(r1.Checkpoint), reg, kernels.CPU{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			worstParam := 0.0
+			for i, p := range ca.Params() {
+				if strings.HasSuffix(p.Name, ".lin1.b") || strings.HasSuffix(p.Name, ".lin2.b") {
+					continue
+				}
+				q := da.Params()[i]
+				for j, w := range p.W {
+					diff := math.Abs(float64(q.W[j]-w)) / (1 + math.Abs(float64(w)))
+					worstParam = math.Max(worstParam, diff)
+					if diff > paramTol {
+						t.Fatalf("parameter %s[%d] = %v on the device, %v on the CPU", p.Name, j, q.W[j], w)
+					}
+				}
+			}
+			best := r1.Epochs[r1.Best]
+			for _, onDev := range []bool{true, false} {
+				ck, err := models.ReadCheckpoint(bytes.NewReader(r1.Checkpoint), reg, kernels.CPU{Threads: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tol := 1e-5
+				if onDev {
+					if err := ck.(deviceTrainable).UseDevice(e); err != nil {
+						t.Fatal(err)
+					}
+					tol = 0
+				}
+				vl, vs, err := Evaluate(ck, ds, hops.Prefix(m.K), sets.Val, "mae", tr.BatchSize)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(vl-best.ValLoss) > tol*(1+math.Abs(best.ValLoss)) || math.Abs(vs-best.ValScore) > tol*(1+math.Abs(best.ValScore)) {
+					t.Errorf("the checkpoint (on the device: %v) scores validation loss %v and MAE %v, the selected epoch %v and %v", onDev, vl, vs, best.ValLoss, best.ValScore)
+				}
+			}
+			t.Logf("train loss %.4f → %.4f on the device; largest difference from the CPU (relative to 1 + |value|) %.3g in training, %.3g in evaluation, %.3g in the parameters",
+				r1.Epochs[0].TrainLoss, r1.Epochs[len(r1.Epochs)-1].TrainLoss, worstTrain, worstEval, worstParam)
+		})
+	}
+}
