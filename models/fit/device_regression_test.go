@@ -16,6 +16,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/gcn"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/rspn"
@@ -45,7 +46,6 @@ const (
 // deviceTrainable is a model on the device path as Train uses it.
 type deviceTrainable interface {
 	DeviceModel
-	models.HopWeights
 	models.Stepper
 	UseDevice(e *engine.Engine) error
 }
@@ -61,6 +61,14 @@ func (c *countSyncs) SyncHost() error {
 	c.syncs++
 	return c.deviceTrainable.SyncHost()
 }
+
+// countSyncsHops is a countSyncs of a model with hop weights.
+type countSyncsHops struct {
+	*countSyncs
+	hw models.HopWeights
+}
+
+func (c countSyncsHops) HopWeights() ([][]float64, []float64) { return c.hw.HopWeights() }
 
 // qm9Sample returns the first 120 molecules of the mirror's QM9
 // validation file regressing U0 (z-scored; 4 bond types as relations, 15
@@ -97,7 +105,8 @@ func qm9Sample(t *testing.T) (*data.Dataset, *data.Hops, Sets) {
 // epochs on the emulated device, with a CPU host model for the
 // checkpoint, and on the CPU: R-SPN as Table 4 configures it (the gated
 // readout, no dropout, lr 1e-3; k = 3, 2 layers, hidden 16 here), R-SPN
-// with mean pooling and SPN regressing with sum pooling. Every epoch's
+// with mean pooling, SPN regressing with sum pooling and GCN (the MLP and
+// the linear variant) with mean pooling. Every epoch's
 // training loss, α and ε agree within trainFitTol, its validation and
 // test losses and MAEs within evalFitTol, the selected epoch's
 // parameters (the biases that feed a batch norm aside) within paramTol,
@@ -115,13 +124,15 @@ func TestGPUTrainRegressionOnDevice(t *testing.T) { trainRegressionOnDevice(t, e
 func trainRegressionOnDevice(t *testing.T, e *engine.Engine) {
 	ds, hops, sets := qm9Sample(t)
 	tr := modelspec.Training{Optimizer: "adam", LR: 1e-3, BatchSize: 16, Epochs: 3, Selection: SelectBestValLoss}
-	reg := models.NewRegistry(spn.Kind{}, spn.Kind{GIN: true}, rspn.Kind{})
+	reg := models.NewRegistry(spn.Kind{}, spn.Kind{GIN: true}, rspn.Kind{}, gcn.Kind{})
 	for _, m := range []modelspec.Model{
 		{Kind: "rspn", K: 3, Layers: 2, Hidden: 16, Pool: "sum", GatedReadout: true},
 		{Kind: "rspn", K: 2, Layers: 2, Hidden: 16, Pool: "mean"},
 		{Kind: "spn", K: 2, Layers: 2, Hidden: 16, Pool: "sum"},
+		{Kind: "gcn", K: 1, Layers: 2, Hidden: 16, Pool: "mean"},
+		{Kind: "gcn", K: 1, Layers: 2, Hidden: 16, Pool: "mean", Linear: true},
 	} {
-		t.Run(fmt.Sprintf("%s k=%d pool %s gated %v", m.Kind, m.K, m.Pool, m.GatedReadout), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s k=%d pool %s gated %v linear %v", m.Kind, m.K, m.Pool, m.GatedReadout, m.Linear), func(t *testing.T) {
 			cfg, err := models.ConfigFor(m, ds)
 			if err != nil {
 				t.Fatal(err)
@@ -142,13 +153,18 @@ func trainRegressionOnDevice(t *testing.T, e *engine.Engine) {
 				t.Fatal(err)
 			}
 			onDevice := func() *Result {
-				dev := &countSyncs{deviceTrainable: build().(deviceTrainable)}
+				mod := build()
+				dev := &countSyncs{deviceTrainable: mod.(deviceTrainable)}
 				if err := dev.UseDevice(e); err != nil {
 					t.Fatal(err)
 				}
+				var trained models.Model = dev
+				if hw, ok := mod.(models.HopWeights); ok {
+					trained = countSyncsHops{dev, hw}
+				}
 				do := o
 				do.Host = build()
-				r, err := Train(context.Background(), dev, ds, hops.Prefix(m.K), sets, do)
+				r, err := Train(context.Background(), trained, ds, hops.Prefix(m.K), sets, do)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -188,7 +204,7 @@ func trainRegressionOnDevice(t *testing.T, e *engine.Engine) {
 					}
 				}
 				vals := [][3]any{{"train loss", d.TrainLoss, c.TrainLoss}}
-				if len(d.Alpha) != len(c.Alpha) || len(d.Eps) != len(c.Eps) || len(c.Eps) != m.Layers {
+				if _, hw := build().(models.HopWeights); len(d.Alpha) != len(c.Alpha) || len(d.Eps) != len(c.Eps) || hw != (len(c.Eps) == m.Layers) {
 					t.Fatalf("epoch %d: hop weights of %d and %d layers on the device, %d and %d on the CPU", c.Epoch, len(d.Alpha), len(d.Eps), len(c.Alpha), len(c.Eps))
 				}
 				for l := range c.Eps {

@@ -1,9 +1,11 @@
 package gcn
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/rt"
 )
 
@@ -18,6 +20,30 @@ type graphData struct {
 	adj  data.CSR
 	w    []float32
 	self []float32
+	// dev is the same on a device, for the op's device math (nil on the
+	// CPU path).
+	dev *deviceGraph
+}
+
+// deviceGraph is a graphData on a device: the adjacency (ptr, idx) and the
+// weights (w, self), views of the run's packed copy.
+type deviceGraph struct {
+	ptr, idx, w, self *cuda.Buffer
+}
+
+// pack adds gd's adjacency and weights to pk: after pk's Upload gd.dev
+// points at them on the device; release drops the reference.
+func (gd *graphData) pack(pk *cuda.Pack) (release func(), err error) {
+	if len(gd.adj.Ptr) != gd.n+1 || len(gd.self) < gd.n || len(gd.w) != len(gd.adj.Idx) {
+		return nil, fmt.Errorf("packing the GCN weights: they cover %d nodes and %d entries of an adjacency of %d rows", len(gd.self), len(gd.w), len(gd.adj.Ptr)-1)
+	}
+	dg := &deviceGraph{}
+	cuda.Put(pk, &dg.ptr, gd.adj.Ptr)
+	cuda.Put(pk, &dg.idx, gd.adj.Idx)
+	cuda.Put(pk, &dg.w, gd.w)
+	cuda.Put(pk, &dg.self, gd.self[:gd.n])
+	gd.dev = dg
+	return func() { gd.dev = nil }, nil
 }
 
 // Set implements rt.AdjData: it derives the GCN weights of batch b (whose

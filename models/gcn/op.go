@@ -2,9 +2,11 @@ package gcn
 
 import (
 	"fmt"
-	"github.com/spn-project/spn/models/rt"
 
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/op"
+	"github.com/spn-project/spn/models/rt"
 )
 
 // gcnAgg is the GCN propagation y = Â·x with Â = D̂^-1/2 (A+I) D̂^-1/2 for
@@ -58,4 +60,44 @@ func (o gcnAgg) propagate(y, x []float32) error {
 		}
 	})
 	return nil
+}
+
+// DeviceForward implements op.DeviceOp: y = Â·x by rows
+// (spn_gcn_propagate, the CPU's bits), the padding rows zero.
+func (o gcnAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	dg, err := o.device()
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*o.d, y, float32(0), o.N*o.d); err != nil {
+		return err
+	}
+	return o.devicePropagate(e, dg, y, in[0])
+}
+
+// DeviceBackward implements op.DeviceOp: dx = Â·dy (spn_gcn_propagate),
+// the padding rows keeping the adaptor's zeros.
+func (o gcnAgg) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	dg, err := o.device()
+	if err != nil {
+		return err
+	}
+	return o.devicePropagate(e, dg, dIn[0], dy)
+}
+
+// device returns the GCN weights on the device for the batch.
+func (o gcnAgg) device() (*deviceGraph, error) {
+	dg := o.gd.dev
+	if dg == nil {
+		return nil, fmt.Errorf("%s: the GCN weights are not on the device", o.id)
+	}
+	if o.gd.n != o.bd.N {
+		return nil, fmt.Errorf("%s: GCN weights cover %d nodes, batch has %d", o.id, o.gd.n, o.bd.N)
+	}
+	return dg, nil
+}
+
+// devicePropagate sets y = Â·x on the real rows on the device.
+func (o gcnAgg) devicePropagate(e *engine.Engine, dg *deviceGraph, y, x *cuda.Buffer) error {
+	return e.Launch("spn_gcn_propagate", o.bd.N*o.d, y, x, dg.ptr, dg.idx, dg.w, dg.self, o.bd.N, o.d)
 }

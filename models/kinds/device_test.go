@@ -8,7 +8,7 @@ import (
 )
 
 // TestCheckDevice checks which model sections may train on a device: spn,
-// gin and rspn for classification and regression with sum or mean pooling
+// gin, rspn and gcn for classification and regression with sum or mean pooling
 // or the gated readout, rspn without categorical node features; every
 // other kind and option is refused with a message naming the kind and
 // the device.
@@ -22,8 +22,10 @@ func TestCheckDevice(t *testing.T) {
 	}{
 		{spn, models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.K, m.Pool = "gin", 1, "mean" }), models.TaskClassification, ""},
-		{with(func(m *modelspec.Model) { m.Kind = "gcn" }), models.TaskClassification,
-			`model kind "gcn" cannot train on device cuda:0: it has no device math (kinds that have: [gin rspn spn])`},
+		{with(func(m *modelspec.Model) { m.Kind, m.K = "gcn", 1 }), models.TaskClassification, ""},
+		{with(func(m *modelspec.Model) { m.Kind, m.K, m.Linear = "gcn", 1, true }), models.TaskRegression, ""},
+		{with(func(m *modelspec.Model) { m.Kind, m.K = "gat", 1 }), models.TaskClassification,
+			`model kind "gat" cannot train on device cuda:0: it has no device math (kinds that have: [gcn gin rspn spn])`},
 		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.GatedReadout, m.K = "rspn", true, 10 }), models.TaskRegression, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.GlobalReadout = "rspn", true }), models.TaskRegression,

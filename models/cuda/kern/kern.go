@@ -9,8 +9,9 @@
 // training and evaluation mode (norm.cu), sum and mean pooling (pool.cu),
 // the softmax cross-entropy and the squared error (loss.cu), the Adam
 // update (adam.cu), dropout with a counter-based generator (dropout.cu),
-// and R-SPN's relation sums and combination terms with GNN-FiLM's gated
-// readout (typed.cu). Matrix products are cuBLAS's.
+// R-SPN's relation sums and combination terms with GNN-FiLM's gated
+// readout (typed.cu), and GCN's propagation (gcn.cu). Matrix products
+// are cuBLAS's.
 //
 // They are written for correctness and determinism first: one thread per
 // output value (or per output row or column), loops in a fixed order, no
@@ -48,7 +49,7 @@ const Name = "spn_kernels.cu"
 const Header = "spn.cuh"
 
 // Files are the kernel files in the order Source joins them.
-var Files = []string{"hops.cu", "dense.cu", "norm.cu", "pool.cu", "loss.cu", "adam.cu", "dropout.cu", "typed.cu"}
+var Files = []string{"hops.cu", "dense.cu", "norm.cu", "pool.cu", "loss.cu", "adam.cu", "dropout.cu", "typed.cu", "gcn.cu"}
 
 // Options are the NVRTC options the kernels are compiled with, besides
 // the architecture: no fused multiply-add, so that products and sums
@@ -163,6 +164,7 @@ func Kernels() []Kernel {
 		{"spn_gated_sum", "typed.cu", ps("y", F32Ptr, "z", F32Ptr, "tv", F32Ptr, "off", I32Ptr, "G", I32, "c", I32)},
 		{"spn_gated_sum_backward", "typed.cu", ps("dz", F32Ptr, "dt", F32Ptr, "z", F32Ptr, "tv", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "c", I32)},
 		{"spn_copy_cols", "typed.cu", ps("y", F32Ptr, "x", F32Ptr, "n", I32, "w", I32, "ys", I32, "yo", I32, "xs", I32, "xo", I32)},
+		{"spn_gcn_propagate", "gcn.cu", ps("y", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "w", F32Ptr, "self", F32Ptr, "n", I32, "d", I32)},
 	}
 }
 

@@ -189,3 +189,30 @@ func TestGatedSum(t *testing.T) {
 	launch(t, "spn_copy_cols", cover(n*b, 4), 4, back, cat, n, b, b, 0, a+b, a)
 	equalBits(t, "the columns of x2", back, x2)
 }
+
+// TestGCNPropagate compares GCN's propagation with the loop of
+// models/gcn's op (self loop first, then the adjacency's entries in
+// order): the same bits.
+func TestGCNPropagate(t *testing.T) {
+	const d = 4
+	b := relBatch(t, 1)
+	n, a := b.N, b.Adj
+	rng := rand.New(rand.NewPCG(26, 27))
+	x := kerntest.Randn(rng, n*d, 1)
+	w, self := kerntest.Randn(rng, len(a.Idx), 0.5), kerntest.Randn(rng, n, 0.5)
+	want := make([]float32, n*d)
+	for u := 0; u < n; u++ {
+		for j := 0; j < d; j++ {
+			s := self[u] * x[u*d+j]
+			for e := a.Ptr[u]; e < a.Ptr[u+1]; e++ {
+				s += w[e] * x[int(a.Idx[e])*d+j]
+			}
+			want[u*d+j] = s
+		}
+	}
+	for _, block := range []int{64, 3} {
+		y := make([]float32, n*d)
+		launch(t, "spn_gcn_propagate", cover(n*d, block), block, y, x, a.Ptr, a.Idx, w, self, n, d)
+		equalBits(t, "y", y, want)
+	}
+}
