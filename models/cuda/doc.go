@@ -43,7 +43,8 @@
 // emulated device runs the kernels on the host). The kernels spn compiles
 // are in models/cuda/kern; models/cuda/engine is the Gorgonia tensor
 // engine over device memory that launches them, through which
-// models/rt runs the spn and gin kinds' steps and evaluation
+// models/rt runs the steps and evaluation of the kinds with device math
+// (models.DeviceKind: spn, gin, rspn, gcn)
 // (rt.Engine.UseDevice), models/fit their training runs, and the train stage of spn run,
 // calibrate and stage run a spec's on a GPU of the machine; spn bench and
 // Slurm jobs refuse one ([ErrNoBackend]).
