@@ -47,11 +47,12 @@ func readTables(t *testing.T, dir string) map[string]string {
 
 // TestRunOnEmulatedDevice runs a tiny spec (48 3-Prox graphs, GIN and
 // SPN k = 2, three epochs) with spn run --device cuda --jobs 2 on the
-// emulated device (the train stages queue for the GPU, one at a time;
-// the emulator's allocation list is not safe for two threads, so a
-// missing queue fails this test): it completes, every train result records cuda:0 and the GPU, a
-// second run in a fresh cache writes the same table bytes, and (the run
-// being that small) the tables are those of the CPU run.
+// emulated device (the scheduler starts the train stages on the GPU one
+// at a time; the emulator's allocation list is not safe for two threads,
+// so two at once fail this test): it completes, every train result
+// records cuda:0 and the GPU, a second run in a fresh cache writes the
+// same table bytes, and (the run being that small) the tables are those
+// of the CPU run.
 func TestRunOnEmulatedDevice(t *testing.T) {
 	o := emulatedOpener(t)
 	run := func(device string) (map[string]string, string) {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
@@ -54,11 +53,6 @@ type GPU struct {
 	// PTXDir holds the kernels compiled for the GPU's architecture
 	// (cuda.Compiler.CompileCached).
 	PTXDir string
-
-	// mu lets one train stage at a time use the GPU: stages that run at
-	// once (--jobs) queue for it, since several contexts training on one
-	// device at once are untested.
-	mu sync.Mutex
 }
 
 // Name returns the device name of g, "cuda:N".
@@ -95,6 +89,19 @@ func (Kind) Version() string { return "3" }
 // GrowsThreads implements stages.Grower: a train stage takes more threads
 // between epochs.
 func (Kind) GrowsThreads() bool { return true }
+
+// StageGPU implements stages.GPUUser: a stage of device "cuda" needs the
+// kind's GPU to itself (the executor starts one such stage at a time;
+// several contexts training on one device at once are untested).
+func (k Kind) StageGPU(params json.RawMessage) (int, bool) {
+	var p struct {
+		Device string `json:"device"`
+	}
+	if k.GPU == nil || json.Unmarshal(params, &p) != nil || p.Device != schema.DeviceCUDA {
+		return 0, false // the stage reports what is wrong itself
+	}
+	return k.GPU.Ordinal, true
+}
 
 // Run implements stages.Kind.
 func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
@@ -139,8 +146,6 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 	var gpu *engine.Opened
 	compute := cpuCompute()
 	if p.Device != "" {
-		k.GPU.mu.Lock()
-		defer k.GPU.mu.Unlock()
 		if gpu, err = k.GPU.open(); err != nil {
 			return err
 		}
