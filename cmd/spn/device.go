@@ -39,7 +39,7 @@ func (a *app) cudaOpener() cuda.Opener {
 // when set, else the spec's device, else "cpu". "auto" becomes "cpu": the
 // device is part of the train stages' keys, and the commands that only
 // read a run resolve it too, without looking for a GPU.
-// "cuda" becomes "cuda:0". It looks at no GPU; requireDevice does.
+// "cuda" becomes "cuda:0". It looks at no GPU; findGPU does.
 func resolveDevice(cmd, specDevice, override string) (string, error) {
 	d, what := specDevice, "device"
 	if override != "" {
@@ -73,25 +73,6 @@ func (a *app) findGPU(cmd, device string, ordinal int) (cuda.Device, error) {
 		return cuda.Device{}, usageErrf(cmd, "device %s: %w", device, err)
 	}
 	return dev, nil
-}
-
-// requireDevice checks, for spn bench, that the resolved device can
-// train: the CPU always can; bench does not measure a GPU, so a CUDA
-// device is an error (exit 2) naming what is missing: the loader's
-// message when there is no usable GPU, else the GPU found.
-func (a *app) requireDevice(cmd, device string) error {
-	kind, ordinal, err := schema.ParseDevice(device)
-	if err != nil {
-		return usageErrf(cmd, "device: %w", err)
-	}
-	if kind != schema.DeviceCUDA {
-		return nil
-	}
-	dev, err := a.findGPU(cmd, device, ordinal)
-	if err != nil {
-		return err
-	}
-	return usageErrf(cmd, "device %s: found %v, but %w", device, dev, cuda.ErrNoBackend)
 }
 
 // deviceStages checks, before any stage runs, that the resolved device

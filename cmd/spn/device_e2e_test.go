@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -171,5 +172,62 @@ func TestStageRunOnEmulatedDevice(t *testing.T) {
 		if res.Compute == nil || res.Compute.Device != "cuda:0" {
 			t.Errorf("train %s: compute %+v, want cuda:0", key, res.Compute)
 		}
+	}
+}
+
+// benchOn runs spn bench ARGS on the machine whose CUDA libraries o
+// serves, with the stage cache (for the compiled kernels) and the data
+// dir in temporary folders; it returns the result and the cache folder.
+func benchOn(t *testing.T, o cudatest.LibOpener, args ...string) (result, string) {
+	t.Helper()
+	dir := t.TempDir()
+	env := map[string]string{cache.EnvVar: filepath.Join(dir, "cache"), envDataDir: filepath.Join(dir, "data")}
+	var out, errb syncBuffer
+	a := &app{stdout: &out, stderr: &errb, cuda: o, getenv: func(k string) string { return env[k] }}
+	return result{a.exit(cmdBench(a, args)), out.String(), errb.String()}, env[cache.EnvVar]
+}
+
+// TestBenchOnEmulatedDevice: spn bench --device cuda trains spn and gin on
+// the emulated device and prints the CPU bench's columns under a header
+// naming the device, its compute capability and driver; the JSON report
+// carries the device as a train result does, and the kernels are cached
+// under the cache's ptx folder. No figure is asserted (the emulator's
+// timings say nothing of a GPU's).
+func TestBenchOnEmulatedDevice(t *testing.T) {
+	o := emulatedOpener(t)
+	small := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda"}
+	for kind, k := range map[string]string{"spn": "2", "gin": "1"} {
+		t.Run(kind, func(t *testing.T) {
+			r, cacheDir := benchOn(t, o, append(small, "--kind", kind, "--k", k, "--epochs", "2")...)
+			if r.code != exitOK {
+				t.Fatalf("bench --device cuda: exit %d: %s", r.code, r.stderr)
+			}
+			lines := strings.Split(r.stdout, "\n")
+			head := regexp.MustCompile(`^` + kind + ` k=\d+ L=2 hidden=8 pool=sum dropout=0.5, batch 32, 2 epoch\(s\), device cuda:0, .+ \(compute capability \d+\.\d+, driver CUDA \d+\.\d+\), host 2 threads, go`)
+			if !head.MatchString(lines[0]) {
+				t.Errorf("header %q does not name the device as %s", lines[0], head)
+			}
+			cols := regexp.MustCompile(`workload\s*│\s*graphs\s*│\s*mean nodes\s*│\s*train s\s*│\s*graphs/s\s*│\s*graphs/CPU-s\s*│\s*peak RSS MB`)
+			if !cols.MatchString(r.stdout) || !strings.Contains(r.stdout, "3-Prox (40 graphs)") {
+				t.Errorf("the table lacks the CPU bench's columns or the workload:\n%s", r.stdout)
+			}
+			if ptx, _ := filepath.Glob(filepath.Join(cacheDir, "ptx", "*.ptx")); len(ptx) != 1 {
+				t.Errorf("the cache's ptx folder holds %v, want the compiled kernels", ptx)
+			}
+		})
+	}
+	r, _ := benchOn(t, o, append(small, "--json")...)
+	if r.code != exitOK {
+		t.Fatalf("bench --device cuda --json: exit %d: %s", r.code, r.stderr)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, r.stdout)
+	}
+	if c := rep.Compute; c == nil || c.Device != "cuda:0" || c.GPU == "" || c.Capability == "" || c.Driver == "" {
+		t.Errorf("compute %+v, want cuda:0 and the GPU", rep.Compute)
+	}
+	if len(rep.Workloads) != 1 || rep.Workloads[0].Graphs != 40 || rep.Workloads[0].Epochs != 1 || !(rep.Workloads[0].GraphsPerSec > 0) {
+		t.Errorf("workloads %+v, want one of 40 graphs, 1 epoch, a rate", rep.Workloads)
 	}
 }

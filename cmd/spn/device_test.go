@@ -111,7 +111,8 @@ func TestDeviceErrors(t *testing.T) {
 		{"GPU, --device cuda:1", gpu, []string{"run", "testdata/small.cue", "--device", "cuda:1"}},
 		{"GPU, Slurm", gpu, []string{"run", "testdata/small.cue", "--device", "cuda", "--executor", "slurm", "--dry-run"}},
 		{"bad --device", gpu, []string{"run", "testdata/small.cue", "--device", "gpu:0"}},
-		{"bench, GPU", gpu, []string{"bench", "--device", "cuda:0", "prox"}},
+		{"bench, GPU, kind gcn", gpu, []string{"bench", "--device", "cuda:0", "--kind", "gcn", "prox"}},
+		{"bench, GPU, --jobs 2", gpu, []string{"bench", "--device", "cuda", "--jobs", "2", "prox"}},
 		{"bench, no GPU", noGPU, []string{"bench", "--device", "cuda", "prox"}},
 	} {
 		args := append([]string{}, c.args...)
