@@ -233,7 +233,7 @@ func (a *app) benchGPU(device string, rep benchReport, cacheDir string) (*benchD
 	if err != nil {
 		return nil, err
 	}
-	if err := (train.Kind{}).Registry().CheckDevice(models.Config{Model: rep.Model}, device); err != nil {
+	if err := checkDeviceModels((train.Kind{}).Registry(), []schema.Model{rep.Model}, device); err != nil {
 		return nil, usageErr("bench", err)
 	}
 	if rep.Jobs > 1 {

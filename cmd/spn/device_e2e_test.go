@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
@@ -101,7 +102,7 @@ func TestRunOnEmulatedDevice(t *testing.T) {
 
 // TestRunOnDeviceRefusesKind: a spec with a kind without device math
 // (gcn) fails with exit 2 before any stage runs, naming the kind and the
-// device, and creates no cache.
+// device, and creates no cache; on Slurm too, before submitting.
 func TestRunOnDeviceRefusesKind(t *testing.T) {
 	o := emulatedOpener(t)
 	src, err := os.ReadFile("testdata/device_e2e.cue")
@@ -113,14 +114,16 @@ func TestRunOnDeviceRefusesKind(t *testing.T) {
 	if err := os.WriteFile(spec, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cacheDir := filepath.Join(t.TempDir(), "cache")
-	r := spnOn(o, realEngine(), cacheDir, "run", spec, "--device", "cuda")
 	want := `spn run: model kind "gcn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])` + "\n"
-	if r.code != exitUsage || r.stderr != want {
-		t.Errorf("exit %d, stderr %q; want exit 2, %q", r.code, r.stderr, want)
-	}
-	if _, err := os.Stat(cacheDir); err == nil {
-		t.Error("the cache was created")
+	for _, slurm := range [][]string{nil, {"--executor", "slurm", "--dry-run"}} {
+		cacheDir := filepath.Join(t.TempDir(), "cache")
+		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", spec, "--device", "cuda"}, slurm...)...)
+		if r.code != exitUsage || r.stderr != want || r.stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2, %q", slurm, r.code, r.stderr, r.stdout, want)
+		}
+		if _, err := os.Stat(cacheDir); err == nil {
+			t.Errorf("%v: the cache was created", slurm)
+		}
 	}
 }
 
@@ -178,10 +181,18 @@ func TestStageRunOnEmulatedDevice(t *testing.T) {
 // benchOn runs spn bench ARGS on the machine whose CUDA libraries o
 // serves, with the stage cache (for the compiled kernels) and the data
 // dir in temporary folders; it returns the result and the cache folder.
-func benchOn(t *testing.T, o cudatest.LibOpener, args ...string) (result, string) {
+func benchOn(t *testing.T, o cuda.Opener, args ...string) (result, string) {
+	return benchEnv(t, o, nil, args...)
+}
+
+// benchEnv is benchOn with the environment variables env besides.
+func benchEnv(t *testing.T, o cuda.Opener, extra map[string]string, args ...string) (result, string) {
 	t.Helper()
 	dir := t.TempDir()
 	env := map[string]string{cache.EnvVar: filepath.Join(dir, "cache"), envDataDir: filepath.Join(dir, "data")}
+	for k, v := range extra {
+		env[k] = v
+	}
 	var out, errb syncBuffer
 	a := &app{stdout: &out, stderr: &errb, cuda: o, getenv: func(k string) string { return env[k] }}
 	return result{a.exit(cmdBench(a, args)), out.String(), errb.String()}, env[cache.EnvVar]
@@ -229,5 +240,38 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	}
 	if len(rep.Workloads) != 1 || rep.Workloads[0].Graphs != 40 || rep.Workloads[0].Epochs != 1 || !(rep.Workloads[0].GraphsPerSec > 0) {
 		t.Errorf("workloads %+v, want one of 40 graphs, 1 epoch, a rate", rep.Workloads)
+	}
+}
+
+// emulatedLibDir returns a folder holding the emulated device under the
+// CUDA libraries' file names (what SPN_CUDA_LIBS points at).
+func emulatedLibDir(t *testing.T) string {
+	t.Helper()
+	lib := emulatedOpener(t).Lib
+	dir := t.TempDir()
+	for _, name := range []string{cuda.DriverLib, cuda.NVRTC13, cuda.CuBLAS13} {
+		if err := os.Symlink(lib, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCUDALibsFolder: SPN_CUDA_LIBS makes spn open the CUDA libraries from
+// that folder only: the emulated device's there trains, and a folder
+// without them fails with exit 2 naming the folder.
+func TestCUDALibsFolder(t *testing.T) {
+	libs := emulatedLibDir(t)
+	small := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda", "--json"}
+	r, _ := benchEnv(t, nil, map[string]string{envCUDALibs: libs}, small...)
+	if r.code != exitOK || !strings.Contains(r.stdout, `"device": "cuda:0"`) {
+		t.Fatalf("%s=%s: exit %d: %s%s", envCUDALibs, libs, r.code, r.stdout, r.stderr)
+	}
+	empty := t.TempDir()
+	r, _ = benchEnv(t, nil, map[string]string{envCUDALibs: empty}, small...)
+	want := "spn bench: device cuda:0: cuda: cannot load the NVIDIA driver API: tried libcuda.so.1 (searched " + envCUDALibs + "=" + empty + " only); libcuda.so.1: " +
+		filepath.Join(empty, "libcuda.so.1") + ": cannot open shared object file: No such file or directory\n"
+	if r.code != exitUsage || r.stderr != want {
+		t.Errorf("%s=%s: exit %d, stderr %q; want exit 2, %q", envCUDALibs, empty, r.code, r.stderr, want)
 	}
 }
