@@ -109,9 +109,9 @@ func TestDeviceErrors(t *testing.T) {
 		{"no GPU, spec device cuda:1", noGPU, []string{"run", "SPEC:cuda:1"}},
 		{"GPU, --device cuda", gpu, []string{"run", "testdata/small.cue", "--device", "cuda"}},
 		{"GPU, --device cuda:1", gpu, []string{"run", "testdata/small.cue", "--device", "cuda:1"}},
-		{"GPU, Slurm", gpu, []string{"run", "testdata/small.cue", "--device", "cuda", "--executor", "slurm", "--dry-run"}},
 		{"bad --device", gpu, []string{"run", "testdata/small.cue", "--device", "gpu:0"}},
-		{"bench, GPU", gpu, []string{"bench", "--device", "cuda:0", "prox"}},
+		{"bench, GPU, kind gcn", gpu, []string{"bench", "--device", "cuda:0", "--kind", "gcn", "prox"}},
+		{"bench, GPU, --jobs 2", gpu, []string{"bench", "--device", "cuda", "--jobs", "2", "prox"}},
 		{"bench, no GPU", noGPU, []string{"bench", "--device", "cuda", "prox"}},
 	} {
 		args := append([]string{}, c.args...)
@@ -230,5 +230,32 @@ func TestDeviceOverrideFollowUp(t *testing.T) {
 	}
 	if r := spn(testEngine(), cacheDir, "plan", spec, "--device", "cpu", "--log-level", "error"); !strings.Contains(r.stdout, "0 to run") {
 		t.Errorf("after cache gc, plan --device cpu: %s%s\ngc: %s%s", r.stdout, r.stderr, stdout.String(), stderr.String())
+	}
+}
+
+// TestSlurmDryRunGPU: spn run --executor slurm with a CUDA device submits
+// from a machine without a GPU (the jobs train on their nodes' GPUs): the
+// train stages' jobs ask for one GPU and run their stages on cuda:0, the
+// other jobs ask for none.
+func TestSlurmDryRunGPU(t *testing.T) {
+	dir := t.TempDir()
+	r := spnOn(cudatest.FakeOpener{}, testEngine(), filepath.Join(dir, "cache"),
+		"run", "testdata/small.cue", "--device", "cuda", "--executor", "slurm", "--dry-run", "--spn-binary", "/shared/spn")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	trains := 0
+	for _, l := range lines {
+		train := strings.Contains(l, "--job-name=spn-train ")
+		if train {
+			trains++
+		}
+		if strings.Contains(l, " --gres=gpu:1 ") != train {
+			t.Errorf("sbatch line %q: asks for a GPU %v, want %v", l, !train, train)
+		}
+	}
+	if trains == 0 || len(lines) == trains {
+		t.Errorf("%d train jobs among %d:\n%s", trains, len(lines), r.stdout)
 	}
 }
