@@ -225,9 +225,10 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	return train(ctx, reg, point, ds, hopsPath, sets, p, job, nil)
 }
 
-// train is Train, on the GPU gpu when not nil: the model's steps and
-// Adam run there, and a CPU model of the same configuration evaluates
-// every epoch and gives the checkpoint (fit.Options.Host).
+// train is Train, on the GPU gpu when not nil: the model's steps, Adam
+// and evaluation run there, and a CPU model of the same configuration
+// receives the selected epoch's state and gives the checkpoint
+// (fit.Options.Host).
 func train(ctx context.Context, reg models.Registry, point schema.Point, ds *data.Dataset, hopsPath string, sets fit.Sets, p stages.TrainParams, job *stages.Job, gpu *engine.Opened) (*Result, error) {
 	cfg, err := models.ConfigFor(point.Model, ds)
 	if err != nil {
