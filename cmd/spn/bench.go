@@ -26,6 +26,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
@@ -53,11 +54,13 @@ With --jobs N, N copies of each workload (models of seeds --model-seed,
 copies' rates, train s the slowest copy's training time.
 
 With --device cuda[:N] the training steps and Adam run on GPU N (the kinds
-with device math: spn and gin, classification), the validation graph on
-the CPU after every epoch as in a train stage; the header names the GPU,
-its compute capability and driver, --threads are the host's, and peak RSS
-is the host process's. The kernels are compiled on first use and cached
-under CACHE/ptx (--cache). --jobs must be 1 on a GPU.`
+with device math: spn and gin, classification), the validation graph
+there too after every epoch as in a train stage; the header names the
+GPU, its compute capability and driver, --threads are the host's, peak
+RSS is the host process's, and peak GPU MB is the most device memory
+spn had allocated at once (not the driver's own or cuBLAS's workspace).
+The kernels are compiled on first use and cached under CACHE/ptx
+(--cache). --jobs must be 1 on a GPU.`
 
 // benchRow is one workload's result (the JSON form of spn bench).
 type benchRow struct {
@@ -77,6 +80,9 @@ type benchRow struct {
 	// workload, "process" when the kernel did not allow it (then the
 	// figure is the process's peak so far).
 	PeakRSSScope string `json:"peak_rss_scope"`
+	// PeakDeviceMB is, on a GPU, the most device memory spn's context
+	// had allocated at once (cuda.Memory.Peak); 0 on the CPU.
+	PeakDeviceMB float64 `json:"peak_device_mb,omitempty"`
 }
 
 // benchReport is the JSON output of spn bench.
@@ -273,6 +279,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	jobs := max(rep.Jobs, 1)
 	ms := make([]models.Model, jobs)
 	hosts := make([]models.Model, jobs) // fit.Options.Host on a GPU
+	var gpuCtx *cuda.Context            // the GPU's context (jobs is 1 on a GPU)
 	for i := range ms {
 		pool := kernels.NewPool(rep.Threads, 0)
 		defer pool.Close()
@@ -298,6 +305,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		if hosts[i], err = train.UseDevice(reg, ms[i], seed+uint64(i), be, e.Engine); err != nil {
 			return benchRow{}, err
 		}
+		gpuCtx = e.Context()
 	}
 	m := ms[0]
 	var hops *data.Hops
@@ -358,6 +366,9 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	row = benchRow{
 		Workload: benchName(name, o), Graphs: len(all), MeanNodes: float64(nodes) / float64(len(all)),
 		Epochs: len(results[0].EpochSeconds), PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
+	}
+	if gpuCtx != nil {
+		row.PeakDeviceMB = float64(gpuCtx.Memory().Peak) / (1 << 20)
 	}
 	trained := 0
 	for _, res := range results {
@@ -530,14 +541,22 @@ func renderBench(w io.Writer, rep benchReport) error {
 		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 	)
-	tab.Header("workload", "graphs", "mean nodes", "train s", "graphs/s", "graphs/CPU-s", "peak RSS MB")
+	header := []string{"workload", "graphs", "mean nodes", "train s", "graphs/s", "graphs/CPU-s", "peak RSS MB"}
+	if rep.Compute != nil {
+		header = append(header, "peak GPU MB")
+	}
+	tab.Header(header)
 	for _, r := range rep.Workloads {
 		rss := fmt.Sprintf("%.0f", r.PeakRSSMB)
 		if r.PeakRSSScope != "workload" {
 			rss += " (process)"
 		}
-		if err := tab.Append([]string{r.Workload, strconv.Itoa(r.Graphs), fmt.Sprintf("%.1f", r.MeanNodes),
-			fmt.Sprintf("%.2f", r.TrainSeconds), fmt.Sprintf("%.0f", r.GraphsPerSec), fmt.Sprintf("%.0f", r.GraphsPerCPUSec), rss}); err != nil {
+		row := []string{r.Workload, strconv.Itoa(r.Graphs), fmt.Sprintf("%.1f", r.MeanNodes),
+			fmt.Sprintf("%.2f", r.TrainSeconds), fmt.Sprintf("%.0f", r.GraphsPerSec), fmt.Sprintf("%.0f", r.GraphsPerCPUSec), rss}
+		if rep.Compute != nil {
+			row = append(row, fmt.Sprintf("%.1f", r.PeakDeviceMB))
+		}
+		if err := tab.Append(row); err != nil {
 			return err
 		}
 	}

@@ -200,10 +200,12 @@ func benchEnv(t *testing.T, o cuda.Opener, extra map[string]string, args ...stri
 
 // TestBenchOnEmulatedDevice: spn bench --device cuda trains spn and gin on
 // the emulated device and prints the CPU bench's columns under a header
-// naming the device, its compute capability and driver; the JSON report
+// naming the device, its compute capability and driver, and the peak
+// device memory beside them; the JSON report
 // carries the device as a train result does, and the kernels are cached
 // under the cache's ptx folder. No figure is asserted (the emulator's
-// timings say nothing of a GPU's).
+// timings and memory say nothing of a GPU's) beyond a rate and some device
+// memory.
 func TestBenchOnEmulatedDevice(t *testing.T) {
 	o := emulatedOpener(t)
 	small := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda"}
@@ -218,7 +220,7 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 			if !head.MatchString(lines[0]) {
 				t.Errorf("header %q does not name the device as %s", lines[0], head)
 			}
-			cols := regexp.MustCompile(`workload\s*│\s*graphs\s*│\s*mean nodes\s*│\s*train s\s*│\s*graphs/s\s*│\s*graphs/CPU-s\s*│\s*peak RSS MB`)
+			cols := regexp.MustCompile(`workload\s*│\s*graphs\s*│\s*mean nodes\s*│\s*train s\s*│\s*graphs/s\s*│\s*graphs/CPU-s\s*│\s*peak RSS MB\s*│\s*peak GPU MB`)
 			if !cols.MatchString(r.stdout) || !strings.Contains(r.stdout, "3-Prox (40 graphs)") {
 				t.Errorf("the table lacks the CPU bench's columns or the workload:\n%s", r.stdout)
 			}
@@ -240,6 +242,9 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	}
 	if len(rep.Workloads) != 1 || rep.Workloads[0].Graphs != 40 || rep.Workloads[0].Epochs != 1 || !(rep.Workloads[0].GraphsPerSec > 0) {
 		t.Errorf("workloads %+v, want one of 40 graphs, 1 epoch, a rate", rep.Workloads)
+	}
+	if len(rep.Workloads) == 1 && !(rep.Workloads[0].PeakDeviceMB > 0) {
+		t.Errorf("peak device memory %v MB, want the model's and the batches' allocations", rep.Workloads[0].PeakDeviceMB)
 	}
 }
 
