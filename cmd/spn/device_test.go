@@ -191,7 +191,7 @@ func TestStageRunDevice(t *testing.T) {
 		want string
 	}{
 		{[]string{"--device", "cpu"}, "spn stage run: --device cpu: the stages were planned for a GPU (device cuda); give --device cuda:N\n"},
-		{nil, "spn stage run: device cuda:0: found NVIDIA H200 (cuda:0, compute capability 9.0, 133.9 GiB, driver CUDA 13.0), but the CUDA backend of this build of spn does not serve this (it trains spn and gin in spn run, calibrate and stage run, on this machine's GPU)\n"},
+		{nil, "spn stage run: device cuda:0: found NVIDIA H200 (cuda:0, compute capability 9.0, 133.9 GiB, driver CUDA 13.0), but this train stage kind has no CUDA backend (spn's own train stage has, for the model kinds with device math)\n"},
 		{[]string{"--device", "cuda:1"}, "spn stage run: device cuda:1: cuda: no device cuda:1: the driver sees 1 device(s), cuda:0 to cuda:0\n"},
 	} {
 		args := append([]string{"stage", "run", train, "--plan", pf}, c.args...)
