@@ -144,6 +144,17 @@ func TestCalibrateOnEmulatedDevice(t *testing.T) {
 	if !strings.Contains(string(b), `"cuda:0"`) {
 		t.Errorf("the calibration does not name cuda:0:\n%s", b)
 	}
+	// spn plan --cost prices the spec's GPU stages from it, and refuses it
+	// for the CPU's.
+	plan := func(device string) result {
+		return spnOn(o, realEngine(), filepath.Join(dir, "cache"), "plan", "--cost", "--device", device, "--calibration", out, "testdata/device_e2e.cue")
+	}
+	if r := plan("cuda"); r.code != exitOK || !strings.Contains(r.stdout, "train") || !strings.Contains(r.stdout, "train stages count GPU-hours") {
+		t.Errorf("plan --cost --device cuda: exit %d, stdout %q, stderr %q; want the train stages' cost", r.code, r.stdout, r.stderr)
+	}
+	if r := plan("cpu"); r.code == exitOK || !strings.Contains(r.stderr, "calibration measured on cuda:0, but the stages run on cpu") {
+		t.Errorf("plan --cost --device cpu with a GPU calibration: exit %d, stderr %q; want a refusal naming both devices", r.code, r.stderr)
+	}
 }
 
 // TestStageRunOnEmulatedDevice: spn stage run of a train stage planned for
