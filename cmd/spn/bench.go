@@ -153,11 +153,12 @@ func cmdBench(a *app, args []string) error {
 	if err != nil {
 		return usageErr("bench", err)
 	}
-	if device, err = resolveDevice("bench", "", device); err != nil {
+	model := schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout}
+	if device, err = a.resolveDevice("bench", "", device, (train.Kind{}).Registry(), []schema.Model{model}); err != nil {
 		return err
 	}
 	rep := benchReport{
-		Model: schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout},
+		Model: model,
 		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
 			Selection: fit.SelectBestValLoss},
 		Threads: *threads, Jobs: *jobs, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),

@@ -91,7 +91,7 @@ func (a *app) calibrate(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	if spec.Device, err = resolveDevice("calibrate", spec.Device, o.device); err != nil {
+	if spec.Device, err = a.resolveDevice("calibrate", spec.Device, o.device, trainModels(en.reg), specModels(spec)); err != nil {
 		return err
 	}
 	reg, err := a.deviceStages("calibrate", spec.Device, false, en.reg, specModels(spec), o.cache)

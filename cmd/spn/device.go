@@ -63,11 +63,13 @@ func (o dirOpener) Open(name string) (cuda.Library, error) {
 func (o dirOpener) Where() string { return fmt.Sprintf("%s=%s only", envCUDALibs, o.dir) }
 
 // resolveDevice returns the device a command uses: override (--device)
-// when set, else the spec's device, else "cpu". "auto" becomes "cpu": the
-// device is part of the train stages' keys, and the commands that only
-// read a run resolve it too, without looking for a GPU.
-// "cuda" becomes "cuda:0". It looks at no GPU; findGPU does.
-func resolveDevice(cmd, specDevice, override string) (string, error) {
+// when set, else the spec's device, else "cpu". "cuda" becomes "cuda:0".
+// "auto" becomes "cuda:0" when this machine has a usable GPU 0 and every
+// model of ms (the spec's grid points, or the bench model) has device
+// math there (mr.CheckDevice), else "cpu" (autoDevice): the device is part
+// of the train stages' keys, so every command resolves "auto" the same
+// way on one machine. Other values look at no GPU; findGPU does.
+func (a *app) resolveDevice(cmd, specDevice, override string, mr models.Registry, ms []schema.Model) (string, error) {
 	d, what := specDevice, "device"
 	if override != "" {
 		d, what = override, "--device"
@@ -82,9 +84,40 @@ func resolveDevice(cmd, specDevice, override string) (string, error) {
 	switch kind {
 	case schema.DeviceCUDA:
 		return fmt.Sprintf("%s:%d", schema.DeviceCUDA, ordinal), nil
-	default: // cpu, and auto (see above)
+	case schema.DeviceAuto:
+		return a.autoDevice(mr, ms), nil
+	default:
 		return schema.DeviceCPU, nil
 	}
+}
+
+// autoDevice is what "auto" resolves to on this machine for the models
+// ms: GPU 0 when the CUDA libraries find it and every model trains on it,
+// else the CPU.
+func (a *app) autoDevice(mr models.Registry, ms []schema.Model) string {
+	gpu := schema.DeviceCUDA + ":0"
+	rt, err := cuda.Probe(a.cudaOpener())
+	if err != nil {
+		return schema.DeviceCPU
+	}
+	if _, err := rt.Device(0); err != nil {
+		return schema.DeviceCPU
+	}
+	if checkDeviceModels(mr, ms, gpu) != nil {
+		return schema.DeviceCPU
+	}
+	return gpu
+}
+
+// trainModels returns the model registry the train kind of reg trains
+// with (spn's own train kind's when reg has another, as in tests).
+func trainModels(reg *stages.Registry) models.Registry {
+	if k, ok := reg.Get(stages.KindTrain); ok {
+		if tk, ok := k.(train.Kind); ok {
+			return tk.Registry()
+		}
+	}
+	return (train.Kind{}).Registry()
 }
 
 // findGPU looks for GPU ordinal through the CUDA libraries of this
@@ -123,11 +156,7 @@ func (a *app) deviceStages(cmd, device string, remote bool, reg *stages.Registry
 	k, _ := reg.Get(stages.KindTrain)
 	tk, isTrain := k.(train.Kind)
 	if remote {
-		mr := (train.Kind{}).Registry() // what the jobs' spn trains with
-		if isTrain {
-			mr = tk.Registry()
-		}
-		if err := checkDeviceModels(mr, ms, device); err != nil {
+		if err := checkDeviceModels(trainModels(reg), ms, device); err != nil {
 			return nil, usageErr(cmd, err)
 		}
 		return reg, nil
@@ -198,13 +227,6 @@ func (a *app) stageDevice(pf *exec.PlanFile, keys []string, override string, reg
 	if err != nil {
 		return nil, usageErr("stage run", err)
 	}
-	device, err := resolveDevice("stage run", planned, override)
-	if err != nil {
-		return nil, err
-	}
-	if planned == schema.DeviceCUDA && device == schema.DeviceCPU {
-		return nil, usageErrf("stage run", "--device %s: the stages were planned for a GPU (device cuda); give --device cuda:N", override)
-	}
 	var ms []schema.Model
 	for _, key := range keys {
 		n, err := pf.Node(key)
@@ -218,6 +240,13 @@ func (a *app) stageDevice(pf *exec.PlanFile, keys []string, override string, reg
 		if p.Point != nil {
 			ms = append(ms, p.Point.Model)
 		}
+	}
+	device, err := a.resolveDevice("stage run", planned, override, trainModels(reg), ms)
+	if err != nil {
+		return nil, err
+	}
+	if planned == schema.DeviceCUDA && device == schema.DeviceCPU {
+		return nil, usageErrf("stage run", "--device %s: the stages were planned for a GPU (device cuda); give --device cuda:N", override)
 	}
 	return a.deviceStages("stage run", device, false, reg, ms, cacheDir)
 }

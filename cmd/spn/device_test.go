@@ -134,32 +134,58 @@ func TestDeviceErrors(t *testing.T) {
 	golden.Check(t, "testdata/device_errors.golden", []byte(report.String()))
 }
 
-// TestDeviceKeys: "auto" and "cpu" give the keys of a spec without a
-// device, on a machine with a GPU too; "cuda" gives other train keys,
-// and spn plan shows them without looking for a GPU.
+// TestDeviceKeys: "cpu" gives the keys of a spec without a device, on a
+// machine with a GPU too; "cuda" gives other train keys, and spn plan
+// shows them without looking for a GPU. "auto" gives the CPU's keys on a
+// machine without a GPU, the GPU's on one with a GPU, and the CPU's there
+// too when a model of the spec has no device math (gcn).
 func TestDeviceKeys(t *testing.T) {
 	cacheDir := filepath.Join(t.TempDir(), "cache")
-	gpu := cudatest.FakeMachine(testH200)
-	base := spnOn(gpu, testEngine(), cacheDir, "plan", "--json", "testdata/small.cue")
-	if base.code != exitOK {
-		t.Fatalf("plan: exit %d: %s", base.code, base.stderr)
+	gpu, noGPU := cudatest.FakeMachine(testH200), cudatest.FakeOpener{}
+	plan := func(o cuda.Opener, file string) string {
+		t.Helper()
+		r := spnOn(o, testEngine(), cacheDir, "plan", "--json", file)
+		if r.code != exitOK {
+			t.Fatalf("plan %s: exit %d: %s", file, r.code, r.stderr)
+		}
+		return r.stdout
 	}
-	for _, d := range []string{"cpu", "auto"} {
-		r := spnOn(gpu, testEngine(), cacheDir, "plan", "--json", specWithDevice(t, d))
-		if r.code != exitOK || r.stdout != base.stdout {
-			t.Errorf("device %q: exit %d, same plan %v: %s", d, r.code, r.stdout == base.stdout, r.stderr)
+	base := plan(gpu, "testdata/small.cue")
+	onGPU := plan(noGPU, specWithDevice(t, "cuda"))
+	withGCN := func(device string) string {
+		src, err := os.ReadFile(specWithDevice(t, device))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(t.TempDir(), "gcn.cue")
+		if err := os.WriteFile(f, []byte(strings.Replace(string(src), `model: kind: "gin"`, `model: kind: "gcn"`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, c := range []struct {
+		what string
+		got  string
+		want string
+	}{
+		{"cpu, machine with a GPU", plan(gpu, specWithDevice(t, "cpu")), base},
+		{"auto, machine without a GPU", plan(noGPU, specWithDevice(t, "auto")), base},
+		{"auto, machine with a GPU", plan(gpu, specWithDevice(t, "auto")), onGPU},
+		{"auto, machine with a GPU, a gcn experiment", plan(gpu, withGCN("auto")), plan(gpu, withGCN("cpu"))},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: not the plan it should resolve to", c.what)
 		}
 	}
-	r := spnOn(cudatest.FakeOpener{}, testEngine(), cacheDir, "plan", "--json", specWithDevice(t, "cuda"))
-	if r.code != exitOK {
-		t.Fatalf("plan of a cuda spec: exit %d: %s", r.code, r.stderr)
+	if onGPU == base {
+		t.Fatal("the cuda plan is the CPU's")
 	}
 	type stage struct{ Key, Kind string }
 	var a, b []stage
-	if err := json.Unmarshal([]byte(base.stdout), &a); err != nil {
+	if err := json.Unmarshal([]byte(base), &a); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &b); err != nil {
+	if err := json.Unmarshal([]byte(onGPU), &b); err != nil {
 		t.Fatal(err)
 	}
 	if len(a) == 0 || len(a) != len(b) {
