@@ -15,7 +15,8 @@
 #      that a test which would skip for want of a GPU fails instead;
 #   2. the quickstart twice with --device cuda, whose tables must be the
 #      same bytes (determinism on one GPU);
-#   3. spn bench --device cuda.
+#   3. spn bench --device cuda (its default workloads; the kernels come
+#      from the first quickstart's cache).
 # Outputs go to $GPU_CHECK_OUT (default .spn/gpu-check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,7 +80,7 @@ diff -r "$out/results1" "$out/results2" || { echo "FAIL: the two GPU quickstart 
 cat "$out/results1"/*.md 2>/dev/null | head -20 || true
 
 step "spn bench --device cuda"
-"$bin/spn" bench --device cuda 2>&1 | tee "$out/bench.log"
+"$bin/spn" bench --device cuda --cache "$out/cache1" 2>&1 | tee "$out/bench.log"
 
 echo
 echo "gpu-check: passed"

@@ -10,7 +10,8 @@
 # Needs Debian's slurm-wlm (slurmctld, slurmd and the client commands:
 # apt-get install slurm-wlm). Both daemons run as the calling user in the
 # foreground (-D) in the background of this script, with auth/none and
-# cred/none (no munge), proctrack/linuxproc (no cgroups) and ports chosen
+# cred/none (no munge), proctrack/linuxproc (no cgroups), one GPU GRES
+# with no GPU behind it (gres.conf: File=/dev/null) and ports chosen
 # free; their PIDs go to DIR/slurmctld.pid and DIR/slurmd.pid, their logs
 # to DIR/*.log. Nothing outside DIR is written. For tests only: auth/none
 # lets anyone on the machine submit jobs as anyone.
@@ -111,9 +112,16 @@ MaxArraySize=1001
 MaxJobCount=100000
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+GresTypes=gpu
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem Gres=gpu:1 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
+  # One GPU GRES with no GPU behind it, for the GPU jobs' --gres=gpu:1:
+  # slurmd (22.05) counts a gpu without File= as none and drains the
+  # node, and refuses a File= that is not a device, so File=/dev/null
+  # (task/none: no device cgroup). The jobs reach an emulated GPU
+  # through SPN_CUDA_LIBS.
+  echo "Name=gpu File=/dev/null" > "$dir/gres.conf"
   export SLURM_CONF="$dir/slurm.conf"
   # -i: ignore state left by an earlier cluster in the same DIR.
   /usr/sbin/slurmctld -D -i -f "$SLURM_CONF" >>"$dir/slurmctld.out" 2>&1 &

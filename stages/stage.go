@@ -83,6 +83,16 @@ type Grower interface {
 	GrowsThreads() bool
 }
 
+// GPUUser is a Kind whose stages may each need a GPU to themselves while
+// they run; the executor starts such a stage only when no other stage of
+// the run holds that GPU (package sched).
+type GPUUser interface {
+	Kind
+	// StageGPU returns the ordinal of the GPU ("cuda:N") the stage of
+	// params runs on; ok is false when it needs none.
+	StageGPU(params json.RawMessage) (ordinal int, ok bool)
+}
+
 // Input is a finished dependency of a job.
 type Input struct {
 	Kind string

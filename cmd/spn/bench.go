@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -25,10 +26,13 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/train"
 )
 
@@ -47,7 +51,16 @@ with 'spn data'.
 With --jobs N, N copies of each workload (models of seeds --model-seed,
 +1, ...; one dataset and hop sets shared read-only) train at once, each on
 --threads threads, as N stages of a grid would: graphs/s is the sum of the
-copies' rates, train s the slowest copy's training time.`
+copies' rates, train s the slowest copy's training time.
+
+With --device cuda[:N] the training steps and Adam run on GPU N (the kinds
+with device math: spn and gin, classification), the validation graph
+there too after every epoch as in a train stage; the header names the
+GPU, its compute capability and driver, --threads are the host's, peak
+RSS is the host process's, and peak GPU MB is the most device memory
+spn had allocated at once (not the driver's own or cuBLAS's workspace).
+The kernels are compiled on first use and cached under CACHE/ptx
+(--cache). --jobs must be 1 on a GPU.`
 
 // benchRow is one workload's result (the JSON form of spn bench).
 type benchRow struct {
@@ -67,6 +80,9 @@ type benchRow struct {
 	// workload, "process" when the kernel did not allow it (then the
 	// figure is the process's peak so far).
 	PeakRSSScope string `json:"peak_rss_scope"`
+	// PeakDeviceMB is, on a GPU, the most device memory spn's context
+	// had allocated at once (cuda.Memory.Peak); 0 on the CPU.
+	PeakDeviceMB float64 `json:"peak_device_mb,omitempty"`
 }
 
 // benchReport is the JSON output of spn bench.
@@ -79,10 +95,13 @@ type benchReport struct {
 	GEMM string `json:"gemm"`
 	// GEMMKernels names the kernels standing in for gonum's GEMM in the
 	// default build (same bits), "" when gonum computes them all.
-	GEMMKernels string     `json:"gemm_kernels,omitempty"`
-	GOMAXPROCS  int        `json:"gomaxprocs"`
-	GoVersion   string     `json:"go_version"`
-	Workloads   []benchRow `json:"workloads"`
+	GEMMKernels string `json:"gemm_kernels,omitempty"`
+	GOMAXPROCS  int    `json:"gomaxprocs"`
+	GoVersion   string `json:"go_version"`
+	// Compute is the GPU the steps ran on (as in a train stage's
+	// result.json); nil on the CPU.
+	Compute   *stages.Compute `json:"compute,omitempty"`
+	Workloads []benchRow      `json:"workloads"`
 }
 
 func cmdBench(a *app, args []string) error {
@@ -108,6 +127,7 @@ func cmdBench(a *app, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	var device string
 	deviceFlag(fs, &device)
+	cacheDir := fs.String("cache", "", "with --device cuda: `dir` whose ptx/ caches the compiled kernels (env "+cache.EnvVar+", default "+cache.DefaultDir+")")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the training to `file` (go tool pprof)")
 	traceFile := fs.String("trace", "", "write a Go execution trace of the training to `file` (go tool trace)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` after each workload's training, its model still alive (FILE.WORKLOAD with several workloads)")
@@ -133,19 +153,24 @@ func cmdBench(a *app, args []string) error {
 	if err != nil {
 		return usageErr("bench", err)
 	}
-	if device, err = resolveDevice("bench", "", device); err != nil {
+	model := schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout}
+	if device, err = a.resolveDevice("bench", "", device, (train.Kind{}).Registry(), []schema.Model{model}); err != nil {
 		return err
 	}
-	if err := a.requireDevice("bench", device); err != nil {
-		return err
-	}
-	o.resolve(a)
 	rep := benchReport{
-		Model: schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout},
+		Model: model,
 		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
 			Selection: fit.SelectBestValLoss},
 		Threads: *threads, Jobs: *jobs, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
+	gpu, err := a.benchGPU(device, rep, cache.Resolve(*cacheDir, a.getenv, "."))
+	if err != nil {
+		return err
+	}
+	if gpu != nil {
+		rep.Compute = gpu.compute
+	}
+	o.resolve(a)
 	ctx, cancel := a.signalContext()
 	defer cancel()
 	if *cpuProfile != "" {
@@ -167,7 +192,7 @@ func cmdBench(a *app, args []string) error {
 		if prof != "" && len(names) > 1 {
 			prof += "." + name
 		}
-		row, err := benchOne(ctx, a, o, name, rep, *seed, prof)
+		row, err := benchOne(ctx, a, o, name, rep, *seed, prof, gpu)
 		if errors.Is(err, errUnknownDataset) || errors.Is(err, errBenchConfig) {
 			return usageErrf("bench", "%s: %w", name, err)
 		} else if err != nil {
@@ -192,9 +217,49 @@ func cmdBench(a *app, args []string) error {
 // errBenchConfig marks a model configuration the dataset does not admit.
 var errBenchConfig = errors.New("model configuration")
 
-// benchOne loads one workload, computes its hop sets and trains it.
-// A non-empty memProfile names the heap profile written after training.
-func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchReport, seed uint64, memProfile string) (benchRow, error) {
+// benchDevice is the GPU spn bench trains on.
+type benchDevice struct {
+	*train.GPU
+	compute *stages.Compute
+}
+
+// benchGPU checks, before any workload is loaded, that spn bench can
+// train on device (resolved): nil on the CPU; on a GPU, the driver and
+// the device must be there, the model kind must have device math and
+// --jobs must be 1, otherwise it is an error (exit 2) naming what is
+// missing. The kernels are cached under cacheDir/ptx.
+func (a *app) benchGPU(device string, rep benchReport, cacheDir string) (*benchDevice, error) {
+	kind, ordinal, err := schema.ParseDevice(device)
+	if err != nil {
+		return nil, usageErrf("bench", "device: %w", err)
+	}
+	if kind != schema.DeviceCUDA {
+		return nil, nil
+	}
+	dev, err := a.findGPU("bench", device, ordinal)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDeviceModels((train.Kind{}).Registry(), []schema.Model{rep.Model}, device); err != nil {
+		return nil, usageErr("bench", err)
+	}
+	if rep.Jobs > 1 {
+		return nil, usageErrf("bench", "--jobs %d: on device %s the copies would share one GPU; give --jobs 1", rep.Jobs, device)
+	}
+	abs, err := filepath.Abs(filepath.Join(cacheDir, "ptx"))
+	if err != nil {
+		return nil, usageErrf("bench", "--cache: %w", err)
+	}
+	return &benchDevice{
+		GPU:     &train.GPU{Opener: a.cudaOpener(), Ordinal: ordinal, PTXDir: abs},
+		compute: &stages.Compute{Device: device, GPU: dev.Name, Capability: fmt.Sprintf("%d.%d", dev.Major, dev.Minor), Driver: dev.Driver.String()},
+	}, nil
+}
+
+// benchOne loads one workload, computes its hop sets and trains it, on
+// gpu when not nil. A non-empty memProfile names the heap profile
+// written after training.
+func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchReport, seed uint64, memProfile string, gpu *benchDevice) (row benchRow, err error) {
 	// Start from what the previous workload left: free it, then reset the
 	// kernel's peak-RSS counter so the peak is this workload's.
 	runtime.GC()
@@ -211,15 +276,37 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	if err != nil {
 		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
 	}
+	reg := (train.Kind{}).Registry()
 	jobs := max(rep.Jobs, 1)
 	ms := make([]models.Model, jobs)
+	hosts := make([]models.Model, jobs) // fit.Options.Host on a GPU
+	var gpuCtx *cuda.Context            // the GPU's context (jobs is 1 on a GPU)
 	for i := range ms {
 		pool := kernels.NewPool(rep.Threads, 0)
 		defer pool.Close()
 		be := kernels.CPU{Threads: rep.Threads, Pool: pool}
-		if ms[i], err = (train.Kind{}).Registry().New(cfg, seed+uint64(i), be); err != nil {
+		if ms[i], err = reg.New(cfg, seed+uint64(i), be); err != nil {
 			return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
 		}
+		if gpu == nil {
+			continue
+		}
+		if err := reg.CheckDevice(cfg, gpu.compute.Device); err != nil {
+			return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
+		}
+		e, err := gpu.Open()
+		if err != nil {
+			return benchRow{}, err
+		}
+		defer func() {
+			if cerr := e.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("device %s: %w", gpu.compute.Device, cerr)
+			}
+		}()
+		if hosts[i], err = train.UseDevice(reg, ms[i], seed+uint64(i), be, e.Engine); err != nil {
+			return benchRow{}, err
+		}
+		gpuCtx = e.Context()
 	}
 	m := ms[0]
 	var hops *data.Hops
@@ -252,7 +339,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed + uint64(i), Stream: 1}
+			opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed + uint64(i), Stream: 1, Host: hosts[i]}
 			results[i], errs[i] = fit.Train(ctx, ms[i], ds, hops, sets, opts)
 		}()
 	}
@@ -277,9 +364,12 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	}
 	// Summed over the copies: the rate, the graphs trained; the slowest
 	// copy's training time.
-	row := benchRow{
+	row = benchRow{
 		Workload: benchName(name, o), Graphs: len(all), MeanNodes: float64(nodes) / float64(len(all)),
 		Epochs: len(results[0].EpochSeconds), PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
+	}
+	if gpuCtx != nil {
+		row.PeakDeviceMB = float64(gpuCtx.Memory().Peak) / (1 << 20)
 	}
 	trained := 0
 	for _, res := range results {
@@ -438,9 +528,13 @@ func renderBench(w io.Writer, rep benchReport) error {
 	if rep.Jobs > 1 {
 		par = fmt.Sprintf("%d copies × %d threads (graphs/s summed)", rep.Jobs, rep.Threads)
 	}
-	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %d epoch(s), %s, GEMM %s, %s\n",
+	on := ", GEMM " + gemm
+	if c := rep.Compute; c != nil {
+		par, on = fmt.Sprintf("device %s, host %d threads", c, rep.Threads), ""
+	}
+	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %d epoch(s), %s%s, %s\n",
 		m.Kind, m.K, m.Layers, m.Hidden, m.Pool, m.Dropout, rep.Training.BatchSize, rep.Training.Epochs,
-		par, gemm, rep.GoVersion); err != nil {
+		par, on, rep.GoVersion); err != nil {
 		return err
 	}
 	tab := tablewriter.NewTable(w,
@@ -448,14 +542,22 @@ func renderBench(w io.Writer, rep benchReport) error {
 		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 	)
-	tab.Header("workload", "graphs", "mean nodes", "train s", "graphs/s", "graphs/CPU-s", "peak RSS MB")
+	header := []string{"workload", "graphs", "mean nodes", "train s", "graphs/s", "graphs/CPU-s", "peak RSS MB"}
+	if rep.Compute != nil {
+		header = append(header, "peak GPU MB")
+	}
+	tab.Header(header)
 	for _, r := range rep.Workloads {
 		rss := fmt.Sprintf("%.0f", r.PeakRSSMB)
 		if r.PeakRSSScope != "workload" {
 			rss += " (process)"
 		}
-		if err := tab.Append([]string{r.Workload, strconv.Itoa(r.Graphs), fmt.Sprintf("%.1f", r.MeanNodes),
-			fmt.Sprintf("%.2f", r.TrainSeconds), fmt.Sprintf("%.0f", r.GraphsPerSec), fmt.Sprintf("%.0f", r.GraphsPerCPUSec), rss}); err != nil {
+		row := []string{r.Workload, strconv.Itoa(r.Graphs), fmt.Sprintf("%.1f", r.MeanNodes),
+			fmt.Sprintf("%.2f", r.TrainSeconds), fmt.Sprintf("%.0f", r.GraphsPerSec), fmt.Sprintf("%.0f", r.GraphsPerCPUSec), rss}
+		if rep.Compute != nil {
+			row = append(row, fmt.Sprintf("%.1f", r.PeakDeviceMB))
+		}
+		if err := tab.Append(row); err != nil {
 			return err
 		}
 	}

@@ -137,7 +137,7 @@ func (a *app) cacheGC(en *engine, args []string) error {
 			// on: "auto" resolves to a GPU or the CPU, and spn run
 			// --device overrides the spec's device.
 			for _, d := range []string{schema.DeviceCPU, schema.DeviceCUDA} {
-				if spec.Device, err = resolveDevice("cache gc", d, ""); err != nil {
+				if spec.Device, err = a.resolveDevice("cache gc", d, "", nil, nil); err != nil {
 					return err
 				}
 				p, err := plan.Build(spec, en.reg)

@@ -34,7 +34,12 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 	fmt.Fprintf(w, "cost estimate from %s (measured %s on %s, device %s, %d CPUs, %d thread(s) per stage):\n",
 		calFile, cal.Date.Format("2006-01-02"), cal.Host, cal.OnDevice(), cal.CPUs, max(cal.Threads, 1))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kind\tstages\tto run\tCPU-hours (all)\tCPU-hours (to run)\t")
+	unit := "CPU-hours"
+	gpu := cal.OnGPU()
+	if gpu {
+		unit = "hours"
+	}
+	fmt.Fprintf(tw, "kind\tstages\tto run\t%s (all)\t%s (to run)\t\n", unit, unit)
 	for _, k := range est.Kinds {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t\n", k.Kind, k.Stages, k.ToRun, k.Hours, k.ToRunHours)
 	}
@@ -42,6 +47,9 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 		return err
 	}
 	fmt.Fprintln(w, "Train stages count their maximum epochs (an upper bound with early stopping).")
+	if gpu {
+		fmt.Fprintf(w, "On %s, train stages count GPU-hours (one GPU each), the other kinds CPU-hours; the total adds both.\n", cal.OnDevice())
+	}
 	for _, m := range est.Missing {
 		fmt.Fprintf(w, "not calibrated (counted as 0): %s; run spn calibrate on this spec\n", m)
 	}
@@ -83,7 +91,7 @@ func (a *app) calibrate(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	if spec.Device, err = resolveDevice("calibrate", spec.Device, o.device); err != nil {
+	if spec.Device, err = a.resolveDevice("calibrate", spec.Device, o.device, trainModels(en.reg), specModels(spec)); err != nil {
 		return err
 	}
 	reg, err := a.deviceStages("calibrate", spec.Device, false, en.reg, specModels(spec), o.cache)

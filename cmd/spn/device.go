@@ -26,21 +26,50 @@ func planDeviceFlag(fs *flag.FlagSet, dst *string) {
 	fs.StringVar(dst, "device", "", "the `device` the stages run or ran on, as given to spn run (default: the spec's device, else cpu)")
 }
 
-// cudaOpener is how the commands open the CUDA libraries: the system's
-// loader unless a test set another.
+// envCUDALibs names the environment variable that makes spn open the
+// CUDA libraries (libcuda.so.1, libnvrtc.so.13 or .12, libcublas.so.13
+// or .12) from one folder, by those file names, instead of through the
+// dynamic loader's search. Slurm jobs inherit it from the spn run that
+// submits them (sbatch exports the environment by default).
+const envCUDALibs = "SPN_CUDA_LIBS"
+
+// cudaOpener is how the commands open the CUDA libraries: the folder
+// $SPN_CUDA_LIBS when set, else the system's loader; a test may set
+// another.
 func (a *app) cudaOpener() cuda.Opener {
 	if a.cuda != nil {
 		return a.cuda
 	}
+	if dir := a.getenv(envCUDALibs); dir != "" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		return dirOpener{dir: dir}
+	}
 	return cuda.System()
 }
 
+// dirOpener opens the CUDA libraries from one folder (SPN_CUDA_LIBS),
+// each by its file name there, through the system's dynamic loader (which
+// finds their own dependencies as usual).
+type dirOpener struct{ dir string }
+
+// Open implements cuda.Opener.
+func (o dirOpener) Open(name string) (cuda.Library, error) {
+	return cuda.System().Open(filepath.Join(o.dir, name))
+}
+
+// Where implements cuda.Opener.
+func (o dirOpener) Where() string { return fmt.Sprintf("%s=%s only", envCUDALibs, o.dir) }
+
 // resolveDevice returns the device a command uses: override (--device)
-// when set, else the spec's device, else "cpu". "auto" becomes "cpu": the
-// device is part of the train stages' keys, and the commands that only
-// read a run resolve it too, without looking for a GPU.
-// "cuda" becomes "cuda:0". It looks at no GPU; requireDevice does.
-func resolveDevice(cmd, specDevice, override string) (string, error) {
+// when set, else the spec's device, else "cpu". "cuda" becomes "cuda:0".
+// "auto" becomes "cuda:0" when this machine has a usable GPU 0 and every
+// model of ms (the spec's grid points, or the bench model) has device
+// math there (mr.CheckDevice), else "cpu" (autoDevice): the device is part
+// of the train stages' keys, so every command resolves "auto" the same
+// way on one machine. Other values look at no GPU; findGPU does.
+func (a *app) resolveDevice(cmd, specDevice, override string, mr models.Registry, ms []schema.Model) (string, error) {
 	d, what := specDevice, "device"
 	if override != "" {
 		d, what = override, "--device"
@@ -55,9 +84,40 @@ func resolveDevice(cmd, specDevice, override string) (string, error) {
 	switch kind {
 	case schema.DeviceCUDA:
 		return fmt.Sprintf("%s:%d", schema.DeviceCUDA, ordinal), nil
-	default: // cpu, and auto (see above)
+	case schema.DeviceAuto:
+		return a.autoDevice(mr, ms), nil
+	default:
 		return schema.DeviceCPU, nil
 	}
+}
+
+// autoDevice is what "auto" resolves to on this machine for the models
+// ms: GPU 0 when the CUDA libraries find it and every model trains on it,
+// else the CPU.
+func (a *app) autoDevice(mr models.Registry, ms []schema.Model) string {
+	gpu := schema.DeviceCUDA + ":0"
+	rt, err := cuda.Probe(a.cudaOpener())
+	if err != nil {
+		return schema.DeviceCPU
+	}
+	if _, err := rt.Device(0); err != nil {
+		return schema.DeviceCPU
+	}
+	if checkDeviceModels(mr, ms, gpu) != nil {
+		return schema.DeviceCPU
+	}
+	return gpu
+}
+
+// trainModels returns the model registry the train kind of reg trains
+// with (spn's own train kind's when reg has another, as in tests).
+func trainModels(reg *stages.Registry) models.Registry {
+	if k, ok := reg.Get(stages.KindTrain); ok {
+		if tk, ok := k.(train.Kind); ok {
+			return tk.Registry()
+		}
+	}
+	return (train.Kind{}).Registry()
 }
 
 // findGPU looks for GPU ordinal through the CUDA libraries of this
@@ -75,25 +135,6 @@ func (a *app) findGPU(cmd, device string, ordinal int) (cuda.Device, error) {
 	return dev, nil
 }
 
-// requireDevice checks, for spn bench, that the resolved device can
-// train: the CPU always can; bench does not measure a GPU, so a CUDA
-// device is an error (exit 2) naming what is missing: the loader's
-// message when there is no usable GPU, else the GPU found.
-func (a *app) requireDevice(cmd, device string) error {
-	kind, ordinal, err := schema.ParseDevice(device)
-	if err != nil {
-		return usageErrf(cmd, "device: %w", err)
-	}
-	if kind != schema.DeviceCUDA {
-		return nil
-	}
-	dev, err := a.findGPU(cmd, device, ordinal)
-	if err != nil {
-		return err
-	}
-	return usageErrf(cmd, "device %s: found %v, but %w", device, dev, cuda.ErrNoBackend)
-}
-
 // deviceStages checks, before any stage runs, that the resolved device
 // can train the models ms, and returns the stage registry to run with:
 // reg on the CPU; on a GPU, reg with a train kind that trains on it,
@@ -101,7 +142,9 @@ func (a *app) requireDevice(cmd, device string) error {
 // driver, the device, and device math for every model's kind and options
 // (models.Registry.CheckDevice; the task is the dataset's, which the
 // stage checks); otherwise it is an error (exit 2) naming what is
-// missing. remote refuses a GPU (Slurm jobs run on other machines).
+// missing. remote (Slurm) checks the models only and returns reg: the
+// jobs train on the GPUs of their nodes (spn stage run), and the machine
+// that submits them needs none.
 func (a *app) deviceStages(cmd, device string, remote bool, reg *stages.Registry, ms []schema.Model, cacheDir string) (*stages.Registry, error) {
 	kind, ordinal, err := schema.ParseDevice(device)
 	if err != nil {
@@ -110,26 +153,37 @@ func (a *app) deviceStages(cmd, device string, remote bool, reg *stages.Registry
 	if kind != schema.DeviceCUDA {
 		return reg, nil
 	}
+	k, _ := reg.Get(stages.KindTrain)
+	tk, isTrain := k.(train.Kind)
 	if remote {
-		return nil, usageErrf(cmd, "device %s: %w", device, cuda.ErrNoBackend)
+		if err := checkDeviceModels(trainModels(reg), ms, device); err != nil {
+			return nil, usageErr(cmd, err)
+		}
+		return reg, nil
 	}
 	dev, err := a.findGPU(cmd, device, ordinal)
 	if err != nil {
 		return nil, err
 	}
-	k, _ := reg.Get(stages.KindTrain)
-	tk, ok := k.(train.Kind)
-	if !ok { // a train kind of its own (tests)
+	if !isTrain { // a train kind of its own (tests)
 		return nil, usageErrf(cmd, "device %s: found %v, but %w", device, dev, cuda.ErrNoBackend)
 	}
-	mr := tk.Registry()
-	for _, m := range ms {
-		if err := mr.CheckDevice(models.Config{Model: m}, device); err != nil {
-			return nil, usageErr(cmd, err)
-		}
+	if err := checkDeviceModels(tk.Registry(), ms, device); err != nil {
+		return nil, usageErr(cmd, err)
 	}
 	tk.GPU = &train.GPU{Opener: a.cudaOpener(), Ordinal: ordinal, PTXDir: filepath.Join(cacheDir, "ptx")}
 	return reg.With(tk), nil
+}
+
+// checkDeviceModels checks that every model of ms has device math on
+// device (models.Registry.CheckDevice).
+func checkDeviceModels(mr models.Registry, ms []schema.Model, device string) error {
+	for _, m := range ms {
+		if err := mr.CheckDevice(models.Config{Model: m}, device); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // specModels returns the model sections of spec's grid points.
@@ -173,13 +227,6 @@ func (a *app) stageDevice(pf *exec.PlanFile, keys []string, override string, reg
 	if err != nil {
 		return nil, usageErr("stage run", err)
 	}
-	device, err := resolveDevice("stage run", planned, override)
-	if err != nil {
-		return nil, err
-	}
-	if planned == schema.DeviceCUDA && device == schema.DeviceCPU {
-		return nil, usageErrf("stage run", "--device %s: the stages were planned for a GPU (device cuda); give --device cuda:N", override)
-	}
 	var ms []schema.Model
 	for _, key := range keys {
 		n, err := pf.Node(key)
@@ -193,6 +240,13 @@ func (a *app) stageDevice(pf *exec.PlanFile, keys []string, override string, reg
 		if p.Point != nil {
 			ms = append(ms, p.Point.Model)
 		}
+	}
+	device, err := a.resolveDevice("stage run", planned, override, trainModels(reg), ms)
+	if err != nil {
+		return nil, err
+	}
+	if planned == schema.DeviceCUDA && device == schema.DeviceCPU {
+		return nil, usageErrf("stage run", "--device %s: the stages were planned for a GPU (device cuda); give --device cuda:N", override)
 	}
 	return a.deviceStages("stage run", device, false, reg, ms, cacheDir)
 }

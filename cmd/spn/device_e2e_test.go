@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
@@ -47,11 +49,12 @@ func readTables(t *testing.T, dir string) map[string]string {
 
 // TestRunOnEmulatedDevice runs a tiny spec (48 3-Prox graphs, GIN and
 // SPN k = 2, three epochs) with spn run --device cuda --jobs 2 on the
-// emulated device (the train stages queue for the GPU, one at a time;
-// the emulator's allocation list is not safe for two threads, so a
-// missing queue fails this test): it completes, every train result records cuda:0 and the GPU, a
-// second run in a fresh cache writes the same table bytes, and (the run
-// being that small) the tables are those of the CPU run.
+// emulated device (the scheduler starts the train stages on the GPU one
+// at a time; the emulator's allocation list is not safe for two threads,
+// so two at once fail this test): it completes, every train result
+// records cuda:0 and the GPU, a second run in a fresh cache writes the
+// same table bytes, and (the run being that small) the tables are those
+// of the CPU run.
 func TestRunOnEmulatedDevice(t *testing.T) {
 	o := emulatedOpener(t)
 	run := func(device string) (map[string]string, string) {
@@ -99,7 +102,7 @@ func TestRunOnEmulatedDevice(t *testing.T) {
 
 // TestRunOnDeviceRefusesKind: a spec with a kind without device math
 // (gcn) fails with exit 2 before any stage runs, naming the kind and the
-// device, and creates no cache.
+// device, and creates no cache; on Slurm too, before submitting.
 func TestRunOnDeviceRefusesKind(t *testing.T) {
 	o := emulatedOpener(t)
 	src, err := os.ReadFile("testdata/device_e2e.cue")
@@ -111,14 +114,16 @@ func TestRunOnDeviceRefusesKind(t *testing.T) {
 	if err := os.WriteFile(spec, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cacheDir := filepath.Join(t.TempDir(), "cache")
-	r := spnOn(o, realEngine(), cacheDir, "run", spec, "--device", "cuda")
 	want := `spn run: model kind "gcn" cannot train on device cuda:0: it has no device math (kinds that have: [gin spn])` + "\n"
-	if r.code != exitUsage || r.stderr != want {
-		t.Errorf("exit %d, stderr %q; want exit 2, %q", r.code, r.stderr, want)
-	}
-	if _, err := os.Stat(cacheDir); err == nil {
-		t.Error("the cache was created")
+	for _, slurm := range [][]string{nil, {"--executor", "slurm", "--dry-run"}} {
+		cacheDir := filepath.Join(t.TempDir(), "cache")
+		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", spec, "--device", "cuda"}, slurm...)...)
+		if r.code != exitUsage || r.stderr != want || r.stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2, %q", slurm, r.code, r.stderr, r.stdout, want)
+		}
+		if _, err := os.Stat(cacheDir); err == nil {
+			t.Errorf("%v: the cache was created", slurm)
+		}
 	}
 }
 
@@ -138,6 +143,17 @@ func TestCalibrateOnEmulatedDevice(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"cuda:0"`) {
 		t.Errorf("the calibration does not name cuda:0:\n%s", b)
+	}
+	// spn plan --cost prices the spec's GPU stages from it, and refuses it
+	// for the CPU's.
+	plan := func(device string) result {
+		return spnOn(o, realEngine(), filepath.Join(dir, "cache"), "plan", "--cost", "--device", device, "--calibration", out, "testdata/device_e2e.cue")
+	}
+	if r := plan("cuda"); r.code != exitOK || !strings.Contains(r.stdout, "train") || !strings.Contains(r.stdout, "train stages count GPU-hours") {
+		t.Errorf("plan --cost --device cuda: exit %d, stdout %q, stderr %q; want the train stages' cost", r.code, r.stdout, r.stderr)
+	}
+	if r := plan("cpu"); r.code == exitOK || !strings.Contains(r.stderr, "calibration measured on cuda:0, but the stages run on cpu") {
+		t.Errorf("plan --cost --device cpu with a GPU calibration: exit %d, stderr %q; want a refusal naming both devices", r.code, r.stderr)
 	}
 }
 
@@ -170,5 +186,108 @@ func TestStageRunOnEmulatedDevice(t *testing.T) {
 		if res.Compute == nil || res.Compute.Device != "cuda:0" {
 			t.Errorf("train %s: compute %+v, want cuda:0", key, res.Compute)
 		}
+	}
+}
+
+// benchOn runs spn bench ARGS on the machine whose CUDA libraries o
+// serves, with the stage cache (for the compiled kernels) and the data
+// dir in temporary folders; it returns the result and the cache folder.
+func benchOn(t *testing.T, o cuda.Opener, args ...string) (result, string) {
+	return benchEnv(t, o, nil, args...)
+}
+
+// benchEnv is benchOn with the environment variables env besides.
+func benchEnv(t *testing.T, o cuda.Opener, extra map[string]string, args ...string) (result, string) {
+	t.Helper()
+	dir := t.TempDir()
+	env := map[string]string{cache.EnvVar: filepath.Join(dir, "cache"), envDataDir: filepath.Join(dir, "data")}
+	for k, v := range extra {
+		env[k] = v
+	}
+	var out, errb syncBuffer
+	a := &app{stdout: &out, stderr: &errb, cuda: o, getenv: func(k string) string { return env[k] }}
+	return result{a.exit(cmdBench(a, args)), out.String(), errb.String()}, env[cache.EnvVar]
+}
+
+// TestBenchOnEmulatedDevice: spn bench --device cuda trains spn and gin on
+// the emulated device and prints the CPU bench's columns under a header
+// naming the device, its compute capability and driver, and the peak
+// device memory beside them; the JSON report
+// carries the device as a train result does, and the kernels are cached
+// under the cache's ptx folder. No figure is asserted (the emulator's
+// timings and memory say nothing of a GPU's) beyond a rate and some device
+// memory.
+func TestBenchOnEmulatedDevice(t *testing.T) {
+	o := emulatedOpener(t)
+	small := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda"}
+	for kind, k := range map[string]string{"spn": "2", "gin": "1"} {
+		t.Run(kind, func(t *testing.T) {
+			r, cacheDir := benchOn(t, o, append(small, "--kind", kind, "--k", k, "--epochs", "2")...)
+			if r.code != exitOK {
+				t.Fatalf("bench --device cuda: exit %d: %s", r.code, r.stderr)
+			}
+			lines := strings.Split(r.stdout, "\n")
+			head := regexp.MustCompile(`^` + kind + ` k=\d+ L=2 hidden=8 pool=sum dropout=0.5, batch 32, 2 epoch\(s\), device cuda:0, .+ \(compute capability \d+\.\d+, driver CUDA \d+\.\d+\), host 2 threads, go`)
+			if !head.MatchString(lines[0]) {
+				t.Errorf("header %q does not name the device as %s", lines[0], head)
+			}
+			cols := regexp.MustCompile(`workload\s*│\s*graphs\s*│\s*mean nodes\s*│\s*train s\s*│\s*graphs/s\s*│\s*graphs/CPU-s\s*│\s*peak RSS MB\s*│\s*peak GPU MB`)
+			if !cols.MatchString(r.stdout) || !strings.Contains(r.stdout, "3-Prox (40 graphs)") {
+				t.Errorf("the table lacks the CPU bench's columns or the workload:\n%s", r.stdout)
+			}
+			if ptx, _ := filepath.Glob(filepath.Join(cacheDir, "ptx", "*.ptx")); len(ptx) != 1 {
+				t.Errorf("the cache's ptx folder holds %v, want the compiled kernels", ptx)
+			}
+		})
+	}
+	r, _ := benchOn(t, o, append(small, "--json")...)
+	if r.code != exitOK {
+		t.Fatalf("bench --device cuda --json: exit %d: %s", r.code, r.stderr)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, r.stdout)
+	}
+	if c := rep.Compute; c == nil || c.Device != "cuda:0" || c.GPU == "" || c.Capability == "" || c.Driver == "" {
+		t.Errorf("compute %+v, want cuda:0 and the GPU", rep.Compute)
+	}
+	if len(rep.Workloads) != 1 || rep.Workloads[0].Graphs != 40 || rep.Workloads[0].Epochs != 1 || !(rep.Workloads[0].GraphsPerSec > 0) {
+		t.Errorf("workloads %+v, want one of 40 graphs, 1 epoch, a rate", rep.Workloads)
+	}
+	if len(rep.Workloads) == 1 && !(rep.Workloads[0].PeakDeviceMB > 0) {
+		t.Errorf("peak device memory %v MB, want the model's and the batches' allocations", rep.Workloads[0].PeakDeviceMB)
+	}
+}
+
+// emulatedLibDir returns a folder holding the emulated device under the
+// CUDA libraries' file names (what SPN_CUDA_LIBS points at).
+func emulatedLibDir(t *testing.T) string {
+	t.Helper()
+	lib := emulatedOpener(t).Lib
+	dir := t.TempDir()
+	for _, name := range []string{cuda.DriverLib, cuda.NVRTC13, cuda.CuBLAS13} {
+		if err := os.Symlink(lib, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCUDALibsFolder: SPN_CUDA_LIBS makes spn open the CUDA libraries from
+// that folder only: the emulated device's there trains, and a folder
+// without them fails with exit 2 naming the folder.
+func TestCUDALibsFolder(t *testing.T) {
+	libs := emulatedLibDir(t)
+	small := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda", "--json"}
+	r, _ := benchEnv(t, nil, map[string]string{envCUDALibs: libs}, small...)
+	if r.code != exitOK || !strings.Contains(r.stdout, `"device": "cuda:0"`) {
+		t.Fatalf("%s=%s: exit %d: %s%s", envCUDALibs, libs, r.code, r.stdout, r.stderr)
+	}
+	empty := t.TempDir()
+	r, _ = benchEnv(t, nil, map[string]string{envCUDALibs: empty}, small...)
+	want := "spn bench: device cuda:0: cuda: cannot load the NVIDIA driver API: tried libcuda.so.1 (searched " + envCUDALibs + "=" + empty + " only); libcuda.so.1: " +
+		filepath.Join(empty, "libcuda.so.1") + ": cannot open shared object file: No such file or directory\n"
+	if r.code != exitUsage || r.stderr != want {
+		t.Errorf("%s=%s: exit %d, stderr %q; want exit 2, %q", envCUDALibs, empty, r.code, r.stderr, want)
 	}
 }

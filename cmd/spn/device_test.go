@@ -109,9 +109,9 @@ func TestDeviceErrors(t *testing.T) {
 		{"no GPU, spec device cuda:1", noGPU, []string{"run", "SPEC:cuda:1"}},
 		{"GPU, --device cuda", gpu, []string{"run", "testdata/small.cue", "--device", "cuda"}},
 		{"GPU, --device cuda:1", gpu, []string{"run", "testdata/small.cue", "--device", "cuda:1"}},
-		{"GPU, Slurm", gpu, []string{"run", "testdata/small.cue", "--device", "cuda", "--executor", "slurm", "--dry-run"}},
 		{"bad --device", gpu, []string{"run", "testdata/small.cue", "--device", "gpu:0"}},
-		{"bench, GPU", gpu, []string{"bench", "--device", "cuda:0", "prox"}},
+		{"bench, GPU, kind gcn", gpu, []string{"bench", "--device", "cuda:0", "--kind", "gcn", "prox"}},
+		{"bench, GPU, --jobs 2", gpu, []string{"bench", "--device", "cuda", "--jobs", "2", "prox"}},
 		{"bench, no GPU", noGPU, []string{"bench", "--device", "cuda", "prox"}},
 	} {
 		args := append([]string{}, c.args...)
@@ -134,32 +134,58 @@ func TestDeviceErrors(t *testing.T) {
 	golden.Check(t, "testdata/device_errors.golden", []byte(report.String()))
 }
 
-// TestDeviceKeys: "auto" and "cpu" give the keys of a spec without a
-// device, on a machine with a GPU too; "cuda" gives other train keys,
-// and spn plan shows them without looking for a GPU.
+// TestDeviceKeys: "cpu" gives the keys of a spec without a device, on a
+// machine with a GPU too; "cuda" gives other train keys, and spn plan
+// shows them without looking for a GPU. "auto" gives the CPU's keys on a
+// machine without a GPU, the GPU's on one with a GPU, and the CPU's there
+// too when a model of the spec has no device math (gcn).
 func TestDeviceKeys(t *testing.T) {
 	cacheDir := filepath.Join(t.TempDir(), "cache")
-	gpu := cudatest.FakeMachine(testH200)
-	base := spnOn(gpu, testEngine(), cacheDir, "plan", "--json", "testdata/small.cue")
-	if base.code != exitOK {
-		t.Fatalf("plan: exit %d: %s", base.code, base.stderr)
+	gpu, noGPU := cudatest.FakeMachine(testH200), cudatest.FakeOpener{}
+	plan := func(o cuda.Opener, file string) string {
+		t.Helper()
+		r := spnOn(o, testEngine(), cacheDir, "plan", "--json", file)
+		if r.code != exitOK {
+			t.Fatalf("plan %s: exit %d: %s", file, r.code, r.stderr)
+		}
+		return r.stdout
 	}
-	for _, d := range []string{"cpu", "auto"} {
-		r := spnOn(gpu, testEngine(), cacheDir, "plan", "--json", specWithDevice(t, d))
-		if r.code != exitOK || r.stdout != base.stdout {
-			t.Errorf("device %q: exit %d, same plan %v: %s", d, r.code, r.stdout == base.stdout, r.stderr)
+	base := plan(gpu, "testdata/small.cue")
+	onGPU := plan(noGPU, specWithDevice(t, "cuda"))
+	withGCN := func(device string) string {
+		src, err := os.ReadFile(specWithDevice(t, device))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(t.TempDir(), "gcn.cue")
+		if err := os.WriteFile(f, []byte(strings.Replace(string(src), `model: kind: "gin"`, `model: kind: "gcn"`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, c := range []struct {
+		what string
+		got  string
+		want string
+	}{
+		{"cpu, machine with a GPU", plan(gpu, specWithDevice(t, "cpu")), base},
+		{"auto, machine without a GPU", plan(noGPU, specWithDevice(t, "auto")), base},
+		{"auto, machine with a GPU", plan(gpu, specWithDevice(t, "auto")), onGPU},
+		{"auto, machine with a GPU, a gcn experiment", plan(gpu, withGCN("auto")), plan(gpu, withGCN("cpu"))},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: not the plan it should resolve to", c.what)
 		}
 	}
-	r := spnOn(cudatest.FakeOpener{}, testEngine(), cacheDir, "plan", "--json", specWithDevice(t, "cuda"))
-	if r.code != exitOK {
-		t.Fatalf("plan of a cuda spec: exit %d: %s", r.code, r.stderr)
+	if onGPU == base {
+		t.Fatal("the cuda plan is the CPU's")
 	}
 	type stage struct{ Key, Kind string }
 	var a, b []stage
-	if err := json.Unmarshal([]byte(base.stdout), &a); err != nil {
+	if err := json.Unmarshal([]byte(base), &a); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &b); err != nil {
+	if err := json.Unmarshal([]byte(onGPU), &b); err != nil {
 		t.Fatal(err)
 	}
 	if len(a) == 0 || len(a) != len(b) {
@@ -191,7 +217,7 @@ func TestStageRunDevice(t *testing.T) {
 		want string
 	}{
 		{[]string{"--device", "cpu"}, "spn stage run: --device cpu: the stages were planned for a GPU (device cuda); give --device cuda:N\n"},
-		{nil, "spn stage run: device cuda:0: found NVIDIA H200 (cuda:0, compute capability 9.0, 133.9 GiB, driver CUDA 13.0), but the CUDA backend of this build of spn does not serve this (it trains spn and gin in spn run, calibrate and stage run, on this machine's GPU)\n"},
+		{nil, "spn stage run: device cuda:0: found NVIDIA H200 (cuda:0, compute capability 9.0, 133.9 GiB, driver CUDA 13.0), but this train stage kind has no CUDA backend (spn's own train stage has, for the model kinds with device math)\n"},
 		{[]string{"--device", "cuda:1"}, "spn stage run: device cuda:1: cuda: no device cuda:1: the driver sees 1 device(s), cuda:0 to cuda:0\n"},
 	} {
 		args := append([]string{"stage", "run", train, "--plan", pf}, c.args...)
@@ -230,5 +256,32 @@ func TestDeviceOverrideFollowUp(t *testing.T) {
 	}
 	if r := spn(testEngine(), cacheDir, "plan", spec, "--device", "cpu", "--log-level", "error"); !strings.Contains(r.stdout, "0 to run") {
 		t.Errorf("after cache gc, plan --device cpu: %s%s\ngc: %s%s", r.stdout, r.stderr, stdout.String(), stderr.String())
+	}
+}
+
+// TestSlurmDryRunGPU: spn run --executor slurm with a CUDA device submits
+// from a machine without a GPU (the jobs train on their nodes' GPUs): the
+// train stages' jobs ask for one GPU and run their stages on cuda:0, the
+// other jobs ask for none.
+func TestSlurmDryRunGPU(t *testing.T) {
+	dir := t.TempDir()
+	r := spnOn(cudatest.FakeOpener{}, testEngine(), filepath.Join(dir, "cache"),
+		"run", "testdata/small.cue", "--device", "cuda", "--executor", "slurm", "--dry-run", "--spn-binary", "/shared/spn")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	trains := 0
+	for _, l := range lines {
+		train := strings.Contains(l, "--job-name=spn-train ")
+		if train {
+			trains++
+		}
+		if strings.Contains(l, " --gres=gpu:1 ") != train {
+			t.Errorf("sbatch line %q: asks for a GPU %v, want %v", l, !train, train)
+		}
+	}
+	if trains == 0 || len(lines) == trains {
+		t.Errorf("%d train jobs among %d:\n%s", trains, len(lines), r.stdout)
 	}
 }

@@ -201,7 +201,7 @@ func (a *app) buildPlan(en *engine, cmd, file string, o *envOpts) (*schema.Spec,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if spec.Device, err = resolveDevice(cmd, spec.Device, o.device); err != nil {
+	if spec.Device, err = a.resolveDevice(cmd, spec.Device, o.device, trainModels(en.reg), specModels(spec)); err != nil {
 		return nil, nil, nil, err
 	}
 	reg := en.reg

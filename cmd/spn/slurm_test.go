@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -77,9 +78,15 @@ func buildSpn(t *testing.T) string {
 // exit code.
 func spnCmd(t *testing.T, bin, dir string, args ...string) (string, string, int) {
 	t.Helper()
+	return spnCmdEnv(t, bin, dir, nil, args...)
+}
+
+// spnCmdEnv is spnCmd with the environment variables env ("K=V") besides.
+func spnCmdEnv(t *testing.T, bin, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := osexec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SPN_EXECUTOR=")
+	cmd.Env = append(append(os.Environ(), "SPN_EXECUTOR="), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -364,5 +371,87 @@ experiments: a: {
 	}
 	if done != 1 || already != 1 {
 		t.Errorf("stage ran %d times, found cached %d times; want 1 and 1:\n%s\n---\n%s", done, already, results[0], results[1])
+	}
+}
+
+// needGPUGres skips (fails under CI=true) unless the cluster has a GPU
+// GRES (scripts/slurm-test-cluster.sh configures one with no GPU behind
+// it).
+func needGPUGres(t *testing.T) {
+	t.Helper()
+	out, err := osexec.Command("sinfo", "-h", "-o", "%G").CombinedOutput()
+	if err == nil && strings.Contains(string(out), "gpu") {
+		return
+	}
+	msg := fmt.Sprintf("the Slurm cluster has no GPU GRES (sinfo -o %%G: %q); scripts/slurm-test-cluster.sh configures one", strings.TrimSpace(string(out)))
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI must run the Slurm GPU test: " + msg)
+	}
+	t.Skip(msg)
+}
+
+// TestSlurmGPURun: spn run --device cuda --executor slurm --wait submits
+// the train stages as jobs asking for the cluster's GPU (--gres=gpu:1),
+// whose spn stage run --device cuda:0 reaches the emulated device through
+// SPN_CUDA_LIBS (inherited by the jobs): every train result records
+// cuda:0 and the emulated GPU, the jobs compiled the kernels into the
+// shared cache, and the tables are the bytes of a local run on the same
+// device.
+func TestSlurmGPURun(t *testing.T) {
+	needSlurm(t)
+	needGPUGres(t)
+	libs := emulatedLibDir(t)
+	bin := buildSpn(t)
+	dir := t.TempDir()
+	spec, err := filepath.Abs("testdata/device_e2e.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{envCUDALibs + "=" + libs}
+	local := filepath.Join(dir, "out-local")
+	if _, stderr, code := spnCmdEnv(t, bin, dir, env, "run", spec, "--device", "cuda", "--cache", filepath.Join(dir, "cache-local"), "--out", local); code != 0 {
+		t.Fatalf("local run on the emulated device: exit %d: %s", code, stderr)
+	}
+	cacheDir := filepath.Join(dir, "cache-slurm")
+	out := filepath.Join(dir, "out-slurm")
+	_, stderr, code := spnCmdEnv(t, bin, dir, env, "run", spec, "--device", "cuda", "--executor", "slurm", "--wait", "--poll", "500ms",
+		"--cache", cacheDir, "--out", out)
+	if code != 0 {
+		t.Fatalf("slurm run: exit %d:\n%s", code, stderr)
+	}
+	sameTables(t, readFiles(t, out), readFiles(t, local))
+	results, err := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult))
+	if err != nil || len(results) != 2 {
+		t.Fatalf("%d train results (%v), want 2", len(results), err)
+	}
+	for _, f := range results {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r stages.TrainResult
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if c := r.Compute; c == nil || c.Device != "cuda:0" || c.GPU != "Fake GPU" {
+			t.Errorf("%s: compute %+v, want cuda:0 on the emulated GPU", f, c)
+		}
+	}
+	if ptx, _ := filepath.Glob(filepath.Join(cacheDir, "ptx", "*.ptx")); len(ptx) != 1 {
+		t.Errorf("the shared cache's ptx folder holds %v, want the kernels the jobs compiled", ptx)
+	}
+	scripts, _ := filepath.Glob(filepath.Join(cacheDir, "slurm", "*", "*.sh"))
+	gpuScripts := 0
+	for _, f := range scripts {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "#SBATCH --gres=gpu:1\n") && strings.Contains(string(b), " --device cuda:0 ") {
+			gpuScripts++
+		}
+	}
+	if gpuScripts != 1 || len(scripts) < 2 {
+		t.Errorf("%d of %d job scripts ask for a GPU, want the one of the train stages", gpuScripts, len(scripts))
 	}
 }

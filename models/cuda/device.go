@@ -70,6 +70,23 @@ type Context struct {
 	live   map[resource]int // what the context made and has not released, by creation order
 	// copies counts the copies made, host to device and device to host.
 	copies Copies
+	// mem is the device memory allocated through the context.
+	mem Memory
+}
+
+// Memory is the device memory a context has allocated (Alloc, and the
+// buffers of Pack and NewBuffer), in bytes: what is allocated now and the
+// most at any time. The driver's own use and cuBLAS's workspace are not
+// in it.
+type Memory struct {
+	Live, Peak int64
+}
+
+// Memory returns the device memory the context has allocated.
+func (c *Context) Memory() Memory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mem
 }
 
 // Copies counts a context's copies between the host and the device.
@@ -240,10 +257,12 @@ func Alloc[T Elem](c *Context, n int) (*Buffer, error) {
 	}
 	b := &Buffer{ctx: c, n: n, kind: k}
 	err := c.do(func() error {
-		if err := check("cuMemAlloc_v2", c.api.memAlloc(&b.ptr, uint64(max(n, 1)*sizeOf(k)))); err != nil {
-			return fmt.Errorf("%w (%d bytes on %s)", err, max(n, 1)*sizeOf(k), c.Device.Name)
+		if err := check("cuMemAlloc_v2", c.api.memAlloc(&b.ptr, uint64(b.bytes()))); err != nil {
+			return fmt.Errorf("%w (%d bytes on %s)", err, b.bytes(), c.Device.Name)
 		}
 		c.track(b)
+		c.mem.Live += int64(b.bytes())
+		c.mem.Peak = max(c.mem.Peak, c.mem.Live)
 		return nil
 	})
 	if err != nil {
@@ -340,7 +359,11 @@ func (b *Buffer) Free() error {
 	return err
 }
 
+// bytes is the size of b's allocation: a buffer of no values holds one.
+func (b *Buffer) bytes() int { return max(b.n, 1) * sizeOf(b.kind) }
+
 func (b *Buffer) release() error {
 	b.freed = true
+	b.ctx.mem.Live -= int64(b.bytes())
 	return check("cuMemFree_v2", b.ctx.api.memFree(b.ptr))
 }

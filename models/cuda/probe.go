@@ -239,8 +239,8 @@ func (r *Runtime) Device(ordinal int) (Device, error) {
 	return d, nil
 }
 
-// ErrNoBackend says that what was asked does not train on a GPU in this
-// build: spn run, spn calibrate and spn stage run train the spn and gin
-// kinds on a GPU of their own machine; spn bench, Slurm jobs and the
-// other kinds do not.
-var ErrNoBackend = errors.New("the CUDA backend of this build of spn does not serve this (it trains spn and gin in spn run, calibrate and stage run, on this machine's GPU)")
+// ErrNoBackend says that a train stage kind has no way to train on a GPU:
+// spn's own train stage (stages/train) trains the model kinds with device
+// math there, locally, in spn bench and in Slurm jobs; a train kind of
+// another package (a test's) does not.
+var ErrNoBackend = errors.New("this train stage kind has no CUDA backend (spn's own train stage has, for the model kinds with device math)")

@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spn-project/spn/schema"
@@ -107,6 +108,9 @@ func (c *Calibration) OnDevice() string {
 	}
 	return c.Device
 }
+
+// OnGPU reports whether the calibration's train stages ran on a GPU.
+func (c *Calibration) OnGPU() bool { return strings.HasPrefix(c.OnDevice(), "cuda") }
 
 // CheckDevice fails unless the calibration was measured on device, the
 // device the plan's stages run on.
@@ -204,7 +208,8 @@ type KindCost struct {
 	Kind string
 	// Stages and ToRun count the kind's stages, all and not cached.
 	Stages, ToRun int
-	// Hours and ToRunHours are CPU-hours (seconds × calibration threads).
+	// Hours and ToRunHours are CPU-hours (seconds × calibration threads);
+	// train stages of a calibration on a GPU count GPU-hours (seconds).
 	Hours, ToRunHours float64
 }
 
@@ -294,6 +299,9 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 			est.Kinds = append(est.Kinds, KindCost{Kind: n.Kind})
 		}
 		h := s * threads / 3600
+		if n.Kind == stages.KindTrain && c.OnGPU() {
+			h = s / 3600 // one GPU, whatever the host's threads
+		}
 		k := &est.Kinds[i]
 		k.Stages++
 		k.Hours += h

@@ -17,8 +17,16 @@ func point(kind string, k, layers, hidden, epochs int) *schema.Point {
 
 // A two-point Errica fold: the estimate scales the calibrated epoch time
 // by epochs, layers × hidden and graphs, charges a final run the mean of
-// its fold's points and counts only uncached stages as to run.
+// its fold's points and counts only uncached stages as to run. Hours are
+// seconds × the calibration's threads, except a GPU calibration's train
+// stages, which count one GPU each.
 func TestEstimate(t *testing.T) {
+	for _, device := range []string{"", "cpu", "cuda:0"} {
+		t.Run("device "+device, func(t *testing.T) { estimate(t, device) })
+	}
+}
+
+func estimate(t *testing.T, device string) {
 	ds := schema.Dataset{Kind: "prox", H: 3, Graphs: 2000}
 	gen := &plan.Node{Kind: stages.KindGenerate, Params: stages.GenerateParams{Dataset: ds}, Status: plan.Cached}
 	pre := &plan.Node{Kind: stages.KindPrecompute, Params: stages.PrecomputeParams{KMax: 5}, Deps: []*plan.Node{gen}, Status: plan.ToRun}
@@ -32,7 +40,7 @@ func TestEstimate(t *testing.T) {
 	gat := &plan.Node{Kind: stages.KindTrain, Deps: []*plan.Node{gen, pre}, Status: plan.ToRun,
 		Params: stages.TrainParams{Role: stages.RoleHoldout, Point: point("gat", 1, 2, 32, 10)}}
 	p := &plan.Plan{Nodes: []*plan.Node{gen, pre, t1, t2, sel, fin, gat}}
-	cal := &Calibration{Version: 1, Threads: 2,
+	cal := &Calibration{Version: 1, Threads: 2, Device: device,
 		Entries:      []Entry{{Dataset: "prox(h=3)", Model: "spn", K: 5, Layers: 4, Hidden: 64, Graphs: 1000, SecondsPerEpoch: 1.8}},
 		StageSeconds: map[string]map[string]float64{"precompute": {"prox(h=3)": 36}, "generate": {"prox(h=3)": 72}}}
 	est, err := cal.Estimate(p)
@@ -40,19 +48,24 @@ func TestEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// t1: 1.8 s × 100 epochs × 2 (graphs) = 360 s; t2 (nearest k = 5):
-	// 360 × (2·32)/(4·64) = 90 s; final = mean = 225 s. CPU-hours = s × 2 threads / 3600.
+	// 360 × (2·32)/(4·64) = 90 s; final = mean = 225 s. CPU-hours = s × 2
+	// threads / 3600; on a GPU the train stages' hours are s / 3600.
 	h := func(s float64) float64 { return s * 2 / 3600 }
+	ht := h
+	if device == "cuda:0" {
+		ht = func(s float64) float64 { return s / 3600 }
+	}
 	want := map[string][2]float64{ // kind → {all, to run}
 		"generate":   {h(72), 0},
 		"precompute": {h(36), h(36)},
-		"train":      {h(360 + 90 + 225), h(360 + 225)},
+		"train":      {ht(360 + 90 + 225), ht(360 + 225)},
 		"select":     {0, 0},
-		"total":      {h(72 + 36 + 675), h(36 + 585)},
+		"total":      {h(72+36) + ht(675), h(36) + ht(585)},
 	}
 	for _, k := range est.Kinds {
 		w := want[k.Kind]
 		if math.Abs(k.Hours-w[0]) > 1e-9 || math.Abs(k.ToRunHours-w[1]) > 1e-9 {
-			t.Errorf("%s: %.6f / %.6f CPU-hours, want %.6f / %.6f", k.Kind, k.Hours, k.ToRunHours, w[0], w[1])
+			t.Errorf("%s: %.6f / %.6f hours, want %.6f / %.6f", k.Kind, k.Hours, k.ToRunHours, w[0], w[1])
 		}
 	}
 	if len(est.Missing) != 1 || est.Missing[0] != "prox(h=3) gat k=1" {

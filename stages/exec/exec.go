@@ -5,7 +5,10 @@
 // (all inputs complete) that comes first in plan order starts. With one job
 // the stages run exactly in plan order. With Options.Cores the stages share
 // the cores instead of fixed jobs × threads (package sched decides how many
-// start, with how many threads, and whether their memory fits).
+// start, with how many threads, and whether their memory fits). In both, a
+// stage of a stages.GPUUser kind that needs a GPU another running stage
+// holds waits for it without taking a slot; the stages after it start
+// meanwhile.
 //
 // When a stage fails, every stage depending on it (directly or not) is
 // skipped with one message each. Without KeepGoing no new stage starts after
@@ -148,9 +151,10 @@ type runner struct {
 	waiting    []int
 	dependents [][]int
 	ready      readyQueue
-	// sch shares the cores (Options.Cores); slots are the running
-	// stages' shares by node index.
+	// sch decides what starts (shared: Options.Cores, else fixed jobs);
+	// slots are the running stages' shares by node index.
 	sch       *sched.Scheduler
+	shared    bool
 	slots     map[int]*sched.Slot
 	lastHeld  int    // node last reported as waiting for memory (-1: none)
 	lastSplit string // the threads of the running stages last logged
@@ -199,10 +203,11 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 		}
 	}
 	r.initReady(p)
-	if opt.Cores > 0 {
+	r.slots, r.lastHeld = map[int]*sched.Slot{}, -1
+	if r.shared = opt.Cores > 0; r.shared {
 		r.sch = sched.New(opt.Cores, opt.Available)
-		r.slots = map[int]*sched.Slot{}
-		r.lastHeld = -1
+	} else {
+		r.sch = sched.Fixed(opt.Jobs, opt.Threads)
 	}
 	if opt.Progress != nil {
 		opt.Progress.Start(total)
@@ -215,19 +220,8 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 		if ctx.Err() != nil {
 			r.res.Interrupted = true
 		}
-		switch {
-		case r.res.Interrupted || stopped:
-		case r.sch != nil:
-			inFlight += r.startShared(ctx, p, events)
-		default:
-			for inFlight < opt.Jobs {
-				n := r.nextReady(p)
-				if n == nil {
-					break
-				}
-				r.launch(ctx, n, opt.Threads, nil, events)
-				inFlight++
-			}
+		if !r.res.Interrupted && !stopped {
+			inFlight += r.start(ctx, p, events)
 		}
 		if inFlight == 0 {
 			break
@@ -240,10 +234,10 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 			ev = <-events
 		}
 		inFlight--
-		if r.sch != nil {
-			r.sch.Finish(r.slots[ev.n.Index])
-			delete(r.slots, ev.n.Index)
+		for _, i := range r.sch.Finish(r.slots[ev.n.Index]) {
+			heap.Push(&r.ready, i) // parked for the GPU ev.n held
 		}
+		delete(r.slots, ev.n.Index)
 		if opt.Progress != nil {
 			opt.Progress.StageEnd(ev.n, ev.d, ev.err)
 		}
@@ -421,42 +415,45 @@ func (r *runner) runStage(ctx context.Context, n *plan.Node, threads int, thread
 	return err
 }
 
-// startShared starts the ready stages the scheduler admits, each on its
-// share of the cores, gives idle cores to running stages when none is
-// waiting, logs what changed, and returns how many stages it started.
-func (r *runner) startShared(ctx context.Context, p *plan.Plan, events chan<- event) int {
-	var cand []*plan.Node
-	for free := r.sch.Cores() - r.sch.Used(); len(cand) < free; {
-		n := r.nextReady(p)
-		if n == nil {
-			break
+// start starts the ready stages the scheduler admits, each on its share
+// of the cores (fixed jobs: Options.Threads), gives idle cores to running
+// stages when none is waiting (shared cores), logs what changed, and
+// returns how many stages it started.
+func (r *runner) start(ctx context.Context, p *plan.Plan, events chan<- event) int {
+	ready := func(yield func(sched.Request) bool) {
+		for {
+			n := r.nextReady(p)
+			if n == nil || !yield(r.request(n)) {
+				return
+			}
 		}
-		cand = append(cand, n)
 	}
-	reqs := make([]sched.Request, len(cand))
-	for i, n := range cand {
-		reqs[i] = sched.Request{ID: n.Index, Mem: r.memory(n), Grows: r.grows(n)}
+	slots, parked, held := r.sch.Start(ready)
+	if held != nil {
+		heap.Push(&r.ready, held.ID)
+		if held.ID != r.lastHeld {
+			r.lastHeld = held.ID
+			r.log.Info("stage waits for memory", "stage", p.Nodes[held.ID].Name,
+				"expected_peak_mib", held.Need>>20, "free_mib", held.Free>>20)
+		}
 	}
-	slots, held := r.sch.Start(reqs)
-	for _, n := range cand[len(slots):] {
-		heap.Push(&r.ready, n.Index)
-	}
-	if held != nil && held.ID != r.lastHeld {
-		r.lastHeld = held.ID
-		r.log.Info("stage waits for memory", "stage", p.Nodes[held.ID].Name,
-			"expected_peak_mib", held.Need>>20, "free_mib", held.Free>>20)
+	for _, q := range parked {
+		r.log.Info("stage waits for its GPU", "stage", p.Nodes[q.ID].Name, "device", fmt.Sprintf("cuda:%d", q.GPU))
 	}
 	for _, sl := range slots {
 		n := p.Nodes[sl.ID]
 		r.slots[n.Index] = sl
 		var now func() int
-		if r.grows(n) {
+		if r.shared && r.grows(n) {
 			now = sl.Threads
 		}
 		r.launch(ctx, n, sl.Threads(), now, events)
 	}
+	if !r.shared {
+		return len(slots)
+	}
 	var grown []*sched.Slot
-	if !r.hasReady() {
+	if held == nil {
 		grown = r.sch.Grow()
 	}
 	// One line whenever the split changes (a stage replacing one with the
@@ -467,6 +464,17 @@ func (r *runner) startShared(ctx context.Context, p *plan.Plan, events chan<- ev
 			"cores", r.sch.Cores(), "started", len(slots), "grown", len(grown))
 	}
 	return len(slots)
+}
+
+// request is what n asks of the scheduler.
+func (r *runner) request(n *plan.Node) sched.Request {
+	q := sched.Request{ID: n.Index, Mem: r.memory(n), Grows: r.grows(n)}
+	if k, ok := r.reg.Get(n.Kind); ok {
+		if g, ok := k.(stages.GPUUser); ok {
+			q.GPU, q.UsesGPU = g.StageGPU(n.JSON)
+		}
+	}
+	return q
 }
 
 // threadSplit lists the running stages' threads in plan order, e.g. "2+1+1".
@@ -483,16 +491,6 @@ func (r *runner) threadSplit(p *plan.Plan) string {
 	return b.String()
 }
 
-// hasReady reports whether a pending stage is waiting to start.
-func (r *runner) hasReady() bool {
-	for _, i := range r.ready {
-		if r.state[i] == pending {
-			return true
-		}
-	}
-	return false
-}
-
 // grows reports whether n's kind takes more threads while it runs.
 func (r *runner) grows(n *plan.Node) bool {
 	k, ok := r.reg.Get(n.Kind)
@@ -505,7 +503,7 @@ func (r *runner) grows(n *plan.Node) bool {
 
 // memory is n's expected peak memory (Options.Memory), 0 without one.
 func (r *runner) memory(n *plan.Node) uint64 {
-	if r.opt.Memory == nil || r.opt.Available == nil {
+	if !r.shared || r.opt.Memory == nil || r.opt.Available == nil {
 		return 0
 	}
 	return r.opt.Memory(n, r.inputsOf(n))

@@ -3,9 +3,11 @@ package exec_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -240,4 +242,89 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// gpuKind is a sharedKind whose stages with params {"gpu": N} need GPU N
+// (stages.GPUUser).
+type gpuKind struct{ *sharedKind }
+
+func (k gpuKind) StageGPU(params json.RawMessage) (int, bool) {
+	var p struct {
+		GPU *int `json:"gpu"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.GPU == nil {
+		return 0, false
+	}
+	return *p.GPU, true
+}
+
+// TestGPUStagesOneAtATime: three trains on GPU 0 and one on the CPU, with
+// shared cores and with two fixed jobs: the GPU trains run one at a time,
+// in plan order, and the CPU train runs beside the first of them instead
+// of queueing behind the ones waiting for the GPU; the log says which
+// stage waits for the GPU.
+func TestGPUStagesOneAtATime(t *testing.T) {
+	for _, opt := range []exec.Options{{Cores: 4}, {Jobs: 2, Threads: 1}} {
+		t.Run(fmt.Sprintf("cores=%d,jobs=%d", opt.Cores, opt.Jobs), func(t *testing.T) {
+			mu := &sync.Mutex{}
+			started := map[string]int{}
+			var order []string
+			onGPU, most := 0, 0
+			cpuStarted := make(chan struct{})
+			train := &sharedKind{name: "train", grows: true, mu: mu, start: started,
+				body: func(ctx context.Context, job *stages.Job) error {
+					if job.Name == "train3" {
+						close(cpuStarted)
+						return nil
+					}
+					mu.Lock()
+					onGPU++
+					most = max(most, onGPU)
+					order = append(order, job.Name)
+					mu.Unlock()
+					defer func() {
+						mu.Lock()
+						onGPU--
+						mu.Unlock()
+					}()
+					if job.Name != "train0" {
+						time.Sleep(5 * time.Millisecond)
+						return nil
+					}
+					select { // the CPU train must start while train0 holds the GPU
+					case <-cpuStarted:
+						return nil
+					case <-time.After(10 * time.Second):
+						return fmt.Errorf("the CPU train did not start beside the GPU one")
+					}
+				}}
+			reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, gpuKind{train},
+				&sharedKind{name: "tab", mu: mu, start: started})
+			p := sharedPlan(4)
+			for _, nd := range p.Nodes {
+				if nd.Kind == "train" && nd.Name != "train3" {
+					nd.JSON = []byte(`{"gpu":0}`)
+				}
+			}
+			var logBuf bytes.Buffer
+			var logMu sync.Mutex
+			opt.Log = hclog.New(&hclog.LoggerOptions{Output: &lockedWriter{w: &logBuf, mu: &logMu}, Level: hclog.Info})
+			res, err := exec.Run(context.Background(), p, openCache(t), reg, opt)
+			if err != nil || !res.OK() {
+				t.Fatalf("Run: %v %v", err, res.Messages)
+			}
+			if most != 1 {
+				t.Errorf("%d GPU stages ran at once, want 1", most)
+			}
+			if want := []string{"train0", "train1", "train2"}; !slices.Equal(order, want) {
+				t.Errorf("GPU stages ran in order %v, want %v", order, want)
+			}
+			logMu.Lock()
+			out := logBuf.String()
+			logMu.Unlock()
+			if !strings.Contains(out, "stage waits for its GPU: stage=train1 device=cuda:0") {
+				t.Errorf("log does not show the wait for the GPU:\n%s", out)
+			}
+		})
+	}
 }

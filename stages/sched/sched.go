@@ -1,8 +1,9 @@
-// Package sched shares a machine's cores and memory among the stages of a
-// run: it decides which ready stages start, with how many threads each,
-// and which running stages may take more threads when cores fall idle.
+// Package sched shares a machine's cores, memory and GPUs among the
+// stages of a run: it decides which ready stages start, with how many
+// threads each, and which running stages may take more threads when cores
+// fall idle.
 //
-// The policy, for C cores:
+// The policy, for C cores (New):
 //   - ready stages start while threads are free, at most one per free
 //     thread; the stages that start together split the free threads evenly
 //     (the first in order take the remainder), so N ready stages on an idle
@@ -17,6 +18,17 @@
 //     held back holds back the stages after it (plan order is kept); with
 //     nothing running, the first ready stage always starts.
 //
+// With a fixed number of jobs (Fixed), up to that many stages run at once
+// with the same threads each, in plan order, and memory is not checked.
+//
+// In both, a stage that needs a GPU (Request.UsesGPU) has that GPU to
+// itself: it starts only when no running stage holds it. A stage whose GPU
+// is busy waits without a thread and without holding back the stages after
+// it, which start as if it were not there; the scheduler keeps it (it is
+// parked) until the stage holding the GPU finishes, and then hands the
+// first parked stage of that GPU back (Finish), lowest ID first. Only
+// memory keeps plan order across stages.
+//
 // A Scheduler holds no clock and starts nothing itself: the executor asks
 // it (Start, Finish, Grow) from one goroutine, and a running stage reads
 // its Slot's thread count from its own.
@@ -24,6 +36,8 @@ package sched
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"sync/atomic"
 )
 
@@ -35,13 +49,17 @@ type Request struct {
 	Mem uint64
 	// Grows is true when the stage can take more threads while it runs.
 	Grows bool
+	// UsesGPU is true when the stage needs GPU number GPU (its ordinal,
+	// "cuda:N") to itself while it runs.
+	UsesGPU bool
+	GPU     int
 }
 
 // Slot is a running stage's share of the machine.
 type Slot struct {
 	ID      int
 	Mem     uint64
-	grows   bool
+	req     Request
 	threads atomic.Int64
 }
 
@@ -53,23 +71,34 @@ func (s *Slot) Threads() int { return int(s.threads.Load()) }
 // goroutine (the executor's); Slot.Threads may be called from any.
 type Scheduler struct {
 	cores     int
+	perStage  int // threads of every stage (Fixed); 0: shared
 	available func() (uint64, bool)
 	budget    uint64 // free memory when the run started
 	limited   bool   // memory admission is on
 	running   []*Slot
-	used      int    // threads held by running stages
-	reserved  uint64 // expected peaks of the running stages
+	used      int               // threads held by running stages
+	reserved  uint64            // expected peaks of the running stages
+	gpus      map[int]*Slot     // the running stage holding each busy GPU
+	parked    map[int][]Request // the stages waiting for each busy GPU, by ID
 }
 
 // New returns a scheduler for cores cores (at least 1). available, if not
 // nil, reports the free memory (e.g. MemAvailable of /proc/meminfo); ok
 // false means unknown, and then memory does not hold stages back.
 func New(cores int, available func() (free uint64, ok bool)) *Scheduler {
-	s := &Scheduler{cores: max(cores, 1), available: available}
+	s := &Scheduler{cores: max(cores, 1), available: available, gpus: map[int]*Slot{}, parked: map[int][]Request{}}
 	if available != nil {
 		s.budget, s.limited = available()
 	}
 	return s
+}
+
+// Fixed returns a scheduler that runs up to jobs stages at once (at least
+// 1), each with threads threads (at least 1): no sharing, no growth and no
+// memory check, only the GPUs.
+func Fixed(jobs, threads int) *Scheduler {
+	jobs, threads = max(jobs, 1), max(threads, 1)
+	return &Scheduler{cores: jobs * threads, perStage: threads, gpus: map[int]*Slot{}, parked: map[int][]Request{}}
 }
 
 // Cores returns the number of cores shared.
@@ -92,19 +121,30 @@ func (h *Held) String() string {
 	return fmt.Sprintf("expected peak %d MiB, %d MiB free", h.Need>>20, h.Free>>20)
 }
 
-// Start decides which of the ready stages (in the order they should
-// start) start now and returns their slots, in that order. held is the
-// first stage that memory held back (nil if none did).
-func (s *Scheduler) Start(ready []Request) (started []*Slot, held *Held) {
+// Start decides which of the ready stages start now and returns their
+// slots, in order. ready yields the ready stages in the order they should
+// start; Start takes from it only what it decides on: it stops once no
+// thread is free or a stage is held back for memory (held: that stage,
+// which stays the caller's to offer again; nil if none was). A stage
+// whose GPU is busy is parked (returned in parked): the scheduler keeps it
+// and hands it back from Finish, and the caller must not offer it again
+// before then.
+func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Request, held *Held) {
 	free := s.cores - s.used
-	if free <= 0 || len(ready) == 0 {
-		return nil, nil
+	if s.perStage > 0 {
+		free /= s.perStage
+	}
+	if free <= 0 {
+		return nil, nil, nil
 	}
 	var admitted []Request
 	reserved := s.reserved
-	for _, r := range ready {
-		if len(admitted) == free {
-			break
+	claimed := map[int]bool{} // GPUs of the stages admitted here
+	for r := range ready {
+		if r.UsesGPU && (s.gpus[r.GPU] != nil || claimed[r.GPU]) {
+			s.park(r)
+			parked = append(parked, r)
+			continue
 		}
 		if r.Mem > 0 && s.limited && len(s.running)+len(admitted) > 0 {
 			room := s.room(reserved)
@@ -115,21 +155,33 @@ func (s *Scheduler) Start(ready []Request) (started []*Slot, held *Held) {
 		}
 		admitted = append(admitted, r)
 		reserved += r.Mem
-	}
-	k := len(admitted)
-	for i, r := range admitted {
-		t := free / k
-		if i < free%k {
-			t++
+		if r.UsesGPU {
+			claimed[r.GPU] = true
 		}
-		sl := &Slot{ID: r.ID, Mem: r.Mem, grows: r.Grows}
+		if len(admitted) == free {
+			break
+		}
+	}
+	k, threads := len(admitted), s.cores-s.used
+	for i, r := range admitted {
+		t := s.perStage
+		if t == 0 {
+			t = threads / k
+			if i < threads%k {
+				t++
+			}
+		}
+		sl := &Slot{ID: r.ID, Mem: r.Mem, req: r}
 		sl.threads.Store(int64(t))
 		s.running = append(s.running, sl)
 		s.used += t
 		s.reserved += r.Mem
+		if r.UsesGPU {
+			s.gpus[r.GPU] = sl
+		}
 		started = append(started, sl)
 	}
-	return started, held
+	return started, parked, held
 }
 
 // room is the memory a new stage may take when the running stages are
@@ -146,26 +198,60 @@ func (s *Scheduler) room(reserved uint64) uint64 {
 	return room
 }
 
-// Finish releases a finished stage's threads and memory.
-func (s *Scheduler) Finish(sl *Slot) {
-	for i, r := range s.running {
-		if r == sl {
-			s.running = append(s.running[:i], s.running[i+1:]...)
-			s.used -= sl.Threads()
-			s.reserved -= sl.Mem
-			return
+// Finish releases a finished stage's threads, memory and GPU, and returns
+// the IDs of the stages it hands back to the caller to offer again: the
+// first stage parked for its GPU, if any.
+func (s *Scheduler) Finish(sl *Slot) (back []int) {
+	i := slices.Index(s.running, sl)
+	if i < 0 {
+		return nil
+	}
+	s.running = slices.Delete(s.running, i, i+1)
+	s.used -= sl.Threads()
+	s.reserved -= sl.Mem
+	if !sl.req.UsesGPU || s.gpus[sl.req.GPU] != sl {
+		return nil
+	}
+	delete(s.gpus, sl.req.GPU)
+	if q := s.parked[sl.req.GPU]; len(q) > 0 {
+		back = append(back, q[0].ID)
+		if len(q) == 1 {
+			delete(s.parked, sl.req.GPU)
+		} else {
+			s.parked[sl.req.GPU] = q[1:]
 		}
 	}
+	return back
+}
+
+// park keeps r until its GPU is free, in ID order.
+func (s *Scheduler) park(r Request) {
+	q := s.parked[r.GPU]
+	i, _ := slices.BinarySearchFunc(q, r.ID, func(a Request, id int) int { return a.ID - id })
+	s.parked[r.GPU] = slices.Insert(q, i, r)
+}
+
+// Parked returns the number of stages waiting for a busy GPU.
+func (s *Scheduler) Parked() int {
+	n := 0
+	for _, q := range s.parked {
+		n += len(q)
+	}
+	return n
 }
 
 // Grow shares the free threads among the running stages that can grow,
 // one at a time in start order, and returns the slots it gave threads to.
-// Call it when no stage is waiting to start: the threads it hands out
-// come back only when their stage finishes.
+// Call it when no stage is waiting to start but those parked for a GPU
+// (Start held none back and left threads free): the threads it hands out
+// come back only when their stage finishes. A Fixed scheduler grows none.
 func (s *Scheduler) Grow() []*Slot {
+	if s.perStage > 0 {
+		return nil
+	}
 	var growers []*Slot
 	for _, r := range s.running {
-		if r.grows {
+		if r.req.Grows {
 			growers = append(growers, r)
 		}
 	}

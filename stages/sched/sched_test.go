@@ -45,7 +45,7 @@ func TestStartSplitsCores(t *testing.T) {
 		{0, 4, nil},
 	} {
 		s := New(tc.cores, nil)
-		got, held := s.Start(ready(tc.n))
+		got, _, held := s.Start(slices.Values(ready(tc.n)))
 		if !slices.Equal(threadsOf(got), tc.want) || held != nil {
 			t.Errorf("%d ready on %d cores: threads %v (held %v), want %v", tc.n, tc.cores, threadsOf(got), held, tc.want)
 		}
@@ -64,15 +64,15 @@ func TestStartSplitsCores(t *testing.T) {
 // run gets the threads that are free, no more; with none free it waits.
 func TestLaterStageGetsWhatIsFree(t *testing.T) {
 	s := New(8, nil)
-	first, _ := s.Start(ready(2))
+	first, _, _ := s.Start(slices.Values(ready(2)))
 	if got := threadsOf(first); !slices.Equal(got, []int{4, 4}) {
 		t.Fatalf("first two: %v, want [4 4]", got)
 	}
-	if got, _ := s.Start([]Request{{ID: 9}}); got != nil {
+	if got, _, _ := s.Start(slices.Values([]Request{{ID: 9}})); got != nil {
 		t.Fatalf("no thread free, yet %d stages started", len(got))
 	}
 	s.Finish(first[0])
-	got, _ := s.Start([]Request{{ID: 2}, {ID: 3}, {ID: 4}})
+	got, _, _ := s.Start(slices.Values([]Request{{ID: 2}, {ID: 3}, {ID: 4}}))
 	if th := threadsOf(got); !slices.Equal(th, []int{2, 1, 1}) {
 		t.Fatalf("three ready with 4 threads free: %v, want [2 1 1]", th)
 	}
@@ -96,7 +96,7 @@ func TestMemoryHoldsBack(t *testing.T) {
 	mem := &fakeMem{free: 10 * gib, ok: true}
 	s := New(16, mem.read)
 	req := []Request{{ID: 0, Mem: 4 * gib}, {ID: 1, Mem: 4 * gib}, {ID: 2, Mem: 4 * gib}, {ID: 3, Mem: 1}}
-	got, held := s.Start(req)
+	got, _, held := s.Start(slices.Values(req))
 	if th := threadsOf(got); !slices.Equal(th, []int{8, 8}) {
 		t.Fatalf("4 GiB stages with 10 GiB free on 16 cores: threads %v, want [8 8]", th)
 	}
@@ -109,23 +109,23 @@ func TestMemoryHoldsBack(t *testing.T) {
 	// Free memory now is what counts when it is less than the budget.
 	s.Finish(got[0])
 	mem.free = 3 * gib // another process took memory
-	if got2, held := s.Start(req[2:]); got2 != nil || held == nil || held.Free != 3*gib {
+	if got2, _, held := s.Start(slices.Values(req[2:])); got2 != nil || held == nil || held.Free != 3*gib {
 		t.Fatalf("with 3 GiB free now: started %d, held %+v; want stage 2 held with 3 GiB free", len(got2), held)
 	}
 	mem.free = 8 * gib
-	got2, held := s.Start(req[2:])
+	got2, _, held := s.Start(slices.Values(req[2:]))
 	if th := threadsOf(got2); !slices.Equal(th, []int{4, 4}) || held != nil {
 		t.Fatalf("after a stage finished: threads %v held %+v, want [4 4] and none held", th, held)
 	}
 	// Nothing running: the first stage starts whatever its peak.
 	s2 := New(4, (&fakeMem{free: gib, ok: true}).read)
-	got3, held := s2.Start([]Request{{ID: 0, Mem: 5 * gib}, {ID: 1, Mem: 5 * gib}})
+	got3, _, held := s2.Start(slices.Values([]Request{{ID: 0, Mem: 5 * gib}, {ID: 1, Mem: 5 * gib}}))
 	if th := threadsOf(got3); !slices.Equal(th, []int{4}) || held == nil || held.ID != 1 {
 		t.Fatalf("nothing running: threads %v held %+v, want [4] and stage 1 held", th, held)
 	}
 	// Unknown free memory holds nothing back.
 	s3 := New(4, (&fakeMem{}).read)
-	if got4, held := s3.Start([]Request{{ID: 0, Mem: 5 * gib}, {ID: 1, Mem: 5 * gib}}); len(got4) != 2 || held != nil {
+	if got4, _, held := s3.Start(slices.Values([]Request{{ID: 0, Mem: 5 * gib}, {ID: 1, Mem: 5 * gib}})); len(got4) != 2 || held != nil {
 		t.Fatalf("unknown free memory: %d started, held %+v", len(got4), held)
 	}
 }
@@ -140,6 +140,9 @@ type fakeStage struct {
 	mem    uint64
 	grows  bool
 	deps   []int
+	// onGPU: the stage needs GPU number gpu to itself.
+	onGPU bool
+	gpu   int
 	// filled in by the simulation
 	perEpoch []int
 	start    float64
@@ -151,7 +154,14 @@ type fakeStage struct {
 // than cores are ever held.
 func simulate(t *testing.T, cores int, mem func() (uint64, bool), st []*fakeStage) []string {
 	t.Helper()
-	s := New(cores, mem)
+	return simulateOn(t, New(cores, mem), st)
+}
+
+// simulateOn is simulate on the scheduler s; it also fails the test if two
+// running stages ever hold one GPU, or a stage is offered while parked.
+func simulateOn(t *testing.T, s *Scheduler, st []*fakeStage) []string {
+	t.Helper()
+	cores := s.Cores()
 	var log []string
 	now := 0.0
 	type run struct {
@@ -163,10 +173,11 @@ func simulate(t *testing.T, cores int, mem func() (uint64, bool), st []*fakeStag
 	running := map[int]*run{}
 	done := make([]bool, len(st))
 	started := make([]bool, len(st))
+	parked := make([]bool, len(st))
 	readyReqs := func() []Request {
 		var r []Request
 		for i, f := range st {
-			if started[i] {
+			if started[i] || parked[i] {
 				continue
 			}
 			ok := true
@@ -174,14 +185,18 @@ func simulate(t *testing.T, cores int, mem func() (uint64, bool), st []*fakeStag
 				ok = ok && done[d]
 			}
 			if ok {
-				r = append(r, Request{ID: i, Mem: f.mem, Grows: f.grows})
+				r = append(r, Request{ID: i, Mem: f.mem, Grows: f.grows, UsesGPU: f.onGPU, GPU: f.gpu})
 			}
 		}
 		return r
 	}
 	schedule := func() {
 		rq := readyReqs()
-		slots, held := s.Start(rq)
+		slots, park, held := s.Start(slices.Values(rq))
+		for _, q := range park {
+			parked[q.ID] = true
+			log = append(log, fmt.Sprintf("t=%.4g park %s", now, st[q.ID].name))
+		}
 		for _, sl := range slots {
 			f := st[sl.ID]
 			started[sl.ID] = true
@@ -193,13 +208,22 @@ func simulate(t *testing.T, cores int, mem func() (uint64, bool), st []*fakeStag
 		if held != nil {
 			log = append(log, fmt.Sprintf("t=%.4g hold %s", now, st[held.ID].name))
 		}
-		if len(rq) == len(slots) {
+		if held == nil {
 			for _, g := range s.Grow() {
 				log = append(log, fmt.Sprintf("t=%.4g grow %s threads=%d", now, st[g.ID].name, g.Threads()))
 			}
 		}
 		if s.Used() > cores {
 			t.Fatalf("t=%g: %d threads held on %d cores", now, s.Used(), cores)
+		}
+		onGPU := map[int]string{}
+		for id := range running {
+			if f := st[id]; f.onGPU {
+				if other, ok := onGPU[f.gpu]; ok {
+					t.Fatalf("t=%g: %s and %s both hold GPU %d", now, other, f.name, f.gpu)
+				}
+				onGPU[f.gpu] = f.name
+			}
 		}
 	}
 	schedule()
@@ -229,8 +253,15 @@ func simulate(t *testing.T, cores int, mem func() (uint64, bool), st []*fakeStag
 		f.end = now
 		done[next] = true
 		delete(running, next)
-		s.Finish(r.slot)
+		back := s.Finish(r.slot)
 		log = append(log, fmt.Sprintf("t=%.4g end %s", now, f.name))
+		for _, id := range back {
+			if !parked[id] {
+				t.Fatalf("t=%g: Finish handed back %s, which was not parked", now, st[id].name)
+			}
+			parked[id] = false
+			log = append(log, fmt.Sprintf("t=%.4g unpark %s", now, st[id].name))
+		}
 		schedule()
 	}
 	for i, f := range st {
@@ -333,6 +364,168 @@ func TestManyStagesMemoryBound(t *testing.T) {
 	}
 	if !strings.Contains(log[4], "hold dd4") {
 		t.Errorf("the fifth stage was not held back: %q", log[4])
+	}
+}
+
+// TestGPUIsOneStageAtATime: a stage needing a GPU that another stage
+// holds is parked: it takes no thread, the stages after it start as if it
+// were not there, idle threads still go to growing stages, and it is
+// handed back and started when the GPU's stage ends. Shared cores and
+// fixed jobs alike.
+func TestGPUIsOneStageAtATime(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sched  *Scheduler
+		stages []*fakeStage
+		want   []string
+	}{
+		{
+			name:  "shared cores: CPU stages start beside the waiting GPU stage",
+			sched: New(4, nil),
+			stages: []*fakeStage{
+				{name: "gpuA", epochs: 1, work: 4, onGPU: true},
+				{name: "gpuB", epochs: 1, work: 2, onGPU: true},
+				{name: "cpu1", epochs: 1, work: 1},
+				{name: "cpu2", epochs: 1, work: 3},
+			},
+			want: []string{
+				"t=0 park gpuB",
+				"t=0 start gpuA threads=2",
+				"t=0 start cpu1 threads=1",
+				"t=0 start cpu2 threads=1",
+				"t=1 end cpu1",
+				"t=2 end gpuA",
+				"t=2 unpark gpuB",
+				"t=2 start gpuB threads=3",
+				"t=2.667 end gpuB",
+				"t=3 end cpu2",
+			},
+		},
+		{
+			name:  "two GPUs: a stage on each at once",
+			sched: New(2, nil),
+			stages: []*fakeStage{
+				{name: "g0", epochs: 1, work: 2, onGPU: true},
+				{name: "g1", epochs: 1, work: 2, onGPU: true, gpu: 1},
+			},
+			want: []string{
+				"t=0 start g0 threads=1",
+				"t=0 start g1 threads=1",
+				"t=2 end g0",
+				"t=2 end g1",
+			},
+		},
+		{
+			name:  "fixed jobs: the waiting GPU stage takes no job",
+			sched: Fixed(2, 3),
+			stages: []*fakeStage{
+				{name: "gpuA", epochs: 1, work: 3, onGPU: true},
+				{name: "gpuB", epochs: 1, work: 3, onGPU: true},
+				{name: "cpu1", epochs: 1, work: 9},
+				{name: "cpu2", epochs: 1, work: 3},
+			},
+			want: []string{
+				"t=0 park gpuB",
+				"t=0 start gpuA threads=3",
+				"t=0 start cpu1 threads=3",
+				"t=1 end gpuA",
+				"t=1 unpark gpuB",
+				"t=1 start gpuB threads=3",
+				"t=2 end gpuB",
+				"t=2 start cpu2 threads=3",
+				"t=3 end cpu1",
+				"t=3 end cpu2",
+			},
+		},
+		{
+			name:  "idle threads go to the GPU stage while another waits for it",
+			sched: New(2, nil),
+			stages: []*fakeStage{
+				{name: "gpuA", epochs: 2, work: 2, onGPU: true, grows: true},
+				{name: "gpuB", epochs: 1, work: 1, onGPU: true},
+				{name: "cpu1", epochs: 1, work: 1},
+			},
+			want: []string{
+				"t=0 park gpuB",
+				"t=0 start gpuA threads=1",
+				"t=0 start cpu1 threads=1",
+				"t=1 end cpu1",
+				"t=1 grow gpuA threads=2",
+				"t=3 end gpuA",
+				"t=3 unpark gpuB",
+				"t=3 start gpuB threads=2",
+				"t=3.5 end gpuB",
+			},
+		},
+		{
+			name:  "memory holds back the stages after it, not a parked one",
+			sched: New(4, (&fakeMem{free: 10 * gib, ok: true}).read),
+			stages: []*fakeStage{
+				{name: "gpuA", epochs: 1, work: 2, onGPU: true, mem: 6 * gib},
+				{name: "gpuB", epochs: 1, work: 1, onGPU: true, mem: 6 * gib},
+				{name: "big", epochs: 1, work: 1, mem: 6 * gib},
+				{name: "cpu1", epochs: 1, work: 1},
+			},
+			want: []string{
+				"t=0 park gpuB",
+				"t=0 start gpuA threads=4",
+				"t=0 hold big",
+				"t=0.5 end gpuA",
+				"t=0.5 unpark gpuB",
+				"t=0.5 start gpuB threads=4",
+				"t=0.5 hold big",
+				"t=0.75 end gpuB",
+				"t=0.75 start big threads=2",
+				"t=0.75 start cpu1 threads=2",
+				"t=1.25 end big",
+				"t=1.25 end cpu1",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := simulateOn(t, tc.sched, tc.stages)
+			if !slices.Equal(log, tc.want) {
+				t.Fatalf("decisions:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestParkedOrder: the stages parked for a GPU come back one at a time,
+// lowest ID first whatever the order they were parked in, and only when
+// the stage holding that GPU finishes.
+func TestParkedOrder(t *testing.T) {
+	on := func(id, gpu int) Request { return Request{ID: id, UsesGPU: true, GPU: gpu} }
+	s := Fixed(4, 1)
+	first, _, _ := s.Start(slices.Values([]Request{on(5, 0)}))
+	if len(first) != 1 {
+		t.Fatalf("GPU 0 free: %d started, want 1", len(first))
+	}
+	if got, parked, _ := s.Start(slices.Values([]Request{on(7, 0)})); len(got) != 0 || len(parked) != 1 || parked[0].ID != 7 {
+		t.Fatalf("GPU 0 busy: started %d, parked %v; want stage 7 parked", len(got), parked)
+	}
+	other, parked, _ := s.Start(slices.Values([]Request{on(4, 0), {ID: 6}, on(8, 1)}))
+	if ids := []int{other[0].ID, other[1].ID}; len(other) != 2 || !slices.Equal(ids, []int{6, 8}) || len(parked) != 1 || parked[0].ID != 4 {
+		t.Fatalf("started %v parked %v, want 6 and 8 started, 4 parked", other, parked)
+	}
+	if s.Parked() != 2 || s.Used() != 3 {
+		t.Fatalf("%d parked, %d threads used; want 2 and 3 (a parked stage holds none)", s.Parked(), s.Used())
+	}
+	if back := s.Finish(other[0]); back != nil {
+		t.Fatalf("a CPU stage's end handed back %v", back)
+	}
+	if back := s.Finish(other[1]); back != nil {
+		t.Fatalf("GPU 1's stage's end handed back %v, which wait for GPU 0", back)
+	}
+	if back := s.Finish(first[0]); !slices.Equal(back, []int{4}) {
+		t.Fatalf("GPU 0 freed: handed back %v, want [4]", back)
+	}
+	next, _, _ := s.Start(slices.Values([]Request{on(4, 0)}))
+	if len(next) != 1 || s.Parked() != 1 {
+		t.Fatalf("stage 4 handed back: %d started, %d parked; want 1 and 1", len(next), s.Parked())
+	}
+	if back := s.Finish(next[0]); !slices.Equal(back, []int{7}) || s.Parked() != 0 {
+		t.Fatalf("GPU 0 freed again: handed back %v (%d parked), want [7] and none", back, s.Parked())
 	}
 }
 

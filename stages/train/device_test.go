@@ -104,3 +104,28 @@ func TestDeviceRefusesKind(t *testing.T) {
 		t.Errorf("a result was written (%v)", err)
 	}
 }
+
+// TestStageGPU: a stage of device "cuda" needs the kind's GPU (the
+// executor runs one at a time on it); CPU stages, and every stage of a
+// kind given no GPU, need none.
+func TestStageGPU(t *testing.T) {
+	gpu := &GPU{Ordinal: 2}
+	for _, tc := range []struct {
+		name   string
+		kind   Kind
+		params string
+		want   int
+		ok     bool
+	}{
+		{"cuda stage", Kind{GPU: gpu}, `{"role":"holdout","device":"cuda"}`, 2, true},
+		{"cpu stage", Kind{GPU: gpu}, `{"role":"holdout"}`, 0, false},
+		{"no GPU given", Kind{}, `{"device":"cuda"}`, 0, false},
+		{"bad params", Kind{GPU: gpu}, `{"device":`, 0, false},
+	} {
+		got, ok := tc.kind.StageGPU([]byte(tc.params))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: StageGPU = %d, %v; want %d, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	var _ stages.GPUUser = Kind{}
+}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
@@ -54,18 +53,14 @@ type GPU struct {
 	// PTXDir holds the kernels compiled for the GPU's architecture
 	// (cuda.Compiler.CompileCached).
 	PTXDir string
-
-	// mu lets one train stage at a time use the GPU: stages that run at
-	// once (--jobs) queue for it, since several contexts training on one
-	// device at once are untested.
-	mu sync.Mutex
 }
 
 // Name returns the device name of g, "cuda:N".
 func (g *GPU) Name() string { return fmt.Sprintf("%s:%d", schema.DeviceCUDA, g.Ordinal) }
 
-// open probes the CUDA libraries and opens an engine on the GPU.
-func (g *GPU) open() (*engine.Opened, error) {
+// Open probes the CUDA libraries and opens an engine on the GPU; the
+// caller closes it.
+func (g *GPU) Open() (*engine.Opened, error) {
 	r, err := cuda.Probe(g.Opener)
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", g.Name(), err)
@@ -95,6 +90,19 @@ func (Kind) Version() string { return "3" }
 // GrowsThreads implements stages.Grower: a train stage takes more threads
 // between epochs.
 func (Kind) GrowsThreads() bool { return true }
+
+// StageGPU implements stages.GPUUser: a stage of device "cuda" needs the
+// kind's GPU to itself (the executor starts one such stage at a time;
+// several contexts training on one device at once are untested).
+func (k Kind) StageGPU(params json.RawMessage) (int, bool) {
+	var p struct {
+		Device string `json:"device"`
+	}
+	if k.GPU == nil || json.Unmarshal(params, &p) != nil || p.Device != schema.DeviceCUDA {
+		return 0, false // the stage reports what is wrong itself
+	}
+	return k.GPU.Ordinal, true
+}
 
 // Run implements stages.Kind.
 func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
@@ -139,9 +147,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 	var gpu *engine.Opened
 	compute := cpuCompute()
 	if p.Device != "" {
-		k.GPU.mu.Lock()
-		defer k.GPU.mu.Unlock()
-		if gpu, err = k.GPU.open(); err != nil {
+		if gpu, err = k.GPU.Open(); err != nil {
 			return err
 		}
 		defer func() {
@@ -219,9 +225,10 @@ func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	return train(ctx, reg, point, ds, hopsPath, sets, p, job, nil)
 }
 
-// train is Train, on the GPU gpu when not nil: the model's steps and
-// Adam run there, and a CPU model of the same configuration evaluates
-// every epoch and gives the checkpoint (fit.Options.Host).
+// train is Train, on the GPU gpu when not nil: the model's steps, Adam
+// and evaluation run there, and a CPU model of the same configuration
+// receives the selected epoch's state and gives the checkpoint
+// (fit.Options.Host).
 func train(ctx context.Context, reg models.Registry, point schema.Point, ds *data.Dataset, hopsPath string, sets fit.Sets, p stages.TrainParams, job *stages.Job, gpu *engine.Opened) (*Result, error) {
 	cfg, err := models.ConfigFor(point.Model, ds)
 	if err != nil {
@@ -300,14 +307,7 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		Progress: progress,
 	}
 	if gpu != nil {
-		dm, ok := m.(interface{ UseDevice(*engine.Engine) error })
-		if !ok {
-			return nil, fmt.Errorf("model kind %q cannot train on a device", cfg.Model.Kind)
-		}
-		if err := dm.UseDevice(gpu.Engine); err != nil {
-			return nil, err
-		}
-		if opts.Host, err = reg.New(cfg, job.Seed, be); err != nil {
+		if opts.Host, err = UseDevice(reg, m, job.Seed, be, gpu.Engine); err != nil {
 			return nil, err
 		}
 	}
@@ -330,6 +330,20 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		timing:     stages.TrainTiming{EpochSeconds: r.EpochSeconds, GraphsPerSecond: r.GraphsPerSecond},
 		checkpoint: r.Checkpoint,
 	}, nil
+}
+
+// UseDevice makes m, a model of reg, train on the device engine e and
+// returns the host model that fit.Options.Host needs for it: a CPU model
+// of m's configuration from seed on be.
+func UseDevice(reg models.Registry, m models.Model, seed uint64, be kernels.Backend, e *engine.Engine) (models.Model, error) {
+	dm, ok := m.(interface{ UseDevice(*engine.Engine) error })
+	if !ok {
+		return nil, fmt.Errorf("model kind %q cannot train on a device", m.Config().Model.Kind)
+	}
+	if err := dm.UseDevice(e); err != nil {
+		return nil, err
+	}
+	return reg.New(m.Config(), seed, be)
 }
 
 // resolvePoint returns the configuration to train: params.Point, or for
