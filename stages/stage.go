@@ -115,7 +115,9 @@ type Job struct {
 	// Dir is an empty private directory for the artifacts; the executor
 	// moves it into the cache atomically when Run returns nil.
 	Dir string
-	// Seed is derived from the key; every random choice starts from it.
+	// Seed is derived from the stage's seed key (its key, or on a GPU the
+	// key it has on the CPU: plan.Node.SeedKey); every random choice
+	// starts from it.
 	Seed uint64
 	Env  Env
 	Log  hclog.Logger

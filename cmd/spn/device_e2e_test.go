@@ -13,6 +13,7 @@ import (
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/exec"
 )
 
 // emulatedOpener returns the opener of the emulated device (built for
@@ -160,7 +161,7 @@ func TestCalibrateOnEmulatedDevice(t *testing.T) {
 // TestStageRunOnEmulatedDevice: spn stage run of a train stage planned for
 // a GPU trains it on the emulated device (its inputs computed by a CPU
 // run, whose generate and precompute stages are the same) and records
-// cuda:0.
+// cuda:0; each stage's seed is that of the same stage on the CPU.
 func TestStageRunOnEmulatedDevice(t *testing.T) {
 	o := emulatedOpener(t)
 	dir := t.TempDir()
@@ -185,6 +186,31 @@ func TestStageRunOnEmulatedDevice(t *testing.T) {
 		}
 		if res.Compute == nil || res.Compute.Device != "cuda:0" {
 			t.Errorf("train %s: compute %+v, want cuda:0", key, res.Compute)
+		}
+		pfile, err := exec.ReadPlanFile(pf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := pfile.Node(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed := func(key string) uint64 {
+			t.Helper()
+			b, err := os.ReadFile(filepath.Join((&cache.Cache{Root: cacheDir}).StageDir(stages.KindTrain, key), stages.FileRecord))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec struct{ Seed uint64 }
+			if err := json.Unmarshal(b, &rec); err != nil {
+				t.Fatal(err)
+			}
+			return rec.Seed
+		}
+		if n.SeedKey == key {
+			t.Errorf("train %s: the plan file gives no CPU seed key", key)
+		} else if gs, cs := seed(key), seed(n.SeedKey); gs != cs {
+			t.Errorf("train %s: seed %d on the GPU, %d on the CPU", key, gs, cs)
 		}
 	}
 }

@@ -370,6 +370,15 @@ func (r *runner) skipDependents(p *plan.Plan) {
 	}
 }
 
+// seedKey is the key n's seed derives from: its SeedKey (the same on a
+// GPU as on the CPU), or Key for nodes built without one.
+func seedKey(n *plan.Node) string {
+	if n.SeedKey != "" {
+		return n.SeedKey
+	}
+	return n.Key
+}
+
 // SeedOf is the seed a stage with the given key receives: the first 8
 // bytes of the key, big-endian.
 func SeedOf(key string) uint64 {
@@ -610,7 +619,7 @@ func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.No
 	env.Threads = opt.Threads
 	job := &stages.Job{
 		Key: n.Key, Name: n.Name, Params: n.JSON, Inputs: inputs, Dir: tmp,
-		Seed: SeedOf(n.Key), Env: env,
+		Seed: SeedOf(seedKey(n)), Env: env,
 		Log: log.Named(n.Kind).With("stage", n.Name), Progress: opt.Progress,
 	}
 	log.Debug("stage start", "stage", n.Name, "key", n.ShortKey())

@@ -29,13 +29,15 @@ type PlanFile struct {
 
 // PlanNode is one stage of a plan file.
 type PlanNode struct {
-	Key         string          `json:"key"`
-	Kind        string          `json:"kind"`
-	KindVersion string          `json:"kind_version"`
-	VKey        string          `json:"vkey,omitempty"`
-	Name        string          `json:"name"`
-	Params      json.RawMessage `json:"params"`
-	Inputs      []cache.Input   `json:"inputs"`
+	Key         string `json:"key"`
+	Kind        string `json:"kind"`
+	KindVersion string `json:"kind_version"`
+	VKey        string `json:"vkey,omitempty"`
+	// SeedKey is plan.Node.SeedKey where it is not Key (a GPU plan's).
+	SeedKey string          `json:"seed_key,omitempty"`
+	Name    string          `json:"name"`
+	Params  json.RawMessage `json:"params"`
+	Inputs  []cache.Input   `json:"inputs"`
 }
 
 // NewPlanFile describes the given nodes.
@@ -48,6 +50,9 @@ func NewPlanFile(spec string, nodes []*plan.Node) *PlanFile {
 		}
 		f.Nodes[i] = PlanNode{Key: n.Key, Kind: n.Kind, KindVersion: n.Version, VKey: n.VKey,
 			Name: n.Name, Params: n.JSON, Inputs: in}
+		if n.SeedKey != n.Key {
+			f.Nodes[i].SeedKey = n.SeedKey
+		}
 	}
 	return f
 }
@@ -134,8 +139,12 @@ func (f *PlanFile) Node(key string) (*plan.Node, error) {
 		for i, in := range pn.Inputs {
 			deps[i] = &plan.Node{Key: in.Key, Kind: in.Kind, Name: in.Name}
 		}
+		seedKey := pn.SeedKey
+		if seedKey == "" {
+			seedKey = pn.Key
+		}
 		return &plan.Node{Key: pn.Key, Kind: pn.Kind, Version: pn.KindVersion, VKey: pn.VKey,
-			Name: pn.Name, JSON: pn.Params, Deps: deps}, nil
+			SeedKey: seedKey, Name: pn.Name, JSON: pn.Params, Deps: deps}, nil
 	}
 	return nil, errors.New("stage " + key + " is not in the plan file")
 }

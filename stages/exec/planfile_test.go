@@ -10,10 +10,12 @@ import (
 	"github.com/spn-project/spn/stages/plan"
 )
 
-// A plan file round-trips the nodes a stage needs, under a content name.
+// A plan file round-trips the nodes a stage needs, under a content name;
+// a seed key is written only where it is not the key (a GPU stage's), and
+// reads back as the key where absent.
 func TestPlanFileRoundTrip(t *testing.T) {
-	gen := &plan.Node{Key: "aa11", Kind: "generate", Version: "1", Name: "generate x", JSON: []byte(`{"d":1}`)}
-	tr := &plan.Node{Key: "bb22", Kind: "train", Version: "3", VKey: "cc", Name: "train x", JSON: []byte(`{"p":2}`), Deps: []*plan.Node{gen}}
+	gen := &plan.Node{Key: "aa11", SeedKey: "aa11", Kind: "generate", Version: "1", Name: "generate x", JSON: []byte(`{"d":1}`)}
+	tr := &plan.Node{Key: "bb22", SeedKey: "dd44", Kind: "train", Version: "3", VKey: "cc", Name: "train x", JSON: []byte(`{"p":2}`), Deps: []*plan.Node{gen}}
 	dir := t.TempDir()
 	f := exec.NewPlanFile("spec", []*plan.Node{gen, tr})
 	path, err := f.Write(dir)
@@ -35,6 +37,15 @@ func TestPlanFileRoundTrip(t *testing.T) {
 	if n.Key != tr.Key || n.Kind != tr.Kind || n.Version != tr.Version || n.VKey != "cc" || n.Name != tr.Name ||
 		string(n.JSON) != string(tr.JSON) || len(n.Deps) != 1 || n.Deps[0].Key != "aa11" || n.Deps[0].Kind != "generate" {
 		t.Errorf("node back: %+v", n)
+	}
+	if n.SeedKey != "dd44" {
+		t.Errorf("train node's seed key back: %q, want dd44", n.SeedKey)
+	}
+	if g, err := back.Node("aa11"); err != nil || g.SeedKey != "aa11" {
+		t.Errorf("generate node's seed key back: %v, %v; want its key", g, err)
+	}
+	if f.Nodes[0].SeedKey != "" || f.Nodes[1].SeedKey != "dd44" {
+		t.Errorf("seed keys written: %q and %q, want none and dd44", f.Nodes[0].SeedKey, f.Nodes[1].SeedKey)
 	}
 	if _, err := back.Node("zz"); err == nil {
 		t.Error("unknown key found")

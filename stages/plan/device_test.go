@@ -45,6 +45,16 @@ func TestDeviceKeys(t *testing.T) {
 		if n.Device() != "" || strings.Contains(string(n.JSON), `"device"`) {
 			t.Errorf("%s: CPU node has a device: %s", n.Name, n.JSON)
 		}
+		if n.SeedKey != n.Key {
+			t.Errorf("%s: CPU node's seed key %.12s is not its key %.12s", n.Name, n.SeedKey, n.Key)
+		}
+	}
+	// Every stage of the GPU plan seeds as the CPU plan's stage of the
+	// same name does.
+	for _, n := range cuda.Nodes {
+		if n.SeedKey != ck[n.Name] {
+			t.Errorf("%s: seed key %.12s on the GPU, key %.12s on the CPU", n.Name, n.SeedKey, ck[n.Name])
+		}
 	}
 	s := testSpec()
 	s.Device = "auto"

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,6 +73,12 @@ type Node struct {
 	// VKey is the version-free hash (kind, params, deps' VKeys): equal for
 	// the same work under another code version.
 	VKey string
+	// SeedKey is the key the stage has when every train stage runs on the
+	// CPU (the hash of its params without a train stage's device, and of
+	// its deps' SeedKeys): the key its seed derives from, so that a stage
+	// draws the same random numbers (initial parameters, batch order,
+	// dropout masks) on a GPU as on the CPU. It is Key on the CPU.
+	SeedKey string
 	// Index is the node's position in Plan.Nodes.
 	Index int
 	// Status and Reason are set by Resolve.
@@ -209,9 +216,11 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 	}
 	depKeys := make([]string, len(deps))
 	depV := make([]string, len(deps))
+	depSeed := make([]string, len(deps))
 	for i, d := range deps {
 		depKeys[i] = d.Key
 		depV[i] = d.VKey
+		depSeed[i] = d.SeedKey
 	}
 	key, err := hashOf(keyDoc{Kind: kind, Version: k.Version(), Params: raw, Deps: depKeys})
 	if err != nil {
@@ -224,14 +233,37 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 	if err != nil {
 		return nil, err
 	}
+	seedKey := key
+	if cpu, ok := onCPU(params); ok || !slices.Equal(depSeed, depKeys) {
+		cpuRaw := raw
+		if ok {
+			if cpuRaw, err = json.Marshal(cpu); err != nil {
+				return nil, fmt.Errorf("encoding %s parameters: %w", kind, err)
+			}
+		}
+		if seedKey, err = hashOf(keyDoc{Kind: kind, Version: k.Version(), Params: cpuRaw, Deps: depSeed}); err != nil {
+			return nil, err
+		}
+	}
 	n := &Node{
 		Key: key, Kind: kind, Version: k.Version(), Name: name,
-		Params: params, JSON: raw, Deps: deps, VKey: vkey,
+		Params: params, JSON: raw, Deps: deps, VKey: vkey, SeedKey: seedKey,
 		Index: len(b.plan.Nodes),
 	}
 	b.byKey[key] = n
 	b.plan.Nodes = append(b.plan.Nodes, n)
 	return n, nil
+}
+
+// onCPU returns params as they are on the CPU, and whether they differ:
+// a train stage's without its device.
+func onCPU(params any) (any, bool) {
+	tp, ok := params.(stages.TrainParams)
+	if !ok || tp.Device == "" {
+		return params, false
+	}
+	tp.Device = ""
+	return tp, true
 }
 
 // keyDoc is what a key hashes. Version is empty for version-free hashes.
