@@ -21,6 +21,7 @@ const clangPrelude = `#include <__clang_cuda_builtin_vars.h>
 #define __forceinline__ __inline__ __attribute__((always_inline))
 extern "C" __device__ double exp(double);
 extern "C" __device__ double log(double);
+extern "C" __device__ double log1p(double);
 extern "C" __device__ double sqrt(double);
 static __device__ __forceinline__ unsigned int __float_as_uint(float f) { return __builtin_bit_cast(unsigned int, f); }
 static __device__ __forceinline__ float __uint_as_float(unsigned int u) { return __builtin_bit_cast(float, u); }

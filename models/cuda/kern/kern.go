@@ -7,7 +7,8 @@
 // its label embeddings, the fill of a buffer with one value and the
 // product with a device scalar (dense.cu), batch norm + ReLU in
 // training and evaluation mode (norm.cu), sum and mean pooling (pool.cu),
-// the softmax cross-entropy and the squared error (loss.cu), the Adam
+// the softmax cross-entropy, the squared error and the multi-task
+// binary cross-entropy with missing labels (loss.cu), the Adam
 // update (adam.cu), dropout with a counter-based generator (dropout.cu),
 // R-SPN's relation sums and combination terms with GNN-FiLM's gated
 // readout (typed.cu), and GCN's propagation (gcn.cu). Matrix products
@@ -155,6 +156,8 @@ func Kernels() []Kernel {
 		{"spn_cross_entropy", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "logits", F32Ptr, "y", I32Ptr, "dl", F32Ptr, "G", I32, "c", I32)},
 		{"spn_mean_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "G", I32)},
 		{"spn_squared_error", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "pred", F32Ptr, "target", F64Ptr, "dl", F32Ptr, "len", I32)},
+		{"spn_bce", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "z", F32Ptr, "y", F64Ptr, "dl", F32Ptr, "m", I32, "labelled", I32)},
+		{"spn_bce_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "m", I32, "labelled", I32)},
 		{"spn_adam", "adam.cu", ps("w", F32Ptr, "g", F32Ptr, "m", F32Ptr, "v", F32Ptr, "len", I32, "lr", F64, "beta1", F64, "beta2", F64, "eps", F64, "wd", F64, "bc1", F64, "bc2", F64, "decay", I32, "frozen", I32)},
 		{"spn_dropout_mask", "dropout.cu", ps("mask", F32Ptr, "len", I32, "seed", U64, "step", U64, "p", F64, "scale", F32)},
 		{"spn_mul", "dropout.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},

@@ -490,3 +490,59 @@ func TestSquaredError(t *testing.T) {
 	equalBits(t, "loss", kloss, []float32{float32(loss)})
 	equalBits(t, "dpred", kdz, dz)
 }
+
+// TestBCE compares the multi-task binary cross-entropy with missing
+// labels and its gradient with kernels.BCEWithLogits and the CPU op's
+// scaling by the output gradient: the loss within expTol (the C
+// library's exp and log1p against Go's), the gradient too, zero at the
+// missing labels; with no labelled entry the loss is 0.
+func TestBCE(t *testing.T) {
+	const m = 300
+	const dl = float32(0.7)
+	rng := rand.New(rand.NewPCG(18, 19))
+	z := kerntest.Randn(rng, m, 3)
+	y := make([]float64, m)
+	for i := range y {
+		switch rng.IntN(3) {
+		case 0:
+			y[i] = math.NaN()
+		case 1:
+			y[i] = 1
+		}
+	}
+	dz := make([]float32, m)
+	loss, labelled := kernels.BCEWithLogits(dz, z, y)
+	if labelled == 0 || labelled == m {
+		t.Fatalf("%d of %d entries labelled: want some missing", labelled, m)
+	}
+	for i := range dz {
+		dz[i] *= dl
+	}
+	part, kdz, kloss := make([]float64, m), make([]float32, m), make([]float32, 1)
+	launch(t, "spn_bce", cover(m, 32), 32, part, kdz, z, y, []float32{dl}, m, labelled)
+	launch(t, "spn_bce_loss", 1, 4, kloss, part, m, labelled)
+	near(t, "loss", kloss, []float32{float32(loss)}, 0, expTol)
+	near(t, "dz", kdz, dz, 1e-12, expTol)
+	for i, v := range y {
+		if math.IsNaN(v) && kdz[i] != 0 {
+			t.Fatalf("dz[%d] = %v at a missing label", i, kdz[i])
+		}
+	}
+	// Without an output gradient only the loss is computed.
+	part2 := make([]float64, m)
+	launch(t, "spn_bce", cover(m, 32), 32, part2, []float32(nil), z, y, []float32(nil), m, labelled)
+	for i := range part {
+		if part[i] != part2[i] {
+			t.Fatalf("part[%d] %v without the gradient, %v with", i, part2[i], part[i])
+		}
+	}
+	// No labelled entry: loss 0.
+	for i := range y {
+		y[i] = math.NaN()
+	}
+	launch(t, "spn_bce", cover(m, 32), 32, part, kdz, z, y, []float32{dl}, m, 0)
+	launch(t, "spn_bce_loss", 1, 4, kloss, part, m, 0)
+	if kloss[0] != 0 {
+		t.Fatalf("loss %v with no labelled entry, want 0", kloss[0])
+	}
+}

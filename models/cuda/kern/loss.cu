@@ -74,3 +74,53 @@ SPN_KERNEL void spn_squared_error(double* __restrict__ part, float* __restrict__
 		dz[t] = (float)((double)dl[0] * 2.0 * e / (double)len);
 	}
 }
+
+// spn_bce sets, for entry i < m (one thread each) of the logits z against
+// the targets y (0, 1, or NaN for a missing label), the binary
+// cross-entropy with logits part[i] = max(z,0) − z·y + log(1 + e^{−|z|})
+// (0 at a missing label), as kernels.BCEWithLogits computes it, and, when
+// dl is not null, the gradient of the mean over the labelled entries
+// scaled by dl[0], dz[i] = (float)((σ(z) − y)/labelled)·dl[0] in float, the
+// CPU op's two roundings (0·dl[0] at a missing label).
+// spn_bce_loss(loss, part, m, labelled) is the loss.
+SPN_KERNEL void spn_bce(double* __restrict__ part, float* __restrict__ dz, const float* __restrict__ z,
+	const double* __restrict__ y, const float* __restrict__ dl, int m, int labelled)
+{
+	long long t = spn_index();
+	if (t >= m) {
+		return;
+	}
+	double tv = y[t];
+	if (tv != tv) {
+		part[t] = 0.0;
+		if (dl) {
+			dz[t] = 0.0f * dl[0];
+		}
+		return;
+	}
+	double x = (double)z[t];
+	double ax = x < 0.0 ? -x : x;
+	part[t] = (x > 0.0 ? x : 0.0) - x * tv + log1p(exp(-ax));
+	if (dl) {
+		float g = (float)((1.0 / (1.0 + exp(-x)) - tv) / (double)labelled);
+		dz[t] = g * dl[0];
+	}
+}
+
+// spn_bce_loss sets loss[0] = (Σ_{i<m} part[i]) / labelled (the sum when
+// no entry is labelled: 0), in order, in double, rounded to float once:
+// one thread. The missing labels' parts are 0 and leave the sum's bits.
+SPN_KERNEL void spn_bce_loss(float* __restrict__ loss, const double* __restrict__ part, int m, int labelled)
+{
+	if (spn_index() != 0) {
+		return;
+	}
+	double s = 0.0;
+	for (int i = 0; i < m; i++) {
+		s += part[i];
+	}
+	if (labelled > 0) {
+		s /= (double)labelled;
+	}
+	loss[0] = (float)s;
+}
