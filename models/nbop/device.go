@@ -3,6 +3,7 @@ package nbop
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/cuda"
@@ -353,4 +354,45 @@ func (o RelAgg) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.B
 		}
 	}
 	return nil
+}
+
+// DeviceForward implements op.DeviceOp: one term per labelled entry of
+// the batch's G×T logits, 0 per missing label (spn_bce), added in order
+// and divided by the labelled count (spn_bce_loss), in double.
+func (o BCE) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	return o.device(e, in[0], y, nil, nil)
+}
+
+// DeviceBackward implements op.DeviceOp: dz = dy·(σ(z) − t)/labelled on
+// the labelled entries of the real rows, 0 at the missing labels
+// (spn_bce), the padding rows keeping the adaptor's zeros.
+func (o BCE) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
+	return o.device(e, in[0], nil, g[0], dy)
+}
+
+// device computes the loss into out (when not nil) or the gradient into
+// dz scaled by dl. The labelled count comes from the host's targets.
+func (o BCE) device(e *engine.Engine, z, out, dz, dl *cuda.Buffer) error {
+	m := o.D.G * o.T
+	if len(o.D.Target) != m {
+		return fmt.Errorf("%s: batch has %d binary labels, want %d graphs × %d tasks", o.ID, len(o.D.Target), o.D.G, o.T)
+	}
+	if o.D.DevTarget == nil || o.D.DevTarget.Len() < m {
+		return fmt.Errorf("%s: the batch on the device has no binary labels for %d graphs × %d tasks", o.ID, o.D.G, o.T)
+	}
+	labelled := 0
+	for _, t := range o.D.Target {
+		if !math.IsNaN(t) {
+			labelled++
+		}
+	}
+	part, err := cuda.Alloc[float64](e.Context(), max(m, 1))
+	if err != nil {
+		return err
+	}
+	err = e.Launch("spn_bce", m, part, dz, z, o.D.DevTarget, dl, m, labelled)
+	if err == nil && out != nil {
+		err = e.Launch("spn_bce_loss", 1, out, part, m, labelled)
+	}
+	return errors.Join(err, part.Free())
 }

@@ -1,6 +1,7 @@
 package nbop
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -146,5 +147,43 @@ func rspnOnDevice(t *testing.T, e *engine.Engine) {
 	wrong := Combine{ID: "combine", D: &Data{Dev: &DeviceHops{K: 3}}, K: 3, N: 10, W: w}
 	if err := wrong.DeviceForward(e, nil, nil); err == nil || err.Error() != "combine: 3 hop sets on the device, want 2 for k = 3" {
 		t.Errorf("Combine with N_1..N_k on the device for the given-first-hop form: %v", err)
+	}
+}
+
+// TestBCEOnDevice runs the multi-task BCE with missing labels on the
+// emulated device and on the CPU (optest.CheckDevice) over G = 23 graphs
+// × 4 tasks in logits with padding rows, about a third of the labels
+// missing: the loss and the gradient within 1e-5 relative (the C
+// library's exp and log1p against Go's). Without the labels on the
+// device the op refuses to run.
+func TestBCEOnDevice(t *testing.T) { bceOnDevice(t, enginetest.Emulated(t)) }
+
+// TestGPUBCEOnDevice is TestBCEOnDevice on GPU 0 (it skips without one).
+func TestGPUBCEOnDevice(t *testing.T) { bceOnDevice(t, enginetest.GPU(t)) }
+
+func bceOnDevice(t *testing.T, e *engine.Engine) {
+	const g, T, G = 23, 4, 27
+	rng := rand.New(rand.NewPCG(21, 22))
+	target := make([]float64, g*T)
+	for i := range target {
+		switch rng.IntN(3) {
+		case 0:
+			target[i] = math.NaN()
+		case 1:
+			target[i] = 1
+		}
+	}
+	dev, err := cuda.NewBuffer(e.Context(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free()
+	D := &Data{G: g, Target: target, DevTarget: dev}
+	o := BCE{ID: "loss.bce", D: D, G: G, T: T}
+	optest.CheckDevice(t, e, "bce", o, [][]float32{randFloats(rng, G*T, 2)}, 1e-7, 1e-5)
+	bad := BCE{ID: "loss.bce", D: &Data{G: g, Target: target}, G: G, T: T}
+	want := "loss.bce: the batch on the device has no binary labels for 23 graphs × 4 tasks"
+	if err := bad.DeviceForward(e, []*cuda.Buffer{nil}, nil); err == nil || err.Error() != want {
+		t.Errorf("BCE without the labels on the device: %v, want %q", err, want)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
@@ -54,6 +55,9 @@ type Data struct {
 	NodeOff []int32
 	// Target are the G×t targets (BCE: 0, 1 or NaN).
 	Target []float64
+	// DevTarget are the targets on a device (double), for BCE's device
+	// math (nil on the CPU path).
+	DevTarget *cuda.Buffer
 	// Dev are the hop sets of Combine on a device (N_1..N_k for the SPN
 	// form, N_2..N_k for the form with a given first hop), DevRel the
 	// relations, for their device math (nil on the CPU path).
