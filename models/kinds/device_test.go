@@ -8,7 +8,8 @@ import (
 )
 
 // TestCheckDevice checks which model sections may train on a device: spn,
-// gin, rspn and gcn for classification and regression with sum or mean pooling
+// gin, rspn and gcn for classification, regression and multi-task binary
+// classification with sum or mean pooling
 // or the gated readout, rspn without categorical node features; every
 // other kind and option is refused with a message naming the kind and
 // the device.
@@ -33,7 +34,9 @@ func TestCheckDevice(t *testing.T) {
 		{with(func(m *modelspec.Model) { m.Kind, m.Pool = "rspn", "max" }), models.TaskRegression,
 			`model kind "rspn" cannot train on device cuda:0: pool "max" has no device math (only sum and mean)`},
 		{spn, models.TaskRegression, ""},
-		{spn, models.TaskBinary, `model kind "spn" cannot train on device cuda:0: task binary has no device loss (only classification and regression)`},
+		{spn, models.TaskBinary, ""},
+		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskBinary, ""},
+		{spn, "ranking", `model kind "spn" cannot train on device cuda:0: task ranking has no device loss (only classification, regression and binary)`},
 		{with(func(m *modelspec.Model) { m.Pool = "max" }), models.TaskClassification,
 			`model kind "spn" cannot train on device cuda:0: pool "max" has no device math (only sum and mean)`},
 		{with(func(m *modelspec.Model) { m.GlobalReadout = true }), models.TaskClassification,

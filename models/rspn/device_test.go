@@ -48,10 +48,42 @@ func deviceData(t *testing.T) (*data.Dataset, *data.Hops) {
 	return ds, hops
 }
 
+// binaryData is deviceData as two binary tasks with missing labels (the
+// target above 0; above its mean over the graphs), graph j's first label
+// missing when j%4 = 1 and its second when j%5 = 2.
+func binaryData(t *testing.T) (*data.Dataset, *data.Hops) {
+	t.Helper()
+	ds, hops := deviceData(t)
+	var mean float64
+	for _, g := range ds.Graphs {
+		mean += g.Target[0] / float64(len(ds.Graphs))
+	}
+	b := func(c bool) float64 {
+		if c {
+			return 1
+		}
+		return 0
+	}
+	ds.Task, ds.NumTargets = data.TaskBinary, 2
+	for j := range ds.Graphs {
+		g := &ds.Graphs[j]
+		y := []float64{b(g.Target[0] > 0), b(g.Target[0] > mean)}
+		if j%4 == 1 {
+			y[0] = math.NaN()
+		}
+		if j%5 == 2 {
+			y[1] = math.NaN()
+		}
+		g.Target = y
+	}
+	return ds, hops
+}
+
 // TestStepOnDevice trains the same small R-SPN (3 relations, 2 layers,
 // hidden 8; k = 3 with mean pooling and with the gated readout, k = 1
 // with sum and with mean pooling) on a regression batch of synth.Relational graphs for
-// 20 Adam steps on the CPU and on the emulated device from the same
+// 20 Adam steps, and with k = 3 and mean pooling on two binary tasks with
+// missing labels (binaryData), on the CPU and on the emulated device from the same
 // initial parameters: the first step's loss and outputs agree within
 // firstTol, the later steps' within stepTol, a second device model gives the same bits step by step, and
 // the loss falls.
@@ -61,13 +93,20 @@ func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
 func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
 
 func stepOnDevice(t *testing.T, e *engine.Engine) {
-	ds, hops := deviceData(t)
+	regDS, regHops := deviceData(t)
+	binDS, binHops := binaryData(t)
 	for _, c := range []struct {
-		k     int
-		pool  string
-		gated bool
-	}{{3, models.PoolMean, false}, {3, models.PoolSum, true}, {1, models.PoolSum, false}, {1, models.PoolMean, false}} {
-		t.Run(fmt.Sprintf("k=%d pool %s gated %v", c.k, c.pool, c.gated), func(t *testing.T) {
+		k      int
+		pool   string
+		gated  bool
+		binary bool
+	}{{3, models.PoolMean, false, false}, {3, models.PoolSum, true, false}, {1, models.PoolSum, false, false}, {1, models.PoolMean, false, false},
+		{3, models.PoolMean, false, true}} {
+		t.Run(fmt.Sprintf("k=%d pool %s gated %v binary %v", c.k, c.pool, c.gated, c.binary), func(t *testing.T) {
+			ds, hops := regDS, regHops
+			if c.binary {
+				ds, hops = binDS, binHops
+			}
 			b, err := data.NewBatch(ds, hops, ds.Splits[0].Train, c.k)
 			if err != nil {
 				t.Fatal(err)

@@ -131,6 +131,9 @@ func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
 		return err
 	}
 	p.bd.Dev = db
+	if p.lossData != nil {
+		p.lossData.DevTarget = db.Target
+	}
 	for t, n := range p.maskNodes {
 		mt, err := d.e.View(maskBufs[t], n.Shape()...)
 		if err == nil {
@@ -172,6 +175,9 @@ func (d *deviceState) done(p *Program) error {
 	}
 	d.release = d.release[:0]
 	p.bd.Dev = nil
+	if p.lossData != nil {
+		p.lossData.DevTarget = nil
+	}
 	return err
 }
 
