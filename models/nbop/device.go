@@ -62,8 +62,10 @@ func PackSets(pk *cuda.Pack, sets, setsT []data.CSR, n int) (*DeviceHops, error)
 
 // PackTyped adds what the R-SPN ops' device math reads of d to pk: the
 // higher hop sets N_2..N_k of Combine's form with a given first hop
-// (Dev) and the relations (DevRel), with their transposes. After pk's
-// Upload, d.Dev and d.DevRel point at them; release drops the references.
+// (Dev) and the relations (DevRel), with their transposes, and the
+// categorical node features when the batch has them (DevNodeCat). After
+// pk's Upload, d.Dev, d.DevRel and d.DevNodeCat point at them; release
+// drops the references.
 func (d *Data) PackTyped(pk *cuda.Pack) (release func(), err error) {
 	hops, err := PackSets(pk, d.Hops, d.HopsT, d.N)
 	if err != nil {
@@ -73,8 +75,14 @@ func (d *Data) PackTyped(pk *cuda.Pack) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("relations: %w", err)
 	}
-	d.Dev, d.DevRel = hops, rel
-	return func() { d.Dev, d.DevRel = nil, nil }, nil
+	var cat *DeviceCat
+	if len(d.NodeOff) > 0 {
+		if cat, err = PackCat(pk, d.NodeCat, d.NodeOff, d.N); err != nil {
+			return nil, fmt.Errorf("node features: %w", err)
+		}
+	}
+	d.Dev, d.DevRel, d.DevNodeCat = hops, rel, cat
+	return func() { d.Dev, d.DevRel, d.DevNodeCat = nil, nil, nil }, nil
 }
 
 // UploadHops copies the k hop sets of d and their transposes to e's
@@ -395,4 +403,123 @@ func (o BCE) device(e *engine.Engine, z, out, dz, dl *cuda.Buffer) error {
 		err = e.Launch("spn_bce_loss", 1, out, part, m, labelled)
 	}
 	return errors.Join(err, part.Free())
+}
+
+// EmbedRows returns, for the categories x (n×C, C = len(off)) of
+// stacked embedding tables whose column c starts at row off[c], the
+// entries that use each table row as a CSR over rows 0..r−1 (r the
+// largest row used + 1): row r lists the n's u (entry u·C + c's node, or
+// edge) with off[c] + x[u·C+c] = r in ascending order. A row belongs to
+// one column, so the gradient of the embedding sum is, per row, the sum
+// of its entries' output gradients in that order (spn_embed_backward):
+// kernels.EmbedSumGrad's order, a gather without atomics.
+func EmbedRows(x, off []int32, n int) (ptr, idx []int32) {
+	C := len(off)
+	rows := 0
+	for u := 0; u < n; u++ {
+		for c := 0; c < C; c++ {
+			rows = max(rows, int(off[c]+x[u*C+c])+1)
+		}
+	}
+	ptr = make([]int32, rows+1)
+	for u := 0; u < n; u++ {
+		for c := 0; c < C; c++ {
+			ptr[off[c]+x[u*C+c]+1]++
+		}
+	}
+	for r := 0; r < rows; r++ {
+		ptr[r+1] += ptr[r]
+	}
+	idx = make([]int32, n*C)
+	next := append([]int32(nil), ptr[:rows]...)
+	for u := 0; u < n; u++ {
+		for c := 0; c < C; c++ {
+			r := off[c] + x[u*C+c]
+			idx[next[r]] = int32(u)
+			next[r]++
+		}
+	}
+	return ptr, idx
+}
+
+// DeviceCat are the categorical features of a batch's n nodes (or edge
+// entries) on a device: the categories X (n×C), the columns' first table
+// rows Off (C) and the entries of each used table row (RowPtr, RowIdx:
+// EmbedRows, Rows rows), views of one packed copy (PackCat).
+type DeviceCat struct {
+	X, Off, RowPtr, RowIdx *cuda.Buffer
+	N, C, Rows             int
+}
+
+// PackCat adds the categories x of n entries (n×len(off)), the column
+// offsets off and their table rows' entries (EmbedRows) to pk: after
+// pk's Upload the returned DeviceCat points at them on the device.
+func PackCat(pk *cuda.Pack, x, off []int32, n int) (*DeviceCat, error) {
+	if len(off) == 0 || len(x) != n*len(off) {
+		return nil, fmt.Errorf("packing categorical features: %d values for %d entries × %d columns", len(x), n, len(off))
+	}
+	ptr, idx := EmbedRows(x, off, n)
+	c := &DeviceCat{N: n, C: len(off), Rows: len(ptr) - 1}
+	cuda.Put(pk, &c.X, x)
+	cuda.Put(pk, &c.Off, off)
+	cuda.Put(pk, &c.RowPtr, ptr)
+	cuda.Put(pk, &c.RowIdx, idx)
+	return c, nil
+}
+
+// embedSum sets y (rows×w, its rows past c.N zero) to the embedding sum
+// of c's categories over the stacked tables T (spn_embed_sum).
+func (c *DeviceCat) embedSum(e *engine.Engine, y, T *cuda.Buffer, rows, w int) error {
+	if err := e.Launch("spn_fill", rows*w, y, float32(0), rows*w); err != nil {
+		return err
+	}
+	return e.Launch("spn_embed_sum", c.N*w, y, T, c.X, c.Off, c.N, c.C, w)
+}
+
+// embedGrad adds to dT (tableRows×w) the gradient of the embedding sum
+// for the output gradient dy: per table row, its entries' rows of dy in
+// ascending order (spn_embed_backward).
+func (c *DeviceCat) embedGrad(e *engine.Engine, dT, dy *cuda.Buffer, tableRows, w int) error {
+	if c.Rows > tableRows {
+		return fmt.Errorf("categories use %d table rows, the tables have %d", c.Rows, tableRows)
+	}
+	return e.Launch("spn_embed_backward", c.Rows*w, dT, dy, c.RowPtr, c.RowIdx, c.Rows, w)
+}
+
+// devNodeCat returns the categorical node features on the device, which
+// must be the batch's n nodes.
+func (o CatEmbed) devNodeCat() (*DeviceCat, error) {
+	c := o.D.DevNodeCat
+	if c == nil {
+		return nil, fmt.Errorf("%s: the categorical node features are not on the device", o.ID)
+	}
+	if c.N != o.D.N || c.C != len(o.D.NodeOff) {
+		return nil, fmt.Errorf("%s: %d nodes × %d columns of categories on the device, the batch has %d × %d", o.ID, c.N, c.C, o.D.N, len(o.D.NodeOff))
+	}
+	return c, nil
+}
+
+// DeviceForward implements op.DeviceOp: y_u = Σ_c T[off_c + x_u,c] over
+// the real rows in column order (spn_embed_sum), the padding rows zero:
+// the CPU's bits.
+func (o CatEmbed) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	c, err := o.devNodeCat()
+	if err != nil {
+		return err
+	}
+	return c.embedSum(e, y, in[0], o.N, o.W)
+}
+
+// DeviceBackward implements op.DeviceOp: dT[r] = Σ dy_u over the nodes u
+// that use row r, in ascending order (a gather per row, no atomics): the
+// CPU's bits.
+func (o CatEmbed) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
+	c, err := o.devNodeCat()
+	if err != nil {
+		return err
+	}
+	if err := c.embedGrad(e, g[0], dy, o.Rows, o.W); err != nil {
+		return fmt.Errorf("%s: %w", o.ID, err)
+	}
+	return nil
 }

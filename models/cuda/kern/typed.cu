@@ -119,3 +119,24 @@ SPN_KERNEL void spn_copy_cols(float* __restrict__ y, const float* __restrict__ x
 	long long r = t / w, j = t % w;
 	y[r * ys + yo + j] = x[r * xs + xo + j];
 }
+
+// spn_embed_sum sets y (n×d) to OGB's AtomEncoder/BondEncoder sum of one
+// embedding per categorical column, y[u] = Σ_c T[off[c] + x[u·C + c]],
+// the columns in order from 0 as models/kernels.EmbedSum adds them (T
+// stacks the C columns' tables). One thread per value. Its gradient with
+// respect to T is spn_embed_backward over the entries of each table row
+// (nbop.EmbedRows).
+SPN_KERNEL void spn_embed_sum(float* __restrict__ y, const float* __restrict__ T, const int* __restrict__ x,
+	const int* __restrict__ off, int n, int C, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)n * d) {
+		return;
+	}
+	long long u = t / d, j = t % d;
+	float s = 0.0f;
+	for (int c = 0; c < C; c++) {
+		s += T[(long long)(off[c] + x[u * C + c]) * d + j];
+	}
+	y[t] = s;
+}

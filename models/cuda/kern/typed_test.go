@@ -216,3 +216,39 @@ func TestGCNPropagate(t *testing.T) {
 		equalBits(t, "y", y, want)
 	}
 }
+
+// TestEmbedSum compares OGB's categorical embedding sum and the gradient
+// of its tables (spn_embed_backward over nbop.EmbedRows) with
+// kernels.EmbedSum and EmbedSumGrad, for the node features and the edge
+// features of a batch of synth.Relational graphs: the same bits.
+func TestEmbedSum(t *testing.T) {
+	const d = 6
+	b := relBatch(t, 1)
+	rng := rand.New(rand.NewPCG(28, 29))
+	for _, c := range []struct {
+		name  string
+		x     []int32
+		vocab []int
+		n     int
+	}{
+		{"node features", b.NodeCat, b.NodeCatVocab, b.N},
+		{"edge features", b.EdgeFeat, b.EdgeFeatVocab, len(b.Adj.Idx)},
+	} {
+		off, rows := kernels.EmbedOffsets(c.vocab)
+		if len(off) < 2 || len(c.x) != c.n*len(off) {
+			t.Fatalf("%s: %d values for %d entries × %d columns: want two columns or more", c.name, len(c.x), c.n, len(off))
+		}
+		T := kerntest.Randn(rng, rows*d, 1)
+		dy := kerntest.Randn(rng, c.n*d, 1)
+		want, wantT := make([]float32, c.n*d), make([]float32, rows*d)
+		kernels.EmbedSum(kernels.CPU{Threads: 1}, want, T, c.x, off, c.n, d)
+		kernels.EmbedSumGrad(wantT, dy, c.x, off, c.n, d)
+		y, dT := make([]float32, c.n*d), make([]float32, rows*d)
+		launch(t, "spn_embed_sum", cover(c.n*d, 32), 32, y, T, c.x, off, c.n, len(off), d)
+		equalBits(t, c.name+": y", y, want)
+		ptr, idx := nbop.EmbedRows(c.x, off, c.n)
+		used := len(ptr) - 1
+		launch(t, "spn_embed_backward", cover(used*d, 32), 32, dT, dy, ptr, idx, used, d)
+		equalBits(t, c.name+": dT", dT, wantT)
+	}
+}
