@@ -83,7 +83,10 @@ func combineOnDevice(t *testing.T, e *engine.Engine) {
 // bits) and Combine's form with a given first hop for k = 3 and k = 1
 // (y, dS, dR and dH the same bits as kern's emulation test asserts; dα
 // and dε summed in double per chunk on the device, float32 partials on
-// the CPU: 1e-5 relative and 1e-4 absolute, as the SPN form).
+// the CPU: 1e-5 relative and 1e-4 absolute, as the SPN form), and the
+// AtomEncoder over the graphs' categorical node features, CatEmbed (the
+// same bits: the sum in column order, the tables' gradient a gather per
+// table row over its nodes in order).
 func TestRSPNOnDevice(t *testing.T) { rspnOnDevice(t, enginetest.Emulated(t)) }
 
 // TestGPURSPNOnDevice is TestRSPNOnDevice on GPU 0 (it skips without
@@ -132,17 +135,27 @@ func rspnOnDevice(t *testing.T, e *engine.Engine) {
 		optest.CheckDevice(t, e, "relations", RelAgg{ID: "rel", Be: be, D: D, R: R, N: N, W: w}, xs, 0, 0)
 		in := [][]float32{randFloats(rng, N*w, 1), randFloats(rng, N*w, 1), randFloats(rng, N*w, 1), randFloats(rng, k, 0.5), {0.3}}
 		optest.CheckDevice(t, e, "combine", Combine{ID: "combine", Be: be, D: D, K: k, N: N, W: w}, in, 1e-4, 1e-5)
+		_, rows := kernels.EmbedOffsets(b.NodeCatVocab)
+		if len(b.NodeCatVocab) < 2 || D.DevNodeCat == nil {
+			t.Fatalf("node feature vocabularies %v, on the device %v: want two columns or more, packed", b.NodeCatVocab, D.DevNodeCat != nil)
+		}
+		atom := CatEmbed{ID: "atom", Be: be, D: D, Rows: rows, N: N, W: w}
+		optest.CheckDevice(t, e, "atom", atom, [][]float32{randFloats(rng, rows*w, 1)}, 0, 0)
 		release()
 		if err := buf.Free(); err != nil {
 			t.Fatal(err)
 		}
-		if D.Dev != nil || D.DevRel != nil {
+		if D.Dev != nil || D.DevRel != nil || D.DevNodeCat != nil {
 			t.Error("the release of PackTyped left the device data in Data")
 		}
 	}
 	bad := RelAgg{ID: "rel", D: &Data{}, R: 2, N: 10, W: w}
 	if err := bad.DeviceForward(e, nil, nil); err == nil || err.Error() != "rel: the relations are not on the device" {
 		t.Errorf("RelAgg without the relations on the device: %v", err)
+	}
+	noCat := CatEmbed{ID: "atom", D: &Data{N: 10, NodeOff: []int32{0, 3}}, Rows: 5, N: 10, W: w}
+	if err := noCat.DeviceForward(e, nil, nil); err == nil || err.Error() != "atom: the categorical node features are not on the device" {
+		t.Errorf("CatEmbed without the node features on the device: %v", err)
 	}
 	wrong := Combine{ID: "combine", D: &Data{Dev: &DeviceHops{K: 3}}, K: 3, N: 10, W: w}
 	if err := wrong.DeviceForward(e, nil, nil); err == nil || err.Error() != "combine: 3 hop sets on the device, want 2 for k = 3" {

@@ -55,6 +55,9 @@ type Data struct {
 	NodeOff []int32
 	// Target are the G×t targets (BCE: 0, 1 or NaN).
 	Target []float64
+	// DevNodeCat are the categorical node features on a device, for
+	// CatEmbed's device math (nil on the CPU path).
+	DevNodeCat *DeviceCat
 	// DevTarget are the targets on a device (double), for BCE's device
 	// math (nil on the CPU path).
 	DevTarget *cuda.Buffer

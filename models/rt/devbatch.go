@@ -5,6 +5,7 @@ import (
 
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/nbop"
 )
 
 // DeviceBatch is the part of a batch's data the ops' device math reads,
@@ -30,29 +31,6 @@ type DeviceBatch struct {
 	owner *cuda.Buffer
 }
 
-// labelRows returns the nodes of each label of labels as a CSR (rows up
-// to the largest label), the nodes of a label in ascending order.
-func labelRows(labels []int32) (ptr, idx []int32) {
-	rows := 0
-	for _, l := range labels {
-		rows = max(rows, int(l)+1)
-	}
-	ptr = make([]int32, rows+1)
-	for _, l := range labels {
-		ptr[l+1]++
-	}
-	for l := 0; l < rows; l++ {
-		ptr[l+1] += ptr[l]
-	}
-	idx = make([]int32, len(labels))
-	next := append([]int32(nil), ptr[:rows]...)
-	for u, l := range labels {
-		idx[next[l]] = int32(u)
-		next[l]++
-	}
-	return ptr, idx
-}
-
 // PackBatch adds the graph offsets, classes, targets and node inputs of
 // bd to pk:
 // after pk's Upload the returned DeviceBatch points at them on the device.
@@ -73,7 +51,7 @@ func PackBatch(pk *cuda.Pack, bd *BatchData) (*DeviceBatch, error) {
 	}
 	if bd.Labels != nil {
 		labels := bd.Labels[:bd.N]
-		ptr, idx := labelRows(labels)
+		ptr, idx := nbop.EmbedRows(labels, []int32{0}, len(labels))
 		db.LabelRows = len(ptr) - 1
 		cuda.Put(pk, &db.Labels, labels)
 		cuda.Put(pk, &db.LabelPtr, ptr)
