@@ -33,17 +33,23 @@ const (
 
 // deviceData returns 30 synth.Relational graphs (3 relations, node
 // labels, a regression target; hop sets up to 3) without their
-// categorical node and edge features: QM9's inputs are node attributes
-// and bond types only, and the AtomEncoder has no device math.
-func deviceData(t *testing.T) (*data.Dataset, *data.Hops) {
+// categorical edge features, and without their categorical node features
+// unless atom (QM9's inputs are node attributes and bond types only).
+func deviceData(t *testing.T, atom bool) (*data.Dataset, *data.Hops) {
 	t.Helper()
 	ds, hops, err := synth.Relational(9, 30, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds.NodeCatVocab, ds.EdgeFeatVocab = nil, nil
+	ds.EdgeFeatVocab = nil
+	if !atom {
+		ds.NodeCatVocab = nil
+	}
 	for j := range ds.Graphs {
-		ds.Graphs[j].NodeCat, ds.Graphs[j].EdgeFeat = nil, nil
+		ds.Graphs[j].EdgeFeat = nil
+		if !atom {
+			ds.Graphs[j].NodeCat = nil
+		}
 	}
 	return ds, hops
 }
@@ -53,7 +59,7 @@ func deviceData(t *testing.T) (*data.Dataset, *data.Hops) {
 // missing when j%4 = 1 and its second when j%5 = 2.
 func binaryData(t *testing.T) (*data.Dataset, *data.Hops) {
 	t.Helper()
-	ds, hops := deviceData(t)
+	ds, hops := deviceData(t, false)
 	var mean float64
 	for _, g := range ds.Graphs {
 		mean += g.Target[0] / float64(len(ds.Graphs))
@@ -83,7 +89,8 @@ func binaryData(t *testing.T) (*data.Dataset, *data.Hops) {
 // hidden 8; k = 3 with mean pooling and with the gated readout, k = 1
 // with sum and with mean pooling) on a regression batch of synth.Relational graphs for
 // 20 Adam steps, and with k = 3 and mean pooling on two binary tasks with
-// missing labels (binaryData), on the CPU and on the emulated device from the same
+// missing labels (binaryData) and with the AtomEncoder over the graphs'
+// categorical node features, on the CPU and on the emulated device from the same
 // initial parameters: the first step's loss and outputs agree within
 // firstTol, the later steps' within stepTol, a second device model gives the same bits step by step, and
 // the loss falls.
@@ -93,19 +100,23 @@ func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
 func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
 
 func stepOnDevice(t *testing.T, e *engine.Engine) {
-	regDS, regHops := deviceData(t)
+	regDS, regHops := deviceData(t, false)
+	atomDS, atomHops := deviceData(t, true)
 	binDS, binHops := binaryData(t)
 	for _, c := range []struct {
-		k      int
-		pool   string
-		gated  bool
-		binary bool
-	}{{3, models.PoolMean, false, false}, {3, models.PoolSum, true, false}, {1, models.PoolSum, false, false}, {1, models.PoolMean, false, false},
-		{3, models.PoolMean, false, true}} {
-		t.Run(fmt.Sprintf("k=%d pool %s gated %v binary %v", c.k, c.pool, c.gated, c.binary), func(t *testing.T) {
+		k            int
+		pool         string
+		gated        bool
+		binary, atom bool
+	}{{3, models.PoolMean, false, false, false}, {3, models.PoolSum, true, false, false}, {1, models.PoolSum, false, false, false}, {1, models.PoolMean, false, false, false},
+		{3, models.PoolMean, false, true, false}, {3, models.PoolMean, false, false, true}} {
+		t.Run(fmt.Sprintf("k=%d pool %s gated %v binary %v atom %v", c.k, c.pool, c.gated, c.binary, c.atom), func(t *testing.T) {
 			ds, hops := regDS, regHops
-			if c.binary {
+			switch {
+			case c.binary:
 				ds, hops = binDS, binHops
+			case c.atom:
+				ds, hops = atomDS, atomHops
 			}
 			b, err := data.NewBatch(ds, hops, ds.Splits[0].Train, c.k)
 			if err != nil {

@@ -9,7 +9,6 @@
 package rspn
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -48,18 +47,9 @@ func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldE
 }
 
 // CheckDevice implements models.DeviceKind: rt.CheckDevice (the
-// classification and regression losses, sum or mean pooling or the gated
-// readout, no global readout), and no categorical node features (OGB's
-// AtomEncoder has no device math).
-func (Kind) CheckDevice(cfg models.Config) error {
-	if err := rt.CheckDevice(cfg); err != nil {
-		return err
-	}
-	if len(cfg.NodeCatVocab) > 0 {
-		return errors.New("categorical node features (the AtomEncoder) have no device math")
-	}
-	return nil
-}
+// classification, regression and multi-task binary losses, sum or mean
+// pooling or the gated readout, no global readout).
+func (Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
 
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
