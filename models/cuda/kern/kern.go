@@ -10,8 +10,8 @@
 // the softmax cross-entropy, the squared error and the multi-task
 // binary cross-entropy with missing labels (loss.cu), the Adam update
 // (adam.cu), dropout with a counter-based generator (dropout.cu), R-SPN's
-// relation sums and combination terms with GNN-FiLM's gated readout and
-// OGB's categorical embedding sums (typed.cu), and GCN's propagation
+// relation sums and combination terms with GNN-FiLM's gated readout,
+// OGB's categorical embedding sums and E-SPN's edge messages (typed.cu), and GCN's propagation
 // (gcn.cu). Matrix products are cuBLAS's.
 //
 // They are written for correctness and determinism first: one thread per
@@ -168,6 +168,9 @@ func Kernels() []Kernel {
 		{"spn_gated_sum_backward", "typed.cu", ps("dz", F32Ptr, "dt", F32Ptr, "z", F32Ptr, "tv", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "c", I32)},
 		{"spn_copy_cols", "typed.cu", ps("y", F32Ptr, "x", F32Ptr, "n", I32, "w", I32, "ys", I32, "yo", I32, "xs", I32, "xo", I32)},
 		{"spn_embed_sum", "typed.cu", ps("y", F32Ptr, "T", F32Ptr, "x", I32Ptr, "off", I32Ptr, "n", I32, "C", I32, "d", I32)},
+		{"spn_edge_messages", "typed.cu", ps("y", F32Ptr, "h", F32Ptr, "e", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "n", I32, "d", I32)},
+		{"spn_edge_messages_mask", "typed.cu", ps("de", F32Ptr, "dy", F32Ptr, "h", F32Ptr, "e", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "n", I32, "d", I32)},
+		{"spn_gather_rows", "typed.cu", ps("y", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "n", I32, "d", I32)},
 		{"spn_gcn_propagate", "gcn.cu", ps("y", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "w", F32Ptr, "self", F32Ptr, "n", I32, "d", I32)},
 	}
 }

@@ -1,6 +1,7 @@
 // R-SPN's aggregation (models/nbop's RelAgg and Combine with a given first
-// hop) and GNN-FiLM's gated readout (models/rt's gated sum and the
-// concatenation [h⁰, hᵀ] its gate reads).
+// hop), GNN-FiLM's gated readout (models/rt's gated sum and the
+// concatenation [h⁰, hᵀ] its gate reads), OGB's categorical embedding
+// sums (models/nbop's CatEmbed) and E-SPN's edge messages (EdgeMsg).
 //
 // The R relations of a batch of n nodes are one CSR as the hop sets are
 // (kern.PackHops): ptr holds R·(n+1) offsets into idx, row u of relation
@@ -139,4 +140,63 @@ SPN_KERNEL void spn_embed_sum(float* __restrict__ y, const float* __restrict__ T
 		s += T[(long long)(off[c] + x[u * C + c]) * d + j];
 	}
 	y[t] = s;
+}
+
+// E-SPN's first hop (models/nbop's EdgeMsg) over the adjacency of n nodes
+// (ptr: n+1 offsets, idx: the neighbour of every entry p) and the edge
+// embeddings e (one row per entry, spn_embed_sum of the entries' bond
+// features).
+
+// spn_edge_messages sets y[u] = Σ_{p ∈ row u} ReLU(h[idx[p]] + e[p]) over
+// the n×d rows of y, the entries in order, a message added when positive,
+// as models/kernels.EdgeMessages. One thread per value (u, j).
+SPN_KERNEL void spn_edge_messages(float* __restrict__ y, const float* __restrict__ h, const float* __restrict__ e,
+	const int* __restrict__ ptr, const int* __restrict__ idx, int n, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)n * d) {
+		return;
+	}
+	long long u = t / d, j = t % d;
+	float s = 0.0f;
+	for (int p = ptr[u]; p < ptr[u + 1]; p++) {
+		float m = h[(long long)idx[p] * d + j] + e[(long long)p * d + j];
+		if (m > 0.0f) {
+			s += m;
+		}
+	}
+	y[t] = s;
+}
+
+// spn_edge_messages_mask sets, for every entry p = (u, v) of row u, de[p]
+// = dy[u] where h[v] + e[p] > 0 and 0 elsewhere: the gradient of
+// spn_edge_messages with respect to its messages (and to e). One thread
+// per value (u, j), writing the entries of row u.
+SPN_KERNEL void spn_edge_messages_mask(float* __restrict__ de, const float* __restrict__ dy, const float* __restrict__ h,
+	const float* __restrict__ e, const int* __restrict__ ptr, const int* __restrict__ idx, int n, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)n * d) {
+		return;
+	}
+	long long u = t / d, j = t % d;
+	for (int p = ptr[u]; p < ptr[u + 1]; p++) {
+		long long q = (long long)p * d + j;
+		de[q] = h[(long long)idx[p] * d + j] + e[q] > 0.0f ? dy[t] : 0.0f;
+	}
+}
+
+// spn_gather_rows sets y[u] = Σ_{r ∈ row u} x[idx[r]] over the n×d rows
+// of y (spn_gather's order, models/kernels' sumRows): with the incoming
+// entries of every node (kernels.IncomingEntries) and x = de, the
+// gradient of spn_edge_messages with respect to h. One thread per value.
+SPN_KERNEL void spn_gather_rows(float* __restrict__ y, const float* __restrict__ x, const int* __restrict__ ptr,
+	const int* __restrict__ idx, int n, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)n * d) {
+		return;
+	}
+	int u = (int)(t / d), j = (int)(t % d);
+	y[t] = spn_gather(x, idx, ptr[u], ptr[u + 1], d, j);
 }
