@@ -81,8 +81,44 @@ func (d *Data) PackTyped(pk *cuda.Pack) (release func(), err error) {
 			return nil, fmt.Errorf("node features: %w", err)
 		}
 	}
-	d.Dev, d.DevRel, d.DevNodeCat = hops, rel, cat
-	return func() { d.Dev, d.DevRel, d.DevNodeCat = nil, nil, nil }, nil
+	var edges *DeviceEdges
+	if len(d.EdgeOff) > 0 {
+		if edges, err = d.packEdges(pk); err != nil {
+			return nil, err
+		}
+	}
+	d.Dev, d.DevRel, d.DevNodeCat, d.DevEdges = hops, rel, cat, edges
+	return func() { d.Dev, d.DevRel, d.DevNodeCat, d.DevEdges = nil, nil, nil, nil }, nil
+}
+
+// DeviceEdges are the adjacency of a batch's n nodes on a device (Ptr,
+// Idx), the incoming entries of every node (InPtr, InIdx:
+// kernels.IncomingEntries) and the entries' categorical edge features
+// (Feat), views of one packed copy (PackTyped).
+type DeviceEdges struct {
+	Ptr, Idx, InPtr, InIdx *cuda.Buffer
+	Feat                   *DeviceCat
+	// N and E are the node and entry counts.
+	N, E int
+}
+
+// packEdges adds d's adjacency, its incoming entries and the edge
+// features to pk.
+func (d *Data) packEdges(pk *cuda.Pack) (*DeviceEdges, error) {
+	E := len(d.Adj.Idx)
+	if len(d.Adj.Ptr) != d.N+1 || len(d.AdjIn.Ptr) != d.N+1 || len(d.AdjIn.Idx) != E {
+		return nil, fmt.Errorf("packing the edges: adjacency of %d offsets and %d entries, incoming entries %d and %d, for %d nodes", len(d.Adj.Ptr), E, len(d.AdjIn.Ptr), len(d.AdjIn.Idx), d.N)
+	}
+	feat, err := PackCat(pk, d.EdgeFeat, d.EdgeOff, E)
+	if err != nil {
+		return nil, fmt.Errorf("edge features: %w", err)
+	}
+	ed := &DeviceEdges{Feat: feat, N: d.N, E: E}
+	cuda.Put(pk, &ed.Ptr, d.Adj.Ptr)
+	cuda.Put(pk, &ed.Idx, d.Adj.Idx)
+	cuda.Put(pk, &ed.InPtr, d.AdjIn.Ptr)
+	cuda.Put(pk, &ed.InIdx, d.AdjIn.Idx)
+	return ed, nil
 }
 
 // UploadHops copies the k hop sets of d and their transposes to e's
@@ -520,6 +556,92 @@ func (o CatEmbed) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda
 	}
 	if err := c.embedGrad(e, g[0], dy, o.Rows, o.W); err != nil {
 		return fmt.Errorf("%s: %w", o.ID, err)
+	}
+	return nil
+}
+
+// devEdges returns the batch's edges on the device.
+func (o EdgeMsg) devEdges() (*DeviceEdges, error) {
+	ed := o.D.DevEdges
+	if ed == nil {
+		return nil, fmt.Errorf("%s: the edges are not on the device", o.ID)
+	}
+	if ed.N != o.D.N || ed.E != len(o.D.Adj.Idx) {
+		return nil, fmt.Errorf("%s: %d nodes and %d edge entries on the device, the batch has %d and %d", o.ID, ed.N, ed.E, o.D.N, len(o.D.Adj.Idx))
+	}
+	return ed, nil
+}
+
+// edgeEmbeddings returns a scratch buffer of the entries' embeddings e
+// (E×d, spn_embed_sum over the tables T).
+func (o EdgeMsg) edgeEmbeddings(e *engine.Engine, ed *DeviceEdges, T *cuda.Buffer) (*cuda.Buffer, error) {
+	t, err := e.Scratch(max(ed.E*o.W, 1))
+	if err != nil {
+		return nil, err
+	}
+	eb, err := e.Buffer(t)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Launch("spn_embed_sum", ed.E*o.W, eb, T, ed.Feat.X, ed.Feat.Off, ed.E, ed.Feat.C, o.W); err != nil {
+		return nil, err
+	}
+	return eb, nil
+}
+
+// DeviceForward implements op.DeviceOp: the entries' embeddings
+// (spn_embed_sum), then y_u = Σ_{v∈N(u)} ReLU(h_v + e_uv) over the real
+// rows, the entries in order (spn_edge_messages), the padding rows zero:
+// the CPU's bits.
+func (o EdgeMsg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	ed, err := o.devEdges()
+	if err != nil {
+		return err
+	}
+	eb, err := o.edgeEmbeddings(e, ed, in[1])
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*o.W, y, float32(0), o.N*o.W); err != nil {
+		return err
+	}
+	return e.Launch("spn_edge_messages", ed.N*o.W, y, in[0], eb, ed.Ptr, ed.Idx, ed.N, o.W)
+}
+
+// DeviceBackward implements op.DeviceOp: the entries' embeddings again,
+// de_p = dy_u ⊙ 1[h_v + e_p > 0] (spn_edge_messages_mask), dh_v the sum
+// of de over v's incoming entries in order (spn_gather_rows) and dT per
+// table row the sum of de over the entries that use it in order
+// (spn_embed_backward): gathers without atomics, the CPU's bits.
+func (o EdgeMsg) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
+	ed, err := o.devEdges()
+	if err != nil {
+		return err
+	}
+	eb, err := o.edgeEmbeddings(e, ed, in[1])
+	if err != nil {
+		return err
+	}
+	dt, err := e.Scratch(max(ed.E*o.W, 1))
+	if err != nil {
+		return err
+	}
+	de, err := e.Buffer(dt)
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_edge_messages_mask", ed.N*o.W, de, dy, in[0], eb, ed.Ptr, ed.Idx, ed.N, o.W); err != nil {
+		return err
+	}
+	if g[0] != nil {
+		if err := e.Launch("spn_gather_rows", ed.N*o.W, g[0], de, ed.InPtr, ed.InIdx, ed.N, o.W); err != nil {
+			return err
+		}
+	}
+	if g[1] != nil {
+		if err := ed.Feat.embedGrad(e, g[1], de, o.Rows, o.W); err != nil {
+			return fmt.Errorf("%s: %w", o.ID, err)
+		}
 	}
 	return nil
 }

@@ -200,3 +200,81 @@ func bceOnDevice(t *testing.T, e *engine.Engine) {
 		t.Errorf("BCE without the labels on the device: %v, want %q", err, want)
 	}
 }
+
+// TestESPNOnDevice runs E-SPN's first hop, EdgeMsg, on the emulated
+// device and on the CPU (optest.CheckDevice) over a batch of
+// synth.Relational graphs of more than one row chunk with their
+// categorical edge features (two columns), in tensors with padding rows:
+// the messages and the gradients of h and of the BondEncoder tables the
+// same bits (the tables' gradient a gather per table row over its
+// entries in order, h's over each node's incoming entries). PackTyped
+// packs the edges only when the batch data has edge features, and its
+// release drops them.
+func TestESPNOnDevice(t *testing.T) { espnOnDevice(t, enginetest.Emulated(t)) }
+
+// TestGPUESPNOnDevice is TestESPNOnDevice on GPU 0 (it skips without
+// one).
+func TestGPUESPNOnDevice(t *testing.T) { espnOnDevice(t, enginetest.GPU(t)) }
+
+func espnOnDevice(t *testing.T, e *engine.Engine) {
+	const k, w = 2, 6
+	ds, hops, err := synth.Relational(4, 40, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, len(ds.Graphs))
+	for i := range all {
+		all[i] = i
+	}
+	b, err := data.NewBatch(ds, hops, all, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := b.N
+	if n <= kernels.ChunkRows || len(b.EdgeFeatVocab) < 2 {
+		t.Fatalf("batch of %d nodes, edge feature vocabularies %v: want more than one chunk and two columns", n, b.EdgeFeatVocab)
+	}
+	N := n + 5
+	D := &Data{}
+	if err := D.Set(b, Need{K: k, Edges: true}); err != nil {
+		t.Fatal(err)
+	}
+	var pk cuda.Pack
+	release, err := D.PackTyped(&pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := pk.Upload(e.Context(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if D.DevEdges == nil {
+		t.Fatal("PackTyped did not pack the edges of a batch with edge features")
+	}
+	_, rows := kernels.EmbedOffsets(b.EdgeFeatVocab)
+	rng := rand.New(rand.NewPCG(8, 9))
+	o := EdgeMsg{ID: "edge", Be: kernels.CPU{Threads: 1}, D: D, Rows: rows, N: N, W: w}
+	optest.CheckDevice(t, e, "edge messages", o, [][]float32{randFloats(rng, N*w, 1), randFloats(rng, rows*w, 1)}, 0, 0)
+	release()
+	if err := buf.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if D.DevEdges != nil || D.DevNodeCat != nil {
+		t.Error("the release of PackTyped left the device data in Data")
+	}
+	// Without edge features nothing of the edges is packed.
+	if err := D.Set(b, Need{K: k}); err != nil {
+		t.Fatal(err)
+	}
+	var pk2 cuda.Pack
+	if _, err := D.PackTyped(&pk2); err != nil {
+		t.Fatal(err)
+	}
+	if D.DevEdges != nil {
+		t.Error("PackTyped packed edges for batch data without edge features")
+	}
+	bad := EdgeMsg{ID: "edge", D: &Data{N: 10}, Rows: 4, N: 10, W: w}
+	if err := bad.DeviceForward(e, nil, nil); err == nil || err.Error() != "edge: the edges are not on the device" {
+		t.Errorf("EdgeMsg without the edges on the device: %v", err)
+	}
+}

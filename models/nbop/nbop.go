@@ -58,6 +58,10 @@ type Data struct {
 	// DevNodeCat are the categorical node features on a device, for
 	// CatEmbed's device math (nil on the CPU path).
 	DevNodeCat *DeviceCat
+	// DevEdges are the adjacency, its incoming entries and the edge
+	// features on a device, for EdgeMsg's device math (nil on the CPU
+	// path).
+	DevEdges *DeviceEdges
 	// DevTarget are the targets on a device (double), for BCE's device
 	// math (nil on the CPU path).
 	DevTarget *cuda.Buffer
