@@ -18,6 +18,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
@@ -44,6 +45,12 @@ func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldE
 	return errs
 }
 
+// CheckDevice implements models.DeviceKind: rt.CheckDevice (the
+// classification, regression and multi-task binary losses, sum or mean
+// pooling, no global readout); the AtomEncoder, the BondEncoders and the
+// edge messages have device math.
+func (Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)
@@ -65,6 +72,8 @@ type Model struct{ rt.HopNet }
 var (
 	_ models.Model      = (*Model)(nil)
 	_ models.HopWeights = (*Model)(nil)
+	_ models.DeviceKind = Kind{}
+	_ rt.DevicePreparer = (*Model)(nil)
 )
 
 // New builds the E-SPN of cfg from seed.
@@ -127,3 +136,9 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	agg = s.AddGlobal(l.td, w, agg, h)
 	return l.out.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, l.out.Bind(s.Param))
 }
+
+// PackDevice implements rt.DevicePreparer: the higher hop sets N_2..N_k
+// with their transposes, the categorical node features, the adjacency
+// with its incoming entries and the edge features Prepare set, in the
+// run's pack (nbop.Data.PackTyped).
+func (m *Model) PackDevice(pk *cuda.Pack) (func(), error) { return m.TD.PackTyped(pk) }

@@ -8,7 +8,7 @@ import (
 )
 
 // TestCheckDevice checks which model sections may train on a device: spn,
-// gin, rspn and gcn for classification, regression and multi-task binary
+// gin, rspn, espn and gcn for classification, regression and multi-task binary
 // classification with sum or mean pooling or the gated readout; every
 // other kind and option is refused with a message naming the kind and
 // the device.
@@ -25,7 +25,7 @@ func TestCheckDevice(t *testing.T) {
 		{with(func(m *modelspec.Model) { m.Kind, m.K = "gcn", 1 }), models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.K, m.Linear = "gcn", 1, true }), models.TaskRegression, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.K = "gat", 1 }), models.TaskClassification,
-			`model kind "gat" cannot train on device cuda:0: it has no device math (kinds that have: [gcn gin rspn spn])`},
+			`model kind "gat" cannot train on device cuda:0: it has no device math (kinds that have: [espn gcn gin rspn spn])`},
 		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.GatedReadout, m.K = "rspn", true, 10 }), models.TaskRegression, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.GlobalReadout = "rspn", true }), models.TaskRegression,
@@ -35,6 +35,11 @@ func TestCheckDevice(t *testing.T) {
 		{spn, models.TaskRegression, ""},
 		{spn, models.TaskBinary, ""},
 		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskBinary, ""},
+		{with(func(m *modelspec.Model) { m.Kind, m.K = "espn", 3 }), models.TaskBinary, ""},
+		{with(func(m *modelspec.Model) { m.Kind, m.GlobalReadout = "espn", true }), models.TaskBinary,
+			`model kind "espn" cannot train on device cuda:0: global_readout has no device math`},
+		{with(func(m *modelspec.Model) { m.Kind, m.Pool = "espn", "max" }), models.TaskBinary,
+			`model kind "espn" cannot train on device cuda:0: pool "max" has no device math (only sum and mean)`},
 		{spn, "ranking", `model kind "spn" cannot train on device cuda:0: task ranking has no device loss (only classification, regression and binary)`},
 		{with(func(m *modelspec.Model) { m.Pool = "max" }), models.TaskClassification,
 			`model kind "spn" cannot train on device cuda:0: pool "max" has no device math (only sum and mean)`},
