@@ -133,154 +133,173 @@ func trainRegressionOnDevice(t *testing.T, e *engine.Engine) {
 		{Kind: "gcn", K: 1, Layers: 2, Hidden: 16, Pool: "mean", Linear: true},
 	} {
 		t.Run(fmt.Sprintf("%s k=%d pool %s gated %v linear %v", m.Kind, m.K, m.Pool, m.GatedReadout, m.Linear), func(t *testing.T) {
-			cfg, err := models.ConfigFor(m, ds)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := reg.CheckDevice(cfg, "cuda:0"); err != nil {
-				t.Fatal(err)
-			}
-			build := func() models.Model {
-				mod, err := reg.New(cfg, 3, kernels.CPU{Threads: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return mod
-			}
-			o := Options{Training: tr, Metric: "mae", Seed: 3}
-			cpu, err := Train(context.Background(), build(), ds, hops.Prefix(m.K), sets, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			onDevice := func() *Result {
-				mod := build()
-				dev := &countSyncs{deviceTrainable: mod.(deviceTrainable)}
-				if err := dev.UseDevice(e); err != nil {
-					t.Fatal(err)
-				}
-				var trained models.Model = dev
-				if hw, ok := mod.(models.HopWeights); ok {
-					trained = countSyncsHops{dev, hw}
-				}
-				do := o
-				do.Host = build()
-				r, err := Train(context.Background(), trained, ds, hops.Prefix(m.K), sets, do)
-				if err != nil {
-					t.Fatal(err)
-				}
-				selected := 0
-				for i := range r.Epochs {
-					best := -1
-					for j := 0; j < i; j++ {
-						if best < 0 || better(SelectBestValLoss, "mae", r.Epochs[j], r.Epochs[best]) {
-							best = j
-						}
-					}
-					if best < 0 || better(SelectBestValLoss, "mae", r.Epochs[i], r.Epochs[best]) {
-						selected++
-					}
-				}
-				if dev.syncs != selected {
-					t.Errorf("the model was copied to the host %d times for %d newly selected epochs", dev.syncs, selected)
-				}
-				return r
-			}
-			r1, r2 := onDevice(), onDevice()
-			if len(r1.Epochs) != len(cpu.Epochs) {
-				t.Fatalf("%d epochs on the device, %d on the CPU", len(r1.Epochs), len(cpu.Epochs))
-			}
-			worstTrain, worstEval := 0.0, 0.0
-			for i, c := range cpu.Epochs {
-				d := r1.Epochs[i]
-				for _, v := range [][3]any{
-					{"validation loss", d.ValLoss, c.ValLoss}, {"test loss", d.TestLoss, c.TestLoss},
-					{"validation MAE", d.ValScore, c.ValScore}, {"test MAE", d.TestScore, c.TestScore},
-				} {
-					dv, cv := v[1].(float64), v[2].(float64)
-					diff := math.Abs(dv-cv) / (1 + math.Abs(cv))
-					worstEval = math.Max(worstEval, diff)
-					if diff > evalFitTol {
-						t.Errorf("epoch %d: %s %v on the device, %v on the CPU", c.Epoch, v[0], dv, cv)
-					}
-				}
-				vals := [][3]any{{"train loss", d.TrainLoss, c.TrainLoss}}
-				if _, hw := build().(models.HopWeights); len(d.Alpha) != len(c.Alpha) || len(d.Eps) != len(c.Eps) || hw != (len(c.Eps) == m.Layers) {
-					t.Fatalf("epoch %d: hop weights of %d and %d layers on the device, %d and %d on the CPU", c.Epoch, len(d.Alpha), len(d.Eps), len(c.Alpha), len(c.Eps))
-				}
-				for l := range c.Eps {
-					vals = append(vals, [3]any{fmt.Sprintf("ε of layer %d", l+1), d.Eps[l], c.Eps[l]})
-					for j := range c.Alpha[l] {
-						vals = append(vals, [3]any{fmt.Sprintf("α_%d of layer %d", j+1, l+1), d.Alpha[l][j], c.Alpha[l][j]})
-					}
-				}
-				for _, v := range vals {
-					dv, cv := v[1].(float64), v[2].(float64)
-					diff := math.Abs(dv-cv) / (1 + math.Abs(cv))
-					worstTrain = math.Max(worstTrain, diff)
-					if diff > trainFitTol {
-						t.Errorf("epoch %d: %s %v on the device, %v on the CPU", c.Epoch, v[0], dv, cv)
-					}
-				}
-				if !reflect.DeepEqual(r2.Epochs[i], d) {
-					t.Errorf("epoch %d: a second device run gives %+v, the first %+v", c.Epoch, r2.Epochs[i], d)
-				}
-			}
-			if first, last := r1.Epochs[0].TrainLoss, r1.Epochs[len(r1.Epochs)-1].TrainLoss; !(last < first) {
-				t.Errorf("the training loss on the device did not fall: %v → %v", first, last)
-			}
-			if r1.Best != cpu.Best {
-				t.Errorf("selected epoch %d on the device, %d on the CPU", r1.Epochs[r1.Best].Epoch, cpu.Epochs[cpu.Best].Epoch)
-			}
-			if !bytes.Equal(r1.Checkpoint, r2.Checkpoint) {
-				t.Error("two device runs give different checkpoints")
-			}
-			// The selected epoch's parameters: the biases that feed a batch
-			// norm aside, the CPU's within paramTol.
-			ca, err := models.ReadCheckpoint(bytes.NewReader(cpu.Checkpoint), reg, kernels.CPU{Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			da, err := models.ReadCheckpoint(bytes.NewReader(r1.Checkpoint), reg, kernels.CPU{Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			worstParam := 0.0
-			for i, p := range ca.Params() {
-				if strings.HasSuffix(p.Name, ".lin1.b") || strings.HasSuffix(p.Name, ".lin2.b") {
-					continue
-				}
-				q := da.Params()[i]
-				for j, w := range p.W {
-					diff := math.Abs(float64(q.W[j]-w)) / (1 + math.Abs(float64(w)))
-					worstParam = math.Max(worstParam, diff)
-					if diff > paramTol {
-						t.Fatalf("parameter %s[%d] = %v on the device, %v on the CPU", p.Name, j, q.W[j], w)
-					}
-				}
-			}
-			best := r1.Epochs[r1.Best]
-			for _, onDev := range []bool{true, false} {
-				ck, err := models.ReadCheckpoint(bytes.NewReader(r1.Checkpoint), reg, kernels.CPU{Threads: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				tol := 1e-5
-				if onDev {
-					if err := ck.(deviceTrainable).UseDevice(e); err != nil {
-						t.Fatal(err)
-					}
-					tol = 0
-				}
-				vl, vs, err := Evaluate(ck, ds, hops.Prefix(m.K), sets.Val, "mae", tr.BatchSize)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if math.Abs(vl-best.ValLoss) > tol*(1+math.Abs(best.ValLoss)) || math.Abs(vs-best.ValScore) > tol*(1+math.Abs(best.ValScore)) {
-					t.Errorf("the checkpoint (on the device: %v) scores validation loss %v and MAE %v, the selected epoch %v and %v", onDev, vl, vs, best.ValLoss, best.ValScore)
-				}
-			}
-			t.Logf("train loss %.4f → %.4f on the device; largest difference from the CPU (relative to 1 + |value|) %.3g in training, %.3g in evaluation, %.3g in the parameters",
-				r1.Epochs[0].TrainLoss, r1.Epochs[len(r1.Epochs)-1].TrainLoss, worstTrain, worstEval, worstParam)
+			compareTrainOnDevice(t, e, reg, m, ds, hops, sets, tr, "mae", fitTols{trainFitTol, paramTol, evalFitTol})
 		})
 	}
+}
+
+// fitTols bound |device − CPU| relative to 1 + |CPU value|: of every
+// epoch's training loss, α and ε (train), of the selected epoch's
+// parameters, the biases that feed a batch norm aside (param), and of
+// every epoch's validation and test losses and scores (eval).
+type fitTols struct{ train, param, eval float64 }
+
+// compareTrainOnDevice trains model m on ds for tr on the device of e
+// (with a CPU host model for the checkpoint) and on the CPU,
+// scoring by metric, and requires: every epoch's values within tol, the
+// same selected epoch, a second device run with the same records and
+// checkpoint bytes, one copy of the model to the host per newly selected
+// epoch, and the checkpoint reloaded on the device scoring the selected
+// epoch's validation loss and score bit for bit (on the CPU within
+// 1e-5·(1 + |value|)).
+func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m modelspec.Model, ds *data.Dataset, hops *data.Hops, sets Sets, tr modelspec.Training, metric string, tol fitTols) {
+	t.Helper()
+	cfg, err := models.ConfigFor(m, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.CheckDevice(cfg, "cuda:0"); err != nil {
+		t.Fatal(err)
+	}
+	build := func() models.Model {
+		mod, err := reg.New(cfg, 3, kernels.CPU{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mod
+	}
+	o := Options{Training: tr, Metric: metric, Seed: 3}
+	cpu, err := Train(context.Background(), build(), ds, hops.Prefix(m.K), sets, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDevice := func() *Result {
+		mod := build()
+		dev := &countSyncs{deviceTrainable: mod.(deviceTrainable)}
+		if err := dev.UseDevice(e); err != nil {
+			t.Fatal(err)
+		}
+		var trained models.Model = dev
+		if hw, ok := mod.(models.HopWeights); ok {
+			trained = countSyncsHops{dev, hw}
+		}
+		do := o
+		do.Host = build()
+		r, err := Train(context.Background(), trained, ds, hops.Prefix(m.K), sets, do)
+		if err != nil {
+			t.Fatal(err)
+		}
+		selected := 0
+		for i := range r.Epochs {
+			best := -1
+			for j := 0; j < i; j++ {
+				if best < 0 || better(tr.Selection, metric, r.Epochs[j], r.Epochs[best]) {
+					best = j
+				}
+			}
+			if best < 0 || better(tr.Selection, metric, r.Epochs[i], r.Epochs[best]) {
+				selected++
+			}
+		}
+		if dev.syncs != selected {
+			t.Errorf("the model was copied to the host %d times for %d newly selected epochs", dev.syncs, selected)
+		}
+		return r
+	}
+	r1, r2 := onDevice(), onDevice()
+	if len(r1.Epochs) != len(cpu.Epochs) {
+		t.Fatalf("%d epochs on the device, %d on the CPU", len(r1.Epochs), len(cpu.Epochs))
+	}
+	worstTrain, worstEval := 0.0, 0.0
+	for i, c := range cpu.Epochs {
+		d := r1.Epochs[i]
+		for _, v := range [][3]any{
+			{"validation loss", d.ValLoss, c.ValLoss}, {"test loss", d.TestLoss, c.TestLoss},
+			{"validation " + metric, d.ValScore, c.ValScore}, {"test " + metric, d.TestScore, c.TestScore},
+		} {
+			dv, cv := v[1].(float64), v[2].(float64)
+			diff := math.Abs(dv-cv) / (1 + math.Abs(cv))
+			worstEval = math.Max(worstEval, diff)
+			if diff > tol.eval {
+				t.Errorf("epoch %d: %s %v on the device, %v on the CPU", c.Epoch, v[0], dv, cv)
+			}
+		}
+		vals := [][3]any{{"train loss", d.TrainLoss, c.TrainLoss}}
+		if _, hw := build().(models.HopWeights); len(d.Alpha) != len(c.Alpha) || len(d.Eps) != len(c.Eps) || hw != (len(c.Eps) == m.Layers) {
+			t.Fatalf("epoch %d: hop weights of %d and %d layers on the device, %d and %d on the CPU", c.Epoch, len(d.Alpha), len(d.Eps), len(c.Alpha), len(c.Eps))
+		}
+		for l := range c.Eps {
+			vals = append(vals, [3]any{fmt.Sprintf("ε of layer %d", l+1), d.Eps[l], c.Eps[l]})
+			for j := range c.Alpha[l] {
+				vals = append(vals, [3]any{fmt.Sprintf("α_%d of layer %d", j+1, l+1), d.Alpha[l][j], c.Alpha[l][j]})
+			}
+		}
+		for _, v := range vals {
+			dv, cv := v[1].(float64), v[2].(float64)
+			diff := math.Abs(dv-cv) / (1 + math.Abs(cv))
+			worstTrain = math.Max(worstTrain, diff)
+			if diff > tol.train {
+				t.Errorf("epoch %d: %s %v on the device, %v on the CPU", c.Epoch, v[0], dv, cv)
+			}
+		}
+		if !reflect.DeepEqual(r2.Epochs[i], d) {
+			t.Errorf("epoch %d: a second device run gives %+v, the first %+v", c.Epoch, r2.Epochs[i], d)
+		}
+	}
+	if first, last := r1.Epochs[0].TrainLoss, r1.Epochs[len(r1.Epochs)-1].TrainLoss; !(last < first) {
+		t.Errorf("the training loss on the device did not fall: %v → %v", first, last)
+	}
+	if r1.Best != cpu.Best {
+		t.Errorf("selected epoch %d on the device, %d on the CPU", r1.Epochs[r1.Best].Epoch, cpu.Epochs[cpu.Best].Epoch)
+	}
+	if !bytes.Equal(r1.Checkpoint, r2.Checkpoint) {
+		t.Error("two device runs give different checkpoints")
+	}
+	// The selected epoch's parameters: the biases that feed a batch
+	// norm aside, the CPU's within paramTol.
+	ca, err := models.ReadCheckpoint(bytes.NewReader(cpu.Checkpoint), reg, kernels.CPU{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, err := models.ReadCheckpoint(bytes.NewReader(r1.Checkpoint), reg, kernels.CPU{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worstParam := 0.0
+	for i, p := range ca.Params() {
+		if strings.HasSuffix(p.Name, ".lin1.b") || strings.HasSuffix(p.Name, ".lin2.b") {
+			continue
+		}
+		q := da.Params()[i]
+		for j, w := range p.W {
+			diff := math.Abs(float64(q.W[j]-w)) / (1 + math.Abs(float64(w)))
+			worstParam = math.Max(worstParam, diff)
+			if diff > tol.param {
+				t.Fatalf("parameter %s[%d] = %v on the device, %v on the CPU", p.Name, j, q.W[j], w)
+			}
+		}
+	}
+	best := r1.Epochs[r1.Best]
+	for _, onDev := range []bool{true, false} {
+		ck, err := models.ReadCheckpoint(bytes.NewReader(r1.Checkpoint), reg, kernels.CPU{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		within := 1e-5
+		if onDev {
+			if err := ck.(deviceTrainable).UseDevice(e); err != nil {
+				t.Fatal(err)
+			}
+			within = 0
+		}
+		vl, vs, err := Evaluate(ck, ds, hops.Prefix(m.K), sets.Val, metric, tr.BatchSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(vl-best.ValLoss) > within*(1+math.Abs(best.ValLoss)) || math.Abs(vs-best.ValScore) > within*(1+math.Abs(best.ValScore)) {
+			t.Errorf("the checkpoint (on the device: %v) scores validation loss %v and %s %v, the selected epoch %v and %v", onDev, vl, metric, vs, best.ValLoss, best.ValScore)
+		}
+	}
+	t.Logf("train loss %.4f → %.4f on the device, selected epoch's validation %s %.4f (CPU %.4f); largest difference from the CPU (relative to 1 + |value|) %.3g in training, %.3g in evaluation, %.3g in the parameters",
+		r1.Epochs[0].TrainLoss, r1.Epochs[len(r1.Epochs)-1].TrainLoss, metric, best.ValScore, cpu.Epochs[cpu.Best].ValScore, worstTrain, worstEval, worstParam)
 }
