@@ -51,13 +51,15 @@
 // for the checkpoint of a newly selected epoch), and Open makes an
 // engine on a GPU for the train stage.
 //
-// R-SPN (with GNN-FiLM's gated readout, regressing) and GCN train the
-// same way (models/rspn's and models/gcn's TestStepOnDevice).
+// R-SPN (with GNN-FiLM's gated readout, regressing), E-SPN (with the
+// AtomEncoder and its BondEncoders, multi-task binary classification)
+// and GCN train the same way (models/rspn's, models/espn's and
+// models/gcn's TestStepOnDevice).
 //
 // What does not exist: dropout masks drawn on the device (they are drawn
 // on the host from the model's generator, as on the CPU path, and packed
-// with the batch); device math for max pooling, BCE, the global readout
-// and E-SPN's ops (the other kinds).
+// with the batch); device math for max pooling, the global readout and
+// the other kinds.
 //
 // # How Gorgonia v0.9.18 runs values (the facts the design rests on)
 //
