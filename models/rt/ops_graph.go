@@ -112,26 +112,10 @@ func (o pool) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
 	return nil
 }
 
-// poolMean is spn_pool's mean argument for the pooling kind (sum and
-// mean have device math, max has none).
-func (o pool) poolMean() (int, error) {
-	switch o.kind {
-	case models.PoolSum:
-		return 0, nil
-	case models.PoolMean:
-		return 1, nil
-	}
-	return 0, fmt.Errorf("%s: %s pooling has no device math", o.id, o.kind)
-}
-
-// DeviceForward implements op.DeviceOp for sum and mean pooling: the
-// padding rows set to zero (spn_fill), the graphs' rows added in order
-// (spn_pool, the CPU's bits).
+// DeviceForward implements op.DeviceOp: the padding rows set to zero
+// (spn_fill), then the graphs' rows added in order (spn_pool: sum, or
+// mean with 1/|g|) or their column maxima (spn_pool_max): the CPU's bits.
 func (o pool) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
-	mean, err := o.poolMean()
-	if err != nil {
-		return err
-	}
 	db, err := o.bd.dev(o.id)
 	if err != nil {
 		return err
@@ -139,21 +123,31 @@ func (o pool) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer)
 	if err := e.Launch("spn_fill", o.G*o.d, y, float32(0), o.G*o.d); err != nil {
 		return err
 	}
-	return e.Launch("spn_pool", o.bd.G*o.d, y, in[0], db.Ptr, o.bd.G, o.d, mean)
+	switch o.kind {
+	case models.PoolMax:
+		return e.Launch("spn_pool_max", o.bd.G*o.d, y, in[0], db.Ptr, o.bd.G, o.d)
+	case models.PoolMean:
+		return e.Launch("spn_pool", o.bd.G*o.d, y, in[0], db.Ptr, o.bd.G, o.d, 1)
+	}
+	return e.Launch("spn_pool", o.bd.G*o.d, y, in[0], db.Ptr, o.bd.G, o.d, 0)
 }
 
-// DeviceBackward implements op.DeviceOp for sum and mean pooling
-// (spn_pool_backward; the rows of no graph keep the adaptor's zeros).
-func (o pool) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
-	mean, err := o.poolMean()
-	if err != nil {
-		return err
-	}
+// DeviceBackward implements op.DeviceOp: dy spread over each graph's
+// rows (spn_pool_backward: sum, or mean with 1/|g|) or routed to the
+// first arg-max row of each column (spn_pool_max_backward); the other
+// rows keep the adaptor's zeros.
+func (o pool) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	db, err := o.bd.dev(o.id)
 	if err != nil {
 		return err
 	}
-	return e.Launch("spn_pool_backward", o.bd.G*o.d, dIn[0], dy, db.Ptr, o.bd.G, o.d, mean)
+	switch o.kind {
+	case models.PoolMax:
+		return e.Launch("spn_pool_max_backward", o.bd.G*o.d, dIn[0], dy, in[0], db.Ptr, o.bd.G, o.d)
+	case models.PoolMean:
+		return e.Launch("spn_pool_backward", o.bd.G*o.d, dIn[0], dy, db.Ptr, o.bd.G, o.d, 1)
+	}
+	return e.Launch("spn_pool_backward", o.bd.G*o.d, dIn[0], dy, db.Ptr, o.bd.G, o.d, 0)
 }
 
 // dropout is inverted dropout as y = x ⊙ mask, where the mask (an input

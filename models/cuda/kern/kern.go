@@ -6,13 +6,14 @@
 // weights' softmax, bias + ReLU, the input encoding and the gradient of
 // its label embeddings, the fill of a buffer with one value and the
 // product with a device scalar (dense.cu), batch norm + ReLU in
-// training and evaluation mode (norm.cu), sum and mean pooling (pool.cu),
-// the softmax cross-entropy, the squared error and the multi-task
-// binary cross-entropy with missing labels (loss.cu), the Adam update
-// (adam.cu), dropout with a counter-based generator (dropout.cu), R-SPN's
-// relation sums and combination terms with GNN-FiLM's gated readout,
-// OGB's categorical embedding sums and E-SPN's edge messages (typed.cu), and GCN's propagation
-// (gcn.cu). Matrix products are cuBLAS's.
+// training and evaluation mode (norm.cu), sum, mean and max pooling
+// (pool.cu), the softmax cross-entropy, the squared error and the
+// multi-task binary cross-entropy with missing labels (loss.cu), the
+// Adam update (adam.cu), dropout with a counter-based generator
+// (dropout.cu), R-SPN's relation sums and combination terms with
+// GNN-FiLM's gated readout, OGB's categorical embedding sums and E-SPN's
+// edge messages (typed.cu), and GCN's propagation (gcn.cu). Matrix
+// products are cuBLAS's.
 //
 // They are written for correctness and determinism first: one thread per
 // output value (or per output row or column), loops in a fixed order, no
@@ -153,6 +154,8 @@ func Kernels() []Kernel {
 		{"spn_bn_backward_eval", "norm.cu", ps("dx", F32Ptr, "dz", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "n", I32, "d", I32)},
 		{"spn_pool", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
 		{"spn_pool_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
+		{"spn_pool_max", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
+		{"spn_pool_max_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
 		{"spn_cross_entropy", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "logits", F32Ptr, "y", I32Ptr, "dl", F32Ptr, "G", I32, "c", I32)},
 		{"spn_mean_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "G", I32)},
 		{"spn_squared_error", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "pred", F32Ptr, "target", F64Ptr, "dl", F32Ptr, "len", I32)},

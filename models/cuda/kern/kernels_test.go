@@ -345,6 +345,51 @@ func TestPool(t *testing.T) {
 	}
 }
 
+// TestPoolMax compares max pooling and its gradient with models/rt's
+// max pooling (the first row's value replaced only by a strictly
+// greater one; the gradient to the first arg-max row) on graphs with an
+// empty one, ties within a graph and padding rows after the last: the
+// same bits.
+func TestPoolMax(t *testing.T) {
+	const d, N = 4, 150
+	off := []int32{0, 3, 3, 10, 140, 141}
+	G := len(off) - 1
+	rng := rand.New(rand.NewPCG(12, 13))
+	x, dy := kerntest.Randn(rng, N*d, 1), kerntest.Randn(rng, G*d, 1)
+	for j := 0; j < d; j++ { // ties: rows 4 and 7 of graph 2 share their column maximum
+		x[7*d+j] = x[4*d+j] + 10
+		x[4*d+j] = x[7*d+j]
+	}
+	y, dx := make([]float32, G*d), make([]float32, N*d)
+	for g := 0; g < G; g++ {
+		a, b := int(off[g]), int(off[g+1])
+		if a == b {
+			continue
+		}
+		for j := 0; j < d; j++ {
+			best, arg := x[a*d+j], a
+			for r := a + 1; r < b; r++ {
+				if v := x[r*d+j]; v > best {
+					best, arg = v, r
+				}
+			}
+			y[g*d+j] = best
+			dx[arg*d+j] = dy[g*d+j]
+		}
+	}
+	if dx[4*d] == 0 || dx[7*d] != 0 {
+		t.Fatal("the reference does not route the tie to the first row")
+	}
+	ky, kdx := make([]float32, G*d), make([]float32, N*d)
+	for i := range ky {
+		ky[i] = float32(math.NaN())
+	}
+	launch(t, "spn_pool_max", cover(G*d, 8), 8, ky, x, off, G, d)
+	equalBits(t, "max pool", ky, y)
+	launch(t, "spn_pool_max_backward", cover(G*d, 8), 8, kdx, dy, x, off, G, d)
+	equalBits(t, "max pool backward", kdx, dx)
+}
+
 // TestCrossEntropy compares the loss and its gradient with
 // kernels.CrossEntropy.
 func TestCrossEntropy(t *testing.T) {

@@ -1,5 +1,5 @@
-// Sum and mean pooling of node rows into graph rows: graph g owns the node
-// rows [off[g], off[g+1]) of x (N×d); an empty graph pools to zeros.
+// Sum, mean and max pooling of node rows into graph rows: graph g owns the
+// node rows [off[g], off[g+1]) of x (N×d); an empty graph pools to zeros.
 
 // spn_pool sets y[g] = Σ_{r ∈ g} x[r] (mean 0) or that sum times
 // 1/|g| as a float (mean 1), rows added in order: the bits of models/rt's
@@ -45,4 +45,58 @@ SPN_KERNEL void spn_pool_backward(float* __restrict__ dx, const float* __restric
 	for (int r = a; r < b; r++) {
 		dx[(long long)r * d + j] = v;
 	}
+}
+
+// spn_pool_max sets y[g] = max_{r ∈ g} x[r] per column, the first row's
+// value replaced by a later one only when strictly greater (models/rt's
+// max pooling, which compares with Go's >), and 0 for an empty graph.
+// One thread per output value (g, j).
+SPN_KERNEL void spn_pool_max(float* __restrict__ y, const float* __restrict__ x, const int* __restrict__ off, int G, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)G * d) {
+		return;
+	}
+	int g = (int)(t / d), j = (int)(t % d);
+	int a = off[g], b = off[g + 1];
+	if (b <= a) {
+		y[t] = 0.0f;
+		return;
+	}
+	float best = x[(long long)a * d + j];
+	for (int r = a + 1; r < b; r++) {
+		float v = x[(long long)r * d + j];
+		if (v > best) {
+			best = v;
+		}
+	}
+	y[t] = best;
+}
+
+// spn_pool_max_backward sets dx[r][j] = dy[g][j] at the first row r of
+// graph g holding its column's maximum (spn_pool_max's choice); the other
+// rows are not written (the caller zeroes dx). One thread per graph
+// column (g, j), each writing one value: no atomics.
+SPN_KERNEL void spn_pool_max_backward(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x,
+	const int* __restrict__ off, int G, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)G * d) {
+		return;
+	}
+	int g = (int)(t / d), j = (int)(t % d);
+	int a = off[g], b = off[g + 1];
+	if (b <= a) {
+		return;
+	}
+	float best = x[(long long)a * d + j];
+	int arg = a;
+	for (int r = a + 1; r < b; r++) {
+		float v = x[(long long)r * d + j];
+		if (v > best) {
+			best = v;
+			arg = r;
+		}
+	}
+	dx[(long long)arg * d + j] = dy[t];
 }
