@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/rt"
 )
 
@@ -15,12 +16,40 @@ type graphData struct {
 	// index of the reverse entry (v,u) of entry e = (u,v).
 	loops data.CSR
 	rev   []int32
+	// n is the number of real nodes.
+	n int
+	// dev is the same on a device, for the op's device math (nil on the
+	// CPU path).
+	dev *deviceGraph
+}
+
+// deviceGraph is a graphData on a device: the adjacency with self loops
+// (ptr, idx) and the reverse entries (rev), views of the run's packed
+// copy.
+type deviceGraph struct {
+	ptr, idx, rev *cuda.Buffer
+}
+
+// pack adds gd's adjacency with self loops and its reverse entries to pk:
+// after pk's Upload gd.dev points at them on the device; release drops
+// the reference.
+func (gd *graphData) pack(pk *cuda.Pack) (release func(), err error) {
+	if len(gd.loops.Ptr) != gd.n+1 || len(gd.rev) != len(gd.loops.Idx) {
+		return nil, fmt.Errorf("packing the GAT neighbourhoods: %d row offsets and %d reverse entries for %d nodes and %d entries", len(gd.loops.Ptr), len(gd.rev), gd.n, len(gd.loops.Idx))
+	}
+	dg := &deviceGraph{}
+	cuda.Put(pk, &dg.ptr, gd.loops.Ptr)
+	cuda.Put(pk, &dg.idx, gd.loops.Idx)
+	cuda.Put(pk, &dg.rev, gd.rev)
+	gd.dev = dg
+	return func() { gd.dev = nil }, nil
 }
 
 // Set implements rt.AdjData: it derives the neighbourhoods with self loops of batch b.
 func (gd *graphData) Set(b *data.Batch) error { return gd.setGAT(b.Adj, b.N) }
 
 func (gd *graphData) setGAT(a data.CSR, n int) error {
+	gd.n = n
 	ptr := rt.Resize(gd.loops.Ptr, n+1)
 	idx := gd.loops.Idx[:0]
 	ptr[0] = 0

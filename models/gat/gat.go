@@ -18,6 +18,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
@@ -39,6 +40,10 @@ func (Kind) Check(m modelspec.Model, _ modelspec.DatasetInfo) []modelspec.FieldE
 	return rt.CheckHeads(rt.CheckDirect(rt.CheckCommon(m), Name, m.K), m)
 }
 
+// CheckDevice implements models.DeviceKind: rt.CheckDevice (both
+// variants have device math).
+func (Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)
@@ -56,15 +61,27 @@ type layer struct {
 }
 
 // Model is a GAT computed through Gorgonia.
-type Model struct{ rt.AdjNet }
+type Model struct {
+	rt.AdjNet
+	// gd is the batch structure the layers' ops read (AdjNet.Data).
+	gd *graphData
+}
 
-var _ models.Model = (*Model)(nil)
+var (
+	_ models.Model      = (*Model)(nil)
+	_ models.DeviceKind = Kind{}
+	_ rt.DevicePreparer = (*Model)(nil)
+)
+
+// PackDevice implements rt.DevicePreparer: the neighbourhoods with self
+// loops and their reverse entries Prepare set, in the run's pack.
+func (m *Model) PackDevice(pk *cuda.Pack) (func(), error) { return m.gd.pack(pk) }
 
 // New builds the GAT of cfg; initialisation and dropout masks derive from
 // seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	gd := &graphData{}
-	md := &Model{rt.AdjNet{Data: gd}}
+	md := &Model{AdjNet: rt.AdjNet{Data: gd}, gd: gd}
 	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			d, heads := cfg.Model.Hidden, cfg.Model.Heads

@@ -1,12 +1,15 @@
 package gat
 
 import (
+	"errors"
 	"fmt"
-	"github.com/spn-project/spn/models/rt"
 	"math"
 
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
+	"github.com/spn-project/spn/models/rt"
 )
 
 // GATSlope is the negative slope of GAT's LeakyReLU.
@@ -16,6 +19,9 @@ const GATSlope = 0.2
 // attention weights α and the pre-activations, per (edge, head).
 type gatState struct {
 	alpha, pre []float32
+	// devAlpha and devPre are the same on a device (scratch buffers of
+	// the run, nil on the CPU path).
+	devAlpha, devPre *cuda.Buffer
 }
 
 // gatAttnOp is GAT's attention aggregation for inputs z (N×d), a_src and
@@ -174,4 +180,101 @@ func (f gatAttn) Backward(in [][]float32, _, dy []float32, dIn [][]float32) erro
 		dIn[2][j] = float32(sums[d+j])
 	}
 	return nil
+}
+
+// devGraph returns the neighbourhoods on the device, which must be the
+// batch's.
+func (o gatAttn) devGraph() (*deviceGraph, error) {
+	dg := o.gd.dev
+	if dg == nil {
+		return nil, fmt.Errorf("%s: the neighbourhoods are not on the device", o.id)
+	}
+	if o.gd.n != o.bd.N {
+		return nil, fmt.Errorf("%s: neighbourhoods of %d nodes on the device, the batch has %d", o.id, o.gd.n, o.bd.N)
+	}
+	return dg, nil
+}
+
+// scratch returns a new scratch buffer of n float32 values of e's run.
+func scratch(e *engine.Engine, n int) (*cuda.Buffer, error) {
+	t, err := e.Scratch(max(n, 1))
+	if err != nil {
+		return nil, err
+	}
+	return e.Buffer(t)
+}
+
+// DeviceForward implements op.DeviceOp: y zeroed (spn_fill), then per
+// node and head the attention over its row and the weighted sum
+// (spn_gat_forward, the CPU's order; the C library's exp against Go's),
+// keeping α and the pre-activations for the backward pass.
+func (o gatAttn) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	dg, err := o.devGraph()
+	if err != nil {
+		return err
+	}
+	n, E := o.bd.N, len(o.gd.loops.Idx)
+	if o.st.devAlpha, err = scratch(e, E*o.H); err != nil {
+		return err
+	}
+	if o.st.devPre, err = scratch(e, E*o.H); err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*o.d, y, float32(0), o.N*o.d); err != nil {
+		return err
+	}
+	return e.Launch("spn_gat_forward", n*o.H, y, o.st.devAlpha, o.st.devPre, in[0], in[1], in[2], dg.ptr, dg.idx, n, o.H, o.d)
+}
+
+// DeviceBackward implements op.DeviceOp: the score gradients per node and
+// head (spn_gat_backward_dp), the attention vectors' gradients by chunks
+// of rows added in chunk order (spn_gat_backward_vec, spn_sum_chunks),
+// and dz per source node over its reverse entries (spn_gat_backward_dz):
+// gathers, no atomics.
+func (o gatAttn) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) (err error) {
+	dg, err := o.devGraph()
+	if err != nil {
+		return err
+	}
+	if o.st.devAlpha == nil || o.st.devPre == nil {
+		return fmt.Errorf("%s: no forward attention on the device", o.id)
+	}
+	n, d, H, E := o.bd.N, o.d, o.H, len(o.gd.loops.Idx)
+	nc := kernels.NumChunks(n)
+	ctx := e.Context()
+	g, err := cuda.Alloc[float64](ctx, max(E*H, 1))
+	if err != nil {
+		return err
+	}
+	part, err := cuda.Alloc[float64](ctx, max(2*nc*d, 1))
+	if err != nil {
+		return errors.Join(err, g.Free())
+	}
+	defer func() { err = errors.Join(err, g.Free(), part.Free()) }()
+	psrc, err := part.Slice(0, nc*d)
+	if err != nil {
+		return err
+	}
+	pdst, err := part.Slice(nc*d, nc*d)
+	if err != nil {
+		return err
+	}
+	dp, err := scratch(e, E*H)
+	if err != nil {
+		return err
+	}
+	z, aSrc, aDst := in[0], in[1], in[2]
+	if err := e.Launch("spn_gat_backward_dp", n*H, g, dp, dy, z, o.st.devAlpha, o.st.devPre, dg.ptr, dg.idx, n, H, d); err != nil {
+		return err
+	}
+	if err := e.Launch("spn_gat_backward_vec", nc*2*d, psrc, pdst, g, z, dg.ptr, dg.idx, n, H, d); err != nil {
+		return err
+	}
+	if err := e.Launch("spn_sum_chunks", d, dIn[1], psrc, nc, d); err != nil {
+		return err
+	}
+	if err := e.Launch("spn_sum_chunks", d, dIn[2], pdst, nc, d); err != nil {
+		return err
+	}
+	return e.Launch("spn_gat_backward_dz", n*d, dIn[0], dy, o.st.devAlpha, dp, aSrc, aDst, dg.ptr, dg.idx, dg.rev, n, H, d)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // TestCheckDevice checks which model sections may train on a device: spn,
-// gin, rspn, espn and gcn for classification, regression and multi-task binary
+// gin, rspn, espn, gcn and gat for classification, regression and multi-task binary
 // classification with sum, mean or max pooling or the gated readout; every
 // other kind and option is refused with a message naming the kind and
 // the device.
@@ -24,8 +24,11 @@ func TestCheckDevice(t *testing.T) {
 		{with(func(m *modelspec.Model) { m.Kind, m.K, m.Pool = "gin", 1, "mean" }), models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.K = "gcn", 1 }), models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.K, m.Linear = "gcn", 1, true }), models.TaskRegression, ""},
-		{with(func(m *modelspec.Model) { m.Kind, m.K = "gat", 1 }), models.TaskClassification,
-			`model kind "gat" cannot train on device cuda:0: it has no device math (kinds that have: [espn gcn gin rspn spn])`},
+		{with(func(m *modelspec.Model) { m.Kind, m.K, m.Heads = "gat", 1, 2 }), models.TaskClassification, ""},
+		{with(func(m *modelspec.Model) { m.Kind = "graphormer" }), models.TaskClassification,
+			`model kind "graphormer" cannot train on device cuda:0: it has no device math (kinds that have: [espn gat gcn gin rspn spn])`},
+		{with(func(m *modelspec.Model) { m.Kind = "baseline" }), models.TaskClassification,
+			`model kind "baseline" cannot train on device cuda:0: it has no device math (kinds that have: [espn gat gcn gin rspn spn])`},
 		{with(func(m *modelspec.Model) { m.Kind = "rspn" }), models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.GatedReadout, m.K = "rspn", true, 10 }), models.TaskRegression, ""},
 		{with(func(m *modelspec.Model) { m.Kind, m.GlobalReadout = "rspn", true }), models.TaskRegression,

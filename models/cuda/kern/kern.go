@@ -12,8 +12,8 @@
 // Adam update (adam.cu), dropout with a counter-based generator
 // (dropout.cu), R-SPN's relation sums and combination terms with
 // GNN-FiLM's gated readout, OGB's categorical embedding sums and E-SPN's
-// edge messages (typed.cu), and GCN's propagation (gcn.cu). Matrix
-// products are cuBLAS's.
+// edge messages (typed.cu), GCN's propagation (gcn.cu) and GAT's
+// attention aggregation (gat.cu). Matrix products are cuBLAS's.
 //
 // They are written for correctness and determinism first: one thread per
 // output value (or per output row or column), loops in a fixed order, no
@@ -51,7 +51,7 @@ const Name = "spn_kernels.cu"
 const Header = "spn.cuh"
 
 // Files are the kernel files in the order Source joins them.
-var Files = []string{"hops.cu", "dense.cu", "norm.cu", "pool.cu", "loss.cu", "adam.cu", "dropout.cu", "typed.cu", "gcn.cu"}
+var Files = []string{"hops.cu", "dense.cu", "norm.cu", "pool.cu", "loss.cu", "adam.cu", "dropout.cu", "typed.cu", "gcn.cu", "gat.cu"}
 
 // Options are the NVRTC options the kernels are compiled with, besides
 // the architecture: no fused multiply-add, so that products and sums
@@ -175,6 +175,10 @@ func Kernels() []Kernel {
 		{"spn_edge_messages_mask", "typed.cu", ps("de", F32Ptr, "dy", F32Ptr, "h", F32Ptr, "e", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "n", I32, "d", I32)},
 		{"spn_gather_rows", "typed.cu", ps("y", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "n", I32, "d", I32)},
 		{"spn_gcn_propagate", "gcn.cu", ps("y", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "w", F32Ptr, "self", F32Ptr, "n", I32, "d", I32)},
+		{"spn_gat_forward", "gat.cu", ps("y", F32Ptr, "alpha", F32Ptr, "pre", F32Ptr, "z", F32Ptr, "aSrc", F32Ptr, "aDst", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "n", I32, "H", I32, "d", I32)},
+		{"spn_gat_backward_dp", "gat.cu", ps("g", F64Ptr, "dp", F32Ptr, "dy", F32Ptr, "z", F32Ptr, "alpha", F32Ptr, "pre", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "n", I32, "H", I32, "d", I32)},
+		{"spn_gat_backward_vec", "gat.cu", ps("psrc", F64Ptr, "pdst", F64Ptr, "g", F64Ptr, "z", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "n", I32, "H", I32, "d", I32)},
+		{"spn_gat_backward_dz", "gat.cu", ps("dz", F32Ptr, "dy", F32Ptr, "alpha", F32Ptr, "dp", F32Ptr, "aSrc", F32Ptr, "aDst", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "rev", I32Ptr, "n", I32, "H", I32, "d", I32)},
 	}
 }
 
