@@ -44,7 +44,8 @@
 // are in models/cuda/kern; models/cuda/engine is the Gorgonia tensor
 // engine over device memory that launches them, through which
 // models/rt runs the steps and evaluation of the kinds with device math
-// (models.DeviceKind: spn, gin, rspn, espn, gcn; rt.Engine.UseDevice),
+// (models.DeviceKind: spn, gin, rspn, espn, gcn, gat;
+// rt.Engine.UseDevice),
 // models/fit their training runs, and the train stage a spec's, on a GPU
 // of the machine or of a Slurm job, and spn bench its timed steps.
 package cuda

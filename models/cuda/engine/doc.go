@@ -53,8 +53,8 @@
 //
 // R-SPN (with GNN-FiLM's gated readout, regressing), E-SPN (with the
 // AtomEncoder and its BondEncoders, multi-task binary classification)
-// and GCN train the same way (models/rspn's, models/espn's and
-// models/gcn's TestStepOnDevice).
+// GCN and GAT train the same way (models/rspn's, models/espn's,
+// models/gcn's and models/gat's TestStepOnDevice).
 //
 // What does not exist: dropout masks drawn on the device (they are drawn
 // on the host from the model's generator, as on the CPU path, and packed
