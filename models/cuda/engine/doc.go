@@ -52,7 +52,7 @@
 // engine on a GPU for the train stage.
 //
 // R-SPN (with GNN-FiLM's gated readout, regressing), E-SPN (with the
-// AtomEncoder and its BondEncoders, multi-task binary classification)
+// AtomEncoder and its BondEncoders, multi-task binary classification),
 // GCN and GAT train the same way (models/rspn's, models/espn's,
 // models/gcn's and models/gat's TestStepOnDevice).
 //
