@@ -6,9 +6,10 @@
 // weights' softmax, bias + ReLU, the input encoding and the gradient of
 // its label embeddings, the fill of a buffer with one value and the
 // product with a device scalar (dense.cu), batch norm + ReLU in
-// training and evaluation mode (norm.cu), sum, mean and max pooling
-// (pool.cu), the softmax cross-entropy, the squared error and the
-// multi-task binary cross-entropy with missing labels (loss.cu), the
+// training and evaluation mode (norm.cu), sum, mean and max pooling and
+// the graph sums of the global readout (pool.cu), the softmax
+// cross-entropy, the squared error and the multi-task binary
+// cross-entropy with missing labels (loss.cu), the
 // Adam update (adam.cu), dropout with a counter-based generator
 // (dropout.cu), R-SPN's relation sums and combination terms with
 // GNN-FiLM's gated readout, OGB's categorical embedding sums and E-SPN's
@@ -156,6 +157,7 @@ func Kernels() []Kernel {
 		{"spn_pool_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
 		{"spn_pool_max", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
 		{"spn_pool_max_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
+		{"spn_graph_sum_broadcast", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
 		{"spn_cross_entropy", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "logits", F32Ptr, "y", I32Ptr, "dl", F32Ptr, "G", I32, "c", I32)},
 		{"spn_mean_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "G", I32)},
 		{"spn_squared_error", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "pred", F32Ptr, "target", F64Ptr, "dl", F32Ptr, "len", I32)},

@@ -100,3 +100,27 @@ SPN_KERNEL void spn_pool_max_backward(float* __restrict__ dx, const float* __res
 	}
 	dx[(long long)arg * d + j] = dy[t];
 }
+
+// spn_graph_sum_broadcast sets every row of graph g of y (N×d) to the sum
+// of the graph's rows of x, added in order from 0: models/kernels'
+// GraphSumBroadcast, the graph sum of the global readout (and, the map
+// being symmetric, its gradient). One thread per graph column (g, j),
+// writing the column of each of the graph's rows; rows of no graph are
+// not written.
+SPN_KERNEL void spn_graph_sum_broadcast(float* __restrict__ y, const float* __restrict__ x, const int* __restrict__ off,
+	int G, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)G * d) {
+		return;
+	}
+	int g = (int)(t / d), j = (int)(t % d);
+	int a = off[g], b = off[g + 1];
+	float s = 0.0f;
+	for (int r = a; r < b; r++) {
+		s += x[(long long)r * d + j];
+	}
+	for (int r = a; r < b; r++) {
+		y[(long long)r * d + j] = s;
+	}
+}

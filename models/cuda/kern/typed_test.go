@@ -297,3 +297,18 @@ func TestEdgeMessages(t *testing.T) {
 	launch(t, "spn_embed_backward", cover((len(ptr)-1)*d, 32), 32, dT, de, ptr, idx, len(ptr)-1, d)
 	equalBits(t, "dT", dT, wantDT)
 }
+
+// TestGraphSumBroadcast compares the global readout's graph sums with
+// models/kernels' GraphSumBroadcast over a batch of synth.Relational
+// graphs of more than one row chunk: the same bits.
+func TestGraphSumBroadcast(t *testing.T) {
+	const d = 5
+	b := relBatch(t, 1)
+	G, n := b.NumGraphs, b.N
+	rng := rand.New(rand.NewPCG(32, 33))
+	x := kerntest.Randn(rng, n*d, 1)
+	want, y := make([]float32, n*d), make([]float32, n*d)
+	kernels.GraphSumBroadcast(kernels.CPU{Threads: 1}, want, x, b.GraphPtr, d)
+	launch(t, "spn_graph_sum_broadcast", cover(G*d, 8), 8, y, x, b.GraphPtr, G, d)
+	equalBits(t, "y", y, want)
+}
