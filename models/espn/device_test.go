@@ -29,8 +29,8 @@ const (
 )
 
 // TestStepOnDevice trains the same small E-SPN (2 layers, hidden 8; k = 3
-// with mean pooling, k = 1 with sum pooling, k = 2 with dropout 0.5 and
-// with max pooling) on
+// with mean pooling, without and with the global readout, k = 1 with
+// sum pooling, k = 2 with dropout 0.5 and with max pooling) on
 // the two binary tasks of synth.EdgeFeatures (categorical node and edge
 // features, a quarter of the labels missing) for 20 Adam steps on the
 // CPU and on the emulated device from the same initial parameters: the
@@ -51,13 +51,14 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 		k       int
 		pool    string
 		dropout float64
-	}{{3, models.PoolMean, 0}, {1, models.PoolSum, 0}, {2, models.PoolMean, 0.5}, {2, models.PoolMax, 0}} {
-		t.Run(fmt.Sprintf("k=%d pool %s dropout %v", c.k, c.pool, c.dropout), func(t *testing.T) {
+		global  bool
+	}{{3, models.PoolMean, 0, false}, {1, models.PoolSum, 0, false}, {2, models.PoolMean, 0.5, false}, {2, models.PoolMax, 0, false}, {3, models.PoolMean, 0, true}} {
+		t.Run(fmt.Sprintf("k=%d pool %s dropout %v global %v", c.k, c.pool, c.dropout, c.global), func(t *testing.T) {
 			b, err := data.NewBatch(ds, hops, ds.Splits[0].Train, c.k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := models.ConfigFor(modelspec.Model{Kind: Name, K: c.k, Layers: 2, Hidden: 8, Pool: c.pool, Dropout: c.dropout}, ds)
+			cfg, err := models.ConfigFor(modelspec.Model{Kind: Name, K: c.k, Layers: 2, Hidden: 8, Pool: c.pool, Dropout: c.dropout, GlobalReadout: c.global}, ds)
 			if err != nil {
 				t.Fatal(err)
 			}

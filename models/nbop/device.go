@@ -60,11 +60,12 @@ func PackSets(pk *cuda.Pack, sets, setsT []data.CSR, n int) (*DeviceHops, error)
 	return h, nil
 }
 
-// PackTyped adds what the R-SPN ops' device math reads of d to pk: the
-// higher hop sets N_2..N_k of Combine's form with a given first hop
-// (Dev) and the relations (DevRel), with their transposes, and the
-// categorical node features when the batch has them (DevNodeCat). After
-// pk's Upload, d.Dev, d.DevRel and d.DevNodeCat point at them; release
+// PackTyped adds what the R-SPN and E-SPN ops' device math reads of d
+// to pk: the higher hop sets N_2..N_k of Combine's form with a given
+// first hop (Dev) and the relations (DevRel), with their transposes, the
+// categorical node features when the batch has them (DevNodeCat), the
+// edges when it has edge features (DevEdges) and the graph offsets
+// (DevPtr, PackPtr). After pk's Upload these point at them; release
 // drops the references.
 func (d *Data) PackTyped(pk *cuda.Pack) (release func(), err error) {
 	hops, err := PackSets(pk, d.Hops, d.HopsT, d.N)
@@ -88,7 +89,19 @@ func (d *Data) PackTyped(pk *cuda.Pack) (release func(), err error) {
 		}
 	}
 	d.Dev, d.DevRel, d.DevNodeCat, d.DevEdges = hops, rel, cat, edges
-	return func() { d.Dev, d.DevRel, d.DevNodeCat, d.DevEdges = nil, nil, nil, nil }, nil
+	dropPtr := d.PackPtr(pk)
+	return func() {
+		d.Dev, d.DevRel, d.DevNodeCat, d.DevEdges = nil, nil, nil, nil
+		dropPtr()
+	}, nil
+}
+
+// PackPtr adds d's graph offsets to pk (GlobalRead's device math reads
+// them): after pk's Upload d.DevPtr points at them; release drops the
+// reference.
+func (d *Data) PackPtr(pk *cuda.Pack) (release func()) {
+	cuda.Put(pk, &d.DevPtr, d.Ptr)
+	return func() { d.DevPtr = nil }
 }
 
 // DeviceEdges are the adjacency of a batch's n nodes on a device (Ptr,
@@ -644,4 +657,84 @@ func (o EdgeMsg) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 		}
 	}
 	return nil
+}
+
+// DeviceForward implements op.DeviceOp: the graph sums s of x broadcast
+// to their nodes (spn_graph_sum_broadcast, the CPU's bits), then
+// y = s·W over the real rows by cuBLAS, the padding rows zero.
+func (o GlobalRead) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	if o.D.DevPtr == nil {
+		return fmt.Errorf("%s: the graph offsets are not on the device", o.ID)
+	}
+	n, d := o.D.N, o.W
+	s, err := o.graphSums(e, in[0])
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
+		return err
+	}
+	blas, err := e.BLAS()
+	if err != nil {
+		return err
+	}
+	return blas.Sgemm(false, false, n, d, d, 1, s, in[1], 0, y)
+}
+
+// DeviceBackward implements op.DeviceOp: dW = sᵀ·dy and t = dy·Wᵀ over
+// the real rows by cuBLAS, dx = the graph sums of t broadcast to their
+// nodes (the map is symmetric).
+func (o GlobalRead) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
+	if o.D.DevPtr == nil {
+		return fmt.Errorf("%s: the graph offsets are not on the device", o.ID)
+	}
+	n, d := o.D.N, o.W
+	blas, err := e.BLAS()
+	if err != nil {
+		return err
+	}
+	if g[1] != nil {
+		s, err := o.graphSums(e, in[0])
+		if err != nil {
+			return err
+		}
+		if err := blas.Sgemm(true, false, d, d, n, 1, s, dy, 0, g[1]); err != nil {
+			return err
+		}
+	}
+	if g[0] == nil {
+		return nil
+	}
+	t, err := scratchBuf(e, n*d)
+	if err != nil {
+		return err
+	}
+	if err := blas.Sgemm(false, true, n, d, d, 1, dy, in[1], 0, t); err != nil {
+		return err
+	}
+	return e.Launch("spn_graph_sum_broadcast", o.D.G*d, g[0], t, o.D.DevPtr, o.D.G, d)
+}
+
+// graphSums returns a scratch buffer of the graph sums of x's real rows
+// broadcast to their nodes (n×W).
+func (o GlobalRead) graphSums(e *engine.Engine, x *cuda.Buffer) (*cuda.Buffer, error) {
+	n, d := o.D.N, o.W
+	s, err := scratchBuf(e, n*d)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Launch("spn_graph_sum_broadcast", o.D.G*d, s, x, o.D.DevPtr, o.D.G, d); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// scratchBuf returns a new scratch buffer of n float32 values of e's run
+// (at least one).
+func scratchBuf(e *engine.Engine, n int) (*cuda.Buffer, error) {
+	t, err := e.Scratch(max(n, 1))
+	if err != nil {
+		return nil, err
+	}
+	return e.Buffer(t)
 }

@@ -278,3 +278,55 @@ func espnOnDevice(t *testing.T, e *engine.Engine) {
 		t.Errorf("EdgeMsg without the edges on the device: %v", err)
 	}
 }
+
+// TestGlobalReadOnDevice runs the global readout term, GlobalRead, on the
+// emulated device and on the CPU (optest.CheckDevice) over a batch of
+// synth.Relational graphs of more than one row chunk in tensors with
+// padding rows: the output and the gradients of x and W within 1e-5
+// relative and 1e-4 absolute (cuBLAS's order of products against the
+// CPU's GEMMs; the graph sums are the CPU's bits, as kern's emulation
+// test asserts).
+func TestGlobalReadOnDevice(t *testing.T) { globalReadOnDevice(t, enginetest.Emulated(t)) }
+
+// TestGPUGlobalReadOnDevice is TestGlobalReadOnDevice on GPU 0 (it skips
+// without one).
+func TestGPUGlobalReadOnDevice(t *testing.T) { globalReadOnDevice(t, enginetest.GPU(t)) }
+
+func globalReadOnDevice(t *testing.T, e *engine.Engine) {
+	const w = 6
+	ds, hops, err := synth.Relational(5, 40, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, len(ds.Graphs))
+	for i := range all {
+		all[i] = i
+	}
+	b, err := data.NewBatch(ds, hops, all, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := b.N
+	if n <= kernels.ChunkRows {
+		t.Fatalf("batch of %d nodes: want more than one chunk", n)
+	}
+	N := n + 3
+	D := &Data{N: n, G: b.NumGraphs, Ptr: b.GraphPtr}
+	o := GlobalRead{ID: "read", Be: kernels.CPU{Threads: 1}, D: D, N: N, W: w}
+	if err := o.DeviceForward(e, nil, nil); err == nil || err.Error() != "read: the graph offsets are not on the device" {
+		t.Errorf("GlobalRead without the graph offsets on the device: %v", err)
+	}
+	var pk cuda.Pack
+	release := D.PackPtr(&pk)
+	buf, err := pk.Upload(e.Context(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	rng := rand.New(rand.NewPCG(10, 11))
+	optest.CheckDevice(t, e, "global readout", o, [][]float32{randFloats(rng, N*w, 1), randFloats(rng, w*w, 0.5)}, 1e-4, 1e-5)
+	release()
+	if D.DevPtr != nil {
+		t.Error("the release of PackPtr left the offsets in Data")
+	}
+}

@@ -62,6 +62,9 @@ type Data struct {
 	// features on a device, for EdgeMsg's device math (nil on the CPU
 	// path).
 	DevEdges *DeviceEdges
+	// DevPtr are the graph offsets on a device, for GlobalRead's device
+	// math (nil on the CPU path).
+	DevPtr *cuda.Buffer
 	// DevTarget are the targets on a device (double), for BCE's device
 	// math (nil on the CPU path).
 	DevTarget *cuda.Buffer

@@ -1,7 +1,6 @@
 package rt
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spn-project/spn/models"
@@ -74,8 +73,8 @@ func CheckHops(errs []modelspec.FieldError, m modelspec.Model, d modelspec.Datas
 // it can), as far as the parts every kind shares go: the device math
 // covers the classification, regression and multi-task binary (BCE)
 // losses, the layer readout with sum, mean or max pooling and GNN-FiLM's
-// gated readout (which pools nothing), without the global readout. A task "" (not known yet) is not
-// checked.
+// gated readout (which pools nothing), and the global readout. A task ""
+// (not known yet) is not checked.
 func CheckDevice(cfg models.Config) error {
 	m := cfg.Model
 	switch {
@@ -83,8 +82,6 @@ func CheckDevice(cfg models.Config) error {
 		return fmt.Errorf("task %s has no device loss (only %s, %s and %s)", cfg.Task, models.TaskClassification, models.TaskRegression, models.TaskBinary)
 	case !m.GatedReadout && m.Pool != models.PoolSum && m.Pool != models.PoolMean && m.Pool != models.PoolMax:
 		return fmt.Errorf("pool %q has no device math (only %s, %s and %s)", m.Pool, models.PoolSum, models.PoolMean, models.PoolMax)
-	case m.GlobalReadout:
-		return errors.New("global_readout has no device math")
 	}
 	return nil
 }

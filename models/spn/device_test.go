@@ -26,7 +26,7 @@ const deviceTol = 1e-5
 
 // TestStepOnDevice trains the same small SPN (k = 2, 2 layers, hidden 8,
 // without and with dropout, whose masks both draw from the model's
-// generator; and GIN) for 20 steps with Adam on the CPU and on the
+// generator; and GIN; both also with the global readout) for 20 steps with Adam on the CPU and on the
 // emulated device from the same initial parameters: the per-step losses
 // and the outputs agree within deviceTol, a second device model gives the
 // same bits step by step, and after the steps only the parameters are
@@ -56,14 +56,16 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 	for _, c := range []struct {
 		kind    string
 		dropout float64
-	}{{"spn", 0}, {"gin", 0}, {"spn", 0.5}} {
+		global  bool
+	}{{"spn", 0, false}, {"gin", 0, false}, {"spn", 0.5, false}, {"spn", 0, true}, {"gin", 0, true}} {
 		kind := c.kind
-		t.Run(fmt.Sprintf("%s dropout %v", kind, c.dropout), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s dropout %v global %v", kind, c.dropout, c.global), func(t *testing.T) {
 			k := 2
 			if kind == "gin" {
 				k = 1
 			}
 			cfg := modeltest.Config(kind, k, 2, 8, c.dropout, models.PoolSum, models.TaskClassification, 2, 3, 0)
+			cfg.Model.GlobalReadout = c.global
 			be := kernels.CPU{Threads: 1}
 			cpu, err := New(cfg, 7, be)
 			if err != nil {

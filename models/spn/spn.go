@@ -184,13 +184,17 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 }
 
 // PackDevice implements rt.DevicePreparer: the hop sets Prepare set
-// (N_1..N_k, or the adjacency for GIN) and their transposes, in the
-// run's pack.
+// (N_1..N_k, or the adjacency for GIN) and their transposes, and the
+// graph offsets (the global readout's), in the run's pack.
 func (m *Model) PackDevice(pk *cuda.Pack) (func(), error) {
 	h, err := nbop.PackHops(pk, m.gd, 1+len(m.gd.Hops))
 	if err != nil {
 		return nil, err
 	}
+	dropPtr := m.gd.PackPtr(pk)
 	m.gd.Dev = h
-	return func() { m.gd.Dev = nil }, nil
+	return func() {
+		m.gd.Dev = nil
+		dropPtr()
+	}, nil
 }
