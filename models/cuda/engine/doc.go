@@ -58,8 +58,7 @@
 //
 // What does not exist: dropout masks drawn on the device (they are drawn
 // on the host from the model's generator, as on the CPU path, and packed
-// with the batch); device math for the global readout and the other
-// kinds.
+// with the batch); device math for the kinds baseline and graphormer.
 //
 // # How Gorgonia v0.9.18 runs values (the facts the design rests on)
 //
