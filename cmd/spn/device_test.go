@@ -229,6 +229,19 @@ func TestStageRunDevice(t *testing.T) {
 	if entries, _ := os.ReadDir(cacheDir); len(entries) != 0 {
 		t.Errorf("the cache holds %d entries", len(entries))
 	}
+	// In an existing cache (a Slurm job's), the stage's failure says why,
+	// for spn status and spn run --wait.
+	c, err := cache.Open(cacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spnOn(gpu, en, cacheDir, "stage", "run", train, "--plan", pf, "--device", "cuda:1")
+	if f, ok := c.LastFailure(train); !ok || !strings.Contains(f.Error, "no device cuda:1") {
+		t.Errorf("the failure recorded for the stage: %+v, %v; want the missing device", f, ok)
+	}
+	if ok, _ := c.Has(stages.KindTrain, train); ok {
+		t.Error("the stage is in the cache")
+	}
 }
 
 // TestDeviceOverrideFollowUp: a spec for a GPU run with --device cpu has

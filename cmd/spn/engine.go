@@ -22,6 +22,7 @@ import (
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/sched"
+	"github.com/spn-project/spn/stages/tabulate"
 )
 
 // Environment variables of the shared flags.
@@ -415,7 +416,7 @@ func (a *app) run(en *engine, args []string) error {
 		if *keepGoing && ctx.Err() == nil {
 			// The run's summary, then what the partial tables wrote.
 			fmt.Fprintln(a.stderr, err)
-			a.writePartialTables(en, spec, p, c, dest)
+			a.writePartialTables(en, "run", spec, p, c, dest, tabulate.Failed)
 			return reported(exitCode(err))
 		}
 		return err
@@ -515,6 +516,7 @@ func (a *app) table(en *engine, args []string) error {
 	planDeviceFlag(fs, &o.device)
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
+	partial := fs.Bool("partial", false, "write the tables from the experiments that have results, the others' cells shown as --, instead of failing (figures are left out)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("table", err)
@@ -559,6 +561,10 @@ func (a *app) table(en *engine, args []string) error {
 			}
 			missing, pending = tableNeeds(spec, p)
 		}
+	}
+	if len(missing) > 0 && *partial {
+		a.writePartialTables(en, "table", spec, p, c, dest, tabulate.NotYet)
+		return nil
 	}
 	if len(missing) > 0 {
 		errs := make([]error, len(missing))

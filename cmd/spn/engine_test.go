@@ -291,6 +291,19 @@ func TestKeepGoingPartialTable(t *testing.T) {
 	if r.code != exitFail || !strings.Contains(r.stderr, "experiment enz has no results") {
 		t.Errorf("table after a partial run: exit %d: %s", r.code, r.stderr)
 	}
+	// table --partial writes it from what has results, and caches nothing.
+	r = spn(en, filepath.Join(dir, "cache"), "table", "testdata/small.cue", "--out", filepath.Join(dir, "out4"), "--partial")
+	md, err = os.ReadFile(filepath.Join(dir, "out4", "main.md"))
+	if r.code != exitOK || err != nil || !strings.Contains(string(md), "experiments without results yet (enz).") || strings.Count(string(md), "±") != 3 {
+		t.Errorf("table --partial: exit %d, %v: %s\n%s", r.code, err, r.stderr, md)
+	}
+	if !strings.Contains(r.stderr, "spn table: table main: incomplete, 1 experiments missing (enz)") {
+		t.Errorf("table --partial: stderr %s", r.stderr)
+	}
+	r = spn(en, filepath.Join(dir, "cache"), "table", "testdata/small.cue", "--out", filepath.Join(dir, "out5"))
+	if r.code != exitFail {
+		t.Errorf("table after table --partial: exit %d: %s", r.code, r.stderr)
+	}
 }
 
 // nameFailKind fails the stages whose name contains sub.

@@ -14,12 +14,14 @@ import (
 	"github.com/spn-project/spn/stages/tabulate"
 )
 
-// writePartialTables writes, after a run with --keep-going in which some
-// stages failed, every table it can: a table whose stage completed is
-// copied as usual; any other is rendered from the experiments that did
-// finish, their cells and the failed ones' marked (tabulate.Partial), and
-// written to out without entering the cache. It reports what it wrote.
-func (a *app) writePartialTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir) {
+// writePartialTables writes every table it can while some experiments
+// have no results (after a run with --keep-going in which some stages
+// failed, or for spn table --partial: why is tabulate.Failed or NotYet): a
+// table whose stage completed is copied as usual; any other is rendered
+// from the experiments that did finish, the others' cells marked
+// (tabulate.Partial), and written to out without entering the cache. It
+// reports what it wrote, as command cmd.
+func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir, why string) {
 	if err := dir.record(); err != nil {
 		fmt.Fprintln(a.stderr, err)
 		return
@@ -34,13 +36,13 @@ func (a *app) writePartialTables(en *engine, spec *schema.Spec, p *plan.Plan, c 
 			dir := c.StageDir(n.Kind, n.Key)
 			files, err := copyArtifacts(dir, out)
 			if err != nil {
-				fmt.Fprintf(a.stderr, "spn run: table %s: %v\n", t.Name, err)
+				fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
 				continue
 			}
 			if en.printTable != nil {
 				en.printTable(a.stdout, dir)
 			}
-			fmt.Fprintf(a.stderr, "spn run: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
+			fmt.Fprintf(a.stderr, "spn %s: table %s: wrote %s\n", cmd, t.Name, strings.Join(files, ", "))
 			continue
 		}
 		results := map[string]*stages.EvalResult{}
@@ -59,26 +61,26 @@ func (a *app) writePartialTables(en *engine, spec *schema.Spec, p *plan.Plan, c 
 			results[e] = r
 		}
 		sort.Strings(missing)
-		files, err := tabulate.Render(tabulate.Partial(t, missing), results)
+		files, err := tabulate.Render(tabulate.Partial(t, missing, why), results)
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn run: table %s: not written: %v\n", t.Name, err)
+			fmt.Fprintf(a.stderr, "spn %s: table %s: not written: %v\n", cmd, t.Name, err)
 			continue
 		}
 		tmp, err := os.MkdirTemp("", "spn-partial-")
 		if err != nil {
-			fmt.Fprintf(a.stderr, "spn run: table %s: %v\n", t.Name, err)
+			fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
 			continue
 		}
 		if err := tabulate.WriteFiles(tmp, files); err == nil {
 			written, err := copyArtifacts(tmp, out)
 			if err != nil {
-				fmt.Fprintf(a.stderr, "spn run: table %s: %v\n", t.Name, err)
+				fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
 			} else {
 				if en.printTable != nil {
 					en.printTable(a.stdout, tmp)
 				}
-				fmt.Fprintf(a.stderr, "spn run: table %s: incomplete, %d experiments missing (%s): wrote %s\n",
-					t.Name, len(missing), strings.Join(missing, ", "), strings.Join(written, ", "))
+				fmt.Fprintf(a.stderr, "spn %s: table %s: incomplete, %d experiments missing (%s): wrote %s\n",
+					cmd, t.Name, len(missing), strings.Join(missing, ", "), strings.Join(written, ", "))
 			}
 		}
 		os.RemoveAll(tmp)

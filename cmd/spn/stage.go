@@ -86,6 +86,7 @@ func (a *app) stage(en *engine, args []string) error {
 	}
 	reg, err := a.stageDevice(pf, keys, o.device, en.reg, o.cache)
 	if err != nil {
+		recordFailures(o.cache, pf, keys, err)
 		return err
 	}
 	en = en.withStages(reg)
@@ -133,4 +134,24 @@ func (a *app) stage(en *engine, args []string) error {
 		}
 	}
 	return failed
+}
+
+// recordFailures records err as the failure of every stage of keys in
+// the cache at root, if that cache exists: a Slurm job that cannot run its
+// stages (no GPU on its node) then shows why in spn status and spn run
+// --wait, not only in its job log.
+func recordFailures(root string, pf *exec.PlanFile, keys []string, err error) {
+	if _, serr := os.Stat(root); serr != nil {
+		return
+	}
+	c, cerr := cache.Open(root)
+	if cerr != nil {
+		return
+	}
+	for _, key := range keys {
+		if n, nerr := pf.Node(key); nerr == nil {
+			// Best effort: the command's own error is what it reports.
+			_ = c.RecordFailure(cache.Failure{Key: n.Key, Kind: n.Kind, Name: n.Name, Error: err.Error(), Time: time.Now()})
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package tabulate
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -9,12 +10,21 @@ import (
 	"github.com/spn-project/spn/stages"
 )
 
+// Why an experiment of a partial table has no results.
+const (
+	// Failed: a run with --keep-going in which the experiments failed.
+	Failed = "experiments that did not finish (%s); see the run's log, fix and run again."
+	// NotYet: spn table --partial, the experiments not run (or not
+	// finished) yet.
+	NotYet = "experiments without results yet (%s)."
+)
+
 // Partial returns a copy of t for rendering while the experiments in
-// missing have no results (a run with --keep-going in which they failed):
-// their cells are left out, so they show as "--" like any missing cell,
-// and the caption says which experiments they are and why. Such a table is
+// missing have no results, for the reason why (Failed or NotYet): their
+// cells are left out, so they show as "--" like any missing cell, and the
+// caption says which experiments they are and why. Such a table is
 // written to the results folder but never cached as the table's stage.
-func Partial(t schema.Table, missing []string) schema.Table {
+func Partial(t schema.Table, missing []string, why string) schema.Table {
 	if len(missing) == 0 {
 		return t
 	}
@@ -34,7 +44,7 @@ func Partial(t schema.Table, missing []string) schema.Table {
 		out.Rows[i] = r
 	}
 	names := slices.Sorted(maps.Keys(gone))
-	note := "Incomplete: cells shown as -- are experiments that did not finish (" + strings.Join(names, ", ") + "); see the run's log, fix and run again."
+	note := "Incomplete: cells shown as -- are " + fmt.Sprintf(why, strings.Join(names, ", "))
 	if out.Caption != "" {
 		out.Caption += " "
 	}

@@ -17,7 +17,7 @@ func TestPartial(t *testing.T) {
 			{Label: "Y", Cells: map[string]schema.Cell{"a": {Mean: &mean, Source: "paper"}, "b": {Experiment: "failed"}}},
 		}}
 	res := map[string]*stages.EvalResult{"ok": {Metric: "accuracy", SplitScores: []float64{0.5, 0.7}, RunScores: []float64{0.5, 0.7}}}
-	files, err := Render(Partial(tb, []string{"failed"}), res)
+	files, err := Render(Partial(tb, []string{"failed"}, Failed), res)
 	if err != nil {
 		t.Fatal(err)
 	}
