@@ -102,7 +102,7 @@ func TestRunOnEmulatedDevice(t *testing.T) {
 }
 
 // TestRunOnDeviceRefusesKind: a spec with a kind without device math
-// (gat) fails with exit 2 before any stage runs, naming the kind and the
+// (graphormer) fails with exit 2 before any stage runs, naming the kind and the
 // device, and creates no cache; on Slurm too, before submitting.
 func TestRunOnDeviceRefusesKind(t *testing.T) {
 	o := emulatedOpener(t)
@@ -110,12 +110,12 @@ func TestRunOnDeviceRefusesKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := filepath.Join(t.TempDir(), "gat.cue")
-	s := strings.Replace(string(src), `kind: "gin"`, `kind: "gat"`, 1)
+	spec := filepath.Join(t.TempDir(), "graphormer.cue")
+	s := strings.Replace(string(src), `kind: "gin"`, `kind: "graphormer", max_dist: 2`, 1)
 	if err := os.WriteFile(spec, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := `spn run: model kind "gat" cannot train on device cuda:0: it has no device math (kinds that have: [gcn gin rspn spn])` + "\n"
+	want := `spn run: model kind "graphormer" cannot train on device cuda:0: it has no device math (kinds that have: [espn gat gcn gin rspn spn])` + "\n"
 	for _, slurm := range [][]string{nil, {"--executor", "slurm", "--dry-run"}} {
 		cacheDir := filepath.Join(t.TempDir(), "cache")
 		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", spec, "--device", "cuda", "--out", filepath.Join(t.TempDir(), "out")}, slurm...)...)

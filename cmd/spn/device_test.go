@@ -110,7 +110,7 @@ func TestDeviceErrors(t *testing.T) {
 		{"GPU, --device cuda", gpu, []string{"run", "testdata/small.cue", "--device", "cuda"}},
 		{"GPU, --device cuda:1", gpu, []string{"run", "testdata/small.cue", "--device", "cuda:1"}},
 		{"bad --device", gpu, []string{"run", "testdata/small.cue", "--device", "gpu:0"}},
-		{"bench, GPU, kind gat", gpu, []string{"bench", "--device", "cuda:0", "--kind", "gat", "prox"}},
+		{"bench, GPU, kind graphormer", gpu, []string{"bench", "--device", "cuda:0", "--kind", "graphormer", "prox"}},
 		{"bench, GPU, --jobs 2", gpu, []string{"bench", "--device", "cuda", "--jobs", "2", "prox"}},
 		{"bench, no GPU", noGPU, []string{"bench", "--device", "cuda", "prox"}},
 	} {
@@ -138,7 +138,7 @@ func TestDeviceErrors(t *testing.T) {
 // machine with a GPU too; "cuda" gives other train keys, and spn plan
 // shows them without looking for a GPU. "auto" gives the CPU's keys on a
 // machine without a GPU, the GPU's on one with a GPU, and the CPU's there
-// too when a model of the spec has no device math (gat).
+// too when a model of the spec has no device math (graphormer).
 func TestDeviceKeys(t *testing.T) {
 	cacheDir := filepath.Join(t.TempDir(), "cache")
 	gpu, noGPU := cudatest.FakeMachine(testH200), cudatest.FakeOpener{}
@@ -152,13 +152,13 @@ func TestDeviceKeys(t *testing.T) {
 	}
 	base := plan(gpu, "testdata/small.cue")
 	onGPU := plan(noGPU, specWithDevice(t, "cuda"))
-	withGAT := func(device string) string {
+	withGraphormer := func(device string) string {
 		src, err := os.ReadFile(specWithDevice(t, device))
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := filepath.Join(t.TempDir(), "gat.cue")
-		if err := os.WriteFile(f, []byte(strings.Replace(string(src), `model: kind: "gin"`, `model: kind: "gat"`, 1)), 0o644); err != nil {
+		f := filepath.Join(t.TempDir(), "graphormer.cue")
+		if err := os.WriteFile(f, []byte(strings.Replace(string(src), `model: kind: "gin"`, `model: {kind: "graphormer", max_dist: 3}`, 1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return f
@@ -171,7 +171,7 @@ func TestDeviceKeys(t *testing.T) {
 		{"cpu, machine with a GPU", plan(gpu, specWithDevice(t, "cpu")), base},
 		{"auto, machine without a GPU", plan(noGPU, specWithDevice(t, "auto")), base},
 		{"auto, machine with a GPU", plan(gpu, specWithDevice(t, "auto")), onGPU},
-		{"auto, machine with a GPU, a gat experiment", plan(gpu, withGAT("auto")), plan(gpu, withGAT("cpu"))},
+		{"auto, machine with a GPU, a graphormer experiment", plan(gpu, withGraphormer("auto")), plan(gpu, withGraphormer("cpu"))},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: not the plan it should resolve to", c.what)

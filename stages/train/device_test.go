@@ -89,16 +89,16 @@ func TestDeviceRun(t *testing.T) {
 	}
 }
 
-// TestDeviceRefusesKind checks that a kind without device math (gat)
+// TestDeviceRefusesKind checks that a kind without device math (graphormer)
 // fails before training, naming its kind and the device, and writes no
 // result.
 func TestDeviceRefusesKind(t *testing.T) {
 	in := inputs(t)
-	p := stages.TrainParams{Role: stages.RoleHoldout, Point: point("gat", 1), Metric: "accuracy", Device: "cuda"}
+	p := stages.TrainParams{Role: stages.RoleHoldout, Point: point("graphormer", 1), Metric: "accuracy", Device: "cuda"}
 	j := job(t, p, in)
 	err := (Kind{GPU: emulatedGPU(t)}).Run(context.Background(), j)
-	if err == nil || !strings.Contains(err.Error(), `model kind "gat" cannot train on device cuda:0: it has no device math`) {
-		t.Fatalf("err = %v, want the refusal of gat on cuda:0", err)
+	if err == nil || !strings.Contains(err.Error(), `model kind "graphormer" cannot train on device cuda:0: it has no device math`) {
+		t.Fatalf("err = %v, want the refusal of graphormer on cuda:0", err)
 	}
 	if _, err := os.Stat(filepath.Join(j.Dir, stages.FileResult)); !os.IsNotExist(err) {
 		t.Errorf("a result was written (%v)", err)
