@@ -2,16 +2,13 @@ package espn
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"testing"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
-	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema/modelspec"
 )
@@ -68,70 +65,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)
 			}
-			be := kernels.CPU{Threads: 1}
-			cpu, err := New(cfg, 7, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			newDev := func() (*Model, *param.Adam) {
-				m, err := New(cfg, 7, be)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := m.UseDevice(e); err != nil {
-					t.Fatal(err)
-				}
-				return m, param.NewAdam(m.Params(), 0.01, 0)
-			}
-			dev, dopt := newDev()
-			again, aopt := newDev()
-			copt := param.NewAdam(cpu.Params(), 0.01, 0)
-			var worst, first, last float64
-			for step := 0; step < 20; step++ {
-				cl, cout, err := cpu.Step(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dl, dout, err := dev.Step(b)
-				if err != nil {
-					t.Fatalf("step %d on the device: %v", step, err)
-				}
-				tol := stepTol
-				if step == 0 {
-					tol = firstTol
-					first = dl
-				}
-				last = dl
-				d := math.Abs(dl-cl) / (1 + math.Abs(cl))
-				worst = math.Max(worst, d)
-				if d > tol {
-					t.Fatalf("step %d: loss %v on the device, %v on the CPU", step, dl, cl)
-				}
-				if len(dout) != len(cout) {
-					t.Fatalf("step %d: %d outputs on the device, %d on the CPU", step, len(dout), len(cout))
-				}
-				for i := range cout {
-					od := math.Abs(float64(dout[i]-cout[i])) / (1 + math.Abs(float64(cout[i])))
-					worst = math.Max(worst, od)
-					if od > tol {
-						t.Fatalf("step %d: output %d = %v on the device, %v on the CPU", step, i, dout[i], cout[i])
-					}
-				}
-				al, aout, err := again.Step(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if math.Float64bits(al) != math.Float64bits(dl) || !slices.Equal(aout, dout) {
-					t.Fatalf("step %d: a second device model gives loss %v, the first %v", step, al, dl)
-				}
-				copt.Step()
-				dopt.Step()
-				aopt.Step()
-			}
-			t.Logf("loss %.4f → %.4f on the device over 20 steps, largest difference from the CPU %.3g (relative to 1 + |value|)", first, last, worst)
-			if !(last < first) {
-				t.Errorf("the device's loss did not fall: %v → %v", first, last)
-			}
+			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: firstTol, Tol: stepTol})
 		})
 	}
 }

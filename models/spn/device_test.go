@@ -11,8 +11,8 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
-	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/synth"
 )
@@ -66,73 +66,13 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			}
 			cfg := modeltest.Config(kind, k, 2, 8, c.dropout, models.PoolSum, models.TaskClassification, 2, 3, 0)
 			cfg.Model.GlobalReadout = c.global
-			be := kernels.CPU{Threads: 1}
-			cpu, err := New(cfg, 7, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			newDev := func() (*Model, *param.Adam) {
-				m, err := New(cfg, 7, be)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := m.UseDevice(e); err != nil {
-					t.Fatal(err)
-				}
-				return m, param.NewAdam(m.Params(), 0.01, 0)
-			}
 			blocks0, _ := e.Live()
-			dev, dopt := newDev()
-			again, aopt := newDev()
-			copt := param.NewAdam(cpu.Params(), 0.01, 0)
-			var worst, first, last float64
-			for step := 0; step < 20; step++ {
-				cl, cout, err := cpu.Step(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dl, dout, err := dev.Step(b)
-				if err != nil {
-					t.Fatalf("step %d on the device: %v", step, err)
-				}
-				d := math.Abs(dl-cl) / (1 + math.Abs(cl))
-				worst = math.Max(worst, d)
-				if step == 0 {
-					first = dl
-				}
-				last = dl
-				if d > deviceTol {
-					t.Fatalf("step %d: loss %v on the device, %v on the CPU", step, dl, cl)
-				}
-				if len(dout) != len(cout) {
-					t.Fatalf("step %d: %d outputs on the device, %d on the CPU", step, len(dout), len(cout))
-				}
-				for i := range cout {
-					if math.Abs(float64(dout[i]-cout[i])) > deviceTol*(1+math.Abs(float64(cout[i]))) {
-						t.Fatalf("step %d: output %d = %v on the device, %v on the CPU", step, i, dout[i], cout[i])
-					}
-				}
-				// The same step on the device again gives the same bits.
-				al, aout, err := again.Step(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if math.Float64bits(al) != math.Float64bits(dl) || !slices.Equal(aout, dout) {
-					t.Fatalf("step %d: a second device model gives loss %v, the first %v", step, al, dl)
-				}
-				copt.Step()
-				dopt.Step()
-				aopt.Step()
-			}
+			dev := devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: deviceTol, Tol: deviceTol})
 			// Only the two device models' parameters stay in the engine's
 			// memory (the batch and the masks are in each model's packed
 			// buffer).
 			if blocks, _ := e.Live(); blocks-blocks0 != 2*len(dev.Params()) {
 				t.Errorf("%d device blocks after the steps, want the %d parameters of two models", blocks-blocks0, 2*len(dev.Params()))
-			}
-			t.Logf("%s: loss %.4f → %.4f on the device over 20 steps, largest difference from the CPU %.3g (relative to 1 + |loss|)", kind, first, last, worst)
-			if !(last < first) {
-				t.Errorf("the device's loss did not fall: %v → %v", first, last)
 			}
 		})
 	}
@@ -153,18 +93,8 @@ func TestGPUDeviceAdam(t *testing.T) { deviceAdam(t, enginetest.GPU(t)) }
 func deviceAdam(t *testing.T, e *engine.Engine) {
 	b := smallBatch(t)
 	cfg := modeltest.Config("spn", 2, 2, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
-	be := kernels.CPU{Threads: 1}
-	cpu, err := New(cfg, 7, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := New(cfg, 7, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dev.UseDevice(e); err != nil {
-		t.Fatal(err)
-	}
+	build := devicetest.Build(e, New, cfg)
+	cpu, dev := build(t, false).(*Model), build(t, true).(*Model)
 	dopt, err := dev.NewDeviceAdam(dev.Params(), 0.01, 1e-4)
 	if err != nil {
 		t.Fatal(err)
@@ -232,14 +162,8 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 				k = 1
 			}
 			cfg := modeltest.Config(kind, k, 2, 8, 0.5, models.PoolSum, models.TaskClassification, 2, 3, 0)
-			be := kernels.CPU{Threads: 1}
-			dev, err := New(cfg, 7, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := dev.UseDevice(e); err != nil {
-				t.Fatal(err)
-			}
+			build := devicetest.Build(e, New, cfg)
+			dev := build(t, true).(*Model)
 			dopt, err := dev.NewDeviceAdam(dev.Params(), 0.01, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -262,10 +186,7 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 				if err := dev.SyncHost(); err != nil {
 					t.Fatal(err)
 				}
-				cpu, err := New(cfg, 7, be)
-				if err != nil {
-					t.Fatal(err)
-				}
+				cpu := build(t, false).(*Model)
 				for i, p := range cpu.Params() {
 					copy(p.W, dev.Params()[i].W)
 				}
@@ -315,17 +236,8 @@ func TestDeviceCopies(t *testing.T) {
 	e := enginetest.Emulated(t)
 	b := smallBatch(t)
 	cfg := modeltest.Config("spn", 2, 2, 8, 0.5, models.PoolSum, models.TaskClassification, 2, 3, 0)
-	be := kernels.CPU{Threads: 1}
-	newDev := func() *Model {
-		m, err := New(cfg, 7, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.UseDevice(e); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	build := devicetest.Build(e, New, cfg)
+	newDev := func() *Model { return build(t, true).(*Model) }
 	dev := newDev()
 	dopt, err := dev.NewDeviceAdam(dev.Params(), 0.01, 0)
 	if err != nil {
@@ -388,18 +300,8 @@ func TestAdaptorOnDevice(t *testing.T) {
 				k = 1
 			}
 			cfg := modeltest.Config(kind, k, 2, 8, 0.5, models.PoolSum, models.TaskClassification, 2, 3, 0)
-			be := kernels.CPU{Threads: 1}
-			cpu, err := New(cfg, 7, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dev, err := New(cfg, 7, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := dev.UseDevice(e); err != nil {
-				t.Fatal(err)
-			}
+			build := devicetest.Build(e, New, cfg)
+			cpu, dev := build(t, false).(*Model), build(t, true).(*Model)
 			copt, dopt := param.NewAdam(cpu.Params(), 0.01, 0), param.NewAdam(dev.Params(), 0.01, 0)
 			for step := 0; step < 10; step++ {
 				cout, err := cpu.Forward(b, true)
