@@ -145,8 +145,11 @@ func trainRegressionOnDevice(t *testing.T, e *engine.Engine) {
 type fitTols struct{ train, param, eval float64 }
 
 // compareTrainOnDevice trains model m on ds for tr on the device of e
-// (with a CPU host model for the checkpoint) and on the CPU,
-// scoring by metric, and requires: every epoch's values within tol, the
+// (with a CPU host model for the checkpoint) and on the CPU, scoring by
+// metric, and requires: every epoch's learning rate the same, its values
+// within tol, the selected epoch's parameters (the biases that feed a
+// batch norm aside) within tol.param, ε moved from its initial value on
+// the device where it moved on the CPU, the training loss falling, the
 // same selected epoch, a second device run with the same records and
 // checkpoint bytes, one copy of the model to the host per newly selected
 // epoch, and the checkpoint reloaded on the device scoring the selected
@@ -213,6 +216,9 @@ func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m
 	worstTrain, worstEval := 0.0, 0.0
 	for i, c := range cpu.Epochs {
 		d := r1.Epochs[i]
+		if d.LR != c.LR {
+			t.Errorf("epoch %d: learning rate %v on the device, %v on the CPU", c.Epoch, d.LR, c.LR)
+		}
 		for _, v := range [][3]any{
 			{"validation loss", d.ValLoss, c.ValLoss}, {"test loss", d.TestLoss, c.TestLoss},
 			{"validation " + metric, d.ValScore, c.ValScore}, {"test " + metric, d.TestScore, c.TestScore},
@@ -229,6 +235,9 @@ func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m
 			t.Fatalf("epoch %d: hop weights of %d and %d layers on the device, %d and %d on the CPU", c.Epoch, len(d.Alpha), len(d.Eps), len(c.Alpha), len(c.Eps))
 		}
 		for l := range c.Eps {
+			if init := float64(float32(m.Eps)); d.Eps[l] == init && c.Eps[l] != init {
+				t.Errorf("epoch %d layer %d: ε on the device is its initial value", c.Epoch, l+1)
+			}
 			vals = append(vals, [3]any{fmt.Sprintf("ε of layer %d", l+1), d.Eps[l], c.Eps[l]})
 			for j := range c.Alpha[l] {
 				vals = append(vals, [3]any{fmt.Sprintf("α_%d of layer %d", j+1, l+1), d.Alpha[l][j], c.Alpha[l][j]})
