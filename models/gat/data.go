@@ -30,10 +30,10 @@ type deviceGraph struct {
 	ptr, idx, rev *cuda.Buffer
 }
 
-// pack adds gd's adjacency with self loops and its reverse entries to pk:
-// after pk's Upload gd.dev points at them on the device; release drops
-// the reference.
-func (gd *graphData) pack(pk *cuda.Pack) (release func(), err error) {
+// Pack implements rt.AdjData: it adds gd's adjacency with self loops and
+// its reverse entries to pk; after pk's Upload gd.dev points at them on
+// the device, and release drops the reference.
+func (gd *graphData) Pack(pk *cuda.Pack) (release func(), err error) {
 	if len(gd.loops.Ptr) != gd.n+1 || len(gd.rev) != len(gd.loops.Idx) {
 		return nil, fmt.Errorf("packing the GAT neighbourhoods: %d row offsets and %d reverse entries for %d nodes and %d entries", len(gd.loops.Ptr), len(gd.rev), gd.n, len(gd.loops.Idx))
 	}

@@ -44,7 +44,7 @@ func opOnDevice(t *testing.T, e *engine.Engine) {
 		t.Errorf("the attention without the neighbourhoods on the device: %v", err)
 	}
 	var pk cuda.Pack
-	release, err := gd.pack(&pk)
+	release, err := gd.Pack(&pk)
 	if err != nil {
 		t.Fatal(err)
 	}

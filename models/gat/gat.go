@@ -18,7 +18,6 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
@@ -63,8 +62,6 @@ type layer struct {
 // Model is a GAT computed through Gorgonia.
 type Model struct {
 	rt.AdjNet
-	// gd is the batch structure the layers' ops read (AdjNet.Data).
-	gd *graphData
 }
 
 var (
@@ -73,15 +70,11 @@ var (
 	_ rt.DevicePreparer = (*Model)(nil)
 )
 
-// PackDevice implements rt.DevicePreparer: the neighbourhoods with self
-// loops and their reverse entries Prepare set, in the run's pack.
-func (m *Model) PackDevice(pk *cuda.Pack) (func(), error) { return m.gd.pack(pk) }
-
 // New builds the GAT of cfg; initialisation and dropout masks derive from
 // seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	gd := &graphData{}
-	md := &Model{AdjNet: rt.AdjNet{Data: gd}, gd: gd}
+	md := &Model{AdjNet: rt.AdjNet{Data: gd}}
 	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			d, heads := cfg.Model.Hidden, cfg.Model.Heads

@@ -31,9 +31,10 @@ type deviceGraph struct {
 	ptr, idx, w, self *cuda.Buffer
 }
 
-// pack adds gd's adjacency and weights to pk: after pk's Upload gd.dev
-// points at them on the device; release drops the reference.
-func (gd *graphData) pack(pk *cuda.Pack) (release func(), err error) {
+// Pack implements rt.AdjData: it adds gd's adjacency and weights to pk;
+// after pk's Upload gd.dev points at them on the device, and release
+// drops the reference.
+func (gd *graphData) Pack(pk *cuda.Pack) (release func(), err error) {
 	if len(gd.adj.Ptr) != gd.n+1 || len(gd.self) < gd.n || len(gd.w) != len(gd.adj.Idx) {
 		return nil, fmt.Errorf("packing the GCN weights: they cover %d nodes and %d entries of an adjacency of %d rows", len(gd.self), len(gd.w), len(gd.adj.Ptr)-1)
 	}

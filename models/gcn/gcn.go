@@ -21,7 +21,6 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
@@ -54,8 +53,6 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 // Model is a GCN computed through Gorgonia.
 type Model struct {
 	rt.AdjNet
-	// gd is the batch structure the layers' ops read (AdjNet.Data).
-	gd *graphData
 }
 
 var (
@@ -63,10 +60,6 @@ var (
 	_ models.DeviceKind = Kind{}
 	_ rt.DevicePreparer = (*Model)(nil)
 )
-
-// PackDevice implements rt.DevicePreparer: the adjacency and the GCN
-// weights Prepare set, in the run's pack.
-func (m *Model) PackDevice(pk *cuda.Pack) (func(), error) { return m.gd.pack(pk) }
 
 // layer is one GCN layer: Â·h, then the SPN's MLP.
 type layer struct {
@@ -78,7 +71,7 @@ type layer struct {
 // seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	gd := &graphData{}
-	md := &Model{AdjNet: rt.AdjNet{Data: gd}, gd: gd}
+	md := &Model{AdjNet: rt.AdjNet{Data: gd}}
 	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			d := cfg.Model.Hidden

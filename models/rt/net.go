@@ -8,6 +8,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/op"
@@ -237,10 +238,13 @@ func (n *Net) SyncHopWeights() error {
 type AdjData interface {
 	// Set fills the data from b (whose adjacency CheckBatch checked).
 	Set(b *data.Batch) error
+	// Pack adds the data Set filled to the run's pack for the device path
+	// and returns what drops the data's references to it after the run.
+	Pack(pk *cuda.Pack) (release func(), err error)
 }
 
 // AdjNet is the Net of a kind whose layers read the adjacency only (gcn,
-// gat): it implements Hops, CheckBatch and Prepare.
+// gat): it implements Hops, CheckBatch, Prepare and DevicePreparer.
 type AdjNet struct {
 	Net
 	// Data is set from every batch by Prepare.
@@ -262,6 +266,10 @@ func (n *AdjNet) Prepare(b *data.Batch) ([]data.CSR, error) {
 	}
 	return []data.CSR{b.Adj}, nil
 }
+
+// PackDevice implements DevicePreparer: the data Prepare set, in the
+// run's pack.
+func (n *AdjNet) PackDevice(pk *cuda.Pack) (func(), error) { return n.Data.Pack(pk) }
 
 // HopNet is the Net of an SP-MPNN kind that reads N_1..N_k and typed data
 // of the batch (espn's edge features, rspn's relations): it implements
