@@ -195,15 +195,6 @@ func (o gatAttn) devGraph() (*deviceGraph, error) {
 	return dg, nil
 }
 
-// scratch returns a new scratch buffer of n float32 values of e's run.
-func scratch(e *engine.Engine, n int) (*cuda.Buffer, error) {
-	t, err := e.Scratch(max(n, 1))
-	if err != nil {
-		return nil, err
-	}
-	return e.Buffer(t)
-}
-
 // DeviceForward implements op.DeviceOp: y zeroed (spn_fill), then per
 // node and head the attention over its row and the weighted sum
 // (spn_gat_forward, the CPU's order; the C library's exp against Go's),
@@ -214,10 +205,10 @@ func (o gatAttn) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 		return err
 	}
 	n, E := o.bd.N, len(o.gd.loops.Idx)
-	if o.st.devAlpha, err = scratch(e, E*o.H); err != nil {
+	if o.st.devAlpha, err = op.ScratchBuffer(e, E*o.H); err != nil {
 		return err
 	}
-	if o.st.devPre, err = scratch(e, E*o.H); err != nil {
+	if o.st.devPre, err = op.ScratchBuffer(e, E*o.H); err != nil {
 		return err
 	}
 	if err := e.Launch("spn_fill", o.N*o.d, y, float32(0), o.N*o.d); err != nil {
@@ -259,7 +250,7 @@ func (o gatAttn) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	if err != nil {
 		return err
 	}
-	dp, err := scratch(e, E*H)
+	dp, err := op.ScratchBuffer(e, E*H)
 	if err != nil {
 		return err
 	}

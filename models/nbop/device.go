@@ -10,6 +10,7 @@ import (
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
 )
 
 // DeviceHops are K sets of a batch on a device, packed by kern.PackHops,
@@ -183,11 +184,7 @@ func (o Combine) devHops() (*DeviceHops, error) {
 // rows, its padding rows set to zero, and returns the hop sums.
 func (o Combine) aggregate(e *engine.Engine, h *DeviceHops, y, H, alpha, eps *cuda.Buffer) (*cuda.Buffer, error) {
 	n, d := o.D.N, o.W
-	sums, err := e.Scratch(max(o.K*n*d, 1))
-	if err != nil {
-		return nil, err
-	}
-	sb, err := e.Buffer(sums)
+	sb, err := op.ScratchBuffer(e, o.K*n*d)
 	if err != nil {
 		return nil, err
 	}
@@ -588,11 +585,7 @@ func (o EdgeMsg) devEdges() (*DeviceEdges, error) {
 // edgeEmbeddings returns a scratch buffer of the entries' embeddings e
 // (E×d, spn_embed_sum over the tables T).
 func (o EdgeMsg) edgeEmbeddings(e *engine.Engine, ed *DeviceEdges, T *cuda.Buffer) (*cuda.Buffer, error) {
-	t, err := e.Scratch(max(ed.E*o.W, 1))
-	if err != nil {
-		return nil, err
-	}
-	eb, err := e.Buffer(t)
+	eb, err := op.ScratchBuffer(e, ed.E*o.W)
 	if err != nil {
 		return nil, err
 	}
@@ -635,11 +628,7 @@ func (o EdgeMsg) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	if err != nil {
 		return err
 	}
-	dt, err := e.Scratch(max(ed.E*o.W, 1))
-	if err != nil {
-		return err
-	}
-	de, err := e.Buffer(dt)
+	de, err := op.ScratchBuffer(e, ed.E*o.W)
 	if err != nil {
 		return err
 	}
@@ -705,7 +694,7 @@ func (o GlobalRead) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *c
 	if g[0] == nil {
 		return nil
 	}
-	t, err := scratchBuf(e, n*d)
+	t, err := op.ScratchBuffer(e, n*d)
 	if err != nil {
 		return err
 	}
@@ -719,7 +708,7 @@ func (o GlobalRead) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *c
 // broadcast to their nodes (n×W).
 func (o GlobalRead) graphSums(e *engine.Engine, x *cuda.Buffer) (*cuda.Buffer, error) {
 	n, d := o.D.N, o.W
-	s, err := scratchBuf(e, n*d)
+	s, err := op.ScratchBuffer(e, n*d)
 	if err != nil {
 		return nil, err
 	}
@@ -727,14 +716,4 @@ func (o GlobalRead) graphSums(e *engine.Engine, x *cuda.Buffer) (*cuda.Buffer, e
 		return nil, err
 	}
 	return s, nil
-}
-
-// scratchBuf returns a new scratch buffer of n float32 values of e's run
-// (at least one).
-func scratchBuf(e *engine.Engine, n int) (*cuda.Buffer, error) {
-	t, err := e.Scratch(max(n, 1))
-	if err != nil {
-		return nil, err
-	}
-	return e.Buffer(t)
 }
