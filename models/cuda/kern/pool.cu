@@ -1,6 +1,17 @@
 // Sum, mean and max pooling of node rows into graph rows: graph g owns the
 // node rows [off[g], off[g+1]) of x (N×d); an empty graph pools to zeros.
 
+// spn_rows_sum returns Σ_{a ≤ r < b} x[r, j] of x (·×d), added in float
+// in order from 0: a graph column's sum (kernels.RowSum's order).
+SPN_DEVICE float spn_rows_sum(const float* __restrict__ x, int a, int b, int d, int j)
+{
+	float s = 0.0f;
+	for (int r = a; r < b; r++) {
+		s += x[(long long)r * d + j];
+	}
+	return s;
+}
+
 // spn_pool sets y[g] = Σ_{r ∈ g} x[r] (mean 0) or that sum times
 // 1/|g| as a float (mean 1), rows added in order: the bits of models/rt's
 // pooling op (kernels.RowSum). One thread per output value (g, j).
@@ -13,10 +24,7 @@ SPN_KERNEL void spn_pool(float* __restrict__ y, const float* __restrict__ x, con
 	}
 	int g = (int)(t / d), j = (int)(t % d);
 	int a = off[g], b = off[g + 1];
-	float s = 0.0f;
-	for (int r = a; r < b; r++) {
-		s += x[(long long)r * d + j];
-	}
+	float s = spn_rows_sum(x, a, b, d, j);
 	if (mean && b > a) {
 		s *= 1.0f / (float)(b - a);
 	}
@@ -116,10 +124,7 @@ SPN_KERNEL void spn_graph_sum_broadcast(float* __restrict__ y, const float* __re
 	}
 	int g = (int)(t / d), j = (int)(t % d);
 	int a = off[g], b = off[g + 1];
-	float s = 0.0f;
-	for (int r = a; r < b; r++) {
-		s += x[(long long)r * d + j];
-	}
+	float s = spn_rows_sum(x, a, b, d, j);
 	for (int r = a; r < b; r++) {
 		y[(long long)r * d + j] = s;
 	}
