@@ -5,10 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op/optest"
 	"github.com/spn-project/spn/models/synth"
@@ -34,27 +34,14 @@ func combineOnDevice(t *testing.T, e *engine.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := make([]int, len(ds.Graphs))
-	for i := range all {
-		all[i] = i
-	}
-	b, err := data.NewBatch(ds, hops, all, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := kerntest.AllGraphs(t, ds, hops, k)
 	n := b.N
-	if n <= kernels.ChunkRows {
-		t.Fatalf("batch of %d nodes: want more than one chunk", n)
-	}
 	N := n + 9
 	rng := rand.New(rand.NewPCG(5, 6))
 	be := kernels.CPU{Threads: 1}
 	for _, kk := range []int{k, 1} {
-		D := &Data{N: n, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: b.Hop[0], Hop1T: kernels.Transpose(b.Hop[0])}
-		for _, h := range b.Hop[1:kk] {
-			D.Hops = append(D.Hops, h)
-			D.HopsT = append(D.HopsT, kernels.Transpose(h))
-		}
+		D := &Data{}
+		D.SetHop1(b, b.Hop[:kk])
 		dev, err := UploadHops(e, D, kk)
 		if err != nil {
 			t.Fatal(err)
@@ -100,17 +87,10 @@ func rspnOnDevice(t *testing.T, e *engine.Engine) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all := make([]int, len(ds.Graphs))
-		for i := range all {
-			all[i] = i
-		}
-		b, err := data.NewBatch(ds, hops, all, k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := kerntest.AllGraphs(t, ds, hops, k)
 		n, R := b.N, len(b.Rel)
-		if n <= kernels.ChunkRows || R < 2 {
-			t.Fatalf("batch of %d nodes, %d relations: want more than one chunk and relations", n, R)
+		if R < 2 {
+			t.Fatalf("%d relations: want relations", R)
 		}
 		N := n + 7
 		D := &Data{}
@@ -222,17 +202,10 @@ func espnOnDevice(t *testing.T, e *engine.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := make([]int, len(ds.Graphs))
-	for i := range all {
-		all[i] = i
-	}
-	b, err := data.NewBatch(ds, hops, all, k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := kerntest.AllGraphs(t, ds, hops, k)
 	n := b.N
-	if n <= kernels.ChunkRows || len(b.EdgeFeatVocab) < 2 {
-		t.Fatalf("batch of %d nodes, edge feature vocabularies %v: want more than one chunk and two columns", n, b.EdgeFeatVocab)
+	if len(b.EdgeFeatVocab) < 2 {
+		t.Fatalf("edge feature vocabularies %v: want two columns", b.EdgeFeatVocab)
 	}
 	N := n + 5
 	D := &Data{}
@@ -298,18 +271,8 @@ func globalReadOnDevice(t *testing.T, e *engine.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := make([]int, len(ds.Graphs))
-	for i := range all {
-		all[i] = i
-	}
-	b, err := data.NewBatch(ds, hops, all, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := kerntest.AllGraphs(t, ds, hops, 1)
 	n := b.N
-	if n <= kernels.ChunkRows {
-		t.Fatalf("batch of %d nodes: want more than one chunk", n)
-	}
 	N := n + 3
 	D := &Data{N: n, G: b.NumGraphs, Ptr: b.GraphPtr}
 	o := GlobalRead{ID: "read", Be: kernels.CPU{Threads: 1}, D: D, N: N, W: w}

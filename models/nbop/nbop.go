@@ -108,6 +108,17 @@ func (d *Data) Set(b *data.Batch, need Need) error {
 	return nil
 }
 
+// SetHop1 sets d to the data of Combine's SPN form (Hop1) on batch b:
+// its graphs, hops[0] as the first hop (N_1, or the adjacency for GIN),
+// the higher sets hops[1:] and the transposes of all.
+func (d *Data) SetHop1(b *data.Batch, hops []data.CSR) {
+	*d = Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: hops[0], Hop1T: kernels.Transpose(hops[0])}
+	for _, h := range hops[1:] {
+		d.Hops = append(d.Hops, h)
+		d.HopsT = append(d.HopsT, kernels.Transpose(h))
+	}
+}
+
 // Combine is the SP-MPNN combination over N×d node states
 //
 //	y = (1+ε)·S + α_1·R + Σ_{i=2..k} α_i·A_i·H

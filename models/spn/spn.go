@@ -148,11 +148,7 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 	if !m.useAdj {
 		hops = b.Hop[:m.Cfg.Model.K]
 	}
-	*m.gd = nbop.Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: hops[0], Hop1T: kernels.Transpose(hops[0])}
-	for _, h := range hops[1:] {
-		m.gd.Hops = append(m.gd.Hops, h)
-		m.gd.HopsT = append(m.gd.HopsT, kernels.Transpose(h))
-	}
+	m.gd.SetHop1(b, hops)
 	return nil, nil
 }
 

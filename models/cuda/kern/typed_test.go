@@ -20,16 +20,9 @@ func relBatch(t *testing.T, k int) *data.Batch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := make([]int, len(ds.Graphs))
-	for i := range all {
-		all[i] = i
-	}
-	b, err := data.NewBatch(ds, hops, all, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.N <= kernels.ChunkRows || len(b.Rel) < 2 {
-		t.Fatalf("batch of %d nodes and %d relations: want more than one chunk and relations", b.N, len(b.Rel))
+	b := kerntest.AllGraphs(t, ds, hops, k)
+	if len(b.Rel) < 2 {
+		t.Fatalf("%d relations: want relations", len(b.Rel))
 	}
 	return b
 }

@@ -25,17 +25,7 @@ func Batch(t testing.TB, k int) *data.Batch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := make([]int, len(ds.Graphs))
-	for i := range all {
-		all[i] = i
-	}
-	b, err := data.NewBatch(ds, hops, all, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.N <= kernels.ChunkRows {
-		t.Fatalf("batch of %d nodes: want more than one chunk", b.N)
-	}
+	b := kerntest.AllGraphs(t, ds, hops, k)
 	return b
 }
 
@@ -66,11 +56,8 @@ func New(t testing.TB, k, w int) *Case {
 	if err := rt.NewSoftmax("alpha", k).Forward([][]float32{logits}, c.Alpha); err != nil {
 		t.Fatal(err)
 	}
-	c.D = &nbop.Data{N: n, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: b.Hop[0], Hop1T: kernels.Transpose(b.Hop[0])}
-	for _, h := range b.Hop[1:k] {
-		c.D.Hops = append(c.D.Hops, h)
-		c.D.HopsT = append(c.D.HopsT, kernels.Transpose(h))
-	}
+	c.D = &nbop.Data{}
+	c.D.SetHop1(b, b.Hop[:k])
 	op := nbop.Combine{ID: "agg", Be: kernels.CPU{Threads: 2}, D: c.D, K: k, N: n, W: w, Hop1: true, Sums: &c.Sums}
 	in := [][]float32{c.H, c.Alpha, c.Eps}
 	c.Y = make([]float32, n*w)
