@@ -79,20 +79,10 @@ func TestRunOnEmulatedDevice(t *testing.T) {
 	if !reflect.DeepEqual(dev, cpu) {
 		t.Errorf("the device run's tables differ from the CPU run's:\n%s\n%s", dev["/main.csv"], cpu["/main.csv"])
 	}
-	results, err := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult))
-	if err != nil || len(results) != 2 {
-		t.Fatalf("%d train results (%v), want 2", len(results), err)
-	}
-	for _, f := range results {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r stages.TrainResult
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		if c := r.Compute; c == nil || c.Device != "cuda:0" || c.GPU == "" || c.Capability == "" || c.Driver == "" {
+	files, computes := trainComputes(t, cacheDir, 2)
+	for i, c := range computes {
+		f := files[i]
+		if c == nil || c.Device != "cuda:0" || c.GPU == "" || c.Capability == "" || c.Driver == "" {
 			t.Errorf("%s: compute %+v, want cuda:0 and the GPU", f, c)
 		}
 	}
@@ -316,4 +306,28 @@ func TestCUDALibsFolder(t *testing.T) {
 	if r.code != exitUsage || r.stderr != want {
 		t.Errorf("%s=%s: exit %d, stderr %q; want exit 2, %q", envCUDALibs, empty, r.code, r.stderr, want)
 	}
+}
+
+// trainComputes returns the train results' files in the cache at
+// cacheDir and the compute record of each, and fails t unless there are
+// want of them.
+func trainComputes(t *testing.T, cacheDir string, want int) ([]string, []*stages.Compute) {
+	t.Helper()
+	results, err := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult))
+	if err != nil || len(results) != want {
+		t.Fatalf("%d train results (%v), want %d", len(results), err, want)
+	}
+	out := make([]*stages.Compute, len(results))
+	for i, f := range results {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r stages.TrainResult
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = r.Compute
+	}
+	return results, out
 }

@@ -420,20 +420,10 @@ func TestSlurmGPURun(t *testing.T) {
 		t.Fatalf("slurm run: exit %d:\n%s", code, stderr)
 	}
 	sameTables(t, readFiles(t, out), readFiles(t, local))
-	results, err := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult))
-	if err != nil || len(results) != 2 {
-		t.Fatalf("%d train results (%v), want 2", len(results), err)
-	}
-	for _, f := range results {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r stages.TrainResult
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		if c := r.Compute; c == nil || c.Device != "cuda:0" || c.GPU != "Fake GPU" {
+	files, computes := trainComputes(t, cacheDir, 2)
+	for i, c := range computes {
+		f := files[i]
+		if c == nil || c.Device != "cuda:0" || c.GPU != "Fake GPU" {
 			t.Errorf("%s: compute %+v, want cuda:0 on the emulated GPU", f, c)
 		}
 	}
