@@ -51,6 +51,17 @@ func smallBatch(t *testing.T) *data.Batch {
 	return b
 }
 
+// smallConfig is the small model of the device tests: SPN (k = 2) or
+// GIN, 2 layers, hidden 8, sum pooling, classifying 2 classes of graphs
+// with 3 node labels.
+func smallConfig(kind string, dropout float64) models.Config {
+	k := 2
+	if kind == "gin" {
+		k = 1
+	}
+	return modeltest.Config(kind, k, 2, 8, dropout, models.PoolSum, models.TaskClassification, 2, 3, 0)
+}
+
 func stepOnDevice(t *testing.T, e *engine.Engine) {
 	b := smallBatch(t)
 	for _, c := range []struct {
@@ -60,11 +71,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 	}{{"spn", 0, false}, {"gin", 0, false}, {"spn", 0.5, false}, {"spn", 0, true}, {"gin", 0, true}} {
 		kind := c.kind
 		t.Run(fmt.Sprintf("%s dropout %v global %v", kind, c.dropout, c.global), func(t *testing.T) {
-			k := 2
-			if kind == "gin" {
-				k = 1
-			}
-			cfg := modeltest.Config(kind, k, 2, 8, c.dropout, models.PoolSum, models.TaskClassification, 2, 3, 0)
+			cfg := smallConfig(kind, c.dropout)
 			cfg.Model.GlobalReadout = c.global
 			blocks0, _ := e.Live()
 			dev := devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: deviceTol, Tol: deviceTol})
@@ -92,7 +99,7 @@ func TestGPUDeviceAdam(t *testing.T) { deviceAdam(t, enginetest.GPU(t)) }
 
 func deviceAdam(t *testing.T, e *engine.Engine) {
 	b := smallBatch(t)
-	cfg := modeltest.Config("spn", 2, 2, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	cfg := smallConfig("spn", 0)
 	build := devicetest.Build(e, New, cfg)
 	cpu, dev := build(t, false).(*Model), build(t, true).(*Model)
 	dopt, err := dev.NewDeviceAdam(dev.Params(), 0.01, 1e-4)
@@ -157,11 +164,7 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 	b := smallBatch(t)
 	for _, kind := range []string{"spn", "gin"} {
 		t.Run(kind, func(t *testing.T) {
-			k := 2
-			if kind == "gin" {
-				k = 1
-			}
-			cfg := modeltest.Config(kind, k, 2, 8, 0.5, models.PoolSum, models.TaskClassification, 2, 3, 0)
+			cfg := smallConfig(kind, 0.5)
 			build := devicetest.Build(e, New, cfg)
 			dev := build(t, true).(*Model)
 			dopt, err := dev.NewDeviceAdam(dev.Params(), 0.01, 0)
@@ -235,7 +238,7 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 func TestDeviceCopies(t *testing.T) {
 	e := enginetest.Emulated(t)
 	b := smallBatch(t)
-	cfg := modeltest.Config("spn", 2, 2, 8, 0.5, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	cfg := smallConfig("spn", 0.5)
 	build := devicetest.Build(e, New, cfg)
 	newDev := func() *Model { return build(t, true).(*Model) }
 	dev := newDev()
@@ -295,11 +298,7 @@ func TestAdaptorOnDevice(t *testing.T) {
 	b := smallBatch(t)
 	for _, kind := range []string{"spn", "gin"} {
 		t.Run(kind, func(t *testing.T) {
-			k := 2
-			if kind == "gin" {
-				k = 1
-			}
-			cfg := modeltest.Config(kind, k, 2, 8, 0.5, models.PoolSum, models.TaskClassification, 2, 3, 0)
+			cfg := smallConfig(kind, 0.5)
 			build := devicetest.Build(e, New, cfg)
 			cpu, dev := build(t, false).(*Model), build(t, true).(*Model)
 			copt, dopt := param.NewAdam(cpu.Params(), 0.01, 0), param.NewAdam(dev.Params(), 0.01, 0)
