@@ -7,7 +7,6 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/devicetest"
@@ -31,32 +30,19 @@ func TestGPUOpOnDevice(t *testing.T) { opOnDevice(t, enginetest.GPU(t)) }
 
 func opOnDevice(t *testing.T, e *engine.Engine) {
 	const d, H = 8, 2
-	_, b := modeltest.AttnBatch(t, 9, []int{40, 0, 7, 1, 130, 60, 80}, 3)
-	n := b.N
-	N := rt.RoundUp(n, rt.NodeBucket) + rt.NodeBucket
-	bd := rt.NewBatchData(b, []data.CSR{b.Adj})
 	gd := &graphData{}
-	if err := gd.Set(b); err != nil {
-		t.Fatal(err)
-	}
-	o := newGATAttn("gat", rt.Env{Backend: kernels.CPU{Threads: 1}}, bd, gd, H, N, d)
-	if err := o.DeviceForward(e, nil, nil); err == nil || err.Error() != "gat: the neighbourhoods are not on the device" {
-		t.Errorf("the attention without the neighbourhoods on the device: %v", err)
-	}
-	var pk cuda.Pack
-	release, err := gd.Pack(&pk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf, err := pk.Upload(e.Context(), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Free()
-	defer release()
-	rng := rand.New(rand.NewPCG(2, 3))
-	in := [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 0.7), modeltest.RandFloats(rng, d, 0.7)}
-	optest.CheckDevice(t, e, "gat", o, in, 1e-6, 1e-5)
+	devicetest.CheckAdjOp(t, e, devicetest.AdjOp{
+		Name: "gat",
+		Data: gd,
+		New: func(bd *rt.BatchData, N int) optest.Both {
+			return newGATAttn("gat", rt.Env{Backend: kernels.CPU{Threads: 1}}, bd, gd, H, N, d)
+		},
+		Missing: "gat: the neighbourhoods are not on the device",
+		In: func(rng *rand.Rand, N int) [][]float32 {
+			return [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 0.7), modeltest.RandFloats(rng, d, 0.7)}
+		},
+		Abs: 1e-6, Rel: 1e-5,
+	})
 }
 
 // TestStepOnDevice trains the same small GAT (2 layers, hidden 8, 2

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/devicetest"
@@ -29,31 +28,16 @@ func TestGPUOpOnDevice(t *testing.T) { opOnDevice(t, enginetest.GPU(t)) }
 
 func opOnDevice(t *testing.T, e *engine.Engine) {
 	const d = 8
-	_, b := modeltest.AttnBatch(t, 9, []int{40, 0, 7, 1, 130, 60, 80}, 3)
-	n := b.N
-	N := rt.RoundUp(n, rt.NodeBucket) + rt.NodeBucket
-	bd := rt.NewBatchData(b, []data.CSR{b.Adj})
 	gd := &graphData{}
-	if err := gd.Set(b); err != nil {
-		t.Fatal(err)
-	}
-	o := newGCNAgg("gcn", rt.Env{Backend: kernels.CPU{Threads: 1}}, bd, gd, N, d)
-	if err := o.DeviceForward(e, nil, nil); err == nil || err.Error() != "gcn: the GCN weights are not on the device" {
-		t.Errorf("the propagation without the GCN weights on the device: %v", err)
-	}
-	var pk cuda.Pack
-	release, err := gd.Pack(&pk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf, err := pk.Upload(e.Context(), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Free()
-	defer release()
-	rng := rand.New(rand.NewPCG(2, 3))
-	optest.CheckDevice(t, e, "gcn", o, [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0)
+	devicetest.CheckAdjOp(t, e, devicetest.AdjOp{
+		Name: "gcn",
+		Data: gd,
+		New: func(bd *rt.BatchData, N int) optest.Both {
+			return newGCNAgg("gcn", rt.Env{Backend: kernels.CPU{Threads: 1}}, bd, gd, N, d)
+		},
+		Missing: "gcn: the GCN weights are not on the device",
+		In:      func(rng *rand.Rand, N int) [][]float32 { return [][]float32{modeltest.RandFloats(rng, N*d, 1)} },
+	})
 }
 
 // TestStepOnDevice trains the same small GCN (2 layers, hidden 8, the MLP

@@ -1,18 +1,24 @@
-// Package devicetest holds the comparison of training steps on the CPU
-// and on a device that the model kinds' tests share. It is imported by
-// tests only.
+// Package devicetest holds the checks of device math that the model
+// kinds' tests share: training steps on the CPU and on a device
+// (CompareSteps), and the op of a kind that reads the adjacency
+// (CheckAdjOp). It is imported by tests only.
 package devicetest
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op/optest"
 	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/models/rt"
 )
 
 // Model is a model that takes training steps: Step runs the forward and
@@ -123,4 +129,56 @@ func CompareSteps(t *testing.T, b *data.Batch, s Steps) Model {
 		t.Errorf("the device's loss did not fall: %v → %v", first, last)
 	}
 	return dev
+}
+
+// AdjOp is the device op of a kind whose layers read the adjacency only
+// (rt.AdjNet: gcn, gat) and its test.
+type AdjOp struct {
+	// Name names the op in failures.
+	Name string
+	// Data is the kind's per-batch data, New the op over it and the
+	// batch's data bd in tensors of N rows.
+	Data rt.AdjData
+	New  func(bd *rt.BatchData, N int) optest.Both
+	// Missing is the error of DeviceForward while Data is not on the
+	// device.
+	Missing string
+	// In returns the op's inputs for N rows, drawn from rng.
+	In func(rng *rand.Rand, N int) [][]float32
+	// Abs and Rel bound the device's outputs and gradients against the
+	// CPU's (optest.CheckDevice; 0, 0 asks for the same bits).
+	Abs, Rel float64
+}
+
+// CheckAdjOp runs c's op on a batch of 300+ real nodes with graphs of 0
+// and 1 nodes (modeltest.AttnBatch), padded past a bucket: DeviceForward
+// fails with c.Missing before c.Data is on the device; with c.Data set
+// from the batch, packed and uploaded, the op's outputs and gradients on
+// e's device agree with the CPU's within c.Abs and c.Rel
+// (optest.CheckDevice).
+func CheckAdjOp(t *testing.T, e *engine.Engine, c AdjOp) {
+	t.Helper()
+	_, b := modeltest.AttnBatch(t, 9, []int{40, 0, 7, 1, 130, 60, 80}, 3)
+	N := rt.RoundUp(b.N, rt.NodeBucket) + rt.NodeBucket
+	bd := rt.NewBatchData(b, []data.CSR{b.Adj})
+	if err := c.Data.Set(b); err != nil {
+		t.Fatal(err)
+	}
+	o := c.New(bd, N)
+	if err := o.DeviceForward(e, nil, nil); err == nil || err.Error() != c.Missing {
+		t.Errorf("%s without its data on the device: %v, want %q", c.Name, err, c.Missing)
+	}
+	var pk cuda.Pack
+	release, err := c.Data.Pack(&pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := pk.Upload(e.Context(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	defer release()
+	rng := rand.New(rand.NewPCG(2, 3))
+	optest.CheckDevice(t, e, c.Name, o, c.In(rng, N), c.Abs, c.Rel)
 }
