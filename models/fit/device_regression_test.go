@@ -5,14 +5,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
-	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
@@ -75,18 +72,7 @@ func (c countSyncsHops) HopWeights() ([][]float64, []float64) { return c.hw.HopW
 // node attributes), hop sets up to 3, and a split of 72/24/24 molecules.
 func qm9Sample(t *testing.T) (*data.Dataset, *data.Hops, Sets) {
 	t.Helper()
-	ds, err := qm9.LoadN(filepath.Join(mirrortest.Dir(t), "qm9", "valid.jsonl.gz"), "valid", 120)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u0, err := qm9.TargetIndex("U0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds.NumTargets = 1
-	for j := range ds.Graphs {
-		ds.Graphs[j].Target = ds.Graphs[j].Target[u0 : u0+1]
-	}
+	ds := modeltest.QM9U0(t, 120)
 	var s Sets
 	for j := range ds.Graphs {
 		switch j % 5 {

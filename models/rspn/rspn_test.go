@@ -2,11 +2,8 @@ package rspn
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
-	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
@@ -47,18 +44,7 @@ func learnQM9(t *testing.T, gated bool) {
 	if testing.Short() {
 		t.Skip("trains on QM9")
 	}
-	ds, err := qm9.LoadN(filepath.Join(mirrortest.Dir(t), "qm9", "valid.jsonl.gz"), "valid", 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u0, err := qm9.TargetIndex("U0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds.NumTargets = 1
-	for j := range ds.Graphs {
-		ds.Graphs[j].Target = ds.Graphs[j].Target[u0 : u0+1]
-	}
+	ds := modeltest.QM9U0(t, 1000)
 	task := modeltest.TypedTask{DS: ds, Hops: modeltest.HopsOf(t, ds, 3)}
 	for j := range ds.Graphs {
 		if j%5 == 0 {

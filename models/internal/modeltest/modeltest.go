@@ -6,6 +6,8 @@
 package modeltest
 
 import (
+	"path/filepath"
+
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/models/param"
 
@@ -18,6 +20,8 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
@@ -571,6 +575,25 @@ func HopsOf(t testing.TB, ds *data.Dataset, kmax int) *data.Hops {
 		t.Fatal(err)
 	}
 	return hops
+}
+
+// QM9U0 returns the first n molecules of the mirror's QM9 validation file
+// (4 bond types as relations, 15 node attributes) regressing U0 alone.
+func QM9U0(t testing.TB, n int) *data.Dataset {
+	t.Helper()
+	ds, err := qm9.LoadN(filepath.Join(mirrortest.Dir(t), "qm9", "valid.jsonl.gz"), "valid", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u0, err := qm9.TargetIndex("U0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.NumTargets = 1
+	for j := range ds.Graphs {
+		ds.Graphs[j].Target = ds.Graphs[j].Target[u0 : u0+1]
+	}
+	return ds
 }
 
 // MAEAgainstMean returns the test MAE of out (the outputs on batch b of
