@@ -13,6 +13,16 @@ import (
 // wrapper. Without a usable GPU it skips (scripts/gpu-check.sh makes that
 // a failure).
 func TestGPUDevice(t *testing.T) {
+	r, ctx := gpuContext(t)
+	ptx := kernelsPTX(t, r, ctx)
+	t.Logf("%v; NVRTC %v (%s), cuBLAS %v (%s); %d bytes of PTX", ctx.Device, r.NVRTC.Version, r.NVRTC.Name, r.CuBLAS.Version, r.CuBLAS.Name, len(ptx))
+	exercise(t, ctx, ptx)
+}
+
+// gpuContext returns the runtime and a context on GPU 0, closed when t
+// ends (a failure to close fails t); without a usable GPU it skips t.
+func gpuContext(t *testing.T) (*cuda.Runtime, *cuda.Context) {
+	t.Helper()
 	r, err := cuda.Probe(cuda.System())
 	if err != nil {
 		cudatest.NoGPU(t, "%v", err)
@@ -21,12 +31,10 @@ func TestGPUDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := ctx.Close(); err != nil {
 			t.Error(err)
 		}
-	}()
-	ptx := kernelsPTX(t, r, ctx)
-	t.Logf("%v; NVRTC %v (%s), cuBLAS %v (%s); %d bytes of PTX", ctx.Device, r.NVRTC.Version, r.NVRTC.Name, r.CuBLAS.Version, r.CuBLAS.Name, len(ptx))
-	exercise(t, ctx, ptx)
+	})
+	return r, ctx
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 )
 
 // TestPack packs arrays of the three element types (one of them empty)
@@ -21,15 +20,7 @@ func TestPack(t *testing.T) {
 
 // TestGPUPack is TestPack on GPU 0 (it skips without one).
 func TestGPUPack(t *testing.T) {
-	r, err := cuda.Probe(cuda.System())
-	if err != nil {
-		cudatest.NoGPU(t, "%v", err)
-	}
-	ctx, err := r.NewContext(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
+	r, ctx := gpuContext(t)
 	pack(t, r, ctx)
 }
 
