@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
@@ -14,7 +13,6 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op/optest"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // TestOpOnDevice runs GAT's attention aggregation (2 heads) on the
@@ -63,14 +61,7 @@ func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
 
 func stepOnDevice(t *testing.T, e *engine.Engine) {
 	const lr = 3e-3
-	ds, hops, err := synth.Layered(9, 12, 3, [2]int{3, 6}, [2]int{1, 3}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := data.NewBatch(ds, hops, ds.Splits[0].Train, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := devicetest.SmallBatch(t, 1)
 	for _, linear := range []bool{false, true} {
 		t.Run(fmt.Sprintf("linear %v", linear), func(t *testing.T) {
 			cfg := modeltest.Config(Name, 1, 2, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
@@ -14,7 +13,6 @@ import (
 	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // deviceTol bounds the difference of the per-step losses on the CPU and
@@ -36,21 +34,6 @@ func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
 func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
 
-// smallBatch is the training graphs of 12 small layered graphs, hop sets
-// up to 2: the batch the device steps train on.
-func smallBatch(t *testing.T) *data.Batch {
-	t.Helper()
-	ds, hops, err := synth.Layered(9, 12, 3, [2]int{3, 6}, [2]int{1, 3}, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := data.NewBatch(ds, hops, ds.Splits[0].Train, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // smallConfig is the small model of the device tests: SPN (k = 2) or
 // GIN, 2 layers, hidden 8, sum pooling, classifying 2 classes of graphs
 // with 3 node labels.
@@ -63,7 +46,7 @@ func smallConfig(kind string, dropout float64) models.Config {
 }
 
 func stepOnDevice(t *testing.T, e *engine.Engine) {
-	b := smallBatch(t)
+	b := devicetest.SmallBatch(t, 2)
 	for _, c := range []struct {
 		kind    string
 		dropout float64
@@ -98,7 +81,7 @@ func TestDeviceAdam(t *testing.T) { deviceAdam(t, enginetest.Emulated(t)) }
 func TestGPUDeviceAdam(t *testing.T) { deviceAdam(t, enginetest.GPU(t)) }
 
 func deviceAdam(t *testing.T, e *engine.Engine) {
-	b := smallBatch(t)
+	b := devicetest.SmallBatch(t, 2)
 	cfg := smallConfig("spn", 0)
 	build := devicetest.Build(e, New, cfg)
 	cpu, dev := build(t, false).(*Model), build(t, true).(*Model)
@@ -161,7 +144,7 @@ func TestPredictOnDevice(t *testing.T) { predictOnDevice(t, enginetest.Emulated(
 func TestGPUPredictOnDevice(t *testing.T) { predictOnDevice(t, enginetest.GPU(t)) }
 
 func predictOnDevice(t *testing.T, e *engine.Engine) {
-	b := smallBatch(t)
+	b := devicetest.SmallBatch(t, 2)
 	for _, kind := range []string{"spn", "gin"} {
 		t.Run(kind, func(t *testing.T) {
 			cfg := smallConfig(kind, 0.5)
@@ -201,16 +184,7 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(dout) != len(cout) {
-					t.Fatalf("after step %d: %d outputs on the device, %d on the CPU", step, len(dout), len(cout))
-				}
-				for i := range cout {
-					d := math.Abs(float64(dout[i]-cout[i])) / (1 + math.Abs(float64(cout[i])))
-					worst = math.Max(worst, d)
-					if d > deviceTol {
-						t.Fatalf("after step %d: output %d = %v on the device, %v on the CPU", step, i, dout[i], cout[i])
-					}
-				}
+				worst = math.Max(worst, devicetest.Outputs(t, fmt.Sprintf("after step %d", step), dout, cout, deviceTol))
 				fout, err := dev.Forward(b, false)
 				if err != nil {
 					t.Fatal(err)
@@ -237,7 +211,7 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 // the optimiser on the host also one copy per parameter.
 func TestDeviceCopies(t *testing.T) {
 	e := enginetest.Emulated(t)
-	b := smallBatch(t)
+	b := devicetest.SmallBatch(t, 2)
 	cfg := smallConfig("spn", 0.5)
 	build := devicetest.Build(e, New, cfg)
 	newDev := func() *Model { return build(t, true).(*Model) }
@@ -295,7 +269,7 @@ func TestDeviceCopies(t *testing.T) {
 // gradient is rounding noise on both).
 func TestAdaptorOnDevice(t *testing.T) {
 	e := enginetest.Emulated(t)
-	b := smallBatch(t)
+	b := devicetest.SmallBatch(t, 2)
 	for _, kind := range []string{"spn", "gin"} {
 		t.Run(kind, func(t *testing.T) {
 			cfg := smallConfig(kind, 0.5)
@@ -311,14 +285,9 @@ func TestAdaptorOnDevice(t *testing.T) {
 				if err != nil {
 					t.Fatalf("step %d: a training-mode Forward on the device: %v", step, err)
 				}
-				if len(dout) != len(cout) {
-					t.Fatalf("step %d: %d outputs on the device, %d on the CPU", step, len(dout), len(cout))
-				}
+				devicetest.Outputs(t, fmt.Sprintf("step %d", step), dout, cout, deviceTol)
 				dy := make([]float32, len(cout))
-				for i := range cout {
-					if math.Abs(float64(dout[i]-cout[i])) > deviceTol*(1+math.Abs(float64(cout[i]))) {
-						t.Fatalf("step %d: output %d = %v on the device, %v on the CPU", step, i, dout[i], cout[i])
-					}
+				for i := range dy {
 					dy[i] = float32(i%5) - 2
 				}
 				cpu.Backward(dy)

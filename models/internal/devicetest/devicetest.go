@@ -5,6 +5,7 @@
 package devicetest
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/spn-project/spn/models/op/optest"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
+	"github.com/spn-project/spn/models/synth"
 )
 
 // Model is a model that takes training steps: Step runs the forward and
@@ -103,16 +105,7 @@ func CompareSteps(t *testing.T, b *data.Batch, s Steps) Model {
 		if d > tol {
 			t.Fatalf("step %d: loss %v on the device, %v on the CPU", step, dl, cl)
 		}
-		if len(dout) != len(cout) {
-			t.Fatalf("step %d: %d outputs on the device, %d on the CPU", step, len(dout), len(cout))
-		}
-		for i := range cout {
-			od := math.Abs(float64(dout[i]-cout[i])) / (1 + math.Abs(float64(cout[i])))
-			worst = math.Max(worst, od)
-			if od > tol {
-				t.Fatalf("step %d: output %d = %v on the device, %v on the CPU", step, i, dout[i], cout[i])
-			}
-		}
+		worst = math.Max(worst, Outputs(t, fmt.Sprintf("step %d", step), dout, cout, tol))
 		al, aout, err := again.Step(b)
 		if err != nil {
 			t.Fatal(err)
@@ -129,6 +122,41 @@ func CompareSteps(t *testing.T, b *data.Batch, s Steps) Model {
 		t.Errorf("the device's loss did not fall: %v → %v", first, last)
 	}
 	return dev
+}
+
+// Outputs fails t unless dev, the outputs on the device, and cpu, those
+// on the CPU, have the same length and every |dev − cpu| ≤ tol·(1 + |cpu|);
+// at prefixes the failure. It returns the largest |dev − cpu| / (1 + |cpu|).
+func Outputs(t *testing.T, at string, dev, cpu []float32, tol float64) float64 {
+	t.Helper()
+	if len(dev) != len(cpu) {
+		t.Fatalf("%s: %d outputs on the device, %d on the CPU", at, len(dev), len(cpu))
+	}
+	worst := 0.0
+	for i := range cpu {
+		d := math.Abs(float64(dev[i]-cpu[i])) / (1 + math.Abs(float64(cpu[i])))
+		worst = math.Max(worst, d)
+		if d > tol {
+			t.Fatalf("%s: output %d = %v on the device, %v on the CPU", at, i, dev[i], cpu[i])
+		}
+	}
+	return worst
+}
+
+// SmallBatch returns the training graphs of 12 small layered graphs
+// (synth.Layered), hop sets up to k: the batch the device step tests
+// train on.
+func SmallBatch(t *testing.T, k int) *data.Batch {
+	t.Helper()
+	ds, hops, err := synth.Layered(9, 12, 3, [2]int{3, 6}, [2]int{1, 3}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := data.NewBatch(ds, hops, ds.Splits[0].Train, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // AdjOp is the device op of a kind whose layers read the adjacency only
