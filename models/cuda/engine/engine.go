@@ -59,6 +59,9 @@ type Engine struct {
 	blas  *cuda.BLAS   // made on first use
 	next  uintptr
 	mem   map[uintptr]*Memory
+	// fresh is the address of the last Alloc, which MatMul takes as the
+	// memory tensor.Dense.MatMul allocated for its result.
+	fresh uintptr
 }
 
 var (
@@ -129,8 +132,17 @@ func (e *Engine) Context() *cuda.Context { return e.ctx }
 func (e *Engine) AllocAccessible() bool { return false }
 
 // Alloc implements tensor.Engine: size bytes of float32 values (size a
-// positive multiple of 4).
-func (e *Engine) Alloc(size int64) (tensor.Memory, error) { return e.alloc(size, false) }
+// positive multiple of 4), scratch memory that Reset frees. gorgonia/tensor
+// calls it for the result of a built-in that allocates before it calls
+// the engine (MatMul).
+func (e *Engine) Alloc(size int64) (tensor.Memory, error) {
+	m, err := e.alloc(size, true)
+	if err != nil {
+		return nil, err
+	}
+	e.fresh = m.addr
+	return m, nil
+}
 
 func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
 	if size <= 0 || size%4 != 0 {
