@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"gorgonia.org/tensor"
+
+	"github.com/spn-project/spn/models/cuda"
 )
 
 // The Gorgonia built-ins of the baseline's graph (models/baseline): its
@@ -30,13 +32,14 @@ func transposed(t tensor.Tensor) bool {
 
 // MatMul implements tensor.MatMuler: prealloc = a·b for float32 device
 // matrices, either of them possibly a transposed view, by cuBLAS's Sgemm.
-// prealloc must be the memory tensor.Dense.MatMul has just allocated for
-// the result (Alloc): an existing value passed for reuse is refused, so
-// that no node's value is overwritten (Gorgonia's tape machine then runs
-// the op again without reuse).
+// Gorgonia's compiler preallocates the result of an op that calls an
+// extern (a product) with an alloc instruction, whose value is host
+// memory with the machine's engine (alloc.exec, vm_tape.go:584: makeValue,
+// then setEngine): MatMul points such a tensor at new scratch device
+// memory (tensor.FromMemory) and computes there, so the host memory is
+// never written; device memory of the engine (a register's earlier value,
+// or what tensor.Dense.MatMul allocated) is written in place.
 func (e *Engine) MatMul(a, b, prealloc tensor.Tensor) error {
-	fresh := e.fresh
-	e.fresh = 0
 	as, bs, cs := a.Shape(), b.Shape(), prealloc.Shape()
 	if !as.IsMatrix() || !bs.IsMatrix() || !cs.IsMatrix() {
 		return fmt.Errorf("device engine: MatMul of shapes %v and %v into %v: want matrices", as, bs, cs)
@@ -45,18 +48,15 @@ func (e *Engine) MatMul(a, b, prealloc tensor.Tensor) error {
 	if bs[0] != k || cs[0] != m || cs[1] != n {
 		return fmt.Errorf("device engine: MatMul of shapes %v and %v into %v", as, bs, cs)
 	}
-	if prealloc.Uintptr() != fresh {
-		return fmt.Errorf("device engine: MatMul into an existing tensor %v (reuse) is not supported", cs)
+	cb, err := e.into(prealloc, "MatMul")
+	if err != nil {
+		return err
 	}
 	ab, err := e.Buffer(a)
 	if err != nil {
 		return err
 	}
 	bb, err := e.Buffer(b)
-	if err != nil {
-		return err
-	}
-	cb, err := e.Buffer(prealloc)
 	if err != nil {
 		return err
 	}
@@ -68,6 +68,29 @@ func (e *Engine) MatMul(a, b, prealloc tensor.Tensor) error {
 		return fmt.Errorf("device engine: MatMul of %v and %v: %w", as, bs, err)
 	}
 	return nil
+}
+
+// into returns the device buffer of prealloc, the result tensor given to
+// a built-in that writes into it (MatMul, RepeatReuse): its own device
+// memory, or for a float32 dense tensor of this engine over host memory
+// (a value of Gorgonia's alloc instruction) new scratch device memory
+// that the tensor is pointed at (tensor.FromMemory).
+func (e *Engine) into(prealloc tensor.Tensor, what string) (*cuda.Buffer, error) {
+	if prealloc.Dtype() != tensor.Float32 {
+		return nil, fmt.Errorf("device engine: %s into a tensor of %v, want float32", what, prealloc.Dtype())
+	}
+	if _, ok := e.mem[prealloc.Uintptr()]; !ok {
+		c, ok := prealloc.(*tensor.Dense)
+		if !ok || transposed(c) || c.Engine() != tensor.Engine(e) {
+			return nil, fmt.Errorf("device engine: %s into a %T %v that is neither device memory nor a dense tensor of this engine", what, prealloc, prealloc.Shape())
+		}
+		mem, err := e.alloc(int64(c.Shape().TotalSize())*4, true)
+		if err != nil {
+			return nil, err
+		}
+		tensor.FromMemory(mem.addr, mem.size)(c)
+	}
+	return e.Buffer(prealloc)
 }
 
 // Mul implements tensor.Muler: a ⊙ b for float32 device tensors of equal
@@ -170,30 +193,55 @@ func hostScalar(b interface{}) (float32, error) {
 // matrix (spn_copy_cols reading the row for every output row), into a
 // new scratch tensor.
 func (e *Engine) Repeat(t tensor.Tensor, axis int, repeats ...int) (tensor.Tensor, error) {
-	s := t.Shape()
-	if axis != 0 || len(repeats) != 1 || repeats[0] < 1 || !s.IsMatrix() || s[0] != 1 {
-		return nil, fmt.Errorf("device engine: repeating a device tensor %v along axis %d %v times: only a row repeated along axis 0 is supported", s, axis, repeats)
-	}
-	xb, err := e.Buffer(t)
+	n, c, err := repeatShape(t, axis, repeats)
 	if err != nil {
 		return nil, err
 	}
-	n, c := repeats[0], s[1]
 	y, err := e.Scratch(n, c)
 	if err != nil {
 		return nil, err
 	}
-	yb, _ := e.Buffer(y)
-	if err := e.Launch("spn_copy_cols", n*c, yb, xb, n, c, c, 0, 0, 0); err != nil {
-		return nil, fmt.Errorf("repeating %v: %w", s, err)
-	}
-	return y, nil
+	return y, e.repeat(y, t)
 }
 
-// RepeatReuse implements tensor.Repeater by refusing: the results of the
-// engine's built-ins are fresh memory.
+// RepeatReuse implements tensor.Repeater: Repeat into reuse (n×c), the
+// value Gorgonia's compiler preallocates for repeatOp (see MatMul).
 func (e *Engine) RepeatReuse(t tensor.Tensor, reuse tensor.Tensor, axis int, repeats ...int) (tensor.Tensor, error) {
-	return nil, fmt.Errorf("device engine: repeating a device tensor %v into an existing tensor (reuse) is not supported", t.Shape())
+	n, c, err := repeatShape(t, axis, repeats)
+	if err != nil {
+		return nil, err
+	}
+	if s := reuse.Shape(); !s.Eq(tensor.Shape{n, c}) {
+		return nil, fmt.Errorf("device engine: repeating %v %d times into a tensor %v", t.Shape(), n, s)
+	}
+	return reuse, e.repeat(reuse, t)
+}
+
+// repeatShape checks a repeat the engine does (a row along axis 0) and
+// returns the result's shape.
+func repeatShape(t tensor.Tensor, axis int, repeats []int) (n, c int, err error) {
+	s := t.Shape()
+	if axis != 0 || len(repeats) != 1 || repeats[0] < 1 || !s.IsMatrix() || s[0] != 1 {
+		return 0, 0, fmt.Errorf("device engine: repeating a device tensor %v along axis %d %v times: only a row repeated along axis 0 is supported", s, axis, repeats)
+	}
+	return repeats[0], s[1], nil
+}
+
+// repeat writes the row x repeated into y (n×c).
+func (e *Engine) repeat(y, x tensor.Tensor) error {
+	xb, err := e.Buffer(x)
+	if err != nil {
+		return err
+	}
+	yb, err := e.into(y, "Repeat")
+	if err != nil {
+		return err
+	}
+	n, c := y.Shape()[0], y.Shape()[1]
+	if err := e.Launch("spn_copy_cols", n*c, yb, xb, n, c, c, 0, 0, 0); err != nil {
+		return fmt.Errorf("repeating %v: %w", x.Shape(), err)
+	}
+	return nil
 }
 
 // Sum implements tensor.Sumer for the sum along axis 0 of a float32

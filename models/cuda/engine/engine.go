@@ -59,9 +59,6 @@ type Engine struct {
 	blas  *cuda.BLAS   // made on first use
 	next  uintptr
 	mem   map[uintptr]*Memory
-	// fresh is the address of the last Alloc, which MatMul takes as the
-	// memory tensor.Dense.MatMul allocated for its result.
-	fresh uintptr
 }
 
 var (
@@ -140,7 +137,6 @@ func (e *Engine) Alloc(size int64) (tensor.Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.fresh = m.addr
 	return m, nil
 }
 
