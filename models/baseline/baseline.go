@@ -95,6 +95,9 @@ type Model struct {
 	last *data.Batch
 	// backErr is an error of Backward, returned by the next Forward.
 	backErr error
+
+	// dev is the device the model runs on (UseDevice; nil: the CPU).
+	dev *devState
 }
 
 var _ models.Model = (*Model)(nil)
@@ -160,14 +163,22 @@ func (b *Model) Forward(bt *data.Batch, train bool) ([]float32, error) {
 		b.backErr = nil
 		return nil, fmt.Errorf("previous backward pass: %w", err)
 	}
-	p, err := b.program(bt, false)
-	if err != nil {
-		return nil, err
+	var out []float32
+	if b.dev != nil {
+		var err error
+		if out, err = b.forwardDevice(bt); err != nil {
+			return nil, err
+		}
+	} else {
+		p, err := b.program(bt, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.run(); err != nil {
+			return nil, err
+		}
+		out = p.outputs(bt.NumGraphs * b.cfg.Out)
 	}
-	if err := p.run(); err != nil {
-		return nil, err
-	}
-	out := p.outputs(bt.NumGraphs * b.cfg.Out)
 	if train {
 		b.last = bt
 	}
@@ -195,6 +206,10 @@ func (b *Model) Backward(dOut []float32) {
 	}
 	copy(p.seed, dOut)
 	clear(p.seed[len(dOut):])
+	if b.dev != nil {
+		_, b.backErr = b.runDevice(p, bt.NumGraphs)
+		return
+	}
 	if err := p.run(); err != nil {
 		b.backErr = err
 		return
@@ -237,6 +252,9 @@ type agnProg struct {
 	// vals are read out of every run; apart from agnProg for the reason
 	// given at program.vals.
 	vals *agnVals
+	// nodes are the nodes a device run binds and reads (device graphs
+	// only: compileDevice).
+	nodes *devNodes
 }
 
 // program returns the compiled graph for batch bt, loaded with its inputs.
@@ -250,8 +268,12 @@ func (b *Model) program(bt *data.Batch, grad bool) (*agnProg, error) {
 	}
 	p, ok := b.cache.Get(key)
 	if !ok {
+		compile := b.compile
+		if b.dev != nil {
+			compile = b.compileDevice
+		}
 		var err error
-		if p, err = b.compile(key); err != nil {
+		if p, err = compile(key); err != nil {
 			return nil, err
 		}
 		b.cache.Put(key, p, p.g, p.vm)
@@ -301,31 +323,14 @@ func (b *Model) compile(key agnKey) (*agnProg, error) {
 		rows = key.N
 	}
 	p.x = make([]float32, rows*b.feat)
-	h := agnData(g, "x", p.x, rows, b.feat)
-	var params G.Nodes
-	var err error
-	for i, l := range b.lins {
-		w := agnParam(g, l.W, l.In, l.Out)
-		bias := agnParam(g, l.B, 1, l.Out)
-		params = append(params, w, bias)
-		if h, err = G.Mul(h, w); err != nil {
-			return nil, fmt.Errorf("building %s: %w", l.W.Name, err)
-		}
-		if h, err = G.BroadcastAdd(h, bias, nil, []byte{0}); err != nil {
-			return nil, fmt.Errorf("building %s: %w", l.B.Name, err)
-		}
-		if b.reluAt[i] {
-			if h, err = G.Rectify(h); err != nil {
-				return nil, fmt.Errorf("building the rectifier after %s: %w", l.W.Name, err)
-			}
-		}
-		if i == 0 && b.form == FormDeepMultisets {
-			// Σ_{v ∈ graph j} φ(x_v) as the product with the pooling matrix.
+	h, params, err := b.layers(agnData(g, "x", p.x, rows, b.feat),
+		func(prm *param.Param, rows, cols int) *G.Node { return agnParam(g, prm, rows, cols) },
+		func() *G.Node {
 			p.pool = make([]float32, key.G*key.N)
-			if h, err = G.Mul(agnData(g, "pool", p.pool, key.G, key.N), h); err != nil {
-				return nil, fmt.Errorf("building the sum pooling: %w", err)
-			}
-		}
+			return agnData(g, "pool", p.pool, key.G, key.N)
+		})
+	if err != nil {
+		return nil, err
 	}
 	G.Read(h, &p.vals.out)
 	if key.grad {
@@ -349,6 +354,39 @@ func (b *Model) compile(key agnKey) (*agnProg, error) {
 	}
 	p.vm = G.NewTapeMachine(g)
 	return p, nil
+}
+
+// layers adds the baseline's layers over the input node h to its graph
+// and returns the output node and the parameter nodes in Params order:
+// node(p, rows, cols) gives the node of parameter p as a rows×cols matrix,
+// pool the G×N pooling matrix (DeepMultisets only, made after the first
+// layer). The CPU and the device graphs are both built here.
+func (b *Model) layers(h *G.Node, node func(p *param.Param, rows, cols int) *G.Node, pool func() *G.Node) (*G.Node, G.Nodes, error) {
+	var params G.Nodes
+	var err error
+	for i, l := range b.lins {
+		w := node(l.W, l.In, l.Out)
+		bias := node(l.B, 1, l.Out)
+		params = append(params, w, bias)
+		if h, err = G.Mul(h, w); err != nil {
+			return nil, nil, fmt.Errorf("building %s: %w", l.W.Name, err)
+		}
+		if h, err = G.BroadcastAdd(h, bias, nil, []byte{0}); err != nil {
+			return nil, nil, fmt.Errorf("building %s: %w", l.B.Name, err)
+		}
+		if b.reluAt[i] {
+			if h, err = G.Rectify(h); err != nil {
+				return nil, nil, fmt.Errorf("building the rectifier after %s: %w", l.W.Name, err)
+			}
+		}
+		if i == 0 && b.form == FormDeepMultisets {
+			// Σ_{v ∈ graph j} φ(x_v) as the product with the pooling matrix.
+			if h, err = G.Mul(pool(), h); err != nil {
+				return nil, nil, fmt.Errorf("building the sum pooling: %w", err)
+			}
+		}
+	}
+	return h, params, nil
 }
 
 // agnData returns an input node over the backing v (rows×cols), which the

@@ -45,7 +45,8 @@
 // engine over device memory that launches them, through which
 // models/rt runs the steps and evaluation of the kinds with device math
 // (models.DeviceKind: spn, gin, rspn, espn, gcn, gat;
-// rt.Engine.UseDevice),
+// rt.Engine.UseDevice; and baseline, whose graph of Gorgonia's own ops
+// runs on the engine's built-ins: baseline.Model.UseDevice),
 // models/fit their training runs, and the train stage a spec's, on a GPU
 // of the machine or of a Slurm job, and spn bench its timed steps.
 package cuda

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/param"
 )
 
@@ -39,6 +40,20 @@ func (e *Engine) NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (
 	if d.adam != nil {
 		return nil, errors.New("NewDeviceAdam: the model has a device optimiser")
 	}
+	return newDeviceAdam(d, params, lr, weightDecay)
+}
+
+// NewDeviceAdamOf returns the device optimiser of params for a model that
+// is not a models/rt Net (the baseline, whose graph is Gorgonia's own
+// ops): ts holds the parameters' device tensors of e, filled here from
+// Param.W for those it lacks. Step updates them in place; the model adds
+// each step's gradients with Accumulate.
+func NewDeviceAdamOf(e *engine.Engine, ts map[*param.Param]*tensor.Dense, params []*param.Param, lr, weightDecay float64) (*DeviceAdam, error) {
+	return newDeviceAdam(&deviceState{e: e, params: ts}, params, lr, weightDecay)
+}
+
+// newDeviceAdam returns the device optimiser of params over d.
+func newDeviceAdam(d *deviceState, params []*param.Param, lr, weightDecay float64) (*DeviceAdam, error) {
 	a := &DeviceAdam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, d: d, params: params}
 	for _, p := range params {
 		if _, ok := d.params[p]; !ok {
@@ -76,6 +91,13 @@ func (a *DeviceAdam) index(p *param.Param) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("parameter %s is not the device optimiser's", p.Name)
+}
+
+// Accumulate adds a step's gradient grad (a device tensor, e.g. a scratch
+// tensor of the run) to p's device gradient, for a model of
+// NewDeviceAdamOf.
+func (a *DeviceAdam) Accumulate(p *param.Param, grad tensor.Tensor) error {
+	return a.accumulate(p, grad)
 }
 
 // accumulate adds the step's gradient grad (a scratch tensor) to p's

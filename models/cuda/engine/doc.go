@@ -9,8 +9,14 @@
 // fill kernel; Memcpy and Accessible refuse, see below) and tensor.Adder
 // for float32 tensors of equal shapes, the one Gorgonia built-in
 // arithmetic the spn graph runs (the readout sum and the gradient sums of
-// nodes with several consumers). Tensor, Scratch, FromHost and ToHost
-// make device tensors and move values across, View makes a scratch
+// nodes with several consumers). For the baseline's graph, which is
+// Gorgonia's own ops (builtin.go), it implements tensor.MatMuler (cuBLAS,
+// either operand a transposed view), Muler (elementwise), Gteer (with a
+// scalar, the result in the tensor's type: Rectify's mask), Repeater (a
+// row along axis 0: BroadcastAdd) and Sumer (along axis 0: the
+// gradient of the repeat); their other forms are refused.
+//
+// Tensor, Scratch, FromHost and ToHost make device tensors and move values across, View makes a scratch
 // tensor over memory the engine does not own (an array of a cuda.Pack),
 // Buffer gives a device op the cuda.Buffer behind a device tensor, Reset
 // frees one run's scratch tensors (and forgets the views). models/op's DeviceOp and ApplyDevice are the adaptor of a
@@ -54,11 +60,13 @@
 // R-SPN (with GNN-FiLM's gated readout, regressing), E-SPN (with the
 // AtomEncoder and its BondEncoders, multi-task binary classification),
 // GCN and GAT train the same way (models/rspn's, models/espn's,
-// models/gcn's and models/gat's TestStepOnDevice).
+// models/gcn's and models/gat's TestStepOnDevice). The baseline trains
+// through its own Forward and Backward on the device
+// (baseline.Model.UseDevice, with rt.NewDeviceAdamOf).
 //
 // What does not exist: dropout masks drawn on the device (they are drawn
 // on the host from the model's generator, as on the CPU path, and packed
-// with the batch); device math for the kinds baseline and graphormer.
+// with the batch); device math for the kind graphormer.
 //
 // # How Gorgonia v0.9.18 runs values (the facts the design rests on)
 //
@@ -71,7 +79,12 @@
 //     that call an extern (compile.go:372): Add does not
 //     (op_math_noextern.go:6) and neither do models/op's ops. So every
 //     value is whatever the op's Do returns, and an op that returns a
-//     device tensor keeps the value on the device.
+//     device tensor keeps the value on the device. The product
+//     (linAlgBinOp) and the repeat (repeatOp) of the baseline's graph do
+//     call an extern: their result is preallocated in host memory with
+//     the machine's engine (alloc.exec, vm_tape.go:584) and given to the
+//     engine through tensor.WithReuse; MatMul and RepeatReuse point such
+//     a tensor at device memory (tensor.FromMemory) before writing.
 //   - The only Gorgonia arithmetic in the spn graph is Add: the readout
 //     sum (rt.Engine.Finish) and ReduceAdd (operations.go:329), which
 //     Backpropagate (differentiation.go:244) uses to sum the gradients of
@@ -91,9 +104,13 @@
 //     path reads the loss (a host scalar) with Read and takes the
 //     gradients' device tensors from the gradient nodes (Node.Value)
 //     after the run, leaving them on the device for Adam.
-//   - Concat (the gated readout) and the other built-ins of the kinds
-//     besides spn would go through the engine too (Concater, …); spn and
-//     gin do not use them.
+//   - Concat (the gated readout) would go through the engine too
+//     (Concater); the device graphs use a project op instead. The
+//     baseline's Rectify is Gte with a scalar then Mul, its BroadcastAdd
+//     Repeat then Add, and their gradients Mul and Sum along axis 0; the
+//     gradient of Gorgonia's Sum of all values repeats a host scalar
+//     (the cost's seed), so the baseline's device graph turns its output
+//     gradient into a cost with op.Dot, not HadamardProd and Sum.
 //
 // # Design
 //
@@ -128,6 +145,5 @@
 //
 // Memcpy and Accessible refuse: the driver binding has no device-to-
 // device copy, and a host view of device memory is what the design
-// forbids. The tests' TapeMachine runs reach neither, and the spn
-// graph's Gorgonia built-ins are Add only.
+// forbids. The tests' TapeMachine runs reach neither.
 package engine

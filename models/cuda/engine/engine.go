@@ -129,8 +129,16 @@ func (e *Engine) Context() *cuda.Context { return e.ctx }
 func (e *Engine) AllocAccessible() bool { return false }
 
 // Alloc implements tensor.Engine: size bytes of float32 values (size a
-// positive multiple of 4).
-func (e *Engine) Alloc(size int64) (tensor.Memory, error) { return e.alloc(size, false) }
+// positive multiple of 4), scratch memory that Reset frees. gorgonia/tensor
+// calls it for the result of a built-in that allocates before it calls
+// the engine (MatMul).
+func (e *Engine) Alloc(size int64) (tensor.Memory, error) {
+	m, err := e.alloc(size, true)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
 
 func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
 	if size <= 0 || size%4 != 0 {

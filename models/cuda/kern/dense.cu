@@ -49,6 +49,19 @@ SPN_KERNEL void spn_fill(float* __restrict__ y, float v, int len)
 	y[t] = v;
 }
 
+// spn_ge_scalar sets y = 1 where x ≥ s (left) or s ≥ x (!left), else 0
+// (NaN compares false), over len values: Gorgonia's Gte of a tensor and a
+// scalar with the result in the tensor's type, the mask of its
+// rectifier. One thread per value.
+SPN_KERNEL void spn_ge_scalar(float* __restrict__ y, const float* __restrict__ x, float s, int left, int len)
+{
+	long long t = spn_index();
+	if (t >= len) {
+		return;
+	}
+	y[t] = (left ? x[t] >= s : s >= x[t]) ? 1.0f : 0.0f;
+}
+
 // spn_scale sets y = x · s[0] over len values: the gradient of a dot
 // product ⟨x, r⟩ scaled by the output gradient s[0]. One thread per
 // value.

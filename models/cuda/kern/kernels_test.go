@@ -1,6 +1,7 @@
 package kern_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -157,6 +158,26 @@ func TestScale(t *testing.T) {
 		want[i] = v * s[0]
 	}
 	equalBits(t, "y", y, want)
+}
+
+// TestGeScalar: spn_ge_scalar is 1 where x ≥ s (or s ≥ x), else 0, NaN
+// and -0 included, over the values and only those.
+func TestGeScalar(t *testing.T) {
+	nan := float32(math.NaN())
+	x := []float32{1.5, -2, 0, float32(math.Copysign(0, -1)), nan, 3e-3, 7}
+	for _, left := range []int{1, 0} {
+		y := make([]float32, len(x)+1)
+		y[len(x)] = 7
+		launch(t, "spn_ge_scalar", cover(len(x), 2), 2, y, x, float32(0), left, len(x))
+		want := make([]float32, len(x)+1)
+		want[len(x)] = 7
+		for i, v := range x {
+			if (left == 1 && v >= 0) || (left == 0 && 0 >= v) {
+				want[i] = 1
+			}
+		}
+		equalBits(t, fmt.Sprintf("y (left %d)", left), y, want)
+	}
 }
 
 // TestEncode: spn_encode adds (p + b) + E[label] per value as models/rt's
