@@ -43,7 +43,6 @@ const (
 // deviceTrainable is a model on the device path as Train uses it.
 type deviceTrainable interface {
 	DeviceModel
-	models.Stepper
 	UseDevice(e *engine.Engine) error
 }
 
@@ -59,9 +58,15 @@ func (c *countSyncs) SyncHost() error {
 	return c.deviceTrainable.SyncHost()
 }
 
-// countSyncsHops is a countSyncs of a model with hop weights.
-type countSyncsHops struct {
+// countSyncsStep is a countSyncs of a models.Stepper.
+type countSyncsStep struct {
 	*countSyncs
+	models.Stepper
+}
+
+// countSyncsHops is a countSyncsStep of a model with hop weights.
+type countSyncsHops struct {
+	countSyncsStep
 	hw models.HopWeights
 }
 
@@ -157,8 +162,12 @@ func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m
 		}
 		return mod
 	}
+	prefix := hops // nil for a kind that reads no hop sets
+	if hops != nil {
+		prefix = hops.Prefix(m.K)
+	}
 	o := Options{Training: tr, Metric: metric, Seed: 3}
-	cpu, err := Train(context.Background(), build(), ds, hops.Prefix(m.K), sets, o)
+	cpu, err := Train(context.Background(), build(), ds, prefix, sets, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,12 +178,15 @@ func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m
 			t.Fatal(err)
 		}
 		var trained models.Model = dev
-		if hw, ok := mod.(models.HopWeights); ok {
-			trained = countSyncsHops{dev, hw}
+		if st, ok := mod.(models.Stepper); ok {
+			trained = countSyncsStep{dev, st}
+			if hw, ok := mod.(models.HopWeights); ok {
+				trained = countSyncsHops{countSyncsStep{dev, st}, hw}
+			}
 		}
 		do := o
 		do.Host = build()
-		r, err := Train(context.Background(), trained, ds, hops.Prefix(m.K), sets, do)
+		r, err := Train(context.Background(), trained, ds, prefix, sets, do)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,6 +218,7 @@ func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m
 			t.Errorf("epoch %d: learning rate %v on the device, %v on the CPU", c.Epoch, d.LR, c.LR)
 		}
 		for _, v := range [][3]any{
+			{"train " + metric, d.TrainScore, c.TrainScore},
 			{"validation loss", d.ValLoss, c.ValLoss}, {"test loss", d.TestLoss, c.TestLoss},
 			{"validation " + metric, d.ValScore, c.ValScore}, {"test " + metric, d.TestScore, c.TestScore},
 		} {
@@ -217,7 +230,11 @@ func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m
 			}
 		}
 		vals := [][3]any{{"train loss", d.TrainLoss, c.TrainLoss}}
-		if _, hw := build().(models.HopWeights); len(d.Alpha) != len(c.Alpha) || len(d.Eps) != len(c.Eps) || hw != (len(c.Eps) == m.Layers) {
+		layers := 0 // of hop weights
+		if _, hw := build().(models.HopWeights); hw {
+			layers = m.Layers
+		}
+		if len(d.Alpha) != len(c.Alpha) || len(d.Eps) != len(c.Eps) || len(c.Eps) != layers {
 			t.Fatalf("epoch %d: hop weights of %d and %d layers on the device, %d and %d on the CPU", c.Epoch, len(d.Alpha), len(d.Eps), len(c.Alpha), len(c.Eps))
 		}
 		for l := range c.Eps {
@@ -287,7 +304,7 @@ func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m
 			}
 			within = 0
 		}
-		vl, vs, err := Evaluate(ck, ds, hops.Prefix(m.K), sets.Val, metric, tr.BatchSize)
+		vl, vs, err := Evaluate(ck, ds, prefix, sets.Val, metric, tr.BatchSize)
 		if err != nil {
 			t.Fatal(err)
 		}
