@@ -54,7 +54,7 @@ With --jobs N, N copies of each workload (models of seeds --model-seed,
 copies' rates, train s the slowest copy's training time.
 
 With --device cuda[:N] the training steps and Adam run on GPU N (the kinds
-with device math: all but baseline and graphormer), the validation graph
+with device math: all but graphormer), the validation graph
 there too after every epoch as in a train stage; the header names the
 GPU, its compute capability and driver, --threads are the host's, peak
 RSS is the host process's, and peak GPU MB is the most device memory
