@@ -9,6 +9,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
@@ -78,18 +79,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			}
 			near := func(what string, got, want []float32, tol float64) float64 {
 				t.Helper()
-				if len(got) != len(want) {
-					t.Fatalf("%s: %d values on the device, %d on the CPU", what, len(got), len(want))
-				}
-				worst := 0.0
-				for i := range want {
-					d := math.Abs(float64(got[i]-want[i])) / (1 + math.Abs(float64(want[i])))
-					if d > tol || math.IsNaN(float64(got[i])) {
-						t.Fatalf("%s: value %d is %v on the device, %v on the CPU", what, i, got[i], want[i])
-					}
-					worst = math.Max(worst, d)
-				}
-				return worst
+				return devicetest.Outputs(t, what, got, want, tol)
 			}
 
 			// One step, the gradients downloaded.

@@ -124,20 +124,21 @@ func CompareSteps(t *testing.T, b *data.Batch, s Steps) Model {
 	return dev
 }
 
-// Outputs fails t unless dev, the outputs on the device, and cpu, those
-// on the CPU, have the same length and every |dev − cpu| ≤ tol·(1 + |cpu|);
-// at prefixes the failure. It returns the largest |dev − cpu| / (1 + |cpu|).
+// Outputs fails t unless dev, values on the device (outputs, gradients,
+// parameters), and cpu, the same on the CPU, have the same length and
+// every |dev − cpu| ≤ tol·(1 + |cpu|) (a NaN fails); at prefixes the
+// failure. It returns the largest |dev − cpu| / (1 + |cpu|).
 func Outputs(t *testing.T, at string, dev, cpu []float32, tol float64) float64 {
 	t.Helper()
 	if len(dev) != len(cpu) {
-		t.Fatalf("%s: %d outputs on the device, %d on the CPU", at, len(dev), len(cpu))
+		t.Fatalf("%s: %d values on the device, %d on the CPU", at, len(dev), len(cpu))
 	}
 	worst := 0.0
 	for i := range cpu {
 		d := math.Abs(float64(dev[i]-cpu[i])) / (1 + math.Abs(float64(cpu[i])))
 		worst = math.Max(worst, d)
-		if d > tol {
-			t.Fatalf("%s: output %d = %v on the device, %v on the CPU", at, i, dev[i], cpu[i])
+		if d > tol || math.IsNaN(d) {
+			t.Fatalf("%s: value %d = %v on the device, %v on the CPU", at, i, dev[i], cpu[i])
 		}
 	}
 	return worst
