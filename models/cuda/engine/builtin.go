@@ -97,27 +97,9 @@ func (e *Engine) into(prealloc tensor.Tensor, what string) (*cuda.Buffer, error)
 // shapes (spn_mul), into a new scratch tensor whatever the options ask,
 // as Add.
 func (e *Engine) Mul(a, b tensor.Tensor, opts ...tensor.FuncOpt) (tensor.Tensor, error) {
-	if !a.Shape().Eq(b.Shape()) {
-		return nil, fmt.Errorf("device engine: multiplying shapes %v and %v", a.Shape(), b.Shape())
-	}
-	ab, err := e.Buffer(a)
-	if err != nil {
-		return nil, err
-	}
-	bb, err := e.Buffer(b)
-	if err != nil {
-		return nil, err
-	}
-	y, err := e.Scratch(a.Shape().Clone()...)
-	if err != nil {
-		return nil, err
-	}
-	yb, _ := e.Buffer(y)
-	n := ab.Len()
-	if err := e.Launch("spn_mul", n, yb, ab, bb, n); err != nil {
-		return nil, fmt.Errorf("multiplying %v: %w", a.Shape(), err)
-	}
-	return y, nil
+	return e.elementwise("multiplying", a, b, func(yb, ab, bb *cuda.Buffer, n int) error {
+		return e.Launch("spn_mul", n, yb, ab, bb, n)
+	})
 }
 
 // MulScalar implements tensor.Muler by refusing: the baseline's graph

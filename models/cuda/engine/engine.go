@@ -395,8 +395,18 @@ func (e *Engine) Close() error {
 // returned value, and no value a graph node is bound to is overwritten,
 // so the gradient nodes' values are intact after a run.
 func (e *Engine) Add(a, b tensor.Tensor, opts ...tensor.FuncOpt) (tensor.Tensor, error) {
+	return e.elementwise("adding", a, b, func(yb, ab, bb *cuda.Buffer, n int) error {
+		// spn_bias_relu over one row of n values without ReLU: y = a + b.
+		return e.add.Launch((n+Block-1)/Block, Block, yb, ab, bb, 1, n, 0)
+	})
+}
+
+// elementwise computes y = f(a, b) for float32 device tensors of equal
+// shapes into a new scratch tensor: launch runs the kernel over the n
+// values; what names the operation in errors.
+func (e *Engine) elementwise(what string, a, b tensor.Tensor, launch func(yb, ab, bb *cuda.Buffer, n int) error) (tensor.Tensor, error) {
 	if !a.Shape().Eq(b.Shape()) {
-		return nil, fmt.Errorf("device engine: adding shapes %v and %v", a.Shape(), b.Shape())
+		return nil, fmt.Errorf("device engine: %s shapes %v and %v", what, a.Shape(), b.Shape())
 	}
 	ab, err := e.Buffer(a)
 	if err != nil {
@@ -411,10 +421,8 @@ func (e *Engine) Add(a, b tensor.Tensor, opts ...tensor.FuncOpt) (tensor.Tensor,
 		return nil, err
 	}
 	yb, _ := e.Buffer(y)
-	n := ab.Len()
-	// spn_bias_relu over one row of n values without ReLU: y = a + b.
-	if err := e.add.Launch((n+Block-1)/Block, Block, yb, ab, bb, 1, n, 0); err != nil {
-		return nil, fmt.Errorf("device engine: adding %v: %w", a.Shape(), err)
+	if err := launch(yb, ab, bb, ab.Len()); err != nil {
+		return nil, fmt.Errorf("device engine: %s %v: %w", what, a.Shape(), err)
 	}
 	return y, nil
 }
