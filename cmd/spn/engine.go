@@ -225,7 +225,7 @@ func (a *app) plan(en *engine, args []string) error {
 	o := a.envFlags(fs)
 	planDeviceFlag(fs, &o.device)
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
-	withCost := fs.Bool("cost", false, "print the estimated CPU-hours per stage kind instead of the stages")
+	withCost := fs.Bool("cost", false, "print the estimated CPU-hours (GPU-hours for the train stages of a GPU calibration) per stage kind instead of the stages")
 	calFile := fs.String("calibration", "", "calibration `file` for --cost (default calibration.json beside the spec; spn calibrate writes it)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
