@@ -14,6 +14,7 @@ import (
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/gcn"
+	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/rspn"
@@ -147,6 +148,7 @@ type fitTols struct{ train, param, eval float64 }
 // epoch's validation loss and score bit for bit (on the CPU within
 // 1e-5·(1 + |value|)).
 func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m modelspec.Model, ds *data.Dataset, hops *data.Hops, sets Sets, tr modelspec.Training, metric string, tol fitTols) {
+	devicetest.DefaultGEMM(t)
 	t.Helper()
 	cfg, err := models.ConfigFor(m, ds)
 	if err != nil {

@@ -7,6 +7,11 @@ import "gonum.org/v1/gonum/blas"
 // GEMM names the matrix-multiply implementation of this build.
 const GEMM = "gonum (pure Go)"
 
+// DefaultGEMM reports whether this build's products are the default
+// build's (gonum's bits), against which tolerances to other
+// implementations (the GPU's) are stated.
+const DefaultGEMM = true
+
 // sgemm is C = alpha·op(A)·op(B) + beta·C on row-major matrices, computed
 // by gonum's pure-Go BLAS (serial for the chunk sizes used here), or, with
 // the same bits, by sgemmExact's register-blocked kernels where they apply.

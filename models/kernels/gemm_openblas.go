@@ -7,6 +7,10 @@ import "github.com/spn-project/spn/models/kernels/internal/openblas"
 // GEMM names the matrix-multiply implementation of this build.
 const GEMM = "OpenBLAS (cgo, single-threaded calls)"
 
+// DefaultGEMM reports whether this build's products are the default
+// build's (gonum's bits): not in the OpenBLAS build.
+const DefaultGEMM = false
+
 // sgemm is C = alpha·op(A)·op(B) + beta·C on row-major matrices, computed
 // by OpenBLAS (see package openblas); the other kernels keep their AVX2
 // paths in this build.

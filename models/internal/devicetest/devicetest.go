@@ -77,6 +77,7 @@ type Steps struct {
 // to fall from the first step to the last. It returns the first device
 // model.
 func CompareSteps(t *testing.T, b *data.Batch, s Steps) Model {
+	DefaultGEMM(t)
 	t.Helper()
 	cpu := s.New(t, false)
 	dev := s.New(t, true)
@@ -210,4 +211,16 @@ func CheckAdjOp(t *testing.T, e *engine.Engine, c AdjOp) {
 	defer release()
 	rng := rand.New(rand.NewPCG(2, 3))
 	optest.CheckDevice(t, e, c.Name, o, c.In(rng, N), c.Abs, c.Rel)
+}
+
+// DefaultGEMM skips t unless the CPU's products are the default build's
+// (kernels.DefaultGEMM): the tolerances of a comparison with the device
+// over many steps are stated against those, and the OpenBLAS build's other
+// rounding grows past them over the steps. The per-op device checks
+// (optest.CheckDevice) run in every build.
+func DefaultGEMM(t *testing.T) {
+	t.Helper()
+	if !kernels.DefaultGEMM {
+		t.Skipf("the CPU's products are %s: the device comparison's tolerances are stated against the default build's", kernels.GEMM)
+	}
 }
