@@ -18,17 +18,7 @@ import (
 
 // emulatedOpener returns the opener of the emulated device (built for
 // the test; it skips without a C compiler or off Linux).
-func emulatedOpener(t *testing.T) cudatest.LibOpener {
-	t.Helper()
-	lib, skip, err := cudatest.BuildEmulator(t.TempDir(), filepath.Join("..", "..", "models", "cuda", "testdata"))
-	if skip != "" {
-		t.Skip(skip)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cudatest.LibOpener{Lib: lib}
-}
+func emulatedOpener(t *testing.T) cudatest.LibOpener { return cudatest.Emulator(t) }
 
 // readTables returns the files of a run's --out directory by name.
 func readTables(t *testing.T, dir string) map[string]string {

@@ -18,14 +18,7 @@ import (
 // temporary directory.
 func emulatedGPU(t *testing.T) *GPU {
 	t.Helper()
-	lib, skip, err := cudatest.BuildEmulator(t.TempDir(), filepath.Join("..", "..", "models", "cuda", "testdata"))
-	if skip != "" {
-		t.Skip(skip)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &GPU{Opener: cudatest.LibOpener{Lib: lib}, PTXDir: filepath.Join(t.TempDir(), "ptx")}
+	return &GPU{Opener: cudatest.Emulator(t), PTXDir: filepath.Join(t.TempDir(), "ptx")}
 }
 
 // TestDeviceRun trains SPN (k = 2) and GIN on the emulated device through

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/kern"
@@ -41,6 +42,45 @@ func BuildEmulator(dir, testdata string) (lib, skip string, err error) {
 		return "", "", fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
 	return lib, "", nil
+}
+
+// Emulator builds the emulated device for the test t (BuildEmulator in a
+// temporary directory, from the module's models/cuda/testdata) and returns
+// its opener; it skips t off Linux or without a C compiler.
+func Emulator(t testing.TB) LibOpener {
+	t.Helper()
+	testdata, err := testdataDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, skip, err := BuildEmulator(t.TempDir(), testdata)
+	if skip != "" {
+		t.Skip(skip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return LibOpener{Lib: lib}
+}
+
+// testdataDir finds models/cuda/testdata from the working directory (a
+// test runs in its package's directory, inside the module): the first
+// parent holding go.mod is the module root.
+func testdataDir() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("cudatest: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "models", "cuda", "testdata"), nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("cudatest: no go.mod above the working directory: the emulated device is built from the module's models/cuda/testdata")
+		}
+		dir = up
+	}
 }
 
 // LibOpener opens the one library Lib for every name asked for: the

@@ -4,9 +4,6 @@
 package enginetest
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/spn-project/spn/models/cuda"
@@ -19,42 +16,11 @@ import (
 // closes it.
 func Emulated(t testing.TB) *engine.Engine {
 	t.Helper()
-	testdata, err := testdataDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib, skip, err := cudatest.BuildEmulator(t.TempDir(), testdata)
-	if skip != "" {
-		t.Skip(skip)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := cuda.Probe(cudatest.LibOpener{Lib: lib})
+	r, err := cuda.Probe(cudatest.Emulator(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return Open(t, r)
-}
-
-// testdataDir finds models/cuda/testdata from the working directory (a
-// test runs in its package's directory, inside the module): the first
-// parent holding go.mod is the module root.
-func testdataDir() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("enginetest: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "models", "cuda", "testdata"), nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", fmt.Errorf("enginetest: no go.mod above the working directory: the emulated device is built from the module's models/cuda/testdata")
-		}
-		dir = up
-	}
 }
 
 // GPU returns an engine on GPU 0; without a usable GPU it ends the test
