@@ -54,19 +54,8 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)
 			}
-			be := kernels.CPU{Threads: 1}
-			build := func(device bool) *Model {
-				m, err := New(cfg, 7, be)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if device {
-					if err := m.UseDevice(e); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return m
-			}
+			builder := devicetest.Builder(e, New, cfg)
+			build := func(device bool) *Model { return builder(t, device) }
 			step := func(m *Model) (float64, []float32) {
 				t.Helper()
 				out, err := m.Forward(b, true)

@@ -39,7 +39,14 @@ type DeviceModel interface {
 // Build returns a Steps.New that builds each model with newModel from
 // cfg and seed 7 on one CPU thread, and moves the device models to e.
 func Build[M DeviceModel](e *engine.Engine, newModel func(models.Config, uint64, kernels.Backend) (M, error), cfg models.Config) func(t *testing.T, device bool) Model {
-	return func(t *testing.T, device bool) Model {
+	build := Builder(e, newModel, cfg)
+	return func(t *testing.T, device bool) Model { return build(t, device) }
+}
+
+// Builder is Build for any model that moves to a device (a model without
+// Step, as the baseline, too), returning the model's own type.
+func Builder[M interface{ UseDevice(*engine.Engine) error }](e *engine.Engine, newModel func(models.Config, uint64, kernels.Backend) (M, error), cfg models.Config) func(t *testing.T, device bool) M {
+	return func(t *testing.T, device bool) M {
 		t.Helper()
 		m, err := newModel(cfg, 7, kernels.CPU{Threads: 1})
 		if err != nil {
