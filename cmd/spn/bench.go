@@ -83,6 +83,16 @@ type benchRow struct {
 	// PeakDeviceMB is, on a GPU, the most device memory spn's context
 	// had allocated at once (cuda.Memory.Peak); 0 on the CPU.
 	PeakDeviceMB float64 `json:"peak_device_mb,omitempty"`
+	// LaunchesPerStep is, on a GPU, the kernel launches and cuBLAS
+	// products per training step (cuda.Calls, each epoch's evaluation of
+	// the validation graph included): at small widths a step's time is
+	// about this many launch costs. 0 on the CPU.
+	LaunchesPerStep float64 `json:"launches_per_step,omitempty"`
+	// AllocsPerStep is, on a GPU, the device allocations and frees per
+	// training step (cuMemAlloc, cuMemFree: synchronous calls), which
+	// the engine's pool keeps near 0 once the batch shapes have been
+	// seen. 0 on the CPU.
+	AllocsPerStep float64 `json:"allocs_per_step,omitempty"`
 }
 
 // benchReport is the JSON output of spn bench.
@@ -332,6 +342,10 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	if err != nil {
 		return benchRow{}, err
 	}
+	var calls0 cuda.Calls
+	if gpuCtx != nil {
+		calls0 = gpuCtx.Calls()
+	}
 	results := make([]*fit.Result, jobs)
 	errs := make([]error, jobs)
 	var wg sync.WaitGroup
@@ -370,6 +384,10 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	}
 	if gpuCtx != nil {
 		row.PeakDeviceMB = float64(gpuCtx.Memory().Peak) / (1 << 20)
+		c := gpuCtx.Calls().Sub(calls0)
+		steps := float64(len(results[0].EpochSeconds) * ((len(all) + rep.Training.BatchSize - 1) / rep.Training.BatchSize))
+		row.LaunchesPerStep = float64(c.Launches+c.GEMMs) / steps
+		row.AllocsPerStep = float64(c.Allocs+c.Frees) / steps
 	}
 	trained := 0
 	for _, res := range results {
@@ -544,7 +562,7 @@ func renderBench(w io.Writer, rep benchReport) error {
 	)
 	header := []string{"workload", "graphs", "mean nodes", "train s", "graphs/s", "graphs/CPU-s", "peak RSS MB"}
 	if rep.Compute != nil {
-		header = append(header, "peak GPU MB")
+		header = append(header, "peak GPU MB", "launches/step", "allocs/step")
 	}
 	tab.Header(header)
 	for _, r := range rep.Workloads {
@@ -555,7 +573,7 @@ func renderBench(w io.Writer, rep benchReport) error {
 		row := []string{r.Workload, strconv.Itoa(r.Graphs), fmt.Sprintf("%.1f", r.MeanNodes),
 			fmt.Sprintf("%.2f", r.TrainSeconds), fmt.Sprintf("%.0f", r.GraphsPerSec), fmt.Sprintf("%.0f", r.GraphsPerCPUSec), rss}
 		if rep.Compute != nil {
-			row = append(row, fmt.Sprintf("%.1f", r.PeakDeviceMB))
+			row = append(row, fmt.Sprintf("%.1f", r.PeakDeviceMB), fmt.Sprintf("%.0f", r.LaunchesPerStep), fmt.Sprintf("%.2f", r.AllocsPerStep))
 		}
 		if err := tab.Append(row); err != nil {
 			return err

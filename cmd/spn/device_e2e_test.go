@@ -237,7 +237,7 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 			if !head.MatchString(lines[0]) {
 				t.Errorf("header %q does not name the device as %s", lines[0], head)
 			}
-			cols := regexp.MustCompile(`workload\s*│\s*graphs\s*│\s*mean nodes\s*│\s*train s\s*│\s*graphs/s\s*│\s*graphs/CPU-s\s*│\s*peak RSS MB\s*│\s*peak GPU MB`)
+			cols := regexp.MustCompile(`workload\s*│\s*graphs\s*│\s*mean nodes\s*│\s*train s\s*│\s*graphs/s\s*│\s*graphs/CPU-s\s*│\s*peak RSS MB\s*│\s*peak GPU MB\s*│\s*launches/step\s*│\s*allocs/step`)
 			if !cols.MatchString(r.stdout) || !strings.Contains(r.stdout, "3-Prox (40 graphs)") {
 				t.Errorf("the table lacks the CPU bench's columns or the workload:\n%s", r.stdout)
 			}
@@ -262,6 +262,12 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	}
 	if len(rep.Workloads) == 1 && !(rep.Workloads[0].PeakDeviceMB > 0) {
 		t.Errorf("peak device memory %v MB, want the model's and the batches' allocations", rep.Workloads[0].PeakDeviceMB)
+	}
+	// 40 graphs in batches of 32 of different sizes: the pool makes
+	// each shape's scratch once, a step launches more than a hundred
+	// kernels.
+	if w := rep.Workloads; len(w) == 1 && (!(w[0].LaunchesPerStep > 100) || w[0].AllocsPerStep > w[0].LaunchesPerStep) {
+		t.Errorf("%v launches and %v allocations per step, want over 100 and fewer allocations than launches", w[0].LaunchesPerStep, w[0].AllocsPerStep)
 	}
 }
 

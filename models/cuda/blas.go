@@ -146,6 +146,7 @@ func (b *BLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, A, B *Buff
 				return err
 			}
 		}
+		b.ctx.calls.GEMMs++
 		r := b.api.sgemm(b.h, op(transB), op(transA), int32(n), int32(m), int32(k), &alpha, B.ptr, int32(max(ldb, 1)), A.ptr, int32(max(lda, 1)), &beta, C.ptr, int32(n))
 		runtime.KeepAlive(&alpha)
 		runtime.KeepAlive(&beta)

@@ -68,8 +68,8 @@ type Context struct {
 	closed bool
 	seq    int
 	live   map[resource]int // what the context made and has not released, by creation order
-	// copies counts the copies made, host to device and device to host.
-	copies Copies
+	// calls counts the driver and cuBLAS calls that cost the most.
+	calls Calls
 	// mem is the device memory allocated through the context.
 	mem Memory
 }
@@ -89,18 +89,38 @@ func (c *Context) Memory() Memory {
 	return c.mem
 }
 
-// Copies counts a context's copies between the host and the device.
-type Copies struct {
+// Calls counts a context's calls into the driver and cuBLAS that cost
+// the most: on a GPU a launch or a product costs microseconds of the
+// host's time whatever its size, a copy waits for the device, and
+// cuMemAlloc and cuMemFree are synchronous (cuMemFree waits for the
+// device). A training step's counts say where its time goes when its
+// kernels are small.
+type Calls struct {
 	// ToDevice counts cuMemcpyHtoD calls, ToHost cuMemcpyDtoH calls
 	// (copies of no bytes are not made and not counted).
 	ToDevice, ToHost int
+	// Launches counts kernel launches (cuLaunchKernel), GEMMs cuBLAS
+	// products (cublasSgemm; products of no values are not made).
+	Launches, GEMMs int
+	// Allocs counts cuMemAlloc calls, Frees cuMemFree calls.
+	Allocs, Frees int
 }
 
-// Copies returns the copies the context has made so far.
-func (c *Context) Copies() Copies {
+// Sub returns the calls of c not in since, an earlier count of the same
+// context: the calls made in between.
+func (c Calls) Sub(since Calls) Calls {
+	return Calls{
+		ToDevice: c.ToDevice - since.ToDevice, ToHost: c.ToHost - since.ToHost,
+		Launches: c.Launches - since.Launches, GEMMs: c.GEMMs - since.GEMMs,
+		Allocs: c.Allocs - since.Allocs, Frees: c.Frees - since.Frees,
+	}
+}
+
+// Calls returns the calls the context has made so far.
+func (c *Context) Calls() Calls {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.copies
+	return c.calls
 }
 
 // resource is what a Context releases on Close when its owner has not:
@@ -257,6 +277,7 @@ func Alloc[T Elem](c *Context, n int) (*Buffer, error) {
 	}
 	b := &Buffer{ctx: c, n: n, kind: k}
 	err := c.do(func() error {
+		c.calls.Allocs++
 		if err := check("cuMemAlloc_v2", c.api.memAlloc(&b.ptr, uint64(b.bytes()))); err != nil {
 			return fmt.Errorf("%w (%d bytes on %s)", err, b.bytes(), c.Device.Name)
 		}
@@ -312,7 +333,7 @@ func Upload[T Elem](b *Buffer, src []T) error {
 		if len(src) == 0 {
 			return nil
 		}
-		b.ctx.copies.ToDevice++
+		b.ctx.calls.ToDevice++
 		err := check("cuMemcpyHtoD_v2", b.ctx.api.memcpyHtoD(b.ptr, unsafe.Pointer(&src[0]), uint64(len(src)*sizeOf(b.kind))))
 		runtime.KeepAlive(src)
 		return err
@@ -333,7 +354,7 @@ func Download[T Elem](dst []T, b *Buffer) error {
 		if len(dst) == 0 {
 			return nil
 		}
-		b.ctx.copies.ToHost++
+		b.ctx.calls.ToHost++
 		err := check("cuMemcpyDtoH_v2", b.ctx.api.memcpyDtoH(unsafe.Pointer(&dst[0]), b.ptr, uint64(len(dst)*sizeOf(b.kind))))
 		runtime.KeepAlive(dst)
 		return err
@@ -365,5 +386,6 @@ func (b *Buffer) bytes() int { return max(b.n, 1) * sizeOf(b.kind) }
 func (b *Buffer) release() error {
 	b.freed = true
 	b.ctx.mem.Live -= int64(b.bytes())
+	b.ctx.calls.Frees++
 	return check("cuMemFree_v2", b.ctx.api.memFree(b.ptr))
 }

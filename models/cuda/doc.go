@@ -23,7 +23,8 @@
 // any goroutine. In it, [Alloc], [NewBuffer], [Upload] and [Download] move
 // float32, float64 and int32 values to and from device memory, a [Pack]
 // sends many arrays in one copy (views into one buffer), and
-// Context.Copies counts the copies each way;
+// Context.Calls counts the copies each way, the launches, the products
+// and the allocations;
 // Context.LoadModule loads PTX and Module.Kernel finds an entry point of
 // models/cuda/kern's table, whose Launch checks the arguments against the
 // kernel's parameters before launching ([ArgError]); Context.NewBLAS

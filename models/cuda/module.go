@@ -155,6 +155,7 @@ func (k *Kernel) Launch(grid, block int, args ...any) error {
 		for i := range slots {
 			params[i] = unsafe.Pointer(&slots[i])
 		}
+		c.calls.Launches++
 		r := c.api.launchKernel(k.fn, uint32(grid), 1, 1, uint32(block), 1, 1, 0, 0, &params[0], nil)
 		runtime.KeepAlive(slots)
 		runtime.KeepAlive(params)

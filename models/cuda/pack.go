@@ -82,7 +82,7 @@ func (p *Pack) Upload(c *Context, reuse *Buffer, minBytes int) (*Buffer, error) 
 		if len(p.host) == 0 {
 			return nil
 		}
-		c.copies.ToDevice++
+		c.calls.ToDevice++
 		err := check("cuMemcpyHtoD_v2", c.api.memcpyHtoD(dev.ptr, unsafe.Pointer(&p.host[0]), uint64(len(p.host))))
 		runtime.KeepAlive(p.host)
 		return err

@@ -42,12 +42,12 @@ func pack(t *testing.T, r *cuda.Runtime, ctx *cuda.Context) {
 	if want := 4*cuda.PackAlign + 4*len(b); pk.Len() != want {
 		t.Errorf("pack of %d bytes, want %d (each array at a multiple of %d)", pk.Len(), want, cuda.PackAlign)
 	}
-	before := ctx.Copies()
+	before := ctx.Calls()
 	dev, err := pk.Upload(ctx, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ctx.Copies(); got.ToDevice-before.ToDevice != 1 {
+	if got := ctx.Calls(); got.ToDevice-before.ToDevice != 1 {
 		t.Errorf("%d host→device copies for one pack, want 1", got.ToDevice-before.ToDevice)
 	}
 	if ev.Len() != 0 || iv.Len() != len(idx) || tv.Len() != len(tgt) {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -72,6 +73,16 @@ func (e *CallError) Error() string {
 		return fmt.Sprintf("cuda: %s failed: cublasStatus %d", e.Call, int32(e.Result))
 	}
 	return fmt.Sprintf("cuda: %s failed: %v", e.Call, e.Result)
+}
+
+// ErrOutOfMemory matches (errors.Is) the error of a driver call that
+// failed with CUDA_ERROR_OUT_OF_MEMORY.
+var ErrOutOfMemory = errors.New("cuda: out of device memory")
+
+// Is reports whether e is a failure that target names: ErrOutOfMemory
+// for a driver call's CUDA_ERROR_OUT_OF_MEMORY.
+func (e *CallError) Is(target error) bool {
+	return target == ErrOutOfMemory && e.Result == 2 && !strings.HasPrefix(e.Call, "cublas")
 }
 
 // check turns a status code from call into an error.

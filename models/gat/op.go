@@ -1,7 +1,6 @@
 package gat
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -232,16 +231,14 @@ func (o gatAttn) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	}
 	n, d, H, E := o.bd.N, o.d, o.H, len(o.gd.loops.Idx)
 	nc := kernels.NumChunks(n)
-	ctx := e.Context()
-	g, err := cuda.Alloc[float64](ctx, max(E*H, 1))
+	g, err := e.Scratch64(max(E*H, 1))
 	if err != nil {
 		return err
 	}
-	part, err := cuda.Alloc[float64](ctx, max(2*nc*d, 1))
+	part, err := e.Scratch64(max(2*nc*d, 1))
 	if err != nil {
-		return errors.Join(err, g.Free())
+		return err
 	}
-	defer func() { err = errors.Join(err, g.Free(), part.Free()) }()
 	psrc, err := part.Slice(0, nc*d)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package nbop
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -258,7 +257,7 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 		return err
 	}
 	nc := kernels.NumChunks(n)
-	part, err := cuda.Alloc[float64](e.Context(), nc*(o.K+1))
+	part, err := e.Scratch64(nc * (o.K + 1))
 	if err != nil {
 		return err
 	}
@@ -272,7 +271,7 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	if err == nil {
 		err = e.Launch("spn_sum_chunks", 1, g[2], part, nc, 1)
 	}
-	return errors.Join(err, part.Free())
+	return err
 }
 
 // higherCoef returns α_2..α_k, the coefficients of the higher hops, as a
@@ -339,7 +338,7 @@ func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffe
 		return err
 	}
 	nc := kernels.NumChunks(n)
-	part, err := cuda.Alloc[float64](e.Context(), nc*max(o.K-1, 1))
+	part, err := e.Scratch64(nc * max(o.K-1, 1))
 	if err != nil {
 		return err
 	}
@@ -359,7 +358,7 @@ func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffe
 			err = dot(rest, H, T, o.K-1)
 		}
 	}
-	return errors.Join(err, part.Free())
+	return err
 }
 
 // relDev returns the relations on the device, or an error naming the op.
@@ -440,7 +439,7 @@ func (o BCE) device(e *engine.Engine, z, out, dz, dl *cuda.Buffer) error {
 			labelled++
 		}
 	}
-	part, err := cuda.Alloc[float64](e.Context(), max(m, 1))
+	part, err := e.Scratch64(max(m, 1))
 	if err != nil {
 		return err
 	}
@@ -448,7 +447,7 @@ func (o BCE) device(e *engine.Engine, z, out, dz, dl *cuda.Buffer) error {
 	if err == nil && out != nil {
 		err = e.Launch("spn_bce_loss", 1, out, part, m, labelled)
 	}
-	return errors.Join(err, part.Free())
+	return err
 }
 
 // EmbedRows returns, for the categories x (n×C, C = len(off)) of

@@ -269,11 +269,10 @@ func (p *devPart) Do(...G.Value) (G.Value, error) {
 func (o Dot) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error {
 	n := Size(o.Shape)
 	nc := (n + kernels.ChunkRows - 1) / kernels.ChunkRows
-	part, err := cuda.Alloc[float64](e.Context(), nc)
+	part, err := e.Scratch64(nc)
 	if err != nil {
 		return err
 	}
-	defer part.Free()
 	if err := e.Launch("spn_dot_chunks", nc, part, in[1], in[0], 1, n, 1); err != nil {
 		return err
 	}

@@ -24,6 +24,9 @@ type DeviceAdam struct {
 	d      *deviceState
 	params []*param.Param
 	g      []*tensor.Dense // the gradients, zero after Step
+	// spare holds, per parameter, the tensor the next accumulation
+	// writes g + grad into (then the two swap), made on first use.
+	spare []*tensor.Dense
 	m, v   []*cuda.Buffer
 	t      int
 }
@@ -101,7 +104,8 @@ func (a *DeviceAdam) Accumulate(p *param.Param, grad tensor.Tensor) error {
 }
 
 // accumulate adds the step's gradient grad (a scratch tensor) to p's
-// device gradient: g' = g + grad into a new tensor that replaces g.
+// device gradient: g' = g + grad into the parameter's spare tensor, which
+// then swaps with g (the sum's kernel reads and writes distinct arrays).
 func (a *DeviceAdam) accumulate(p *param.Param, grad tensor.Tensor) error {
 	i, err := a.index(p)
 	if err != nil {
@@ -119,19 +123,20 @@ func (a *DeviceAdam) accumulate(p *param.Param, grad tensor.Tensor) error {
 	if db.Len() != gb.Len() {
 		return fmt.Errorf("gradient of %s has %d values, want %d", p.Name, db.Len(), gb.Len())
 	}
-	sum, err := e.Tensor(gb.Len())
-	if err != nil {
-		return err
+	if a.spare == nil {
+		a.spare = make([]*tensor.Dense, len(a.g))
 	}
-	sb, _ := e.Buffer(sum)
+	if a.spare[i] == nil {
+		if a.spare[i], err = e.Tensor(gb.Len()); err != nil {
+			return err
+		}
+	}
+	sb, _ := e.Buffer(a.spare[i])
 	n := gb.Len()
 	if err := e.Launch("spn_bias_relu", n, sb, gb, db, 1, n, 0); err != nil {
-		return errors.Join(err, e.FreeTensor(sum))
-	}
-	if err := e.FreeTensor(a.g[i]); err != nil {
 		return err
 	}
-	a.g[i] = sum
+	a.g[i], a.spare[i] = a.spare[i], a.g[i]
 	return nil
 }
 

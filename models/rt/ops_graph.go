@@ -1,7 +1,6 @@
 package rt
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spn-project/spn/models"
@@ -234,7 +233,7 @@ func (o crossEntropy) device(e *engine.Engine, logits, out, dz, dL *cuda.Buffer)
 	if db.Y == nil {
 		return fmt.Errorf("%s: the batch on the device has no classes", o.id)
 	}
-	part, err := cuda.Alloc[float64](e.Context(), o.bd.G)
+	part, err := e.Scratch64(o.bd.G)
 	if err != nil {
 		return err
 	}
@@ -242,7 +241,7 @@ func (o crossEntropy) device(e *engine.Engine, logits, out, dz, dL *cuda.Buffer)
 	if err == nil && out != nil {
 		err = e.Launch("spn_mean_loss", 1, out, part, o.bd.G)
 	}
-	return errors.Join(err, part.Free())
+	return err
 }
 
 // mse is the mean squared error of the predictions (G×t) of the batch's g
@@ -296,7 +295,7 @@ func (o mse) device(e *engine.Engine, pred, out, dz, dL *cuda.Buffer) error {
 	if db.Target == nil || db.Target.Len() < m {
 		return fmt.Errorf("%s: the batch on the device has no targets for %d graphs × %d outputs", o.id, o.bd.G, o.t)
 	}
-	part, err := cuda.Alloc[float64](e.Context(), m)
+	part, err := e.Scratch64(m)
 	if err != nil {
 		return err
 	}
@@ -304,7 +303,7 @@ func (o mse) device(e *engine.Engine, pred, out, dz, dL *cuda.Buffer) error {
 	if err == nil && out != nil {
 		err = e.Launch("spn_mean_loss", 1, out, part, m)
 	}
-	return errors.Join(err, part.Free())
+	return err
 }
 
 // newDot is ⟨x, s⟩ over tensors of the given shape (op.Dot).

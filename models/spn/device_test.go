@@ -202,14 +202,17 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 	}
 }
 
-// TestDeviceCopies counts the copies between the host and the emulated
-// device of a model whose parameters live on the device (DeviceAdam):
-// after a first step (which moves the batch norms' running statistics to
-// the device), a training step makes one host→device copy (the batch,
-// its hop sets and the dropout masks, packed) and two back (the loss and
-// the outputs), an evaluation batch one copy each way, and a step with
-// the optimiser on the host also one copy per parameter.
-func TestDeviceCopies(t *testing.T) {
+// TestDeviceCalls counts the driver calls of a model whose parameters
+// live on the device (DeviceAdam) on the emulated device. After a first
+// step and a first evaluation (which move the batch norms' running
+// statistics to the device and fill the engine's pool of scratch
+// memory), a training step makes one host→device copy (the batch, its
+// hop sets and the dropout masks, packed) and two back (the loss and the
+// outputs), an evaluation batch one copy each way, neither allocates or
+// frees device memory, and every step launches the same kernels; a step
+// with the optimiser on the host also makes one copy per parameter each
+// way.
+func TestDeviceCalls(t *testing.T) {
 	e := enginetest.Emulated(t)
 	b := devicetest.SmallBatch(t, 2)
 	cfg := smallConfig("spn", 0.5)
@@ -220,14 +223,13 @@ func TestDeviceCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func(what string, f func() error) cuda.Copies {
+	count := func(what string, f func() error) cuda.Calls {
 		t.Helper()
-		before := e.Context().Copies()
+		before := e.Context().Calls()
 		if err := f(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		after := e.Context().Copies()
-		return cuda.Copies{ToDevice: after.ToDevice - before.ToDevice, ToHost: after.ToHost - before.ToHost}
+		return e.Context().Calls().Sub(before)
 	}
 	step := func() error {
 		if _, _, err := dev.Step(b); err != nil {
@@ -239,12 +241,26 @@ func TestDeviceCopies(t *testing.T) {
 	if err := step(); err != nil {
 		t.Fatal(err)
 	}
+	if err := predict(); err != nil {
+		t.Fatal(err)
+	}
+	var first cuda.Calls
 	for i := 0; i < 3; i++ {
-		if c := count("a training step", step); c != (cuda.Copies{ToDevice: 1, ToHost: 2}) {
+		c := count("a training step", step)
+		if c.ToDevice != 1 || c.ToHost != 2 {
 			t.Errorf("a training step makes %d copies to the device and %d back, want 1 and 2", c.ToDevice, c.ToHost)
 		}
-		if c := count("an evaluation batch", predict); c != (cuda.Copies{ToDevice: 1, ToHost: 1}) {
-			t.Errorf("an evaluation batch makes %d copies to the device and %d back, want 1 and 1", c.ToDevice, c.ToHost)
+		if c.Allocs != 0 || c.Frees != 0 {
+			t.Errorf("a training step makes %d allocations and %d frees of device memory, want none (the engine's pool)", c.Allocs, c.Frees)
+		}
+		if i == 0 {
+			first = c
+			t.Logf("a training step: %d launches, %d products", c.Launches, c.GEMMs)
+		} else if c != first {
+			t.Errorf("training step %d makes the calls %+v, the first %+v", i+2, c, first)
+		}
+		if c := count("an evaluation batch", predict); c != (cuda.Calls{ToDevice: 1, ToHost: 1, Launches: c.Launches, GEMMs: c.GEMMs}) {
+			t.Errorf("an evaluation batch makes %d copies to the device and %d back, %d allocations and %d frees, want 1, 1, 0 and 0", c.ToDevice, c.ToHost, c.Allocs, c.Frees)
 		}
 	}
 	// The optimiser on the host: the parameters go to the device before
@@ -255,7 +271,7 @@ func TestDeviceCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	np := len(host.Params())
-	if c := count("a training step", hstep); c != (cuda.Copies{ToDevice: 1 + np, ToHost: 2 + np}) {
+	if c := count("a training step", hstep); c.ToDevice != 1+np || c.ToHost != 2+np {
 		t.Errorf("a training step with the optimiser on the host makes %d copies to the device and %d back, want %d and %d", c.ToDevice, c.ToHost, 1+np, 2+np)
 	}
 }

@@ -90,5 +90,21 @@ type LibOpener struct{ Lib string }
 // Open implements cuda.Opener.
 func (o LibOpener) Open(string) (cuda.Library, error) { return cuda.System().Open(o.Lib) }
 
+// SetMemory makes the emulated device's memory bytes (0: the host's):
+// an allocation past it fails with CUDA_ERROR_OUT_OF_MEMORY, as on a
+// full device. It holds for the library's life (every context).
+func (o LibOpener) SetMemory(t testing.TB, bytes uint64) {
+	t.Helper()
+	l, err := cuda.System().Open(o.Lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set func(uint64)
+	if err := l.Bind(&set, "spn_emu_set_memory"); err != nil {
+		t.Fatal(err)
+	}
+	set(bytes)
+}
+
 // Where implements cuda.Opener.
 func (o LibOpener) Where() string { return o.Lib }

@@ -16,11 +16,23 @@
 // row along axis 0: BroadcastAdd) and Sumer (along axis 0: the
 // gradient of the repeat); their other forms are refused.
 //
-// Tensor, Scratch, FromHost and ToHost make device tensors and move values across, View makes a scratch
-// tensor over memory the engine does not own (an array of a cuda.Pack),
-// Buffer gives a device op the cuda.Buffer behind a device tensor, Reset
-// frees one run's scratch tensors (and forgets the views). models/op's DeviceOp and ApplyDevice are the adaptor of a
-// primitive's device math, as Op and Apply are of its CPU math.
+// Tensor, Scratch, FromHost and ToHost make device tensors and move
+// values across, View makes a scratch tensor over memory the engine does
+// not own (an array of a cuda.Pack), Scratch64 gives an op a float64
+// buffer for its partial sums, Buffer gives a device op the cuda.Buffer
+// behind a device tensor, and Reset frees one run's scratch memory (and
+// forgets the views). models/op's DeviceOp and ApplyDevice are the
+// adaptor of a primitive's device math, as Op and Apply are of its CPU
+// math.
+//
+// Scratch memory is pooled: Reset returns its allocations to the
+// engine's pool by size class (quarter-powers of two, at least 1 KiB),
+// and the next run's scratch of a class takes them, so that after the
+// first run of a batch shape a training step makes no cuMemAlloc or
+// cuMemFree (synchronous calls; cuMemFree waits for the device), as
+// PyTorch's caching allocator. An allocation that finds the device full
+// frees the pool and tries once more; Trim frees it on demand, Pooled
+// says what it holds, and the context's Memory counts it as allocated.
 //
 // Device math exists for every op of the spn graph (classification, sum
 // or mean pooling, without the global readout), each beside its CPU math

@@ -3,7 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"math/bits"
+	"slices"
 
 	"gorgonia.org/tensor"
 
@@ -31,6 +34,9 @@ type Memory struct {
 	scratch bool
 	// borrowed memory (View) is another's: freeing it forgets it.
 	borrowed bool
+	// block, for scratch memory, is the pooled allocation buf is the
+	// first values of: freeing the memory returns block to the pool.
+	block *cuda.Buffer
 }
 
 // Uintptr implements tensor.Memory: the memory's address in the engine's
@@ -59,6 +65,23 @@ type Engine struct {
 	blas  *cuda.BLAS   // made on first use
 	next  uintptr
 	mem   map[uintptr]*Memory
+	// pool holds the allocations of freed scratch memory by size class
+	// (sizeClass), most recently freed last, for the next run's scratch
+	// memory of that class: a caching allocator, as PyTorch's. cuMemAlloc
+	// and cuMemFree are synchronous driver calls (cuMemFree waits for the
+	// device), and a run's scratch values are the same sizes from step
+	// to step, so after the first run of a batch shape a run makes no
+	// allocation. Trim frees the pool.
+	pool map[poolKey][]*cuda.Buffer
+	// scratch64 are the float64 scratch buffers of the run (Scratch64),
+	// which Reset returns to the pool.
+	scratch64 []*cuda.Buffer
+}
+
+// poolKey is a pool's class: the kind of the values and their number.
+type poolKey struct {
+	kind  kern.Kind
+	class int
 }
 
 var (
@@ -69,7 +92,7 @@ var (
 // New returns the engine of ctx, launching the kernels of mod (a module
 // of models/cuda/kern's Source).
 func New(ctx *cuda.Context, mod *cuda.Module) (*Engine, error) {
-	e := &Engine{ctx: ctx, mod: mod, ks: map[string]*cuda.Kernel{}, next: addrBase, mem: map[uintptr]*Memory{}}
+	e := &Engine{ctx: ctx, mod: mod, ks: map[string]*cuda.Kernel{}, next: addrBase, mem: map[uintptr]*Memory{}, pool: map[poolKey][]*cuda.Buffer{}}
 	var err error
 	if e.add, err = e.Kernel("spn_bias_relu"); err != nil {
 		return nil, err
@@ -144,14 +167,119 @@ func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
 	if size <= 0 || size%4 != 0 {
 		return nil, fmt.Errorf("device engine: cannot allocate %d bytes: want a positive number of float32 values", size)
 	}
-	buf, err := cuda.Alloc[float32](e.ctx, int(size/4))
-	if err != nil {
-		return nil, fmt.Errorf("device engine: %w", err)
+	n := int(size / 4)
+	m := &Memory{addr: e.next, size: uintptr(size), scratch: scratch}
+	if scratch {
+		block, err := take[float32](e, sizeClass(n))
+		if err != nil {
+			return nil, fmt.Errorf("device engine: %w", err)
+		}
+		m.block = block
+		m.buf, _ = block.Slice(0, n) // n ≤ the class
+	} else {
+		buf, err := allocate[float32](e, n)
+		if err != nil {
+			return nil, fmt.Errorf("device engine: %w", err)
+		}
+		m.buf = buf
 	}
-	m := &Memory{addr: e.next, size: uintptr(size), buf: buf, scratch: scratch}
 	e.next += (uintptr(size) + addrAlign - 1) / addrAlign * addrAlign
 	e.mem[m.addr] = m
 	return m, nil
+}
+
+// take returns an allocation of class values of type T from the pool,
+// or a new one.
+func take[T float32 | float64](e *Engine, class int) (*cuda.Buffer, error) {
+	var zero T
+	key := poolKey{kern.F32Ptr, class}
+	if _, ok := any(zero).(float64); ok {
+		key.kind = kern.F64Ptr
+	}
+	if free := e.pool[key]; len(free) > 0 {
+		b := free[len(free)-1]
+		e.pool[key] = free[:len(free)-1]
+		return b, nil
+	}
+	return allocate[T](e, class)
+}
+
+// give returns b, an allocation of the pool's classes, to the pool.
+func (e *Engine) give(b *cuda.Buffer) {
+	key := poolKey{b.Kind(), b.Len()}
+	e.pool[key] = append(e.pool[key], b)
+}
+
+// allocate allocates n values on the device; when the device is out of
+// memory and the pool holds allocations, it frees them and tries again.
+func allocate[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
+	b, err := cuda.Alloc[T](e.ctx, n)
+	if err == nil || !errors.Is(err, cuda.ErrOutOfMemory) {
+		return b, err
+	}
+	if blocks, _ := e.Pooled(); blocks == 0 {
+		return nil, err
+	}
+	if terr := e.Trim(); terr != nil {
+		return nil, errors.Join(err, terr)
+	}
+	return cuda.Alloc[T](e.ctx, n)
+}
+
+// Scratch64 returns a float64 device buffer of at least n values (not
+// initialised; its first n values are the op's) that Reset gives back:
+// a device op's partial sums, which live for one run.
+func (e *Engine) Scratch64(n int) (*cuda.Buffer, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("device engine: a float64 scratch buffer of %d values", n)
+	}
+	b, err := take[float64](e, sizeClass(n))
+	if err != nil {
+		return nil, fmt.Errorf("device engine: %w", err)
+	}
+	e.scratch64 = append(e.scratch64, b)
+	return b, nil
+}
+
+// sizeClass is the number of values of the pooled allocation that holds
+// n: at least 256 values (1 KiB), else n rounded up to a quarter-power
+// of two (2^e, 1.25·2^e, 1.5·2^e, 1.75·2^e), which wastes less than a
+// fifth and lets the scratch of batches of different sizes share
+// allocations.
+func sizeClass(n int) int {
+	const least = 256
+	if n <= least {
+		return least
+	}
+	step := 1 << (bits.Len(uint(n-1)) - 3) // a quarter of the power of two below n
+	return (n + step - 1) / step * step
+}
+
+// Trim frees the allocations the pool holds (those of freed scratch
+// memory): device memory the engine keeps for its next runs.
+func (e *Engine) Trim() error {
+	var errs []error
+	for key, free := range e.pool {
+		for _, b := range free {
+			errs = append(errs, b.Free())
+		}
+		delete(e.pool, key)
+	}
+	return errors.Join(errs...)
+}
+
+// Pooled returns the number of allocations the pool holds and their
+// bytes: device memory that is neither a tensor's nor free.
+func (e *Engine) Pooled() (blocks int, bytes int64) {
+	for key, free := range e.pool {
+		size := int64(4)
+		if key.kind == kern.F64Ptr {
+			size = 8
+		}
+		blocks += len(free)
+		bytes += int64(len(free)) * int64(key.class) * size
+	}
+	return blocks, bytes
 }
 
 // memory returns the engine's memory at address addr.
@@ -173,7 +301,11 @@ func (e *Engine) Free(mem tensor.Memory, size int64) error {
 		return fmt.Errorf("device engine: freeing %d bytes of a block of %d", size, m.size)
 	}
 	delete(e.mem, m.addr)
-	if m.borrowed {
+	switch {
+	case m.borrowed:
+		return nil
+	case m.block != nil:
+		e.give(m.block)
 		return nil
 	}
 	return m.buf.Free()
@@ -355,10 +487,15 @@ func (e *Engine) FreeTensor(t tensor.Tensor) error {
 	return e.Free(m, int64(m.size))
 }
 
-// Reset frees every scratch tensor (Scratch, and the results of Add).
+// Reset frees every scratch tensor (Scratch, and the results of Add and
+// the built-ins) into the pool, for the next run.
 func (e *Engine) Reset() error {
+	for _, b := range e.scratch64 {
+		e.give(b)
+	}
+	e.scratch64 = e.scratch64[:0]
 	var errs []error
-	for _, m := range e.mem {
+	for _, m := range e.memInOrder() {
 		if m.scratch {
 			errs = append(errs, e.Free(m, int64(m.size)))
 		}
@@ -376,17 +513,33 @@ func (e *Engine) Live() (blocks int, bytes int64) {
 	return blocks, bytes
 }
 
-// Close frees all the engine's memory and its cuBLAS handle.
+// Close frees all the engine's memory, the pool's and its cuBLAS handle.
 func (e *Engine) Close() error {
 	var errs []error
 	if e.blas != nil {
 		errs = append(errs, e.blas.Destroy())
 		e.blas = nil
 	}
-	for _, m := range e.mem {
+	for _, m := range e.memInOrder() {
 		errs = append(errs, e.Free(m, int64(m.size)))
 	}
+	for _, b := range e.scratch64 {
+		e.give(b)
+	}
+	e.scratch64 = nil
+	errs = append(errs, e.Trim())
 	return errors.Join(errs...)
+}
+
+// memInOrder returns the engine's memory in the order of its addresses
+// (of allocation), so that the pool's order, and which allocation the
+// next run's tensors get, does not depend on a map's order.
+func (e *Engine) memInOrder() []*Memory {
+	ms := make([]*Memory, 0, len(e.mem))
+	for _, addr := range slices.Sorted(maps.Keys(e.mem)) {
+		ms = append(ms, e.mem[addr])
+	}
+	return ms
 }
 
 // Add implements tensor.Adder: a + b for float32 device tensors of equal

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"hash"
 	"hash/fnv"
@@ -12,6 +13,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/cuda/kern/kerntest"
@@ -300,4 +302,105 @@ func TestView(t *testing.T) {
 			t.Errorf("a view of shape %v over %v: no error", c.shape, c.b)
 		}
 	}
+}
+
+// TestPool checks the engine's caching of scratch memory on the emulated
+// device: after a Reset, scratch tensors of the same sizes, or of other
+// sizes of the same class, take the pooled allocations without a driver
+// call; Trim frees the pool, and Close leaves no device memory.
+func TestPool(t *testing.T) {
+	e := enginetest.Emulated(t)
+	calls := func() cuda.Calls { return e.Context().Calls() }
+	run := func(shapes ...[]int) {
+		t.Helper()
+		for _, s := range shapes {
+			if _, err := e.Scratch(s...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.Scratch64(100); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reset(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c0 := calls()
+	run([]int{10, 64}, []int{3}, []int{1000})
+	if c := calls().Sub(c0); c.Allocs != 4 || c.Frees != 0 {
+		t.Fatalf("a first run of 4 scratch buffers made %d allocations and %d frees, want 4 and 0", c.Allocs, c.Frees)
+	}
+	if blocks, bytes := e.Pooled(); blocks != 4 || bytes != (640+256+1024)*4+256*8 {
+		t.Errorf("the pool holds %d allocations of %d bytes, want 4 of %d", blocks, bytes, (640+256+1024)*4+256*8)
+	}
+	c1 := calls()
+	// 600 and 1000 values share the class of 640 and of 1024 values;
+	// 3 and 7 that of 256.
+	run([]int{600}, []int{7}, []int{1000})
+	if c := calls().Sub(c1); c.Allocs != 0 || c.Frees != 0 {
+		t.Errorf("a second run made %d allocations and %d frees, want none", c.Allocs, c.Frees)
+	}
+	if blocks, _ := e.Live(); blocks != 0 {
+		t.Errorf("%d tensors live after Reset, want 0", blocks)
+	}
+	if err := e.Trim(); err != nil {
+		t.Fatal(err)
+	}
+	if c := calls().Sub(c1); c.Frees != 4 {
+		t.Errorf("Trim made %d frees, want the pool's 4", c.Frees)
+	}
+	if m := e.Context().Memory(); m.Live != 0 {
+		t.Errorf("%d bytes of device memory live after Trim, want 0", m.Live)
+	}
+}
+
+// TestSizeClass checks the pool's classes: at least 256 values, else a
+// quarter-power of two at least the size and less than 1.25 times it.
+func TestSizeClass(t *testing.T) {
+	for _, c := range []struct{ n, want int }{
+		{1, 256}, {256, 256}, {257, 320}, {320, 320}, {321, 384}, {512, 512}, {513, 640}, {1000, 1024}, {1025, 1280}, {1 << 20, 1 << 20}, {1<<20 + 1, 1<<20 + 1<<18},
+	} {
+		if got := engine.SizeClass(c.n); got != c.want {
+			t.Errorf("sizeClass(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	for n := 257; n < 1<<16; n++ {
+		if c := engine.SizeClass(n); c < n || 4*c >= 5*n+4 {
+			t.Fatalf("sizeClass(%d) = %d: want at least %d and less than 1.25 times it", n, c, n)
+		}
+	}
+}
+
+// TestPoolOutOfMemory fills the emulated device's memory with pooled
+// allocations: a scratch tensor of another class then frees the pool and
+// is allocated, and one larger than the device fails with an error that
+// is cuda.ErrOutOfMemory.
+func TestPoolOutOfMemory(t *testing.T) {
+	lib := cudatest.Emulator(t)
+	r, err := cuda.Probe(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := enginetest.Open(t, r)
+	lib.SetMemory(t, 64<<10)
+	t.Cleanup(func() { lib.SetMemory(t, 0) })
+	for _, n := range []int{4096, 4096, 4096} { // 48 KiB
+		if _, err := e.Scratch(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Scratch(8192); err != nil { // 32 KiB: fits once the pool is freed
+		t.Fatalf("a scratch tensor after freeing the pool: %v", err)
+	}
+	if blocks, _ := e.Pooled(); blocks != 0 {
+		t.Errorf("the pool holds %d allocations after running out of memory, want 0", blocks)
+	}
+	_, err = e.Scratch(1 << 20)
+	if !errors.Is(err, cuda.ErrOutOfMemory) {
+		t.Fatalf("4 MiB on a device of 64 KiB: %v, want an error that is cuda.ErrOutOfMemory", err)
+	}
+	t.Logf("4 MiB on a device of 64 KiB: %v", err)
 }

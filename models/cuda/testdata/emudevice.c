@@ -20,7 +20,10 @@
  *   - cuLaunchKernel takes one-dimensional launches of at most 1024
  *     threads per block and runs them at once, looping over blocks and
  *     threads; cublasSgemm_v2 is a plain column-major loop.
- * spn_emu_live reports what is live, for the tests' leak checks. */
+ * spn_emu_live reports what is live, for the tests' leak checks;
+ * spn_emu_set_memory sets the device's memory in bytes (0, the start:
+ * the host's), past which an allocation fails with
+ * CUDA_ERROR_OUT_OF_MEMORY (2), as on a full device. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,9 @@ static _Thread_local void* current; /* the context current on this thread */
 typedef struct alloc { uintptr_t base; size_t size; struct alloc* next; } alloc;
 static alloc* allocs;
 static int nallocs;
+static unsigned long long memory; /* the device's bytes; 0: the host's */
+
+void spn_emu_set_memory(unsigned long long bytes) { memory = bytes; }
 
 typedef struct module { char* text; struct module* next; } module;
 static module* modules;
@@ -102,6 +108,9 @@ int cuMemAlloc_v2(unsigned long long* p, size_t n)
 {
 	if (!active()) return INVALID_CONTEXT;
 	if (n == 0) return INVALID_VALUE;
+	size_t used = 0;
+	for (alloc* b = allocs; b; b = b->next) used += b->size;
+	if (memory && used + n > memory) return 2;
 	alloc* a = malloc(sizeof *a);
 	void* m = malloc(n);
 	if (!a || !m) { free(a); free(m); return 2; }

@@ -1,0 +1,4 @@
+package engine
+
+// SizeClass exports sizeClass to the tests.
+var SizeClass = sizeClass
