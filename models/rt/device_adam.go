@@ -27,8 +27,8 @@ type DeviceAdam struct {
 	// spare holds, per parameter, the tensor the next accumulation
 	// writes g + grad into (then the two swap), made on first use.
 	spare []*tensor.Dense
-	m, v   []*cuda.Buffer
-	t      int
+	m, v  []*cuda.Buffer
+	t     int
 }
 
 // NewDeviceAdam returns the device optimiser of params (the model's
