@@ -77,15 +77,17 @@ func (b *Model) NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (*
 	if d.adam != nil {
 		return nil, errors.New("NewDeviceAdam: the model has a device optimiser")
 	}
+	shapes := map[*param.Param][]int{}
 	for _, l := range b.lins {
-		if _, err := d.tensor(l.W, l.In, l.Out); err != nil {
-			return nil, err
-		}
-		if _, err := d.tensor(l.B, 1, l.Out); err != nil {
-			return nil, err
-		}
+		shapes[l.W], shapes[l.B] = []int{l.In, l.Out}, []int{1, l.Out}
 	}
-	a, err := rt.NewDeviceAdamOf(d.e, d.params, params, lr, weightDecay)
+	shape := func(p *param.Param) []int {
+		if s, ok := shapes[p]; ok {
+			return s
+		}
+		return p.Shape
+	}
+	a, err := rt.NewDeviceAdamOf(d.e, d.params, params, shape, lr, weightDecay)
 	if err != nil {
 		return nil, err
 	}

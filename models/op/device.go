@@ -220,19 +220,45 @@ func (o *devBwd) Do(vals ...G.Value) (G.Value, error) {
 	}
 	o.side = make([]tensor.Tensor, m)
 	dIn := make([]*cuda.Buffer, m)
+	// The gradients the op adds to are views of one scratch array, zeroed
+	// by one launch.
+	zeroed := func(i int) bool { return s.diff(i) && (i != o.first || !s.Sets) }
+	total := 0
+	for i, sh := range s.In {
+		if zeroed(i) {
+			total += Size(devShape(sh))
+		}
+	}
+	var zeros *cuda.Buffer
+	if total > 0 {
+		z, err := e.Scratch(total)
+		if err == nil {
+			err = e.Fill(z, 0)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.id, err)
+		}
+		zeros, _ = e.Buffer(z)
+	}
+	off := 0
 	var first tensor.Tensor
 	for i, sh := range s.In {
 		if !s.diff(i) {
 			continue
 		}
-		t, err := e.Scratch(devShape(sh)...)
-		if err != nil {
-			return nil, err
-		}
-		if i != o.first || !s.Sets {
-			if err := e.Fill(t, 0); err != nil {
+		var t *tensor.Dense
+		if zeroed(i) {
+			n := Size(devShape(sh))
+			b, err := zeros.Slice(off, n)
+			if err == nil {
+				t, err = e.View(b, devShape(sh)...)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("%s: %w", o.id, err)
 			}
+			off += n
+		} else if t, err = e.Scratch(devShape(sh)...); err != nil {
+			return nil, err
 		}
 		dIn[i], _ = e.Buffer(t)
 		if i == o.first {

@@ -1,9 +1,11 @@
 package rt
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"gorgonia.org/tensor"
 
@@ -18,17 +20,29 @@ import (
 // parameter) instead of downloading them, and DeviceAdam.Step updates
 // the parameters there (spn_adam, param.Adam's arithmetic, bit for bit).
 // The host values (Param.W) are stale until Sync.
+//
+// The values, gradients and moments of all parameters are one device
+// array each, the parameters in groups of equal flags (frozen, decayed),
+// and each parameter's device tensor is a view of its part of the
+// values: Step launches spn_adam once per group rather than once per
+// parameter, and Sync downloads the values in one copy.
 type DeviceAdam struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float64
 
 	d      *deviceState
 	params []*param.Param
-	g      []*tensor.Dense // the gradients, zero after Step
-	// spare holds, per parameter, the tensor the next accumulation
-	// writes g + grad into (then the two swap), made on first use.
-	spare []*tensor.Dense
-	m, v  []*cuda.Buffer
-	t     int
+	// w, g, m and v are the values, gradients (zero after Step) and
+	// moments; parameter i is the values off[i] .. off[i]+len(W) of each.
+	w, g, m, v *cuda.Buffer
+	off        []int
+	groups     []adamGroup
+	t          int
+}
+
+// adamGroup is a run of parameters with the same flags in the arrays.
+type adamGroup struct {
+	off, n        int
+	decay, frozen int
 }
 
 // NewDeviceAdam returns the device optimiser of params (the model's
@@ -43,47 +57,96 @@ func (e *Engine) NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (
 	if d.adam != nil {
 		return nil, errors.New("NewDeviceAdam: the model has a device optimiser")
 	}
-	return newDeviceAdam(d, params, lr, weightDecay)
+	return newDeviceAdam(d, params, func(p *param.Param) []int { return p.Shape }, lr, weightDecay)
 }
 
 // NewDeviceAdamOf returns the device optimiser of params for a model that
 // is not a models/rt Net (the baseline, whose graph is Gorgonia's own
-// ops): ts holds the parameters' device tensors of e, filled here from
-// Param.W for those it lacks. Step updates them in place; the model adds
-// each step's gradients with Accumulate.
-func NewDeviceAdamOf(e *engine.Engine, ts map[*param.Param]*tensor.Dense, params []*param.Param, lr, weightDecay float64) (*DeviceAdam, error) {
-	return newDeviceAdam(&deviceState{e: e, params: ts}, params, lr, weightDecay)
+// ops): the optimiser puts each parameter's device tensor, of the shape
+// shape(p) gives, in ts (which must not hold them yet). Step updates them
+// in place; the model adds each step's gradients with Accumulate.
+func NewDeviceAdamOf(e *engine.Engine, ts map[*param.Param]*tensor.Dense, params []*param.Param, shape func(*param.Param) []int, lr, weightDecay float64) (*DeviceAdam, error) {
+	return newDeviceAdam(&deviceState{e: e, params: ts}, params, shape, lr, weightDecay)
 }
 
-// newDeviceAdam returns the device optimiser of params over d.
-func newDeviceAdam(d *deviceState, params []*param.Param, lr, weightDecay float64) (*DeviceAdam, error) {
-	a := &DeviceAdam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, d: d, params: params}
-	for _, p := range params {
-		if _, ok := d.params[p]; !ok {
-			t, err := d.e.FromHost(p.W, p.Shape...)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
-			}
-			d.params[p] = t
+// newDeviceAdam returns the device optimiser of params over d, whose
+// parameters must not be on the device yet: the optimiser puts them in
+// its array of values, parameter p a tensor of shape(p).
+func newDeviceAdam(d *deviceState, params []*param.Param, shape func(*param.Param) []int, lr, weightDecay float64) (a *DeviceAdam, err error) {
+	a = &DeviceAdam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, d: d, params: params, off: make([]int, len(params))}
+	flags := func(p *param.Param) (decay, frozen int) {
+		if !p.NoDecay {
+			decay = 1
 		}
-		g, err := d.e.Tensor(len(p.W))
+		if p.Frozen {
+			frozen = 1
+		}
+		return decay, frozen
+	}
+	// The layout: the parameters grouped by their flags, in their order
+	// within a group.
+	order := make([]int, len(params))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		di, fi := flags(params[i])
+		dj, fj := flags(params[j])
+		return cmp.Or(cmp.Compare(fi, fj), cmp.Compare(di, dj))
+	})
+	n := 0
+	for _, i := range order {
+		p := params[i]
+		if _, ok := d.params[p]; ok {
+			return nil, fmt.Errorf("parameter %s is on the device already: the device optimiser must come before the model's first run", p.Name)
+		}
+		decay, frozen := flags(p)
+		if k := len(a.groups) - 1; k < 0 || a.groups[k].decay != decay || a.groups[k].frozen != frozen {
+			a.groups = append(a.groups, adamGroup{off: n, decay: decay, frozen: frozen})
+		}
+		a.groups[len(a.groups)-1].n += len(p.W)
+		a.off[i] = n
+		n += len(p.W)
+	}
+	host := make([]float32, n)
+	for i, p := range params {
+		copy(host[a.off[i]:], p.W)
+	}
+	ctx := d.e.Context()
+	defer func() {
+		if err != nil {
+			for _, b := range []*cuda.Buffer{a.w, a.g, a.m, a.v} {
+				if b != nil {
+					err = errors.Join(err, b.Free())
+				}
+			}
+		}
+	}()
+	if a.w, err = cuda.NewBuffer(ctx, host); err != nil {
+		return nil, fmt.Errorf("the parameters' values: %w", err)
+	}
+	clear(host)
+	for _, b := range []**cuda.Buffer{&a.g, &a.m, &a.v} {
+		if *b, err = cuda.NewBuffer(ctx, host); err != nil {
+			return nil, fmt.Errorf("the parameters' gradients and Adam's moments: %w", err)
+		}
+	}
+	for i, p := range params {
+		w, err := a.part(a.w, i)
 		if err == nil {
-			err = d.e.Fill(g, 0)
+			d.params[p], err = d.e.Alias(w, shape(p)...)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("gradient of %s: %w", p.Name, err)
-		}
-		a.g = append(a.g, g)
-		for _, mv := range []*[]*cuda.Buffer{&a.m, &a.v} {
-			b, err := cuda.NewBuffer(d.e.Context(), make([]float32, len(p.W)))
-			if err != nil {
-				return nil, fmt.Errorf("Adam's moments of %s: %w", p.Name, err)
-			}
-			*mv = append(*mv, b)
+			return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
 		}
 	}
 	d.adam = a
 	return a, nil
+}
+
+// part returns parameter i's part of one of the arrays.
+func (a *DeviceAdam) part(b *cuda.Buffer, i int) (*cuda.Buffer, error) {
+	return b.Slice(a.off[i], len(a.params[i].W))
 }
 
 // index returns the position of p among the optimiser's parameters.
@@ -104,68 +167,44 @@ func (a *DeviceAdam) Accumulate(p *param.Param, grad tensor.Tensor) error {
 }
 
 // accumulate adds the step's gradient grad (a scratch tensor) to p's
-// device gradient: g' = g + grad into the parameter's spare tensor, which
-// then swaps with g (the sum's kernel reads and writes distinct arrays).
+// device gradient (spn_add_into).
 func (a *DeviceAdam) accumulate(p *param.Param, grad tensor.Tensor) error {
 	i, err := a.index(p)
 	if err != nil {
 		return err
 	}
 	e := a.d.e
-	gb, err := e.Buffer(a.g[i])
-	if err != nil {
-		return err
-	}
 	db, err := e.Buffer(grad)
 	if err != nil {
 		return err
 	}
-	if db.Len() != gb.Len() {
-		return fmt.Errorf("gradient of %s has %d values, want %d", p.Name, db.Len(), gb.Len())
+	if db.Len() != len(p.W) {
+		return fmt.Errorf("gradient of %s has %d values, want %d", p.Name, db.Len(), len(p.W))
 	}
-	if a.spare == nil {
-		a.spare = make([]*tensor.Dense, len(a.g))
-	}
-	if a.spare[i] == nil {
-		if a.spare[i], err = e.Tensor(gb.Len()); err != nil {
-			return err
-		}
-	}
-	sb, _ := e.Buffer(a.spare[i])
-	n := gb.Len()
-	if err := e.Launch("spn_bias_relu", n, sb, gb, db, 1, n, 0); err != nil {
+	gb, err := a.part(a.g, i)
+	if err != nil {
 		return err
 	}
-	a.g[i], a.spare[i] = a.spare[i], a.g[i]
-	return nil
+	return e.Launch("spn_add_into", len(p.W), gb, db, len(p.W))
 }
 
 // Step updates the parameters on the device from their gradients
-// (spn_adam) and zeroes the gradients, as param.Adam.Step.
+// (spn_adam, one launch per group of parameters with the same flags) and
+// zeroes the gradients, as param.Adam.Step.
 func (a *DeviceAdam) Step() error {
 	a.t++
 	bc1 := 1 - math.Pow(a.Beta1, float64(a.t))
 	bc2 := 1 - math.Pow(a.Beta2, float64(a.t))
-	e := a.d.e
-	for i, p := range a.params {
-		w, err := e.Buffer(a.d.params[p])
-		if err != nil {
-			return err
+	for _, gr := range a.groups {
+		var bs [4]*cuda.Buffer
+		for j, b := range []*cuda.Buffer{a.w, a.g, a.m, a.v} {
+			var err error
+			if bs[j], err = b.Slice(gr.off, gr.n); err != nil {
+				return err
+			}
 		}
-		g, err := e.Buffer(a.g[i])
-		if err != nil {
-			return err
-		}
-		decay, frozen := 0, 0
-		if !p.NoDecay {
-			decay = 1
-		}
-		if p.Frozen {
-			frozen = 1
-		}
-		n := len(p.W)
-		if err := e.Launch("spn_adam", n, w, g, a.m[i], a.v[i], n, a.LR, a.Beta1, a.Beta2, a.Eps, a.WeightDecay, bc1, bc2, decay, frozen); err != nil {
-			return fmt.Errorf("Adam step of %s: %w", p.Name, err)
+		if err := a.d.e.Launch("spn_adam", gr.n, bs[0], bs[1], bs[2], bs[3], gr.n, a.LR, a.Beta1, a.Beta2, a.Eps, a.WeightDecay, bc1, bc2, gr.decay, gr.frozen); err != nil {
+			return fmt.Errorf("Adam step: %w", err)
 		}
 	}
 	return nil
@@ -176,18 +215,18 @@ func (a *DeviceAdam) Step() error {
 func (a *DeviceAdam) Sync() error { return a.sync(a.params) }
 
 // sync copies the device values of ps, parameters of the optimiser, into
-// their host values.
+// their host values (the values come back in one copy).
 func (a *DeviceAdam) sync(ps []*param.Param) error {
+	w := make([]float32, a.w.Len())
+	if err := cuda.Download(w, a.w); err != nil {
+		return fmt.Errorf("the parameters' values: %w", err)
+	}
 	for _, p := range ps {
-		t, ok := a.d.params[p]
-		if !ok {
-			return fmt.Errorf("parameter %s is not on the device", p.Name)
-		}
-		w, err := a.d.e.ToHost(t)
+		i, err := a.index(p)
 		if err != nil {
-			return fmt.Errorf("parameter %s: %w", p.Name, err)
+			return err
 		}
-		copy(p.W, w)
+		copy(p.W, w[a.off[i]:a.off[i]+len(p.W)])
 	}
 	return nil
 }

@@ -209,7 +209,8 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 // memory), a training step makes one host→device copy (the batch, its
 // hop sets and the dropout masks, packed) and two back (the loss and the
 // outputs), an evaluation batch one copy each way, neither allocates or
-// frees device memory, and every step launches the same kernels; a step
+// frees device memory, and every step launches the same kernels; Adam
+// launches once per group of parameters and Sync copies once; a step
 // with the optimiser on the host also makes one copy per parameter each
 // way.
 func TestDeviceCalls(t *testing.T) {
@@ -262,6 +263,15 @@ func TestDeviceCalls(t *testing.T) {
 		if c := count("an evaluation batch", predict); c != (cuda.Calls{ToDevice: 1, ToHost: 1, Launches: c.Launches, GEMMs: c.GEMMs}) {
 			t.Errorf("an evaluation batch makes %d copies to the device and %d back, %d allocations and %d frees, want 1, 1, 0 and 0", c.ToDevice, c.ToHost, c.Allocs, c.Frees)
 		}
+	}
+	// Adam updates the parameters' one array in a launch per group of
+	// parameters with the same flags (at most 4: frozen or not, decayed
+	// or not), and Sync brings all parameters back in one copy.
+	if c := count("an Adam step", dopt.Step); c.Launches < 1 || c.Launches > 4 || c.ToHost != 0 || c.Allocs != 0 {
+		t.Errorf("an Adam step of %d parameters makes %d launches, %d copies back and %d allocations, want 1 to 4, 0 and 0", len(dev.Params()), c.Launches, c.ToHost, c.Allocs)
+	}
+	if c := count("Sync", dopt.Sync); c.ToHost != 1 || c.Launches != 0 {
+		t.Errorf("Sync makes %d copies back and %d launches, want 1 and 0", c.ToHost, c.Launches)
 	}
 	// The optimiser on the host: the parameters go to the device before
 	// the step and their gradients come back after it.

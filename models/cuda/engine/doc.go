@@ -61,7 +61,7 @@
 // rt.DeviceAdam the parameters, gradients and Adam's moments stay on the
 // device: a training step makes one copy to the device and two back (the
 // loss and the outputs), an evaluation batch one each way
-// (TestDeviceCopies).
+// (TestDeviceCalls).
 //
 // models/fit trains a model this way (fit.Options.Host: the steps,
 // DeviceAdam and the evaluation on the device; a CPU host model receives

@@ -410,6 +410,18 @@ func (e *Engine) tensor(scratch bool, shape []int) (*tensor.Dense, error) {
 // the engine does not own (a view of a cuda.Pack's array): a scratch
 // tensor, which Reset forgets without freeing b.
 func (e *Engine) View(b *cuda.Buffer, shape ...int) (*tensor.Dense, error) {
+	return e.view(b, true, shape)
+}
+
+// Alias returns a device tensor of shape over b, float32 device memory
+// the engine does not own (a parameter's part of the device optimiser's
+// one array of values), kept until Free or Close, which forget it
+// without freeing b.
+func (e *Engine) Alias(b *cuda.Buffer, shape ...int) (*tensor.Dense, error) {
+	return e.view(b, false, shape)
+}
+
+func (e *Engine) view(b *cuda.Buffer, scratch bool, shape []int) (*tensor.Dense, error) {
 	n, err := size(shape)
 	if err != nil {
 		return nil, err
@@ -420,7 +432,7 @@ func (e *Engine) View(b *cuda.Buffer, shape ...int) (*tensor.Dense, error) {
 	if b.Kind() != kern.F32Ptr || b.Len() != n {
 		return nil, fmt.Errorf("device engine: a float32 tensor of shape %v over %v", shape, b)
 	}
-	m := &Memory{addr: e.next, size: uintptr(n) * 4, buf: b, scratch: true, borrowed: true}
+	m := &Memory{addr: e.next, size: uintptr(n) * 4, buf: b, scratch: scratch, borrowed: true}
 	e.next += (m.size + addrAlign - 1) / addrAlign * addrAlign
 	e.mem[m.addr] = m
 	return e.dense(m, shape), nil

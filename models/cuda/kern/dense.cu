@@ -49,6 +49,18 @@ SPN_KERNEL void spn_fill(float* __restrict__ y, float v, int len)
 	y[t] = v;
 }
 
+// spn_add_into adds x to y over len values (y += x, y and x distinct
+// arrays): a step's gradient added to a parameter's gradient. One thread
+// per value.
+SPN_KERNEL void spn_add_into(float* __restrict__ y, const float* __restrict__ x, int len)
+{
+	long long t = spn_index();
+	if (t >= len) {
+		return;
+	}
+	y[t] += x[t];
+}
+
 // spn_ge_scalar sets y = 1 where x ≥ s (left) or s ≥ x (!left), else 0
 // (NaN compares false), over len values: Gorgonia's Gte of a tensor and a
 // scalar with the result in the tensor's type, the mask of its

@@ -143,6 +143,7 @@ func Kernels() []Kernel {
 		{"spn_bias_relu", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "b", F32Ptr, "n", I32, "d", I32, "relu", I32)},
 		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "dz", F32Ptr, "n", I32, "d", I32)},
 		{"spn_fill", "dense.cu", ps("y", F32Ptr, "v", F32, "len", I32)},
+		{"spn_add_into", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "len", I32)},
 		{"spn_ge_scalar", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32, "left", I32, "len", I32)},
 		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
 		{"spn_encode", "dense.cu", ps("y", F32Ptr, "p", F32Ptr, "b", F32Ptr, "E", F32Ptr, "label", I32Ptr, "n", I32, "d", I32)},

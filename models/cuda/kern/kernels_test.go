@@ -146,6 +146,19 @@ func TestFill(t *testing.T) {
 	}
 }
 
+// TestAddInto: spn_add_into adds x to the values of y, and only those,
+// as the CPU's float32 sum.
+func TestAddInto(t *testing.T) {
+	y := []float32{1.5, -2, 0, 3.25e-3, 7, 9}
+	x := []float32{0.1, 2, float32(math.Copysign(0, -1)), -1e-3, 1e30, 5}
+	want := append([]float32(nil), y...)
+	for i := range 5 {
+		want[i] += x[i]
+	}
+	launch(t, "spn_add_into", cover(5, 2), 2, y, x, 5)
+	equalBits(t, "y", y, want)
+}
+
 // TestScale: spn_scale multiplies every value by the scalar, as the CPU's
 // float32 product.
 func TestScale(t *testing.T) {
