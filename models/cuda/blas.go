@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"unsafe"
 
 	"github.com/spn-project/spn/models/cuda/kern"
 )
@@ -15,7 +16,9 @@ import (
 type blasAPI struct {
 	create  func(h *uintptr) int32
 	destroy func(h uintptr) int32
-	sgemm   func(h uintptr, transa, transb int32, m, n, k int32, alpha *float32, a uint64, lda int32, b uint64, ldb int32, beta *float32, c uint64, ldc int32) int32
+	// sgemm is cublasSgemm_v2(h, transa, transb, m, n, k, *alpha, a,
+	// lda, b, ldb, *beta, c, ldc), called by callC.
+	sgemm uintptr
 }
 
 func (a *blasAPI) bindings() []binding {
@@ -147,7 +150,8 @@ func (b *BLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, A, B *Buff
 			}
 		}
 		b.ctx.calls.GEMMs++
-		r := b.api.sgemm(b.h, op(transB), op(transA), int32(n), int32(m), int32(k), &alpha, B.ptr, int32(max(ldb, 1)), A.ptr, int32(max(lda, 1)), &beta, C.ptr, int32(n))
+		r := callC(b.api.sgemm, b.h, uintptr(op(transB)), uintptr(op(transA)), uintptr(n), uintptr(m), uintptr(k), uintptr(unsafe.Pointer(&alpha)),
+			uintptr(B.ptr), uintptr(max(ldb, 1)), uintptr(A.ptr), uintptr(max(lda, 1)), uintptr(unsafe.Pointer(&beta)), uintptr(C.ptr), uintptr(n))
 		runtime.KeepAlive(&alpha)
 		runtime.KeepAlive(&beta)
 		return check("cublasSgemm_v2", r)

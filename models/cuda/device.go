@@ -18,7 +18,7 @@ import (
 type computeAPI struct {
 	primaryCtxRetain  func(ctx *uintptr, dev int32) int32
 	primaryCtxRelease func(dev int32) int32
-	ctxSetCurrent     func(ctx uintptr) int32
+	ctxSetCurrent     uintptr // cuCtxSetCurrent(CUcontext): called by callC
 	ctxSynchronize    func() int32
 	memAlloc          func(p *uint64, bytes uint64) int32
 	memFree           func(p uint64) int32
@@ -27,7 +27,9 @@ type computeAPI struct {
 	moduleLoadData    func(m *uintptr, image *byte) int32
 	moduleGetFunction func(f *uintptr, m uintptr, name *byte) int32
 	moduleUnload      func(m uintptr) int32
-	launchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params *unsafe.Pointer, extra *unsafe.Pointer) int32
+	// launchKernel is cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared,
+	// stream, params, extra), called by callC.
+	launchKernel uintptr
 }
 
 func (a *computeAPI) bindings() []binding {
@@ -163,7 +165,7 @@ func (c *Context) do(f func() error) error {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := check("cuCtxSetCurrent", c.api.ctxSetCurrent(c.ctx)); err != nil {
+	if err := check("cuCtxSetCurrent", callC(c.api.ctxSetCurrent, c.ctx)); err != nil {
 		return err
 	}
 	return f()
@@ -191,7 +193,7 @@ func (c *Context) Close() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var errs []error
-	if err := check("cuCtxSetCurrent", c.api.ctxSetCurrent(c.ctx)); err != nil {
+	if err := check("cuCtxSetCurrent", callC(c.api.ctxSetCurrent, c.ctx)); err != nil {
 		errs = append(errs, err)
 	} else {
 		rs := make([]resource, 0, len(c.live))

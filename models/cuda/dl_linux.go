@@ -41,6 +41,23 @@ func (l dlib) Bind(fptr any, name string) error {
 	if err != nil {
 		return err
 	}
+	if p, ok := fptr.(*uintptr); ok {
+		*p = sym
+		return nil
+	}
 	purego.RegisterFunc(fptr, sym)
 	return nil
+}
+
+// callC calls the C function at fn (a symbol bound to a *uintptr) with
+// integer and pointer arguments and returns its int result: the calls
+// made for every launch, through purego.SyscallN, which costs a fraction
+// of a RegisterFunc function's reflection. A pointer argument converted
+// to uintptr in the call's argument list stays alive and in place until
+// the call returns (go:uintptrescapes).
+//
+//go:uintptrescapes
+func callC(fn uintptr, args ...uintptr) int32 {
+	r, _, _ := purego.SyscallN(fn, args...)
+	return int32(r)
 }

@@ -10,6 +10,9 @@ import (
 type Library interface {
 	// Bind points fptr, a pointer to a variable of func type, at the
 	// library's symbol name. The func type must match the C signature.
+	// A *uintptr receives the symbol's address instead, for a call that
+	// passes integer and pointer arguments without reflection (the
+	// system loader's only; used for the calls of every launch).
 	Bind(fptr any, name string) error
 }
 

@@ -156,7 +156,7 @@ func (k *Kernel) Launch(grid, block int, args ...any) error {
 			params[i] = unsafe.Pointer(&slots[i])
 		}
 		c.calls.Launches++
-		r := c.api.launchKernel(k.fn, uint32(grid), 1, 1, uint32(block), 1, 1, 0, 0, &params[0], nil)
+		r := callC(c.api.launchKernel, k.fn, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, 0, uintptr(unsafe.Pointer(&params[0])), 0)
 		runtime.KeepAlive(slots)
 		runtime.KeepAlive(params)
 		if err := check("cuLaunchKernel", r); err != nil {
