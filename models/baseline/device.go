@@ -225,17 +225,21 @@ func (b *Model) runDevice(p *agnProg, g int) (out []float32, err error) {
 	if err := p.vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("running the baseline graph on the device: %w", err)
 	}
+	grads := make([]tensor.Tensor, len(nd.grads)) // of ps[:len(nd.grads)]
 	for i, gn := range nd.grads {
 		t, ok := gn.Value().(tensor.Tensor)
 		if !ok {
 			return nil, fmt.Errorf("gradient of %s holds %T, want a device tensor", ps[i].Name, gn.Value())
 		}
-		if d.adam != nil {
-			if err := d.adam.Accumulate(ps[i], t); err != nil {
-				return nil, err
-			}
-			continue
+		grads[i] = t
+	}
+	if d.adam != nil {
+		if err := d.adam.Accumulate(ps[:len(grads)], grads); err != nil {
+			return nil, err
 		}
+		grads = nil
+	}
+	for i, t := range grads {
 		v, err := d.e.ToHost(t)
 		if err != nil {
 			return nil, fmt.Errorf("gradient of %s: %w", ps[i].Name, err)

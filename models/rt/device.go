@@ -222,17 +222,21 @@ func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, 
 	if len(p.gradNodes) != len(ps) {
 		return 0, nil, fmt.Errorf("graph has %d gradients for %d parameters", len(p.gradNodes), len(ps))
 	}
+	grads := make([]tensor.Tensor, len(ps))
 	for i, gn := range p.gradNodes {
 		t, ok := gn.Value().(tensor.Tensor)
 		if !ok {
 			return 0, nil, fmt.Errorf("gradient of %s holds %T, want a device tensor", ps[i].Name, gn.Value())
 		}
-		if d.adam != nil {
-			if err := d.adam.accumulate(ps[i], t); err != nil {
-				return 0, nil, err
-			}
-			continue
+		grads[i] = t
+	}
+	if d.adam != nil {
+		if err := d.adam.accumulate(ps, grads); err != nil {
+			return 0, nil, err
 		}
+		grads = nil
+	}
+	for i, t := range grads {
 		g, err := d.e.ToHost(t)
 		if err != nil {
 			return 0, nil, fmt.Errorf("gradient of %s: %w", ps[i].Name, err)

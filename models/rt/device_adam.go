@@ -11,6 +11,7 @@ import (
 
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/param"
 )
 
@@ -159,33 +160,71 @@ func (a *DeviceAdam) index(p *param.Param) (int, error) {
 	return 0, fmt.Errorf("parameter %s is not the device optimiser's", p.Name)
 }
 
-// Accumulate adds a step's gradient grad (a device tensor, e.g. a scratch
-// tensor of the run) to p's device gradient, for a model of
-// NewDeviceAdamOf.
-func (a *DeviceAdam) Accumulate(p *param.Param, grad tensor.Tensor) error {
-	return a.accumulate(p, grad)
+// Accumulate adds a step's gradients grads[i] (device tensors, e.g.
+// scratch tensors of the run) to the device gradients of ps[i], for a
+// model of NewDeviceAdamOf.
+func (a *DeviceAdam) Accumulate(ps []*param.Param, grads []tensor.Tensor) error {
+	return a.accumulate(ps, grads)
 }
 
-// accumulate adds the step's gradient grad (a scratch tensor) to p's
-// device gradient (spn_add_into).
-func (a *DeviceAdam) accumulate(p *param.Param, grad tensor.Tensor) error {
-	i, err := a.index(p)
-	if err != nil {
+// accumulate adds the step's gradients grads[i] to the device gradients
+// of ps[i]: spn_add_many, one launch per kern.AddMany parameters (a
+// parameter twice starts a new launch, so that no launch adds to one
+// value twice).
+func (a *DeviceAdam) accumulate(ps []*param.Param, grads []tensor.Tensor) error {
+	if len(ps) != len(grads) {
+		return fmt.Errorf("%d gradients for %d parameters", len(grads), len(ps))
+	}
+	var (
+		xs       [kern.AddMany]*cuda.Buffer
+		offs, ns [kern.AddMany]int
+		count    int
+		seen     = map[int]bool{}
+	)
+	flush := func() error {
+		if count == 0 {
+			return nil
+		}
+		args := []any{a.g}
+		for _, x := range xs {
+			args = append(args, x)
+		}
+		for _, o := range offs {
+			args = append(args, o)
+		}
+		total := 0
+		for _, n := range ns {
+			args = append(args, n)
+			total += n
+		}
+		args = append(args, count)
+		err := a.d.e.Launch("spn_add_many", total, args...)
+		xs, offs, ns, count = [kern.AddMany]*cuda.Buffer{}, [kern.AddMany]int{}, [kern.AddMany]int{}, 0
+		clear(seen)
 		return err
 	}
-	e := a.d.e
-	db, err := e.Buffer(grad)
-	if err != nil {
-		return err
+	for k, p := range ps {
+		i, err := a.index(p)
+		if err != nil {
+			return err
+		}
+		db, err := a.d.e.Buffer(grads[k])
+		if err != nil {
+			return fmt.Errorf("gradient of %s: %w", p.Name, err)
+		}
+		if db.Len() != len(p.W) {
+			return fmt.Errorf("gradient of %s has %d values, want %d", p.Name, db.Len(), len(p.W))
+		}
+		if count == kern.AddMany || seen[i] {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		xs[count], offs[count], ns[count] = db, a.off[i], len(p.W)
+		seen[i] = true
+		count++
 	}
-	if db.Len() != len(p.W) {
-		return fmt.Errorf("gradient of %s has %d values, want %d", p.Name, db.Len(), len(p.W))
-	}
-	gb, err := a.part(a.g, i)
-	if err != nil {
-		return err
-	}
-	return e.Launch("spn_add_into", len(p.W), gb, db, len(p.W))
+	return flush()
 }
 
 // Step updates the parameters on the device from their gradients

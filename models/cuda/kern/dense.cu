@@ -49,16 +49,28 @@ SPN_KERNEL void spn_fill(float* __restrict__ y, float v, int len)
 	y[t] = v;
 }
 
-// spn_add_into adds x to y over len values (y += x, y and x distinct
-// arrays): a step's gradient added to a parameter's gradient. One thread
-// per value.
-SPN_KERNEL void spn_add_into(float* __restrict__ y, const float* __restrict__ x, int len)
+// spn_add_many adds up to eight arrays into parts of g: for j < count,
+// the n_j values of x_j go into g[o_j], g[o_j+1], ... (g[o_j + i] += x_j[i]);
+// the parts must not overlap. One thread per value of the parts, in the
+// order x_0's values, then x_1's, ...: a training step's gradients added
+// to the device optimiser's one array of gradients in one launch.
+SPN_KERNEL void spn_add_many(float* __restrict__ g,
+	const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ x2, const float* __restrict__ x3,
+	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7,
+	int o0, int o1, int o2, int o3, int o4, int o5, int o6, int o7,
+	int n0, int n1, int n2, int n3, int n4, int n5, int n6, int n7, int count)
 {
+	const float* x[8] = {x0, x1, x2, x3, x4, x5, x6, x7};
+	const int o[8] = {o0, o1, o2, o3, o4, o5, o6, o7};
+	const int n[8] = {n0, n1, n2, n3, n4, n5, n6, n7};
 	long long t = spn_index();
-	if (t >= len) {
-		return;
+	for (int j = 0; j < count && j < 8; j++) {
+		if (t < n[j]) {
+			g[o[j] + t] += x[j][t];
+			return;
+		}
+		t -= n[j];
 	}
-	y[t] += x[t];
 }
 
 // spn_ge_scalar sets y = 1 where x ≥ s (left) or s ≥ x (!left), else 0

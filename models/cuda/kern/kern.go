@@ -130,6 +130,24 @@ func ps(args ...any) []Param {
 	return out
 }
 
+// AddMany is the number of arrays one launch of spn_add_many adds.
+const AddMany = 8
+
+// addManyParams are spn_add_many's: g, x_0..x_7, o_0..o_7, n_0..n_7, count.
+func addManyParams() []Param {
+	p := []Param{{"g", F32Ptr}}
+	for _, name := range []string{"x", "o", "n"} {
+		for j := range AddMany {
+			k := I32
+			if name == "x" {
+				k = F32Ptr
+			}
+			p = append(p, Param{fmt.Sprintf("%s%d", name, j), k})
+		}
+	}
+	return append(p, Param{"count", I32})
+}
+
 // Kernels returns every entry point of Source with its parameters, in
 // the order of the files. The emulation test checks the table against the
 // sources by compiling calls built from it.
@@ -143,7 +161,7 @@ func Kernels() []Kernel {
 		{"spn_bias_relu", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "b", F32Ptr, "n", I32, "d", I32, "relu", I32)},
 		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "dz", F32Ptr, "n", I32, "d", I32)},
 		{"spn_fill", "dense.cu", ps("y", F32Ptr, "v", F32, "len", I32)},
-		{"spn_add_into", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "len", I32)},
+		{"spn_add_many", "dense.cu", addManyParams()},
 		{"spn_ge_scalar", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32, "left", I32, "len", I32)},
 		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
 		{"spn_encode", "dense.cu", ps("y", F32Ptr, "p", F32Ptr, "b", F32Ptr, "E", F32Ptr, "label", I32Ptr, "n", I32, "d", I32)},

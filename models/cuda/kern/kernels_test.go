@@ -146,17 +146,41 @@ func TestFill(t *testing.T) {
 	}
 }
 
-// TestAddInto: spn_add_into adds x to the values of y, and only those,
-// as the CPU's float32 sum.
-func TestAddInto(t *testing.T) {
-	y := []float32{1.5, -2, 0, 3.25e-3, 7, 9}
-	x := []float32{0.1, 2, float32(math.Copysign(0, -1)), -1e-3, 1e30, 5}
-	want := append([]float32(nil), y...)
-	for i := range 5 {
-		want[i] += x[i]
+// TestAddMany: spn_add_many adds each of its arrays into its part of g,
+// as the CPU's float32 sums, and leaves g's other values and the arrays
+// past count alone, with as many threads as values and with more.
+func TestAddMany(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	g0 := kerntest.Randn(rng, 40, 1)
+	xs := make([][]float32, kern.AddMany)
+	for j := range xs {
+		xs[j] = kerntest.Randn(rng, j+1, 1)
 	}
-	launch(t, "spn_add_into", cover(5, 2), 2, y, x, 5)
-	equalBits(t, "y", y, want)
+	// Parts of g in another order than the arrays', two arrays unused.
+	offs := []int{30, 0, 2, 5, 9, 14, 20, 38}
+	count := 6
+	want := append([]float32(nil), g0...)
+	for j := 0; j < count; j++ {
+		for i, v := range xs[j] {
+			want[offs[j]+i] += v
+		}
+	}
+	for _, block := range []int{3, 8} { // 1+...+6 = 21 values: 21 threads, 24
+		g := append([]float32(nil), g0...)
+		args := []any{g}
+		for _, x := range xs {
+			args = append(args, x)
+		}
+		for _, o := range offs {
+			args = append(args, o)
+		}
+		for _, x := range xs {
+			args = append(args, len(x))
+		}
+		args = append(args, count)
+		launch(t, "spn_add_many", cover(21, block), block, args...)
+		equalBits(t, fmt.Sprintf("g (blocks of %d)", block), g, want)
+	}
 }
 
 // TestScale: spn_scale multiplies every value by the scalar, as the CPU's
