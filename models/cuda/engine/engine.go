@@ -32,7 +32,7 @@ type Memory struct {
 	size    uintptr
 	buf     *cuda.Buffer
 	scratch bool
-	// borrowed memory (View) is another's: freeing it forgets it.
+	// borrowed memory (View, Alias) is another's: freeing it forgets it.
 	borrowed bool
 	// block, for scratch memory, is the pooled allocation buf is the
 	// first values of: freeing the memory returns block to the pool.
