@@ -106,5 +106,26 @@ func (o LibOpener) SetMemory(t testing.TB, bytes uint64) {
 	set(bytes)
 }
 
+// SetNoExec makes the emulated device's launches and products return at
+// once, computing and checking nothing (on), or run again (off): their
+// results are garbage, and what is left of a device step is the host's
+// side of it, for a benchmark. It holds for the library's life.
+func (o LibOpener) SetNoExec(t testing.TB, on bool) {
+	t.Helper()
+	l, err := cuda.System().Open(o.Lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set func(int32)
+	if err := l.Bind(&set, "spn_emu_set_noexec"); err != nil {
+		t.Fatal(err)
+	}
+	v := int32(0)
+	if on {
+		v = 1
+	}
+	set(v)
+}
+
 // Where implements cuda.Opener.
 func (o LibOpener) Where() string { return o.Lib }

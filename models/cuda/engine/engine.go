@@ -467,8 +467,9 @@ func (e *Engine) Buffer(t tensor.Tensor) (*cuda.Buffer, error) {
 	if t.Dtype() != tensor.Float32 {
 		return nil, fmt.Errorf("device engine: tensor of %v, want float32", t.Dtype())
 	}
-	m, err := e.memory(t.Uintptr(), fmt.Sprintf("tensor %v", t.Shape()))
-	if err != nil {
+	m, ok := e.mem[t.Uintptr()]
+	if !ok {
+		_, err := e.memory(t.Uintptr(), fmt.Sprintf("tensor %v", t.Shape())) // the error, formatted only then
 		return nil, err
 	}
 	if t.Shape().TotalSize() != m.buf.Len() {

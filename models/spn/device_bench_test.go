@@ -1,0 +1,70 @@
+package spn
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
+	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/kernels"
+)
+
+// BenchmarkDeviceStepHostPROTEINS trains one epoch of PROTEINS (35 steps
+// of 32 graphs; SPN k = 5, 5 layers, hidden 64, Adam on the device) per
+// iteration on the emulated device with its launches and products doing
+// nothing (cudatest.LibOpener.SetNoExec): what is left is the host's side
+// of a device step (Gorgonia's tape, each op's launches through the
+// driver API, the batch's packed copy, the loss's and the outputs'
+// download), the time a GPU step cannot go below however fast the GPU:
+// it reports µs/step, the bound 32 graphs / that time as graphs/s, and
+// launches/step.
+func BenchmarkDeviceStepHostPROTEINS(b *testing.B) {
+	batches, cfg := proteinsEpoch(b)
+	lib := cudatest.Emulator(b)
+	r, err := cuda.Probe(lib)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := enginetest.Open(b, r)
+	m, err := New(cfg, 1, kernels.CPU{Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := m.UseDevice(e); err != nil {
+		b.Fatal(err)
+	}
+	opt, err := m.NewDeviceAdam(m.Params(), 1e-3, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lib.SetNoExec(b, true)
+	b.Cleanup(func() { lib.SetNoExec(b, false) })
+	rng := rand.New(rand.NewPCG(1, 2))
+	epoch := func() {
+		rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
+		for _, bt := range batches {
+			if _, _, err := m.Step(bt); err != nil {
+				b.Fatal(err)
+			}
+			if err := opt.Step(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	epoch() // the graphs of every batch shape, and the pool
+	graphs := 0
+	for _, bt := range batches {
+		graphs += bt.NumGraphs
+	}
+	calls0 := e.Context().Calls()
+	for b.Loop() {
+		epoch()
+	}
+	steps := float64(b.N * len(batches))
+	c := e.Context().Calls().Sub(calls0)
+	b.ReportMetric(b.Elapsed().Seconds()*1e6/steps, "µs/step")
+	b.ReportMetric(float64(graphs)*float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
+	b.ReportMetric(float64(c.Launches+c.GEMMs)/steps, "launches/step")
+	b.ReportMetric(float64(c.Allocs+c.Frees)/steps, "allocs/step")
+}
