@@ -220,8 +220,8 @@ func (o *devBwd) Do(vals ...G.Value) (G.Value, error) {
 	}
 	o.side = make([]tensor.Tensor, m)
 	dIn := make([]*cuda.Buffer, m)
-	// The gradients the op adds to are views of one scratch array, zeroed
-	// by one launch.
+	// The gradients the op adds to are views of zeroed memory (Zeros:
+	// one launch zeroes those of many ops).
 	zeroed := func(i int) bool { return s.diff(i) && (i != o.first || !s.Sets) }
 	total := 0
 	for i, sh := range s.In {
@@ -231,14 +231,9 @@ func (o *devBwd) Do(vals ...G.Value) (G.Value, error) {
 	}
 	var zeros *cuda.Buffer
 	if total > 0 {
-		z, err := e.Scratch(total)
-		if err == nil {
-			err = e.Fill(z, 0)
-		}
-		if err != nil {
+		if zeros, err = e.Zeros(total); err != nil {
 			return nil, fmt.Errorf("%s: %w", o.id, err)
 		}
-		zeros, _ = e.Buffer(z)
 	}
 	off := 0
 	var first tensor.Tensor

@@ -19,7 +19,9 @@
 // Tensor, Scratch, FromHost and ToHost make device tensors and move
 // values across, View makes a scratch tensor over memory the engine does
 // not own (an array of a cuda.Pack), Scratch64 gives an op a float64
-// buffer for its partial sums, Buffer gives a device op the cuda.Buffer
+// buffer for its partial sums, Zeros zeroed memory for the gradients a
+// backward op adds to (one zeroing launch per run once the run's size
+// is known), Buffer gives a device op the cuda.Buffer
 // behind a device tensor, and Reset frees one run's scratch memory (and
 // forgets the views). models/op's DeviceOp and ApplyDevice are the
 // adaptor of a primitive's device math, as Op and Apply are of its CPU

@@ -73,9 +73,14 @@ type Engine struct {
 	// to step, so after the first run of a batch shape a run makes no
 	// allocation. Trim frees the pool.
 	pool map[poolKey][]*cuda.Buffer
-	// scratch64 are the float64 scratch buffers of the run (Scratch64),
-	// which Reset returns to the pool.
-	scratch64 []*cuda.Buffer
+	// runBufs are the run's pooled buffers that are not tensors
+	// (Scratch64's, Zeros' chunks), which Reset returns to the pool.
+	runBufs []*cuda.Buffer
+	// zeros is the run's zeroed chunk Zeros carves from (nil: none yet),
+	// zeroOff the values of it taken; zeroRun counts the values Zeros
+	// gave this run, zeroMost the most it gave a run.
+	zeros                      *cuda.Buffer
+	zeroOff, zeroRun, zeroMost int
 }
 
 // poolKey is a pool's class: the kind of the values and their number.
@@ -237,8 +242,36 @@ func (e *Engine) Scratch64(n int) (*cuda.Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device engine: %w", err)
 	}
-	e.scratch64 = append(e.scratch64, b)
+	e.runBufs = append(e.runBufs, b)
 	return b, nil
+}
+
+// Zeros returns n float32 values of device memory set to zero, valid
+// until Reset: the gradients a backward op adds to. They are carved from
+// a chunk zeroed by one launch, as large as the rest of the largest run
+// so far needs, so that a run like an earlier one zeroes once.
+func (e *Engine) Zeros(n int) (*cuda.Buffer, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("device engine: %d zeroed values", n)
+	}
+	if e.zeros == nil || e.zeroOff+n > e.zeros.Len() {
+		b, err := take[float32](e, sizeClass(max(n, e.zeroMost-e.zeroRun)))
+		if err != nil {
+			return nil, fmt.Errorf("device engine: %w", err)
+		}
+		e.runBufs = append(e.runBufs, b)
+		if err := e.fill(b, 0); err != nil {
+			return nil, err
+		}
+		e.zeros, e.zeroOff = b, 0
+	}
+	z, err := e.zeros.Slice(e.zeroOff, n)
+	if err != nil {
+		return nil, err
+	}
+	e.zeroOff += n
+	e.zeroRun += n
+	return z, nil
 }
 
 // sizeClass is the number of values of the pooled allocation that holds
@@ -503,10 +536,12 @@ func (e *Engine) FreeTensor(t tensor.Tensor) error {
 // Reset frees every scratch tensor (Scratch, and the results of Add and
 // the built-ins) into the pool, for the next run.
 func (e *Engine) Reset() error {
-	for _, b := range e.scratch64 {
+	for _, b := range e.runBufs {
 		e.give(b)
 	}
-	e.scratch64 = e.scratch64[:0]
+	e.runBufs = e.runBufs[:0]
+	e.zeroMost = max(e.zeroMost, e.zeroRun)
+	e.zeros, e.zeroOff, e.zeroRun = nil, 0, 0
 	var errs []error
 	for _, m := range e.memInOrder() {
 		if m.scratch {
@@ -536,10 +571,10 @@ func (e *Engine) Close() error {
 	for _, m := range e.memInOrder() {
 		errs = append(errs, e.Free(m, int64(m.size)))
 	}
-	for _, b := range e.scratch64 {
+	for _, b := range e.runBufs {
 		e.give(b)
 	}
-	e.scratch64 = nil
+	e.runBufs, e.zeros = nil, nil
 	errs = append(errs, e.Trim())
 	return errors.Join(errs...)
 }

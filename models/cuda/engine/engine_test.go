@@ -404,3 +404,55 @@ func TestPoolOutOfMemory(t *testing.T) {
 	}
 	t.Logf("4 MiB on a device of 64 KiB: %v", err)
 }
+
+// TestZeros checks the zeroed memory of a run: every value Zeros gives
+// is zero even where an earlier run's values were, the requests of a run
+// like the largest before it are served by one zeroing launch, and after
+// two runs such a run allocates nothing.
+func TestZeros(t *testing.T) {
+	e := enginetest.Emulated(t)
+	sizes := []int{300, 5, 1000, 64}
+	run := func(i int) cuda.Calls {
+		t.Helper()
+		c0 := e.Context().Calls()
+		for _, n := range sizes {
+			z, err := e.Zeros(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float32, n)
+			if err := cuda.Download(got, z); err != nil {
+				t.Fatal(err)
+			}
+			for j, v := range got {
+				if v != 0 || math.Signbit(float64(v)) {
+					t.Fatalf("run %d: value %d of %d zeroed values is %v", i, j, n, v)
+				}
+			}
+			// Dirty them, as an op adding into them does.
+			if err := cuda.Upload(z, values(n, 9)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := e.Context().Calls().Sub(c0)
+		if err := e.Reset(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := run(0); c.Launches < 2 || c.Launches > len(sizes) {
+		t.Errorf("a first run zeroed with %d launches, want one per chunk: 2 to %d", c.Launches, len(sizes))
+	}
+	for i := 1; i < 4; i++ {
+		c := run(i)
+		if c.Launches != 1 {
+			t.Errorf("run %d zeroed with %d launches, want 1", i, c.Launches)
+		}
+		if i > 1 && c.Allocs != 0 {
+			t.Errorf("run %d made %d allocations, want none", i, c.Allocs)
+		}
+	}
+	if _, err := e.Zeros(0); err == nil {
+		t.Error("Zeros(0) gave no error")
+	}
+}
