@@ -180,14 +180,12 @@ func (o Combine) devHops() (*DeviceHops, error) {
 }
 
 // aggregate runs y = (1+ε)·H + Σ_i α_i·S_i on the device over the real
-// rows, its padding rows set to zero, and returns the hop sums.
+// rows of y, which is zeroed (its padding rows stay zero), and returns
+// the hop sums.
 func (o Combine) aggregate(e *engine.Engine, h *DeviceHops, y, H, alpha, eps *cuda.Buffer) (*cuda.Buffer, error) {
 	n, d := o.D.N, o.W
 	sb, err := op.ScratchBuffer(e, o.K*n*d)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
 		return nil, err
 	}
 	if err := e.Launch("spn_hop_aggregate", n*d, y, sb, H, h.Ptr, h.Idx, alpha, eps, o.K, n, d); err != nil {
@@ -195,6 +193,10 @@ func (o Combine) aggregate(e *engine.Engine, h *DeviceHops, y, H, alpha, eps *cu
 	}
 	return sb, nil
 }
+
+// ZeroOut implements op.ZeroOut: both forms of DeviceForward write the
+// real rows.
+func (Combine) ZeroOut() {}
 
 // DeviceForward implements op.DeviceOp. The SPN form (Hop1): the gather
 // by rows of spn_hop_aggregate (the CPU's bits), the hop sums kept in
@@ -238,20 +240,13 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 		sums = o.DevSums.buf
 	}
 	if sums == nil {
-		tmp, err := e.Scratch(o.N, d)
-		if err != nil {
-			return err
-		}
-		tb, err := e.Buffer(tmp)
+		tb, err := e.Zeros(o.N * d)
 		if err != nil {
 			return err
 		}
 		if sums, err = o.aggregate(e, h, tb, H, alpha, eps); err != nil {
 			return err
 		}
-	}
-	if err := e.Launch("spn_fill", o.N*d, g[0], float32(0), o.N*d); err != nil { // Sig.Sets
-		return err
 	}
 	if err := e.Launch("spn_hop_aggregate", n*d, g[0], nil, dy, h.PtrT, h.IdxT, alpha, eps, o.K, n, d); err != nil {
 		return err
@@ -293,9 +288,6 @@ func (o Combine) givenForward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer
 	if err != nil {
 		return err
 	}
-	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
-		return err
-	}
 	if err := e.Launch("spn_hop_aggregate", n*d, y, nil, H, h.Ptr, h.Idx, coef, nil, o.K-1, n, d); err != nil {
 		return err
 	}
@@ -312,9 +304,6 @@ func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffe
 	n, d := o.D.N, o.W
 	coef, err := o.higherCoef(alpha)
 	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.N*d, g[0], float32(0), o.N*d); err != nil { // Sig.Sets
 		return err
 	}
 	if err := e.Launch("spn_combine_terms_backward", n*d, g[0], g[1], dy, alpha, eps, n*d); err != nil {

@@ -19,13 +19,27 @@ import (
 type DeviceOp interface {
 	// Sig returns the op's signature (as Op.Sig).
 	Sig() Sig
-	// DeviceForward writes the output into out (every value of it) from
-	// the inputs; a scalar input or output is a buffer of one value.
+	// DeviceForward writes the output into out (every value of it, or
+	// for a ZeroOut op the values that are not zero) from the inputs; a
+	// scalar input or output is a buffer of one value.
 	DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error
-	// DeviceBackward writes the gradients as Op.Backward does: dIn[i]
-	// zeroed by the adaptor unless Sig.Sets says otherwise for the first
-	// differentiated input; nil for inputs not differentiated.
+	// DeviceBackward writes the gradients as Op.Backward does, into dIn[i]
+	// zeroed by the adaptor (every differentiated input's: Sig.Sets is
+	// for the CPU, where zeroing costs a pass over memory and here one
+	// launch zeroes a run's gradients); nil for inputs not
+	// differentiated.
 	DeviceBackward(e *engine.Engine, in []*cuda.Buffer, out, dOut *cuda.Buffer, dIn []*cuda.Buffer) error
+}
+
+// ZeroOut is a DeviceOp whose DeviceForward is given its output zeroed
+// (by the adaptor, from the engine's Zeros: one launch zeroes a run's)
+// and writes only the values that are not zero, e.g. the real rows,
+// leaving the padding rows zero. One that calls another's DeviceForward
+// must give it zeroed memory too.
+type ZeroOut interface {
+	DeviceOp
+	// ZeroOut marks the op.
+	ZeroOut()
 }
 
 // ApplyDevice adds the device op o over the input nodes in to their
@@ -133,8 +147,16 @@ func (o *devFwd) Do(vals ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	y, err := o.e.Scratch(devShape(o.sig.Out)...)
-	if err != nil {
+	var y *tensor.Dense
+	if _, ok := o.op.(ZeroOut); ok {
+		z, err := o.e.Zeros(Size(devShape(o.sig.Out)))
+		if err == nil {
+			y, err = o.e.View(z, devShape(o.sig.Out)...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.id, err)
+		}
+	} else if y, err = o.e.Scratch(devShape(o.sig.Out)...); err != nil {
 		return nil, err
 	}
 	yb, _ := o.e.Buffer(y)
@@ -220,12 +242,11 @@ func (o *devBwd) Do(vals ...G.Value) (G.Value, error) {
 	}
 	o.side = make([]tensor.Tensor, m)
 	dIn := make([]*cuda.Buffer, m)
-	// The gradients the op adds to are views of zeroed memory (Zeros:
-	// one launch zeroes those of many ops).
-	zeroed := func(i int) bool { return s.diff(i) && (i != o.first || !s.Sets) }
+	// The gradients are views of zeroed memory (Zeros: one launch zeroes
+	// a run's).
 	total := 0
 	for i, sh := range s.In {
-		if zeroed(i) {
+		if s.diff(i) {
 			total += Size(devShape(sh))
 		}
 	}
@@ -241,20 +262,16 @@ func (o *devBwd) Do(vals ...G.Value) (G.Value, error) {
 		if !s.diff(i) {
 			continue
 		}
+		n := Size(devShape(sh))
+		b, err := zeros.Slice(off, n)
 		var t *tensor.Dense
-		if zeroed(i) {
-			n := Size(devShape(sh))
-			b, err := zeros.Slice(off, n)
-			if err == nil {
-				t, err = e.View(b, devShape(sh)...)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", o.id, err)
-			}
-			off += n
-		} else if t, err = e.Scratch(devShape(sh)...); err != nil {
-			return nil, err
+		if err == nil {
+			t, err = e.View(b, devShape(sh)...)
 		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.id, err)
+		}
+		off += n
 		dIn[i], _ = e.Buffer(t)
 		if i == o.first {
 			first = t

@@ -151,21 +151,20 @@ func (o mlpOp) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error 
 	return o.lin1.Backward([][]float32{in[0], in[1], in[2]}, st.z1, dz1, [][]float32{dIn[0], dIn[1], dIn[2]})
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (mlpOp) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: the four parts' device math in
-// order, the intermediate values in scratch buffers kept for the
-// backward pass.
+// order, the intermediate values in zeroed buffers (Engine.Zeros: the
+// parts are op.ZeroOut ops) kept for the backward pass.
 func (o mlpOp) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	st := o.st
 	lin1, bn1, lin2, bn2, err := o.parts()
 	if err != nil {
 		return err
 	}
-	for i := range st.dev {
-		t, err := e.Scratch(o.N, o.d)
-		if err != nil {
-			return err
-		}
-		if st.dev[i], err = e.Buffer(t); err != nil {
+	for i := range st.dev { // zeroed: the parts are ZeroOut ops
+		if st.dev[i], err = e.Zeros(o.N * o.d); err != nil {
 			return err
 		}
 	}
@@ -184,8 +183,9 @@ func (o mlpOp) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer
 
 // DeviceBackward implements op.DeviceOp: the four backward passes in
 // reverse order (each sets the real rows of its input gradient and reads
-// only real rows; the adaptor zeroed the bias gradients the linear maps
-// add to), dx's padding rows set to zero (Sig.Sets).
+// only real rows; the adaptor zeroed every gradient, so the bias
+// gradients the linear maps add to start at zero and dx's padding rows
+// stay zero).
 func (o mlpOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	st := o.st
 	lin1, bn1, lin2, bn2, err := o.parts()
@@ -214,9 +214,6 @@ func (o mlpOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.B
 		return err
 	}
 	if err := bn1.DeviceBackward(e, []*cuda.Buffer{z1, in[3], in[4]}, a1, da1, []*cuda.Buffer{dz1, dIn[3], dIn[4]}); err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.N*o.d, dIn[0], float32(0), o.N*o.d); err != nil {
 		return err
 	}
 	return lin1.DeviceBackward(e, []*cuda.Buffer{in[0], in[1], in[2]}, z1, dz1, []*cuda.Buffer{dIn[0], dIn[1], dIn[2]})

@@ -51,9 +51,12 @@ func (o linear) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error
 	return nil
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (linear) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: x·W by cuBLAS into a scratch
-// product, then y = product + b (spn_bias_relu) on the real rows, the
-// padding rows set to zero (spn_fill).
+// product, then y = product + b (spn_bias_relu) on the real rows (the
+// padding rows of the zeroed y stay zero, op.ZeroOut).
 func (o linear) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	blas, err := e.BLAS()
 	if err != nil {
@@ -66,9 +69,6 @@ func (o linear) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 	}
 	pb, err := e.Buffer(p)
 	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.N*o.outCh, y, float32(0), o.N*o.outCh); err != nil {
 		return err
 	}
 	if err := blas.Sgemm(false, false, n, o.outCh, o.in, 1, in[0], in[1], 0, pb); err != nil {

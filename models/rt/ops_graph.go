@@ -111,15 +111,17 @@ func (o pool) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
 	return nil
 }
 
-// DeviceForward implements op.DeviceOp: the padding rows set to zero
-// (spn_fill), then the graphs' rows added in order (spn_pool: sum, or
-// mean with 1/|g|) or their column maxima (spn_pool_max): the CPU's bits.
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real graphs'
+// rows.
+func (pool) ZeroOut() {}
+
+// DeviceForward implements op.DeviceOp: the graphs' rows added in order
+// (spn_pool: sum, or mean with 1/|g|) or their column maxima
+// (spn_pool_max) into the real graphs' rows of the zeroed y (op.ZeroOut):
+// the CPU's bits.
 func (o pool) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	db, err := o.bd.dev(o.id)
 	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.G*o.d, y, float32(0), o.G*o.d); err != nil {
 		return err
 	}
 	switch o.kind {

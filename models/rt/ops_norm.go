@@ -173,10 +173,14 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 	return nil
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (bnReLU) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: the statistics per column
 // (spn_bn_stats in training mode, with the running update;
 // spn_bn_eval_stats in evaluation mode), then x̂ and y per value
-// (spn_bn_relu), the padding rows set to zero.
+// (spn_bn_relu) on the real rows (the padding rows of the zeroed y stay
+// zero, op.ZeroOut).
 func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	n, d, st := o.bd.N, o.d, o.st
 	if st.Dev == nil { // first use: the running statistics go to the device and stay there
@@ -212,9 +216,6 @@ func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 		err = e.Launch("spn_bn_eval_stats", d, mu, inv, dv.RunMean, dv.RunVar, d, st.Eps)
 	}
 	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
 		return err
 	}
 	dv.xhat, dv.inv = xhat, inv
