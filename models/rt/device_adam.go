@@ -48,7 +48,8 @@ type adamGroup struct {
 
 // NewDeviceAdam returns the device optimiser of params (the model's
 // Params) with param.NewAdam's hyperparameters; the model must be on the
-// device path (UseDevice), and its steps from then on keep their
+// device path (UseDevice) and not have run there yet (the optimiser
+// places the parameters), and its steps from then on keep their
 // gradients on the device for it.
 func (e *Engine) NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (*DeviceAdam, error) {
 	d := e.dev
@@ -116,6 +117,12 @@ func newDeviceAdam(d *deviceState, params []*param.Param, shape func(*param.Para
 	ctx := d.e.Context()
 	defer func() {
 		if err != nil {
+			for _, p := range params {
+				if t, ok := d.params[p]; ok {
+					err = errors.Join(err, d.e.FreeTensor(t))
+					delete(d.params, p)
+				}
+			}
 			for _, b := range []*cuda.Buffer{a.w, a.g, a.m, a.v} {
 				if b != nil {
 					err = errors.Join(err, b.Free())
