@@ -31,6 +31,8 @@ type Sig struct {
 	// Sets, when true, says that Backward sets every value of the gradient
 	// of the first differentiated input (padding included), so that the
 	// caller need not zero it; the other gradients are zeroed as always.
+	// The device adaptor zeroes every gradient (one launch a run), so
+	// DeviceBackward need not set the padding.
 	Sets bool
 }
 
