@@ -74,3 +74,43 @@ func TestTable3Spec(t *testing.T) {
 		}
 	}
 }
+
+// TestTable3Evidence checks the evidence mode's reductions as its notes
+// state them: PROTEINS and ENZYMES, SPN k ∈ {1, 5} with 2 grid points
+// and the Baseline with 4, 10 outer folds and one final run, SPN trained
+// 100 epochs on PROTEINS and 300 on ENZYMES, the Baseline 500.
+func TestTable3Evidence(t *testing.T) {
+	src, err := fs.ReadFile(FS(), "paper/table3_tu.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := schema.LoadBytes("pipelines/paper/table3_tu.cue", src, schema.Options{Mode: "evidence"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct{ points, epochs int }{
+		"proteins_spn_k1": {2, 100}, "proteins_spn_k5": {2, 100}, "proteins_baseline": {4, 500},
+		"enzymes_spn_k1": {2, 300}, "enzymes_spn_k5": {2, 300}, "enzymes_baseline": {4, 500},
+	}
+	if len(spec.Experiments) != len(want) {
+		t.Errorf("%d experiments, want %d", len(spec.Experiments), len(want))
+	}
+	for _, e := range spec.Experiments {
+		w, ok := want[e.Name]
+		if !ok {
+			t.Errorf("experiment %s is not the evidence mode's", e.Name)
+			continue
+		}
+		if len(e.Points) != w.points {
+			t.Errorf("%s has %d grid points, want %d", e.Name, len(e.Points), w.points)
+		}
+		if p := e.Protocol; p.Splits != 10 || p.Runs != 1 {
+			t.Errorf("%s: %d folds, %d final runs, want 10 and 1", e.Name, p.Splits, p.Runs)
+		}
+		for _, pt := range e.Points {
+			if pt.Training.Epochs != w.epochs {
+				t.Errorf("%s trains %d epochs, want %d", e.Name, pt.Training.Epochs, w.epochs)
+			}
+		}
+	}
+}
