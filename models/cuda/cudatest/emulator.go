@@ -95,15 +95,7 @@ func (o LibOpener) Open(string) (cuda.Library, error) { return cuda.System().Ope
 // full device. It holds for the library's life (every context).
 func (o LibOpener) SetMemory(t testing.TB, bytes uint64) {
 	t.Helper()
-	l, err := cuda.System().Open(o.Lib)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var set func(uint64)
-	if err := l.Bind(&set, "spn_emu_set_memory"); err != nil {
-		t.Fatal(err)
-	}
-	set(bytes)
+	o.setting(t, "spn_emu_set_memory")(bytes)
 }
 
 // SetNoExec makes the emulated device's launches and products return at
@@ -112,19 +104,26 @@ func (o LibOpener) SetMemory(t testing.TB, bytes uint64) {
 // side of it, for a benchmark. It holds for the library's life.
 func (o LibOpener) SetNoExec(t testing.TB, on bool) {
 	t.Helper()
+	v := uint64(0)
+	if on {
+		v = 1
+	}
+	o.setting(t, "spn_emu_set_noexec")(v)
+}
+
+// setting binds the emulated device's setter name (a C function of one
+// integer argument).
+func (o LibOpener) setting(t testing.TB, name string) func(uint64) {
+	t.Helper()
 	l, err := cuda.System().Open(o.Lib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var set func(int32)
-	if err := l.Bind(&set, "spn_emu_set_noexec"); err != nil {
+	var set func(uint64)
+	if err := l.Bind(&set, name); err != nil {
 		t.Fatal(err)
 	}
-	v := int32(0)
-	if on {
-		v = 1
-	}
-	set(v)
+	return set
 }
 
 // Where implements cuda.Opener.

@@ -55,7 +55,7 @@ void spn_emu_set_memory(unsigned long long bytes) { memory = bytes; }
 
 static int noexec; /* launches and products do nothing */
 
-void spn_emu_set_noexec(int on) { noexec = on; }
+void spn_emu_set_noexec(unsigned long long on) { noexec = on != 0; }
 
 typedef struct module { char* text; struct module* next; } module;
 static module* modules;
