@@ -194,8 +194,11 @@ func (o gatAttn) devGraph() (*deviceGraph, error) {
 	return dg, nil
 }
 
-// DeviceForward implements op.DeviceOp: y zeroed (spn_fill), then per
-// node and head the attention over its row and the weighted sum
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (gatAttn) ZeroOut() {}
+
+// DeviceForward implements op.DeviceOp: into the zeroed y (op.ZeroOut),
+// per node and head the attention over its row and the weighted sum
 // (spn_gat_forward, the CPU's order; the C library's exp against Go's),
 // keeping α and the pre-activations for the backward pass.
 func (o gatAttn) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
@@ -208,9 +211,6 @@ func (o gatAttn) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 		return err
 	}
 	if o.st.devPre, err = op.ScratchBuffer(e, E*o.H); err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.N*o.d, y, float32(0), o.N*o.d); err != nil {
 		return err
 	}
 	return e.Launch("spn_gat_forward", n*o.H, y, o.st.devAlpha, o.st.devPre, in[0], in[1], in[2], dg.ptr, dg.idx, n, o.H, o.d)

@@ -62,14 +62,15 @@ func (o gcnAgg) propagate(y, x []float32) error {
 	return nil
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (gcnAgg) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: y = Â·x by rows
-// (spn_gcn_propagate, the CPU's bits), the padding rows zero.
+// (spn_gcn_propagate, the CPU's bits), the padding rows of the zeroed y
+// left zero (op.ZeroOut).
 func (o gcnAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	dg, err := o.device()
 	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.N*o.d, y, float32(0), o.N*o.d); err != nil {
 		return err
 	}
 	return o.devicePropagate(e, dg, y, in[0])

@@ -361,6 +361,9 @@ func (d *Data) relDev(id string, r int) (*DeviceHops, error) {
 	return d.DevRel, nil
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (RelAgg) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: y = 0, then y += the gather of
 // X_j over relation j, relations in order (spn_rel_gather, the CPU's
 // bits); the padding rows zero.
@@ -370,9 +373,6 @@ func (o RelAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 		return err
 	}
 	n, d := o.D.N, o.W
-	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
-		return err
-	}
 	for j := 0; j < o.R; j++ {
 		if err := e.Launch("spn_rel_gather", n*d, y, in[j], rel.Ptr, rel.Idx, j, n, d, 1); err != nil {
 			return err
@@ -501,12 +501,10 @@ func PackCat(pk *cuda.Pack, x, off []int32, n int) (*DeviceCat, error) {
 	return c, nil
 }
 
-// embedSum sets y (rows×w, its rows past c.N zero) to the embedding sum
-// of c's categories over the stacked tables T (spn_embed_sum).
-func (c *DeviceCat) embedSum(e *engine.Engine, y, T *cuda.Buffer, rows, w int) error {
-	if err := e.Launch("spn_fill", rows*w, y, float32(0), rows*w); err != nil {
-		return err
-	}
+// embedSum sets the first c.N rows of y (zeroed, w values a row: the
+// rows past c.N stay zero) to the embedding sum of c's categories over
+// the stacked tables T (spn_embed_sum).
+func (c *DeviceCat) embedSum(e *engine.Engine, y, T *cuda.Buffer, w int) error {
 	return e.Launch("spn_embed_sum", c.N*w, y, T, c.X, c.Off, c.N, c.C, w)
 }
 
@@ -533,6 +531,9 @@ func (o CatEmbed) devNodeCat() (*DeviceCat, error) {
 	return c, nil
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (CatEmbed) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: y_u = Σ_c T[off_c + x_u,c] over
 // the real rows in column order (spn_embed_sum), the padding rows zero:
 // the CPU's bits.
@@ -541,7 +542,7 @@ func (o CatEmbed) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 	if err != nil {
 		return err
 	}
-	return c.embedSum(e, y, in[0], o.N, o.W)
+	return c.embedSum(e, y, in[0], o.W)
 }
 
 // DeviceBackward implements op.DeviceOp: dT[r] = Σ dy_u over the nodes u
@@ -583,6 +584,9 @@ func (o EdgeMsg) edgeEmbeddings(e *engine.Engine, ed *DeviceEdges, T *cuda.Buffe
 	return eb, nil
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (EdgeMsg) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: the entries' embeddings
 // (spn_embed_sum), then y_u = Σ_{v∈N(u)} ReLU(h_v + e_uv) over the real
 // rows, the entries in order (spn_edge_messages), the padding rows zero:
@@ -594,9 +598,6 @@ func (o EdgeMsg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 	}
 	eb, err := o.edgeEmbeddings(e, ed, in[1])
 	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.N*o.W, y, float32(0), o.N*o.W); err != nil {
 		return err
 	}
 	return e.Launch("spn_edge_messages", ed.N*o.W, y, in[0], eb, ed.Ptr, ed.Idx, ed.N, o.W)
@@ -636,6 +637,9 @@ func (o EdgeMsg) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	return nil
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (GlobalRead) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: the graph sums s of x broadcast
 // to their nodes (spn_graph_sum_broadcast, the CPU's bits), then
 // y = s·W over the real rows by cuBLAS, the padding rows zero.
@@ -646,9 +650,6 @@ func (o GlobalRead) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.B
 	n, d := o.D.N, o.W
 	s, err := o.graphSums(e, in[0])
 	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
 		return err
 	}
 	blas, err := e.BLAS()

@@ -132,15 +132,16 @@ func (o gatedSum) Backward(in [][]float32, _, dy []float32, dIn [][]float32) err
 	return nil
 }
 
-// DeviceForward implements op.DeviceOp: the padding rows set to zero,
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real graphs'
+// rows.
+func (gatedSum) ZeroOut() {}
+
+// DeviceForward implements op.DeviceOp: into the zeroed y (op.ZeroOut),
 // each graph's terms added in row order (spn_gated_sum; σ in double, as
 // on the CPU).
 func (o gatedSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	db, err := o.bd.dev(o.id)
 	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_fill", o.G*o.c, y, float32(0), o.G*o.c); err != nil {
 		return err
 	}
 	return e.Launch("spn_gated_sum", o.bd.G*o.c, y, in[0], in[1], db.Ptr, o.bd.G, o.c)

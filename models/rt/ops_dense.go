@@ -196,9 +196,12 @@ func (o encoder) devSplit(in []*cuda.Buffer) (emb, attrW, bias *cuda.Buffer) {
 	return emb, attrW, in[i]
 }
 
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
+func (encoder) ZeroOut() {}
+
 // DeviceForward implements op.DeviceOp: attrs·W by cuBLAS, then
 // y = (attrs·W + b) + E[label] per value (spn_encode) on the real rows,
-// the padding rows set to zero.
+// the padding rows of the zeroed y left zero (op.ZeroOut).
 func (o encoder) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	db, err := o.bd.dev(o.id)
 	if err != nil {
@@ -230,9 +233,6 @@ func (o encoder) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 		if err := blas.Sgemm(false, false, n, d, o.attrD, 1, db.Attrs, attrW, 0, p); err != nil {
 			return err
 		}
-	}
-	if err := e.Launch("spn_fill", o.N*d, y, float32(0), o.N*d); err != nil {
-		return err
 	}
 	return e.Launch("spn_encode", n*d, y, p, bias, emb, labels, n, d)
 }
