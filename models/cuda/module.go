@@ -67,6 +67,12 @@ type Kernel struct {
 	Spec kern.Kernel
 	mod  *Module
 	fn   uintptr
+	// slots hold a launch's argument values, one 8-byte slot each, and
+	// params points at them (cuLaunchKernel's void** kernelParams, never
+	// empty): made once, filled by each launch under the context's
+	// mutex; the driver reads them during the call only.
+	slots  []uint64
+	params []unsafe.Pointer
 }
 
 // Kernel returns the module's entry point name, which must be one of
@@ -82,7 +88,10 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("cuda: no kernel %q in spn's kernel table (models/cuda/kern)", name)
 	}
-	k := &Kernel{Spec: *spec, mod: m}
+	k := &Kernel{Spec: *spec, mod: m, slots: make([]uint64, len(spec.Params)), params: make([]unsafe.Pointer, len(spec.Params)+1)}
+	for i := range k.slots {
+		k.params[i] = unsafe.Pointer(&k.slots[i])
+	}
 	cname := cstring(name)
 	err := m.ctx.do(func() error {
 		if m.unloaded {
@@ -133,32 +142,27 @@ const MaxBlock = 1024
 //
 // The launch is asynchronous: a failure while the kernel runs shows at
 // the next Synchronize or copy. The driver reads the arguments during
-// the call: each value is stored in a slot of one Go array and the
-// kernel-params array (void**, one pointer per argument) points at the
-// slots. Both are Go heap memory (they escape through the call), which
-// Go's collector does not move, and runtime.KeepAlive keeps them until
-// the call has returned.
+// the call: each value is stored in a slot of the kernel's own array and
+// its kernel-params array (void**, one pointer per argument) points at
+// the slots. Both are made once with the Kernel, in Go heap memory,
+// which Go's collector does not move; the context's mutex keeps two
+// launches from filling them at once, and runtime.KeepAlive keeps them
+// until the call has returned.
 func (k *Kernel) Launch(grid, block int, args ...any) error {
 	c := k.mod.ctx
 	if grid < 1 || grid > math.MaxInt32 || block < 1 || block > MaxBlock {
 		return &ArgError{Kernel: k.Spec.Name, Index: -1, Reason: fmt.Sprintf("%d blocks of %d threads: want 1 to %d blocks of 1 to %d threads", grid, block, math.MaxInt32, MaxBlock)}
 	}
 	return c.do(func() error {
-		slots, err := k.marshal(args)
-		if err != nil {
+		if err := k.marshal(args); err != nil {
 			return err
 		}
 		if k.mod.unloaded {
 			return fmt.Errorf("cuda: launching %s: the module is unloaded", k.Spec.Name)
 		}
-		params := make([]unsafe.Pointer, len(slots)+1) // never empty: &params[0] exists
-		for i := range slots {
-			params[i] = unsafe.Pointer(&slots[i])
-		}
 		c.calls.Launches++
-		r := callC(c.api.launchKernel, k.fn, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, 0, uintptr(unsafe.Pointer(&params[0])), 0)
-		runtime.KeepAlive(slots)
-		runtime.KeepAlive(params)
+		r := callC(c.api.launchKernel, k.fn, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, 0, uintptr(unsafe.Pointer(&k.params[0])), 0)
+		runtime.KeepAlive(k)
 		if err := check("cuLaunchKernel", r); err != nil {
 			return fmt.Errorf("%w (kernel %s, %d blocks of %d threads)", err, k.Spec.Name, grid, block)
 		}
@@ -166,19 +170,21 @@ func (k *Kernel) Launch(grid, block int, args ...any) error {
 	})
 }
 
-// marshal checks args against the kernel's parameters and returns their
-// values, one 8-byte slot each (a 4-byte value in the slot's first bytes,
-// where the driver reads it). It runs inside the context's do.
-func (k *Kernel) marshal(args []any) ([]uint64, error) {
+// marshal checks args against the kernel's parameters and writes their
+// values into k.slots, one 8-byte slot each (a 4-byte value in the
+// slot's first bytes, where the driver reads it). It runs inside the
+// context's do.
+func (k *Kernel) marshal(args []any) error {
 	ps := k.Spec.Params
 	if len(args) != len(ps) {
 		var want []string
 		for _, p := range ps {
 			want = append(want, p.Kind.C()+" "+p.Name)
 		}
-		return nil, &ArgError{Kernel: k.Spec.Name, Index: -1, Reason: fmt.Sprintf("%d arguments for the %d parameters (%s)", len(args), len(ps), strings.Join(want, ", "))}
+		return &ArgError{Kernel: k.Spec.Name, Index: -1, Reason: fmt.Sprintf("%d arguments for the %d parameters (%s)", len(args), len(ps), strings.Join(want, ", "))}
 	}
-	slots := make([]uint64, len(ps))
+	slots := k.slots
+	clear(slots)
 	for i, p := range ps {
 		bad := func(format string, a ...any) error {
 			return &ArgError{Kernel: k.Spec.Name, Index: i, Param: p.Kind.C() + " " + p.Name, Reason: fmt.Sprintf(format, a...)}
@@ -194,46 +200,46 @@ func (k *Kernel) marshal(args []any) ([]uint64, error) {
 					break
 				}
 				if err := b.usable(k.mod.ctx, p.Kind, 0, "buffer"); err != nil {
-					return nil, bad("%s", strings.TrimPrefix(err.Error(), "cuda: buffer: "))
+					return bad("%s", strings.TrimPrefix(err.Error(), "cuda: buffer: "))
 				}
 				slots[i] = b.ptr
 			default:
-				return nil, bad("%T is not a device buffer", a)
+				return bad("%T is not a device buffer", a)
 			}
 			continue
 		}
 		switch v := a.(type) {
 		case int:
 			if p.Kind != kern.I32 {
-				return nil, bad("int, want %s", p.Kind.C())
+				return bad("int, want %s", p.Kind.C())
 			}
 			if v != int(int32(v)) {
-				return nil, bad("%d does not fit a C int", v)
+				return bad("%d does not fit a C int", v)
 			}
 			*(*int32)(slot) = int32(v)
 		case int32:
 			if p.Kind != kern.I32 {
-				return nil, bad("int32, want %s", p.Kind.C())
+				return bad("int32, want %s", p.Kind.C())
 			}
 			*(*int32)(slot) = v
 		case float32:
 			if p.Kind != kern.F32 {
-				return nil, bad("float32, want %s", p.Kind.C())
+				return bad("float32, want %s", p.Kind.C())
 			}
 			*(*float32)(slot) = v
 		case float64:
 			if p.Kind != kern.F64 {
-				return nil, bad("float64, want %s", p.Kind.C())
+				return bad("float64, want %s", p.Kind.C())
 			}
 			*(*float64)(slot) = v
 		case uint64:
 			if p.Kind != kern.U64 {
-				return nil, bad("uint64, want %s", p.Kind.C())
+				return bad("uint64, want %s", p.Kind.C())
 			}
 			*(*uint64)(slot) = v
 		default:
-			return nil, bad("%T, want %s", a, p.Kind.C())
+			return bad("%T, want %s", a, p.Kind.C())
 		}
 	}
-	return slots, nil
+	return nil
 }
