@@ -311,11 +311,8 @@ func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffe
 	}
 	var T *cuda.Buffer
 	if o.K > 1 {
-		tt, err := e.Scratch((o.K - 1) * n * d)
-		if err != nil {
-			return err
-		}
-		if T, err = e.Buffer(tt); err != nil {
+		var err error
+		if T, err = op.ScratchBuffer(e, (o.K-1)*n*d); err != nil {
 			return err
 		}
 	}

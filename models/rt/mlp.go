@@ -198,11 +198,7 @@ func (o mlpOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.B
 	}
 	var g [3]*cuda.Buffer // dz2, da1, dz1
 	for i := range g {
-		t, err := e.Scratch(o.N, o.d)
-		if err != nil {
-			return err
-		}
-		if g[i], err = e.Buffer(t); err != nil {
+		if g[i], err = op.ScratchBuffer(e, o.N*o.d); err != nil {
 			return err
 		}
 	}

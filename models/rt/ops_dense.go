@@ -63,11 +63,7 @@ func (o linear) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 		return err
 	}
 	n := o.bd.Rows(o.graph)
-	p, err := e.Scratch(max(n, 1), o.outCh)
-	if err != nil {
-		return err
-	}
-	pb, err := e.Buffer(p)
+	pb, err := op.ScratchBuffer(e, max(n, 1)*o.outCh)
 	if err != nil {
 		return err
 	}
@@ -223,11 +219,7 @@ func (o encoder) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 		if err != nil {
 			return err
 		}
-		pt, err := e.Scratch(max(n, 1), d)
-		if err != nil {
-			return err
-		}
-		if p, err = e.Buffer(pt); err != nil {
+		if p, err = op.ScratchBuffer(e, max(n, 1)*d); err != nil {
 			return err
 		}
 		if err := blas.Sgemm(false, false, n, d, o.attrD, 1, db.Attrs, attrW, 0, p); err != nil {

@@ -196,11 +196,8 @@ func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 	dv := st.Dev
 	var bufs [3]*cuda.Buffer // μ, inv, x̂
 	for i, size := range []int{d, d, max(n*d, 1)} {
-		t, err := e.Scratch(size)
-		if err != nil {
-			return err
-		}
-		if bufs[i], err = e.Buffer(t); err != nil {
+		var err error
+		if bufs[i], err = op.ScratchBuffer(e, size); err != nil {
 			return err
 		}
 	}
@@ -232,11 +229,8 @@ func (o bnReLU) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.
 	}
 	var bufs [4]*cuda.Buffer // dz, gi, m, mx
 	for i, size := range []int{max(n*d, 1), d, d, d} {
-		t, err := e.Scratch(size)
-		if err != nil {
-			return err
-		}
-		if bufs[i], err = e.Buffer(t); err != nil {
+		var err error
+		if bufs[i], err = op.ScratchBuffer(e, size); err != nil {
 			return err
 		}
 	}
