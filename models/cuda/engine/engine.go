@@ -3,10 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/bits"
-	"slices"
 
 	"gorgonia.org/tensor"
 
@@ -73,6 +71,10 @@ type Engine struct {
 	// to step, so after the first run of a batch shape a run makes no
 	// allocation. Trim frees the pool.
 	pool map[poolKey][]*cuda.Buffer
+	// scratch is the run's scratch memory in the order it was made, which
+	// Reset frees in that order (into the pool: which allocation the next
+	// run's tensors get does not depend on a map's order).
+	scratch []*Memory
 	// runBufs are the run's pooled buffers that are not tensors
 	// (Scratch64's, Zeros' chunks), which Reset returns to the pool.
 	runBufs []*cuda.Buffer
@@ -189,7 +191,7 @@ func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
 		m.buf = buf
 	}
 	e.next += (uintptr(size) + addrAlign - 1) / addrAlign * addrAlign
-	e.mem[m.addr] = m
+	e.register(m)
 	return m, nil
 }
 
@@ -467,8 +469,16 @@ func (e *Engine) view(b *cuda.Buffer, scratch bool, shape []int) (*tensor.Dense,
 	}
 	m := &Memory{addr: e.next, size: uintptr(n) * 4, buf: b, scratch: scratch, borrowed: true}
 	e.next += (m.size + addrAlign - 1) / addrAlign * addrAlign
-	e.mem[m.addr] = m
+	e.register(m)
 	return e.dense(m, shape), nil
+}
+
+// register records m as the engine's memory (and the run's, if scratch).
+func (e *Engine) register(m *Memory) {
+	e.mem[m.addr] = m
+	if m.scratch {
+		e.scratch = append(e.scratch, m)
+	}
 }
 
 // FromHost returns a new device tensor of shape holding v (one
@@ -543,11 +553,13 @@ func (e *Engine) Reset() error {
 	e.zeroMost = max(e.zeroMost, e.zeroRun)
 	e.zeros, e.zeroOff, e.zeroRun = nil, 0, 0
 	var errs []error
-	for _, m := range e.memInOrder() {
-		if m.scratch {
+	for _, m := range e.scratch {
+		if _, live := e.mem[m.addr]; live { // not freed during the run
 			errs = append(errs, e.Free(m, int64(m.size)))
 		}
 	}
+	clear(e.scratch)
+	e.scratch = e.scratch[:0]
 	return errors.Join(errs...)
 }
 
@@ -568,26 +580,16 @@ func (e *Engine) Close() error {
 		errs = append(errs, e.blas.Destroy())
 		e.blas = nil
 	}
-	for _, m := range e.memInOrder() {
+	for _, m := range e.mem {
 		errs = append(errs, e.Free(m, int64(m.size)))
 	}
+	e.scratch = nil
 	for _, b := range e.runBufs {
 		e.give(b)
 	}
 	e.runBufs, e.zeros = nil, nil
 	errs = append(errs, e.Trim())
 	return errors.Join(errs...)
-}
-
-// memInOrder returns the engine's memory in the order of its addresses
-// (of allocation), so that the pool's order, and which allocation the
-// next run's tensors get, does not depend on a map's order.
-func (e *Engine) memInOrder() []*Memory {
-	ms := make([]*Memory, 0, len(e.mem))
-	for _, addr := range slices.Sorted(maps.Keys(e.mem)) {
-		ms = append(ms, e.mem[addr])
-	}
-	return ms
 }
 
 // Add implements tensor.Adder: a + b for float32 device tensors of equal
