@@ -36,6 +36,7 @@ type DeviceAdam struct {
 	// moments; parameter i is the values off[i] .. off[i]+len(W) of each.
 	w, g, m, v *cuda.Buffer
 	off        []int
+	pos        map[*param.Param]int // index in params
 	groups     []adamGroup
 	t          int
 }
@@ -75,7 +76,10 @@ func NewDeviceAdamOf(e *engine.Engine, ts map[*param.Param]*tensor.Dense, params
 // parameters must not be on the device yet: the optimiser puts them in
 // its array of values, parameter p a tensor of shape(p).
 func newDeviceAdam(d *deviceState, params []*param.Param, shape func(*param.Param) []int, lr, weightDecay float64) (a *DeviceAdam, err error) {
-	a = &DeviceAdam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, d: d, params: params, off: make([]int, len(params))}
+	a = &DeviceAdam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: weightDecay, d: d, params: params, off: make([]int, len(params)), pos: make(map[*param.Param]int, len(params))}
+	for i, p := range params {
+		a.pos[p] = i
+	}
 	flags := func(p *param.Param) (decay, frozen int) {
 		if !p.NoDecay {
 			decay = 1
@@ -159,10 +163,8 @@ func (a *DeviceAdam) part(b *cuda.Buffer, i int) (*cuda.Buffer, error) {
 
 // index returns the position of p among the optimiser's parameters.
 func (a *DeviceAdam) index(p *param.Param) (int, error) {
-	for i, q := range a.params {
-		if q == p {
-			return i, nil
-		}
+	if i, ok := a.pos[p]; ok {
+		return i, nil
 	}
 	return 0, fmt.Errorf("parameter %s is not the device optimiser's", p.Name)
 }
@@ -186,7 +188,6 @@ func (a *DeviceAdam) accumulate(ps []*param.Param, grads []tensor.Tensor) error 
 		xs       [kern.AddMany]*cuda.Buffer
 		offs, ns [kern.AddMany]int
 		count    int
-		seen     = map[int]bool{}
 	)
 	flush := func() error {
 		if count == 0 {
@@ -207,7 +208,6 @@ func (a *DeviceAdam) accumulate(ps []*param.Param, grads []tensor.Tensor) error 
 		args = append(args, count)
 		err := a.d.e.Launch("spn_add_many", total, args...)
 		xs, offs, ns, count = [kern.AddMany]*cuda.Buffer{}, [kern.AddMany]int{}, [kern.AddMany]int{}, 0
-		clear(seen)
 		return err
 	}
 	for k, p := range ps {
@@ -222,13 +222,12 @@ func (a *DeviceAdam) accumulate(ps []*param.Param, grads []tensor.Tensor) error 
 		if db.Len() != len(p.W) {
 			return fmt.Errorf("gradient of %s has %d values, want %d", p.Name, db.Len(), len(p.W))
 		}
-		if count == kern.AddMany || seen[i] {
+		if count == kern.AddMany || slices.Contains(offs[:count], a.off[i]) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
 		xs[count], offs[count], ns[count] = db, a.off[i], len(p.W)
-		seen[i] = true
 		count++
 	}
 	return flush()
