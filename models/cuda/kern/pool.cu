@@ -55,6 +55,24 @@ SPN_KERNEL void spn_pool_backward(float* __restrict__ dx, const float* __restric
 	}
 }
 
+// spn_col_argmax returns the first of the rows a..b-1 (a < b) of x (d
+// columns) holding column j's maximum: a later row replaces the one
+// found only when strictly greater (Go's >). Max pooling's forward and
+// backward pass both choose by it.
+SPN_DEVICE int spn_col_argmax(const float* __restrict__ x, int a, int b, int d, int j)
+{
+	float best = x[(long long)a * d + j];
+	int arg = a;
+	for (int r = a + 1; r < b; r++) {
+		float v = x[(long long)r * d + j];
+		if (v > best) {
+			best = v;
+			arg = r;
+		}
+	}
+	return arg;
+}
+
 // spn_pool_max sets y[g] = max_{r ∈ g} x[r] per column, the first row's
 // value replaced by a later one only when strictly greater (models/rt's
 // max pooling, which compares with Go's >), and 0 for an empty graph.
@@ -71,14 +89,7 @@ SPN_KERNEL void spn_pool_max(float* __restrict__ y, const float* __restrict__ x,
 		y[t] = 0.0f;
 		return;
 	}
-	float best = x[(long long)a * d + j];
-	for (int r = a + 1; r < b; r++) {
-		float v = x[(long long)r * d + j];
-		if (v > best) {
-			best = v;
-		}
-	}
-	y[t] = best;
+	y[t] = x[(long long)spn_col_argmax(x, a, b, d, j) * d + j];
 }
 
 // spn_pool_max_backward sets dx[r][j] = dy[g][j] at the first row r of
@@ -97,16 +108,7 @@ SPN_KERNEL void spn_pool_max_backward(float* __restrict__ dx, const float* __res
 	if (b <= a) {
 		return;
 	}
-	float best = x[(long long)a * d + j];
-	int arg = a;
-	for (int r = a + 1; r < b; r++) {
-		float v = x[(long long)r * d + j];
-		if (v > best) {
-			best = v;
-			arg = r;
-		}
-	}
-	dx[(long long)arg * d + j] = dy[t];
+	dx[(long long)spn_col_argmax(x, a, b, d, j) * d + j] = dy[t];
 }
 
 // spn_graph_sum_broadcast sets every row of graph g of y (N×d) to the sum
