@@ -225,31 +225,9 @@ func (b *Model) runDevice(p *agnProg, g int) (out []float32, err error) {
 	if err := p.vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("running the baseline graph on the device: %w", err)
 	}
-	grads := make([]tensor.Tensor, len(nd.grads)) // of ps[:len(nd.grads)]
-	for i, gn := range nd.grads {
-		t, ok := gn.Value().(tensor.Tensor)
-		if !ok {
-			return nil, fmt.Errorf("gradient of %s holds %T, want a device tensor", ps[i].Name, gn.Value())
-		}
-		grads[i] = t
-	}
-	if d.adam != nil {
-		if err := d.adam.Accumulate(ps[:len(grads)], grads); err != nil {
-			return nil, err
-		}
-		grads = nil
-	}
-	for i, t := range grads {
-		v, err := d.e.ToHost(t)
-		if err != nil {
-			return nil, fmt.Errorf("gradient of %s: %w", ps[i].Name, err)
-		}
-		if len(v) != len(ps[i].G) {
-			return nil, fmt.Errorf("gradient of %s has %d values, want %d", ps[i].Name, len(v), len(ps[i].G))
-		}
-		for j, x := range v {
-			ps[i].G[j] += x
-		}
+	// A forward run has no gradients; a backward run those of ps.
+	if err := rt.AddGradients(d.e, d.adam, ps[:min(len(ps), len(nd.grads))], nd.grads); err != nil {
+		return nil, err
 	}
 	if nd.seed != nil {
 		return nil, nil

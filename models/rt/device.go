@@ -207,6 +207,40 @@ func (d *deviceState) forward(p *Program, c int) (out []float32, err error) {
 	return d.output(p, c)
 }
 
+// AddGradients adds a device run's gradients, the values of nodes
+// (device tensors of e), to those of ps[i]: on the device when adam is
+// not nil (DeviceAdam's gradients), else to Param.G on the host (one copy
+// each).
+func AddGradients(e *engine.Engine, adam *DeviceAdam, ps []*param.Param, nodes G.Nodes) error {
+	if len(nodes) != len(ps) {
+		return fmt.Errorf("%d gradients for %d parameters", len(nodes), len(ps))
+	}
+	grads := make([]tensor.Tensor, len(ps))
+	for i, n := range nodes {
+		t, ok := n.Value().(tensor.Tensor)
+		if !ok {
+			return fmt.Errorf("gradient of %s holds %T, want a device tensor", ps[i].Name, n.Value())
+		}
+		grads[i] = t
+	}
+	if adam != nil {
+		return adam.accumulate(ps, grads)
+	}
+	for i, t := range grads {
+		g, err := e.ToHost(t)
+		if err != nil {
+			return fmt.Errorf("gradient of %s: %w", ps[i].Name, err)
+		}
+		if len(g) != len(ps[i].G) {
+			return fmt.Errorf("gradient of %s has %d values, want %d", ps[i].Name, len(g), len(ps[i].G))
+		}
+		for j, v := range g {
+			ps[i].G[j] += v
+		}
+	}
+	return nil
+}
+
 // step runs p (built by prepare) and returns the loss, adds the
 // gradients to ps[i].G (or to the DeviceAdam's gradients on the device)
 // and returns the first g×c outputs (none when c is 0).
@@ -222,31 +256,8 @@ func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, 
 	if len(p.gradNodes) != len(ps) {
 		return 0, nil, fmt.Errorf("graph has %d gradients for %d parameters", len(p.gradNodes), len(ps))
 	}
-	grads := make([]tensor.Tensor, len(ps))
-	for i, gn := range p.gradNodes {
-		t, ok := gn.Value().(tensor.Tensor)
-		if !ok {
-			return 0, nil, fmt.Errorf("gradient of %s holds %T, want a device tensor", ps[i].Name, gn.Value())
-		}
-		grads[i] = t
-	}
-	if d.adam != nil {
-		if err := d.adam.accumulate(ps, grads); err != nil {
-			return 0, nil, err
-		}
-		grads = nil
-	}
-	for i, t := range grads {
-		g, err := d.e.ToHost(t)
-		if err != nil {
-			return 0, nil, fmt.Errorf("gradient of %s: %w", ps[i].Name, err)
-		}
-		if len(g) != len(ps[i].G) {
-			return 0, nil, fmt.Errorf("gradient of %s has %d values, want %d", ps[i].Name, len(g), len(ps[i].G))
-		}
-		for j, v := range g {
-			ps[i].G[j] += v
-		}
+	if err := AddGradients(d.e, d.adam, ps, p.gradNodes); err != nil {
+		return 0, nil, err
 	}
 	if c == 0 {
 		return float64(lv), nil, nil

@@ -67,7 +67,7 @@ func (e *Engine) NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (
 // is not a models/rt Net (the baseline, whose graph is Gorgonia's own
 // ops): the optimiser puts each parameter's device tensor, of the shape
 // shape(p) gives, in ts (which must not hold them yet). Step updates them
-// in place; the model adds each step's gradients with Accumulate.
+// in place; the model adds each step's gradients with AddGradients.
 func NewDeviceAdamOf(e *engine.Engine, ts map[*param.Param]*tensor.Dense, params []*param.Param, shape func(*param.Param) []int, lr, weightDecay float64) (*DeviceAdam, error) {
 	return newDeviceAdam(&deviceState{e: e, params: ts}, params, shape, lr, weightDecay)
 }
@@ -167,13 +167,6 @@ func (a *DeviceAdam) index(p *param.Param) (int, error) {
 		return i, nil
 	}
 	return 0, fmt.Errorf("parameter %s is not the device optimiser's", p.Name)
-}
-
-// Accumulate adds a step's gradients grads[i] (device tensors, e.g.
-// scratch tensors of the run) to the device gradients of ps[i], for a
-// model of NewDeviceAdamOf.
-func (a *DeviceAdam) Accumulate(ps []*param.Param, grads []tensor.Tensor) error {
-	return a.accumulate(ps, grads)
 }
 
 // accumulate adds the step's gradients grads[i] to the device gradients
