@@ -159,17 +159,17 @@ func hopAggregate(d *dev) {
 	d.launch("spn_hop_aggregate", cover(n*w, 64), 64, gDH, nil, gDy, up(d, ptrT), up(d, idxT), gAlpha, gEps, k, n, w)
 	kerntest.EqualBits(t, "dH", get[float32](d, gDH), grad[0])
 
-	nc := kernels.NumChunks(n)
-	gPart, gDa := out[float64](d, nc*k), out[float32](d, k)
-	d.launch("spn_dot_chunks", cover(nc*k, 8), 8, gPart, gDy, gSums, k, n, w)
-	d.launch("spn_sum_chunks", cover(k, 8), 8, gDa, gPart, nc, k)
+	// dα and dε: row dots, chunk partials, chunks in order.
+	nc, M := kernels.NumChunks(n), k+1
+	gRows, gPart, gDa, gDe := out[float64](d, n*M), out[float64](d, nc*M), out[float32](d, k), out[float32](d, 1)
+	d.launch("spn_row_dots", cover(n*M, 64), 64, gRows, gDy, gSums, gH, k, n, w)
+	d.launch("spn_dot_chunks", cover(nc*M, 8), 8, gPart, gRows, M, n)
+	d.launch("spn_sum_chunks", cover(k, 8), 8, gDa, gPart, nc, M, 0, k)
+	d.launch("spn_sum_chunks", 1, 8, gDe, gPart, nc, M, k, 1)
 	da := get[float32](d, gDa)
 	for i := 0; i < k; i++ {
 		kerntest.Near(t, "dα", da[i:i+1], grad[1][i:i+1], dotTol*kerntest.AbsDot(dy, sk[i*n*w:(i+1)*n*w]), 0)
 	}
-	gPart1, gDe := out[float64](d, nc), out[float32](d, 1)
-	d.launch("spn_dot_chunks", cover(nc, 8), 8, gPart1, gDy, gH, 1, n, w)
-	d.launch("spn_sum_chunks", 1, 8, gDe, gPart1, nc, 1)
 	kerntest.Near(t, "dε", get[float32](d, gDe), grad[2], dotTol*kerntest.AbsDot(dy, H), 0)
 }
 
@@ -198,8 +198,10 @@ func biasReLU(d *dev) {
 	db0 := kerntest.Randn(rng, w, 1)
 	wantDb := append([]float32(nil), db0...)
 	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantDb, []float32{}, wantDz, n, 0, w)
-	gDb := up(d, db0)
-	d.launch("spn_col_sums", cover(w, 4), 4, gDb, gDz, n, w)
+	nc := kernels.NumChunks(n)
+	gDb, gPart := up(d, db0), out[float32](d, nc*w)
+	d.launch("spn_col_part", cover(nc*w, 4), 4, gDb, gPart, gDz, n, w)
+	d.launch("spn_col_sums", cover(w, 4), 4, gDb, gPart, nc, w)
 	kerntest.EqualBits(t, "db", get[float32](d, gDb), wantDb)
 }
 
@@ -219,11 +221,15 @@ func batchNorm(d *dev) {
 	for j := range runMean {
 		runMean[j], runVar[j] = rng.NormFloat64(), 1+rng.Float64()
 	}
-	mu, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, w, momentum, eps)
+	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, w, momentum, eps)
 
-	gMu, gInv, gMean, gVar, gX := out[float32](d, w), out[float32](d, w), up(d, runMean), up(d, runVar), up(d, x)
-	d.launch("spn_bn_stats", cover(w, 4), 4, gMu, gInv, gMean, gVar, gX, n, w, momentum, eps, 1)
-	kerntest.EqualBits(t, "μ", get[float32](d, gMu), mu)
+	nc := kernels.NumChunks(n)
+	gInv, gMean, gVar, gX := out[float32](d, w), up(d, runMean), up(d, runVar), up(d, x)
+	gMsum, gVsum := out[float64](d, nc*w), out[float64](d, nc*w)
+	d.launch("spn_bn_part", cover(nc*w, 4), 4, gMsum, nil, gX, n, w)
+	d.launch("spn_bn_part", cover(nc*w, 4), 4, gVsum, gMsum, gX, n, w)
+	gXhat, gY := out[float32](d, n*w), out[float32](d, n*w)
+	d.launch("spn_bn_relu_train", cover(n*w, 32), 32, gXhat, gY, gInv, gMean, gVar, gX, gMsum, gVsum, up(d, g), up(d, bt), n, w, momentum, eps, 1)
 	kerntest.EqualBits(t, "inv", get[float32](d, gInv), inv)
 	kMean, kVar := get[float64](d, gMean), get[float64](d, gVar)
 	for j := range kMean {
@@ -231,8 +237,6 @@ func batchNorm(d *dev) {
 			t.Fatalf("running statistics [%d] = %v, %v; CPU %v, %v", j, kMean[j], kVar[j], wantMean[j], wantVar[j])
 		}
 	}
-	gXhat, gY := out[float32](d, n*w), out[float32](d, n*w)
-	d.launch("spn_bn_relu", cover(n*w, 32), 32, gXhat, gY, gX, gMu, gInv, up(d, g), up(d, bt), n, w)
 	kerntest.EqualBits(t, "x̂", get[float32](d, gXhat), xhat)
 	kerntest.EqualBits(t, "y", get[float32](d, gY), y)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/kern"
-	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
 
@@ -223,8 +222,8 @@ func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 
 // DeviceBackward implements op.DeviceOp. The SPN form: dH is the same
 // gather of dy over the transposed hop sets, dα_i = ⟨dy, S_i⟩ and
-// dε = ⟨dy, H⟩ in double per chunk of rows, added in chunk order
-// (spn_dot_chunks, spn_sum_chunks).
+// dε = ⟨dy, H⟩ together by op.DeviceDots (in double, rows, then chunks
+// of rows, in order).
 func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	h, err := o.devHops()
 	if err != nil {
@@ -251,22 +250,7 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	if err := e.Launch("spn_hop_aggregate", n*d, g[0], nil, dy, h.PtrT, h.IdxT, alpha, eps, o.K, n, d); err != nil {
 		return err
 	}
-	nc := kernels.NumChunks(n)
-	part, err := e.Scratch64(nc * (o.K + 1))
-	if err != nil {
-		return err
-	}
-	err = e.Launch("spn_dot_chunks", nc*o.K, part, dy, sums, o.K, n, d)
-	if err == nil {
-		err = e.Launch("spn_sum_chunks", o.K, g[1], part, nc, o.K)
-	}
-	if err == nil {
-		err = e.Launch("spn_dot_chunks", nc, part, dy, H, 1, n, d)
-	}
-	if err == nil {
-		err = e.Launch("spn_sum_chunks", 1, g[2], part, nc, 1)
-	}
-	return err
+	return op.DeviceDots(e, dy, sums, o.K, H, n, d, g[1], g[2])
 }
 
 // higherCoef returns α_2..α_k, the coefficients of the higher hops, as a
@@ -297,8 +281,8 @@ func (o Combine) givenForward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer
 // givenBackward is DeviceBackward of the form with a given first hop:
 // dS = (1+ε)·dy and dR = α_1·dy (spn_combine_terms_backward), dH the
 // higher hops' gather of dy over their transposes keeping the sums
-// T_i = A_iᵀ·dy, dα_1 = ⟨dy, R⟩, dε = ⟨dy, S⟩ and dα_i = ⟨H, T_i⟩ in
-// double per chunk of rows, added in chunk order.
+// T_i = A_iᵀ·dy, dα_1 = ⟨dy, R⟩, dε = ⟨dy, S⟩ and dα_i = ⟨H, T_i⟩ by
+// op.DeviceDots.
 func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
 	n, d := o.D.N, o.W
@@ -323,28 +307,17 @@ func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffe
 	if err != nil {
 		return err
 	}
-	nc := kernels.NumChunks(n)
-	part, err := e.Scratch64(nc * max(o.K-1, 1))
+	if err := op.DeviceDots(e, dy, R, 1, S, n, d, a1, g[4]); err != nil {
+		return err
+	}
+	if o.K == 1 {
+		return nil
+	}
+	rest, err := g[3].Slice(1, o.K-1)
 	if err != nil {
 		return err
 	}
-	dot := func(out, x, xs *cuda.Buffer, m int) error {
-		if err := e.Launch("spn_dot_chunks", nc*m, part, x, xs, m, n, d); err != nil {
-			return err
-		}
-		return e.Launch("spn_sum_chunks", m, out, part, nc, m)
-	}
-	err = dot(a1, dy, R, 1)
-	if err == nil {
-		err = dot(g[4], dy, S, 1)
-	}
-	if err == nil && o.K > 1 {
-		var rest *cuda.Buffer
-		if rest, err = g[3].Slice(1, o.K-1); err == nil {
-			err = dot(rest, H, T, o.K-1)
-		}
-	}
-	return err
+	return op.DeviceDots(e, H, T, o.K-1, nil, n, d, rest, nil)
 }
 
 // relDev returns the relations on the device, or an error naming the op.

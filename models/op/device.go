@@ -301,20 +301,56 @@ func (p *devPart) Do(...G.Value) (G.Value, error) {
 	return p.g.side[p.i], nil
 }
 
-// DeviceForward implements DeviceOp: ⟨x, s⟩ in double, one partial sum
-// per chunk of kernels.ChunkRows values (spn_dot_chunks) added in chunk
-// order (spn_sum_chunks) and rounded to float32 once.
+// DeviceForward implements DeviceOp: ⟨x, s⟩ by DeviceDots (as n rows of
+// one value: products in double, one partial per chunk of
+// kernels.ChunkRows values, chunks added in order, rounded to float32
+// once).
 func (o Dot) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error {
-	n := Size(o.Shape)
-	nc := (n + kernels.ChunkRows - 1) / kernels.ChunkRows
-	part, err := e.Scratch64(nc)
+	return DeviceDots(e, in[1], in[0], 1, nil, Size(o.Shape), 1, out, nil)
+}
+
+// DeviceDots sets out[m] = ⟨g, X_m⟩ for the T matrices X_m (n×d each, one
+// after another in xs; T may be 0) and, when x1 is not nil, out1[0] =
+// ⟨g, x1⟩ (x1 n×d): each row's products in double (spn_row_dots), the
+// rows' sums added per chunk of kernels.ChunkRows rows (spn_dot_chunks,
+// not launched for one chunk), the chunks in order, rounded to float
+// once (spn_sum_chunks, once per output). No thread loops over more than
+// d values, a chunk's rows or the chunks, and the order is fixed.
+func DeviceDots(e *engine.Engine, g, xs *cuda.Buffer, T int, x1 *cuda.Buffer, n, d int, out, out1 *cuda.Buffer) error {
+	M := T
+	if x1 != nil {
+		M++
+	}
+	if M == 0 {
+		return nil
+	}
+	nc := kernels.NumChunks(n)
+	rp, err := e.Scratch64(max(n*M, 1))
 	if err != nil {
 		return err
 	}
-	if err := e.Launch("spn_dot_chunks", nc, part, in[1], in[0], 1, n, 1); err != nil {
+	if err := e.Launch("spn_row_dots", n*M, rp, g, xs, x1, T, n, d); err != nil {
 		return err
 	}
-	return e.Launch("spn_sum_chunks", 1, out, part, nc, 1)
+	part, rows := rp, n // one chunk: its rows are the partials
+	if nc > 1 {
+		if part, err = e.Scratch64(nc * M); err != nil {
+			return err
+		}
+		if err := e.Launch("spn_dot_chunks", nc*M, part, rp, M, n); err != nil {
+			return err
+		}
+		rows = nc
+	}
+	if T > 0 {
+		if err := e.Launch("spn_sum_chunks", T, out, part, rows, M, 0, T); err != nil {
+			return err
+		}
+	}
+	if x1 != nil {
+		return e.Launch("spn_sum_chunks", 1, out1, part, rows, M, T, 1)
+	}
+	return nil
 }
 
 // DeviceBackward implements DeviceOp: dx = dL·s (spn_scale).

@@ -52,7 +52,7 @@ func (o biasReLU) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, out, dOut 
 	if err := launch(e, "spn_relu_mask", o.n*o.d, dIn[0], out, dOut, o.n*o.d); err != nil {
 		return err
 	}
-	return launch(e, "spn_col_sums", o.d, dIn[1], dIn[0], o.n, o.d)
+	return e.ColSums(dIn[1], dIn[0], o.n, o.d)
 }
 
 // crossEntropy is the mean softmax cross-entropy of logits (g×c) with

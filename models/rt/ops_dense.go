@@ -74,7 +74,7 @@ func (o linear) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 }
 
 // DeviceBackward implements op.DeviceOp: dx = dy·Wᵀ and dW = xᵀ·dy on
-// the real rows by cuBLAS, db = Σ_rows dy (spn_col_sums, the CPU's chunk
+// the real rows by cuBLAS, db = Σ_rows dy (Engine.ColSums, the CPU's chunk
 // order).
 func (o linear) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	blas, err := e.BLAS()
@@ -88,7 +88,7 @@ func (o linear) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.
 	if err := blas.Sgemm(true, false, o.in, o.outCh, n, 1, in[0], dy, 0, dIn[1]); err != nil {
 		return err
 	}
-	return e.Launch("spn_col_sums", o.outCh, dIn[2], dy, n, o.outCh)
+	return e.ColSums(dIn[2], dy, n, o.outCh)
 }
 
 // encoder is the input encoding h0_u = E[label_u] + attrs_u·W + b. The
@@ -230,7 +230,7 @@ func (o encoder) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 }
 
 // DeviceBackward implements op.DeviceOp: dW = attrsᵀ·dy by cuBLAS,
-// db = Σ_rows dy (spn_col_sums), dE[l] = Σ_{u: label_u = l} dy_u over the
+// db = Σ_rows dy (Engine.ColSums), dE[l] = Σ_{u: label_u = l} dy_u over the
 // nodes of each label in ascending order (spn_embed_backward, the CPU's
 // order).
 func (o encoder) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
@@ -252,7 +252,7 @@ func (o encoder) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.
 			return err
 		}
 	}
-	if err := e.Launch("spn_col_sums", d, gBias, dy, n, d); err != nil {
+	if err := e.ColSums(gBias, dy, n, d); err != nil {
 		return err
 	}
 	if gEmb == nil {

@@ -176,11 +176,14 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 // ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.
 func (bnReLU) ZeroOut() {}
 
-// DeviceForward implements op.DeviceOp: the statistics per column
-// (spn_bn_stats in training mode, with the running update;
-// spn_bn_eval_stats in evaluation mode), then x̂ and y per value
-// (spn_bn_relu) on the real rows (the padding rows of the zeroed y stay
-// zero, op.ZeroOut).
+// DeviceForward implements op.DeviceOp. In training mode (with real
+// rows) the column statistics come as partials per chunk of rows and
+// column, the mean's (spn_bn_part) then the variance's about it
+// (spn_bn_part again), and each thread of spn_bn_relu_train adds them up
+// itself for x̂ and y, its row-0 threads keeping inv and updating the
+// running statistics. Otherwise (evaluation, or no rows) the running
+// statistics give μ and inv (spn_bn_eval_stats) for spn_bn_relu. The
+// padding rows of the zeroed y stay zero (op.ZeroOut).
 func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	n, d, st := o.bd.N, o.d, o.st
 	if st.Dev == nil { // first use: the running statistics go to the device and stay there
@@ -202,48 +205,65 @@ func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 		}
 	}
 	mu, inv, xhat := bufs[0], bufs[1], bufs[2]
-	var err error
-	if o.train {
-		update := 0
-		if o.update {
-			update = 1
+	dv.xhat, dv.inv = xhat, inv
+	if !o.train || n == 0 {
+		if err := e.Launch("spn_bn_eval_stats", d, mu, inv, dv.RunMean, dv.RunVar, d, st.Eps); err != nil {
+			return err
 		}
-		err = e.Launch("spn_bn_stats", d, mu, inv, dv.RunMean, dv.RunVar, in[0], n, d, st.Momentum, st.Eps, update)
-	} else {
-		err = e.Launch("spn_bn_eval_stats", d, mu, inv, dv.RunMean, dv.RunVar, d, st.Eps)
+		return e.Launch("spn_bn_relu", n*d, xhat, y, in[0], mu, inv, in[1], in[2], n, d)
 	}
+	nc := kernels.NumChunks(n)
+	part, err := e.Scratch64(2 * nc * d) // the mean's partials, then the variance's
 	if err != nil {
 		return err
 	}
-	dv.xhat, dv.inv = xhat, inv
-	return e.Launch("spn_bn_relu", n*d, xhat, y, in[0], mu, inv, in[1], in[2], n, d)
+	msum, err := part.Slice(0, nc*d)
+	if err != nil {
+		return err
+	}
+	vsum, err := part.Slice(nc*d, nc*d)
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_bn_part", nc*d, msum, nil, in[0], n, d); err != nil {
+		return err
+	}
+	if err := e.Launch("spn_bn_part", nc*d, vsum, msum, in[0], n, d); err != nil {
+		return err
+	}
+	update := 0
+	if o.update {
+		update = 1
+	}
+	return e.Launch("spn_bn_relu_train", n*d, xhat, y, inv, dv.RunMean, dv.RunVar, in[0], msum, vsum, in[1], in[2], n, d, st.Momentum, st.Eps, update)
 }
 
-// DeviceBackward implements op.DeviceOp: dz through the ReLU
-// (spn_relu_mask), dγ, dβ and the column means (spn_bn_backward_stats),
-// then dx (spn_bn_backward; spn_bn_backward_eval in evaluation mode).
+// DeviceBackward implements op.DeviceOp: dz through the ReLU with the
+// partials of Σ dz and Σ dz·x̂ per chunk of rows and column
+// (spn_bn_backward_part), then per value dx, each thread adding the
+// partials itself, its row-0 threads setting dγ and dβ
+// (spn_bn_backward, in either mode).
 func (o bnReLU) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	n, d, st := o.bd.N, o.d, o.st
 	if st.Dev == nil || st.Dev.xhat == nil {
 		return fmt.Errorf("%s: no device forward pass recorded", o.id)
 	}
-	var bufs [4]*cuda.Buffer // dz, gi, m, mx
-	for i, size := range []int{max(n*d, 1), d, d, d} {
-		var err error
-		if bufs[i], err = op.ScratchBuffer(e, size); err != nil {
-			return err
-		}
+	dz, err := op.ScratchBuffer(e, n*d)
+	if err != nil {
+		return err
 	}
-	dz, gi, m, mx := bufs[0], bufs[1], bufs[2], bufs[3]
+	nc := kernels.NumChunks(n)
+	part, err := e.Scratch64(max(2*nc*d, 1))
+	if err != nil {
+		return err
+	}
 	xhat, inv := st.Dev.xhat, st.Dev.inv
-	if err := e.Launch("spn_relu_mask", n*d, dz, y, dy, n*d); err != nil {
+	if err := e.Launch("spn_bn_backward_part", nc*d, part, dz, y, dy, xhat, n, d); err != nil {
 		return err
 	}
-	if err := e.Launch("spn_bn_backward_stats", d, dIn[1], dIn[2], gi, m, mx, dz, xhat, in[1], inv, n, d); err != nil {
-		return err
+	train := 0
+	if o.train {
+		train = 1
 	}
-	if !o.train {
-		return e.Launch("spn_bn_backward_eval", n*d, dIn[0], dz, in[1], inv, n, d)
-	}
-	return e.Launch("spn_bn_backward", n*d, dIn[0], dz, xhat, gi, m, mx, n, d)
+	return e.Launch("spn_bn_backward", n*d, dIn[0], dIn[1], dIn[2], dz, xhat, in[1], inv, part, n, d, train)
 }

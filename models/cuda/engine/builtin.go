@@ -6,6 +6,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/kernels"
 )
 
 // The Gorgonia built-ins of the baseline's graph (models/baseline): its
@@ -229,7 +230,7 @@ func (e *Engine) repeat(y, x tensor.Tensor) error {
 // Sum implements tensor.Sumer for the sum along axis 0 of a float32
 // device matrix (n×d), a vector of d values: the gradient of the bias of
 // BroadcastAdd. Each column is summed rows in order, a float partial per
-// chunk of 128 rows added in chunk order (spn_col_sums), which is the
+// chunk of 128 rows added in chunk order (ColSums), which is the
 // order of the CPU engine's sum (rows in order) for n ≤ 128.
 func (e *Engine) Sum(a tensor.Tensor, along ...int) (tensor.Tensor, error) {
 	s := a.Shape()
@@ -249,8 +250,31 @@ func (e *Engine) Sum(a tensor.Tensor, along ...int) (tensor.Tensor, error) {
 	if err := e.fill(yb, 0); err != nil {
 		return nil, err
 	}
-	if err := e.Launch("spn_col_sums", d, yb, xb, n, d); err != nil {
+	if err := e.ColSums(yb, xb, n, d); err != nil {
 		return nil, fmt.Errorf("summing %v: %w", s, err)
 	}
 	return y, nil
+}
+
+// ColSums adds the column sums of dz (n×d, rows in order) to db (d
+// values): a float partial per chunk of kernels.ChunkRows rows
+// (spn_col_part, one thread per chunk and column), added to db in chunk
+// order (spn_col_sums; not launched for one chunk, whose partial
+// spn_col_part adds itself). These are the bits of the CPU's bias
+// gradient (models/kernels' CPU.MatMulAT), and no thread loops over more
+// than a chunk's rows or the chunks.
+func (e *Engine) ColSums(db, dz *cuda.Buffer, n, d int) error {
+	nc := kernels.NumChunks(n)
+	if nc <= 1 {
+		return e.Launch("spn_col_part", d, db, nil, dz, n, d)
+	}
+	part, err := e.Scratch(nc * d)
+	if err != nil {
+		return err
+	}
+	pb, _ := e.Buffer(part)
+	if err := e.Launch("spn_col_part", nc*d, db, pb, dz, n, d); err != nil {
+		return err
+	}
+	return e.Launch("spn_col_sums", d, db, pb, nc, d)
 }

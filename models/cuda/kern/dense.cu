@@ -3,7 +3,8 @@
 
 // spn_bias_relu sets y = ReLU(x + b) over the n rows of x (n×d), b (d)
 // broadcast over the rows; relu 0 skips the ReLU. One thread per value.
-// Its gradient is spn_relu_mask (with relu) and spn_col_sums.
+// Its gradient is spn_relu_mask (with relu) and Engine.ColSums (the
+// kernels spn_col_part and spn_col_sums).
 SPN_KERNEL void spn_bias_relu(float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ b,
 	int n, int d, int relu)
 {
@@ -15,27 +16,47 @@ SPN_KERNEL void spn_bias_relu(float* __restrict__ y, const float* __restrict__ x
 	y[t] = relu ? spn_relu(v) : v;
 }
 
-// spn_col_sums adds the column sums of dz (n×d) to db (d): per column
-// (one thread each) a float partial per chunk of rows, rows in order,
-// the partials added to db in chunk order. These are the bits of the bias
-// gradient of models/kernels' CPU.MatMulAT.
-SPN_KERNEL void spn_col_sums(float* __restrict__ db, const float* __restrict__ dz, int n, int d)
+// spn_col_part sets the float partial p = Σ_{r ∈ c} dz[r,j] of chunk c
+// (SPN_CHUNK_ROWS rows, in order) and column j of dz (n×d), one thread
+// per (c, j): with one chunk (n ≤ SPN_CHUNK_ROWS) it adds p to db[j]
+// itself, otherwise it writes part[c·d + j] for spn_col_sums. Together
+// they add the column sums of dz to db with the bits of the bias
+// gradient of models/kernels' CPU.MatMulAT: a float partial per chunk,
+// the partials added to db in chunk order.
+SPN_KERNEL void spn_col_part(float* __restrict__ db, float* __restrict__ part, const float* __restrict__ dz, int n, int d)
+{
+	long long t = spn_index();
+	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	if (t >= (long long)nc * d) {
+		return;
+	}
+	int c = (int)(t / d), j = (int)(t % d);
+	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
+	float p = 0.0f;
+	for (int r = lo; r < hi; r++) {
+		p += dz[(long long)r * d + j];
+	}
+	if (nc == 1) {
+		db[j] = db[j] + p;
+	} else {
+		part[t] = p;
+	}
+}
+
+// spn_col_sums adds spn_col_part's nc partials of column j to db[j] in
+// chunk order: acc = db[j], acc += part[c·d + j] for c = 0, 1, ... One
+// thread per column.
+SPN_KERNEL void spn_col_sums(float* __restrict__ db, const float* __restrict__ part, int nc, int d)
 {
 	long long t = spn_index();
 	if (t >= d) {
 		return;
 	}
-	int j = (int)t;
-	float acc = db[j];
-	for (int lo = 0; lo < n; lo += SPN_CHUNK_ROWS) {
-		int hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
-		float p = 0.0f;
-		for (int r = lo; r < hi; r++) {
-			p += dz[(long long)r * d + j];
-		}
-		acc += p;
+	float acc = db[t];
+	for (int c = 0; c < nc; c++) {
+		acc += part[(long long)c * d + t];
 	}
-	db[j] = acc;
+	db[t] = acc;
 }
 
 // spn_fill sets the len values of y to v: the zeroing of gradient buffers

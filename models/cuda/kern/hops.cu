@@ -63,40 +63,64 @@ SPN_KERNEL void spn_hop_aggregate(float* __restrict__ y, float* __restrict__ sum
 	y[t] = acc;
 }
 
-// spn_dot_chunks sets part[c·T + m] = Σ_{rows r of chunk c} Σ_j g[r,j]·X_m[r,j]
-// in double, for the T matrices X_m = xs[m·n·d ..] (n×d each) and the
-// chunks of SPN_CHUNK_ROWS rows: one thread per (chunk, matrix), rows and
-// columns in order. spn_sum_chunks adds the partials: with xs the hop sums
-// S_i it gives dα_i = Σ_u ⟨dOut[u], S_i[u]⟩, with xs = H dε = Σ_u ⟨dOut[u], H[u]⟩.
-SPN_KERNEL void spn_dot_chunks(double* __restrict__ part, const float* __restrict__ g, const float* __restrict__ xs,
-	int T, int n, int d)
+// spn_row_dots sets rp[r·M + m] = Σ_{j<d} g[r,j]·X_m[r,j] (each product
+// rounded to float, added in double, columns in order) for row r < n and
+// matrix m < M, one thread each: X_m = xs + m·n·d for m < T (T matrices
+// of n×d one after another), and X_T = x1 when x1 is not null (then
+// M = T+1, else M = T). With spn_dot_chunks and spn_sum_chunks: the dot
+// products dα_i = ⟨dOut, S_i⟩ (xs the hop sums S_i) and dε = ⟨dOut, H⟩
+// (x1 = H) of the hop aggregation's backward pass.
+SPN_KERNEL void spn_row_dots(double* __restrict__ rp, const float* __restrict__ g, const float* __restrict__ xs,
+	const float* __restrict__ x1, int T, int n, int d)
+{
+	long long t = spn_index();
+	int M = x1 ? T + 1 : T;
+	if (t >= (long long)n * M) {
+		return;
+	}
+	int r = (int)(t / M), m = (int)(t % M);
+	const float* x = m < T ? xs + (long long)m * n * d : x1;
+	long long o = (long long)r * d;
+	double s = 0.0;
+	for (int j = 0; j < d; j++) {
+		s += (double)(g[o + j] * x[o + j]);
+	}
+	rp[t] = s;
+}
+
+// spn_dot_chunks sets part[c·M + m] = Σ_{r ∈ chunk c} rp[r·M + m] (the
+// SPN_CHUNK_ROWS rows of chunk c in order, in double) for the n rows of
+// spn_row_dots' rp: one thread per (chunk, m).
+SPN_KERNEL void spn_dot_chunks(double* __restrict__ part, const double* __restrict__ rp, int M, int n)
 {
 	long long t = spn_index();
 	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
-	if (t >= (long long)nc * T) {
+	if (t >= (long long)nc * M) {
 		return;
 	}
-	int c = (int)(t / T), m = (int)(t % T);
+	int c = (int)(t / M), m = (int)(t % M);
 	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
-	const float* x = xs + (long long)m * n * d;
 	double s = 0.0;
-	for (long long i = (long long)lo * d; i < (long long)hi * d; i++) {
-		s += (double)(g[i] * x[i]);
+	for (int r = lo; r < hi; r++) {
+		s += rp[(long long)r * M + m];
 	}
 	part[t] = s;
 }
 
-// spn_sum_chunks sets out[m] = Σ_{c<nc} part[c·T + m] (chunks in order, in
-// double, rounded to float once): one thread per m.
-SPN_KERNEL void spn_sum_chunks(float* __restrict__ out, const double* __restrict__ part, int nc, int T)
+// spn_sum_chunks sets out[i] = Σ_{c<nc} part[c·M + m0 + i] for i < count
+// (the nc rows of part in order, in double from 0, rounded to float
+// once): one thread per i. The rows are chunks' partials, or, for a
+// single chunk, spn_row_dots' rows themselves (the same bits as one
+// chunk's partial added to 0).
+SPN_KERNEL void spn_sum_chunks(float* __restrict__ out, const double* __restrict__ part, int nc, int M, int m0, int count)
 {
 	long long t = spn_index();
-	if (t >= T) {
+	if (t >= count) {
 		return;
 	}
 	double s = 0.0;
 	for (int c = 0; c < nc; c++) {
-		s += part[(long long)c * T + t];
+		s += part[(long long)c * M + m0 + t];
 	}
 	out[t] = (float)s;
 }

@@ -17,7 +17,9 @@
 // attention aggregation (gat.cu). Matrix products are cuBLAS's.
 //
 // They are written for correctness and determinism first: one thread per
-// output value (or per output row or column), loops in a fixed order, no
+// output value (or per output row or column, or per chunk of rows and
+// column for a reduction over a batch's rows, whose partials a second
+// launch or the consumer adds in chunk order), loops in a fixed order, no
 // floating-point atomics, no shared memory and no __syncthreads. A
 // kernel's result therefore does not depend on the launch configuration,
 // and wherever the CPU kernels of models/kernels fix an order (row sums,
@@ -154,25 +156,27 @@ func addManyParams() []Param {
 func Kernels() []Kernel {
 	return []Kernel{
 		{"spn_hop_aggregate", "hops.cu", ps("y", F32Ptr, "sums", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "coef", F32Ptr, "eps", F32Ptr, "k", I32, "n", I32, "d", I32)},
-		{"spn_dot_chunks", "hops.cu", ps("part", F64Ptr, "g", F32Ptr, "xs", F32Ptr, "T", I32, "n", I32, "d", I32)},
-		{"spn_sum_chunks", "hops.cu", ps("out", F32Ptr, "part", F64Ptr, "nc", I32, "T", I32)},
+		{"spn_row_dots", "hops.cu", ps("rp", F64Ptr, "g", F32Ptr, "xs", F32Ptr, "x1", F32Ptr, "T", I32, "n", I32, "d", I32)},
+		{"spn_dot_chunks", "hops.cu", ps("part", F64Ptr, "rp", F64Ptr, "M", I32, "n", I32)},
+		{"spn_sum_chunks", "hops.cu", ps("out", F32Ptr, "part", F64Ptr, "nc", I32, "M", I32, "m0", I32, "count", I32)},
 		{"spn_softmax", "hops.cu", ps("a", F32Ptr, "logits", F32Ptr, "k", I32)},
 		{"spn_softmax_backward", "hops.cu", ps("dl", F32Ptr, "a", F32Ptr, "da", F32Ptr, "k", I32)},
 		{"spn_bias_relu", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "b", F32Ptr, "n", I32, "d", I32, "relu", I32)},
-		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "dz", F32Ptr, "n", I32, "d", I32)},
+		{"spn_col_part", "dense.cu", ps("db", F32Ptr, "part", F32Ptr, "dz", F32Ptr, "n", I32, "d", I32)},
+		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "part", F32Ptr, "nc", I32, "d", I32)},
 		{"spn_fill", "dense.cu", ps("y", F32Ptr, "v", F32, "len", I32)},
 		{"spn_add_many", "dense.cu", addManyParams()},
 		{"spn_ge_scalar", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32, "left", I32, "len", I32)},
 		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
 		{"spn_encode", "dense.cu", ps("y", F32Ptr, "p", F32Ptr, "b", F32Ptr, "E", F32Ptr, "label", I32Ptr, "n", I32, "d", I32)},
 		{"spn_embed_backward", "dense.cu", ps("dE", F32Ptr, "dy", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "L", I32, "d", I32)},
-		{"spn_bn_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "x", F32Ptr, "n", I32, "d", I32, "momentum", F64, "eps", F64, "update", I32)},
+		{"spn_bn_part", "norm.cu", ps("part", F64Ptr, "msum", F64Ptr, "x", F32Ptr, "n", I32, "d", I32)},
+		{"spn_bn_relu_train", "norm.cu", ps("xhat", F32Ptr, "y", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "x", F32Ptr, "msum", F64Ptr, "vsum", F64Ptr, "g", F32Ptr, "bt", F32Ptr, "n", I32, "d", I32, "momentum", F64, "eps", F64, "update", I32)},
 		{"spn_bn_eval_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "d", I32, "eps", F64)},
 		{"spn_bn_relu", "norm.cu", ps("xhat", F32Ptr, "y", F32Ptr, "x", F32Ptr, "mu", F32Ptr, "inv", F32Ptr, "g", F32Ptr, "bt", F32Ptr, "n", I32, "d", I32)},
 		{"spn_relu_mask", "norm.cu", ps("dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "len", I32)},
-		{"spn_bn_backward_stats", "norm.cu", ps("dg", F32Ptr, "db", F32Ptr, "gi", F32Ptr, "m", F32Ptr, "mx", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "n", I32, "d", I32)},
-		{"spn_bn_backward", "norm.cu", ps("dx", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "gi", F32Ptr, "m", F32Ptr, "mx", F32Ptr, "n", I32, "d", I32)},
-		{"spn_bn_backward_eval", "norm.cu", ps("dx", F32Ptr, "dz", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "n", I32, "d", I32)},
+		{"spn_bn_backward_part", "norm.cu", ps("part", F64Ptr, "dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "xhat", F32Ptr, "n", I32, "d", I32)},
+		{"spn_bn_backward", "norm.cu", ps("dx", F32Ptr, "dg", F32Ptr, "db", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "part", F64Ptr, "n", I32, "d", I32, "train", I32)},
 		{"spn_pool", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
 		{"spn_pool_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
 		{"spn_pool_max", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},

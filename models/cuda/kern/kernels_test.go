@@ -65,19 +65,11 @@ func TestHopAggregate(t *testing.T) {
 	equalBits(t, "dH", dH, grad[0])
 
 	// dα_i = Σ ⟨dOut, S_i⟩, dε = Σ ⟨dOut, H⟩.
-	nc := kernels.NumChunks(n)
-	part := make([]float64, nc*k)
-	launch(t, "spn_dot_chunks", cover(nc*k, 8), 8, part, dy, sk, k, n, d)
-	da := make([]float32, k)
-	launch(t, "spn_sum_chunks", cover(k, 8), 8, da, part, nc, k)
+	got := dots(t, dy, sk, k, H, n, d, 8)
 	for i := 0; i < k; i++ {
-		near(t, "dα", da[i:i+1], grad[1][i:i+1], dotTol*kerntest.AbsDot(dy, sk[i*n*d:(i+1)*n*d]), 0)
+		near(t, "dα", got[i:i+1], grad[1][i:i+1], dotTol*kerntest.AbsDot(dy, sk[i*n*d:(i+1)*n*d]), 0)
 	}
-	part1 := make([]float64, nc)
-	launch(t, "spn_dot_chunks", cover(nc, 8), 8, part1, dy, H, 1, n, d)
-	de := make([]float32, 1)
-	launch(t, "spn_sum_chunks", 1, 8, de, part1, nc, 1)
-	near(t, "dε", de, grad[2], dotTol*kerntest.AbsDot(dy, H), 0)
+	near(t, "dε", got[k:], grad[2], dotTol*kerntest.AbsDot(dy, H), 0)
 }
 
 // TestSoftmax compares the hop weights' softmax and its gradient with
@@ -104,8 +96,7 @@ func TestSoftmax(t *testing.T) {
 
 // TestBiasReLU: y = ReLU(x + b) against Go's max (no CPU op adds a bias
 // on its own: the CPU's GEMM adds it), the ReLU mask against
-// kernels.ReLUMask and the bias gradient against the CPU GEMM's
-// (kernels.CPU.MatMulAT with no weights).
+// kernels.ReLUMask.
 func TestBiasReLU(t *testing.T) {
 	const n, d = 300, 5
 	rng := rand.New(rand.NewPCG(4, 5))
@@ -129,11 +120,7 @@ func TestBiasReLU(t *testing.T) {
 	launch(t, "spn_relu_mask", cover(n*d, 32), 32, dz, y, dy, n*d)
 	kernels.ReLUMask(kernels.CPU{}, wantDz, y, dy, n, d)
 	equalBits(t, "dz", dz, wantDz)
-	db0 := kerntest.Randn(rng, d, 1)
-	db, wantDb := append([]float32(nil), db0...), append([]float32(nil), db0...)
-	launch(t, "spn_col_sums", cover(d, 4), 4, db, dz, n, d)
-	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantDb, []float32{}, dz, n, 0, d)
-	equalBits(t, "db", db, wantDb)
+	// The bias gradient: TestColSums.
 }
 
 // TestFill: spn_fill sets every value, and only those, to the value
@@ -289,7 +276,7 @@ func TestBatchNorm(t *testing.T) {
 	}
 
 	// Training mode, CPU.
-	mu, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, d, momentum, eps)
+	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, d, momentum, eps)
 	dz := make([]float32, n*d)
 	kernels.ReLUMask(be, dz, y, dy, n, d)
 	sdz, sdzx := kernels.ColSumsPair(be, dz, xhat, n, d)
@@ -301,42 +288,39 @@ func TestBatchNorm(t *testing.T) {
 	dx := make([]float32, n*d)
 	kernels.BNBackward(be, dx, dz, xhat, gi, m, mx, n, d)
 
-	// Training mode, kernels.
+	// Training mode, kernels: the statistics' partials per chunk and
+	// column, x̂ and y (and inv, the running statistics) per value; dz and
+	// its partials per chunk and column, dx (and dγ, dβ) per value.
+	nc := kernels.NumChunks(n)
+	msum, vsum := make([]float64, nc*d), make([]float64, nc*d)
+	launch(t, "spn_bn_part", cover(nc*d, 4), 4, msum, []float64(nil), x, n, d)
+	launch(t, "spn_bn_part", cover(nc*d, 4), 4, vsum, msum, x, n, d)
 	kMean, kVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
-	kMu, kInv := make([]float32, d), make([]float32, d)
-	launch(t, "spn_bn_stats", cover(d, 4), 4, kMu, kInv, kMean, kVar, x, n, d, momentum, eps, 1)
-	equalBits(t, "μ", kMu, mu)
+	kInv, kXhat, kY := make([]float32, d), make([]float32, n*d), make([]float32, n*d)
+	launch(t, "spn_bn_relu_train", cover(n*d, 32), 32, kXhat, kY, kInv, kMean, kVar, x, msum, vsum, g, bt, n, d, momentum, eps, 1)
 	equalBits(t, "inv", kInv, inv)
 	for j := range kMean {
 		if kMean[j] != wantMean[j] || kVar[j] != wantVar[j] {
 			t.Fatalf("running statistics [%d] = %v, %v; CPU %v, %v", j, kMean[j], kVar[j], wantMean[j], wantVar[j])
 		}
 	}
-	kXhat, kY := make([]float32, n*d), make([]float32, n*d)
-	launch(t, "spn_bn_relu", cover(n*d, 32), 32, kXhat, kY, x, kMu, kInv, g, bt, n, d)
 	equalBits(t, "x̂", kXhat, xhat)
 	equalBits(t, "y", kY, y)
-	kDz := make([]float32, n*d)
-	launch(t, "spn_relu_mask", cover(n*d, 32), 32, kDz, kY, dy, n*d)
+	kDz, part := make([]float32, n*d), make([]float64, 2*nc*d)
+	launch(t, "spn_bn_backward_part", cover(nc*d, 4), 4, part, kDz, kY, dy, kXhat, n, d)
 	equalBits(t, "dz", kDz, dz)
-	kDg, kDb, kGi, kM, kMx := make([]float32, d), make([]float32, d), make([]float32, d), make([]float32, d), make([]float32, d)
-	launch(t, "spn_bn_backward_stats", cover(d, 4), 4, kDg, kDb, kGi, kM, kMx, kDz, kXhat, g, kInv, n, d)
-	for _, c := range []struct {
-		what      string
-		got, want []float32
-	}{{"dγ", kDg, dg}, {"dβ", kDb, db}, {"γ·inv", kGi, gi}, {"mean(dz)", kM, m}, {"mean(dz·x̂)", kMx, mx}} {
-		equalBits(t, c.what, c.got, c.want)
-	}
-	kDx := make([]float32, n*d)
-	launch(t, "spn_bn_backward", cover(n*d, 32), 32, kDx, kDz, kXhat, kGi, kM, kMx, n, d)
+	kDg, kDb, kDx := make([]float32, d), make([]float32, d), make([]float32, n*d)
+	launch(t, "spn_bn_backward", cover(n*d, 32), 32, kDx, kDg, kDb, kDz, kXhat, g, kInv, part, n, d, 1)
+	equalBits(t, "dγ", kDg, dg)
+	equalBits(t, "dβ", kDb, db)
 	equalBits(t, "dx", kDx, dx)
 
 	// Without update the running statistics stay.
 	still, stillVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
-	launch(t, "spn_bn_stats", cover(d, 4), 4, kMu, kInv, still, stillVar, x, n, d, momentum, eps, 0)
+	launch(t, "spn_bn_relu_train", cover(n*d, 32), 32, kXhat, kY, kInv, still, stillVar, x, msum, vsum, g, bt, n, d, momentum, eps, 0)
 	for j := range still {
 		if still[j] != runMean[j] || stillVar[j] != runVar[j] {
-			t.Fatal("spn_bn_stats with update 0 moved the running statistics")
+			t.Fatal("spn_bn_relu_train with update 0 moved the running statistics")
 		}
 	}
 
@@ -345,6 +329,7 @@ func TestBatchNorm(t *testing.T) {
 	for j := range eMu {
 		eMu[j], eInv[j] = float32(runMean[j]), float32(1/math.Sqrt(runVar[j]+eps))
 	}
+	kMu := make([]float32, d)
 	launch(t, "spn_bn_eval_stats", cover(d, 4), 4, kMu, kInv, runMean, runVar, d, eps)
 	equalBits(t, "eval μ", kMu, eMu)
 	equalBits(t, "eval inv", kInv, eInv)
@@ -357,8 +342,16 @@ func TestBatchNorm(t *testing.T) {
 			dx[r*d+j] = dz[r*d+j] * (g[j] * eInv[j])
 		}
 	}
-	launch(t, "spn_bn_backward_eval", cover(n*d, 32), 32, kDx, dz, g, kInv, n, d)
+	sdz, sdzx = kernels.ColSumsPair(be, dz, xhat, n, d)
+	launch(t, "spn_bn_backward_part", cover(nc*d, 4), 4, part, kDz, kY, dy, kXhat, n, d)
+	equalBits(t, "eval dz", kDz, dz)
+	launch(t, "spn_bn_backward", cover(n*d, 32), 32, kDx, kDg, kDb, kDz, kXhat, g, kInv, part, n, d, 0)
 	equalBits(t, "eval dx", kDx, dx)
+	for j := 0; j < d; j++ {
+		dg[j], db[j] = float32(sdzx[j]), float32(sdz[j])
+	}
+	equalBits(t, "eval dγ", kDg, dg)
+	equalBits(t, "eval dβ", kDb, db)
 }
 
 // TestPool compares sum and mean pooling with models/rt's pooling op

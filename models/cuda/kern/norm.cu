@@ -4,57 +4,86 @@
 // statistics' update) and in evaluation mode, the elementwise forward
 // pass, and the backward pass.
 
-// spn_col_sum64 returns Σ_{r<n} x[r,j] (center null) or Σ_r (x[r,j]−c)²
-// in double, one partial per chunk of rows added in chunk order: the bits
-// of models/kernels.ColSums.
-SPN_DEVICE double spn_col_sum64(const float* __restrict__ x, int n, int d, int j, int centered, double c)
+// spn_chunk_total returns Σ_{c<nc} part[c·stride + j] in double from 0,
+// chunks in order: a column's total from its per-chunk partials, the
+// last loop of models/kernels.ColSums and ColSumsPair.
+SPN_DEVICE double spn_chunk_total(const double* __restrict__ part, int nc, int stride, int j)
 {
 	double total = 0.0;
-	for (int lo = 0; lo < n; lo += SPN_CHUNK_ROWS) {
-		int hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
-		double p = 0.0;
-		for (int r = lo; r < hi; r++) {
-			double v = (double)x[(long long)r * d + j];
-			if (centered) {
-				double e = v - c;
-				p += e * e;
-			} else {
-				p += v;
-			}
-		}
-		total += p;
+	for (int c = 0; c < nc; c++) {
+		total += part[(long long)c * stride + j];
 	}
 	return total;
 }
 
-// spn_bn_stats sets, per column j (one thread each), the batch mean μ and
-// inv = 1/√(σ²+eps) of x's n rows (σ² the biased variance) as float, and
-// when update is not 0 moves the running statistics (double) towards the
-// batch's: run = (1−momentum)·run + momentum·batch, the variance unbiased
-// (n/(n−1)) as PyTorch's. With n = 0 it uses the running statistics.
-SPN_KERNEL void spn_bn_stats(float* __restrict__ mu, float* __restrict__ inv, double* __restrict__ run_mean,
-	double* __restrict__ run_var, const float* __restrict__ x, int n, int d, double momentum, double eps, int update)
+// spn_bn_part sets the partial of chunk c (SPN_CHUNK_ROWS rows) and
+// column j of x (n×d), one thread per (c, j): part[c·d + j] = Σ_r x[r,j]
+// with msum null, Σ_r (x[r,j]−μ_j)² otherwise, μ_j = Σ_c msum[c·d + j] / n
+// the mean from the partials of the first launch; rows in order, in
+// double: the partials of models/kernels.ColSums. Two launches (the
+// mean's, the variance's) give spn_bn_relu_train its statistics with
+// threads of at most SPN_CHUNK_ROWS steps.
+SPN_KERNEL void spn_bn_part(double* __restrict__ part, const double* __restrict__ msum, const float* __restrict__ x, int n, int d)
 {
 	long long t = spn_index();
-	if (t >= d) {
+	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	if (t >= (long long)nc * d) {
 		return;
 	}
-	int j = (int)t;
-	double mean = run_mean[j], var = run_var[j];
-	if (n > 0) {
-		mean = spn_col_sum64(x, n, d, j, 0, 0.0) / (double)n;
-		var = spn_col_sum64(x, n, d, j, 1, mean) / (double)n;
-		double unbiased = var;
-		if (n > 1) {
-			unbiased = var * (double)n / (double)(n - 1);
+	int c = (int)(t / d), j = (int)(t % d);
+	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
+	double mean = msum ? spn_chunk_total(msum, nc, d, j) / (double)n : 0.0;
+	double p = 0.0;
+	for (int r = lo; r < hi; r++) {
+		double v = (double)x[(long long)r * d + j];
+		if (msum) {
+			double e = v - mean;
+			p += e * e;
+		} else {
+			p += v;
 		}
+	}
+	part[t] = p;
+}
+
+// spn_bn_relu_train sets, in training mode (n ≥ 1), x̂ = (x−μ)·inv and
+// y = ReLU(γ·x̂ + β) per value (one thread each; both kept, x̂ for the
+// backward pass), μ the batch mean and inv = 1/√(σ²+eps) (σ² the biased
+// variance) from spn_bn_part's partials (msum, vsum), which every thread
+// adds in chunk order itself. The threads of row 0 also write inv (for
+// the backward pass) and, when update is not 0, move the running
+// statistics (double) towards the batch's: run = (1−momentum)·run +
+// momentum·batch, the variance unbiased (n/(n−1)) as PyTorch's. The
+// arithmetic is models/rt's batch norm's and
+// models/kernels.BNReLUForward's.
+SPN_KERNEL void spn_bn_relu_train(float* __restrict__ xhat, float* __restrict__ y, float* __restrict__ inv,
+	double* __restrict__ run_mean, double* __restrict__ run_var, const float* __restrict__ x,
+	const double* __restrict__ msum, const double* __restrict__ vsum, const float* __restrict__ g,
+	const float* __restrict__ bt, int n, int d, double momentum, double eps, int update)
+{
+	long long t = spn_index();
+	if (t >= (long long)n * d) {
+		return;
+	}
+	int j = (int)(t % d);
+	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	double mean = spn_chunk_total(msum, nc, d, j) / (double)n;
+	double var = spn_chunk_total(vsum, nc, d, j) / (double)n;
+	float mu = (float)mean, iv = (float)(1.0 / sqrt(var + eps));
+	if (t < d) {
+		inv[j] = iv;
 		if (update) {
+			double unbiased = var;
+			if (n > 1) {
+				unbiased = var * (double)n / (double)(n - 1);
+			}
 			run_mean[j] = (1.0 - momentum) * run_mean[j] + momentum * mean;
 			run_var[j] = (1.0 - momentum) * run_var[j] + momentum * unbiased;
 		}
 	}
-	mu[j] = (float)mean;
-	inv[j] = (float)(1.0 / sqrt(var + eps));
+	float h = (x[t] - mu) * iv;
+	xhat[t] = h;
+	y[t] = spn_relu(g[j] * h + bt[j]);
 }
 
 // spn_bn_eval_stats sets μ and inv from the running statistics
@@ -88,75 +117,73 @@ SPN_KERNEL void spn_bn_relu(float* __restrict__ xhat, float* __restrict__ y, con
 }
 
 // spn_relu_mask sets dz = dy where y is not +0 and dz = 0 where it is, for
-// the output y of a ReLU (which writes +0): the gradient through the ReLU,
-// bit for bit models/kernels.ReLUMask. One thread per value of the len.
+// the output y of a ReLU (which writes +0): the gradient through the ReLU
+// (spn_relu_grad), bit for bit models/kernels.ReLUMask. One thread per
+// value of the len.
 SPN_KERNEL void spn_relu_mask(float* __restrict__ dz, const float* __restrict__ y, const float* __restrict__ dy, int len)
 {
 	long long t = spn_index();
 	if (t >= len) {
 		return;
 	}
-	unsigned int bits = __float_as_uint(y[t]);
-	unsigned int mask = bits != 0u ? 0xffffffffu : 0u;
-	dz[t] = __uint_as_float(__float_as_uint(dy[t]) & mask);
+	dz[t] = spn_relu_grad(y[t], dy[t]);
 }
 
-// spn_bn_backward_stats sets, per column j (one thread each), from dz (the
-// gradient after the ReLU) and x̂: dγ = Σ_r dz·x̂ and dβ = Σ_r dz (double
-// column sums in chunk order, as models/kernels.ColSumsPair, rounded to
-// float), and for spn_bn_backward gi = γ·inv, m = mean(dz) and
-// mx = mean(dz·x̂).
-SPN_KERNEL void spn_bn_backward_stats(float* __restrict__ dg, float* __restrict__ db, float* __restrict__ gi,
-	float* __restrict__ m, float* __restrict__ mx, const float* __restrict__ dz, const float* __restrict__ xhat,
-	const float* __restrict__ g, const float* __restrict__ inv, int n, int d)
+// spn_bn_backward_part sets, for chunk c of rows and column j (one thread
+// each, rows in order), dz = dy through the ReLU (spn_relu_grad, kept for
+// spn_bn_backward) and the partials part[c·2d + j] = Σ_r dz and
+// part[c·2d + d + j] = Σ_r dz·x̂ (each product rounded to float), in
+// double: models/kernels.ReLUMask and the partials of ColSumsPair.
+SPN_KERNEL void spn_bn_backward_part(double* __restrict__ part, float* __restrict__ dz, const float* __restrict__ y,
+	const float* __restrict__ dy, const float* __restrict__ xhat, int n, int d)
 {
 	long long t = spn_index();
-	if (t >= d) {
+	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	if (t >= (long long)nc * d) {
 		return;
 	}
-	int j = (int)t;
-	double sdz = 0.0, sdzx = 0.0;
-	for (int lo = 0; lo < n; lo += SPN_CHUNK_ROWS) {
-		int hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
-		double p = 0.0, px = 0.0;
-		for (int r = lo; r < hi; r++) {
-			long long i = (long long)r * d + j;
-			p += (double)dz[i];
-			px += (double)(dz[i] * xhat[i]);
-		}
-		sdz += p;
-		sdzx += px;
+	int c = (int)(t / d), j = (int)(t % d);
+	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
+	double p = 0.0, px = 0.0;
+	for (int r = lo; r < hi; r++) {
+		long long i = (long long)r * d + j;
+		float z = spn_relu_grad(y[i], dy[i]);
+		dz[i] = z;
+		p += (double)z;
+		px += (double)(z * xhat[i]);
 	}
-	dg[j] = (float)sdzx;
-	db[j] = (float)sdz;
-	gi[j] = g[j] * inv[j];
-	m[j] = (float)(sdz / (double)n);
-	mx[j] = (float)(sdzx / (double)n);
+	part[(long long)c * 2 * d + j] = p;
+	part[(long long)c * 2 * d + d + j] = px;
 }
 
-// spn_bn_backward sets dx = gi·((dz − m) − x̂·mx), the input gradient of a
-// training-mode batch norm (models/kernels.BNBackward): one thread per
-// value.
-SPN_KERNEL void spn_bn_backward(float* __restrict__ dx, const float* __restrict__ dz, const float* __restrict__ xhat,
-	const float* __restrict__ gi, const float* __restrict__ m, const float* __restrict__ mx, int n, int d)
+// spn_bn_backward sets, per value (one thread each), the input gradient
+// dx = gi·((dz − m) − x̂·mx) in training mode (train not 0) and dx = dz·gi
+// in evaluation mode, gi = γ·inv, m = mean(dz) and mx = mean(dz·x̂) as
+// float, from spn_bn_backward_part's partials, which every thread adds in
+// chunk order itself (models/kernels.ColSumsPair's order). The threads of
+// row 0 also set dγ = Σ dz·x̂ and dβ = Σ dz (rounded to float). The
+// arithmetic is models/kernels.BNBackward's.
+SPN_KERNEL void spn_bn_backward(float* __restrict__ dx, float* __restrict__ dg, float* __restrict__ db,
+	const float* __restrict__ dz, const float* __restrict__ xhat, const float* __restrict__ g,
+	const float* __restrict__ inv, const double* __restrict__ part, int n, int d, int train)
 {
 	long long t = spn_index();
 	if (t >= (long long)n * d) {
 		return;
 	}
 	int j = (int)(t % d);
-	dx[t] = gi[j] * (dz[t] - m[j] - xhat[t] * mx[j]);
-}
-
-// spn_bn_backward_eval sets dx = dz·(γ·inv), the input gradient in
-// evaluation mode: one thread per value.
-SPN_KERNEL void spn_bn_backward_eval(float* __restrict__ dx, const float* __restrict__ dz, const float* __restrict__ g,
-	const float* __restrict__ inv, int n, int d)
-{
-	long long t = spn_index();
-	if (t >= (long long)n * d) {
+	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	double sdz = spn_chunk_total(part, nc, 2 * d, j);
+	double sdzx = spn_chunk_total(part, nc, 2 * d, d + j);
+	if (t < d) {
+		dg[j] = (float)sdzx;
+		db[j] = (float)sdz;
+	}
+	float gi = g[j] * inv[j];
+	if (!train) {
+		dx[t] = dz[t] * gi;
 		return;
 	}
-	int j = (int)(t % d);
-	dx[t] = dz[t] * (g[j] * inv[j]);
+	float m = (float)(sdz / (double)n), mx = (float)(sdzx / (double)n);
+	dx[t] = gi * (dz[t] - m - xhat[t] * mx);
 }

@@ -3,7 +3,11 @@
 // output row or column), loops in a fixed order, no atomics, no shared
 // memory and no __syncthreads, so that a kernel's result does not depend on
 // the launch configuration and a C compiler can run it on the CPU (the
-// package's emulation test). Tuning happens on a GPU.
+// package's emulation test). A reduction over the rows of a batch is not
+// one thread's loop over all of them (thousands of dependent steps, which
+// a GPU runs at memory latency): one thread per chunk of SPN_CHUNK_ROWS
+// rows writes a partial, and a second launch, or each thread of the
+// consumer, adds the partials in chunk order.
 //
 // A launch covers its outputs with any grid: every kernel computes its
 // global thread index t and returns when t is past its last output.
@@ -30,4 +34,13 @@ SPN_DEVICE long long spn_index(void)
 SPN_DEVICE float spn_relu(float v)
 {
 	return (v > 0.0f || v != v) ? v : 0.0f;
+}
+
+// spn_relu_grad is the gradient dy through a ReLU whose output was y: dy
+// where y is not +0 (the ReLU writes +0 for what it cuts), +0 where it is,
+// bit for bit models/kernels.ReLUMask.
+SPN_DEVICE float spn_relu_grad(float y, float dy)
+{
+	unsigned int mask = __float_as_uint(y) != 0u ? 0xffffffffu : 0u;
+	return __uint_as_float(__float_as_uint(dy) & mask);
 }

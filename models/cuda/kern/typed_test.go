@@ -120,12 +120,9 @@ func TestCombineGiven(t *testing.T) {
 		equalBits(t, "dH", dH, g[2])
 
 		// dα_1 = ⟨dy, R⟩, dε = ⟨dy, S⟩, dα_i = ⟨H, A_iᵀ·dy⟩.
-		nc := kernels.NumChunks(n)
 		dot := func(what string, g, xs []float32, m int, want []float32) {
 			t.Helper()
-			part, got := make([]float64, nc*m), make([]float32, m)
-			launch(t, "spn_dot_chunks", cover(nc*m, 8), 8, part, g, xs, m, n, d)
-			launch(t, "spn_sum_chunks", cover(m, 8), 8, got, part, nc, m)
+			got := dots(t, g, xs, m, nil, n, d, 8)
 			for i := 0; i < m; i++ {
 				near(t, what, got[i:i+1], want[i:i+1], dotTol*kerntest.AbsDot(g, xs[i*n*d:(i+1)*n*d]), 0)
 			}

@@ -1,0 +1,109 @@
+package kern_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/models/kernels"
+)
+
+// The launch sequences of the reductions over a batch's rows, as
+// models/cuda/engine's ColSums and models/op's DeviceDots make them, for
+// the kernel tests: a thread loops over one chunk's rows, a second launch
+// adds the chunks.
+
+// colSums adds the column sums of dz (n×d) to db by spn_col_part and, for
+// more than one chunk, spn_col_sums, in blocks of block threads.
+func colSums(t *testing.T, db, dz []float32, n, d, block int) {
+	t.Helper()
+	nc := kernels.NumChunks(n)
+	if nc <= 1 {
+		launch(t, "spn_col_part", cover(d, block), block, db, []float32(nil), dz, n, d)
+		return
+	}
+	part := make([]float32, nc*d)
+	launch(t, "spn_col_part", cover(nc*d, block), block, db, part, dz, n, d)
+	launch(t, "spn_col_sums", cover(d, block), block, db, part, nc, d)
+}
+
+// dots returns ⟨g, X_m⟩ for the T matrices of xs (n×d each), then
+// ⟨g, x1⟩ when x1 is not nil, by spn_row_dots, spn_dot_chunks (more than
+// one chunk) and spn_sum_chunks (once for xs' dots, once for x1's).
+func dots(t *testing.T, g, xs []float32, T int, x1 []float32, n, d, block int) []float32 {
+	t.Helper()
+	M := T
+	if x1 != nil {
+		M++
+	}
+	rp := make([]float64, max(n*M, 1))
+	launch(t, "spn_row_dots", cover(n*M, block), block, rp, g, xs, x1, T, n, d)
+	part, rows := rp, n
+	if nc := kernels.NumChunks(n); nc > 1 {
+		part, rows = make([]float64, nc*M), nc
+		launch(t, "spn_dot_chunks", cover(nc*M, block), block, part, rp, M, n)
+	}
+	out := make([]float32, M)
+	if T > 0 {
+		launch(t, "spn_sum_chunks", cover(T, block), block, out[:T], part, rows, M, 0, T)
+	}
+	if x1 != nil {
+		launch(t, "spn_sum_chunks", 1, block, out[T:], part, rows, M, T, 1)
+	}
+	return out
+}
+
+// TestColSums: the bias gradient's column sums give the bits of the CPU
+// GEMM's (kernels.CPU.MatMulAT with no weights), added to what db held,
+// for one chunk and several, whatever the launch's blocks.
+func TestColSums(t *testing.T) {
+	const d = 5
+	for _, n := range []int{0, 1, 127, 128, 129, 300, 1000} {
+		rng := rand.New(rand.NewPCG(8, uint64(n)))
+		dz, db0 := kerntest.Randn(rng, max(n*d, 1), 1), kerntest.Randn(rng, d, 1)
+		want := append([]float32(nil), db0...)
+		kernels.CPU{Threads: 2}.MatMulAT([]float32{}, want, []float32{}, dz[:n*d], n, 0, d)
+		for _, block := range []int{32, 3} {
+			db := append([]float32(nil), db0...)
+			colSums(t, db, dz, n, d, block)
+			equalBits(t, "db", db, want)
+		}
+	}
+}
+
+// TestDots: spn_row_dots, spn_dot_chunks and spn_sum_chunks give each
+// dot product within rounding of the exact value, the same bits whatever
+// the launch's blocks, and the one-chunk shortcut (no spn_dot_chunks)
+// the bits the three launches give.
+func TestDots(t *testing.T) {
+	const T, d = 3, 7
+	for _, n := range []int{1, 100, 128, 129, 700} {
+		rng := rand.New(rand.NewPCG(9, uint64(n)))
+		g, xs, x1 := kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, T*n*d, 1), kerntest.Randn(rng, n*d, 1)
+		got := dots(t, g, xs, T, x1, n, d, 32)
+		equalBits(t, "blocks of 5", dots(t, g, xs, T, x1, n, d, 5), got)
+		equalBits(t, "without x1", dots(t, g, xs, T, nil, n, d, 32), got[:T])
+		equalBits(t, "x1 alone", dots(t, g, nil, 0, x1, n, d, 32), got[T:])
+		for m := 0; m <= T; m++ {
+			x := x1
+			if m < T {
+				x = xs[m*n*d : (m+1)*n*d]
+			}
+			var exact float64
+			for i := range g {
+				exact += float64(g[i]) * float64(x[i])
+			}
+			near(t, "dot", got[m:m+1], []float32{float32(exact)}, dotTol*kerntest.AbsDot(g, x), 0)
+		}
+		if n <= kernels.ChunkRows { // the shortcut against the chunk launch
+			M := T + 1
+			rp := make([]float64, n*M)
+			launch(t, "spn_row_dots", cover(n*M, 32), 32, rp, g, xs, x1, T, n, d)
+			part := make([]float64, M)
+			launch(t, "spn_dot_chunks", cover(M, 32), 32, part, rp, M, n)
+			full := make([]float32, M)
+			launch(t, "spn_sum_chunks", cover(M, 32), 32, full, part, 1, M, 0, M)
+			equalBits(t, "one chunk", got, full)
+		}
+	}
+}
