@@ -197,16 +197,20 @@ func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 		}
 	}
 	dv := st.Dev
-	var bufs [3]*cuda.Buffer // μ, inv, x̂
-	for i, size := range []int{d, d, max(n*d, 1)} {
+	var bufs [2]*cuda.Buffer // inv, x̂
+	for i, size := range []int{d, n * d} {
 		var err error
 		if bufs[i], err = op.ScratchBuffer(e, size); err != nil {
 			return err
 		}
 	}
-	mu, inv, xhat := bufs[0], bufs[1], bufs[2]
+	inv, xhat := bufs[0], bufs[1]
 	dv.xhat, dv.inv = xhat, inv
 	if !o.train || n == 0 {
+		mu, err := op.ScratchBuffer(e, d)
+		if err != nil {
+			return err
+		}
 		if err := e.Launch("spn_bn_eval_stats", d, mu, inv, dv.RunMean, dv.RunVar, d, st.Eps); err != nil {
 			return err
 		}
