@@ -95,16 +95,10 @@ func devBuffer(e *engine.Engine, id string, v G.Value, i int, sh []int) (*cuda.B
 	}
 }
 
-// ScratchBuffer returns the buffer of a new scratch tensor of n float32
-// values (at least one) of e's run: the temporary memory of a device op's
-// math, freed by e.Reset.
-func ScratchBuffer(e *engine.Engine, n int) (*cuda.Buffer, error) {
-	t, err := e.Scratch(max(n, 1))
-	if err != nil {
-		return nil, err
-	}
-	return e.Buffer(t)
-}
+// ScratchBuffer returns a scratch buffer of n float32 values (at least
+// one) of e's run: the temporary memory of a device op's math, freed by
+// e.Reset (engine.Scratch32).
+func ScratchBuffer(e *engine.Engine, n int) (*cuda.Buffer, error) { return e.Scratch32(max(n, 1)) }
 
 func devBuffers(e *engine.Engine, id string, vals []G.Value, shapes [][]int) ([]*cuda.Buffer, error) {
 	bs := make([]*cuda.Buffer, len(shapes))

@@ -268,11 +268,10 @@ func (e *Engine) ColSums(db, dz *cuda.Buffer, n, d int) error {
 	if nc <= 1 {
 		return e.Launch("spn_col_part", d, db, nil, dz, n, d)
 	}
-	part, err := e.Scratch(nc * d)
+	pb, err := e.Scratch32(nc * d)
 	if err != nil {
 		return err
 	}
-	pb, _ := e.Buffer(part)
 	if err := e.Launch("spn_col_part", nc*d, db, pb, dz, n, d); err != nil {
 		return err
 	}

@@ -76,7 +76,8 @@ type Engine struct {
 	// run's tensors get does not depend on a map's order).
 	scratch []*Memory
 	// runBufs are the run's pooled buffers that are not tensors
-	// (Scratch64's, Zeros' chunks), which Reset returns to the pool.
+	// (Scratch32's, Scratch64's, Zeros' chunks), which Reset returns to
+	// the pool.
 	runBufs []*cuda.Buffer
 	// zeros is the run's zeroed chunk Zeros carves from (nil: none yet),
 	// zeroOff the values of it taken; zeroRun counts the values Zeros
@@ -236,11 +237,28 @@ func allocate[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
 // Scratch64 returns a float64 device buffer of at least n values (not
 // initialised; its first n values are the op's) that Reset gives back:
 // a device op's partial sums, which live for one run.
-func (e *Engine) Scratch64(n int) (*cuda.Buffer, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("device engine: a float64 scratch buffer of %d values", n)
+func (e *Engine) Scratch64(n int) (*cuda.Buffer, error) { return scratchBuffer[float64](e, n) }
+
+// Scratch32 returns a float32 device buffer of n values (not
+// initialised) that Reset gives back: the temporary memory of a device
+// op's math, which lives for one run. Unlike Scratch it makes no tensor
+// (Gorgonia never sees it), which spares the host the tensor's making
+// and the engine's bookkeeping of it.
+func (e *Engine) Scratch32(n int) (*cuda.Buffer, error) {
+	b, err := scratchBuffer[float32](e, n)
+	if err != nil {
+		return nil, err
 	}
-	b, err := take[float64](e, sizeClass(n))
+	return b.Slice(0, n)
+}
+
+// scratchBuffer takes a pooled buffer of at least n values of T for the
+// run (runBufs, which Reset returns to the pool).
+func scratchBuffer[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("device engine: a scratch buffer of %d values", n)
+	}
+	b, err := take[T](e, sizeClass(n))
 	if err != nil {
 		return nil, fmt.Errorf("device engine: %w", err)
 	}

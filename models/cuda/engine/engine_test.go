@@ -321,17 +321,20 @@ func TestPool(t *testing.T) {
 		if _, err := e.Scratch64(100); err != nil {
 			t.Fatal(err)
 		}
+		if b, err := e.Scratch32(5); err != nil || b.Len() != 5 {
+			t.Fatalf("Scratch32(5) = %v, %v; want 5 values", b, err)
+		}
 		if err := e.Reset(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c0 := calls()
 	run([]int{10, 64}, []int{3}, []int{1000})
-	if c := calls().Sub(c0); c.Allocs != 4 || c.Frees != 0 {
-		t.Fatalf("a first run of 4 scratch buffers made %d allocations and %d frees, want 4 and 0", c.Allocs, c.Frees)
+	if c := calls().Sub(c0); c.Allocs != 5 || c.Frees != 0 {
+		t.Fatalf("a first run of 5 scratch buffers made %d allocations and %d frees, want 5 and 0", c.Allocs, c.Frees)
 	}
-	if blocks, bytes := e.Pooled(); blocks != 4 || bytes != (640+256+1024)*4+256*8 {
-		t.Errorf("the pool holds %d allocations of %d bytes, want 4 of %d", blocks, bytes, (640+256+1024)*4+256*8)
+	if blocks, bytes := e.Pooled(); blocks != 5 || bytes != (640+256+1024+256)*4+256*8 {
+		t.Errorf("the pool holds %d allocations of %d bytes, want 5 of %d", blocks, bytes, (640+256+1024+256)*4+256*8)
 	}
 	c1 := calls()
 	// 600 and 1000 values share the class of 640 and of 1024 values;
@@ -346,8 +349,8 @@ func TestPool(t *testing.T) {
 	if err := e.Trim(); err != nil {
 		t.Fatal(err)
 	}
-	if c := calls().Sub(c1); c.Frees != 4 {
-		t.Errorf("Trim made %d frees, want the pool's 4", c.Frees)
+	if c := calls().Sub(c1); c.Frees != 5 {
+		t.Errorf("Trim made %d frees, want the pool's 5", c.Frees)
 	}
 	if m := e.Context().Memory(); m.Live != 0 {
 		t.Errorf("%d bytes of device memory live after Trim, want 0", m.Live)
