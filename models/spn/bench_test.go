@@ -27,7 +27,7 @@ func proteinsEpoch(b *testing.B) ([]*data.Batch, models.Config) { return protein
 
 // proteinsBatches returns PROTEINS in batches of size graphs (file order)
 // with hop sets up to k = 5, and the benchmark's model configuration.
-func proteinsBatches(b *testing.B, size int) ([]*data.Batch, models.Config) {
+func proteinsBatches(b testing.TB, size int) ([]*data.Batch, models.Config) {
 	b.Helper()
 	ds, err := tu.Load(filepath.Join(mirrortest.Dir(b), "tu", "PROTEINS.zip"), "")
 	if err != nil {
