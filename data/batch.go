@@ -48,6 +48,13 @@ type Batch struct {
 	EdgeFeatVocab []int
 	// Hop[i-1] is the block-diagonal CSR of N_i for i = 1..len(Hop).
 	Hop []CSR
+	// HopSymmetric[i-1] says that Hop[i-1] is its own transpose entry for
+	// entry (CSR.Symmetric), so that a backward pass may use N_i as N_iᵀ:
+	// NewBatchWith sets it when the hop sets' record (Hops.RecordSymmetry)
+	// says so of every graph of the batch. False or missing means not
+	// known. It describes Hop as NewBatchWith built it: code that replaces
+	// or edits a hop set must clear it.
+	HopSymmetric []bool
 	// Unreachable, when asked for (BatchOptions.Unreachable), is the
 	// block-diagonal CSR of N_∞: the nodes of the same graph in another
 	// connected component. Graphs never see each other's nodes.
@@ -169,6 +176,9 @@ func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch,
 		off += int32(ds.Graphs[gi].N)
 	}
 	b.GraphPtr[len(idx)] = off
+	for i := range b.HopSymmetric {
+		b.HopSymmetric[i] = hops.Symmetric(i+1, idx)
+	}
 	return b, nil
 }
 
@@ -264,6 +274,7 @@ func allocBatch(ds *Dataset, graphs int, opt BatchOptions, sz batchSizes) *Batch
 		AttrDim:      ds.AttrDim,
 		Adj:          CSR{Ptr: make([]int32, n+1), Idx: make([]int32, 0, nnzAdj)},
 		Hop:          make([]CSR, opt.K),
+		HopSymmetric: make([]bool, opt.K),
 		NumEdgeTypes: ds.NumEdgeTypes,
 		Task:         ds.TaskOf(),
 		NumTargets:   ds.NumTargets,

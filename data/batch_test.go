@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"math"
 	"reflect"
 	"strings"
@@ -50,6 +51,7 @@ func pathDataset(sizes []int, k int) (*Dataset, *Hops) {
 		ds.Graphs = append(ds.Graphs, pathGraph(n, 3, j%2))
 		hops.Graphs = append(hops.Graphs, pathHops(n, k))
 	}
+	hops.RecordSymmetry()
 	return ds, hops
 }
 
@@ -69,8 +71,9 @@ func TestNewBatch(t *testing.T) {
 			{Ptr: []int32{0, 1, 2, 3, 5, 6}, Idx: []int32{1, 0, 3, 2, 4, 3}},
 			{Ptr: []int32{0, 0, 0, 1, 1, 2}, Idx: []int32{4, 2}},
 		},
-		Task: TaskClassification,
-		Y:    []int32{0, 0},
+		HopSymmetric: []bool{true, true},
+		Task:         TaskClassification,
+		Y:            []int32{0, 0},
 	}
 	if !reflect.DeepEqual(b, want) {
 		t.Fatalf("NewBatch =\n%+v\nwant\n%+v", b, want)
@@ -165,7 +168,9 @@ func molecules() (*Dataset, *Hops) {
 	g1, h1 := molecule(2, 0, 1)
 	ds := &Dataset{Name: "mols", NumEdgeTypes: 2, NumTargets: 2, Task: TaskBinary,
 		NodeCatVocab: []int{4, 2}, EdgeFeatVocab: []int{3, 2}, Graphs: []Graph{g0, g1}}
-	return ds, &Hops{KMax: 2, Graphs: []GraphHops{h0, h1}}
+	hops := &Hops{KMax: 2, Graphs: []GraphHops{h0, h1}}
+	hops.RecordSymmetry()
+	return ds, hops
 }
 
 func TestNewBatchTyped(t *testing.T) {
@@ -191,7 +196,8 @@ func TestNewBatchTyped(t *testing.T) {
 			{Ptr: []int32{0, 1, 2, 2, 3, 5, 6, 6}, Idx: []int32{1, 0, 4, 3, 5, 4}},
 			{Ptr: []int32{0, 0, 0, 0, 1, 1, 2, 2}, Idx: []int32{5, 3}},
 		},
-		Unreachable: &CSR{Ptr: []int32{0, 1, 2, 4, 5, 6, 7, 10}, Idx: []int32{2, 2, 0, 1, 6, 6, 6, 3, 4, 5}},
+		HopSymmetric: []bool{true, true},
+		Unreachable:  &CSR{Ptr: []int32{0, 1, 2, 4, 5, 6, 7, 10}, Idx: []int32{2, 2, 0, 1, 6, 6, 6, 3, 4, 5}},
 		Rel: []CSR{
 			{Ptr: []int32{0, 1, 2, 2, 3, 4, 4, 4}, Idx: []int32{1, 0, 4, 3}},
 			{Ptr: []int32{0, 0, 0, 0, 0, 1, 2, 2}, Idx: []int32{5, 4}},
@@ -325,5 +331,100 @@ func TestHopsPrefix(t *testing.T) {
 	}
 	if z := h.Prefix(0); z.KMax != 0 || len(z.Graphs[0].Hop) != 0 || z.Graphs[1].Unreachable == nil {
 		t.Errorf("Prefix(0): %+v", z)
+	}
+}
+
+// symmetryDataset returns three paths with hop sets up to 2 whose
+// symmetry differs: graph 0 (3 nodes) has both sets symmetric, graph 1 (3
+// nodes) an N_2 with one entry whose reverse is missing, graph 2 (4 nodes)
+// an N_1 with a row out of order (symmetric as a relation, but not its
+// own transpose entry for entry).
+func symmetryDataset() (*Dataset, *Hops) {
+	ds, hops := pathDataset([]int{3, 3, 4}, 2)
+	hops.sym = nil
+	// Graph 1: N_2 = {0→2}, without 2→0.
+	hops.Graphs[1].Hop[1] = CSR{Ptr: []int32{0, 1, 1, 1}, Idx: []int32{2}}
+	// Graph 2: row 1 of N_1 is [2 0].
+	n1 := &hops.Graphs[2].Hop[0]
+	r := n1.Idx[n1.Ptr[1]:n1.Ptr[2]]
+	r[0], r[1] = r[1], r[0]
+	return ds, hops
+}
+
+// TestHopSymmetry checks the symmetry that Hops.RecordSymmetry records and
+// NewBatchWith hands to a batch: a batch's N_i is marked symmetric exactly
+// when every graph of it has a symmetric N_i with sorted rows, and never
+// without a record.
+func TestHopSymmetry(t *testing.T) {
+	ds, hops := symmetryDataset()
+	cases := []struct {
+		idx  []int
+		want []bool
+	}{
+		{[]int{0}, []bool{true, true}},
+		{[]int{0, 0}, []bool{true, true}},
+		{[]int{1}, []bool{true, false}},
+		{[]int{0, 1}, []bool{true, false}},
+		{[]int{2}, []bool{false, true}},
+		{[]int{2, 0}, []bool{false, true}},
+		{[]int{0, 1, 2}, []bool{false, false}},
+		{[]int{}, []bool{true, true}},
+	}
+	batchFlags := func(ds *Dataset, h *Hops, idx []int, k int) []bool {
+		t.Helper()
+		b, err := NewBatch(ds, h, idx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.HopSymmetric
+	}
+	// Without a record nothing is symmetric.
+	for _, c := range cases {
+		if got := batchFlags(ds, hops, c.idx, 2); !reflect.DeepEqual(got, []bool{false, false}) {
+			t.Errorf("graphs %v, no record: HopSymmetric = %v, want all false", c.idx, got)
+		}
+	}
+	hops.RecordSymmetry()
+	for _, c := range cases {
+		if got := batchFlags(ds, hops, c.idx, 2); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("graphs %v: HopSymmetric = %v, want %v", c.idx, got, c.want)
+		}
+		if got := batchFlags(ds, hops, c.idx, 1); !reflect.DeepEqual(got, c.want[:1]) {
+			t.Errorf("graphs %v, k = 1: HopSymmetric = %v, want %v", c.idx, got, c.want[:1])
+		}
+		for i := 1; i <= 2; i++ {
+			if got := hops.Symmetric(i, c.idx); got != c.want[i-1] {
+				t.Errorf("graphs %v: Symmetric(%d) = %v, want %v", c.idx, i, got, c.want[i-1])
+			}
+		}
+	}
+	if hops.Symmetric(0, nil) || hops.Symmetric(3, nil) {
+		t.Error("Symmetric claims a hop level outside 1..KMax")
+	}
+	// Prefix keeps the record of the levels it keeps.
+	p := hops.Prefix(1)
+	if got := batchFlags(ds, p, []int{0, 1}, 1); !reflect.DeepEqual(got, []bool{true}) {
+		t.Errorf("Prefix(1), graphs 0, 1: HopSymmetric = %v, want [true]", got)
+	}
+	if got := batchFlags(ds, p, []int{2}, 1); !reflect.DeepEqual(got, []bool{false}) {
+		t.Errorf("Prefix(1), graph 2: HopSymmetric = %v, want [false]", got)
+	}
+	// The readers record it (the file holds no flag; a file's rows are
+	// sorted): graphs 0 and 1 as above.
+	ds2, h2 := pathDataset([]int{3, 3}, 2)
+	h2.Graphs[1].Hop[1] = hops.Graphs[1].Hop[1]
+	h2.sym = nil
+	var buf bytes.Buffer
+	if err := WriteHops(&buf, h2); err != nil {
+		t.Fatal(err)
+	}
+	read, err := ReadHops(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases[:4] {
+		if got := batchFlags(ds2, read, c.idx, 2); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("read back, graphs %v: HopSymmetric = %v, want %v", c.idx, got, c.want)
+		}
 	}
 }

@@ -107,7 +107,8 @@ func WriteHopsFile(path string, h *Hops) error {
 	return WriteFileAtomic(path, func(w io.Writer) error { return WriteHops(w, h) })
 }
 
-// ReadHopsFile reads and validates a hops file.
+// ReadHopsFile reads and validates a hops file and records its hop sets'
+// symmetry (Hops.RecordSymmetry).
 func ReadHopsFile(path string) (*Hops, error) {
 	h, _, err := ReadHopsFilePrefix(path, -1)
 	return h, err
@@ -168,7 +169,8 @@ func ReadDataset(r io.Reader) (*Dataset, error) {
 	return ds, nil
 }
 
-// ReadHops reads and validates hop sets from r (read to the end).
+// ReadHops reads and validates hop sets from r (read to the end) and
+// records their symmetry (Hops.RecordSymmetry).
 func ReadHops(r io.Reader) (*Hops, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -968,6 +970,7 @@ func (d *decoder) hops(keep int) (*Hops, int, error) {
 	if d.err != nil {
 		return nil, 0, d.err
 	}
+	h.RecordSymmetry()
 	return h, int(kmax), nil
 }
 

@@ -95,6 +95,59 @@ type Hops struct {
 	KMax int
 	// Graphs is parallel to Dataset.Graphs.
 	Graphs []GraphHops
+	// sym is what RecordSymmetry found (nil before it ran).
+	sym *hopSymmetry
+}
+
+// hopSymmetry is the record of Hops.RecordSymmetry: asym[i-1] lists,
+// ascending, the graphs whose N_i is not its own transpose
+// (CSR.Symmetric); nil when every graph's is.
+type hopSymmetry struct {
+	asym [][]int32
+}
+
+// RecordSymmetry records, for every hop level i = 1..KMax, which graphs'
+// N_i equal their transposes entry for entry (CSR.Symmetric: symmetric,
+// rows strictly ascending), so that NewBatchWith can tell a batch whose
+// hop set needs no transpose (Batch.HopSymmetric). It reads every entry
+// once (O(nodes + nnz)) and writes nothing into the hop sets or their
+// files: sp.Compute and the hops readers call it when the sets are made
+// or read, and Prefix keeps the record. Hop sets built by hand without it
+// have no record, and their batches never claim symmetry. The hop sets
+// must not change afterwards, nor may it run while batches are built.
+func (h *Hops) RecordSymmetry() {
+	s := &hopSymmetry{asym: make([][]int32, h.KMax)}
+	var scratch []int32
+	for g, gh := range h.Graphs {
+		for i := 0; i < h.KMax; i++ {
+			if i < len(gh.Hop) && len(scratch) < gh.Hop[i].Len() {
+				scratch = make([]int32, gh.Hop[i].Len())
+			}
+			if i >= len(gh.Hop) || !gh.Hop[i].Symmetric(scratch) {
+				s.asym[i] = append(s.asym[i], int32(g))
+			}
+		}
+	}
+	h.sym = s
+}
+
+// Symmetric reports whether the record of RecordSymmetry says that N_i
+// (1 ≤ i ≤ KMax) of every graph of idx (indices into Graphs) is its own
+// transpose; false without a record.
+func (h *Hops) Symmetric(i int, idx []int) bool {
+	if h == nil || h.sym == nil || i < 1 || i > len(h.sym.asym) {
+		return false
+	}
+	asym := h.sym.asym[i-1]
+	if len(asym) == 0 {
+		return true
+	}
+	for _, g := range idx {
+		if _, found := slices.BinarySearch(asym, int32(g)); found {
+			return false
+		}
+	}
+	return true
 }
 
 // Prefix returns hop sets holding only N_1..N_k of h (and N_∞ where kept),
@@ -109,6 +162,9 @@ func (h *Hops) Prefix(k int) *Hops {
 	p := &Hops{KMax: k, Graphs: make([]GraphHops, len(h.Graphs))}
 	for i, gh := range h.Graphs {
 		p.Graphs[i] = GraphHops{Hop: slices.Clone(gh.Hop[:k]), Unreachable: gh.Unreachable}
+	}
+	if h.sym != nil {
+		p.sym = &hopSymmetry{asym: h.sym.asym[:k]}
 	}
 	return p
 }

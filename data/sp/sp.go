@@ -20,7 +20,8 @@ import (
 const DefaultKMax = 10
 
 // Compute returns the hop sets N_1..N_kmax of every graph, and N_∞ (nodes
-// in other connected components) when keepUnreachable is set. Graphs are
+// in other connected components) when keepUnreachable is set, with their
+// symmetry recorded (data.Hops.RecordSymmetry). Graphs are
 // processed by up to threads goroutines (threads <= 0 means GOMAXPROCS);
 // each result is stored at its graph's index, so the output does not depend
 // on scheduling.
@@ -70,6 +71,7 @@ func Compute(ctx context.Context, graphs []data.Graph, kmax int, keepUnreachable
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("computing hop sets: %w", err)
 	}
+	out.RecordSymmetry()
 	return out, nil
 }
 

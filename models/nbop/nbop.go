@@ -92,7 +92,7 @@ func (d *Data) Set(b *data.Batch, need Need) error {
 	*d = Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr, NodeCat: b.NodeCat, Target: b.Target}
 	for i := 1; i < need.K; i++ {
 		d.Hops = append(d.Hops, b.Hop[i])
-		d.HopsT = append(d.HopsT, kernels.Transpose(b.Hop[i]))
+		d.HopsT = append(d.HopsT, hopTranspose(b, i, b.Hop[i]))
 	}
 	if need.Relations {
 		d.Rel = b.Rel
@@ -112,11 +112,33 @@ func (d *Data) Set(b *data.Batch, need Need) error {
 // its graphs, hops[0] as the first hop (N_1, or the adjacency for GIN),
 // the higher sets hops[1:] and the transposes of all.
 func (d *Data) SetHop1(b *data.Batch, hops []data.CSR) {
-	*d = Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: hops[0], Hop1T: kernels.Transpose(hops[0])}
-	for _, h := range hops[1:] {
+	*d = Data{N: b.N, G: b.NumGraphs, Ptr: b.GraphPtr, Hop1: hops[0], Hop1T: hopTranspose(b, 0, hops[0])}
+	for i, h := range hops[1:] {
 		d.Hops = append(d.Hops, h)
-		d.HopsT = append(d.HopsT, kernels.Transpose(h))
+		d.HopsT = append(d.HopsT, hopTranspose(b, i+1, h))
 	}
+}
+
+// hopTranspose returns the transpose of h, the set hops[i] of Set or
+// SetHop1: h itself (sharing its arrays; no op writes them) when h is the
+// batch's N_{i+1} and the batch says that set is its own transpose
+// (data.Batch.HopSymmetric), else kernels.Transpose(h).
+func hopTranspose(b *data.Batch, i int, h data.CSR) data.CSR {
+	if i < len(b.HopSymmetric) && b.HopSymmetric[i] && i < len(b.Hop) && sameArrays(h, b.Hop[i]) {
+		return h
+	}
+	return kernels.Transpose(h)
+}
+
+// sameArrays reports whether a and b are the same CSR: the same row
+// pointer array and the same entries (the same backing arrays, not equal
+// values), so that a set passed along with a batch (the adjacency for
+// GIN, say) is told apart from its hop set.
+func sameArrays(a, b data.CSR) bool {
+	if len(a.Ptr) != len(b.Ptr) || len(a.Idx) != len(b.Idx) || len(a.Ptr) == 0 || &a.Ptr[0] != &b.Ptr[0] {
+		return false
+	}
+	return len(a.Idx) == 0 || &a.Idx[0] == &b.Idx[0]
 }
 
 // Combine is the SP-MPNN combination over N×d node states

@@ -1,12 +1,20 @@
 package nbop
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/data/ogb"
+	"github.com/spn-project/spn/data/qm9"
+	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/data/tu"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op/optest"
 	"github.com/spn-project/spn/models/synth"
@@ -155,5 +163,122 @@ func TestErrors(t *testing.T) {
 	}
 	if err := D.Set(&data.Batch{N: 2, Hop: nil}, Need{K: 2}); err == nil || !strings.Contains(err.Error(), "batch carries 0 hop sets, need 2") {
 		t.Errorf("Set: %v", err)
+	}
+}
+
+// TestSetTransposes checks the transposes Set and SetHop1 hand the ops: a
+// hop set the batch marks symmetric (data.Batch.HopSymmetric) is its own
+// transpose, sharing its arrays; any other set (unmarked, or the
+// adjacency given as the first hop) is transposed, and every transpose
+// equals kernels.Transpose's exactly.
+func TestSetTransposes(t *testing.T) {
+	const k = 3
+	b := typedBatch(t, k)
+	for i, s := range b.HopSymmetric {
+		if !s {
+			t.Fatalf("synthetic batch: N_%d not marked symmetric", i+1)
+		}
+	}
+	const (
+		set     = iota // Set
+		hop1           // SetHop1 with N_1..N_k
+		hop1Adj        // SetHop1 with the adjacency, N_2..N_k
+	)
+	cases := []struct {
+		name string
+		sym  []bool
+		form int
+		// shared[i] says the transpose of the i-th set handed over must
+		// be the set itself.
+		shared []bool
+	}{
+		{"Set, marked", []bool{true, true, true}, set, []bool{true, true}},
+		{"Set, unmarked", nil, set, []bool{false, false}},
+		{"Set, N_3 unmarked", []bool{true, true, false}, set, []bool{true, false}},
+		{"SetHop1, marked", []bool{true, true, true}, hop1, []bool{true, true, true}},
+		{"SetHop1, unmarked", nil, hop1, []bool{false, false, false}},
+		{"SetHop1, N_1 unmarked", []bool{false, true, true}, hop1, []bool{false, true, true}},
+		{"SetHop1, short marks", []bool{true}, hop1, []bool{true, false, false}},
+		{"SetHop1, adjacency first", []bool{true, true, true}, hop1Adj, []bool{false, true, true}},
+	}
+	for _, c := range cases {
+		bb := *b
+		bb.HopSymmetric = c.sym
+		var d Data
+		var sets, setsT []data.CSR
+		switch c.form {
+		case set:
+			if err := d.Set(&bb, Need{K: k}); err != nil {
+				t.Fatal(err)
+			}
+			sets, setsT = d.Hops, d.HopsT
+		case hop1Adj:
+			d.SetHop1(&bb, append([]data.CSR{bb.Adj}, bb.Hop[1:k]...))
+			sets, setsT = append([]data.CSR{d.Hop1}, d.Hops...), append([]data.CSR{d.Hop1T}, d.HopsT...)
+		case hop1:
+			d.SetHop1(&bb, bb.Hop[:k])
+			sets, setsT = append([]data.CSR{d.Hop1}, d.Hops...), append([]data.CSR{d.Hop1T}, d.HopsT...)
+		}
+		if len(sets) != len(c.shared) || len(setsT) != len(sets) {
+			t.Fatalf("%s: %d sets, %d transposes, want %d", c.name, len(sets), len(setsT), len(c.shared))
+		}
+		for i, s := range sets {
+			if got := sameArrays(setsT[i], s); got != c.shared[i] {
+				t.Errorf("%s: set %d shares its arrays with its transpose: %v, want %v", c.name, i, got, c.shared[i])
+			}
+			want := kernels.Transpose(s)
+			if !slices.Equal(setsT[i].Ptr, want.Ptr) || !slices.Equal(setsT[i].Idx, want.Idx) {
+				t.Errorf("%s: transpose of set %d differs from kernels.Transpose", c.name, i)
+			}
+		}
+	}
+}
+
+// TestMirrorHopSetsSymmetric checks the symmetry record on real data: every
+// batch of 32 graphs of PROTEINS, ENZYMES, ogbg-molbace and QM9's
+// validation molecules has every hop set N_1..N_10 marked symmetric (their
+// graphs are undirected and sp.Compute lists rows ascending), and every
+// marked set equals its kernels.Transpose exactly (Ptr and Idx).
+func TestMirrorHopSetsSymmetric(t *testing.T) {
+	dir := mirrortest.Dir(t)
+	load := []struct {
+		name string
+		load func() (*data.Dataset, error)
+	}{
+		{"PROTEINS", func() (*data.Dataset, error) { return tu.Load(filepath.Join(dir, "tu", "PROTEINS.zip"), "") }},
+		{"ENZYMES", func() (*data.Dataset, error) { return tu.Load(filepath.Join(dir, "tu", "ENZYMES.zip"), "") }},
+		{"bace", func() (*data.Dataset, error) { return ogb.Load(filepath.Join(dir, "ogb", "bace.zip"), "bace") }},
+		{"QM9 valid", func() (*data.Dataset, error) {
+			return qm9.LoadN(filepath.Join(dir, "qm9", "valid.jsonl.gz"), "valid", 2000)
+		}},
+	}
+	for _, l := range load {
+		ds, err := l.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hops, err := sp.Compute(context.Background(), ds.Graphs, sp.DefaultKMax, false, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for lo := 0; lo < len(ds.Graphs); lo += 32 {
+			idx := make([]int, 0, 32)
+			for i := lo; i < min(lo+32, len(ds.Graphs)); i++ {
+				idx = append(idx, i)
+			}
+			b, err := data.NewBatch(ds, hops, idx, sp.DefaultKMax)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, h := range b.Hop {
+				if !b.HopSymmetric[i] {
+					t.Fatalf("%s, graphs %d..: N_%d not marked symmetric", l.name, lo, i+1)
+				}
+				tr := kernels.Transpose(h)
+				if !slices.Equal(tr.Ptr, h.Ptr) || !slices.Equal(tr.Idx, h.Idx) {
+					t.Fatalf("%s, graphs %d..: N_%d marked symmetric but differs from its transpose", l.name, lo, i+1)
+				}
+			}
+		}
 	}
 }
