@@ -167,3 +167,49 @@ func anySlice(s any) []float64 {
 	}
 	return r
 }
+
+// TestPackSameValues: a Put of the very values of an earlier Put (a hop
+// set that is its own transpose) adds nothing to the copy and views the
+// same device array (what a kernel writes through one view the other
+// reads); a Put of part of them is an array of its own.
+func TestPackSameValues(t *testing.T) {
+	r, ctx, _ := emuContext(t)
+	mod, err := ctx.LoadModule(kernelsPTX(t, r, ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill, err := mod.Kernel("spn_fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := []float32{4, 5, 6, 7}
+	var a, b, c *cuda.Buffer
+	var pk cuda.Pack
+	cuda.Put(&pk, &a, v)
+	cuda.Put(&pk, &b, v)
+	cuda.Put(&pk, &c, v[:2])
+	if want := cuda.PackAlign + 4*2; pk.Len() != want {
+		t.Errorf("pack of %d bytes, want %d (v once, its prefix once)", pk.Len(), want)
+	}
+	dev, err := pk.Upload(ctx, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free()
+	if err := fill.Launch(1, 32, a, float32(9), len(v)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		view *cuda.Buffer
+		want []float32
+	}{{"the first view, filled", a, []float32{9, 9, 9, 9}}, {"the second view", b, []float32{9, 9, 9, 9}}, {"the prefix's own array", c, v[:2]}} {
+		got := make([]float32, len(c.want))
+		if err := cuda.Download(got, c.view); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s holds %v, want %v", c.what, got, c.want)
+		}
+	}
+}

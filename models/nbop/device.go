@@ -42,21 +42,33 @@ func PackSets(pk *cuda.Pack, sets, setsT []data.CSR, n int) (*DeviceHops, error)
 		return nil, fmt.Errorf("packing the sets: %d sets, %d transposes", len(sets), len(setsT))
 	}
 	h := &DeviceHops{K: len(sets)}
-	for _, s := range []struct {
-		sets     []data.CSR
-		ptr, idx **cuda.Buffer
-	}{
-		{sets, &h.Ptr, &h.Idx},
-		{setsT, &h.PtrT, &h.IdxT},
-	} {
-		ptr, idx, err := kern.PackHops(s.sets, n)
-		if err != nil {
-			return nil, fmt.Errorf("packing the sets: %w", err)
-		}
-		cuda.Put(pk, s.ptr, ptr)
-		cuda.Put(pk, s.idx, idx)
+	ptr, idx, err := kern.PackHops(sets, n)
+	if err != nil {
+		return nil, fmt.Errorf("packing the sets: %w", err)
 	}
+	cuda.Put(pk, &h.Ptr, ptr)
+	cuda.Put(pk, &h.Idx, idx)
+	if !ownTransposes(sets, setsT) {
+		if ptr, idx, err = kern.PackHops(setsT, n); err != nil {
+			return nil, fmt.Errorf("packing the transposes: %w", err)
+		}
+	}
+	// Sets that are their own transposes (Data.Set, SetHop1) are packed
+	// once: the second Put of the same arrays views the first's.
+	cuda.Put(pk, &h.PtrT, ptr)
+	cuda.Put(pk, &h.IdxT, idx)
 	return h, nil
+}
+
+// ownTransposes reports whether every transpose in setsT is its set in
+// sets itself (sameArrays).
+func ownTransposes(sets, setsT []data.CSR) bool {
+	for i := range sets {
+		if !sameArrays(sets[i], setsT[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // PackTyped adds what the R-SPN and E-SPN ops' device math reads of d

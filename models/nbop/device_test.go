@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
@@ -291,5 +292,41 @@ func globalReadOnDevice(t *testing.T, e *engine.Engine) {
 	release()
 	if D.DevPtr != nil {
 		t.Error("the release of PackPtr left the offsets in Data")
+	}
+}
+
+// TestPackSetsOwnTransposes: sets that are their own transposes (the same
+// arrays, as Data.Set and SetHop1 give for symmetric hop sets) go into
+// the pack once; equal copies, or one set of several that is not its
+// own transpose, pack the transposes apart.
+func TestPackSetsOwnTransposes(t *testing.T) {
+	a := data.CSR{Ptr: []int32{0, 1, 2, 2}, Idx: []int32{1, 0}}
+	b := data.CSR{Ptr: []int32{0, 0, 1, 2}, Idx: []int32{2, 1}}
+	cp := func(c data.CSR) data.CSR {
+		return data.CSR{Ptr: append([]int32(nil), c.Ptr...), Idx: append([]int32(nil), c.Idx...)}
+	}
+	packLen := func(sets, setsT []data.CSR) int {
+		t.Helper()
+		var pk cuda.Pack
+		if _, err := PackSets(&pk, sets, setsT, 3); err != nil {
+			t.Fatal(err)
+		}
+		return pk.Len()
+	}
+	sets := []data.CSR{a, b}
+	once := packLen(sets, sets)
+	for _, c := range []struct {
+		name  string
+		setsT []data.CSR
+	}{
+		{"equal copies", []data.CSR{cp(a), cp(b)}},
+		{"one set its own transpose", []data.CSR{a, cp(b)}},
+	} {
+		if got := packLen(sets, c.setsT); got <= once {
+			t.Errorf("%s: a pack of %d bytes, want more than the %d of the sets alone", c.name, got, once)
+		}
+	}
+	if want := 2 * cuda.PackAlign; once > want {
+		t.Errorf("own transposes: a pack of %d bytes, want at most %d (row offsets and entries once)", once, want)
 	}
 }
