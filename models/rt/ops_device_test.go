@@ -75,7 +75,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 			st.RunMean = append(st.RunMean, seed*float64(j-2))
 			st.RunVar = append(st.RunVar, 1+seed*float64(j))
 		}
-		dv, err := UploadBN(e, st)
+		dv, err := uploadBN(e, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	newMLP := func() *MLP {
 		mlp := NewMLP("layer1", d, rng)
 		for _, st := range []*bnStats{mlp.st1, mlp.st2} {
-			dv, err := UploadBN(e, st)
+			dv, err := uploadBN(e, st)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,8 +38,8 @@ type DeviceBN struct {
 	xhat, inv       *cuda.Buffer
 }
 
-// UploadBN copies st's running statistics to e's device.
-func UploadBN(e *engine.Engine, st *bnStats) (*DeviceBN, error) {
+// uploadBN copies st's running statistics to e's device.
+func uploadBN(e *engine.Engine, st *bnStats) (*DeviceBN, error) {
 	m, err := cuda.NewBuffer(e.Context(), st.RunMean)
 	if err != nil {
 		return nil, fmt.Errorf("uploading the running mean: %w", err)
@@ -187,7 +187,7 @@ func (bnReLU) ZeroOut() {}
 func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	n, d, st := o.bd.N, o.d, o.st
 	if st.Dev == nil { // first use: the running statistics go to the device and stay there
-		dv, err := UploadBN(e, st)
+		dv, err := uploadBN(e, st)
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.id, err)
 		}
