@@ -16,7 +16,8 @@
 #   2. the quickstart twice with --device cuda, whose tables must be the
 #      same bytes (determinism on one GPU);
 #   3. spn bench --device cuda (its default workloads; the kernels come
-#      from the first quickstart's cache);
+#      from the first quickstart's cache), then PROTEINS again with
+#      --kernel-times (the device time of each kernel);
 #   4. R-SPN at Table 4's size (k = 10, T = 8, d = 128) on QM9's valid
 #      file, one epoch on the GPU and one on the CPU (all cores).
 # Datasets come from the upstream URLs, or from SPN_DATA_MIRROR.
@@ -84,6 +85,7 @@ cat "$out/results1"/*.md 2>/dev/null | head -20 || true
 
 step "spn bench --device cuda"
 "$bin/spn" bench --device cuda --cache "$out/cache1" 2>&1 | tee "$out/bench.log"
+"$bin/spn" bench --device cuda --kernel-times --cache "$out/cache1" PROTEINS 2>&1 | tee "$out/bench-kernels.log"
 
 step "R-SPN on QM9-valid (k = 10, T = 8, d = 128): GPU, then CPU"
 rspn=(bench --kind rspn --k 10 --layers 8 --hidden 128 --epochs 1 QM9-valid)

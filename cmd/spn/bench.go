@@ -60,7 +60,13 @@ GPU, its compute capability and driver, --threads are the host's, peak
 RSS is the host process's, and peak GPU MB is the most device memory
 spn had allocated at once (not the driver's own or cuBLAS's workspace).
 The kernels are compiled on first use and cached under CACHE/ptx
-(--cache). --jobs must be 1 on a GPU.`
+(--cache). --jobs must be 1 on a GPU.
+
+With --kernel-times (--device cuda only) every kernel launch and cuBLAS
+product is timed on the device between two driver events, and a table
+per workload lists the kernels by device time: launches and µs per
+step, and each one's share of the device time. The events add host
+time to every launch, so graphs/s is lower than without the flag.`
 
 // benchRow is one workload's result (the JSON form of spn bench).
 type benchRow struct {
@@ -93,6 +99,17 @@ type benchRow struct {
 	// the engine's pool keeps near 0 once the batch shapes have been
 	// seen. 0 on the CPU.
 	AllocsPerStep float64 `json:"allocs_per_step,omitempty"`
+	// Kernels is, with --kernel-times, the device time of each kernel
+	// (cuBLAS's products as one), the longest first.
+	Kernels []benchKernel `json:"kernels,omitempty"`
+}
+
+// benchKernel is one kernel's device time in a workload's steps.
+type benchKernel struct {
+	Name            string  `json:"name"`
+	LaunchesPerStep float64 `json:"launches_per_step"`
+	MicrosPerStep   float64 `json:"device_us_per_step"`
+	Share           float64 `json:"share"` // of the profiled device time
 }
 
 // benchReport is the JSON output of spn bench.
@@ -141,6 +158,7 @@ func cmdBench(a *app, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the training to `file` (go tool pprof)")
 	traceFile := fs.String("trace", "", "write a Go execution trace of the training to `file` (go tool trace)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` after each workload's training, its model still alive (FILE.WORKLOAD with several workloads)")
+	kernelTimes := fs.Bool("kernel-times", false, "with --device cuda: time every kernel on the device and list the kernels by device time")
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("bench", err)
@@ -179,6 +197,9 @@ func cmdBench(a *app, args []string) error {
 	}
 	if gpu != nil {
 		rep.Compute = gpu.compute
+		gpu.kernelTimes = *kernelTimes
+	} else if *kernelTimes {
+		return usageErrf("bench", "--kernel-times times kernels on a GPU: give --device cuda (device %s)", device)
 	}
 	o.resolve(a)
 	ctx, cancel := a.signalContext()
@@ -231,6 +252,8 @@ var errBenchConfig = errors.New("model configuration")
 type benchDevice struct {
 	*train.GPU
 	compute *stages.Compute
+	// kernelTimes profiles the kernels (--kernel-times).
+	kernelTimes bool
 }
 
 // benchGPU checks, before any workload is loaded, that spn bench can
@@ -345,6 +368,11 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	var calls0 cuda.Calls
 	if gpuCtx != nil {
 		calls0 = gpuCtx.Calls()
+		if gpu.kernelTimes {
+			if err := gpuCtx.StartProfile(); err != nil {
+				return benchRow{}, err
+			}
+		}
 	}
 	results := make([]*fit.Result, jobs)
 	errs := make([]error, jobs)
@@ -358,6 +386,12 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		}()
 	}
 	wg.Wait()
+	var prof []cuda.KernelTime
+	if gpuCtx != nil && gpu.kernelTimes {
+		var perr error
+		prof, perr = gpuCtx.StopProfile()
+		errs = append(errs, perr)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return benchRow{}, err
 	}
@@ -388,6 +422,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		steps := float64(len(results[0].EpochSeconds) * ((len(all) + rep.Training.BatchSize - 1) / rep.Training.BatchSize))
 		row.LaunchesPerStep = float64(c.Launches+c.GEMMs) / steps
 		row.AllocsPerStep = float64(c.Allocs+c.Frees) / steps
+		row.Kernels = kernelRows(prof, steps)
 	}
 	trained := 0
 	for _, res := range results {
@@ -398,6 +433,24 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	}
 	row.GraphsPerCPUSec = float64(trained) / (cpu1 - cpu0)
 	return row, nil
+}
+
+// kernelRows turns a device profile of the given number of training
+// steps into the bench's rows, in the profile's order (longest first).
+func kernelRows(prof []cuda.KernelTime, steps float64) []benchKernel {
+	var total time.Duration
+	for _, k := range prof {
+		total += k.Time
+	}
+	rows := make([]benchKernel, 0, len(prof))
+	for _, k := range prof {
+		r := benchKernel{Name: k.Name, LaunchesPerStep: float64(k.Launches) / steps, MicrosPerStep: k.Time.Seconds() * 1e6 / steps}
+		if total > 0 {
+			r.Share = float64(k.Time) / float64(total)
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // startRecording creates path and starts a recorder writing to it (a CPU
@@ -579,5 +632,26 @@ func renderBench(w io.Writer, rep benchReport) error {
 			return err
 		}
 	}
-	return tab.Render()
+	if err := tab.Render(); err != nil {
+		return err
+	}
+	for _, r := range rep.Workloads {
+		if len(r.Kernels) == 0 {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "\n%s: device time by kernel (per training step, validation included)\n", r.Workload); err != nil {
+			return err
+		}
+		kt := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAutoWrap(tw.WrapNone), tablewriter.WithRowAutoWrap(tw.WrapNone))
+		kt.Header([]string{"kernel", "launches/step", "device µs/step", "share"})
+		for _, k := range r.Kernels {
+			if err := kt.Append([]string{k.Name, fmt.Sprintf("%.1f", k.LaunchesPerStep), fmt.Sprintf("%.1f", k.MicrosPerStep), fmt.Sprintf("%.1f%%", 100*k.Share)}); err != nil {
+				return err
+			}
+		}
+		if err := kt.Render(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

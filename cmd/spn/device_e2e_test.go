@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -268,6 +269,61 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	// kernels.
 	if w := rep.Workloads; len(w) == 1 && (!(w[0].LaunchesPerStep > 100) || w[0].AllocsPerStep > w[0].LaunchesPerStep) {
 		t.Errorf("%v launches and %v allocations per step, want over 100 and fewer allocations than launches", w[0].LaunchesPerStep, w[0].AllocsPerStep)
+	}
+}
+
+// TestBenchKernelTimes: spn bench --kernel-times lists the kernels by
+// device time on the emulated device: every launch of the training is in
+// the profile (the kernels' launches per step add up to the workload's),
+// the shares add up to 1, the longest first, and the table follows the
+// workloads'. Without --device cuda the flag is a usage error (exit 2).
+func TestBenchKernelTimes(t *testing.T) {
+	o := emulatedOpener(t)
+	args := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda", "--kernel-times"}
+	r, _ := benchOn(t, o, append(args, "--json")...)
+	if r.code != exitOK {
+		t.Fatalf("bench --kernel-times --json: exit %d: %s", r.code, r.stderr)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, r.stdout)
+	}
+	if len(rep.Workloads) != 1 {
+		t.Fatalf("%d workloads, want 1", len(rep.Workloads))
+	}
+	w := rep.Workloads[0]
+	var launches, share float64
+	names := map[string]bool{}
+	for i, k := range w.Kernels {
+		launches += k.LaunchesPerStep
+		share += k.Share
+		names[k.Name] = true
+		if i > 0 && k.MicrosPerStep > w.Kernels[i-1].MicrosPerStep {
+			t.Errorf("%s (%v µs) after %s (%v µs): want the longest first", k.Name, k.MicrosPerStep, w.Kernels[i-1].Name, w.Kernels[i-1].MicrosPerStep)
+		}
+	}
+	if math.Abs(launches-w.LaunchesPerStep) > 1e-9*w.LaunchesPerStep {
+		t.Errorf("the kernels' launches per step add up to %v, the workload's are %v", launches, w.LaunchesPerStep)
+	}
+	if math.Abs(share-1) > 1e-9 {
+		t.Errorf("the shares add up to %v, want 1", share)
+	}
+	for _, name := range []string{"spn_hop_aggregate", "spn_bn_relu_train", cuda.GEMMName} {
+		if !names[name] {
+			t.Errorf("no %s in the profile %+v", name, w.Kernels)
+		}
+	}
+	r, _ = benchOn(t, o, args...)
+	if r.code != exitOK {
+		t.Fatalf("bench --kernel-times: exit %d: %s", r.code, r.stderr)
+	}
+	table := regexp.MustCompile(`(?s)3-Prox \(40 graphs\): device time by kernel \(per training step, validation included\)\n.*?kernel\s*│\s*launches/step\s*│\s*device µs/step\s*│\s*share`)
+	if !table.MatchString(r.stdout) {
+		t.Errorf("no kernel table after the workloads':\n%s", r.stdout)
+	}
+	r, _ = benchOn(t, o, "prox", "--graphs", "40", "--kernel-times")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--kernel-times times kernels on a GPU: give --device cuda") {
+		t.Errorf("--kernel-times on the CPU: exit %d, stderr %q; want %d and a message", r.code, r.stderr, exitUsage)
 	}
 }
 

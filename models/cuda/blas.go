@@ -150,10 +150,16 @@ func (b *BLAS) Sgemm(transA, transB bool, m, n, k int, alpha float32, A, B *Buff
 			}
 		}
 		b.ctx.calls.GEMMs++
+		if err := b.ctx.profileStart(); err != nil {
+			return err
+		}
 		r := callC(b.api.sgemm, b.h, uintptr(op(transB)), uintptr(op(transA)), uintptr(n), uintptr(m), uintptr(k), uintptr(unsafe.Pointer(&alpha)),
 			uintptr(B.ptr), uintptr(max(ldb, 1)), uintptr(A.ptr), uintptr(max(lda, 1)), uintptr(unsafe.Pointer(&beta)), uintptr(C.ptr), uintptr(n))
 		runtime.KeepAlive(&alpha)
 		runtime.KeepAlive(&beta)
-		return check("cublasSgemm_v2", r)
+		if err := check("cublasSgemm_v2", r); err != nil {
+			return err
+		}
+		return b.ctx.profileEnd(GEMMName)
 	})
 }

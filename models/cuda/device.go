@@ -74,6 +74,10 @@ type Context struct {
 	calls Calls
 	// mem is the device memory allocated through the context.
 	mem Memory
+	// prof is the profile in progress (nil: none), events the driver
+	// events of profiles (nil until the first).
+	prof   *profile
+	events *eventPool
 }
 
 // Memory is the device memory a context has allocated (Alloc, and the
@@ -203,6 +207,9 @@ func (c *Context) Close() error {
 		slices.SortFunc(rs, func(a, b resource) int { return c.live[b] - c.live[a] })
 		for _, r := range rs {
 			errs = append(errs, r.release())
+		}
+		if c.events != nil {
+			errs = append(errs, c.events.destroy())
 		}
 	}
 	clear(c.live)

@@ -161,12 +161,15 @@ func (k *Kernel) Launch(grid, block int, args ...any) error {
 			return fmt.Errorf("cuda: launching %s: the module is unloaded", k.Spec.Name)
 		}
 		c.calls.Launches++
+		if err := c.profileStart(); err != nil {
+			return err
+		}
 		r := callC(c.api.launchKernel, k.fn, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, 0, uintptr(unsafe.Pointer(&k.params[0])), 0)
 		runtime.KeepAlive(k)
 		if err := check("cuLaunchKernel", r); err != nil {
 			return fmt.Errorf("%w (kernel %s, %d blocks of %d threads)", err, k.Spec.Name, grid, block)
 		}
-		return nil
+		return c.profileEnd(k.Spec.Name)
 	})
 }
 

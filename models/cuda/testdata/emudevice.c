@@ -19,7 +19,11 @@
  *     name, else CUDA_ERROR_NOT_FOUND;
  *   - cuLaunchKernel takes one-dimensional launches of at most 1024
  *     threads per block and runs them at once, looping over blocks and
- *     threads; cublasSgemm_v2 is a plain column-major loop.
+ *     threads; cublasSgemm_v2 is a plain column-major loop;
+ *   - an event records the host's monotonic clock when recorded (the
+ *     work before it is done: launches run at once), so the time between
+ *     two events around a launch is the emulation's; cuEventElapsedTime
+ *     fails with CUDA_ERROR_INVALID_HANDLE for an event never recorded.
  * spn_emu_live reports what is live, for the tests' leak checks;
  * spn_emu_set_memory sets the device's memory in bytes (0, the start:
  * the host's), past which an allocation fails with
@@ -31,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <time.h>
 
 int spn_emu_count(void);
 const char* spn_emu_name(int i);
@@ -65,6 +70,8 @@ typedef struct { int index; module* mod; } function;
 
 static int nhandles; /* live cuBLAS handles */
 
+static int nevents; /* live events */
+
 int spn_emu_live(int what)
 {
 	switch (what) {
@@ -72,6 +79,7 @@ int spn_emu_live(int what)
 	case 1: return nmodules;
 	case 2: return nhandles;
 	case 3: return retained;
+	case 4: return nevents;
 	}
 	return -1;
 }
@@ -273,4 +281,53 @@ int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* al
 		}
 	}
 	return 0;
+}
+
+typedef struct { double ms; int recorded; } event;
+
+int cuEventCreate(void** ev, unsigned flags)
+{
+	if (!active()) return INVALID_CONTEXT;
+	if (!ev || flags != 0) return INVALID_VALUE;
+	event* e = calloc(1, sizeof *e);
+	if (!e) return 2;
+	nevents++;
+	*ev = e;
+	return SUCCESS;
+}
+
+int cuEventRecord(void* ev, void* stream)
+{
+	if (!active()) return INVALID_CONTEXT;
+	if (!ev) return INVALID_HANDLE;
+	if (stream) return INVALID_VALUE;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	event* e = ev;
+	e->ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	e->recorded = 1;
+	return SUCCESS;
+}
+
+int cuEventSynchronize(void* ev)
+{
+	if (!active()) return INVALID_CONTEXT;
+	return ev ? SUCCESS : INVALID_HANDLE;
+}
+
+int cuEventElapsedTime(float* ms, void* start, void* end)
+{
+	if (!active()) return INVALID_CONTEXT;
+	event *a = start, *b = end;
+	if (!ms || !a || !b || !a->recorded || !b->recorded) return INVALID_HANDLE;
+	*ms = (float)(b->ms - a->ms);
+	return SUCCESS;
+}
+
+int cuEventDestroy_v2(void* ev)
+{
+	if (!ev) return INVALID_HANDLE;
+	free(ev);
+	nevents--;
+	return SUCCESS;
 }
