@@ -23,9 +23,24 @@ func (a *eventAPI) bindings() []binding {
 		{"cuEventCreate", &a.create},
 		{"cuEventRecord", &a.record},
 		{"cuEventSynchronize", &a.sync},
-		{"cuEventElapsedTime", &a.elapsed},
 		{"cuEventDestroy_v2", &a.destroy},
 	}
+}
+
+// bindEvents binds the event entry points of lib (the driver API, called
+// name): cuEventElapsedTime_v2 where the driver has it (CUDA 12.8 and
+// later), else cuEventElapsedTime.
+func bindEvents(lib Library, name string) (*eventAPI, error) {
+	a := &eventAPI{}
+	if err := bindAll(lib, name, a.bindings()); err != nil {
+		return nil, err
+	}
+	if lib.Bind(&a.elapsed, "cuEventElapsedTime_v2") != nil {
+		if err := bindAll(lib, name, []binding{{"cuEventElapsedTime", &a.elapsed}}); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // GEMMName names cuBLAS's products in a profile.
@@ -63,8 +78,8 @@ func (c *Context) StartProfile() error {
 			return errors.New("cuda: a profile is already running")
 		}
 		if c.events == nil {
-			api := &eventAPI{}
-			if err := bindAll(c.rt.driverLib, DriverLib, api.bindings()); err != nil {
+			api, err := bindEvents(c.rt.driverLib, DriverLib)
+			if err != nil {
 				return err
 			}
 			c.events = &eventPool{api: api}
