@@ -226,10 +226,10 @@ func batchNorm(d *dev) {
 	nc := kernels.NumChunks(n)
 	gInv, gMean, gVar, gX := out[float32](d, w), up(d, runMean), up(d, runVar), up(d, x)
 	gMsum, gVsum := out[float64](d, nc*w), out[float64](d, nc*w)
-	d.launch("spn_bn_part", cover(nc*w, 4), 4, gMsum, nil, gX, n, w)
-	d.launch("spn_bn_part", cover(nc*w, 4), 4, gVsum, gMsum, gX, n, w)
+	d.launch("spn_bn_part", cover(nc*w, 4), 4, gMsum, nil, gX, nil, n, w)
+	d.launch("spn_bn_part", cover(nc*w, 4), 4, gVsum, gMsum, gX, nil, n, w)
 	gXhat, gY := out[float32](d, n*w), out[float32](d, n*w)
-	d.launch("spn_bn_relu_train", cover(n*w, 32), 32, gXhat, gY, gInv, gMean, gVar, gX, gMsum, gVsum, up(d, g), up(d, bt), n, w, momentum, eps, 1)
+	d.launch("spn_bn_relu_train", cover(n*w, 32), 32, gXhat, gY, gInv, gMean, gVar, gX, nil, gMsum, gVsum, up(d, g), up(d, bt), n, w, momentum, eps, 1)
 	kerntest.EqualBits(t, "inv", get[float32](d, gInv), inv)
 	kMean, kVar := get[float64](d, gMean), get[float64](d, gVar)
 	for j := range kMean {

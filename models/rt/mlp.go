@@ -77,8 +77,8 @@ type mlpOp struct {
 	id         string
 	be         Env
 	bd         *BatchData
-	lin1, lin2 op.Op
-	bn1, bn2   op.Op
+	lin1, lin2 linear
+	bn1, bn2   bnReLU
 	N, d       int
 	st         *mlpState
 }
@@ -97,9 +97,9 @@ func newMLPOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N,
 	}
 	return mlpOp{
 		id: name + ".mlp." + mode, be: be, bd: bd, N: N, d: d, st: &mlpState{},
-		lin1: NewLinear(name+".lin1", be, bd, false, N, d, d),
+		lin1: NewLinear(name+".lin1", be, bd, false, N, d, d).(linear),
 		bn1:  newBNReLU(name+".bn1", be, bd, l.st1, train, update, N, d),
-		lin2: NewLinear(name+".lin2", be, bd, false, N, d, d),
+		lin2: NewLinear(name+".lin2", be, bd, false, N, d, d).(linear),
 		bn2:  newBNReLU(name+".bn2", be, bd, l.st2, train, update, N, d),
 	}
 }
@@ -155,30 +155,31 @@ func (o mlpOp) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error 
 func (mlpOp) ZeroOut() {}
 
 // DeviceForward implements op.DeviceOp: the four parts' device math in
-// order, the intermediate values in zeroed buffers (Engine.Zeros: the
-// parts are op.ZeroOut ops) kept for the backward pass.
+// order, each linear map's bias added by the batch norm after it as it
+// reads the product (linear.deviceProduct, bnReLU.deviceForward: the
+// bits of the parts' own DeviceForward, two launches fewer), the
+// intermediate values in zeroed buffers (Engine.Zeros: the padding rows
+// stay zero) kept for the backward pass: z1 and z2 hold the products
+// without the biases, which no backward pass reads.
 func (o mlpOp) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	st := o.st
-	lin1, bn1, lin2, bn2, err := o.parts()
-	if err != nil {
-		return err
-	}
-	for i := range st.dev { // zeroed: the parts are ZeroOut ops
+	for i := range st.dev {
+		var err error
 		if st.dev[i], err = e.Zeros(o.N * o.d); err != nil {
 			return err
 		}
 	}
 	z1, a1, z2 := st.dev[0], st.dev[1], st.dev[2]
-	if err := lin1.DeviceForward(e, []*cuda.Buffer{in[0], in[1], in[2]}, z1); err != nil {
+	if err := o.lin1.deviceProduct(e, in[0], in[1], z1); err != nil {
 		return err
 	}
-	if err := bn1.DeviceForward(e, []*cuda.Buffer{z1, in[3], in[4]}, a1); err != nil {
+	if err := o.bn1.deviceForward(e, z1, in[2], in[3], in[4], a1); err != nil {
 		return err
 	}
-	if err := lin2.DeviceForward(e, []*cuda.Buffer{a1, in[5], in[6]}, z2); err != nil {
+	if err := o.lin2.deviceProduct(e, a1, in[5], z2); err != nil {
 		return err
 	}
-	return bn2.DeviceForward(e, []*cuda.Buffer{z2, in[7], in[8]}, y)
+	return o.bn2.deviceForward(e, z2, in[6], in[7], in[8], y)
 }
 
 // DeviceBackward implements op.DeviceOp: the four backward passes in
@@ -188,42 +189,26 @@ func (o mlpOp) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer
 // stay zero).
 func (o mlpOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	st := o.st
-	lin1, bn1, lin2, bn2, err := o.parts()
-	if err != nil {
-		return err
-	}
 	z1, a1, z2 := st.dev[0], st.dev[1], st.dev[2]
 	if z1 == nil {
 		return fmt.Errorf("%s: no device forward pass recorded", o.id)
 	}
 	var g [3]*cuda.Buffer // dz2, da1, dz1
 	for i := range g {
+		var err error
 		if g[i], err = op.ScratchBuffer(e, o.N*o.d); err != nil {
 			return err
 		}
 	}
 	dz2, da1, dz1 := g[0], g[1], g[2]
-	if err := bn2.DeviceBackward(e, []*cuda.Buffer{z2, in[7], in[8]}, y, dy, []*cuda.Buffer{dz2, dIn[7], dIn[8]}); err != nil {
+	if err := o.bn2.DeviceBackward(e, []*cuda.Buffer{z2, in[7], in[8]}, y, dy, []*cuda.Buffer{dz2, dIn[7], dIn[8]}); err != nil {
 		return err
 	}
-	if err := lin2.DeviceBackward(e, []*cuda.Buffer{a1, in[5], in[6]}, z2, dz2, []*cuda.Buffer{da1, dIn[5], dIn[6]}); err != nil {
+	if err := o.lin2.DeviceBackward(e, []*cuda.Buffer{a1, in[5], in[6]}, z2, dz2, []*cuda.Buffer{da1, dIn[5], dIn[6]}); err != nil {
 		return err
 	}
-	if err := bn1.DeviceBackward(e, []*cuda.Buffer{z1, in[3], in[4]}, a1, da1, []*cuda.Buffer{dz1, dIn[3], dIn[4]}); err != nil {
+	if err := o.bn1.DeviceBackward(e, []*cuda.Buffer{z1, in[3], in[4]}, a1, da1, []*cuda.Buffer{dz1, dIn[3], dIn[4]}); err != nil {
 		return err
 	}
-	return lin1.DeviceBackward(e, []*cuda.Buffer{in[0], in[1], in[2]}, z1, dz1, []*cuda.Buffer{dIn[0], dIn[1], dIn[2]})
-}
-
-// parts returns the MLP's four parts as device ops.
-func (o mlpOp) parts() (lin1, bn1, lin2, bn2 op.DeviceOp, err error) {
-	var ds [4]op.DeviceOp
-	for i, p := range []op.Op{o.lin1, o.bn1, o.lin2, o.bn2} {
-		d, ok := p.(op.DeviceOp)
-		if !ok {
-			return nil, nil, nil, nil, fmt.Errorf("%s: part %s has no device math", o.id, p.Sig().ID)
-		}
-		ds[i] = d
-	}
-	return ds[0], ds[1], ds[2], ds[3], nil
+	return o.lin1.DeviceBackward(e, []*cuda.Buffer{in[0], in[1], in[2]}, z1, dz1, []*cuda.Buffer{dIn[0], dIn[1], dIn[2]})
 }

@@ -55,22 +55,29 @@ func (o linear) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error
 func (linear) ZeroOut() {}
 
 // DeviceForward implements op.DeviceOp: x·W by cuBLAS into a scratch
-// product, then y = product + b (spn_bias_relu) on the real rows (the
-// padding rows of the zeroed y stay zero, op.ZeroOut).
+// product (deviceProduct), then y = product + b (spn_bias_relu) on the
+// real rows (the padding rows of the zeroed y stay zero, op.ZeroOut).
 func (o linear) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
-	blas, err := e.BLAS()
-	if err != nil {
-		return err
-	}
 	n := o.bd.Rows(o.graph)
 	pb, err := op.ScratchBuffer(e, max(n, 1)*o.outCh)
 	if err != nil {
 		return err
 	}
-	if err := blas.Sgemm(false, false, n, o.outCh, o.in, 1, in[0], in[1], 0, pb); err != nil {
+	if err := o.deviceProduct(e, in[0], in[1], pb); err != nil {
 		return err
 	}
 	return e.Launch("spn_bias_relu", n*o.outCh, y, pb, in[2], n, o.outCh, 0)
+}
+
+// deviceProduct sets the real rows of p to x·W (cuBLAS), the linear map
+// without its bias: what the fused MLP hands to the batch norm after it,
+// which adds the bias as it reads (bnReLU.deviceForward).
+func (o linear) deviceProduct(e *engine.Engine, x, w, p *cuda.Buffer) error {
+	blas, err := e.BLAS()
+	if err != nil {
+		return err
+	}
+	return blas.Sgemm(false, false, o.bd.Rows(o.graph), o.outCh, o.in, 1, x, w, 0, p)
 }
 
 // DeviceBackward implements op.DeviceOp: dx = dy·Wᵀ and dW = xᵀ·dy on

@@ -1,15 +1,19 @@
 package rt
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/op/optest"
 )
 
@@ -197,6 +201,71 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	for j := 0; j < d; j++ {
 		if cpu.RunMean[j] != gpu.RunMean[j] || cpu.RunVar[j] != gpu.RunVar[j] {
 			t.Errorf("running statistics of column %d: device (%v, %v), CPU (%v, %v)", j, gpu.RunMean[j], gpu.RunVar[j], cpu.RunMean[j], cpu.RunVar[j])
+		}
+	}
+
+	// The fused MLP's forward pass (each bias added by the batch norm
+	// after it as it reads the product) gives the bits of its four parts'
+	// own device forward passes, in both modes, running statistics
+	// included.
+	up := func(vs [][]float32) []*cuda.Buffer {
+		var bs []*cuda.Buffer
+		for _, v := range vs {
+			dv, err := e.FromHost(v, len(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := e.Buffer(dv)
+			bs = append(bs, b)
+		}
+		return bs
+	}
+	zeros := func() *cuda.Buffer {
+		z, err := e.Zeros(N * d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z
+	}
+	down := func(b *cuda.Buffer) []float32 {
+		v := make([]float32, N*d)
+		if err := cuda.Download(v, b); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	in := up(mlpIn())
+	for _, train := range []bool{true, false} {
+		fusedMLP, partsMLP := newMLP(), newMLP()
+		fused := newMLPOp("m", fusedMLP, be, bd, train, train, N, d)
+		yf := zeros()
+		if err := fused.DeviceForward(e, in, yf); err != nil {
+			t.Fatal(err)
+		}
+		o := newMLPOp("m", partsMLP, be, bd, train, train, N, d)
+		z1, a1, z2, yp := zeros(), zeros(), zeros(), zeros()
+		for _, step := range []struct {
+			op  op.DeviceOp
+			in  []*cuda.Buffer
+			out *cuda.Buffer
+		}{
+			{o.lin1, []*cuda.Buffer{in[0], in[1], in[2]}, z1}, {o.bn1, []*cuda.Buffer{z1, in[3], in[4]}, a1},
+			{o.lin2, []*cuda.Buffer{a1, in[5], in[6]}, z2}, {o.bn2, []*cuda.Buffer{z2, in[7], in[8]}, yp},
+		} {
+			if err := step.op.DeviceForward(e, step.in, step.out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kerntest.EqualBits(t, fmt.Sprintf("train=%v: fused MLP y", train), down(yf), down(yp))
+		for i, st := range [][2]*bnStats{{fusedMLP.st1, partsMLP.st1}, {fusedMLP.st2, partsMLP.st2}} {
+			for _, s := range st {
+				if err := s.Dev.Download(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(st[0].RunMean, st[1].RunMean) || !slices.Equal(st[0].RunVar, st[1].RunVar) {
+				t.Errorf("train=%v: batch norm %d's running statistics: fused %v %v, parts %v %v", train, i+1, st[0].RunMean, st[0].RunVar, st[1].RunMean, st[1].RunVar)
+			}
 		}
 	}
 }

@@ -185,6 +185,16 @@ func (bnReLU) ZeroOut() {}
 // statistics give μ and inv (spn_bn_eval_stats) for spn_bn_relu. The
 // padding rows of the zeroed y stay zero (op.ZeroOut).
 func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	return o.deviceForward(e, in[0], nil, in[1], in[2], y)
+}
+
+// deviceForward is DeviceForward of the input x + bias (bias, d values,
+// broadcast over the rows; nil for x alone), the sum made by the kernels
+// as they read x instead of a launch of its own: the fused MLP's linear
+// map before the batch norm is its product alone (linear.deviceProduct),
+// with the same bits as the linear map's y = product + b followed by the
+// batch norm.
+func (o bnReLU) deviceForward(e *engine.Engine, x, bias, gamma, beta, y *cuda.Buffer) error {
 	n, d, st := o.bd.N, o.d, o.st
 	if st.Dev == nil { // first use: the running statistics go to the device and stay there
 		dv, err := uploadBN(e, st)
@@ -214,7 +224,7 @@ func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 		if err := e.Launch("spn_bn_eval_stats", d, mu, inv, dv.RunMean, dv.RunVar, d, st.Eps); err != nil {
 			return err
 		}
-		return e.Launch("spn_bn_relu", n*d, xhat, y, in[0], mu, inv, in[1], in[2], n, d)
+		return e.Launch("spn_bn_relu", n*d, xhat, y, x, bias, mu, inv, gamma, beta, n, d)
 	}
 	nc := kernels.NumChunks(n)
 	part, err := e.Scratch64(2 * nc * d) // the mean's partials, then the variance's
@@ -229,17 +239,17 @@ func (o bnReLU) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 	if err != nil {
 		return err
 	}
-	if err := e.Launch("spn_bn_part", nc*d, msum, nil, in[0], n, d); err != nil {
+	if err := e.Launch("spn_bn_part", nc*d, msum, nil, x, bias, n, d); err != nil {
 		return err
 	}
-	if err := e.Launch("spn_bn_part", nc*d, vsum, msum, in[0], n, d); err != nil {
+	if err := e.Launch("spn_bn_part", nc*d, vsum, msum, x, bias, n, d); err != nil {
 		return err
 	}
 	update := 0
 	if o.update {
 		update = 1
 	}
-	return e.Launch("spn_bn_relu_train", n*d, xhat, y, inv, dv.RunMean, dv.RunVar, in[0], msum, vsum, in[1], in[2], n, d, st.Momentum, st.Eps, update)
+	return e.Launch("spn_bn_relu_train", n*d, xhat, y, inv, dv.RunMean, dv.RunVar, x, bias, msum, vsum, gamma, beta, n, d, st.Momentum, st.Eps, update)
 }
 
 // DeviceBackward implements op.DeviceOp: dz through the ReLU with the

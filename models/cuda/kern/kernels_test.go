@@ -265,9 +265,11 @@ func TestBatchNorm(t *testing.T) {
 	const n, d, momentum, eps = 300, 6, 0.1, 1e-5
 	be := kernels.CPU{Threads: 2}
 	rng := rand.New(rand.NewPCG(6, 7))
-	x, dy := kerntest.Randn(rng, n*d, 2), kerntest.Randn(rng, n*d, 1)
+	x0, dy, bias := kerntest.Randn(rng, n*d, 2), kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, d, 3)
+	x := make([]float32, n*d) // x0 plus a bias, as a linear map's output
 	for i := range x {
-		x[i] += float32(i % d) // columns of different means
+		x0[i] += float32(i % d) // columns of different means
+		x[i] = x0[i] + bias[i%d]
 	}
 	g, bt := kerntest.Randn(rng, d, 1), kerntest.Randn(rng, d, 0.5)
 	runMean, runVar := make([]float64, d), make([]float64, d)
@@ -291,21 +293,29 @@ func TestBatchNorm(t *testing.T) {
 	// Training mode, kernels: the statistics' partials per chunk and
 	// column, x̂ and y (and inv, the running statistics) per value; dz and
 	// its partials per chunk and column, dx (and dγ, dβ) per value.
+	// The input as x, and as x0 with the bias added by the kernels (the
+	// fused MLP's form): the same bits.
 	nc := kernels.NumChunks(n)
 	msum, vsum := make([]float64, nc*d), make([]float64, nc*d)
-	launch(t, "spn_bn_part", cover(nc*d, 4), 4, msum, []float64(nil), x, n, d)
-	launch(t, "spn_bn_part", cover(nc*d, 4), 4, vsum, msum, x, n, d)
-	kMean, kVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
+	var kMean, kVar []float64
 	kInv, kXhat, kY := make([]float32, d), make([]float32, n*d), make([]float32, n*d)
-	launch(t, "spn_bn_relu_train", cover(n*d, 32), 32, kXhat, kY, kInv, kMean, kVar, x, msum, vsum, g, bt, n, d, momentum, eps, 1)
-	equalBits(t, "inv", kInv, inv)
-	for j := range kMean {
-		if kMean[j] != wantMean[j] || kVar[j] != wantVar[j] {
-			t.Fatalf("running statistics [%d] = %v, %v; CPU %v, %v", j, kMean[j], kVar[j], wantMean[j], wantVar[j])
+	for _, in := range []struct {
+		what    string
+		x, bias []float32
+	}{{"x", x, nil}, {"x0 + bias", x0, bias}} {
+		launch(t, "spn_bn_part", cover(nc*d, 4), 4, msum, []float64(nil), in.x, in.bias, n, d)
+		launch(t, "spn_bn_part", cover(nc*d, 4), 4, vsum, msum, in.x, in.bias, n, d)
+		kMean, kVar = append([]float64(nil), runMean...), append([]float64(nil), runVar...)
+		launch(t, "spn_bn_relu_train", cover(n*d, 32), 32, kXhat, kY, kInv, kMean, kVar, in.x, in.bias, msum, vsum, g, bt, n, d, momentum, eps, 1)
+		equalBits(t, in.what+": inv", kInv, inv)
+		for j := range kMean {
+			if kMean[j] != wantMean[j] || kVar[j] != wantVar[j] {
+				t.Fatalf("%s: running statistics [%d] = %v, %v; CPU %v, %v", in.what, j, kMean[j], kVar[j], wantMean[j], wantVar[j])
+			}
 		}
+		equalBits(t, in.what+": x̂", kXhat, xhat)
+		equalBits(t, in.what+": y", kY, y)
 	}
-	equalBits(t, "x̂", kXhat, xhat)
-	equalBits(t, "y", kY, y)
 	kDz, part := make([]float32, n*d), make([]float64, 2*nc*d)
 	launch(t, "spn_bn_backward_part", cover(nc*d, 4), 4, part, kDz, kY, dy, kXhat, n, d)
 	equalBits(t, "dz", kDz, dz)
@@ -317,7 +327,7 @@ func TestBatchNorm(t *testing.T) {
 
 	// Without update the running statistics stay.
 	still, stillVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
-	launch(t, "spn_bn_relu_train", cover(n*d, 32), 32, kXhat, kY, kInv, still, stillVar, x, msum, vsum, g, bt, n, d, momentum, eps, 0)
+	launch(t, "spn_bn_relu_train", cover(n*d, 32), 32, kXhat, kY, kInv, still, stillVar, x, []float32(nil), msum, vsum, g, bt, n, d, momentum, eps, 0)
 	for j := range still {
 		if still[j] != runMean[j] || stillVar[j] != runVar[j] {
 			t.Fatal("spn_bn_relu_train with update 0 moved the running statistics")
@@ -334,8 +344,10 @@ func TestBatchNorm(t *testing.T) {
 	equalBits(t, "eval μ", kMu, eMu)
 	equalBits(t, "eval inv", kInv, eInv)
 	kernels.BNReLUForward(be, xhat, y, x, eMu, eInv, g, bt, n, d)
-	launch(t, "spn_bn_relu", cover(n*d, 32), 32, kXhat, kY, x, kMu, kInv, g, bt, n, d)
+	launch(t, "spn_bn_relu", cover(n*d, 32), 32, kXhat, kY, x, []float32(nil), kMu, kInv, g, bt, n, d)
 	equalBits(t, "eval y", kY, y)
+	launch(t, "spn_bn_relu", cover(n*d, 32), 32, kXhat, kY, x0, bias, kMu, kInv, g, bt, n, d)
+	equalBits(t, "eval y of x0 + bias", kY, y)
 	kernels.ReLUMask(be, dz, y, dy, n, d)
 	for r := 0; r < n; r++ {
 		for j := 0; j < d; j++ {

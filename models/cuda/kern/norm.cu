@@ -16,14 +16,24 @@ SPN_DEVICE double spn_chunk_total(const double* __restrict__ part, int nc, int s
 	return total;
 }
 
+// spn_biased is the batch norm's input x[t] (column j), or x[t] + b[j]
+// (rounded to float) when the bias b of the linear map before it is
+// given: the value spn_bias_relu would have stored, not stored.
+SPN_DEVICE float spn_biased(const float* __restrict__ x, const float* __restrict__ b, long long t, int j)
+{
+	return b ? x[t] + b[j] : x[t];
+}
+
 // spn_bn_part sets the partial of chunk c (SPN_CHUNK_ROWS rows) and
-// column j of x (n×d), one thread per (c, j): part[c·d + j] = Σ_r x[r,j]
-// with msum null, Σ_r (x[r,j]−μ_j)² otherwise, μ_j = Σ_c msum[c·d + j] / n
-// the mean from the partials of the first launch; rows in order, in
-// double: the partials of models/kernels.ColSums. Two launches (the
-// mean's, the variance's) give spn_bn_relu_train its statistics with
-// threads of at most SPN_CHUNK_ROWS steps.
-SPN_KERNEL void spn_bn_part(double* __restrict__ part, const double* __restrict__ msum, const float* __restrict__ x, int n, int d)
+// column j of x (n×d, plus the bias b when not null: spn_biased), one
+// thread per (c, j): part[c·d + j] = Σ_r x[r,j] with msum null,
+// Σ_r (x[r,j]−μ_j)² otherwise, μ_j = Σ_c msum[c·d + j] / n the mean from
+// the partials of the first launch; rows in order, in double: the
+// partials of models/kernels.ColSums. Two launches (the mean's, the
+// variance's) give spn_bn_relu_train its statistics with threads of at
+// most SPN_CHUNK_ROWS steps.
+SPN_KERNEL void spn_bn_part(double* __restrict__ part, const double* __restrict__ msum, const float* __restrict__ x,
+	const float* __restrict__ b, int n, int d)
 {
 	long long t = spn_index();
 	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
@@ -35,7 +45,7 @@ SPN_KERNEL void spn_bn_part(double* __restrict__ part, const double* __restrict_
 	double mean = msum ? spn_chunk_total(msum, nc, d, j) / (double)n : 0.0;
 	double p = 0.0;
 	for (int r = lo; r < hi; r++) {
-		double v = (double)x[(long long)r * d + j];
+		double v = (double)spn_biased(x, b, (long long)r * d + j, j);
 		if (msum) {
 			double e = v - mean;
 			p += e * e;
@@ -48,7 +58,8 @@ SPN_KERNEL void spn_bn_part(double* __restrict__ part, const double* __restrict_
 
 // spn_bn_relu_train sets, in training mode (n ≥ 1), x̂ = (x−μ)·inv and
 // y = ReLU(γ·x̂ + β) per value (one thread each; both kept, x̂ for the
-// backward pass), μ the batch mean and inv = 1/√(σ²+eps) (σ² the biased
+// backward pass; x plus the bias b when not null, spn_biased), μ the
+// batch mean and inv = 1/√(σ²+eps) (σ² the biased
 // variance) from spn_bn_part's partials (msum, vsum), which every thread
 // adds in chunk order itself. The threads of row 0 also write inv (for
 // the backward pass) and, when update is not 0, move the running
@@ -58,8 +69,8 @@ SPN_KERNEL void spn_bn_part(double* __restrict__ part, const double* __restrict_
 // models/kernels.BNReLUForward's.
 SPN_KERNEL void spn_bn_relu_train(float* __restrict__ xhat, float* __restrict__ y, float* __restrict__ inv,
 	double* __restrict__ run_mean, double* __restrict__ run_var, const float* __restrict__ x,
-	const double* __restrict__ msum, const double* __restrict__ vsum, const float* __restrict__ g,
-	const float* __restrict__ bt, int n, int d, double momentum, double eps, int update)
+	const float* __restrict__ b, const double* __restrict__ msum, const double* __restrict__ vsum,
+	const float* __restrict__ g, const float* __restrict__ bt, int n, int d, double momentum, double eps, int update)
 {
 	long long t = spn_index();
 	if (t >= (long long)n * d) {
@@ -81,7 +92,7 @@ SPN_KERNEL void spn_bn_relu_train(float* __restrict__ xhat, float* __restrict__ 
 			run_var[j] = (1.0 - momentum) * run_var[j] + momentum * unbiased;
 		}
 	}
-	float h = (x[t] - mu) * iv;
+	float h = (spn_biased(x, b, t, j) - mu) * iv;
 	xhat[t] = h;
 	y[t] = spn_relu(g[j] * h + bt[j]);
 }
@@ -100,18 +111,18 @@ SPN_KERNEL void spn_bn_eval_stats(float* __restrict__ mu, float* __restrict__ in
 }
 
 // spn_bn_relu sets x̂ = (x−μ)·inv and y = ReLU(γ·x̂ + β), both kept (x̂
-// for the backward pass): one thread per value, the arithmetic of
-// models/kernels.BNReLUForward.
+// for the backward pass; x plus the bias b when not null, spn_biased):
+// one thread per value, the arithmetic of models/kernels.BNReLUForward.
 SPN_KERNEL void spn_bn_relu(float* __restrict__ xhat, float* __restrict__ y, const float* __restrict__ x,
-	const float* __restrict__ mu, const float* __restrict__ inv, const float* __restrict__ g,
-	const float* __restrict__ bt, int n, int d)
+	const float* __restrict__ b, const float* __restrict__ mu, const float* __restrict__ inv,
+	const float* __restrict__ g, const float* __restrict__ bt, int n, int d)
 {
 	long long t = spn_index();
 	if (t >= (long long)n * d) {
 		return;
 	}
 	int j = (int)(t % d);
-	float h = (x[t] - mu[j]) * inv[j];
+	float h = (spn_biased(x, b, t, j) - mu[j]) * inv[j];
 	xhat[t] = h;
 	y[t] = spn_relu(g[j] * h + bt[j]);
 }
