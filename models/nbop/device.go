@@ -8,6 +8,7 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
 
@@ -427,7 +428,7 @@ func (o BCE) device(e *engine.Engine, z, out, dz, dl *cuda.Buffer) error {
 // largest row used + 1): row r lists the n's u (entry u·C + c's node, or
 // edge) with off[c] + x[u·C+c] = r in ascending order. A row belongs to
 // one column, so the gradient of the embedding sum is, per row, the sum
-// of its entries' output gradients in that order (spn_embed_backward):
+// of its entries' output gradients in that order (DeviceRows.Grad):
 // kernels.EmbedSumGrad's order, a gather without atomics.
 func EmbedRows(x, off []int32, n int) (ptr, idx []int32) {
 	C := len(off)
@@ -458,13 +459,62 @@ func EmbedRows(x, off []int32, n int) (ptr, idx []int32) {
 	return ptr, idx
 }
 
+// DeviceRows are the entries of each used row of an embedding table
+// (EmbedRows' CSR: Ptr, Idx) on a device, for the embedding's gradient
+// (Grad): Rows is the number of table rows of the CSR, Chunks the most
+// chunks of kernels.ChunkRows entries one row has (at least 1).
+type DeviceRows struct {
+	Ptr, Idx     *cuda.Buffer
+	Rows, Chunks int
+}
+
+// PackRows adds EmbedRows' CSR (ptr, idx) to pk: after pk's Upload the
+// returned DeviceRows points at it on the device.
+func PackRows(pk *cuda.Pack, ptr, idx []int32) *DeviceRows {
+	r := &DeviceRows{Rows: len(ptr) - 1, Chunks: 1}
+	for l := 0; l < r.Rows; l++ {
+		r.Chunks = max(r.Chunks, kernels.NumChunks(int(ptr[l+1]-ptr[l])))
+	}
+	cuda.Put(pk, &r.Ptr, ptr)
+	cuda.Put(pk, &r.Idx, idx)
+	return r
+}
+
+// Grad adds to dT (at least Rows×w) the gradient of an embedding lookup
+// for the output gradient dy (one row of w values per entry): dT[l] +=
+// Σ dy[u] over row l's entries u in order, as a float partial per chunk
+// of kernels.ChunkRows entries (spn_embed_part, one thread per row, chunk
+// and column) added in chunk order (spn_embed_backward, not launched
+// when no row has more than one chunk: spn_embed_part adds its partial
+// itself). No thread loops over more than a chunk's entries or a row's
+// chunks, however common a category (carbon atoms, single bonds). Rows
+// of at most ChunkRows entries get the CPU's bits (its one sum into the
+// zeroed gradient); longer rows differ from it in rounding only.
+func (r *DeviceRows) Grad(e *engine.Engine, dT, dy *cuda.Buffer, w int) error {
+	if r.Rows == 0 {
+		return nil
+	}
+	if r.Chunks == 1 {
+		return e.Launch("spn_embed_part", r.Rows*w, dT, nil, dy, r.Ptr, r.Idx, r.Rows, 1, w)
+	}
+	part, err := e.Scratch32(r.Rows * r.Chunks * w)
+	if err != nil {
+		return err
+	}
+	if err := e.Launch("spn_embed_part", r.Rows*r.Chunks*w, dT, part, dy, r.Ptr, r.Idx, r.Rows, r.Chunks, w); err != nil {
+		return err
+	}
+	return e.Launch("spn_embed_backward", r.Rows*w, dT, part, r.Ptr, r.Rows, r.Chunks, w)
+}
+
 // DeviceCat are the categorical features of a batch's n nodes (or edge
 // entries) on a device: the categories X (n×C), the columns' first table
-// rows Off (C) and the entries of each used table row (RowPtr, RowIdx:
-// EmbedRows, Rows rows), views of one packed copy (PackCat).
+// rows Off (C) and the entries of each used table row (Table: EmbedRows),
+// views of one packed copy (PackCat).
 type DeviceCat struct {
-	X, Off, RowPtr, RowIdx *cuda.Buffer
-	N, C, Rows             int
+	X, Off *cuda.Buffer
+	N, C   int
+	Table  *DeviceRows
 }
 
 // PackCat adds the categories x of n entries (n×len(off)), the column
@@ -474,12 +524,11 @@ func PackCat(pk *cuda.Pack, x, off []int32, n int) (*DeviceCat, error) {
 	if len(off) == 0 || len(x) != n*len(off) {
 		return nil, fmt.Errorf("packing categorical features: %d values for %d entries × %d columns", len(x), n, len(off))
 	}
-	ptr, idx := EmbedRows(x, off, n)
-	c := &DeviceCat{N: n, C: len(off), Rows: len(ptr) - 1}
+	c := &DeviceCat{N: n, C: len(off)}
 	cuda.Put(pk, &c.X, x)
 	cuda.Put(pk, &c.Off, off)
-	cuda.Put(pk, &c.RowPtr, ptr)
-	cuda.Put(pk, &c.RowIdx, idx)
+	ptr, idx := EmbedRows(x, off, n)
+	c.Table = PackRows(pk, ptr, idx)
 	return c, nil
 }
 
@@ -492,12 +541,12 @@ func (c *DeviceCat) embedSum(e *engine.Engine, y, T *cuda.Buffer, w int) error {
 
 // embedGrad adds to dT (tableRows×w) the gradient of the embedding sum
 // for the output gradient dy: per table row, its entries' rows of dy in
-// ascending order (spn_embed_backward).
+// ascending order (DeviceRows.Grad).
 func (c *DeviceCat) embedGrad(e *engine.Engine, dT, dy *cuda.Buffer, tableRows, w int) error {
-	if c.Rows > tableRows {
-		return fmt.Errorf("categories use %d table rows, the tables have %d", c.Rows, tableRows)
+	if c.Table.Rows > tableRows {
+		return fmt.Errorf("categories use %d table rows, the tables have %d", c.Table.Rows, tableRows)
 	}
-	return e.Launch("spn_embed_backward", c.Rows*w, dT, dy, c.RowPtr, c.RowIdx, c.Rows, w)
+	return c.Table.Grad(e, dT, dy, w)
 }
 
 // devNodeCat returns the categorical node features on the device, which
@@ -528,8 +577,9 @@ func (o CatEmbed) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 }
 
 // DeviceBackward implements op.DeviceOp: dT[r] = Σ dy_u over the nodes u
-// that use row r, in ascending order (a gather per row, no atomics): the
-// CPU's bits.
+// that use row r, in ascending order, by chunks of entries
+// (DeviceRows.Grad: gathers, no atomics; the CPU's bits for rows of at
+// most kernels.ChunkRows entries).
 func (o CatEmbed) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	c, err := o.devNodeCat()
 	if err != nil {
@@ -589,7 +639,9 @@ func (o EdgeMsg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 // de_p = dy_u ⊙ 1[h_v + e_p > 0] (spn_edge_messages_mask), dh_v the sum
 // of de over v's incoming entries in order (spn_gather_rows) and dT per
 // table row the sum of de over the entries that use it in order
-// (spn_embed_backward): gathers without atomics, the CPU's bits.
+// (DeviceRows.Grad): gathers without atomics, the CPU's bits (for the
+// table rows of at most kernels.ChunkRows entries; longer ones within
+// rounding).
 func (o EdgeMsg) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	ed, err := o.devEdges()
 	if err != nil {

@@ -21,12 +21,12 @@ type DeviceBatch struct {
 	// when the batch has none).
 	Target *cuda.Buffer
 	// Labels (N) and Attrs (N×AttrDim) are the node inputs (nil when the
-	// batch has none). LabelPtr and LabelIdx list the nodes of each label
-	// l < NumLabels in ascending order (a CSR of LabelRows rows, the
-	// largest label + 1), for the gradient of the label embeddings.
-	Labels, Attrs      *cuda.Buffer
-	LabelPtr, LabelIdx *cuda.Buffer
-	LabelRows          int
+	// batch has none). LabelRows lists the nodes of each label
+	// l < NumLabels in ascending order (nbop.EmbedRows' CSR of the largest
+	// label + 1 rows; nil without labels), for the gradient of the label
+	// embeddings.
+	Labels, Attrs *cuda.Buffer
+	LabelRows     *nbop.DeviceRows
 	// owner holds the arrays of an UploadBatch (nil for a PackBatch).
 	owner *cuda.Buffer
 }
@@ -51,11 +51,9 @@ func PackBatch(pk *cuda.Pack, bd *BatchData) (*DeviceBatch, error) {
 	}
 	if bd.Labels != nil {
 		labels := bd.Labels[:bd.N]
-		ptr, idx := nbop.EmbedRows(labels, []int32{0}, len(labels))
-		db.LabelRows = len(ptr) - 1
 		cuda.Put(pk, &db.Labels, labels)
-		cuda.Put(pk, &db.LabelPtr, ptr)
-		cuda.Put(pk, &db.LabelIdx, idx)
+		ptr, idx := nbop.EmbedRows(labels, []int32{0}, len(labels))
+		db.LabelRows = nbop.PackRows(pk, ptr, idx)
 	}
 	return db, nil
 }

@@ -238,8 +238,8 @@ func (o encoder) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 
 // DeviceBackward implements op.DeviceOp: dW = attrsᵀ·dy by cuBLAS,
 // db = Σ_rows dy (Engine.ColSums), dE[l] = Σ_{u: label_u = l} dy_u over the
-// nodes of each label in ascending order (spn_embed_backward, the CPU's
-// order).
+// nodes of each label in ascending order (nbop.DeviceRows.Grad: the
+// CPU's order, by chunks of kernels.ChunkRows nodes).
 func (o encoder) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	db, err := o.bd.dev(o.id)
 	if err != nil {
@@ -265,11 +265,11 @@ func (o encoder) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.
 	if gEmb == nil {
 		return nil
 	}
-	if db.LabelPtr == nil {
+	if db.LabelRows == nil {
 		return fmt.Errorf("%s: the batch on the device has no node labels", o.id)
 	}
-	if db.LabelRows > o.numLabels {
-		return fmt.Errorf("%s: the batch has label %d, the embedding %d rows", o.id, db.LabelRows-1, o.numLabels)
+	if db.LabelRows.Rows > o.numLabels {
+		return fmt.Errorf("%s: the batch has label %d, the embedding %d rows", o.id, db.LabelRows.Rows-1, o.numLabels)
 	}
-	return e.Launch("spn_embed_backward", db.LabelRows*d, gEmb, dy, db.LabelPtr, db.LabelIdx, db.LabelRows, d)
+	return db.LabelRows.Grad(e, gEmb, dy, d)
 }

@@ -138,21 +138,56 @@ SPN_KERNEL void spn_encode(float* __restrict__ y, const float* __restrict__ p, c
 	y[t] = v;
 }
 
-// spn_embed_backward adds to dE[l] (L×d) the rows dy[idx[r]] for r in
-// ptr[l] .. ptr[l+1]-1 in order: with the nodes of each label in
-// ascending order, the gradient of the label embeddings as models/rt's
-// encoder adds it. One thread per value (l, j).
-SPN_KERNEL void spn_embed_backward(float* __restrict__ dE, const float* __restrict__ dy, const int* __restrict__ ptr,
-	const int* __restrict__ idx, int L, int d)
+// spn_embed_part sets, for table row l < L, chunk k < K of its entries
+// (SPN_CHUNK_ROWS of them, rows ptr[l] .. ptr[l+1]−1 of idx) and column
+// j < d, one thread each, the float partial p = Σ dy[idx[r], j] over the
+// chunk's entries r in order. With K = 1 it adds p to dE[l, j] itself;
+// otherwise it writes part[(l·K + k)·d + j] for spn_embed_backward (a
+// chunk past the row's end, or of an empty row, writes nothing). With the nodes (or edge
+// entries) of each row in ascending order, a row of at most
+// SPN_CHUNK_ROWS entries gets the bits of models/rt's and
+// models/kernels.EmbedSumGrad's one sum into a zeroed dE; a longer row
+// differs from that sum in rounding only.
+SPN_KERNEL void spn_embed_part(float* __restrict__ dE, float* __restrict__ part, const float* __restrict__ dy,
+	const int* __restrict__ ptr, const int* __restrict__ idx, int L, int K, int d)
+{
+	long long t = spn_index();
+	if (t >= (long long)L * K * d) {
+		return;
+	}
+	int l = (int)(t / ((long long)K * d)), k = (int)(t / d % K), j = (int)(t % d);
+	int lo = ptr[l] + k * SPN_CHUNK_ROWS, end = ptr[l + 1];
+	if (lo >= end) {
+		return;
+	}
+	int hi = lo + SPN_CHUNK_ROWS < end ? lo + SPN_CHUNK_ROWS : end;
+	float p = 0.0f;
+	for (int r = lo; r < hi; r++) {
+		p += dy[(long long)idx[r] * d + j];
+	}
+	if (K == 1) {
+		dE[(long long)l * d + j] = dE[(long long)l * d + j] + p;
+	} else {
+		part[t] = p;
+	}
+}
+
+// spn_embed_backward adds to dE[l, j] the partials spn_embed_part wrote
+// for row l's chunks, in chunk order (acc = dE[l, j], acc += the partial
+// of chunk 0, 1, ... of the row's ⌈entries/SPN_CHUNK_ROWS⌉): one thread
+// per (l, j), the gradient of the label or category embeddings.
+SPN_KERNEL void spn_embed_backward(float* __restrict__ dE, const float* __restrict__ part, const int* __restrict__ ptr,
+	int L, int K, int d)
 {
 	long long t = spn_index();
 	if (t >= (long long)L * d) {
 		return;
 	}
 	int l = (int)(t / d), j = (int)(t % d);
+	int nk = (ptr[l + 1] - ptr[l] + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
 	float acc = dE[t];
-	for (int r = ptr[l]; r < ptr[l + 1]; r++) {
-		acc += dy[(long long)idx[r] * d + j];
+	for (int k = 0; k < nk; k++) {
+		acc += part[((long long)l * K + k) * d + j];
 	}
 	dE[t] = acc;
 }

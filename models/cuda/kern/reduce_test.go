@@ -1,6 +1,8 @@
 package kern_test
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -51,6 +53,97 @@ func dots(t *testing.T, g, xs []float32, T int, x1 []float32, n, d, block int) [
 		launch(t, "spn_sum_chunks", 1, block, out[T:], part, rows, M, T, 1)
 	}
 	return out
+}
+
+// embedGrad adds the embedding gradient of dy over the rows (ptr, idx)
+// to dE (L×d) by spn_embed_part and, for rows of more than one chunk,
+// spn_embed_backward, as nbop.DeviceRows.Grad launches them.
+func embedGrad(t *testing.T, dE, dy []float32, ptr, idx []int32, d, block int) {
+	t.Helper()
+	L, K := len(ptr)-1, 1
+	for l := 0; l < L; l++ {
+		K = max(K, kernels.NumChunks(int(ptr[l+1]-ptr[l])))
+	}
+	if K == 1 {
+		launch(t, "spn_embed_part", cover(L*d, block), block, dE, []float32(nil), dy, ptr, idx, L, 1, d)
+		return
+	}
+	part := make([]float32, L*K*d)
+	launch(t, "spn_embed_part", cover(L*K*d, block), block, dE, part, dy, ptr, idx, L, K, d)
+	launch(t, "spn_embed_backward", cover(L*d, block), block, dE, part, ptr, L, K, d)
+}
+
+// TestEmbedGradLongRows: the embedding gradient of a row of 700 entries
+// (a common category) and of short ones, into a zeroed gradient:
+// rows of at most one chunk give the bits of the CPU's one sum, longer
+// rows that sum within rounding (|Δ| ≤ 1e-6·Σ|terms|), whatever the
+// launch's blocks.
+func TestEmbedGradLongRows(t *testing.T) {
+	const n, d = 1000, 5
+	rng := rand.New(rand.NewPCG(10, 11))
+	dy := kerntest.Randn(rng, n*d, 1)
+	// Row 0 takes the nodes from 300 on, rows 1..3 the first 300 in turn
+	// (100 each: one chunk), row 4 none.
+	rowOf := func(u int) int32 {
+		if u >= 300 {
+			return 0
+		}
+		return int32(1 + u%3)
+	}
+	ptr := make([]int32, 6)
+	var idx []int32
+	for l := int32(0); l < 5; l++ {
+		for u := 0; u < n; u++ {
+			if rowOf(u) == l {
+				idx = append(idx, int32(u))
+			}
+		}
+		ptr[l+1] = int32(len(idx))
+	}
+	want := make([]float32, 5*d)
+	for l := 0; l < 5; l++ {
+		for _, u := range idx[ptr[l]:ptr[l+1]] {
+			for j := 0; j < d; j++ {
+				want[l*d+j] += dy[int(u)*d+j]
+			}
+		}
+	}
+	var first []float32
+	for _, block := range []int{64, 7} {
+		dE := make([]float32, 5*d)
+		embedGrad(t, dE, dy, ptr, idx, d, block)
+		checkEmbedGrad(t, "dE", dE, want, dy, ptr, idx, d)
+		if first == nil {
+			first = dE
+		} else {
+			equalBits(t, "blocks of 7", dE, first)
+		}
+	}
+}
+
+// checkEmbedGrad compares an embedding gradient got (into a zeroed
+// gradient) with the CPU's want row by row: the same bits for a row of at
+// most one chunk of entries, |Δ| ≤ 1e-6·Σ|terms| for a longer one (its
+// chunks' partials added in order instead of one sum).
+func checkEmbedGrad(t *testing.T, what string, got, want, dy []float32, ptr, idx []int32, d int) {
+	t.Helper()
+	for l := 0; l+1 < len(ptr); l++ {
+		g, w := got[l*d:(l+1)*d], want[l*d:(l+1)*d]
+		entries := idx[ptr[l]:ptr[l+1]]
+		if len(entries) <= kernels.ChunkRows {
+			equalBits(t, fmt.Sprintf("%s: row %d (%d entries)", what, l, len(entries)), g, w)
+			continue
+		}
+		for j := range g {
+			var abs float64
+			for _, u := range entries {
+				abs += math.Abs(float64(dy[int(u)*d+j]))
+			}
+			if diff := math.Abs(float64(g[j]) - float64(w[j])); diff > 1e-6*abs {
+				t.Errorf("%s: row %d (%d entries), column %d: %v, the CPU's sum %v", what, l, len(entries), j, g[j], w[j])
+			}
+		}
+	}
 }
 
 // TestColSums: the bias gradient's column sums give the bits of the CPU

@@ -208,9 +208,11 @@ func TestGCNPropagate(t *testing.T) {
 }
 
 // TestEmbedSum compares OGB's categorical embedding sum and the gradient
-// of its tables (spn_embed_backward over nbop.EmbedRows) with
-// kernels.EmbedSum and EmbedSumGrad, for the node features and the edge
-// features of a batch of synth.Relational graphs: the same bits.
+// of its tables (spn_embed_part and spn_embed_backward over
+// nbop.EmbedRows) with kernels.EmbedSum and EmbedSumGrad, for the node
+// features and the edge features of a batch of synth.Relational graphs:
+// the same bits (the gradient's rows of more than one chunk of entries
+// within rounding, checkEmbedGrad).
 func TestEmbedSum(t *testing.T) {
 	const d = 6
 	b := relBatch(t, 1)
@@ -238,16 +240,21 @@ func TestEmbedSum(t *testing.T) {
 		equalBits(t, c.name+": y", y, want)
 		ptr, idx := nbop.EmbedRows(c.x, off, c.n)
 		used := len(ptr) - 1
-		launch(t, "spn_embed_backward", cover(used*d, 32), 32, dT, dy, ptr, idx, used, d)
-		equalBits(t, c.name+": dT", dT, wantT)
+		if used > rows {
+			t.Fatalf("%s: %d table rows used, %d in the tables", c.name, used, rows)
+		}
+		embedGrad(t, dT[:used*d], dy, ptr, idx, d, 32)
+		checkEmbedGrad(t, c.name+": dT", dT, wantT, dy, ptr, idx, d)
 	}
 }
 
 // TestEdgeMessages compares E-SPN's first hop, forward and backward, with
 // models/kernels' EdgeMessages and EdgeMessagesGrad (the gradients of h
-// and of the edge embeddings, the latter through spn_embed_backward over
-// the entries' bond features as nbop.EdgeMsg adds it), over a batch of
-// synth.Relational graphs with half the messages below 0: the same bits.
+// and of the edge embeddings, the latter through spn_embed_part and
+// spn_embed_backward over the entries' bond features as nbop.EdgeMsg adds
+// it), over a batch of synth.Relational graphs with half the messages
+// below 0: the same bits (the edge embeddings' gradient rows of more than
+// one chunk of entries within rounding, checkEmbedGrad).
 func TestEdgeMessages(t *testing.T) {
 	const d = 5
 	b := relBatch(t, 1)
@@ -284,8 +291,8 @@ func TestEdgeMessages(t *testing.T) {
 	launch(t, "spn_gather_rows", cover(n*d, 32), 32, dh, de, in.Ptr, in.Idx, n, d)
 	equalBits(t, "dh", dh, wantDh)
 	ptr, idx := nbop.EmbedRows(b.EdgeFeat, off, E)
-	launch(t, "spn_embed_backward", cover((len(ptr)-1)*d, 32), 32, dT, de, ptr, idx, len(ptr)-1, d)
-	equalBits(t, "dT", dT, wantDT)
+	embedGrad(t, dT[:(len(ptr)-1)*d], de, ptr, idx, d, 32)
+	checkEmbedGrad(t, "dT", dT, wantDT, de, ptr, idx, d)
 }
 
 // TestGraphSumBroadcast compares the global readout's graph sums with
