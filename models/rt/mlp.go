@@ -183,14 +183,15 @@ func (o mlpOp) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer
 }
 
 // DeviceBackward implements op.DeviceOp: the four backward passes in
-// reverse order (each sets the real rows of its input gradient and reads
-// only real rows; the adaptor zeroed every gradient, so the bias
-// gradients the linear maps add to start at zero and dx's padding rows
-// stay zero).
+// reverse order, each batch norm adding the gradient of the bias before
+// it as it writes its dx (bnReLU.deviceBackward; the linear maps' own
+// passes give the other gradients, linear.deviceGrads). Each sets the
+// real rows of its input gradient and reads only real rows; the adaptor
+// zeroed every gradient, so the bias gradients start at zero and dx's
+// padding rows stay zero.
 func (o mlpOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
-	st := o.st
-	z1, a1, z2 := st.dev[0], st.dev[1], st.dev[2]
-	if z1 == nil {
+	a1 := o.st.dev[1] // the products z1, z2 are the forward pass's only
+	if a1 == nil {
 		return fmt.Errorf("%s: no device forward pass recorded", o.id)
 	}
 	var g [3]*cuda.Buffer // dz2, da1, dz1
@@ -201,14 +202,14 @@ func (o mlpOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.B
 		}
 	}
 	dz2, da1, dz1 := g[0], g[1], g[2]
-	if err := o.bn2.DeviceBackward(e, []*cuda.Buffer{z2, in[7], in[8]}, y, dy, []*cuda.Buffer{dz2, dIn[7], dIn[8]}); err != nil {
+	if err := o.bn2.deviceBackward(e, in[7], y, dy, dz2, dIn[7], dIn[8], dIn[6]); err != nil {
 		return err
 	}
-	if err := o.lin2.DeviceBackward(e, []*cuda.Buffer{a1, in[5], in[6]}, z2, dz2, []*cuda.Buffer{da1, dIn[5], dIn[6]}); err != nil {
+	if err := o.lin2.deviceGrads(e, a1, in[5], dz2, da1, dIn[5]); err != nil {
 		return err
 	}
-	if err := o.bn1.DeviceBackward(e, []*cuda.Buffer{z1, in[3], in[4]}, a1, da1, []*cuda.Buffer{dz1, dIn[3], dIn[4]}); err != nil {
+	if err := o.bn1.deviceBackward(e, in[3], a1, da1, dz1, dIn[3], dIn[4], dIn[2]); err != nil {
 		return err
 	}
-	return o.lin1.DeviceBackward(e, []*cuda.Buffer{in[0], in[1], in[2]}, z1, dz1, []*cuda.Buffer{dIn[0], dIn[1], dIn[2]})
+	return o.lin1.deviceGrads(e, in[0], in[1], dz1, dIn[0], dIn[1])
 }

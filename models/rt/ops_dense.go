@@ -81,21 +81,28 @@ func (o linear) deviceProduct(e *engine.Engine, x, w, p *cuda.Buffer) error {
 }
 
 // DeviceBackward implements op.DeviceOp: dx = dy·Wᵀ and dW = xᵀ·dy on
-// the real rows by cuBLAS, db = Σ_rows dy (Engine.ColSums, the CPU's chunk
-// order).
+// the real rows by cuBLAS (deviceGrads), db = Σ_rows dy (Engine.ColSums,
+// the CPU's chunk order).
 func (o linear) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	if err := o.deviceGrads(e, in[0], in[1], dy, dIn[0], dIn[1]); err != nil {
+		return err
+	}
+	return e.ColSums(dIn[2], dy, o.bd.Rows(o.graph), o.outCh)
+}
+
+// deviceGrads sets dx = dy·Wᵀ and dW = xᵀ·dy on the real rows (cuBLAS),
+// the gradients but the bias's: the fused MLP has the batch norm after
+// the map add the bias's (bnReLU.deviceBackward).
+func (o linear) deviceGrads(e *engine.Engine, x, w, dy, dx, dW *cuda.Buffer) error {
 	blas, err := e.BLAS()
 	if err != nil {
 		return err
 	}
 	n := o.bd.Rows(o.graph)
-	if err := blas.Sgemm(false, true, n, o.in, o.outCh, 1, dy, in[1], 0, dIn[0]); err != nil {
+	if err := blas.Sgemm(false, true, n, o.in, o.outCh, 1, dy, w, 0, dx); err != nil {
 		return err
 	}
-	if err := blas.Sgemm(true, false, o.in, o.outCh, n, 1, in[0], dy, 0, dIn[1]); err != nil {
-		return err
-	}
-	return e.ColSums(dIn[2], dy, n, o.outCh)
+	return blas.Sgemm(true, false, o.in, o.outCh, n, 1, x, dy, 0, dW)
 }
 
 // encoder is the input encoding h0_u = E[label_u] + attrs_u·W + b. The

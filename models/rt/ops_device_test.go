@@ -207,7 +207,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	// The fused MLP's forward pass (each bias added by the batch norm
 	// after it as it reads the product) gives the bits of its four parts'
 	// own device forward passes, in both modes, running statistics
-	// included.
+	// included, and its backward pass theirs.
 	up := func(vs [][]float32) []*cuda.Buffer {
 		var bs []*cuda.Buffer
 		for _, v := range vs {
@@ -257,6 +257,56 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 			}
 		}
 		kerntest.EqualBits(t, fmt.Sprintf("train=%v: fused MLP y", train), down(yf), down(yp))
+
+		// The backward passes, from zeroed gradients as the adaptor gives
+		// them: the same bits for all nine (the biases' from the batch
+		// norms' chunk partials, the parts' from Engine.ColSums).
+		dy := up([][]float32{modeltest.RandFloats(rng, N*d, 1)})[0]
+		grads := func() []*cuda.Buffer {
+			var gs []*cuda.Buffer
+			for _, sh := range fused.Sig().In {
+				n := 1
+				for _, s := range sh {
+					n *= s
+				}
+				z, err := e.Zeros(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gs = append(gs, z)
+			}
+			return gs
+		}
+		gf, gp := grads(), grads()
+		if err := fused.DeviceBackward(e, in, yf, dy, gf); err != nil {
+			t.Fatal(err)
+		}
+		dz2, da1, dz1 := zeros(), zeros(), zeros()
+		for _, step := range []struct {
+			op      op.DeviceOp
+			in      []*cuda.Buffer
+			out, dy *cuda.Buffer
+			dIn     []*cuda.Buffer
+		}{
+			{o.bn2, []*cuda.Buffer{z2, in[7], in[8]}, yp, dy, []*cuda.Buffer{dz2, gp[7], gp[8]}},
+			{o.lin2, []*cuda.Buffer{a1, in[5], in[6]}, z2, dz2, []*cuda.Buffer{da1, gp[5], gp[6]}},
+			{o.bn1, []*cuda.Buffer{z1, in[3], in[4]}, a1, da1, []*cuda.Buffer{dz1, gp[3], gp[4]}},
+			{o.lin1, []*cuda.Buffer{in[0], in[1], in[2]}, z1, dz1, []*cuda.Buffer{gp[0], gp[1], gp[2]}},
+		} {
+			if err := step.op.DeviceBackward(e, step.in, step.out, step.dy, step.dIn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range gf {
+			got, want := make([]float32, gf[i].Len()), make([]float32, gp[i].Len())
+			if err := cuda.Download(got, gf[i]); err != nil {
+				t.Fatal(err)
+			}
+			if err := cuda.Download(want, gp[i]); err != nil {
+				t.Fatal(err)
+			}
+			kerntest.EqualBits(t, fmt.Sprintf("train=%v: fused MLP gradient of input %d", train, i), got, want)
+		}
 		for i, st := range [][2]*bnStats{{fusedMLP.st1, partsMLP.st1}, {fusedMLP.st2, partsMLP.st2}} {
 			for _, s := range st {
 				if err := s.Dev.Download(s); err != nil {

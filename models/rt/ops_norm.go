@@ -254,10 +254,20 @@ func (o bnReLU) deviceForward(e *engine.Engine, x, bias, gamma, beta, y *cuda.Bu
 
 // DeviceBackward implements op.DeviceOp: dz through the ReLU with the
 // partials of Σ dz and Σ dz·x̂ per chunk of rows and column
-// (spn_bn_backward_part), then per value dx, each thread adding the
-// partials itself, its row-0 threads setting dγ and dβ
-// (spn_bn_backward, in either mode).
+// (spn_bn_backward_part), then dx per chunk of rows and column, each
+// thread adding the partials itself, its chunk-0 threads setting dγ and
+// dβ (spn_bn_backward, in either mode).
 func (o bnReLU) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	return o.deviceBackward(e, in[1], y, dy, dIn[0], dIn[1], dIn[2], nil)
+}
+
+// deviceBackward is DeviceBackward with the gradient of γ given as gamma
+// and the gradients dx, dγ, dβ; when dbias is not nil it also adds Σ_rows
+// dx to it, the gradient of the bias of the linear map before the batch
+// norm (the fused MLP's), by the chunk partials spn_bn_backward keeps as
+// it writes dx and, for more than one chunk, spn_col_sums: the bits of
+// Engine.ColSums over dx, one launch fewer.
+func (o bnReLU) deviceBackward(e *engine.Engine, gamma, y, dy, dx, dg, db, dbias *cuda.Buffer) error {
 	n, d, st := o.bd.N, o.d, o.st
 	if st.Dev == nil || st.Dev.xhat == nil {
 		return fmt.Errorf("%s: no device forward pass recorded", o.id)
@@ -275,9 +285,21 @@ func (o bnReLU) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.
 	if err := e.Launch("spn_bn_backward_part", nc*d, part, dz, y, dy, xhat, n, d); err != nil {
 		return err
 	}
+	var bpart *cuda.Buffer
+	if dbias != nil && nc > 1 {
+		if bpart, err = e.Scratch32(nc * d); err != nil {
+			return err
+		}
+	}
 	train := 0
 	if o.train {
 		train = 1
 	}
-	return e.Launch("spn_bn_backward", n*d, dIn[0], dIn[1], dIn[2], dz, xhat, in[1], inv, part, n, d, train)
+	if err := e.Launch("spn_bn_backward", nc*d, dx, dg, db, dbias, bpart, dz, xhat, gamma, inv, part, n, d, train); err != nil {
+		return err
+	}
+	if bpart == nil {
+		return nil
+	}
+	return e.Launch("spn_col_sums", d, dbias, bpart, nc, d)
 }

@@ -177,7 +177,7 @@ func Kernels() []Kernel {
 		{"spn_bn_relu", "norm.cu", ps("xhat", F32Ptr, "y", F32Ptr, "x", F32Ptr, "b", F32Ptr, "mu", F32Ptr, "inv", F32Ptr, "g", F32Ptr, "bt", F32Ptr, "n", I32, "d", I32)},
 		{"spn_relu_mask", "norm.cu", ps("dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "len", I32)},
 		{"spn_bn_backward_part", "norm.cu", ps("part", F64Ptr, "dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "xhat", F32Ptr, "n", I32, "d", I32)},
-		{"spn_bn_backward", "norm.cu", ps("dx", F32Ptr, "dg", F32Ptr, "db", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "part", F64Ptr, "n", I32, "d", I32, "train", I32)},
+		{"spn_bn_backward", "norm.cu", ps("dx", F32Ptr, "dg", F32Ptr, "db", F32Ptr, "dbias", F32Ptr, "bpart", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "part", F64Ptr, "n", I32, "d", I32, "train", I32)},
 		{"spn_pool", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
 		{"spn_pool_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
 		{"spn_pool_max", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},

@@ -263,7 +263,13 @@ func TestEncode(t *testing.T) {
 // kernels.ColSums, 1/√(σ²+eps), the running statistics, the backward's
 // column means).
 func TestBatchNorm(t *testing.T) {
-	const n, d, momentum, eps = 300, 6, 0.1, 1e-5
+	for _, n := range []int{300, 100} { // three chunks of rows, one
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) { batchNorm(t, n) })
+	}
+}
+
+func batchNorm(t *testing.T, n int) {
+	const d, momentum, eps = 6, 0.1, 1e-5
 	be := kernels.CPU{Threads: 2}
 	rng := rand.New(rand.NewPCG(6, 7))
 	x0, dy, bias := kerntest.Randn(rng, n*d, 2), kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, d, 3)
@@ -286,7 +292,7 @@ func TestBatchNorm(t *testing.T) {
 	dg, db, gi, m, mx := make([]float32, d), make([]float32, d), make([]float32, d), make([]float32, d), make([]float32, d)
 	for j := 0; j < d; j++ {
 		dg[j], db[j] = float32(sdzx[j]), float32(sdz[j])
-		gi[j], m[j], mx[j] = g[j]*inv[j], float32(sdz[j]/n), float32(sdzx[j]/n)
+		gi[j], m[j], mx[j] = g[j]*inv[j], float32(sdz[j]/float64(n)), float32(sdzx[j]/float64(n))
 	}
 	dx := make([]float32, n*d)
 	kernels.BNBackward(be, dx, dz, xhat, gi, m, mx, n, d)
@@ -321,10 +327,27 @@ func TestBatchNorm(t *testing.T) {
 	launch(t, "spn_bn_backward_part", cover(nc*d, 4), 4, part, kDz, kY, dy, kXhat, n, d)
 	equalBits(t, "dz", kDz, dz)
 	kDg, kDb, kDx := make([]float32, d), make([]float32, d), make([]float32, n*d)
-	launch(t, "spn_bn_backward", cover(n*d, 32), 32, kDx, kDg, kDb, kDz, kXhat, g, kInv, part, n, d, 1)
+	launch(t, "spn_bn_backward", cover(nc*d, 4), 4, kDx, kDg, kDb, []float32(nil), []float32(nil), kDz, kXhat, g, kInv, part, n, d, 1)
 	equalBits(t, "dγ", kDg, dg)
 	equalBits(t, "dβ", kDb, db)
 	equalBits(t, "dx", kDx, dx)
+
+	// With the bias of a linear map before the batch norm: its gradient
+	// Σ_rows dx from the chunks' partials (spn_col_sums) is the CPU GEMM's
+	// bias gradient of dx, added to what it held, and dx is unchanged.
+	dbias0 := kerntest.Randn(rng, d, 1)
+	wantBias := append([]float32(nil), dbias0...)
+	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantBias, []float32{}, dx, n, 0, d)
+	dbias, bpart := append([]float32(nil), dbias0...), []float32(nil) // one chunk: added by spn_bn_backward
+	if nc > 1 {
+		bpart = make([]float32, nc*d)
+	}
+	launch(t, "spn_bn_backward", cover(nc*d, 4), 4, kDx, kDg, kDb, dbias, bpart, kDz, kXhat, g, kInv, part, n, d, 1)
+	if nc > 1 {
+		launch(t, "spn_col_sums", cover(d, 4), 4, dbias, bpart, nc, d)
+	}
+	equalBits(t, "dx beside the bias gradient", kDx, dx)
+	equalBits(t, "the bias gradient", dbias, wantBias)
 
 	// Without update the running statistics stay.
 	still, stillVar := append([]float64(nil), runMean...), append([]float64(nil), runVar...)
@@ -358,7 +381,7 @@ func TestBatchNorm(t *testing.T) {
 	sdz, sdzx = kernels.ColSumsPair(be, dz, xhat, n, d)
 	launch(t, "spn_bn_backward_part", cover(nc*d, 4), 4, part, kDz, kY, dy, kXhat, n, d)
 	equalBits(t, "eval dz", kDz, dz)
-	launch(t, "spn_bn_backward", cover(n*d, 32), 32, kDx, kDg, kDb, kDz, kXhat, g, kInv, part, n, d, 0)
+	launch(t, "spn_bn_backward", cover(nc*d, 4), 4, kDx, kDg, kDb, []float32(nil), []float32(nil), kDz, kXhat, g, kInv, part, n, d, 0)
 	equalBits(t, "eval dx", kDx, dx)
 	for j := 0; j < d; j++ {
 		dg[j], db[j] = float32(sdzx[j]), float32(sdz[j])

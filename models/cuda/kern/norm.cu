@@ -167,34 +167,50 @@ SPN_KERNEL void spn_bn_backward_part(double* __restrict__ part, float* __restric
 	part[(long long)c * 2 * d + d + j] = px;
 }
 
-// spn_bn_backward sets, per value (one thread each), the input gradient
-// dx = gi·((dz − m) − x̂·mx) in training mode (train not 0) and dx = dz·gi
-// in evaluation mode, gi = γ·inv, m = mean(dz) and mx = mean(dz·x̂) as
-// float, from spn_bn_backward_part's partials, which every thread adds in
-// chunk order itself (models/kernels.ColSumsPair's order). The threads of
-// row 0 also set dγ = Σ dz·x̂ and dβ = Σ dz (rounded to float). The
-// arithmetic is models/kernels.BNBackward's.
+// spn_bn_backward sets, for chunk c of rows and column j (one thread
+// each, rows in order), the input gradient dx = gi·((dz − m) − x̂·mx) in
+// training mode (train not 0) and dx = dz·gi in evaluation mode, gi =
+// γ·inv, m = mean(dz) and mx = mean(dz·x̂) as float, from
+// spn_bn_backward_part's partials, which every thread adds in chunk order
+// itself (models/kernels.ColSumsPair's order). The threads of chunk 0
+// also set dγ = Σ dz·x̂ and dβ = Σ dz (rounded to float). When dbias is
+// not null (the bias of the linear map before the batch norm, whose
+// gradient is Σ_rows dx), each thread keeps the float sum p of its
+// chunk's dx in row order: with one chunk it adds p to dbias[j] itself,
+// otherwise it writes bpart[c·d + j] for spn_col_sums: the bits of
+// spn_col_part over dx. The arithmetic is models/kernels.BNBackward's.
 SPN_KERNEL void spn_bn_backward(float* __restrict__ dx, float* __restrict__ dg, float* __restrict__ db,
-	const float* __restrict__ dz, const float* __restrict__ xhat, const float* __restrict__ g,
-	const float* __restrict__ inv, const double* __restrict__ part, int n, int d, int train)
+	float* __restrict__ dbias, float* __restrict__ bpart, const float* __restrict__ dz,
+	const float* __restrict__ xhat, const float* __restrict__ g, const float* __restrict__ inv,
+	const double* __restrict__ part, int n, int d, int train)
 {
 	long long t = spn_index();
-	if (t >= (long long)n * d) {
+	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	if (t >= (long long)nc * d) {
 		return;
 	}
-	int j = (int)(t % d);
-	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	int c = (int)(t / d), j = (int)(t % d);
 	double sdz = spn_chunk_total(part, nc, 2 * d, j);
 	double sdzx = spn_chunk_total(part, nc, 2 * d, d + j);
-	if (t < d) {
+	if (c == 0) {
 		dg[j] = (float)sdzx;
 		db[j] = (float)sdz;
 	}
 	float gi = g[j] * inv[j];
-	if (!train) {
-		dx[t] = dz[t] * gi;
-		return;
-	}
 	float m = (float)(sdz / (double)n), mx = (float)(sdzx / (double)n);
-	dx[t] = gi * (dz[t] - m - xhat[t] * mx);
+	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
+	float p = 0.0f;
+	for (int r = lo; r < hi; r++) {
+		long long i = (long long)r * d + j;
+		float v = train ? gi * (dz[i] - m - xhat[i] * mx) : dz[i] * gi;
+		dx[i] = v;
+		p += v;
+	}
+	if (dbias) {
+		if (nc == 1) {
+			dbias[j] = dbias[j] + p;
+		} else {
+			bpart[t] = p;
+		}
+	}
 }
