@@ -104,6 +104,23 @@ func kernelsPTX(t *testing.T, r *cuda.Runtime, ctx *cuda.Context) []byte {
 	return ptx
 }
 
+// loadKernels loads the kernels' module into ctx (kernelsPTX) and
+// returns its entry points names.
+func loadKernels(t *testing.T, r *cuda.Runtime, ctx *cuda.Context, names ...string) []*cuda.Kernel {
+	t.Helper()
+	mod, err := ctx.LoadModule(kernelsPTX(t, r, ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := make([]*cuda.Kernel, len(names))
+	for i, name := range names {
+		if ks[i], err = mod.Kernel(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ks
+}
+
 // TestEmulatedDevice runs the device tests on the emulated device, then
 // checks that Close released everything.
 func TestEmulatedDevice(t *testing.T) {

@@ -174,14 +174,7 @@ func anySlice(s any) []float64 {
 // reads); a Put of part of them is an array of its own.
 func TestPackSameValues(t *testing.T) {
 	r, ctx, _ := emuContext(t)
-	mod, err := ctx.LoadModule(kernelsPTX(t, r, ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fill, err := mod.Kernel("spn_fill")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fill := loadKernels(t, r, ctx, "spn_fill")[0]
 	v := []float32{4, 5, 6, 7}
 	var a, b, c *cuda.Buffer
 	var pk cuda.Pack

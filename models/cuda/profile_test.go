@@ -35,18 +35,8 @@ func TestGPUProfile(t *testing.T) {
 // same counts; StopProfile without a profile, and StartProfile during
 // one, fail.
 func profileCalls(t *testing.T, r *cuda.Runtime, ctx *cuda.Context) {
-	mod, err := ctx.LoadModule(kernelsPTX(t, r, ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fill, err := mod.Kernel("spn_fill")
-	if err != nil {
-		t.Fatal(err)
-	}
-	relu, err := mod.Kernel("spn_relu_mask")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := loadKernels(t, r, ctx, "spn_fill", "spn_relu_mask")
+	fill, relu := ks[0], ks[1]
 	blas, err := ctx.NewBLAS()
 	if err != nil {
 		t.Fatal(err)

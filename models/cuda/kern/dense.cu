@@ -26,12 +26,10 @@ SPN_KERNEL void spn_bias_relu(float* __restrict__ y, const float* __restrict__ x
 SPN_KERNEL void spn_col_part(float* __restrict__ db, float* __restrict__ part, const float* __restrict__ dz, int n, int d)
 {
 	long long t = spn_index();
-	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
-	if (t >= (long long)nc * d) {
+	int nc = spn_chunks(n), c, j, lo, hi;
+	if (!spn_chunk(t, n, d, &c, &j, &lo, &hi)) {
 		return;
 	}
-	int c = (int)(t / d), j = (int)(t % d);
-	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
 	float p = 0.0f;
 	for (int r = lo; r < hi; r++) {
 		p += dz[(long long)r * d + j];
@@ -184,7 +182,7 @@ SPN_KERNEL void spn_embed_backward(float* __restrict__ dE, const float* __restri
 		return;
 	}
 	int l = (int)(t / d), j = (int)(t % d);
-	int nk = (ptr[l + 1] - ptr[l] + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	int nk = spn_chunks(ptr[l + 1] - ptr[l]);
 	float acc = dE[t];
 	for (int k = 0; k < nk; k++) {
 		acc += part[((long long)l * K + k) * d + j];

@@ -117,13 +117,11 @@ SPN_KERNEL void spn_gat_backward_vec(double* __restrict__ psrc, double* __restri
 	const float* __restrict__ z, const int* __restrict__ ptr, const int* __restrict__ idx, int n, int H, int d)
 {
 	long long t = spn_index();
-	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
-	if (t >= (long long)nc * 2 * d) {
+	int ch, jj, lo, hi;
+	if (!spn_chunk(t, n, 2 * d, &ch, &jj, &lo, &hi)) {
 		return;
 	}
-	int ch = (int)(t / (2 * d)), jj = (int)(t % (2 * d));
 	int dst = jj >= d, j = dst ? jj - d : jj, h = j / (d / H);
-	int lo = ch * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
 	double s = 0.0;
 	for (int u = lo; u < hi; u++) {
 		for (int e = ptr[u]; e < ptr[u + 1]; e++) {

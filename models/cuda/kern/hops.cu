@@ -94,12 +94,10 @@ SPN_KERNEL void spn_row_dots(double* __restrict__ rp, const float* __restrict__ 
 SPN_KERNEL void spn_dot_chunks(double* __restrict__ part, const double* __restrict__ rp, int M, int n)
 {
 	long long t = spn_index();
-	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
-	if (t >= (long long)nc * M) {
+	int c, m, lo, hi;
+	if (!spn_chunk(t, n, M, &c, &m, &lo, &hi)) {
 		return;
 	}
-	int c = (int)(t / M), m = (int)(t % M);
-	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
 	double s = 0.0;
 	for (int r = lo; r < hi; r++) {
 		s += rp[(long long)r * M + m];

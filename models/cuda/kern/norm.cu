@@ -36,12 +36,10 @@ SPN_KERNEL void spn_bn_part(double* __restrict__ part, const double* __restrict_
 	const float* __restrict__ b, int n, int d)
 {
 	long long t = spn_index();
-	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
-	if (t >= (long long)nc * d) {
+	int nc = spn_chunks(n), c, j, lo, hi;
+	if (!spn_chunk(t, n, d, &c, &j, &lo, &hi)) {
 		return;
 	}
-	int c = (int)(t / d), j = (int)(t % d);
-	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
 	double mean = msum ? spn_chunk_total(msum, nc, d, j) / (double)n : 0.0;
 	double p = 0.0;
 	for (int r = lo; r < hi; r++) {
@@ -77,7 +75,7 @@ SPN_KERNEL void spn_bn_relu_train(float* __restrict__ xhat, float* __restrict__ 
 		return;
 	}
 	int j = (int)(t % d);
-	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+	int nc = spn_chunks(n);
 	double mean = spn_chunk_total(msum, nc, d, j) / (double)n;
 	double var = spn_chunk_total(vsum, nc, d, j) / (double)n;
 	float mu = (float)mean, iv = (float)(1.0 / sqrt(var + eps));
@@ -149,12 +147,10 @@ SPN_KERNEL void spn_bn_backward_part(double* __restrict__ part, float* __restric
 	const float* __restrict__ dy, const float* __restrict__ xhat, int n, int d)
 {
 	long long t = spn_index();
-	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
-	if (t >= (long long)nc * d) {
+	int c, j, lo, hi;
+	if (!spn_chunk(t, n, d, &c, &j, &lo, &hi)) {
 		return;
 	}
-	int c = (int)(t / d), j = (int)(t % d);
-	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
 	double p = 0.0, px = 0.0;
 	for (int r = lo; r < hi; r++) {
 		long long i = (long long)r * d + j;
@@ -185,11 +181,10 @@ SPN_KERNEL void spn_bn_backward(float* __restrict__ dx, float* __restrict__ dg, 
 	const double* __restrict__ part, int n, int d, int train)
 {
 	long long t = spn_index();
-	int nc = (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
-	if (t >= (long long)nc * d) {
+	int nc = spn_chunks(n), c, j, lo, hi;
+	if (!spn_chunk(t, n, d, &c, &j, &lo, &hi)) {
 		return;
 	}
-	int c = (int)(t / d), j = (int)(t % d);
 	double sdz = spn_chunk_total(part, nc, 2 * d, j);
 	double sdzx = spn_chunk_total(part, nc, 2 * d, d + j);
 	if (c == 0) {
@@ -198,7 +193,6 @@ SPN_KERNEL void spn_bn_backward(float* __restrict__ dx, float* __restrict__ dg, 
 	}
 	float gi = g[j] * inv[j];
 	float m = (float)(sdz / (double)n), mx = (float)(sdzx / (double)n);
-	int lo = c * SPN_CHUNK_ROWS, hi = lo + SPN_CHUNK_ROWS < n ? lo + SPN_CHUNK_ROWS : n;
 	float p = 0.0f;
 	for (int r = lo; r < hi; r++) {
 		long long i = (long long)r * d + j;

@@ -23,6 +23,27 @@
 // partial sum per chunk of rows, chunks in order, as the CPU kernels do.
 #define SPN_CHUNK_ROWS 128
 
+// spn_chunks is the number of chunks of SPN_CHUNK_ROWS rows in n rows.
+SPN_DEVICE int spn_chunks(int n)
+{
+	return (n + SPN_CHUNK_ROWS - 1) / SPN_CHUNK_ROWS;
+}
+
+// spn_chunk maps thread t of a reduction by chunks (t = c·w + j) onto
+// chunk c of n rows, its rows lo..hi−1, and column j < w; it returns 0
+// for a thread past the last chunk.
+SPN_DEVICE int spn_chunk(long long t, int n, int w, int* c, int* j, int* lo, int* hi)
+{
+	if (t >= (long long)spn_chunks(n) * w) {
+		return 0;
+	}
+	*c = (int)(t / w);
+	*j = (int)(t % w);
+	*lo = *c * SPN_CHUNK_ROWS;
+	*hi = *lo + SPN_CHUNK_ROWS < n ? *lo + SPN_CHUNK_ROWS : n;
+	return 1;
+}
+
 // spn_index is the thread's global index over a one-dimensional grid.
 SPN_DEVICE long long spn_index(void)
 {
