@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -36,16 +37,17 @@ type packPart struct {
 // Put appends v to p; Upload will point *dst at v's values on the
 // device. An empty v still takes one value's room, so that its view is
 // an address inside the device buffer. Put of the very values of an
-// earlier Put (the same array, length and type: a hop set that is its
-// own transpose) copies nothing more: *dst will view the same device
-// array.
+// earlier Put (the same array, length and type, its values unchanged: a
+// hop set that is its own transpose) copies nothing more: *dst will view
+// the same device array.
 func Put[T Elem](p *Pack, dst **Buffer, v []T) {
 	k := kindOf[T]()
 	var src unsafe.Pointer
 	if len(v) > 0 {
 		src = unsafe.Pointer(&v[0])
+		vb := unsafe.Slice((*byte)(src), len(v)*sizeOf(k))
 		for _, pt := range p.parts {
-			if pt.src == src && pt.n == len(v) && pt.kind == k {
+			if pt.src == src && pt.n == len(v) && pt.kind == k && bytes.Equal(p.host[pt.off:pt.off+len(vb)], vb) {
 				p.parts = append(p.parts, packPart{off: pt.off, n: pt.n, kind: k, dst: dst, src: src})
 				return
 			}

@@ -184,6 +184,15 @@ func TestPackSameValues(t *testing.T) {
 	if want := cuda.PackAlign + 4*2; pk.Len() != want {
 		t.Errorf("pack of %d bytes, want %d (v once, its prefix once)", pk.Len(), want)
 	}
+	// An array refilled between two Puts is copied again.
+	var refilled cuda.Pack
+	w := []float32{1, 2}
+	cuda.Put(&refilled, &a, w)
+	w[1] = 3
+	cuda.Put(&refilled, &b, w)
+	if want := cuda.PackAlign + 4*2; refilled.Len() != want {
+		t.Errorf("pack of an array refilled between its Puts: %d bytes, want %d (two copies)", refilled.Len(), want)
+	}
 	dev, err := pk.Upload(ctx, nil, 0)
 	if err != nil {
 		t.Fatal(err)
