@@ -261,12 +261,13 @@ func (o bnReLU) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.
 	return o.deviceBackward(e, in[1], y, dy, dIn[0], dIn[1], dIn[2], nil)
 }
 
-// deviceBackward is DeviceBackward with the gradient of γ given as gamma
-// and the gradients dx, dγ, dβ; when dbias is not nil it also adds Σ_rows
-// dx to it, the gradient of the bias of the linear map before the batch
-// norm (the fused MLP's), by the chunk partials spn_bn_backward keeps as
-// it writes dx and, for more than one chunk, spn_col_sums: the bits of
-// Engine.ColSums over dx, one launch fewer.
+// deviceBackward is DeviceBackward of γ (gamma), the forward pass's
+// output y and its gradient dy, setting the gradients dx, dγ (dg) and dβ
+// (db); when dbias is not nil it also adds Σ_rows dx to it, the gradient
+// of the bias of the linear map before the batch norm (the fused MLP's),
+// by the chunk partials spn_bn_backward keeps as it writes dx and, for
+// more than one chunk, spn_col_sums: the bits of Engine.ColSums over dx,
+// one launch fewer.
 func (o bnReLU) deviceBackward(e *engine.Engine, gamma, y, dy, dx, dg, db, dbias *cuda.Buffer) error {
 	n, d, st := o.bd.N, o.d, o.st
 	if st.Dev == nil || st.Dev.xhat == nil {
