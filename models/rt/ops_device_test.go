@@ -174,18 +174,22 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	if err := o.Forward(x, make([]float32, N*d)); err != nil {
 		t.Fatal(err)
 	}
-	var bufs []*cuda.Buffer
-	for _, v := range x {
-		dv, err := e.FromHost(v, len(v))
-		if err != nil {
-			t.Fatal(err)
+	up := func(vs [][]float32) []*cuda.Buffer { // device copies of vs
+		var bs []*cuda.Buffer
+		for _, v := range vs {
+			dv, err := e.FromHost(v, len(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := e.Buffer(dv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs = append(bs, b)
 		}
-		b, err := e.Buffer(dv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs = append(bufs, b)
+		return bs
 	}
+	bufs := up(x)
 	y, err := e.Scratch(N * d)
 	if err != nil {
 		t.Fatal(err)
@@ -208,18 +212,6 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	// after it as it reads the product) gives the bits of its four parts'
 	// own device forward passes, in both modes, running statistics
 	// included, and its backward pass theirs.
-	up := func(vs [][]float32) []*cuda.Buffer {
-		var bs []*cuda.Buffer
-		for _, v := range vs {
-			dv, err := e.FromHost(v, len(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := e.Buffer(dv)
-			bs = append(bs, b)
-		}
-		return bs
-	}
 	zeros := func() *cuda.Buffer {
 		z, err := e.Zeros(N * d)
 		if err != nil {
