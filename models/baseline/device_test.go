@@ -33,13 +33,20 @@ const deviceStepTol = 1e-4
 // step's outputs and every gradient (downloaded: no device optimiser)
 // agree within deviceGradTol; then 20 Adam steps with a DeviceAdam agree
 // with param.Adam on the CPU within deviceStepTol, a second device model
-// gives the same bits step by step, and the loss falls.
-func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
+// (its launches' threads run last to first, Adam's included) gives the
+// same bits step by step, and the loss falls.
+func TestStepOnDevice(t *testing.T) {
+	e, reverse := enginetest.EmulatedReversible(t)
+	stepOnDevice(t, e, reverse)
+}
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
-func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
+func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t), nil) }
 
-func stepOnDevice(t *testing.T, e *engine.Engine) {
+// stepOnDevice is TestStepOnDevice on e; reverse, when not nil, runs the
+// second device model's launches' threads last to first (on) or first
+// to last.
+func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	e.PoisonScratch = true
 	for _, attrs := range []int{0, 5} {
 		ds := modeltest.AgnDataset(t, 4, 40, 14, 4, attrs)
@@ -94,12 +101,21 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			}
 			dev, dopt := newDev()
 			again, aopt := newDev()
+			reversed := func(f func()) { // f with the threads last to first
+				if reverse != nil {
+					reverse(true)
+					defer reverse(false)
+				}
+				f()
+			}
 			var first, last float64
 			worst = 0
 			for s := 0; s < 20; s++ {
 				cl, cout := step(cpu)
 				dl, dout := step(dev)
-				al, aout := step(again)
+				var al float64
+				var aout []float32
+				reversed(func() { al, aout = step(again) })
 				if d := math.Abs(dl-cl) / (1 + math.Abs(cl)); d > deviceStepTol {
 					t.Fatalf("step %d: loss %v on the device, %v on the CPU", s, dl, cl)
 				} else {
@@ -114,11 +130,14 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 				}
 				last = dl
 				copt.Step()
-				for _, o := range []interface{ Step() error }{dopt, aopt} {
-					if err := o.Step(); err != nil {
+				if err := dopt.Step(); err != nil {
+					t.Fatal(err)
+				}
+				reversed(func() {
+					if err := aopt.Step(); err != nil {
 						t.Fatal(err)
 					}
-				}
+				})
 			}
 			// The parameters come back to the host as the CPU's.
 			if err := dev.SyncHost(); err != nil {

@@ -26,20 +26,23 @@ const (
 )
 
 // TestStepOnDevice trains the same small E-SPN (2 layers, hidden 8; k = 3
-// with mean pooling, without and with the global readout, k = 1 with
-// sum pooling, k = 2 with dropout 0.5 and with max pooling) on
-// the two binary tasks of synth.EdgeFeatures (categorical node and edge
-// features, a quarter of the labels missing) for 20 Adam steps on the
-// CPU and on the emulated device from the same initial parameters: the
-// first step's loss and outputs agree within firstTol, the later steps'
-// within stepTol, a second device model gives the same bits step by
-// step, and the loss falls.
-func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
+// with mean pooling, without and with the global readout, k = 1 with sum
+// pooling, k = 2 with dropout 0.5 and with max pooling) on the two binary
+// tasks of synth.EdgeFeatures (categorical node and edge features, a
+// quarter of the labels missing) for 20 Adam steps on the CPU and on the
+// emulated device from the same initial parameters: the first step's loss
+// and outputs agree within firstTol, the later steps' within stepTol, a
+// second device model, its launches' threads run last to first, gives the
+// same bits step by step, and the loss falls.
+func TestStepOnDevice(t *testing.T) {
+	e, reverse := enginetest.EmulatedReversible(t)
+	stepOnDevice(t, e, reverse)
+}
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
-func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
+func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t), nil) }
 
-func stepOnDevice(t *testing.T, e *engine.Engine) {
+func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	ds, hops, err := synth.EdgeFeatures(11, 40, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +68,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)
 			}
-			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: firstTol, Tol: stepTol})
+			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: firstTol, Tol: stepTol, Reverse: reverse})
 		})
 	}
 }

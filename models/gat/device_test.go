@@ -44,22 +44,25 @@ func opOnDevice(t *testing.T, e *engine.Engine) {
 }
 
 // TestStepOnDevice trains the same small GAT (2 layers, hidden 8, 2
-// heads, the MLP and the linear variant, sum pooling) on a
-// classification batch for 20 Adam steps at lr 3e-3 on the CPU and on the
-// emulated device from the same initial parameters: the first step's
-// loss and outputs agree within 2e-5·(1 + |CPU value|), the later steps'
-// within 1e-3 (largest seen 4e-5 with the MLP, 5.6e-7 linear: Adam's
-// first steps are lr·sign(g), so rounding noise, as in the biases that
-// feed a batch norm, moves parameters by ±lr differently on each
-// device; at lr 1e-2 the MLP variant's logits drift 5e-3 apart by step
-// 13), a second device model gives the same bits step by step, and the
-// loss falls.
-func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
+// heads, the MLP and the linear variant, sum pooling) on a classification
+// batch for 20 Adam steps at lr 3e-3 on the CPU and on the emulated
+// device from the same initial parameters: the first step's loss and
+// outputs agree within 2e-5·(1 + |CPU value|), the later steps' within
+// 1e-3 (largest seen 4e-5 with the MLP, 5.6e-7 linear: Adam's first steps
+// are lr·sign(g), so rounding noise, as in the biases that feed a batch
+// norm, moves parameters by ±lr differently on each device; at lr 1e-2
+// the MLP variant's logits drift 5e-3 apart by step 13), a second device
+// model, its launches' threads run last to first, gives the same bits
+// step by step, and the loss falls.
+func TestStepOnDevice(t *testing.T) {
+	e, reverse := enginetest.EmulatedReversible(t)
+	stepOnDevice(t, e, reverse)
+}
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
-func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
+func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t), nil) }
 
-func stepOnDevice(t *testing.T, e *engine.Engine) {
+func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	const lr = 3e-3
 	b := devicetest.SmallBatch(t, 1)
 	for _, linear := range []bool{false, true} {
@@ -69,7 +72,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)
 			}
-			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: lr, FirstTol: 2e-5, Tol: 1e-3})
+			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: lr, FirstTol: 2e-5, Tol: 1e-3, Reverse: reverse})
 		})
 	}
 }

@@ -44,14 +44,18 @@ func opOnDevice(t *testing.T, e *engine.Engine) {
 // parameters: the first step's loss and outputs agree within 2e-5·(1 +
 // |CPU value|), the later steps' within 1e-3 (Adam's first steps are
 // lr·sign(g): the rounding noise of the biases that feed a batch norm
-// moves them by ±lr differently on each device), a second device model
-// gives the same bits step by step, and the loss falls.
-func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
+// moves them by ±lr differently on each device), a second device model,
+// its launches' threads run last to first, gives the same bits step by
+// step, and the loss falls.
+func TestStepOnDevice(t *testing.T) {
+	e, reverse := enginetest.EmulatedReversible(t)
+	stepOnDevice(t, e, reverse)
+}
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
-func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
+func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t), nil) }
 
-func stepOnDevice(t *testing.T, e *engine.Engine) {
+func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	b := devicetest.SmallBatch(t, 1)
 	for _, linear := range []bool{false, true} {
 		t.Run(fmt.Sprintf("linear %v", linear), func(t *testing.T) {
@@ -60,7 +64,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)
 			}
-			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: 2e-5, Tol: 1e-3})
+			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: 2e-5, Tol: 1e-3, Reverse: reverse})
 		})
 	}
 }

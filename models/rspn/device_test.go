@@ -85,19 +85,23 @@ func binaryData(t *testing.T) (*data.Dataset, *data.Hops) {
 
 // TestStepOnDevice trains the same small R-SPN (3 relations, 2 layers,
 // hidden 8; k = 3 with mean pooling and with the gated readout, k = 1
-// with sum and with mean pooling) on a regression batch of synth.Relational graphs for
-// 20 Adam steps, and with k = 3 and mean pooling on two binary tasks with
-// missing labels (binaryData) and with the AtomEncoder over the graphs'
-// categorical node features, on the CPU and on the emulated device from the same
-// initial parameters: the first step's loss and outputs agree within
-// firstTol, the later steps' within stepTol, a second device model gives the same bits step by step, and
-// the loss falls.
-func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
+// with sum and with mean pooling) on a regression batch of
+// synth.Relational graphs for 20 Adam steps, and with k = 3 and mean
+// pooling on two binary tasks with missing labels (binaryData) and with
+// the AtomEncoder over the graphs' categorical node features, on the CPU
+// and on the emulated device from the same initial parameters: the first
+// step's loss and outputs agree within firstTol, the later steps' within
+// stepTol, a second device model (its launches' threads last to first)
+// gives the same bits step by step, and the loss falls.
+func TestStepOnDevice(t *testing.T) {
+	e, reverse := enginetest.EmulatedReversible(t)
+	stepOnDevice(t, e, reverse)
+}
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
-func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
+func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t), nil) }
 
-func stepOnDevice(t *testing.T, e *engine.Engine) {
+func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	regDS, regHops := deviceData(t, false)
 	atomDS, atomHops := deviceData(t, true)
 	binDS, binHops := binaryData(t)
@@ -127,7 +131,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)
 			}
-			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: firstTol, Tol: stepTol})
+			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: firstTol, Tol: stepTol, Reverse: reverse})
 		})
 	}
 }

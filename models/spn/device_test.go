@@ -24,15 +24,19 @@ const deviceTol = 1e-5
 
 // TestStepOnDevice trains the same small SPN (k = 2, 2 layers, hidden 8,
 // without and with dropout, whose masks both draw from the model's
-// generator; and GIN; both also with the global readout) for 20 steps with Adam on the CPU and on the
-// emulated device from the same initial parameters: the per-step losses
-// and the outputs agree within deviceTol, a second device model gives the
-// same bits step by step, and after the steps only the parameters are
+// generator; and GIN; both also with the global readout) for 20 steps
+// with Adam on the CPU and on the emulated device from the same initial
+// parameters: the per-step losses and the outputs agree within deviceTol,
+// a second device model, its launches' threads run last to first, gives
+// the same bits step by step, and after the steps only the parameters are
 // left in the engine's memory.
-func TestStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.Emulated(t)) }
+func TestStepOnDevice(t *testing.T) {
+	e, reverse := enginetest.EmulatedReversible(t)
+	stepOnDevice(t, e, reverse)
+}
 
 // TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
-func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t)) }
+func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t), nil) }
 
 // smallConfig is the small model of the device tests: SPN (k = 2) or
 // GIN, 2 layers, hidden 8, sum pooling, classifying 2 classes of graphs
@@ -45,7 +49,7 @@ func smallConfig(kind string, dropout float64) models.Config {
 	return modeltest.Config(kind, k, 2, 8, dropout, models.PoolSum, models.TaskClassification, 2, 3, 0)
 }
 
-func stepOnDevice(t *testing.T, e *engine.Engine) {
+func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	b := devicetest.SmallBatch(t, 2)
 	for _, c := range []struct {
 		kind    string
@@ -57,7 +61,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine) {
 			cfg := smallConfig(kind, c.dropout)
 			cfg.Model.GlobalReadout = c.global
 			blocks0, _ := e.Live()
-			dev := devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: deviceTol, Tol: deviceTol})
+			dev := devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: deviceTol, Tol: deviceTol, Reverse: reverse})
 			// Only the two device models' parameters stay in the engine's
 			// memory (the batch and the masks are in each model's packed
 			// buffer).

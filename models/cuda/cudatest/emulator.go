@@ -104,11 +104,27 @@ func (o LibOpener) SetMemory(t testing.TB, bytes uint64) {
 // side of it, for a benchmark. It holds for the library's life.
 func (o LibOpener) SetNoExec(t testing.TB, on bool) {
 	t.Helper()
+	o.flag(t, "spn_emu_set_noexec", on)
+}
+
+// SetReverse makes the emulated device run each launch's threads last to
+// first (on) or first to last (off, the start), for the check that a
+// kernel's result does not depend on their order (kerntest.Launch). It
+// holds for the library's life.
+func (o LibOpener) SetReverse(t testing.TB, on bool) {
+	t.Helper()
+	o.flag(t, "spn_emu_set_reverse", on)
+}
+
+// flag sets the emulated device's switch name (a setter of one integer
+// argument) to 1 (on) or 0.
+func (o LibOpener) flag(t testing.TB, name string, on bool) {
+	t.Helper()
 	v := uint64(0)
 	if on {
 		v = 1
 	}
-	o.setting(t, "spn_emu_set_noexec")(v)
+	o.setting(t, name)(v)
 }
 
 // setting binds the emulated device's setter name (a C function of one

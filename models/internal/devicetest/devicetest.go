@@ -74,15 +74,21 @@ type Steps struct {
 	// on the CPU, |Δ| ≤ FirstTol·(1 + |CPU value|), and Tol the later
 	// steps'.
 	FirstTol, Tol float64
+	// Reverse, when not nil, makes the device run each launch's threads
+	// last to first (on) or first to last (enginetest.EmulatedReversible):
+	// the second device model then trains in reverse order.
+	Reverse func(on bool)
 }
 
 // CompareSteps trains a CPU model and two device models built by s.New
 // on b for s.N Adam steps and requires: each step's loss and outputs on
 // the device within s.FirstTol (the first step) or s.Tol (the later
 // ones) of the CPU's, relative to 1 + |CPU value|; the second device
-// model the same bits as the first, step by step; and the device's loss
-// to fall from the first step to the last. It returns the first device
-// model.
+// model the same bits as the first, step by step (with s.Reverse, its
+// launches' threads run last to first: no kernel's result depends on
+// the order of its threads, as on a GPU, where they run at once); and
+// the device's loss to fall from the first step to the last. It returns
+// the first device model.
 func CompareSteps(t *testing.T, b *data.Batch, s Steps) Model {
 	DefaultGEMM(t)
 	t.Helper()
@@ -114,7 +120,13 @@ func CompareSteps(t *testing.T, b *data.Batch, s Steps) Model {
 			t.Fatalf("step %d: loss %v on the device, %v on the CPU", step, dl, cl)
 		}
 		worst = math.Max(worst, Outputs(t, fmt.Sprintf("step %d", step), dout, cout, tol))
+		if s.Reverse != nil {
+			s.Reverse(true)
+		}
 		al, aout, err := again.Step(b)
+		if s.Reverse != nil {
+			s.Reverse(false)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

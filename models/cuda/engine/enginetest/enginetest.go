@@ -16,11 +16,21 @@ import (
 // closes it.
 func Emulated(t testing.TB) *engine.Engine {
 	t.Helper()
-	r, err := cuda.Probe(cudatest.Emulator(t))
+	e, _ := EmulatedReversible(t)
+	return e
+}
+
+// EmulatedReversible is Emulated, with a function that makes the
+// emulated device run each launch's threads last to first (on) or first
+// to last (off; cudatest.LibOpener.SetReverse).
+func EmulatedReversible(t testing.TB) (*engine.Engine, func(on bool)) {
+	t.Helper()
+	lib := cudatest.Emulator(t)
+	r, err := cuda.Probe(lib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Open(t, r)
+	return Open(t, r), func(on bool) { lib.SetReverse(t, on) }
 }
 
 // GPU returns an engine on GPU 0; without a usable GPU it ends the test

@@ -39,11 +39,19 @@ static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4)
 
 // Launch defines LAUNCH(call), which runs call once per thread of a
 // one-dimensional launch of gridDim.x blocks of blockDim.x threads,
-// blocks and threads in order, setting blockIdx and threadIdx.
+// setting blockIdx and threadIdx: blocks and threads in order, or, after
+// spn_emu_set_reverse(1), last to first. A GPU runs a launch's threads
+// at once, so a kernel whose result depends on their order (a thread
+// reading what another writes, two writing one value) is wrong there
+// however it fares in order; running the same work both ways and
+// comparing the bits finds it on the CPU.
 const Launch = `
+static int spn_emu_reverse;
+void spn_emu_set_reverse(unsigned long long on) { spn_emu_reverse = on != 0; }
 #define LAUNCH(call) \
-	for (unsigned int bx = 0; bx < gridDim.x; bx++) \
-		for (unsigned int tx = 0; tx < blockDim.x; tx++) { blockIdx.x = bx; threadIdx.x = tx; call; }
+	for (unsigned long long k = 0, n = (unsigned long long)gridDim.x * blockDim.x; k < n; k++) { \
+		unsigned long long g = spn_emu_reverse ? n - 1 - k : k; \
+		blockIdx.x = (unsigned int)(g / blockDim.x); threadIdx.x = (unsigned int)(g % blockDim.x); call; }
 `
 
 // CFlags are the options a C compiler builds the kernels with: C11, no
