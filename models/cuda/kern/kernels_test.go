@@ -205,9 +205,10 @@ func TestGeScalar(t *testing.T) {
 }
 
 // TestEncode: spn_encode adds (p + b) + E[label] per value as models/rt's
-// encoder (absent terms with null pointers), and spn_embed_backward adds
-// each label's rows of dy in node order; the same bits as the plain
-// loops.
+// encoder (absent terms with null pointers), and the label embeddings'
+// gradient (embedGrad) adds each label's rows of dy in node order into a
+// zeroed gradient; the same bits as the plain loops (each label has
+// fewer nodes than a chunk).
 func TestEncode(t *testing.T) {
 	const n, d, L = 200, 3, 4
 	rng := rand.New(rand.NewPCG(8, 9))
