@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -25,41 +24,38 @@ type Pack struct {
 }
 
 // packPart is one array of a Pack: n values of kind at byte offset off,
-// whose view Upload stores in *dst; src is the first of the host values
-// Put copied (nil for none).
+// whose view Upload stores in *dst.
 type packPart struct {
 	off, n int
 	kind   kern.Kind
 	dst    **Buffer
-	src    unsafe.Pointer
 }
 
 // Put appends v to p; Upload will point *dst at v's values on the
 // device. An empty v still takes one value's room, so that its view is
-// an address inside the device buffer. Put of the very values of an
-// earlier Put (the same array, length and type, its values unchanged: a
-// hop set that is its own transpose) copies nothing more: *dst will view
-// the same device array.
+// an address inside the device buffer.
 func Put[T Elem](p *Pack, dst **Buffer, v []T) {
 	k := kindOf[T]()
-	var src unsafe.Pointer
-	if len(v) > 0 {
-		src = unsafe.Pointer(&v[0])
-		vb := unsafe.Slice((*byte)(src), len(v)*sizeOf(k))
-		for _, pt := range p.parts {
-			if pt.src == src && pt.n == len(v) && pt.kind == k && bytes.Equal(p.host[pt.off:pt.off+len(vb)], vb) {
-				p.parts = append(p.parts, packPart{off: pt.off, n: pt.n, kind: k, dst: dst, src: src})
-				return
-			}
-		}
-	}
 	off := (len(p.host) + PackAlign - 1) / PackAlign * PackAlign
 	size := max(len(v), 1) * sizeOf(k)
 	p.host = append(p.host, make([]byte, off+size-len(p.host))...)
 	if len(v) > 0 {
 		copy(p.host[off:], unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*sizeOf(k)))
 	}
-	p.parts = append(p.parts, packPart{off: off, n: len(v), kind: k, dst: dst, src: src})
+	p.parts = append(p.parts, packPart{off: off, n: len(v), kind: k, dst: dst})
+}
+
+// Share makes Upload point *dst at the device array of the earlier Put
+// whose view goes to *src: the same values, copied once (a hop set that
+// is its own transpose). It fails when no Put of p names src.
+func (p *Pack) Share(dst, src **Buffer) error {
+	for _, pt := range p.parts {
+		if pt.dst == src {
+			p.parts = append(p.parts, packPart{off: pt.off, n: pt.n, kind: pt.kind, dst: dst})
+			return nil
+		}
+	}
+	return errors.New("cuda: sharing an array the pack does not hold")
 }
 
 // Len returns the bytes the pack's arrays take on the device.

@@ -168,30 +168,35 @@ func anySlice(s any) []float64 {
 	return r
 }
 
-// TestPackSameValues: a Put of the very values of an earlier Put (a hop
-// set that is its own transpose) adds nothing to the copy and views the
-// same device array (what a kernel writes through one view the other
-// reads); a Put of part of them is an array of its own.
-func TestPackSameValues(t *testing.T) {
+// TestPackShare: Share adds nothing to the copy and points its view at
+// the shared Put's device array (what a kernel writes through one view
+// the other reads); a Put of part of the same values, or of the same
+// array again, is an array of its own; sharing what the pack does not
+// hold fails.
+func TestPackShare(t *testing.T) {
 	r, ctx, _ := emuContext(t)
 	fill := loadKernels(t, r, ctx, "spn_fill")[0]
 	v := []float32{4, 5, 6, 7}
-	var a, b, c *cuda.Buffer
+	var a, b, c, stray *cuda.Buffer
 	var pk cuda.Pack
 	cuda.Put(&pk, &a, v)
-	cuda.Put(&pk, &b, v)
+	if err := pk.Share(&b, &a); err != nil {
+		t.Fatal(err)
+	}
 	cuda.Put(&pk, &c, v[:2])
 	if want := cuda.PackAlign + 4*2; pk.Len() != want {
 		t.Errorf("pack of %d bytes, want %d (v once, its prefix once)", pk.Len(), want)
 	}
-	// An array refilled between two Puts is copied again.
-	var refilled cuda.Pack
+	if err := pk.Share(&b, &stray); err == nil {
+		t.Error("sharing an array the pack does not hold: no error")
+	}
+	// An array put twice is copied twice.
+	var twice cuda.Pack
 	w := []float32{1, 2}
-	cuda.Put(&refilled, &a, w)
-	w[1] = 3
-	cuda.Put(&refilled, &b, w)
-	if want := cuda.PackAlign + 4*2; refilled.Len() != want {
-		t.Errorf("pack of an array refilled between its Puts: %d bytes, want %d (two copies)", refilled.Len(), want)
+	cuda.Put(&twice, &stray, w)
+	cuda.Put(&twice, &stray, w)
+	if want := cuda.PackAlign + 4*2; twice.Len() != want {
+		t.Errorf("pack of an array put twice: %d bytes, want %d (two copies)", twice.Len(), want)
 	}
 	dev, err := pk.Upload(ctx, nil, 0)
 	if err != nil {
@@ -205,7 +210,7 @@ func TestPackSameValues(t *testing.T) {
 		what string
 		view *cuda.Buffer
 		want []float32
-	}{{"the first view, filled", a, []float32{9, 9, 9, 9}}, {"the second view", b, []float32{9, 9, 9, 9}}, {"the prefix's own array", c, v[:2]}} {
+	}{{"the first view, filled", a, []float32{9, 9, 9, 9}}, {"the shared view", b, []float32{9, 9, 9, 9}}, {"the prefix's own array", c, v[:2]}} {
 		got := make([]float32, len(c.want))
 		if err := cuda.Download(got, c.view); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package nbop
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -49,13 +50,14 @@ func PackSets(pk *cuda.Pack, sets, setsT []data.CSR, n int) (*DeviceHops, error)
 	}
 	cuda.Put(pk, &h.Ptr, ptr)
 	cuda.Put(pk, &h.Idx, idx)
-	if !ownTransposes(sets, setsT) {
-		if ptr, idx, err = kern.PackHops(setsT, n); err != nil {
-			return nil, fmt.Errorf("packing the transposes: %w", err)
-		}
+	if ownTransposes(sets, setsT) {
+		// Sets that are their own transposes (Data.Set, SetHop1) go to
+		// the device once.
+		return h, errors.Join(pk.Share(&h.PtrT, &h.Ptr), pk.Share(&h.IdxT, &h.Idx))
 	}
-	// Sets that are their own transposes (Data.Set, SetHop1) are packed
-	// once: the second Put of the same arrays views the first's.
+	if ptr, idx, err = kern.PackHops(setsT, n); err != nil {
+		return nil, fmt.Errorf("packing the transposes: %w", err)
+	}
 	cuda.Put(pk, &h.PtrT, ptr)
 	cuda.Put(pk, &h.IdxT, idx)
 	return h, nil
