@@ -22,13 +22,16 @@
 // current on the calling OS thread for each call, so it may be used from
 // any goroutine. In it, [Alloc], [NewBuffer], [Upload] and [Download] move
 // float32, float64 and int32 values to and from device memory, a [Pack]
-// sends many arrays in one copy (views into one buffer), and
+// sends many arrays in one copy (views into one buffer; Pack.Share
+// names one array twice), and
 // Context.Calls counts the copies each way, the launches, the products
 // and the allocations;
 // Context.LoadModule loads PTX and Module.Kernel finds an entry point of
 // models/cuda/kern's table, whose Launch checks the arguments against the
 // kernel's parameters before launching ([ArgError]); Context.NewBLAS
 // makes a cuBLAS handle whose Sgemm multiplies row-major matrices.
+// Context.StartProfile and StopProfile time each launch and product on
+// the device between two driver events ([KernelTime]).
 // Context.Close releases everything made in the context. A driver or
 // cuBLAS call that fails gives an error wrapping a [*CallError], which names
 // the call and its code.
