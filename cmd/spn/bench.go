@@ -118,8 +118,11 @@ type benchReport struct {
 	Training schema.Training `json:"training"`
 	Threads  int             `json:"threads"`
 	// Jobs is the number of copies of each workload trained at once.
-	Jobs int    `json:"jobs"`
-	GEMM string `json:"gemm"`
+	Jobs int `json:"jobs"`
+	// Warmup is the number of untimed epochs each workload trains before
+	// the Training.Epochs that the figures cover.
+	Warmup int    `json:"warmup,omitempty"`
+	GEMM   string `json:"gemm"`
 	// GEMMKernels names the kernels standing in for gonum's GEMM in the
 	// default build (same bits), "" when gonum computes them all.
 	GEMMKernels string `json:"gemm_kernels,omitempty"`
@@ -147,6 +150,7 @@ func cmdBench(a *app, args []string) error {
 	dropout := fs.Float64("dropout", 0.5, "`dropout` rate")
 	batch := fs.Int("batch", 32, "training `batch` size")
 	epochs := fs.Int("epochs", 1, "training `epochs` per workload")
+	warmup := fs.Int("warmup", 0, "untimed `epochs` trained first (caches, memory pools and the GPU's kernels warm up); the figures cover the --epochs after them")
 	lr := fs.Float64("lr", 1e-3, "Adam learning `rate`")
 	threads := fs.Int("threads", 2, "kernel `threads` (of each copy)")
 	jobs := fs.Int("jobs", 1, "`copies` of each workload trained at once; graphs/s is their sum")
@@ -169,6 +173,8 @@ func cmdBench(a *app, args []string) error {
 	switch {
 	case *epochs < 1:
 		err = fmt.Errorf("--epochs must be at least 1, got %d", *epochs)
+	case *warmup < 0:
+		err = fmt.Errorf("--warmup must not be negative, got %d", *warmup)
 	case *batch < 1:
 		err = fmt.Errorf("--batch must be at least 1, got %d", *batch)
 	case *threads < 1:
@@ -189,7 +195,7 @@ func cmdBench(a *app, args []string) error {
 		Model: model,
 		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
 			Selection: fit.SelectBestValLoss},
-		Threads: *threads, Jobs: *jobs, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+		Threads: *threads, Jobs: *jobs, Warmup: *warmup, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
 	gpu, err := a.benchGPU(device, rep, cache.Resolve(*cacheDir, a.getenv, "."))
 	if err != nil {
@@ -361,29 +367,65 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	// measured time to training (the throughput counts training batches
 	// only in any case).
 	sets := fit.Sets{Train: all, Val: all[:benchValSize(ds)]}
-	cpu0, err := cpuSeconds()
-	if err != nil {
-		return benchRow{}, err
-	}
-	var calls0 cuda.Calls
-	if gpuCtx != nil {
-		calls0 = gpuCtx.Calls()
-		if gpu.kernelTimes {
-			if err := gpuCtx.StartProfile(); err != nil {
-				return benchRow{}, err
+	// The counters start when every copy has trained its warm-up epochs
+	// (at once without --warmup): the copies wait at the end of their
+	// warm-up until the counters are read, so that CPU-seconds, driver
+	// calls and kernel times cover the timed epochs alone.
+	var (
+		cpu0   float64
+		calls0 cuda.Calls
+		warmed sync.WaitGroup
+		start  = make(chan struct{})
+	)
+	startCounters := func() error {
+		var err error
+		if cpu0, err = cpuSeconds(); err != nil {
+			return err
+		}
+		if gpuCtx != nil {
+			calls0 = gpuCtx.Calls()
+			if gpu.kernelTimes {
+				return gpuCtx.StartProfile()
 			}
 		}
+		return nil
 	}
+	if rep.Warmup == 0 {
+		if err := startCounters(); err != nil {
+			return benchRow{}, err
+		}
+		close(start)
+	}
+	training := rep.Training
+	training.Epochs += rep.Warmup
 	results := make([]*fit.Result, jobs)
 	errs := make([]error, jobs)
 	var wg sync.WaitGroup
+	warmed.Add(jobs)
 	for i := range ms {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := fit.Options{Training: rep.Training, Metric: benchMetric(cfg), Seed: seed + uint64(i), Stream: 1, Host: hosts[i]}
+			var once sync.Once
+			defer once.Do(warmed.Done) // a copy that fails in its warm-up lets the others go on
+			opts := fit.Options{Training: training, Metric: benchMetric(cfg), Seed: seed + uint64(i), Stream: 1, Host: hosts[i],
+				Progress: func(done, _ int) {
+					if done == rep.Warmup {
+						once.Do(warmed.Done)
+						<-start
+					}
+				}}
 			results[i], errs[i] = fit.Train(ctx, ms[i], ds, hops, sets, opts)
 		}()
+	}
+	if rep.Warmup > 0 {
+		warmed.Wait()
+		err := startCounters()
+		close(start)
+		if err != nil {
+			wg.Wait()
+			return benchRow{}, err
+		}
 	}
 	wg.Wait()
 	var prof []cuda.KernelTime
@@ -411,25 +453,33 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		runtime.KeepAlive(hops)
 	}
 	// Summed over the copies: the rate, the graphs trained; the slowest
-	// copy's training time.
+	// copy's training time. Only the epochs after the warm-up count.
+	epochsTimed := rep.Training.Epochs
 	row = benchRow{
 		Workload: benchName(name, o), Graphs: len(all), MeanNodes: float64(nodes) / float64(len(all)),
-		Epochs: len(results[0].EpochSeconds), PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
+		Epochs: epochsTimed, PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
 	}
 	if gpuCtx != nil {
 		row.PeakDeviceMB = float64(gpuCtx.Memory().Peak) / (1 << 20)
 		c := gpuCtx.Calls().Sub(calls0)
-		steps := float64(len(results[0].EpochSeconds) * ((len(all) + rep.Training.BatchSize - 1) / rep.Training.BatchSize))
+		steps := float64(epochsTimed * ((len(all) + rep.Training.BatchSize - 1) / rep.Training.BatchSize))
 		row.LaunchesPerStep = float64(c.Launches+c.GEMMs) / steps
 		row.AllocsPerStep = float64(c.Allocs+c.Frees) / steps
 		row.Kernels = kernelRows(prof, steps)
 	}
 	trained := 0
 	for _, res := range results {
-		g := len(all) * len(res.EpochSeconds)
+		if len(res.TrainSeconds) != rep.Warmup+epochsTimed {
+			return benchRow{}, fmt.Errorf("trained %d epochs, want %d", len(res.TrainSeconds), rep.Warmup+epochsTimed)
+		}
+		secs := 0.0
+		for _, s := range res.TrainSeconds[rep.Warmup:] {
+			secs += s
+		}
+		g := len(all) * epochsTimed
 		trained += g
-		row.GraphsPerSec += res.GraphsPerSecond
-		row.TrainSeconds = max(row.TrainSeconds, float64(g)/res.GraphsPerSecond)
+		row.GraphsPerSec += float64(g) / secs
+		row.TrainSeconds = max(row.TrainSeconds, secs)
 	}
 	row.GraphsPerCPUSec = float64(trained) / (cpu1 - cpu0)
 	return row, nil
@@ -603,8 +653,12 @@ func renderBench(w io.Writer, rep benchReport) error {
 	if c := rep.Compute; c != nil {
 		par, on = fmt.Sprintf("device %s, host %d threads", c, rep.Threads), ""
 	}
-	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %d epoch(s), %s%s, %s\n",
-		m.Kind, m.K, m.Layers, m.Hidden, m.Pool, m.Dropout, rep.Training.BatchSize, rep.Training.Epochs,
+	epochs := fmt.Sprintf("%d epoch(s)", rep.Training.Epochs)
+	if rep.Warmup > 0 {
+		epochs += fmt.Sprintf(" after %d warm-up", rep.Warmup)
+	}
+	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %s, %s%s, %s\n",
+		m.Kind, m.K, m.Layers, m.Hidden, m.Pool, m.Dropout, rep.Training.BatchSize, epochs,
 		par, on, rep.GoVersion); err != nil {
 		return err
 	}

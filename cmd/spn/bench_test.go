@@ -51,6 +51,37 @@ func TestBenchProx(t *testing.T) {
 	}
 }
 
+// TestBenchWarmup trains two copies with two untimed warm-up epochs each:
+// the report counts the one timed epoch alone (the rate times the slowest
+// copy's time covers 2 × 40 graphs, not 2 × 3 × 40), and the table's
+// header says so.
+func TestBenchWarmup(t *testing.T) {
+	args := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "3", "--threads", "1", "--jobs", "2", "--warmup", "2"}
+	code, out, errs := benchRun(t, append(args, "--json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	w := rep.Workloads[0]
+	if rep.Warmup != 2 || rep.Training.Epochs != 1 || w.Epochs != 1 || !(w.GraphsPerSec > 0) || !(w.GraphsPerCPUSec > 0) {
+		t.Fatalf("report %+v, row %+v; want warmup 2, 1 timed epoch", rep, w)
+	}
+	// Each copy's rate is 40 graphs over its timed epoch: the sum times
+	// the slowest copy's time is at least 80, and far below the 240 of
+	// all three epochs of both copies unless the copies' speeds differ
+	// threefold.
+	if trained := w.GraphsPerSec * w.TrainSeconds; trained < 80*0.999 || trained > 200 {
+		t.Errorf("graphs/s %.1f × train s %.3f = %.1f graphs, want about 80 (the timed epoch of two copies)", w.GraphsPerSec, w.TrainSeconds, trained)
+	}
+	code, out, errs = benchRun(t, args...)
+	if code != exitOK || !strings.Contains(out, ", batch 32, 1 epoch(s) after 2 warm-up, 2 copies × 1 threads") {
+		t.Fatalf("table: exit %d:\n%s%s", code, out, errs)
+	}
+}
+
 // TestBenchJobs trains three copies at once: the rate is their sum (above
 // any one copy's: each trained every graph), the trained graphs over the
 // CPU time count all three, and the header says so.
@@ -143,6 +174,7 @@ func TestBenchErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--epochs", "0"}, "--epochs must be at least 1"},
+		{[]string{"--warmup", "-1"}, "--warmup must not be negative"},
 		{[]string{"--threads", "0"}, "--threads must be at least 1"},
 		{[]string{"--jobs", "0"}, "--jobs must be at least 1"},
 		{[]string{"--batch", "-1"}, "--batch must be at least 1"},

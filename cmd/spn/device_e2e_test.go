@@ -270,6 +270,23 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	if w := rep.Workloads; len(w) == 1 && (!(w[0].LaunchesPerStep > 100) || w[0].AllocsPerStep > w[0].LaunchesPerStep) {
 		t.Errorf("%v launches and %v allocations per step, want over 100 and fewer allocations than launches", w[0].LaunchesPerStep, w[0].AllocsPerStep)
 	}
+	// After a warm-up epoch the pool and the zeroing chunk have seen the
+	// shapes: the timed epoch's steps launch and allocate no more than a
+	// cold epoch's.
+	r, _ = benchOn(t, o, append(small, "--json", "--warmup", "1")...)
+	var warm benchReport
+	if r.code != exitOK {
+		t.Fatalf("bench --device cuda --warmup 1: exit %d: %s", r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &warm); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, r.stdout)
+	}
+	if len(warm.Workloads) != 1 || len(rep.Workloads) != 1 || warm.Warmup != 1 || warm.Workloads[0].Epochs != 1 {
+		t.Fatalf("warm report %+v", warm)
+	}
+	if c, w := rep.Workloads[0], warm.Workloads[0]; w.LaunchesPerStep > c.LaunchesPerStep || w.AllocsPerStep > c.AllocsPerStep {
+		t.Errorf("after a warm-up epoch: %v launches and %v allocations per step; cold: %v and %v", w.LaunchesPerStep, w.AllocsPerStep, c.LaunchesPerStep, c.AllocsPerStep)
+	}
 }
 
 // TestBenchKernelTimes: spn bench --kernel-times lists the kernels by

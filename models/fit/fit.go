@@ -116,6 +116,9 @@ type Result struct {
 	// EpochSeconds is the wall time of every epoch (timing, not
 	// deterministic, unlike everything else here).
 	EpochSeconds []float64
+	// TrainSeconds is the wall time of every epoch's training steps alone
+	// (EpochSeconds less the epoch's scoring; timing, not deterministic).
+	TrainSeconds []float64
 	// GraphsPerSecond is the mean training throughput (timing, not
 	// deterministic).
 	GraphsPerSecond float64
@@ -178,8 +181,10 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		if err != nil {
 			return nil, err
 		}
-		trainTime += time.Since(start)
+		took := time.Since(start)
+		trainTime += took
 		trainGraphs += len(t.order)
+		res.TrainSeconds = append(res.TrainSeconds, took.Seconds())
 		rec, err := t.recordEpoch(epoch, seen)
 		if err != nil {
 			return nil, err
