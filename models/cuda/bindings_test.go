@@ -21,7 +21,7 @@ func (o dirOpener) Where() string                     { return o.lib }
 // TestSystemBindings builds testdata/fakecuda.c as a shared library with
 // the system C compiler and runs discovery and NVRTC through purego and
 // the real dynamic loader: the bindings' C signatures, checked without a
-// GPU.
+// GPU, a CUBIN's entry points (cuda.OpenCompiler) included.
 func TestSystemBindings(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("spn loads CUDA on Linux only")
@@ -60,5 +60,17 @@ func TestSystemBindings(t *testing.T) {
 	_, err = c.Compile("bad.cu", "#error x")
 	if err == nil || !strings.Contains(err.Error(), "NVRTC_ERROR_COMPILATION (6)\nbad.cu(1): error: #error directive") {
 		t.Fatalf("compile error: %v", err)
+	}
+	// A CUBIN, through NVRTC opened on its own.
+	sm, err := cuda.OpenCompiler(dirOpener{lib}, cuda.NVRTC13, "sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cubin, log, err := sm.CompileLog("k.cu", src, "--fmad=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("\x7fELF// %d bytes of k.cu, --gpu-architecture=sm_90 --fmad=false\n%s\x00", len(src), src); string(cubin) != want || log != "" {
+		t.Fatalf("CUBIN %q, log %q; want %q and no log", cubin, log, want)
 	}
 }

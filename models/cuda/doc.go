@@ -12,7 +12,12 @@
 // A [Compiler] (Runtime.Compiler) compiles CUDA C to PTX for one device
 // with NVRTC, choosing among the loaded NVRTCs one that still targets the
 // device ([ChooseNVRTC]: NVRTC 13 dropped compute capabilities below 7.5);
-// a compile error carries NVRTC's log ([CompileError]). CompileCached
+// a compile error carries NVRTC's log ([CompileError]). [OpenCompiler]
+// opens an NVRTC on its own, without a driver or a GPU, for checking the
+// kernels and for tooling; for a real architecture (sm_XX) it compiles
+// to a CUBIN, whose log (Compiler.CompileLog) can hold ptxas's register
+// and spill counts, and Context.LoadModule loads a CUBIN as it loads
+// PTX. CompileCached
 // keeps the PTX under a directory the caller gives, keyed by the source,
 // the architecture, the options and the NVRTC version ([PTXKey]), written
 // atomically and checked when read.

@@ -146,6 +146,47 @@ func TestEmulatedDevice(t *testing.T) {
 	}
 }
 
+// TestLoadCUBIN compiles the kernels to a CUBIN with the emulated
+// device's NVRTC opened on its own (cuda.OpenCompiler for sm_90), loads
+// the image as a module, unchanged (no NUL added after the ELF image),
+// and runs a kernel of it.
+func TestLoadCUBIN(t *testing.T) {
+	_, ctx, lib := emuContext(t)
+	c, err := cuda.OpenCompiler(dirOpener{lib}, cuda.NVRTC13, "sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cubin, err := c.Compile(kern.Name, kern.Source(), kern.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(cubin), "\x7fELF") {
+		t.Fatalf("image %.40q is not a CUBIN", cubin)
+	}
+	mod, err := ctx.LoadModule(cubin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill, err := mod.Kernel("spn_fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := cuda.NewBuffer(ctx, make([]float32, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fill.Launch(1, 3, y, float32(2.5), 3); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 3)
+	if err := cuda.Download(got, y); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 2.5 || got[1] != 2.5 || got[2] != 2.5 {
+		t.Errorf("spn_fill from the CUBIN wrote %v, want 2.5 three times", got)
+	}
+}
+
 // TestLaunchChecksArguments: a launch whose arguments do not match the
 // kernel's table is refused before it reaches the driver (the output
 // keeps its values), and one that matches runs.

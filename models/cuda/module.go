@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +12,9 @@ import (
 	"github.com/spn-project/spn/models/cuda/kern"
 )
 
+// elfMagic starts an ELF file, such as a CUBIN.
+const elfMagic = "\x7fELF"
+
 // Module is a loaded module: the kernels of one PTX.
 type Module struct {
 	ctx      *Context
@@ -18,18 +22,26 @@ type Module struct {
 	unloaded bool
 }
 
-// LoadModule loads PTX (as Compiler.CompileCached returns it) into the
-// context. The driver compiles the PTX for the device here.
-func (c *Context) LoadModule(ptx []byte) (*Module, error) {
-	if len(ptx) == 0 || ptx[len(ptx)-1] != 0 {
-		ptx = append(append(make([]byte, 0, len(ptx)+1), ptx...), 0) // the driver reads a NUL-terminated image
+// LoadModule loads a module image into the context: PTX (as
+// Compiler.CompileCached returns it), which the driver compiles for the
+// device here, or a CUBIN (an ELF image, from a Compiler for a real
+// architecture, sm_XX), which must be of the device's generation.
+func (c *Context) LoadModule(image []byte) (*Module, error) {
+	what, size := "PTX", len(image)
+	switch {
+	case bytes.HasPrefix(image, []byte(elfMagic)):
+		what = "CUBIN" // the driver reads an ELF image by its headers
+	case size == 0 || image[size-1] != 0:
+		image = append(append(make([]byte, 0, size+1), image...), 0) // the driver reads PTX up to a NUL
+	default:
+		size-- // the NUL PTX ends with
 	}
 	m := &Module{ctx: c}
 	err := c.do(func() error {
-		err := check("cuModuleLoadData", c.api.moduleLoadData(&m.h, &ptx[0]))
-		runtime.KeepAlive(ptx)
+		err := check("cuModuleLoadData", c.api.moduleLoadData(&m.h, &image[0]))
+		runtime.KeepAlive(image)
 		if err != nil {
-			return fmt.Errorf("%w (%d bytes of PTX on %s)", err, len(ptx)-1, c.Device.Name)
+			return fmt.Errorf("%w (%d bytes of %s on %s)", err, size, what, c.Device.Name)
 		}
 		c.track(m)
 		return nil

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 	"strings"
 )
@@ -9,15 +10,23 @@ import (
 // nvrtcAPI holds the NVRTC entry points spn uses. An nvrtcProgram is a
 // pointer, held as a uintptr; size_t is 64 bits on the platforms spn
 // loads CUDA on (Linux on amd64 and arm64).
+//
+// nvrtcGetCUBINSize and nvrtcGetCUBIN (the image of a real architecture,
+// sm_XX) are bound like the others, not optionally: every NVRTC since
+// CUDA 11.1 has them, so no NVRTC that Probe accepts (CUDA 12 and 13) or
+// that OpenCompiler can use lacks them, and a library without them is
+// refused naming the symbol ([SymbolError]) rather than failing later.
 type nvrtcAPI struct {
-	version func(major, minor *int32) int32
-	create  func(prog *uintptr, src, name *byte, numHeaders int32, headers, includeNames **byte) int32
-	compile func(prog uintptr, numOptions int32, options **byte) int32
-	ptxSize func(prog uintptr, size *uint64) int32
-	ptx     func(prog uintptr, out *byte) int32
-	logSize func(prog uintptr, size *uint64) int32
-	log     func(prog uintptr, out *byte) int32
-	destroy func(prog *uintptr) int32
+	version   func(major, minor *int32) int32
+	create    func(prog *uintptr, src, name *byte, numHeaders int32, headers, includeNames **byte) int32
+	compile   func(prog uintptr, numOptions int32, options **byte) int32
+	ptxSize   func(prog uintptr, size *uint64) int32
+	ptx       func(prog uintptr, out *byte) int32
+	cubinSize func(prog uintptr, size *uint64) int32
+	cubin     func(prog uintptr, out *byte) int32
+	logSize   func(prog uintptr, size *uint64) int32
+	log       func(prog uintptr, out *byte) int32
+	destroy   func(prog *uintptr) int32
 }
 
 func (a *nvrtcAPI) bindings() []binding {
@@ -27,10 +36,26 @@ func (a *nvrtcAPI) bindings() []binding {
 		{"nvrtcCompileProgram", &a.compile},
 		{"nvrtcGetPTXSize", &a.ptxSize},
 		{"nvrtcGetPTX", &a.ptx},
+		{"nvrtcGetCUBINSize", &a.cubinSize},
+		{"nvrtcGetCUBIN", &a.cubin},
 		{"nvrtcGetProgramLogSize", &a.logSize},
 		{"nvrtcGetProgramLog", &a.log},
 		{"nvrtcDestroyProgram", &a.destroy},
 	}
+}
+
+// bindNVRTC binds the NVRTC entry points of lib (called name in errors)
+// and returns them with the library's version.
+func bindNVRTC(lib Library, name string) (*nvrtcAPI, Version, error) {
+	api := &nvrtcAPI{}
+	if err := bindAll(lib, name, api.bindings()); err != nil {
+		return nil, Version{}, err
+	}
+	var major, minor int32
+	if err := nvrtcCheck(name, "nvrtcVersion", api.version(&major, &minor)); err != nil {
+		return nil, Version{}, err
+	}
+	return api, Version{int(major), int(minor)}, nil
 }
 
 // NVRTCResult is an nvrtcResult status code.
@@ -70,7 +95,7 @@ func nvrtcCheck(lib, call string, r int32) error {
 // program log, whose messages name the source file and line.
 type CompileError struct {
 	Name   string // the program's name, e.g. "spn_kernels.cu"
-	Arch   string // the virtual architecture, e.g. "compute_90"
+	Arch   string // the architecture, e.g. "compute_90" or "sm_90"
 	NVRTC  Lib
 	Result NVRTCResult
 	Log    string
@@ -120,11 +145,13 @@ func ChooseNVRTC(d Device, loaded []Lib) (Lib, error) {
 		d.Name, d.Major, d.Minor, strings.Join(have, "; "), NVRTC12)
 }
 
-// Compiler compiles CUDA C to PTX for one device's architecture with one
-// NVRTC library.
+// Compiler compiles CUDA C with one NVRTC library for one architecture:
+// a virtual one (compute_XX) gives PTX, which the driver compiles for its
+// device when it loads it; a real one (sm_XX) gives a CUBIN, machine code
+// for that GPU generation (OpenCompiler). Context.LoadModule loads either.
 type Compiler struct {
 	NVRTC Lib
-	Arch  string // e.g. "compute_90"
+	Arch  string // e.g. "compute_90" (PTX), or "sm_90" (a CUBIN)
 	api   *nvrtcAPI
 }
 
@@ -138,20 +165,69 @@ func (r *Runtime) Compiler(d Device) (*Compiler, error) {
 	return &Compiler{NVRTC: lib, Arch: d.Arch(), api: r.nvrtc[lib.Name]}, nil
 }
 
+// archPattern matches the architectures NVRTC's --gpu-architecture
+// takes: compute_XX or sm_XX, with an optional feature suffix (sm_90a).
+var archPattern = regexp.MustCompile(`^(compute|sm)_[1-9][0-9]+[af]?$`)
+
+// OpenCompiler opens the NVRTC library lib (a file name such as NVRTC12,
+// looked up the way o does) through o on its own, without the driver,
+// and returns its compiler for arch: a virtual architecture (compute_XX)
+// compiles to PTX, a real one (sm_XX) to a CUBIN, whose NVRTC log
+// (CompileLog) can hold ptxas's resource use of each kernel
+// (--ptxas-options=-v: registers, stack frame, spill stores and loads).
+//
+// It is for checking kernels where no GPU is (the tests of
+// models/cuda/kern with NVIDIA's NVRTC and no GPU) and for tooling. Code
+// that runs on a GPU uses Runtime.Compiler, which picks the NVRTC the
+// driver can load and the device's architecture; OpenCompiler takes any
+// NVRTC that has the entry points spn binds (CUDA 11.1 and newer), since
+// no driver bounds its version here.
+func OpenCompiler(o Opener, lib, arch string) (*Compiler, error) {
+	if !archPattern.MatchString(arch) {
+		return nil, fmt.Errorf("cuda: NVRTC architecture %q: want compute_XX (PTX) or sm_XX (a CUBIN), e.g. compute_90", arch)
+	}
+	c := &Compiler{Arch: arch}
+	name, err := openFirst(o, "NVRTC", []string{lib}, func(l Library, name string) error {
+		var err error
+		c.api, c.NVRTC.Version, err = bindNVRTC(l, name)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.NVRTC.Name = name
+	return c, nil
+}
+
+// CUBIN reports whether the compiler writes a CUBIN (its Arch is a real
+// architecture, sm_XX) rather than PTX.
+func (c *Compiler) CUBIN() bool { return strings.HasPrefix(c.Arch, "sm_") }
+
 // cstring returns s as a NUL-terminated C string.
 func cstring(s string) []byte { return append([]byte(s), 0) }
 
 // Compile compiles the CUDA C program src, called name in NVRTC's
 // messages, for the compiler's architecture with the extra NVRTC options
-// opts, and returns its PTX as NVRTC writes it (NUL-terminated, as the
-// driver's module loader takes it). A compile error is a *CompileError
-// with NVRTC's log.
+// opts, and returns its image: for a virtual architecture its PTX as
+// NVRTC writes it (NUL-terminated, as the driver's module loader takes
+// it), for a real one its CUBIN. A compile error is a *CompileError with
+// NVRTC's log.
 func (c *Compiler) Compile(name, src string, opts ...string) ([]byte, error) {
+	image, _, err := c.CompileLog(name, src, opts...)
+	return image, err
+}
+
+// CompileLog is Compile that also returns NVRTC's program log of the
+// compilation that succeeded: its warnings, and for a real architecture
+// with --ptxas-options=-v ptxas's lines on each kernel's registers, stack
+// frame and spill stores and loads. The log has no trailing NULs; it is
+// often empty.
+func (c *Compiler) CompileLog(name, src string, opts ...string) (image []byte, log string, err error) {
 	lib := c.NVRTC.Name
 	csrc, cname := cstring(src), cstring(name)
 	var prog uintptr
 	if err := nvrtcCheck(lib, "nvrtcCreateProgram", c.api.create(&prog, &csrc[0], &cname[0], 0, nil, nil)); err != nil {
-		return nil, fmt.Errorf("%w (compiling %s)", err, name)
+		return nil, "", fmt.Errorf("%w (compiling %s)", err, name)
 	}
 	runtime.KeepAlive(csrc)
 	runtime.KeepAlive(cname)
@@ -166,22 +242,38 @@ func (c *Compiler) Compile(name, src string, opts ...string) ([]byte, error) {
 	r := c.api.compile(prog, int32(len(ptrs)), &ptrs[0])
 	runtime.KeepAlive(keep)
 	runtime.KeepAlive(ptrs)
+	log, logErr := c.programLog(prog)
 	if r != 0 {
-		log, err := c.text(prog, "nvrtcGetProgramLogSize", c.api.logSize, "nvrtcGetProgramLog", c.api.log)
-		if err != nil {
-			log = []byte("(no log: " + err.Error() + ")")
+		if logErr != nil {
+			log = "(no log: " + logErr.Error() + ")"
 		}
-		return nil, &CompileError{Name: name, Arch: c.Arch, NVRTC: c.NVRTC, Result: NVRTCResult(r), Log: strings.TrimRight(string(log), "\x00")}
+		return nil, "", &CompileError{Name: name, Arch: c.Arch, NVRTC: c.NVRTC, Result: NVRTCResult(r), Log: log}
 	}
-	ptx, err := c.text(prog, "nvrtcGetPTXSize", c.api.ptxSize, "nvrtcGetPTX", c.api.ptx)
+	if logErr != nil {
+		return nil, "", fmt.Errorf("%w (compiling %s)", logErr, name)
+	}
+	if c.CUBIN() {
+		image, err = c.text(prog, "nvrtcGetCUBINSize", c.api.cubinSize, "nvrtcGetCUBIN", c.api.cubin)
+	} else {
+		image, err = c.text(prog, "nvrtcGetPTXSize", c.api.ptxSize, "nvrtcGetPTX", c.api.ptx)
+	}
+	if err == nil && len(image) == 0 {
+		err = fmt.Errorf("cuda: %s wrote an empty image for %s", lib, c.Arch)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w (compiling %s)", err, name)
+		return nil, "", fmt.Errorf("%w (compiling %s)", err, name)
 	}
-	return ptx, nil
+	return image, log, nil
 }
 
-// text reads one of a program's outputs (its PTX or its log) through the
-// size call and the copy call of NVRTC.
+// programLog returns NVRTC's log of the program, without trailing NULs.
+func (c *Compiler) programLog(prog uintptr) (string, error) {
+	log, err := c.text(prog, "nvrtcGetProgramLogSize", c.api.logSize, "nvrtcGetProgramLog", c.api.log)
+	return strings.TrimRight(string(log), "\x00"), err
+}
+
+// text reads one of a program's outputs (its PTX, CUBIN or log) through
+// the size call and the copy call of NVRTC.
 func (c *Compiler) text(prog uintptr, sizeCall string, size func(uintptr, *uint64) int32, getCall string, get func(uintptr, *byte) int32) ([]byte, error) {
 	var n uint64
 	if err := nvrtcCheck(c.NVRTC.Name, sizeCall, size(prog, &n)); err != nil {

@@ -163,6 +163,67 @@ func TestCompileError(t *testing.T) {
 	}
 }
 
+// TestOpenCompiler opens a fake NVRTC on its own, without a driver: a
+// virtual architecture compiles to PTX, a real one to a CUBIN (and the
+// options name it); a bad architecture, a missing library and a library
+// without the CUBIN entry points are errors naming them.
+func TestOpenCompiler(t *testing.T) {
+	for _, c := range []struct {
+		name, arch string
+		edit       func(cudatest.FakeOpener)
+		cubin      bool
+		wantErr    string
+	}{
+		{name: "PTX", arch: "compute_80"},
+		{name: "CUBIN", arch: "sm_90", cubin: true},
+		{name: "CUBIN with a feature suffix", arch: "sm_90a", cubin: true},
+		{name: "no prefix", arch: "90", wantErr: `cuda: NVRTC architecture "90": want compute_XX (PTX) or sm_XX (a CUBIN), e.g. compute_90`},
+		{name: "one digit", arch: "compute_9", wantErr: `NVRTC architecture "compute_9"`},
+		{name: "no underscore", arch: "sm90", wantErr: `NVRTC architecture "sm90"`},
+		{name: "no library", arch: "sm_90", edit: func(o cudatest.FakeOpener) { delete(o, cuda.NVRTC12) },
+			wantErr: "cuda: cannot load NVRTC: tried libnvrtc.so.12 (searched the fake path); libnvrtc.so.12: cannot open shared object file"},
+		{name: "no CUBIN entry point", arch: "compute_90", edit: func(o cudatest.FakeOpener) { delete(o[cuda.NVRTC12], "nvrtcGetCUBIN") },
+			wantErr: "cuda: libnvrtc.so.12 has no symbol nvrtcGetCUBIN"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fc := cudatest.NewFakeCompiler(12, 8)
+			o := cudatest.FakeOpener{cuda.NVRTC12: fc.Lib()}
+			if c.edit != nil {
+				c.edit(o)
+			}
+			comp, err := cuda.OpenCompiler(o, cuda.NVRTC12, c.arch)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (cuda.Lib{Name: cuda.NVRTC12, Version: cuda.Version{12, 8}}); comp.NVRTC != want || comp.Arch != c.arch || comp.CUBIN() != c.cubin {
+				t.Fatalf("compiler %+v, CUBIN %v; want %+v for %s, CUBIN %v", comp, comp.CUBIN(), want, c.arch, c.cubin)
+			}
+			image, log, err := comp.CompileLog(kern.Name, kern.Source(), kern.Options()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if isCUBIN := strings.HasPrefix(string(image), cudatest.FakeCUBIN); isCUBIN != c.cubin {
+				t.Errorf("image %.40q: CUBIN %v, want %v", image, isCUBIN, c.cubin)
+			}
+			if log != "" {
+				t.Errorf("log %q, want none", log)
+			}
+			if got, want := strings.Join(fc.Options[0], " "), "--gpu-architecture="+c.arch+" --fmad=false"; got != want {
+				t.Errorf("options %q, want %q", got, want)
+			}
+			if fc.Live != 0 {
+				t.Errorf("%d programs not destroyed", fc.Live)
+			}
+		})
+	}
+}
+
 // entries lists the files under dir (temporary files included).
 func entries(t *testing.T, dir string) []string {
 	t.Helper()

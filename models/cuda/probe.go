@@ -131,15 +131,10 @@ func (r *Runtime) openNVRTC(o Opener) error {
 	names := []string{NVRTC13, NVRTC12}
 	r.nvrtc = map[string]*nvrtcAPI{}
 	accept := func(lib Library, name string) error {
-		api := &nvrtcAPI{}
-		if err := bindAll(lib, name, api.bindings()); err != nil {
+		api, v, err := bindNVRTC(lib, name)
+		if err != nil {
 			return err
 		}
-		var major, minor int32
-		if err := check("nvrtcVersion", api.version(&major, &minor)); err != nil {
-			return err
-		}
-		v := Version{int(major), int(minor)}
 		if r.Driver.Less(v) {
 			return &skipError{fmt.Sprintf("NVRTC %v writes PTX that a CUDA %v driver cannot load", v, r.Driver)}
 		}

@@ -98,7 +98,10 @@ func FakeDriver(version int32, initResult int32, gpus ...FakeGPU) FakeLib {
 func FakeNVRTC(major, minor int32) FakeLib { return NewFakeCompiler(major, minor).Lib() }
 
 // FakeCompiler is an NVRTC made of Go functions. Its "PTX" names the
-// version, the architecture, the options and the SHA-256 of the source.
+// version, the architecture, the options and the SHA-256 of the source;
+// for a real architecture (sm_XX) it also writes a "CUBIN": FakeCUBIN
+// then that PTX. As NVRTC does, it has no CUBIN (size 0) for a virtual
+// architecture (compute_XX).
 // A source line "#error TEXT" fails the compilation with a log naming the
 // file and line as NVRTC does (following #line directives); an option
 // that does not start with "-" fails with NVRTC_ERROR_INVALID_OPTION.
@@ -116,9 +119,13 @@ type FakeCompiler struct {
 }
 
 type fakeProgram struct {
-	name, src string
-	ptx, log  []byte
+	name, src       string
+	ptx, cubin, log []byte
 }
+
+// FakeCUBIN starts every CUBIN of FakeCompiler: an ELF header's magic, as
+// a real CUBIN's.
+const FakeCUBIN = "\x7fELF fake CUBIN\n"
 
 // NewFakeCompiler returns an NVRTC of the given version.
 func NewFakeCompiler(major, minor int32) *FakeCompiler {
@@ -166,6 +173,9 @@ func (c *FakeCompiler) compile(p *fakeProgram, opts []string) int32 {
 	sum := sha256.Sum256([]byte(p.src))
 	p.ptx = []byte(fmt.Sprintf("//\n// fake NVRTC %d.%d\n// options %s\n// source sha256 %x\n//\n\n.version 9.0\n.target %s\n.address_size 64\n\x00",
 		c.Major, c.Minor, strings.Join(opts, " "), sum, strings.Replace(arch, "compute_", "sm_", 1)))
+	if strings.HasPrefix(arch, "sm_") {
+		p.cubin = append([]byte(FakeCUBIN), p.ptx...)
+	}
 	p.log = []byte{0}
 	return 0
 }
@@ -215,6 +225,22 @@ func (c *FakeCompiler) Lib() FakeLib {
 				return 4
 			}
 			out(p.ptx, dst)
+			return 0
+		},
+		"nvrtcGetCUBINSize": func(prog uintptr, n *uint64) int32 {
+			p := get(prog)
+			if p == nil || p.ptx == nil {
+				return 4
+			}
+			*n = uint64(len(p.cubin))
+			return 0
+		},
+		"nvrtcGetCUBIN": func(prog uintptr, dst *byte) int32 {
+			p := get(prog)
+			if p == nil || p.ptx == nil {
+				return 4
+			}
+			out(p.cubin, dst)
 			return 0
 		},
 		"nvrtcGetProgramLogSize": func(prog uintptr, n *uint64) int32 {

@@ -4,7 +4,9 @@
  * dynamic loader. One GPU, "Fake GPU", compute capability 9.0; NVRTC
  * "compiles" to a PTX of one line naming the source length and the
  * options, then the source itself (which emudevice.c's module loader
- * reads), and fails with a log on a source holding "#error". */
+ * reads), and fails with a log on a source holding "#error"; for a real
+ * architecture (sm_XX) its CUBIN is "\177ELF" then that PTX, for a
+ * virtual one there is none (size 0), as with NVIDIA's NVRTC. */
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@ int cuDeviceGetAttribute(int* v, int attr, int dev)
 int cuDeviceTotalMem_v2(size_t* bytes, int dev) { *bytes = (size_t)5 << 30; return 0; }
 int cublasGetProperty(int kind, int* v) { *v = kind == 0 ? 13 : 0; return 0; }
 
-typedef struct { char* src; char* name; char* ptx; char* log; } program;
+typedef struct { char* src; char* name; char* ptx; char* log; int cubin; } program;
 
 int nvrtcVersion(int* major, int* minor) { *major = 13; *minor = 0; return 0; }
 int nvrtcCreateProgram(program** p, const char* src, const char* name, int n, const char* const* headers, const char* const* names)
@@ -40,7 +42,10 @@ int nvrtcCreateProgram(program** p, const char* src, const char* name, int n, co
 int nvrtcCompileProgram(program* p, int n, const char* const* options)
 {
 	size_t len = 64 + strlen(p->name) + strlen(p->src);
-	for (int i = 0; i < n; i++) len += strlen(options[i]) + 1;
+	for (int i = 0; i < n; i++) {
+		len += strlen(options[i]) + 1;
+		p->cubin |= strncmp(options[i], "--gpu-architecture=sm_", 22) == 0;
+	}
 	if (strstr(p->src, "#error")) {
 		p->log = malloc(len);
 		snprintf(p->log, len, "%s(1): error: #error directive", p->name);
@@ -55,6 +60,14 @@ int nvrtcCompileProgram(program* p, int n, const char* const* options)
 }
 int nvrtcGetPTXSize(program* p, size_t* n) { if (!p->ptx) return 4; *n = strlen(p->ptx) + 1; return 0; }
 int nvrtcGetPTX(program* p, char* out) { if (!p->ptx) return 4; strcpy(out, p->ptx); return 0; }
+int nvrtcGetCUBINSize(program* p, size_t* n) { if (!p->ptx) return 4; *n = p->cubin ? 4 + strlen(p->ptx) + 1 : 0; return 0; }
+int nvrtcGetCUBIN(program* p, char* out)
+{
+	if (!p->ptx || !p->cubin) return 4;
+	memcpy(out, "\177ELF", 4);
+	strcpy(out + 4, p->ptx);
+	return 0;
+}
 int nvrtcGetProgramLogSize(program* p, size_t* n) { *n = strlen(p->log) + 1; return 0; }
 int nvrtcGetProgramLog(program* p, char* out) { strcpy(out, p->log); return 0; }
 int nvrtcDestroyProgram(program** p)
