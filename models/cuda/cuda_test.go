@@ -47,8 +47,10 @@ func TestProbeErrors(t *testing.T) {
 			[]string{"cannot load the NVIDIA driver API", "tried libcuda.so.1", "searched the fake path", "No such file"}},
 		{"missing driver symbol", func(o cudatest.FakeOpener) { delete(o[cuda.DriverLib], "cuDeviceTotalMem_v2") },
 			[]string{"libcuda.so.1 has no symbol cuDeviceTotalMem_v2", "undefined symbol"}},
-		{"cuInit fails", func(o cudatest.FakeOpener) { o[cuda.DriverLib] = cudatest.FakeDriver(13000, 100, h200) },
-			[]string{"cuInit failed: CUDA_ERROR_NO_DEVICE (100)"}},
+		{"cuInit sees no device", func(o cudatest.FakeOpener) { o[cuda.DriverLib] = cudatest.FakeDriver(13000, 100, h200) },
+			[]string{"cuda: cuInit failed: CUDA_ERROR_NO_DEVICE (100): the NVIDIA driver (CUDA 13.0) loaded but sees no CUDA device"}},
+		{"cuInit fails", func(o cudatest.FakeOpener) { o[cuda.DriverLib] = cudatest.FakeDriver(13000, 999, h200) },
+			[]string{"cuda: cuInit failed: CUDA_ERROR_UNKNOWN (999)"}},
 		{"driver too old", func(o cudatest.FakeOpener) { o[cuda.DriverLib] = cudatest.FakeDriver(11080, 0, h200) },
 			[]string{"driver supports CUDA 11.8", "needs CUDA 12.0 or newer"}},
 		{"no devices", func(o cudatest.FakeOpener) { o[cuda.DriverLib] = cudatest.FakeDriver(13000, 0) },
@@ -99,11 +101,34 @@ func TestProbeFallsBackToCUDA12(t *testing.T) {
 	}
 }
 
+// TestProbeNoDeviceIs: Probe's error wraps cuda.ErrNoDevice when the
+// driver counts no device and when cuInit fails with
+// CUDA_ERROR_NO_DEVICE (what NVIDIA's driver does without a GPU; the
+// CallError is wrapped too), and only then.
 func TestProbeNoDeviceIs(t *testing.T) {
-	o := cudatest.FakeMachine(h200)
-	o[cuda.DriverLib] = cudatest.FakeDriver(13000, 0)
-	if _, err := cuda.Probe(o); !errors.Is(err, cuda.ErrNoDevice) {
-		t.Fatalf("error %v does not wrap cuda.ErrNoDevice", err)
+	for _, c := range []struct {
+		name       string
+		driver     cudatest.FakeLib
+		noDevice   bool
+		callResult cuda.Result // the wrapped CallError's, 0 for none
+	}{
+		{"no device counted", cudatest.FakeDriver(13000, 0), true, 0},
+		{"cuInit CUDA_ERROR_NO_DEVICE", cudatest.FakeDriver(13000, 100, h200), true, 100},
+		{"cuInit CUDA_ERROR_UNKNOWN", cudatest.FakeDriver(13000, 999, h200), false, 999},
+	} {
+		o := cudatest.FakeMachine(h200)
+		o[cuda.DriverLib] = c.driver
+		_, err := cuda.Probe(o)
+		if err == nil {
+			t.Fatalf("%s: cuda.Probe succeeded", c.name)
+		}
+		if errors.Is(err, cuda.ErrNoDevice) != c.noDevice {
+			t.Errorf("%s: errors.Is(%v, cuda.ErrNoDevice) = %v", c.name, err, !c.noDevice)
+		}
+		var ce *cuda.CallError
+		if got := errors.As(err, &ce); got != (c.callResult != 0) || got && (ce.Call != "cuInit" || ce.Result != c.callResult) {
+			t.Errorf("%s: error %v wraps CallError %v (%+v), want result %d", c.name, err, got, ce, c.callResult)
+		}
 	}
 }
 

@@ -80,7 +80,8 @@ const (
 )
 
 // ErrNoDevice is wrapped by Probe's error when the driver loads but sees
-// no device.
+// no device: cuInit fails with CUDA_ERROR_NO_DEVICE (NVIDIA's driver on a
+// machine without a GPU), or the driver counts none.
 var ErrNoDevice = errors.New("no CUDA device")
 
 // Probe opens the driver API, NVRTC and cuBLAS through o, initialises the
@@ -95,8 +96,8 @@ func Probe(o Opener) (*Runtime, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := check("cuInit", r.d.cuInit(0)); err != nil {
-		return nil, err
+	if res := r.d.cuInit(0); res != 0 {
+		return nil, initError(&r.d, res)
 	}
 	var v, n int32
 	if err := check("cuDriverGetVersion", r.d.cuDriverGetVersion(&v)); err != nil {
@@ -121,6 +122,26 @@ func Probe(o Opener) (*Runtime, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// resultNoDevice is CUDA_ERROR_NO_DEVICE.
+const resultNoDevice = 100
+
+// initError is the error of cuInit's failure res. The real driver fails
+// cuInit with CUDA_ERROR_NO_DEVICE where it sees no GPU (it never gets to
+// count zero devices): that error wraps ErrNoDevice and names the CUDA
+// version the driver supports, which it reports without cuInit.
+func initError(d *driverAPI, res int32) error {
+	err := check("cuInit", res)
+	if res != resultNoDevice {
+		return err
+	}
+	driver := "the NVIDIA driver"
+	var v int32
+	if d.cuDriverGetVersion(&v) == 0 {
+		driver += fmt.Sprintf(" (CUDA %v)", versionOf(v))
+	}
+	return fmt.Errorf("%w: %s loaded but sees %w", err, driver, ErrNoDevice)
 }
 
 // openNVRTC opens the newest NVRTC whose PTX the driver can load (its
