@@ -58,7 +58,7 @@ func TestSystemBindings(t *testing.T) {
 		t.Fatalf("PTX %q, want %q", ptx, want)
 	}
 	_, err = c.Compile("bad.cu", "#error x")
-	if err == nil || !strings.Contains(err.Error(), "NVRTC_ERROR_COMPILATION (6)\nbad.cu(1): error: #error directive") {
+	if err == nil || !strings.Contains(err.Error(), "NVRTC_ERROR_COMPILATION (6)\nbad.cu(1): catastrophic error: #error directive") {
 		t.Fatalf("compile error: %v", err)
 	}
 	// A CUBIN, through NVRTC opened on its own.

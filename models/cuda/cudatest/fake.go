@@ -103,8 +103,10 @@ func FakeNVRTC(major, minor int32) FakeLib { return NewFakeCompiler(major, minor
 // then that PTX. As NVRTC does, it has no CUBIN (size 0) for a virtual
 // architecture (compute_XX).
 // A source line "#error TEXT" fails the compilation with a log naming the
-// file and line as NVRTC does (following #line directives); an option
-// that does not start with "-" fails with NVRTC_ERROR_INVALID_OPTION.
+// file and line in NVRTC's words (following #line directives); an option
+// that does not start with "-" fails with NVRTC_ERROR_INVALID_OPTION, as
+// an unknown one does in NVRTC. (TestNVIDIANVRTC of models/cuda checks
+// those words against NVIDIA's NVRTC.)
 type FakeCompiler struct {
 	Major, Minor int32
 	// Compiles counts nvrtcCompileProgram calls, Options holds the
@@ -149,7 +151,7 @@ func (c *FakeCompiler) compile(p *fakeProgram, opts []string) int32 {
 	arch := ""
 	for _, o := range opts {
 		if !strings.HasPrefix(o, "-") {
-			p.log = []byte(fmt.Sprintf("nvrtc: error: invalid option %q\x00", o))
+			p.log = []byte(fmt.Sprintf("nvrtc: error: unrecognized option %s found\n\x00", o))
 			return 5
 		}
 		if a, ok := strings.CutPrefix(o, "--gpu-architecture="); ok {
@@ -166,7 +168,7 @@ func (c *FakeCompiler) compile(p *fakeProgram, opts []string) int32 {
 			continue
 		}
 		if msg, ok := strings.CutPrefix(l, "#error "); ok {
-			p.log = []byte(fmt.Sprintf("%s(%d): error: #error directive: %s\n\n1 error detected in the compilation of %q.\n\x00", file, line, msg, p.name))
+			p.log = []byte(fmt.Sprintf("%s(%d): catastrophic error: #error directive: %s\n\n1 catastrophic error detected in the compilation of %q.\nCompilation terminated.\n\x00", file, line, msg, p.name))
 			return 6
 		}
 	}

@@ -48,7 +48,7 @@ int nvrtcCompileProgram(program* p, int n, const char* const* options)
 	}
 	if (strstr(p->src, "#error")) {
 		p->log = malloc(len);
-		snprintf(p->log, len, "%s(1): error: #error directive", p->name);
+		snprintf(p->log, len, "%s(1): catastrophic error: #error directive", p->name);
 		return 6;
 	}
 	p->ptx = malloc(len);
