@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -26,9 +25,6 @@ extern "C" __device__ double sqrt(double);
 static __device__ __forceinline__ unsigned int __float_as_uint(float f) { return __builtin_bit_cast(unsigned int, f); }
 static __device__ __forceinline__ float __uint_as_float(unsigned int u) { return __builtin_bit_cast(float, u); }
 `
-
-// entry matches a kernel of PTX with its parameter list.
-var entry = regexp.MustCompile(`\.visible \.entry (\w+)\(([^)]*)\)`)
 
 // TestClangCUDA compiles kern.Source as CUDA C++ to PTX with clang
 // (device side only, no CUDA installation needed) and checks that every
@@ -56,21 +52,5 @@ func TestClangCUDA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := map[string]int{}
-	for _, m := range entry.FindAllStringSubmatch(string(text), -1) {
-		params[m[1]] = strings.Count(m[2], ".param")
-	}
-	for _, k := range kern.Kernels() {
-		n, ok := params[k.Name]
-		switch {
-		case !ok:
-			t.Errorf("the PTX has no entry %s", k.Name)
-		case n != len(k.Params):
-			t.Errorf("PTX entry %s has %d parameters, the table %d", k.Name, n, len(k.Params))
-		}
-		delete(params, k.Name)
-	}
-	for name := range params {
-		t.Errorf("PTX entry %s is not in the table", name)
-	}
+	checkEntries(t, "clang's PTX for sm_80", text)
 }

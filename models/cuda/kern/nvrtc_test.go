@@ -1,7 +1,7 @@
 package kern_test
 
 import (
-	"strings"
+	"fmt"
 	"testing"
 
 	"github.com/spn-project/spn/models/cuda"
@@ -35,15 +35,7 @@ func TestNVRTCCompiles(t *testing.T) {
 	if hit {
 		t.Error("first compile reported a cache hit")
 	}
-	params := map[string]int{}
-	for _, m := range entry.FindAllStringSubmatch(string(ptx), -1) {
-		params[m[1]] = strings.Count(m[2], ".param")
-	}
-	for _, k := range kern.Kernels() {
-		if n, ok := params[k.Name]; !ok || n != len(k.Params) {
-			t.Errorf("PTX entry %s: present %v, %d parameters; the table has %d", k.Name, ok, n, len(k.Params))
-		}
-	}
+	checkEntries(t, fmt.Sprintf("NVRTC's PTX for %s", c.Arch), ptx)
 	again, hit, err := c.CompileCached(dir, kern.Name, kern.Source(), kern.Options()...)
 	if err != nil || !hit || string(again) != string(ptx) {
 		t.Errorf("second compile: hit %v, same PTX %v, err %v", hit, string(again) == string(ptx), err)
