@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,6 +133,66 @@ func TestDeviceErrors(t *testing.T) {
 		report.WriteString(c.name + ": " + r.stderr)
 	}
 	golden.Check(t, "testdata/device_errors.golden", []byte(report.String()))
+}
+
+// TestDeviceNVIDIADriver runs the spn binary with NVIDIA's driver
+// library on LD_LIBRARY_PATH (cudatest.RealNVIDIA; Debian's driver 535)
+// on a machine without a GPU: `run` and `bench` on device cuda exit 2
+// before any stage runs, naming the device and CUDA_ERROR_NO_DEVICE, and
+// write nothing (no cache, no results folder); `plan --device auto`
+// plans the CPU's stages. A child process: the loader reads
+// LD_LIBRARY_PATH when a process starts.
+func TestDeviceNVIDIADriver(t *testing.T) {
+	libs := cudatest.RealNVIDIA(t)
+	bin := buildSpn(t)
+	spec, err := filepath.Abs("testdata/small.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"run", []string{"run", spec, "--device", "cuda"}, "spn run: device cuda:0: "},
+		{"run cuda:1", []string{"run", spec, "--device", "cuda:1", "--out", "OUT"}, "spn run: device cuda:1: "},
+		{"bench", []string{"bench", "--device", "cuda", "prox"}, "spn bench: device cuda:0: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := slices.Clone(c.args)
+			for i, a := range args {
+				if a == "OUT" {
+					args[i] = filepath.Join(dir, "out")
+				}
+			}
+			env := []string{libs.LibraryPath(), cache.EnvVar + "=" + filepath.Join(dir, "cache")}
+			stdout, stderr, code := spnCmdEnv(t, bin, dir, env, args...)
+			if code != exitUsage || stdout != "" {
+				t.Errorf("exit %d, stdout %q; want exit %d and nothing printed", code, stdout, exitUsage)
+			}
+			want := c.want + "cuda: cuInit failed: CUDA_ERROR_NO_DEVICE (100): the NVIDIA driver (CUDA "
+			if !strings.HasPrefix(stderr, want) || !strings.HasSuffix(stderr, ") loaded but sees no CUDA device\n") {
+				t.Errorf("stderr %q, want %q…) loaded but sees no CUDA device", stderr, want)
+			}
+			if es, err := os.ReadDir(dir); err != nil || len(es) != 0 {
+				t.Errorf("spn wrote %v in its folder (%v)", es, err)
+			}
+			t.Log(strings.TrimSpace(stderr))
+		})
+	}
+	t.Run("auto", func(t *testing.T) {
+		dir := t.TempDir()
+		env := []string{libs.LibraryPath(), cache.EnvVar + "=" + filepath.Join(dir, "cache")}
+		auto, stderr, code := spnCmdEnv(t, bin, dir, env, "plan", spec, "--device", "auto")
+		if code != exitOK {
+			t.Fatalf("plan --device auto: exit %d: %s", code, stderr)
+		}
+		cpu, stderr, code := spnCmdEnv(t, bin, dir, env, "plan", spec, "--device", "cpu")
+		if code != exitOK || auto != cpu {
+			t.Errorf("plan --device cpu: exit %d: %s\nplans %q (auto) and %q (cpu), want the same", code, stderr, auto, cpu)
+		}
+	})
 }
 
 // TestDeviceKeys: "cpu" gives the keys of a spec without a device, on a
