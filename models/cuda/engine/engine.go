@@ -65,7 +65,8 @@ type Engine struct {
 	mem   map[uintptr]*Memory
 	// pool holds the allocations of freed scratch memory by size class
 	// (sizeClass), most recently freed last, for the next run's scratch
-	// memory of that class: a caching allocator, as PyTorch's. cuMemAlloc
+	// memory of that class, or of a class down to half its size when
+	// that one's are in use (take): a caching allocator, as PyTorch's. cuMemAlloc
 	// and cuMemFree are synchronous driver calls (cuMemFree waits for the
 	// device), and a run's scratch values are the same sizes from step
 	// to step, so after the first run of a batch shape a run makes no
@@ -196,18 +197,27 @@ func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
 	return m, nil
 }
 
-// take returns an allocation of class values of type T from the pool,
-// or a new one.
+// take returns an allocation of at least class values of type T: from
+// the pool, the most recently freed one of the smallest class from class
+// up to twice it that holds one, else a new one of class values. Taking
+// a larger class when class's own are all in use lets the scratch of a
+// batch larger than the last reuse what a smaller batch left in the
+// pool, instead of every class that the batches' sizes reach holding
+// allocations of its own (a caller uses the first values it asked for;
+// give returns the allocation to its own class).
 func take[T float32 | float64](e *Engine, class int) (*cuda.Buffer, error) {
 	var zero T
-	key := poolKey{kern.F32Ptr, class}
+	kind := kern.F32Ptr
 	if _, ok := any(zero).(float64); ok {
-		key.kind = kern.F64Ptr
+		kind = kern.F64Ptr
 	}
-	if free := e.pool[key]; len(free) > 0 {
-		b := free[len(free)-1]
-		e.pool[key] = free[:len(free)-1]
-		return b, nil
+	for c := class; c <= 2*class; c = sizeClass(c + 1) {
+		key := poolKey{kind, c}
+		if free := e.pool[key]; len(free) > 0 {
+			b := free[len(free)-1]
+			e.pool[key] = free[:len(free)-1]
+			return b, nil
+		}
 	}
 	return allocate[T](e, class)
 }

@@ -346,11 +346,22 @@ func TestPool(t *testing.T) {
 	if blocks, _ := e.Live(); blocks != 0 {
 		t.Errorf("%d tensors live after Reset, want 0", blocks)
 	}
+	c2 := calls()
+	// 500 values (the class of 512, of which the pool holds none) take
+	// the pooled 640, the next class up; 2000 (the class of 2048) find
+	// nothing up to twice their class and allocate.
+	run([]int{500}, []int{2000})
+	if c := calls().Sub(c2); c.Allocs != 1 || c.Frees != 0 {
+		t.Errorf("a run of 500 and 2000 values made %d allocations and %d frees, want 1 (the 2000) and 0", c.Allocs, c.Frees)
+	}
+	if blocks, bytes := e.Pooled(); blocks != 6 || bytes != (640+256+1024+256+2048)*4+256*8 {
+		t.Errorf("the pool holds %d allocations of %d bytes, want 6 of %d (each in its own class)", blocks, bytes, (640+256+1024+256+2048)*4+256*8)
+	}
 	if err := e.Trim(); err != nil {
 		t.Fatal(err)
 	}
-	if c := calls().Sub(c1); c.Frees != 5 {
-		t.Errorf("Trim made %d frees, want the pool's 5", c.Frees)
+	if c := calls().Sub(c1); c.Frees != 6 {
+		t.Errorf("Trim made %d frees, want the pool's 6", c.Frees)
 	}
 	if m := e.Context().Memory(); m.Live != 0 {
 		t.Errorf("%d bytes of device memory live after Trim, want 0", m.Live)
