@@ -114,11 +114,3 @@ func (a *app) usage(cmds map[string]command) {
 	}
 	fmt.Fprintln(a.stdout, "\nRun 'spn COMMAND -h' for a command's flags.")
 }
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
-func cmdVersion(a *app, args []string) error {
-	fmt.Fprintf(a.stdout, "spn %s\n", version)
-	return nil
-}
