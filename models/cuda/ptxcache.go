@@ -95,7 +95,9 @@ func PTXPath(dir, arch, key string) string { return filepath.Join(dir, arch+"-"+
 
 // CompileCached is Compile through the PTX cache under dir: it returns
 // the cached PTX when a valid entry exists (hit true), else compiles and
-// stores the result. A failed compilation writes nothing.
+// stores the result. A failed compilation writes nothing. The CUBIN of a
+// compiler for a real architecture (sm_XX) is cached the same way, under
+// its architecture.
 func (c *Compiler) CompileCached(dir, name, src string, opts ...string) (ptx []byte, hit bool, err error) {
 	path := PTXPath(dir, c.Arch, PTXKey(c.NVRTC, c.Arch, name, src, opts))
 	if b, err := os.ReadFile(path); err == nil {
