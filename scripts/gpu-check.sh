@@ -1,36 +1,69 @@
 #!/usr/bin/env bash
 # gpu-check.sh: what a person with an NVIDIA GPU runs to check spn's GPU
-# support. It fails loudly at the first step that fails.
+# support. Every step runs, even after one fails; the summary says which
+# passed, and the exit status is 1 if any failed.
 #
-#   scripts/gpu-check.sh                 build here (needs Go), then check
-#   scripts/gpu-check.sh --build DIR     only build the binaries into DIR
-#                                        (CGO_ENABLED=0, so they run on any
-#                                        Linux amd64 machine with glibc)
-#   scripts/gpu-check.sh --bin DIR       check with prebuilt binaries from
-#                                        DIR (a GPU machine without Go)
+#   scripts/gpu-check.sh [OPTIONS]             build here (needs Go), then check
+#   scripts/gpu-check.sh --build DIR           only build the binaries into DIR
+#                                              (CGO_ENABLED=0: they run on any
+#                                              Linux amd64 machine with glibc)
+#   scripts/gpu-check.sh --pack FILE           build the binaries and copy the
+#                                              datasets the checks read into one
+#                                              .tar.xz (≈ 40 MB) for a GPU machine
+#                                              without Go or internet
+#   scripts/gpu-check.sh --bin DIR [OPTIONS]   check with prebuilt binaries
+#   scripts/gpu-check.sh --bundle FILE [OPTIONS]
+#                                              check with a --pack bundle (its
+#                                              datasets serve as the data mirror)
 #
-# The checks:
-#   1. the test binaries of the packages with GPU tests (models/cuda/...,
-#      and the device paths of models/op, nbop, rt, spn) with SPN_REQUIRE_GPU=1, so
-#      that a test which would skip for want of a GPU fails instead;
-#   2. the quickstart twice with --device cuda, whose tables must be the
-#      same bytes (determinism on one GPU);
-#   3. spn bench --device cuda (its default workloads; the kernels come
-#      from the first quickstart's cache), then PROTEINS again with
-#      --kernel-times (the device time of each kernel);
-#   4. R-SPN at Table 4's size (k = 10, T = 8, d = 128) on QM9's valid
-#      file, one epoch on the GPU and one on the CPU (all cores).
+# OPTIONS:
+#   --steps LIST     the steps to run, comma-separated, in this order (default
+#                    all but compare): gpu, tests, quickstart, compare,
+#                    kernels, epochs
+#   --compare        add the compare step
+#   --budget SECS    stop starting steps once SECS seconds have passed, and
+#                    cut a step short at the budget's end (default: none);
+#                    what did not run is listed as skipped
+#   --out DIR        where summary.md and logs.tar.gz go (default
+#                    $GPU_CHECK_OUT, else .spn/gpu-check)
+#
+# The steps:
+#   gpu         nvidia-smi, and the driver, NVRTC and cuBLAS spn loads;
+#   tests       the test binaries of the packages with GPU tests
+#               (models/cuda/..., the device paths of models/op, nbop, rt
+#               and every kind) with SPN_REQUIRE_GPU=1, so that a test which
+#               would skip for want of a GPU fails instead;
+#   quickstart  the quickstart twice with --device cuda on fresh caches:
+#               the two runs' tables must be the same bytes;
+#   compare     the speed table of docs/performance.md: spn bench and
+#               PyTorch (scripts/bench/torch_spn.py, collating on the CPU
+#               and pre-collated) on the same GPU, alternating, SPN k = 5,
+#               L = 5 on PROTEINS, NCI1, 3-Prox and D&D at hidden 64 and
+#               300, batch 32 and 128 (needs python3 with a CUDA torch);
+#   kernels     spn bench --kernel-times on PROTEINS: each kernel's device
+#               time per step;
+#   epochs      R-SPN at Table 4's size (k = 10, T = 8, d = 128) on QM9's
+#               valid file and E-SPN at the MoleculeNet table's (k = 5,
+#               L = 5, d = 300) on bace: one epoch on the GPU, one on the
+#               CPU (all cores).
 # Datasets come from the upstream URLs, or from SPN_DATA_MIRROR.
-# Outputs go to $GPU_CHECK_OUT (default .spn/gpu-check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 
+# The mirror files the checks read (paths under a mirror like ../shared/data).
+data_files=(tu/PROTEINS.zip tu/NCI1.zip tu/DD.zip splits/errica/PROTEINS_full_splits.json
+  splits/errica/NCI1_splits.json splits/errica/DD_splits.json qm9/valid.jsonl.gz ogb/bace.zip)
+
+# build DIR: spn and one test binary per package with GPU tests, stripped
+# (-s -w: no symbol table or DWARF; -trimpath), with packages.txt naming
+# each test binary's package directory (a test reads its testdata
+# relative to it).
 build() {
   local dir=$1
   mkdir -p "$dir"
-  CGO_ENABLED=0 go build -o "$dir/spn" ./cmd/spn
-  # One test binary per package with tests, and the package's directory
-  # (a test reads its testdata relative to it) in packages.txt.
+  local flags=(-trimpath -ldflags=-s\ -w)
+  CGO_ENABLED=0 go build "${flags[@]}" -o "$dir/spn" ./cmd/spn
   : > "$dir/packages.txt"
   # The packages with GPU tests: every test that calls cudatest.NoGPU or
   # enginetest.GPU.
@@ -39,58 +72,240 @@ build() {
   for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' $pkgs); do
     rel=${pkg#"$PWD"/}
     name=$(echo "$rel" | tr / _).test
-    CGO_ENABLED=0 go test -c -o "$dir/$name" "./$rel"
+    CGO_ENABLED=0 go test -c "${flags[@]}" -o "$dir/$name" "./$rel"
     echo "$name $rel" >> "$dir/packages.txt"
   done
   echo "built into $dir:"; ls -l "$dir"
 }
 
-bin=""
-case "${1:-}" in
-  --build) [ $# -eq 2 ] || { echo "usage: $0 --build DIR" >&2; exit 2; }; build "$2"; exit 0 ;;
-  --bin) [ $# -eq 2 ] || { echo "usage: $0 --bin DIR" >&2; exit 2; }; bin=$(cd "$2" && pwd) ;;
-  "") bin="$PWD/.spn/gpu-check/bin"; build "$bin" ;;
-  *) echo "usage: $0 [--build DIR | --bin DIR]" >&2; exit 2 ;;
-esac
+# pack FILE: build into a staging folder, add the mirror files, and write
+# one .tar.xz. The binaries share most of their code, so one xz stream
+# with a dictionary larger than them all (single-threaded, which keeps one
+# stream) packs ≈ 280 MB into ≈ 30 MB.
+pack() {
+  local file=$1 mirror=${SPN_DATA_MIRROR:-}
+  [ -n "$mirror" ] || { [ -d ../shared/data ] && mirror=../shared/data; } ||
+    { echo "--pack: set SPN_DATA_MIRROR to a data mirror (as ../shared/data)" >&2; exit 2; }
+  local stage
+  stage=$(mktemp -d)
+  build "$stage/bin"
+  for f in "${data_files[@]}"; do
+    [ -f "$mirror/$f" ] || { echo "--pack: $mirror/$f is missing" >&2; exit 1; }
+    mkdir -p "$stage/data/$(dirname "$f")"
+    cp "$mirror/$f" "$stage/data/$f"
+  done
+  echo "packing $(du -sh "$stage" | cut -f1) into $file (xz, one stream: a few minutes)"
+  tar -C "$stage" -cf - bin data | xz -T1 --lzma2=preset=6,dict=384MiB > "$file.tmp"
+  mv "$file.tmp" "$file"
+  rm -rf "$stage"
+  ls -l "$file"
+}
 
-out=${GPU_CHECK_OUT:-.spn/gpu-check}
-mkdir -p "$out"
-step() { printf '\n== %s\n' "$*"; }
+# unpack FILE DIR: xz, else Python's lzma (a machine without xz-utils).
+unpack() {
+  if command -v xz >/dev/null; then
+    xz -dc "$1" | tar -C "$2" -xf -
+  else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' "$1" "$2"
+  fi
+}
 
-step "GPU"
-if command -v nvidia-smi >/dev/null; then nvidia-smi -L; else echo "nvidia-smi not found (the tests say what the loader finds)"; fi
-
-step "GPU tests (SPN_REQUIRE_GPU=1: a skip for want of a GPU is a failure)"
-[ -s "$bin/packages.txt" ] || { echo "no test binaries listed in $bin/packages.txt"; exit 1; }
-out=$(mkdir -p "$out" && cd "$out" && pwd)
-root=$PWD
-while read -r name rel; do
-  echo "-- $name (in $rel)"
-  # A test binary runs in its package's directory, as go test does, for
-  # its testdata: this checkout's.
-  [ -d "$root/$rel" ] || { echo "FAIL: $rel is not in this checkout"; exit 1; }
-  (cd "$root/$rel" && SPN_REQUIRE_GPU=1 "$bin/$name" -test.count=1 -test.v) > "$out/$name.log" 2>&1 || true
-  grep -E '^(--- |PASS|FAIL|ok)' "$out/$name.log" || true
-  grep -q '^PASS$' "$out/$name.log" || { echo "FAIL: $name (log: $out/$name.log)"; exit 1; }
-done < "$bin/packages.txt"
-
-step "quickstart twice on the GPU (same bytes)"
-for i in 1 2; do
-  rm -rf "$out/cache$i" "$out/results$i"
-  "$bin/spn" run --device cuda --cache "$out/cache$i" --out "$out/results$i" > "$out/quickstart$i.log" 2>&1 ||
-    { tail -20 "$out/quickstart$i.log"; echo "FAIL: quickstart run $i"; exit 1; }
+bin="" steps="gpu,tests,quickstart,kernels,epochs" budget=0 out=${GPU_CHECK_OUT:-.spn/gpu-check}
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+mode=build-and-check
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) [ $# -ge 2 ] || usage; build "$2"; exit 0 ;;
+    --pack) [ $# -ge 2 ] || usage; pack "$2"; exit 0 ;;
+    --bin) [ $# -ge 2 ] || usage; bin=$(cd "$2" && pwd); mode=bin; shift 2 ;;
+    --bundle) [ $# -ge 2 ] || usage; bundle=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); mode=bundle; shift 2 ;;
+    --steps) [ $# -ge 2 ] || usage; steps=$2; shift 2 ;;
+    --compare) steps="$steps,compare"; shift ;;
+    --budget) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || usage; budget=$2; shift 2 ;;
+    --out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
+    -h | --help) usage ;;
+    *) echo "gpu-check.sh: unknown argument $1" >&2; usage ;;
+  esac
 done
-diff -r "$out/results1" "$out/results2" || { echo "FAIL: the two GPU quickstart runs differ"; exit 1; }
-cat "$out/results1"/*.md 2>/dev/null | head -20 || true
+for s in ${steps//,/ }; do
+  case "$s" in gpu | tests | quickstart | compare | kernels | epochs) ;; *) echo "gpu-check.sh: unknown step $s" >&2; exit 2 ;; esac
+done
 
-step "spn bench --device cuda"
-"$bin/spn" bench --device cuda --cache "$out/cache1" 2>&1 | tee "$out/bench.log"
-"$bin/spn" bench --device cuda --kernel-times --cache "$out/cache1" PROTEINS 2>&1 | tee "$out/bench-kernels.log"
+began=$(date +%s)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/spn-gpu-check.XXXXXX")
+logs=$work/logs
+mkdir -p "$logs"
+case "$mode" in
+  build-and-check) bin=$work/bin; build "$bin" > "$logs/build.log" 2>&1 || { cat "$logs/build.log"; exit 1; } ;;
+  bundle)
+    unpack "$bundle" "$work"
+    bin=$work/bin
+    export SPN_DATA_MIRROR=${SPN_DATA_MIRROR:-$work/data} ;;
+esac
+[ -x "$bin/spn" ] && [ -s "$bin/packages.txt" ] || { echo "gpu-check.sh: no spn or packages.txt in $bin" >&2; exit 1; }
+export SPN_DATA=$work/datadir
+cpus=$(nproc)
 
-step "R-SPN on QM9-valid (k = 10, T = 8, d = 128): GPU, then CPU"
-rspn=(bench --kind rspn --k 10 --layers 8 --hidden 128 --epochs 1 QM9-valid)
-"$bin/spn" "${rspn[@]}" --device cuda --cache "$out/cache1" 2>&1 | tee "$out/bench-rspn-gpu.log"
-"$bin/spn" "${rspn[@]}" --threads "$(nproc)" 2>&1 | tee "$out/bench-rspn-cpu.log"
+# Each step appends "name|status|seconds|note" to $work/steps and its
+# report (Markdown) to $work/report.md; the summary is rewritten after
+# every step, so a run cut short still leaves one.
+: > "$work/steps"
+: > "$work/report.md"
+summarise() {
+  {
+    echo "# spn gpu-check"
+    echo
+    echo "$(date -u +%FT%TZ), $(uname -n), $cpus CPUs; $("$bin/spn" version 2>&1 | head -1); steps: $steps; budget: ${budget}s"
+    echo
+    echo "| step | status | seconds | note |"
+    echo "|---|---|---|---|"
+    while IFS='|' read -r n s t note; do echo "| $n | $s | $t | $note |"; done < "$work/steps"
+    echo
+    cat "$work/report.md"
+  } > "$out/summary.md"
+  tar -C "$work" -czf "$out/logs.tar.gz" logs
+}
+failed=0
+record() { # name status seconds note
+  echo "$1|$2|$3|$4" >> "$work/steps"
+  case "$2" in FAIL | TIMEOUT) failed=1 ;; esac
+  summarise
+}
+report() { printf '%s\n' "$@" >> "$work/report.md"; }
+# left: seconds of the budget left (a large number without a budget).
+left() { if [ "$budget" -gt 0 ]; then echo $((budget - ($(date +%s) - began))); else echo 86400; fi; }
+# limited CAP CMD...: CMD under a time limit of CAP seconds or what is
+# left of the budget, whichever is less; exit status 124 when cut short.
+limited() {
+  local cap=$1; shift
+  local l; l=$(left)
+  [ "$l" -lt "$cap" ] && cap=$l
+  [ "$cap" -gt 0 ] || return 124
+  timeout --kill-after=10 "$cap" "$@"
+}
 
+step_gpu() {
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv > "$logs/gpu.log" 2>&1 || nvidia-smi -L > "$logs/gpu.log" 2>&1 || true
+  else
+    echo "nvidia-smi not found" > "$logs/gpu.log"
+  fi
+  local rc=0
+  "$bin/spn" version --cuda >> "$logs/gpu.log" 2>&1 || rc=$?
+  report "## GPU" "" '```' "$(cat "$logs/gpu.log")" '```' ""
+  return $rc
+}
+
+step_tests() {
+  local name rel rc bad=0 line
+  report "## GPU tests (SPN_REQUIRE_GPU=1)" "" "| test binary | status | seconds | failed tests |" "|---|---|---|---|"
+  while read -r name rel; do
+    [ -d "$root/$rel" ] || { report "| $name | FAIL | 0 | $rel is not in this checkout |"; bad=1; continue; }
+    local t0; t0=$(date +%s)
+    rc=0
+    (cd "$root/$rel" && export SPN_REQUIRE_GPU=1 && limited 240 "$bin/$name" -test.count=1 -test.v -test.timeout=230s) > "$logs/$name.log" 2>&1 || rc=$?
+    local st=PASS fails
+    fails=$(grep -E '^\s*--- FAIL' "$logs/$name.log" | sed -E 's/^\s*--- FAIL: ([^ ]+).*/\1/' | head -8 | tr '\n' ' ')
+    if [ $rc -eq 124 ]; then st=TIMEOUT; bad=1
+    elif [ $rc -ne 0 ] || ! grep -q '^PASS$' "$logs/$name.log"; then st=FAIL; bad=1
+    fi
+    report "| $name | $st | $(( $(date +%s) - t0 )) | ${fails:-} |"
+    if [ "$st" != PASS ]; then
+      # The first message of the first failed test (go test -v prints a
+      # test's messages between its === RUN and --- FAIL lines), else the
+      # first panic or FAIL line.
+      line=$(awk '/^=== (RUN|CONT)/ {t = $3} /^[ \t]+[A-Za-z0-9_]+_test\.go:[0-9]+:/ {if (!(t in m)) m[t] = $0}
+        /^[ \t]*--- FAIL: / {if ($3 in m) {print m[$3]; exit}}' "$logs/$name.log" | sed 's/^[ \t]*//' | cut -c1-300)
+      [ -n "$line" ] || line=$(grep -m1 -E 'panic:|^FAIL' "$logs/$name.log" | cut -c1-300)
+      [ -z "$line" ] || report "|  |  |  | first: \`${line//|/\\|}\` |"
+    fi
+  done < "$bin/packages.txt"
+  report ""
+  return $bad
+}
+
+step_quickstart() {
+  local i rc
+  for i in 1 2; do
+    rm -rf "$work/cache$i" "$work/results$i"
+    rc=0
+    limited 200 "$bin/spn" run --device cuda --cache "$work/cache$i" --out "$work/results$i" > "$logs/quickstart$i.log" 2>&1 || rc=$?
+    if [ $rc -ne 0 ]; then
+      report "## Quickstart on the GPU" "" "run $i exited $rc; its log ends:" "" '```' "$(tail -15 "$logs/quickstart$i.log")" '```' ""
+      [ $rc -eq 124 ] && return 124
+      return 1
+    fi
+  done
+  report "## Quickstart on the GPU (two runs, fresh caches)" ""
+  report "$(cat "$work/results1"/*.md 2>/dev/null || echo '(no .md table)')" ""
+  if diff -r "$work/results1" "$work/results2" > "$logs/quickstart-diff.log" 2>&1; then
+    report "The two runs' tables are the same bytes." ""
+  else
+    report "**The two runs' tables differ** (logs/quickstart-diff.log)." ""
+    return 1
+  fi
+}
+
+step_compare() {
+  if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    report "## Speed against PyTorch" "" "skipped: python3 cannot import a torch that sees a GPU" ""
+    return 3
+  fi
+  local rc=0
+  SPN=$bin/spn DEVICE=cuda PYTHON=python3 THREADS=$cpus WARMUP=1 CACHE=$work/cache-bench JSON_OUT=$logs/compare \
+    limited 300 scripts/bench/compare.sh PROTEINS NCI1 prox DD PROTEINS:64:128 NCI1:64:128 PROTEINS:300:32 NCI1:300:32 PROTEINS:300:128 \
+    > "$logs/compare.md" 2> "$logs/compare.err" || rc=$?
+  report "## Speed against PyTorch (graphs/s, one epoch after a warm-up)" "" "$(cat "$logs/compare.md")" ""
+  [ $rc -eq 0 ] || report "compare.sh exited $rc; its stderr ends:" "" '```' "$(tail -15 "$logs/compare.err")" '```' ""
+  return $rc
+}
+
+step_kernels() {
+  local rc=0
+  limited 90 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --kernel-times --cache "$work/cache-bench" > "$logs/kernels.log" 2>&1 || rc=$?
+  report "## Device time by kernel (PROTEINS, k = 5, L = 5, d = 64, batch 32)" "" '```' "$(grep -v '\[INFO\]' "$logs/kernels.log" | head -60)" '```' ""
+  return $rc
+}
+
+step_epochs() {
+  local rc=0 name args
+  report "## One epoch of R-SPN on QM9 and E-SPN on bace: GPU and CPU" ""
+  for name in rspn espn; do
+    case $name in
+      rspn) args=(QM9-valid --kind rspn --k 10 --layers 8 --hidden 128) ;;
+      espn) args=(ogbg-molbace --kind espn --k 5 --layers 5 --hidden 300 --pool mean) ;;
+    esac
+    limited 120 "$bin/spn" bench "${args[@]}" --device cuda --warmup 1 --cache "$work/cache-bench" > "$logs/$name-gpu.log" 2>&1 || rc=1
+    limited 240 "$bin/spn" bench "${args[@]}" --threads "$cpus" > "$logs/$name-cpu.log" 2>&1 || rc=1
+    report '```' "$(grep -v '\[INFO\]' "$logs/$name-gpu.log" | tail -6)" "$(grep -v '\[INFO\]' "$logs/$name-cpu.log" | tail -6)" '```' ""
+  done
+  return $rc
+}
+
+for s in gpu tests quickstart compare kernels epochs; do
+  [[ ",$steps," == *",$s,"* ]] || continue
+  if [ "$(left)" -le 0 ]; then
+    record "$s" SKIPPED 0 "the budget of ${budget}s was spent"
+    continue
+  fi
+  t0=$(date +%s)
+  # A step function runs with errexit off (it is the left side of ||):
+  # it checks its commands itself and returns 0, 1 (failed), 3 (skipped)
+  # or 124 (cut short).
+  rc=0
+  "step_$s" || rc=$?
+  t=$(( $(date +%s) - t0 ))
+  case $rc in
+    0) record "$s" PASS "$t" "" ;;
+    3) record "$s" SKIPPED "$t" "see its section" ;;
+    124) record "$s" TIMEOUT "$t" "cut short by its time limit or the budget" ;;
+    *) record "$s" FAIL "$t" "see its section and logs.tar.gz" ;;
+  esac
+done
+
+cat "$out/summary.md"
 echo
-echo "gpu-check: passed"
+if [ $failed -ne 0 ]; then echo "gpu-check: FAILED (summary: $out/summary.md)"; exit 1; fi
+echo "gpu-check: passed (summary: $out/summary.md)"

@@ -1,25 +1,46 @@
 #!/usr/bin/env bash
-# Trains one epoch of SPN k = 5, 5 layers, hidden 64, batch 32 on PROTEINS,
-# NCI1 and 3-Prox (1000 graphs) with `spn bench` and with the PyTorch CPU
-# reference scripts/bench/torch_spn.py, alternating the two per workload in
-# one run (so both see the same machine load), and prints graphs/s,
-# graphs per CPU-second (steadier on a shared machine), peak RSS and the
-# ratios spn / PyTorch per workload.
+# Trains one epoch of SPN k = 5, 5 layers with `spn bench` and with the
+# PyTorch reference scripts/bench/torch_spn.py, on the same graphs, and
+# prints one table: graphs/s of each, their ratio, graphs per CPU-second
+# (steadier on a shared machine) and peak memory. The two alternate per
+# dataset and round, so both see the same machine load.
 #
-# Usage: scripts/bench/compare.sh [WORKLOAD...]     (default PROTEINS NCI1 prox)
+# Usage: scripts/bench/compare.sh [ROW...]
+#   ROW is WORKLOAD[:HIDDEN[:BATCH]], e.g. PROTEINS:300:128 (default
+#   hidden 64, batch 32); WORKLOAD is a dataset of `spn data` (PROTEINS,
+#   NCI1, DD, prox: 1000 generated 3-Prox graphs, ...). Default rows:
+#   PROTEINS NCI1 prox.
 #
-# Environment: SPN_DATA_MIRROR / SPN_DATA as for `spn data`; SPN_TAGS
-# (e.g. "openblas") builds spn with those tags; PYTHON (default python3,
-# which must import torch: Debian's python3-torch works); THREADS
-# (default 2, for both); ROUNDS (default 1: runs of each per workload,
-# the median is printed).
+# Environment:
+#   DEVICE      cpu (default), cuda or cuda:N. On a GPU both train there
+#               and PyTorch is timed twice per row: collating each batch
+#               on the CPU in the timed loop, and pre-collated (every
+#               batch on the device before the clock starts).
+#   SPN         a prebuilt spn binary (default: build one; needs Go)
+#   SPN_TAGS    build tags for that build (e.g. openblas)
+#   PYTHON      default python3; it must import torch (Debian's
+#               python3-torch works on the CPU)
+#   THREADS     host threads of both (default 2)
+#   ROUNDS      runs of each per row, the median is printed (default 1)
+#   WARMUP      untimed epochs before the timed one (default 0 on the
+#               CPU, 1 on a GPU)
+#   CACHE       spn's cache dir (on a GPU its ptx/ holds the compiled
+#               kernels; default a temporary dir)
+#   JSON_OUT    also write every run's JSON lines into this dir
+# SPN_DATA_MIRROR / SPN_DATA as for `spn data`.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 THREADS="${THREADS:-2}"
 ROUNDS="${ROUNDS:-1}"
-workloads=("$@")
-[ ${#workloads[@]} -gt 0 ] || workloads=(PROTEINS NCI1 prox)
+DEVICE="${DEVICE:-cpu}"
+case "$DEVICE" in
+  cpu) WARMUP="${WARMUP:-0}"; modes=collate ;;
+  cuda | cuda:[0-9]*) WARMUP="${WARMUP:-1}"; modes=collate,precollate ;;
+  *) echo "compare.sh: DEVICE=$DEVICE: want cpu, cuda or cuda:N" >&2; exit 2 ;;
+esac
+rows=("$@")
+[ ${#rows[@]} -gt 0 ] || rows=(PROTEINS NCI1 prox)
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
   echo "compare.sh: $PYTHON cannot import torch (install python3-torch, or set PYTHON)" >&2
@@ -28,45 +49,99 @@ fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-spn="$tmp/spn"
-(cd "$root" && go build -tags "${SPN_TAGS:-}" -o "$spn" ./cmd/spn)
+spn="${SPN:-}"
+if [ -z "$spn" ]; then
+  spn="$tmp/spn"
+  (cd "$root" && go build -tags "${SPN_TAGS:-}" -o "$spn" ./cmd/spn)
+fi
+cache="${CACHE:-$tmp/cache}"
 
-for w in "${workloads[@]}"; do
+# Rows by dataset: each dataset is exported once and PyTorch reads it
+# once per round, timing all of its shapes in one process.
+declare -A shapes=()
+datasets=()
+for row in "${rows[@]}"; do
+  IFS=: read -r w h b extra <<<"$row"
+  h=${h:-64} b=${b:-32}
+  if [ -n "${extra:-}" ] || ! [[ "$w" =~ ^[A-Za-z0-9_-]+$ && "$h" =~ ^[1-9][0-9]*$ && "$b" =~ ^[1-9][0-9]*$ ]]; then
+    echo "compare.sh: row $row: want WORKLOAD[:HIDDEN[:BATCH]]" >&2
+    exit 2
+  fi
+  [ -n "${shapes[$w]:-}" ] || datasets+=("$w")
+  shapes[$w]="${shapes[$w]:+${shapes[$w]},}${h}x${b}"
+done
+
+for w in "${datasets[@]}"; do
   # The same graphs for both: spn's own loader, exported as JSON Lines.
   "$spn" data export "$w" --graphs 1000 --format jsonl --out "$tmp/$w.jsonl" 2>"$tmp/export.log" || {
     cat "$tmp/export.log" >&2; exit 1; }
   for r in $(seq "$ROUNDS"); do
-    "$spn" bench "$w" --graphs 1000 --threads "$THREADS" --json >"$tmp/$w.spn.$r.json"
+    for s in ${shapes[$w]//,/ }; do
+      "$spn" bench "$w" --graphs 1000 --threads "$THREADS" --hidden "${s%x*}" --batch "${s#*x}" \
+        --device "$DEVICE" --warmup "$WARMUP" --cache "$cache" --json >"$tmp/$w.$s.spn.$r.json"
+    done
     "$PYTHON" "$root/scripts/bench/torch_spn.py" "$tmp/$w.jsonl" --name "$w" --threads "$THREADS" \
-      2>/dev/null >"$tmp/$w.torch.$r.json"
+      --shapes "${shapes[$w]}" --modes "$modes" --device "$DEVICE" --warmup "$WARMUP" \
+      2>"$tmp/torch.log" >"$tmp/$w.torch.$r.jsonl" || { cat "$tmp/torch.log" >&2; exit 1; }
   done
 done
+if [ -n "${JSON_OUT:-}" ]; then
+  mkdir -p "$JSON_OUT"
+  cp "$tmp"/*.json "$tmp"/*.jsonl "$JSON_OUT"/
+fi
 
-"$PYTHON" - "$tmp" "$ROUNDS" "${workloads[@]}" <<'EOF'
+"$PYTHON" - "$tmp" "$ROUNDS" "$DEVICE" "${rows[@]}" <<'EOF'
 import json, statistics, sys, platform
-tmp, rounds, workloads = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-def runs(w, who):
-    return [json.load(open(f"{tmp}/{w}.{who}.{r}.json")) for r in range(1, rounds + 1)]
+tmp, rounds, device, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+gpu = device != "cpu"
+def parse(row):
+    parts = row.split(":")
+    return parts[0], int(parts[1]) if len(parts) > 1 else 64, int(parts[2]) if len(parts) > 2 else 32
+def spn_runs(w, h, b):
+    return [json.load(open(f"{tmp}/{w}.{h}x{b}.spn.{r}.json")) for r in range(1, rounds + 1)]
+def torch_runs(w, h, b, pre):
+    out = []
+    for r in range(1, rounds + 1):
+        for line in open(f"{tmp}/{w}.torch.{r}.jsonl"):
+            j = json.loads(line)
+            if j["hidden"] == h and j["batch"] == b and j["precollate"] == pre:
+                out.append(j)
+    return out
+med = lambda runs, key: statistics.median(x[key] for x in runs)
+w0, h0, b0 = parse(rows[0])
+first, t0 = spn_runs(w0, h0, b0)[0], torch_runs(w0, h0, b0, False)[0]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
-first = runs(workloads[0], "spn")[0]
 print(f"machine: {cpu}, {sum(1 for l in open('/proc/cpuinfo') if l.startswith('processor'))} CPUs, load average {open('/proc/loadavg').read().split()[0]}")
-gemm = first["gemm"]
-if first.get("gemm_kernels") and not gemm.startswith("OpenBLAS"):
-    gemm += f" with {first['gemm_kernels']} kernels"
-print(f"spn: GEMM {gemm}, {first['threads']} threads, {first['go_version']}; "
-      f"PyTorch {runs(workloads[0], 'torch')[0]['torch']}, {runs(workloads[0], 'torch')[0]['threads']} threads; "
-      f"median of {rounds} run(s) each, alternating")
-print()
-print("| workload | PyTorch graphs/s | spn graphs/s | spn / PyTorch | PyTorch graphs/CPU-s | spn graphs/CPU-s | spn / PyTorch per CPU-s | PyTorch peak RSS MB | spn peak RSS MB |")
-print("|---|---|---|---|---|---|---|---|---|")
-for w in workloads:
-    s, t = runs(w, "spn"), runs(w, "torch")
-    sg = statistics.median(r["workloads"][0]["graphs_per_second"] for r in s)
-    tg = statistics.median(r["graphs_per_second"] for r in t)
-    sc = statistics.median(r["workloads"][0]["graphs_per_cpu_second"] for r in s)
-    tc = statistics.median(r["graphs_per_cpu_second"] for r in t)
-    sm = statistics.median(r["workloads"][0]["peak_rss_mb"] for r in s)
-    tm = statistics.median(r["peak_rss_mb"] for r in t)
-    name = s[0]["workloads"][0]["workload"]
-    print(f"| {name} | {tg:.0f} | {sg:.0f} | {sg / tg:.1f}× | {tc:.0f} | {sc:.0f} | {sc / tc:.1f}× | {tm:.0f} | {sm:.0f} |")
+if gpu:
+    c = first["compute"]
+    print(f"device: {c['gpu']} (compute capability {c['capability']}, driver CUDA {c['driver']}), {device}")
+    print(f"spn: {first['go_version']}, host {first['threads']} threads; PyTorch {t0['torch']}, {t0['threads']} threads; "
+          f"warm-up {first.get('warmup', 0)} epoch(s), then 1 timed; median of {rounds} run(s) each, alternating")
+    print()
+    print("| workload | hidden | batch | PyTorch, collate on CPU | PyTorch, pre-collated | spn | spn / pre-collated | spn / collate | PyTorch GPU MB | spn GPU MB | spn launches/step |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+else:
+    gemm = first["gemm"]
+    if first.get("gemm_kernels") and not gemm.startswith("OpenBLAS"):
+        gemm += f" with {first['gemm_kernels']} kernels"
+    print(f"spn: GEMM {gemm}, {first['threads']} threads, {first['go_version']}; "
+          f"PyTorch {t0['torch']}, {t0['threads']} threads; median of {rounds} run(s) each, alternating")
+    print()
+    print("| workload | hidden | batch | PyTorch graphs/s | spn graphs/s | spn / PyTorch | PyTorch graphs/CPU-s | spn graphs/CPU-s | spn / PyTorch per CPU-s | PyTorch peak RSS MB | spn peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+for row in rows:
+    w, h, b = parse(row)
+    s = [x["workloads"][0] for x in spn_runs(w, h, b)]
+    t = torch_runs(w, h, b, False)
+    name = s[0]["workload"]
+    sg, tg = med(s, "graphs_per_second"), med(t, "graphs_per_second")
+    if gpu:
+        p = torch_runs(w, h, b, True)
+        pg = med(p, "graphs_per_second")
+        print(f"| {name} | {h} | {b} | {tg:.0f} | {pg:.0f} | {sg:.0f} | {sg / pg:.2f}× | {sg / tg:.2f}× | "
+              f"{med(p, 'gpu_peak_mb'):.0f} | {med(s, 'peak_device_mb'):.0f} | {med(s, 'launches_per_step'):.0f} |")
+    else:
+        sc, tc = med(s, "graphs_per_cpu_second"), med(t, "graphs_per_cpu_second")
+        print(f"| {name} | {h} | {b} | {tg:.0f} | {sg:.0f} | {sg / tg:.1f}× | {tc:.0f} | {sc:.0f} | {sc / tc:.1f}× | "
+              f"{med(t, 'peak_rss_mb'):.0f} | {med(s, 'peak_rss_mb'):.0f} |")
 EOF

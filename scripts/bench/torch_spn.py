@@ -18,19 +18,26 @@ does), forward, loss, backward and the optimiser step.
 
 On a GPU (--device cuda), the model, the batches and the optimiser live
 on the device and the clock stops after torch.cuda.synchronize(). Two
-ways to feed it: by default each batch is collated on the CPU inside the
-timed loop and copied over, as a DataLoader does; --precollate collates
-every batch of a fixed order once, copies them all to the device before
-the clock starts, and times the training steps alone (the best case for
-PyTorch). --warmup epochs run untimed first (kernel selection, caches).
+ways to feed it (--modes): "collate" collates each batch on the CPU
+inside the timed loop and copies it over, as a DataLoader does;
+"precollate" (or the flag --precollate) collates every batch of a fixed
+order once, copies them all to the device before the clock starts, and
+times the training steps alone (the best case for PyTorch). --warmup
+epochs run untimed first (kernel selection, caches).
+
+One process can time several shapes and modes of one dataset (--shapes
+64x32,300x128 --modes collate,precollate): the dataset is read and its
+hop sets computed once (on the device when it is a GPU), then each shape
+and mode trains a fresh model from the same seed and prints its line.
 
 Input: a dataset written by `spn data export NAME --format jsonl`.
 Output: one JSON line per run with graphs/s and graphs per CPU-second of
 the process (steadier on a shared machine), and a human line on stderr.
 
 Usage: torch_spn.py FILE.jsonl [--name NAME] [--k 5] [--layers 5]
-       [--hidden 64] [--batch 32] [--epochs 1] [--threads 2] [--seed 1]
-       [--device cpu|cuda|cuda:N] [--precollate] [--warmup 0]
+       [--hidden 64] [--batch 32] [--shapes HxB,...] [--epochs 1]
+       [--threads 2] [--seed 1] [--device cpu|cuda|cuda:N]
+       [--precollate | --modes collate,precollate] [--warmup 0]
 """
 
 import argparse
@@ -75,21 +82,21 @@ def load(path):
     return graphs
 
 
-def hop_sets(n, edges, k):
-    """Returns [(src, dst)] for i = 1..k: dst at distance exactly i from src,
-    by dense boolean frontier expansion."""
+def hop_sets(n, edges, k, device):
+    """Returns [(src, dst)] for i = 1..k, on the CPU: dst at distance
+    exactly i from src, by dense boolean frontier expansion on device."""
     with torch.no_grad():
-        return _hop_sets(n, edges, k)
+        return [(s.cpu(), d.cpu()) for s, d in _hop_sets(n, edges, k, device)]
 
 
-def _hop_sets(n, edges, k):
-    a = torch.zeros(n, n)
+def _hop_sets(n, edges, k, device):
+    a = torch.zeros(n, n, device=device)
     if edges:
-        e = torch.tensor(edges, dtype=torch.long)
+        e = torch.tensor(edges, dtype=torch.long, device=device)
         a[e[:, 0], e[:, 1]] = 1
         a[e[:, 1], e[:, 0]] = 1
-    seen = torch.eye(n, dtype=torch.bool)
-    frontier = torch.eye(n)
+    seen = torch.eye(n, dtype=torch.bool, device=device)
+    frontier = torch.eye(n, device=device)
     out = []
     for _ in range(k):
         reach = (frontier @ a) > 0
@@ -181,8 +188,12 @@ def main():
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--shapes", default="",
+                   help="comma-separated HIDDENxBATCH pairs to time one after the other (default: --hidden x --batch)")
     p.add_argument("--precollate", action="store_true",
-                   help="collate every batch once, on the device, before the clock starts")
+                   help="collate every batch once, on the device, before the clock starts (--modes precollate)")
+    p.add_argument("--modes", default="",
+                   help="comma-separated feeding modes to time: collate, precollate (default: collate, or precollate with --precollate)")
     p.add_argument("--warmup", type=int, default=0, help="untimed epochs first")
     a = p.parse_args()
     for flag in ("k", "layers", "hidden", "batch", "epochs", "threads"):
@@ -190,6 +201,19 @@ def main():
             p.error(f"--{flag} must be at least 1")
     if a.warmup < 0:
         p.error("--warmup must not be negative")
+    shapes = [(a.hidden, a.batch)]
+    if a.shapes:
+        try:
+            shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
+        except ValueError:
+            shapes = []
+        if not shapes or any(len(s) != 2 or min(s) < 1 for s in shapes):
+            p.error(f"--shapes {a.shapes}: want HIDDENxBATCH pairs of positive integers, comma-separated")
+    if a.modes and a.precollate:
+        p.error("--precollate and --modes: give one")
+    modes = a.modes.split(",") if a.modes else ["precollate" if a.precollate else "collate"]
+    if any(m not in ("collate", "precollate") for m in modes):
+        p.error(f"--modes {a.modes}: want collate and/or precollate")
     try:
         device = torch.device(a.device)
     except RuntimeError as e:
@@ -199,14 +223,22 @@ def main():
     if device.type not in ("cpu", "cuda"):
         p.error(f"--device {a.device}: want cpu, cuda or cuda:N")
     torch.set_num_threads(a.threads)
-    torch.manual_seed(a.seed)
 
     graphs = load(a.jsonl)
     labels = max(max(x) if x else 0 for _, _, x, _ in graphs) + 1
     classes = max(y for *_, y in graphs) + 1
-    items = [(n, torch.tensor(x, dtype=torch.long), y, hop_sets(n, e, a.k)) for n, e, x, y in graphs]
+    items = [(n, torch.tensor(x, dtype=torch.long), y, hop_sets(n, e, a.k, device)) for n, e, x, y in graphs]
+    for hidden, batch in shapes:
+        for mode in modes:
+            run(a, device, items, labels, classes, hidden, batch, mode == "precollate")
 
-    model = SPN(labels, a.hidden, classes, a.layers, a.k, a.dropout).to(device)
+
+def run(a, device, items, labels, classes, hidden, batch, precollate):
+    """Trains a fresh model of width hidden (seeded by --seed) on items in
+    batches of batch, a.warmup epochs untimed then a.epochs timed, and
+    prints its lines."""
+    torch.manual_seed(a.seed)
+    model = SPN(labels, hidden, classes, a.layers, a.k, a.dropout).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     model.train()
 
@@ -219,16 +251,16 @@ def main():
     def batches():
         """Yields each batch of one epoch in a fresh random order."""
         order = torch.randperm(len(items)).tolist()
-        for lo in range(0, len(order), a.batch):
-            chunk = [items[i] for i in order[lo:lo + a.batch]]
+        for lo in range(0, len(order), batch):
+            chunk = [items[i] for i in order[lo:lo + batch]]
             yield collate(chunk, labels, a.k, device) + (len(chunk),)
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    fixed = list(batches()) if a.precollate else None  # one order, reused by every epoch
-    epoch = (lambda: fixed) if a.precollate else batches
+    fixed = list(batches()) if precollate else None  # one order, reused by every epoch
+    epoch = (lambda: fixed) if precollate else batches
     for _ in range(a.warmup):
         for b in epoch():
             step(*b)
@@ -248,16 +280,15 @@ def main():
     gpu_mb = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
     name = a.name or a.jsonl
     where = f"{a.threads} threads" if device.type == "cpu" else f"{torch.cuda.get_device_name(device)}"
-    feed = ", pre-collated" if a.precollate else ""
+    feed = ", pre-collated" if precollate else ""
     gpu = f", GPU peak {gpu_mb:.0f} MB" if gpu_mb is not None else ""
-    print(f"{name}: {len(items)} graphs, {a.epochs} epoch(s) in {secs:.2f} s: {rate:.0f} graphs/s, "
+    print(f"{name} (hidden {hidden}, batch {batch}): {len(items)} graphs, {a.epochs} epoch(s) in {secs:.2f} s: {rate:.0f} graphs/s, "
           f"peak RSS {peak_mb:.0f} MB{gpu} (torch {torch.__version__}, {where}{feed})", file=sys.stderr)
-    print(json.dumps({"workload": name, "graphs": len(items), "epochs": a.epochs, "train_seconds": secs,
-                      "graphs_per_second": rate,
+    print(json.dumps({"workload": name, "graphs": len(items), "epochs": a.epochs, "hidden": hidden, "batch": batch,
+                      "train_seconds": secs, "graphs_per_second": rate,
                       "graphs_per_cpu_second": len(items) * a.epochs / cpu, "peak_rss_mb": peak_mb, "torch": torch.__version__,
-                      "threads": a.threads, "device": str(device), "precollate": a.precollate,
-                      "warmup": a.warmup, "gpu_peak_mb": gpu_mb}))
-
+                      "threads": a.threads, "device": str(device), "precollate": precollate,
+                      "warmup": a.warmup, "gpu_peak_mb": gpu_mb}), flush=True)
 
 if __name__ == "__main__":
     main()
