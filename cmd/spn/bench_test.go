@@ -24,10 +24,11 @@ func benchRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// TestBenchProx trains a small generated workload and checks the JSON
-// report and the table.
-func TestBenchProx(t *testing.T) {
-	code, out, errs := benchRun(t, "prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "3", "--json")
+// benchJSON runs `spn bench ARGS --json`, which must succeed, and returns
+// its report.
+func benchJSON(t *testing.T, args ...string) benchReport {
+	t.Helper()
+	code, out, errs := benchRun(t, append(args, "--json")...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -35,6 +36,13 @@ func TestBenchProx(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out)
 	}
+	return rep
+}
+
+// TestBenchProx trains a small generated workload and checks the JSON
+// report and the table.
+func TestBenchProx(t *testing.T) {
+	rep := benchJSON(t, "prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "3")
 	if len(rep.Workloads) != 1 {
 		t.Fatalf("workloads: %+v", rep.Workloads)
 	}
@@ -45,7 +53,7 @@ func TestBenchProx(t *testing.T) {
 	if rep.Model.K != 3 || rep.Model.Layers != 2 || rep.Model.Hidden != 8 || rep.Training.BatchSize != 32 || rep.Threads != 2 || rep.GEMM == "" {
 		t.Errorf("report header %+v", rep)
 	}
-	code, out, errs = benchRun(t, "prox", "--graphs", "20", "--layers", "1", "--hidden", "4", "--k", "2")
+	code, out, errs := benchRun(t, "prox", "--graphs", "20", "--layers", "1", "--hidden", "4", "--k", "2")
 	if code != exitOK || !strings.Contains(out, "graphs/s") || !strings.Contains(out, "3-Prox (20 graphs)") {
 		t.Fatalf("table: exit %d:\n%s%s", code, out, errs)
 	}
@@ -57,14 +65,7 @@ func TestBenchProx(t *testing.T) {
 // header says so.
 func TestBenchWarmup(t *testing.T) {
 	args := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "3", "--threads", "1", "--jobs", "2", "--warmup", "2"}
-	code, out, errs := benchRun(t, append(args, "--json")...)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var rep benchReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("JSON: %v\n%s", err, out)
-	}
+	rep := benchJSON(t, args...)
 	w := rep.Workloads[0]
 	if rep.Warmup != 2 || rep.Training.Epochs != 1 || w.Epochs != 1 || !(w.GraphsPerSec > 0) || !(w.GraphsPerCPUSec > 0) {
 		t.Fatalf("report %+v, row %+v; want warmup 2, 1 timed epoch", rep, w)
@@ -76,7 +77,7 @@ func TestBenchWarmup(t *testing.T) {
 	if trained := w.GraphsPerSec * w.TrainSeconds; trained < 80*0.999 || trained > 200 {
 		t.Errorf("graphs/s %.1f × train s %.3f = %.1f graphs, want about 80 (the timed epoch of two copies)", w.GraphsPerSec, w.TrainSeconds, trained)
 	}
-	code, out, errs = benchRun(t, args...)
+	code, out, errs := benchRun(t, args...)
 	if code != exitOK || !strings.Contains(out, ", batch 32, 1 epoch(s) after 2 warm-up, 2 copies × 1 threads") {
 		t.Fatalf("table: exit %d:\n%s%s", code, out, errs)
 	}
@@ -87,14 +88,7 @@ func TestBenchWarmup(t *testing.T) {
 // CPU time count all three, and the header says so.
 func TestBenchJobs(t *testing.T) {
 	args := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "3", "--threads", "1"}
-	code, out, errs := benchRun(t, append(args, "--jobs", "3", "--json")...)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var rep benchReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("JSON: %v\n%s", err, out)
-	}
+	rep := benchJSON(t, append(args, "--jobs", "3")...)
 	w := rep.Workloads[0]
 	if rep.Jobs != 3 || w.Graphs != 40 || w.Epochs != 1 || w.GraphsPerSec <= 0 || w.TrainSeconds <= 0 {
 		t.Fatalf("report %+v, row %+v", rep, w)
@@ -104,7 +98,7 @@ func TestBenchJobs(t *testing.T) {
 	if trained := w.GraphsPerSec * w.TrainSeconds; trained < 3*40*0.999 {
 		t.Errorf("graphs/s %.1f × train s %.3f = %.1f graphs, want ≥ 120 (three copies)", w.GraphsPerSec, w.TrainSeconds, trained)
 	}
-	code, out, errs = benchRun(t, append(args, "--jobs", "2")...)
+	code, out, errs := benchRun(t, append(args, "--jobs", "2")...)
 	if code != exitOK || !strings.Contains(out, "2 copies × 1 threads (graphs/s summed)") {
 		t.Fatalf("table: exit %d:\n%s%s", code, out, errs)
 	}
