@@ -9,7 +9,7 @@
 #                                              Linux amd64 machine with glibc)
 #   scripts/gpu-check.sh --pack FILE           build the binaries and copy the
 #                                              datasets the checks read into one
-#                                              .tar.xz (≈ 40 MB) for a GPU machine
+#                                              .tar.xz (≈ 35 MB) for a GPU machine
 #                                              without Go or internet
 #   scripts/gpu-check.sh --bin DIR [OPTIONS]   check with prebuilt binaries
 #   scripts/gpu-check.sh --bundle FILE [OPTIONS]
@@ -75,6 +75,9 @@ build() {
     CGO_ENABLED=0 go test -c "${flags[@]}" -o "$dir/$name" "./$rel"
     echo "$name $rel" >> "$dir/packages.txt"
   done
+  # The commit the binaries are of: the tests read testdata from a
+  # checkout, which must be of the same commit.
+  git describe --always --dirty > "$dir/commit.txt" 2>/dev/null || echo unknown > "$dir/commit.txt"
   echo "built into $dir:"; ls -l "$dir"
 }
 
@@ -157,7 +160,7 @@ summarise() {
   {
     echo "# spn gpu-check"
     echo
-    echo "$(date -u +%FT%TZ), $(uname -n), $cpus CPUs; $("$bin/spn" version 2>&1 | head -1); steps: $steps; budget: ${budget}s"
+    echo "$(date -u +%FT%TZ), $(uname -n), $cpus CPUs; $("$bin/spn" version 2>&1 | head -1) of commit $(cat "$bin/commit.txt" 2>/dev/null || echo unknown); steps: $steps; budget: ${budget}s"
     echo
     echo "| step | status | seconds | note |"
     echo "|---|---|---|---|"
