@@ -13,8 +13,9 @@ import (
 )
 
 // computeAPI holds the driver entry points a Context uses. CUdeviceptr is
-// an unsigned 64-bit integer; CUcontext, CUmodule and CUfunction are
-// pointers, held as uintptr; CUdevice is an int.
+// an unsigned 64-bit integer; CUcontext, CUmodule, CUfunction, CUevent
+// and CUstream are pointers, held as uintptr (spn passes stream 0, the
+// legacy default stream, everywhere); CUdevice is an int.
 type computeAPI struct {
 	primaryCtxRetain  func(ctx *uintptr, dev int32) int32
 	primaryCtxRelease func(dev int32) int32
@@ -24,6 +25,19 @@ type computeAPI struct {
 	memFree           func(p uint64) int32
 	memcpyHtoD        func(dst uint64, src unsafe.Pointer, bytes uint64) int32
 	memcpyDtoH        func(dst unsafe.Pointer, src uint64, bytes uint64) int32
+	// memAllocHost is cuMemAllocHost_v2 (page-locked host memory for
+	// the context; cuMemHostAlloc with no flags is the same), memFreeHost
+	// cuMemFreeHost.
+	memAllocHost func(p *unsafe.Pointer, bytes uint64) int32
+	memFreeHost  func(p unsafe.Pointer) int32
+	// memcpyHtoDAsync and memcpyDtoHAsync are the copies ordered on a
+	// stream, which return before they run when the host memory is
+	// page-locked.
+	memcpyHtoDAsync func(dst uint64, src unsafe.Pointer, bytes uint64, stream uintptr) int32
+	memcpyDtoHAsync func(dst unsafe.Pointer, src uint64, bytes uint64, stream uintptr) int32
+	// ev are the event entry points, which the asynchronous copies' users
+	// (Event) and profiles share.
+	ev                eventAPI
 	moduleLoadData    func(m *uintptr, image *byte) int32
 	moduleGetFunction func(f *uintptr, m uintptr, name *byte) int32
 	moduleUnload      func(m uintptr) int32
@@ -33,7 +47,7 @@ type computeAPI struct {
 }
 
 func (a *computeAPI) bindings() []binding {
-	return []binding{
+	return append([]binding{
 		{"cuDevicePrimaryCtxRetain", &a.primaryCtxRetain},
 		{"cuDevicePrimaryCtxRelease_v2", &a.primaryCtxRelease},
 		{"cuCtxSetCurrent", &a.ctxSetCurrent},
@@ -42,11 +56,15 @@ func (a *computeAPI) bindings() []binding {
 		{"cuMemFree_v2", &a.memFree},
 		{"cuMemcpyHtoD_v2", &a.memcpyHtoD},
 		{"cuMemcpyDtoH_v2", &a.memcpyDtoH},
+		{"cuMemAllocHost_v2", &a.memAllocHost},
+		{"cuMemFreeHost", &a.memFreeHost},
+		{"cuMemcpyHtoDAsync_v2", &a.memcpyHtoDAsync},
+		{"cuMemcpyDtoHAsync_v2", &a.memcpyDtoHAsync},
 		{"cuModuleLoadData", &a.moduleLoadData},
 		{"cuModuleGetFunction", &a.moduleGetFunction},
 		{"cuModuleUnload", &a.moduleUnload},
 		{"cuLaunchKernel", &a.launchKernel},
-	}
+	}, a.ev.bindings()...)
 }
 
 // Context is the primary CUDA context of one device, with the buffers,
@@ -58,7 +76,13 @@ func (a *computeAPI) bindings() []binding {
 // a Context may be used from any goroutine; its methods are serialised by
 // a mutex. Launches and cuBLAS calls are asynchronous (the default
 // stream): Synchronize waits for them and reports a failure of theirs,
-// and the copies to and from the host wait for the work before them.
+// and the copies to and from the host (Upload, Download, Pack.Upload)
+// wait for the work before them. The asynchronous copies
+// (DownloadAsync, Pack.UploadAsync) between device memory and
+// page-locked host memory (AllocHost) do not: they run in stream order,
+// after the work enqueued before them and before the work enqueued
+// after them, and the host learns that one has run by waiting for an
+// Event recorded after it.
 type Context struct {
 	Device Device
 
@@ -74,6 +98,9 @@ type Context struct {
 	calls Calls
 	// mem is the device memory allocated through the context.
 	mem Memory
+	// hosts are the live page-locked allocations (AllocHost), which an
+	// asynchronous copy's host memory must lie in.
+	hosts []*HostBuffer
 	// prof is the profile in progress (nil: none), events the driver
 	// events of profiles (nil until the first).
 	prof   *profile
@@ -97,19 +124,33 @@ func (c *Context) Memory() Memory {
 
 // Calls counts a context's calls into the driver and cuBLAS that cost
 // the most: on a GPU a launch or a product costs microseconds of the
-// host's time whatever its size, a copy waits for the device, and
-// cuMemAlloc and cuMemFree are synchronous (cuMemFree waits for the
-// device). A training step's counts say where its time goes when its
-// kernels are small.
+// host's time whatever its size, a synchronous copy waits for the
+// device, and cuMemAlloc and cuMemFree are synchronous (cuMemFree waits
+// for the device), as are cuMemAllocHost and cuMemFreeHost. A training
+// step's counts say where its time goes when its kernels are small, and
+// whether the host waits for the device in it (ToDevice, ToHost, Frees,
+// Waits).
 type Calls struct {
-	// ToDevice counts cuMemcpyHtoD calls, ToHost cuMemcpyDtoH calls
+	// ToDevice counts cuMemcpyHtoD calls, ToHost cuMemcpyDtoH calls:
+	// the synchronous copies, which wait for the work before them
 	// (copies of no bytes are not made and not counted).
 	ToDevice, ToHost int
+	// ToDeviceAsync counts cuMemcpyHtoDAsync calls, ToHostAsync
+	// cuMemcpyDtoHAsync calls: the copies from and to page-locked
+	// memory that the host does not wait for (Pack.UploadAsync,
+	// DownloadAsync).
+	ToDeviceAsync, ToHostAsync int
+	// Waits counts the host's waits for an event (Event.Wait,
+	// cuEventSynchronize; a profile's are not counted).
+	Waits int
 	// Launches counts kernel launches (cuLaunchKernel), GEMMs cuBLAS
 	// products (cublasSgemm; products of no values are not made).
 	Launches, GEMMs int
 	// Allocs counts cuMemAlloc calls, Frees cuMemFree calls.
 	Allocs, Frees int
+	// HostAllocs counts cuMemAllocHost calls, HostFrees cuMemFreeHost
+	// calls (page-locked host memory, AllocHost).
+	HostAllocs, HostFrees int
 }
 
 // Sub returns the calls of c not in since, an earlier count of the same
@@ -117,8 +158,11 @@ type Calls struct {
 func (c Calls) Sub(since Calls) Calls {
 	return Calls{
 		ToDevice: c.ToDevice - since.ToDevice, ToHost: c.ToHost - since.ToHost,
+		ToDeviceAsync: c.ToDeviceAsync - since.ToDeviceAsync, ToHostAsync: c.ToHostAsync - since.ToHostAsync,
+		Waits:    c.Waits - since.Waits,
 		Launches: c.Launches - since.Launches, GEMMs: c.GEMMs - since.GEMMs,
 		Allocs: c.Allocs - since.Allocs, Frees: c.Frees - since.Frees,
+		HostAllocs: c.HostAllocs - since.HostAllocs, HostFrees: c.HostFrees - since.HostFrees,
 	}
 }
 
@@ -138,7 +182,9 @@ var errClosed = errors.New("cuda: the context is closed")
 
 // NewContext retains the primary context of device ordinal: the one
 // context the device's other users (cuBLAS, other libraries) share.
-// Close releases it.
+// Close releases it. It binds the driver's entry points a context uses
+// (memory, copies, events, modules, launches) and fails naming the first
+// the driver lacks.
 func (r *Runtime) NewContext(ordinal int) (*Context, error) {
 	d, err := r.Device(ordinal)
 	if err != nil {
@@ -185,8 +231,8 @@ func (c *Context) Synchronize() error {
 }
 
 // Close releases what the context made and its owners did not (cuBLAS
-// handles, modules and buffers, newest first), then the primary context.
-// Closing twice does nothing.
+// handles, modules, buffers, page-locked memory and events, newest
+// first), then the primary context. Closing twice does nothing.
 func (c *Context) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -354,20 +400,26 @@ func Upload[T Elem](b *Buffer, src []T) error {
 // is reported here too.
 func Download[T Elem](dst []T, b *Buffer) error {
 	return b.ctx.do(func() error {
-		if err := b.usable(b.ctx, kindOf[T](), len(dst), "copying from the device"); err != nil {
+		if err := fromDevice(b, dst); err != nil || len(dst) == 0 {
 			return err
-		}
-		if len(dst) != b.n {
-			return fmt.Errorf("cuda: copying a buffer of %d values into %d", b.n, len(dst))
-		}
-		if len(dst) == 0 {
-			return nil
 		}
 		b.ctx.calls.ToHost++
 		err := check("cuMemcpyDtoH_v2", b.ctx.api.memcpyDtoH(unsafe.Pointer(&dst[0]), b.ptr, uint64(len(dst)*sizeOf(b.kind))))
 		runtime.KeepAlive(dst)
 		return err
 	})
+}
+
+// fromDevice checks a copy of b into dst (inside b.ctx.do): b usable as
+// values of T, dst exactly as long.
+func fromDevice[T Elem](b *Buffer, dst []T) error {
+	if err := b.usable(b.ctx, kindOf[T](), len(dst), "copying from the device"); err != nil {
+		return err
+	}
+	if len(dst) != b.n {
+		return fmt.Errorf("cuda: copying a buffer of %d values into %d", b.n, len(dst))
+	}
+	return nil
 }
 
 // Free releases the buffer's memory. Freeing twice does nothing, and

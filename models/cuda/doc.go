@@ -30,7 +30,12 @@
 // sends many arrays in one copy (views into one buffer; Pack.Share
 // names one array twice), and
 // Context.Calls counts the copies each way, the launches, the products
-// and the allocations;
+// and the allocations. Those copies wait for the device; the
+// asynchronous ones do not: [DownloadAsync] and Pack.UploadAsync (through
+// a [Staging]) copy between device memory and page-locked host memory
+// (Context.AllocHost, [HostBuffer]) in the order of the default stream,
+// and the host learns that they have run by waiting for an [Event]
+// recorded after them (Context.NewEvent);
 // Context.LoadModule loads PTX and Module.Kernel finds an entry point of
 // models/cuda/kern's table, whose Launch checks the arguments against the
 // kernel's parameters before launching ([ArgError]); Context.NewBLAS

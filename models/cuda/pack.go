@@ -17,7 +17,9 @@ const PackAlign = 256
 // Pack gathers arrays on the host for one host→device copy: Put appends
 // an array and names the *Buffer that is to point at it; Upload copies
 // them all to the device at once and sets each such *Buffer to a view of
-// its array in the one device buffer. A Pack is reused with Reset.
+// its array in the one device buffer (UploadAsync: through page-locked
+// staging memory, without the host waiting for the device). A Pack is
+// reused with Reset.
 type Pack struct {
 	host  []byte
 	parts []packPart
@@ -74,8 +76,50 @@ func (p *Pack) Reset() {
 // bytes are left as they are), otherwise into a new buffer of at least
 // minBytes bytes, and reuse is freed. It returns the buffer holding the
 // arrays (reuse or the new one, which the caller frees); the views live
-// as long as it does.
+// as long as it does. The copy, from pageable memory, waits for the work
+// enqueued before it.
 func (p *Pack) Upload(c *Context, reuse *Buffer, minBytes int) (*Buffer, error) {
+	return p.upload(c, reuse, minBytes, func(dev *Buffer) error {
+		c.calls.ToDevice++
+		err := check("cuMemcpyHtoD_v2", c.api.memcpyHtoD(dev.ptr, unsafe.Pointer(&p.host[0]), uint64(len(p.host))))
+		runtime.KeepAlive(p.host)
+		return err
+	})
+}
+
+// UploadAsync is Upload through s, page-locked staging memory of c: it
+// copies the arrays into s's next staging buffer and enqueues the copy
+// from there (cuMemcpyHtoDAsync_v2 on the default stream), returning
+// without waiting for the device. The copy runs in stream order: after
+// the work enqueued before it, so one device buffer serves pack after
+// pack (reuse: the next pack's copy overwrites it only after the kernels
+// enqueued before that copy, which read this pack's arrays, have run),
+// and before the work enqueued after it, which reads the arrays. Only a
+// new device buffer (a larger pack) makes the host wait, for the
+// cuMemFree of reuse.
+func (p *Pack) UploadAsync(s *Staging, reuse *Buffer, minBytes int) (*Buffer, error) {
+	c := s.ctx
+	var st []byte
+	if len(p.host) > 0 {
+		var err error
+		if st, err = s.next(len(p.host), minBytes); err != nil {
+			return nil, fmt.Errorf("packing %d arrays: %w", len(p.parts), err)
+		}
+		copy(st, p.host)
+	}
+	return p.upload(c, reuse, minBytes, func(dev *Buffer) error {
+		c.calls.ToDeviceAsync++
+		if err := check("cuMemcpyHtoDAsync_v2", c.api.memcpyHtoDAsync(dev.ptr, unsafe.Pointer(&st[0]), uint64(len(st)), 0)); err != nil {
+			return err
+		}
+		return s.evs[s.last].record()
+	})
+}
+
+// upload is Upload and UploadAsync: the device buffer (reuse, or a new
+// one), then copy (inside c.do, for a pack of at least one byte) into
+// it, then the views.
+func (p *Pack) upload(c *Context, reuse *Buffer, minBytes int, copyTo func(dev *Buffer) error) (*Buffer, error) {
 	dev := reuse
 	if dev == nil || dev.ctx != c || dev.of != nil || dev.freed || dev.n*sizeOf(dev.kind) < len(p.host) {
 		if reuse != nil {
@@ -95,10 +139,7 @@ func (p *Pack) Upload(c *Context, reuse *Buffer, minBytes int) (*Buffer, error) 
 		if len(p.host) == 0 {
 			return nil
 		}
-		c.calls.ToDevice++
-		err := check("cuMemcpyHtoD_v2", c.api.memcpyHtoD(dev.ptr, unsafe.Pointer(&p.host[0]), uint64(len(p.host))))
-		runtime.KeepAlive(p.host)
-		return err
+		return copyTo(dev)
 	})
 	if err != nil {
 		if dev != reuse {
@@ -110,4 +151,78 @@ func (p *Pack) Upload(c *Context, reuse *Buffer, minBytes int) (*Buffer, error) 
 		*pt.dst = &Buffer{ctx: c, ptr: dev.ptr + uint64(pt.off), n: pt.n, kind: pt.kind, of: dev}
 	}
 	return dev, nil
+}
+
+// StagingBuffers is the number of page-locked buffers a Staging uses in
+// turn: while the copy of one pack may still be waiting for the device,
+// the next pack fills another.
+const StagingBuffers = 2
+
+// Staging is the page-locked memory Pack.UploadAsync stages packs in:
+// StagingBuffers buffers used in turn, each with an event recorded after
+// the copy that reads it. Before a buffer is refilled, UploadAsync waits
+// for its event, so a buffer is never overwritten before its copy has
+// run; on a GPU that copy was enqueued StagingBuffers packs earlier and
+// has normally long run, and the wait returns at once.
+type Staging struct {
+	ctx  *Context
+	bufs [StagingBuffers]*HostBuffer // nil until first needed
+	evs  [StagingBuffers]*Event
+	last int // the buffer of the last pack
+}
+
+// NewStaging returns the staging memory of packs for c (the events; the
+// buffers are allocated as the packs need them). Free, or Close of c,
+// frees it.
+func NewStaging(c *Context) (*Staging, error) {
+	s := &Staging{ctx: c, last: StagingBuffers - 1}
+	for i := range s.evs {
+		ev, err := c.NewEvent()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("staging: %w", err), s.Free())
+		}
+		s.evs[i] = ev
+	}
+	return s, nil
+}
+
+// next returns the next staging buffer's first n bytes, once the copy
+// that last read it has run; a buffer shorter than n is replaced by one
+// of max(n, minBytes) bytes.
+func (s *Staging) next(n, minBytes int) ([]byte, error) {
+	k := (s.last + 1) % StagingBuffers
+	if err := s.evs[k].Wait(); err != nil {
+		return nil, fmt.Errorf("staging buffer %d: %w", k, err)
+	}
+	s.last = k
+	if b := s.bufs[k]; b == nil || b.Len() < n {
+		if b != nil {
+			s.bufs[k] = nil
+			if err := b.Free(); err != nil {
+				return nil, fmt.Errorf("staging buffer %d: %w", k, err)
+			}
+		}
+		b, err := s.ctx.AllocHost(max(n, minBytes))
+		if err != nil {
+			return nil, fmt.Errorf("staging buffer %d: %w", k, err)
+		}
+		s.bufs[k] = b
+	}
+	return s.bufs[k].Bytes()[:n], nil
+}
+
+// Free frees the staging memory and destroys its events.
+func (s *Staging) Free() error {
+	var errs []error
+	for i := range s.bufs {
+		if s.bufs[i] != nil {
+			errs = append(errs, s.bufs[i].Free())
+			s.bufs[i] = nil
+		}
+		if s.evs[i] != nil {
+			errs = append(errs, s.evs[i].Destroy())
+			s.evs[i] = nil
+		}
+	}
+	return errors.Join(errs...)
 }

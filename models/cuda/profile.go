@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// eventAPI holds the driver's event entry points, which only profiling
-// uses: bound when a context first profiles, so that a driver without
-// them still trains.
+// eventAPI holds the driver's event entry points: those bindings lists,
+// bound with the context's (Event and profiles use them), and elapsed,
+// which only profiles use, bound when a context first profiles
+// (bindElapsed).
 type eventAPI struct {
 	create  func(ev *uintptr, flags uint32) int32
 	record  func(ev, stream uintptr) int32
@@ -27,20 +28,14 @@ func (a *eventAPI) bindings() []binding {
 	}
 }
 
-// bindEvents binds the event entry points of lib (the driver API, called
-// name): cuEventElapsedTime_v2 where the driver has it (CUDA 12.8 and
-// later), else cuEventElapsedTime.
-func bindEvents(lib Library, name string) (*eventAPI, error) {
-	a := &eventAPI{}
-	if err := bindAll(lib, name, a.bindings()); err != nil {
-		return nil, err
-	}
+// bindElapsed binds a.elapsed in lib (the driver API, called name):
+// cuEventElapsedTime_v2 where the driver has it (CUDA 12.8 and later),
+// else cuEventElapsedTime.
+func bindElapsed(lib Library, name string, a *eventAPI) error {
 	if lib.Bind(&a.elapsed, "cuEventElapsedTime_v2") != nil {
-		if err := bindAll(lib, name, []binding{{"cuEventElapsedTime", &a.elapsed}}); err != nil {
-			return nil, err
-		}
+		return bindAll(lib, name, []binding{{"cuEventElapsedTime", &a.elapsed}})
 	}
-	return a, nil
+	return nil
 }
 
 // GEMMName names cuBLAS's products in a profile.
@@ -78,11 +73,10 @@ func (c *Context) StartProfile() error {
 			return errors.New("cuda: a profile is already running")
 		}
 		if c.events == nil {
-			api, err := bindEvents(c.rt.driverLib, DriverLib)
-			if err != nil {
+			if err := bindElapsed(c.rt.driverLib, DriverLib, &c.api.ev); err != nil {
 				return err
 			}
-			c.events = &eventPool{api: api}
+			c.events = &eventPool{api: &c.api.ev}
 		}
 		c.prof = &profile{}
 		return nil
@@ -160,8 +154,9 @@ func (c *Context) profileEnd(name string) error {
 	return nil
 }
 
-// eventPool holds a context's driver events: those free for the next
-// record, reused from profile to profile; Close destroys them.
+// eventPool holds a context's timed driver events for profiles: those
+// free for the next record, reused from profile to profile; Close
+// destroys them.
 type eventPool struct {
 	api  *eventAPI
 	free []uintptr

@@ -23,14 +23,39 @@
  *   - an event records the host's monotonic clock when recorded (the
  *     work before it is done: launches run at once), so the time between
  *     two events around a launch is the emulation's; cuEventElapsedTime
- *     fails with CUDA_ERROR_INVALID_HANDLE for an event never recorded.
- * spn_emu_live reports what is live, for the tests' leak checks;
+ *     fails with CUDA_ERROR_INVALID_HANDLE for an event never recorded
+ *     or created with CU_EVENT_DISABLE_TIMING (2, the only flag taken);
+ *   - page-locked host memory (cuMemAllocHost_v2) is malloc'ed and
+ *     tracked apart from device memory: cuMemFreeHost of any other
+ *     pointer fails with CUDA_ERROR_INVALID_VALUE, and a device pointer
+ *     argument inside it is no device memory;
+ *   - the asynchronous copies (cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2,
+ *     stream 0 only) validate as the synchronous ones do and copy to the
+ *     device at once, in stream order, but the host observes a copy only
+ *     when it waits for it: a device→host copy takes the values at its
+ *     place in the stream and delivers them into host memory when the
+ *     host synchronizes with an event recorded after it (or with the
+ *     whole device: cuCtxSynchronize, a synchronous copy, cuMemFree,
+ *     cuMemFreeHost), so a host that reads the result before waiting
+ *     reads what was there before; a host→device copy's source must not
+ *     change until then, which the emulator checks when the host waits
+ *     (and when a new copy reads the same memory) and reports as
+ *     CUDA_ERROR_ILLEGAL_STATE (401) from that call. Stricter than CUDA,
+ *     as spn's rules: the host memory of an async copy must be
+ *     page-locked (on a GPU one from pageable memory is synchronous,
+ *     CUDA_ERROR_INVALID_VALUE here), and an async copy into or out of
+ *     host memory that a pending one writes (a result the host never
+ *     waited for) is CUDA_ERROR_ILLEGAL_STATE.
+ * spn_emu_live reports what is live, for the tests' leak checks (5: the
+ * page-locked allocations, 6: the async copies the host has not waited
+ * for);
  * spn_emu_set_memory sets the device's memory in bytes (0, the start:
  * the host's), past which an allocation fails with
  * CUDA_ERROR_OUT_OF_MEMORY (2), as on a full device; spn_emu_set_noexec(1)
  * makes launches and products return at once, computing and checking
- * nothing (their results are garbage), so that a benchmark times the
- * host's side of a device step alone. */
+ * nothing (their results are garbage; nor is an async copy's source
+ * checked), so that a benchmark times the host's side of a device step
+ * alone. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +69,7 @@ void spn_emu_run(int i, unsigned grid, unsigned block, void** params);
 
 enum {
 	SUCCESS = 0, INVALID_VALUE = 1, INVALID_CONTEXT = 201, INVALID_PTX = 218,
-	INVALID_HANDLE = 400, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700
+	INVALID_HANDLE = 400, ILLEGAL_STATE = 401, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700
 };
 
 static int primary;            /* the primary context's address is its handle */
@@ -72,6 +97,25 @@ static int nhandles; /* live cuBLAS handles */
 
 static int nevents; /* live events */
 
+static alloc* hosts; /* page-locked host memory */
+static int nhosts;
+
+/* pending is an async copy the host has not waited for: a device→host
+ * copy's values, delivered to host when the host observes it, or a
+ * host→device copy's source as it was copied, which host must still
+ * hold then. */
+typedef struct pending {
+	int to_host;
+	unsigned char* host;
+	size_t n;
+	unsigned long long pos; /* its place in the stream */
+	unsigned char* data;    /* NULL for a host→device copy under noexec */
+	struct pending* next;
+} pending;
+static pending* pendings;
+static int npending;
+static unsigned long long seq; /* the stream's last position: async copies and event records */
+
 int spn_emu_live(int what)
 {
 	switch (what) {
@@ -80,9 +124,35 @@ int spn_emu_live(int what)
 	case 2: return nhandles;
 	case 3: return retained;
 	case 4: return nevents;
+	case 5: return nhosts;
+	case 6: return npending;
 	}
 	return -1;
 }
+
+/* changed reports whether the source of the host→device copy q changed
+ * since it was copied. */
+static int changed(const pending* q) { return q->data && memcmp(q->host, q->data, q->n) != 0; }
+
+/* retire completes, as the host observes them, the pending copies up to
+ * stream position upto: delivers the device→host ones and checks that
+ * the host→device ones' sources are unchanged (else ILLEGAL_STATE). */
+static int retire(unsigned long long upto)
+{
+	int r = SUCCESS;
+	for (pending** q = &pendings; *q;) {
+		pending* c = *q;
+		if (c->pos > upto) { q = &c->next; continue; }
+		if (c->to_host) memcpy(c->host, c->data, c->n);
+		else if (changed(c)) r = ILLEGAL_STATE;
+		*q = c->next;
+		free(c->data); free(c); npending--;
+	}
+	return r;
+}
+
+/* synchronize is the host waiting for all the device's work. */
+static int synchronize(void) { return retire(seq); }
 
 int cuDevicePrimaryCtxRetain(void** ctx, int dev)
 {
@@ -109,7 +179,7 @@ int cuCtxSetCurrent(void* ctx)
 
 static int active(void) { return current == &primary && retained > 0; }
 
-int cuCtxSynchronize(void) { return active() ? SUCCESS : INVALID_CONTEXT; }
+int cuCtxSynchronize(void) { return active() ? synchronize() : INVALID_CONTEXT; }
 
 /* find returns the live allocation holding [p, p+n), or NULL. */
 static alloc* find(uintptr_t p, size_t n)
@@ -139,6 +209,8 @@ int cuMemAlloc_v2(unsigned long long* p, size_t n)
 int cuMemFree_v2(unsigned long long p)
 {
 	if (!active()) return INVALID_CONTEXT;
+	int r = synchronize();
+	if (r != SUCCESS) return r;
 	for (alloc** q = &allocs; *q; q = &(*q)->next) {
 		if ((*q)->base == (uintptr_t)p) {
 			alloc* a = *q;
@@ -154,6 +226,8 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t n)
 {
 	if (!active()) return INVALID_CONTEXT;
 	if (!find((uintptr_t)dst, n) || !src) return INVALID_VALUE;
+	int r = synchronize(); /* from pageable memory: after the work before it */
+	if (r != SUCCESS) return r;
 	memcpy((void*)(uintptr_t)dst, src, n);
 	return SUCCESS;
 }
@@ -162,8 +236,85 @@ int cuMemcpyDtoH_v2(void* dst, unsigned long long src, size_t n)
 {
 	if (!active()) return INVALID_CONTEXT;
 	if (!find((uintptr_t)src, n) || !dst) return INVALID_VALUE;
+	int r = synchronize();
+	if (r != SUCCESS) return r;
 	memcpy(dst, (const void*)(uintptr_t)src, n);
 	return SUCCESS;
+}
+
+/* find_host returns the page-locked allocation holding [p, p+n), or NULL. */
+static alloc* find_host(uintptr_t p, size_t n)
+{
+	for (alloc* a = hosts; a; a = a->next)
+		if (p >= a->base && p - a->base <= a->size && n <= a->size - (p - a->base)) return a;
+	return NULL;
+}
+
+int cuMemAllocHost_v2(void** p, size_t n)
+{
+	if (!active()) return INVALID_CONTEXT;
+	if (!p || n == 0) return INVALID_VALUE;
+	alloc* a = malloc(sizeof *a);
+	void* m = malloc(n);
+	if (!a || !m) { free(a); free(m); return 2; }
+	memset(m, 0x5A, n);
+	a->base = (uintptr_t)m; a->size = n; a->next = hosts;
+	hosts = a; nhosts++;
+	*p = m;
+	return SUCCESS;
+}
+
+int cuMemFreeHost(void* p)
+{
+	if (!active()) return INVALID_CONTEXT;
+	for (alloc** q = &hosts; *q; q = &(*q)->next) {
+		if ((*q)->base == (uintptr_t)p) {
+			int r = synchronize();
+			alloc* a = *q;
+			*q = a->next;
+			free((void*)a->base); free(a); nhosts--;
+			return r;
+		}
+	}
+	return INVALID_VALUE;
+}
+
+/* enqueue checks the host memory [h, h+n) of a new async copy against
+ * the pending ones (see the top) and records the copy: to_host with the
+ * device values at src, else the source h (unless noexec). */
+static int enqueue(int to_host, unsigned char* h, size_t n, const void* src)
+{
+	for (pending* q = pendings; q; q = q->next) {
+		if (h >= q->host + q->n || q->host >= h + n) continue;
+		if (to_host || q->to_host || changed(q)) return ILLEGAL_STATE;
+	}
+	pending* c = calloc(1, sizeof *c);
+	if (!c) return 2;
+	if (to_host || !noexec) {
+		c->data = malloc(n);
+		if (!c->data) { free(c); return 2; }
+		memcpy(c->data, to_host ? src : h, n);
+	}
+	c->to_host = to_host; c->host = h; c->n = n; c->pos = ++seq;
+	c->next = pendings; pendings = c; npending++;
+	return SUCCESS;
+}
+
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t n, void* stream)
+{
+	if (!active()) return INVALID_CONTEXT;
+	if (!find((uintptr_t)dst, n) || !src || stream || !find_host((uintptr_t)src, n)) return INVALID_VALUE;
+	int r = enqueue(0, (unsigned char*)src, n, NULL);
+	if (r != SUCCESS) return r;
+	memcpy((void*)(uintptr_t)dst, src, n);
+	return SUCCESS;
+}
+
+int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t n, void* stream)
+{
+	if (!active()) return INVALID_CONTEXT;
+	if (!find((uintptr_t)src, n) || !dst || stream || !find_host((uintptr_t)dst, n)) return INVALID_VALUE;
+	return enqueue(1, dst, n, (const void*)(uintptr_t)src);
 }
 
 int cuModuleLoadData(void** m, const void* image)
@@ -283,14 +434,15 @@ int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* al
 	return 0;
 }
 
-typedef struct { double ms; int recorded; } event;
+typedef struct { double ms; int recorded, untimed; unsigned long long pos; } event;
 
 int cuEventCreate(void** ev, unsigned flags)
 {
 	if (!active()) return INVALID_CONTEXT;
-	if (!ev || flags != 0) return INVALID_VALUE;
+	if (!ev || (flags != 0 && flags != 2)) return INVALID_VALUE;
 	event* e = calloc(1, sizeof *e);
 	if (!e) return 2;
+	e->untimed = flags == 2;
 	nevents++;
 	*ev = e;
 	return SUCCESS;
@@ -306,20 +458,22 @@ int cuEventRecord(void* ev, void* stream)
 	event* e = ev;
 	e->ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 	e->recorded = 1;
+	e->pos = ++seq;
 	return SUCCESS;
 }
 
 int cuEventSynchronize(void* ev)
 {
 	if (!active()) return INVALID_CONTEXT;
-	return ev ? SUCCESS : INVALID_HANDLE;
+	if (!ev) return INVALID_HANDLE;
+	return retire(((event*)ev)->pos); /* never recorded: position 0, nothing to wait for */
 }
 
 int cuEventElapsedTime(float* ms, void* start, void* end)
 {
 	if (!active()) return INVALID_CONTEXT;
 	event *a = start, *b = end;
-	if (!ms || !a || !b || !a->recorded || !b->recorded) return INVALID_HANDLE;
+	if (!ms || !a || !b || !a->recorded || !b->recorded || a->untimed || b->untimed) return INVALID_HANDLE;
 	*ms = (float)(b->ms - a->ms);
 	return SUCCESS;
 }
