@@ -113,6 +113,20 @@ type Stepper interface {
 	Step(b *data.Batch) (loss float64, out []float32, err error)
 }
 
+// AsyncStepper is implemented by models whose training step can run on
+// a device without the host waiting for it (the Gorgonia models of
+// models/rt on a device): StepAsync does what Step does, but returns once
+// the step's work is enqueued on the device, with resolve, which waits
+// for the step and returns Step's loss and outputs. Between the two the
+// caller may prepare and enqueue the next step (and its optimiser step),
+// so that the host's work overlaps the device's. The steps run in the
+// order they were enqueued, and their results are what Step's would be,
+// bit for bit; resolve may be called once or more, in any order. Without
+// a device StepAsync runs Step and resolve returns its results.
+type AsyncStepper interface {
+	StepAsync(b *data.Batch) (resolve func() (loss float64, out []float32, err error), err error)
+}
+
 // Backed is implemented by models that compute on a kernels.Backend (the
 // Gorgonia models of models/rt): training runs the optimiser step on the
 // same backend, so on the same threads.

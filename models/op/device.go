@@ -46,9 +46,13 @@ type ZeroOut interface {
 // graph, its values and gradients device tensors of e (scratch memory,
 // freed by e.Reset). The graph is the same as Apply's: one gradient node
 // running DeviceBackward, one node per further differentiated input. A
-// scalar output comes back to the host (a 4-byte copy: the loss); a
-// scalar input or output gradient (the loss's gradient seed, 1) goes to
-// the device as the argument of a fill kernel, not as a copy.
+// scalar output (the loss) stays on the device too, a tensor of one
+// value, so that the graph's run never waits for the device; its
+// reader copies it back (models/rt's step, with the outputs), and a
+// gorgonia.Read of it, which would copy device memory on the host,
+// must not be in the graph. A scalar input or output gradient given on
+// the host (the loss's gradient seed, 1) goes to the device as the
+// argument of a fill kernel, not as a copy.
 func ApplyDevice(e *engine.Engine, o DeviceOp, in ...*G.Node) (*G.Node, error) {
 	s := o.Sig()
 	if len(in) != len(s.In) {
@@ -157,14 +161,7 @@ func (o *devFwd) Do(vals ...G.Value) (G.Value, error) {
 	if err := o.op.DeviceForward(o.e, in, yb); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.id, err)
 	}
-	if len(o.sig.Out) > 0 {
-		return y, nil
-	}
-	v, err := o.e.ToHost(y)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.id, err)
-	}
-	return G.NewF32(v[0]), nil
+	return y, nil
 }
 
 // DiffWRT implements gorgonia.SDOp.

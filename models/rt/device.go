@@ -22,14 +22,35 @@ type DevicePreparer interface {
 
 // deviceState is a model's device: the engine, the parameters' device
 // tensors and what one step put on the device.
+//
+// An asynchronous step (StepAsync) leaves its work on the device when it
+// returns, and the next step reuses what it used: the compiled Program
+// of the same padded sizes (the graph cache), the engine's scratch
+// memory (engine.Reset gives it back to the pool at the end of the
+// step), the packed device buffer. That is safe because everything a
+// step does on the device, the copies of its loss and outputs back to
+// the host included, is enqueued on the default stream during the step,
+// before the next step enqueues anything: the stream runs it all before
+// the next step's copy and kernels. The host side holds nothing of the
+// step after it returns but the page-locked buffers its copies go
+// through: the staging of the pack and the results, each used in turn
+// and each refilled only after the host has waited for the event
+// recorded after its last copy.
 type deviceState struct {
 	e      *engine.Engine
 	params map[*param.Param]*tensor.Dense
 	// pk gathers a run's batch data, dropout masks and the kind's data
 	// for one host→device copy into packed, the device buffer kept from
-	// run to run while it is large enough.
+	// run to run while it is large enough; an asynchronous step's copy
+	// goes through stage (made on its first use).
 	pk     cuda.Pack
 	packed *cuda.Buffer
+	stage  *cuda.Staging
+	// results are the page-locked buffers the asynchronous steps' losses
+	// and outputs come back into, used in turn (last: the last one
+	// used).
+	results [stepResults]*stepResult
+	last    int
 	// release drops the kinds' references to a run's packed data.
 	release []func()
 	// adam, when not nil, keeps the parameters and their gradients on the
@@ -41,13 +62,15 @@ type deviceState struct {
 }
 
 // UseDevice makes the model's training steps and evaluation (Step,
-// Predict, Forward and Backward) run on the device engine dev:
+// StepAsync, Predict, Forward and Backward) run on the device engine dev:
 // the graph is Gorgonia's as on the CPU, run by a TapeMachine with dev's
 // engine, every op by its device math. It must come before the first
 // step. A run sends the batch's data, the dropout masks (drawn on the
 // host as on the CPU path) and the kind's data (DevicePreparer) in one
 // packed copy; a step brings back the loss and the outputs, an
-// evaluation the outputs. The parameters are uploaded before each run
+// evaluation the outputs. Step's copies wait for the device; StepAsync's
+// go through page-locked memory and do not, until its result is
+// resolved. The parameters are uploaded before each run
 // (one copy each) and their gradients downloaded after a step (the
 // optimiser runs on the host), unless a DeviceAdam (NewDeviceAdam) keeps
 // parameters, gradients and moments on the device. The batch norms'
@@ -127,7 +150,17 @@ func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
 		}
 		d.release = append(d.release, rel)
 	}
-	if d.packed, err = d.pk.Upload(d.e.Context(), d.packed, 2*d.pk.Len()); err != nil {
+	if o.async {
+		if d.stage == nil {
+			if d.stage, err = cuda.NewStaging(d.e.Context()); err != nil {
+				return err
+			}
+		}
+		d.packed, err = d.pk.UploadAsync(d.stage, d.packed, 2*d.pk.Len())
+	} else {
+		d.packed, err = d.pk.Upload(d.e.Context(), d.packed, 2*d.pk.Len())
+	}
+	if err != nil {
 		return err
 	}
 	p.bd.Dev = db
@@ -183,18 +216,32 @@ func (d *deviceState) done(p *Program) error {
 
 // output downloads the first g×c values of p's output node.
 func (d *deviceState) output(p *Program, c int) ([]float32, error) {
+	b, err := d.outputBuffer(p, c)
+	if err != nil {
+		return nil, err
+	}
+	o := make([]float32, b.Len())
+	if err := cuda.Download(o, b); err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	return o[:p.bd.G*c], nil
+}
+
+// outputBuffer returns the device buffer of p's output node, which holds
+// at least its first g×c values.
+func (d *deviceState) outputBuffer(p *Program, c int) (*cuda.Buffer, error) {
 	t, ok := p.outNode.Value().(tensor.Tensor)
 	if !ok {
 		return nil, fmt.Errorf("output holds %T, want a device tensor", p.outNode.Value())
 	}
-	o, err := d.e.ToHost(t)
+	b, err := d.e.Buffer(t)
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
-	if len(o) < p.bd.G*c {
-		return nil, fmt.Errorf("output has %d values, want %d", len(o), p.bd.G*c)
+	if b.Len() < p.bd.G*c {
+		return nil, fmt.Errorf("output has %d values, want %d", b.Len(), p.bd.G*c)
 	}
-	return o[:p.bd.G*c], nil
+	return b, nil
 }
 
 // forward runs p (a graph without a gradient, built by prepare) and
@@ -241,32 +288,197 @@ func AddGradients(e *engine.Engine, adam *DeviceAdam, ps []*param.Param, nodes G
 	return nil
 }
 
-// step runs p (built by prepare) and returns the loss, adds the
-// gradients to ps[i].G (or to the DeviceAdam's gradients on the device)
-// and returns the first g×c outputs (none when c is 0).
-func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, out []float32, err error) {
-	defer func() { err = errors.Join(err, d.done(p)) }()
+// run runs p (built by prepare) and adds the gradients to ps[i].G (or
+// to the DeviceAdam's gradients on the device).
+func (d *deviceState) run(p *Program, ps []*param.Param) error {
 	if err := p.run(); err != nil {
-		return 0, nil, err
-	}
-	lv, ok := p.vals.loss.Data().(float32)
-	if !ok {
-		return 0, nil, fmt.Errorf("loss node holds %T, want float32", p.vals.loss.Data())
+		return err
 	}
 	if len(p.gradNodes) != len(ps) {
-		return 0, nil, fmt.Errorf("graph has %d gradients for %d parameters", len(p.gradNodes), len(ps))
+		return fmt.Errorf("graph has %d gradients for %d parameters", len(p.gradNodes), len(ps))
 	}
-	if err := AddGradients(d.e, d.adam, ps, p.gradNodes); err != nil {
+	return AddGradients(d.e, d.adam, ps, p.gradNodes)
+}
+
+// step runs p (built by prepare), adds the gradients to ps[i].G (or to
+// the DeviceAdam's gradients on the device) and returns the loss and the
+// first g×c outputs, copied back when the step is done (neither when c
+// is 0: the adaptor's Backward, whose graph has no loss).
+func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, out []float32, err error) {
+	defer func() { err = errors.Join(err, d.done(p)) }()
+	if err := d.run(p, ps); err != nil {
 		return 0, nil, err
 	}
 	if c == 0 {
-		return float64(lv), nil, nil
+		return 0, nil, nil
+	}
+	lb, err := d.lossBuffer(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	var lv [1]float32
+	if err := cuda.Download(lv[:], lb); err != nil {
+		return 0, nil, fmt.Errorf("loss: %w", err)
 	}
 	o, err := d.output(p, c)
 	if err != nil {
 		return 0, nil, err
 	}
-	return float64(lv), o, nil
+	return float64(lv[0]), o, nil
+}
+
+// lossBuffer returns the device buffer of p's loss (one value).
+func (d *deviceState) lossBuffer(p *Program) (*cuda.Buffer, error) {
+	if p.lossNode == nil {
+		return nil, errors.New("the graph has no loss")
+	}
+	t, ok := p.lossNode.Value().(tensor.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("loss node holds %T, want a device tensor", p.lossNode.Value())
+	}
+	b, err := d.e.Buffer(t)
+	if err != nil {
+		return nil, fmt.Errorf("loss: %w", err)
+	}
+	if b.Len() != 1 {
+		return nil, fmt.Errorf("loss has %d values, want 1", b.Len())
+	}
+	return b, nil
+}
+
+// stepResults is the number of page-locked buffers the asynchronous
+// steps' results come back into, used in turn: a step's result can wait
+// for the caller while the next step's comes back.
+const stepResults = 2
+
+// stepResult is a page-locked buffer of asynchronous steps' results: the
+// loss, then the outputs (float32 values), and the event recorded after
+// the step's copies into it.
+type stepResult struct {
+	host *cuda.HostBuffer
+	ev   *cuda.Event
+	// owner is the step whose results the buffer holds or will hold,
+	// until it resolves (nil: the buffer is free).
+	owner *pendingStep
+}
+
+// pendingStep is an asynchronous step's result: in its page-locked
+// buffer (r) until it resolves, then its own.
+type pendingStep struct {
+	r    *stepResult
+	n    int // outputs
+	done bool
+	loss float64
+	out  []float32
+	err  error
+}
+
+// resolve waits for the step's copies (once) and returns its loss and
+// outputs.
+func (ps *pendingStep) resolve() (float64, []float32, error) {
+	if !ps.done {
+		ps.take()
+	}
+	return ps.loss, ps.out, ps.err
+}
+
+// take waits for the event after the step's copies and takes the loss
+// and the outputs out of the page-locked buffer, which is then free.
+func (ps *pendingStep) take() {
+	r := ps.r
+	ps.done, ps.r, r.owner = true, nil, nil
+	if err := r.ev.Wait(); err != nil {
+		ps.err = fmt.Errorf("waiting for the step's results: %w", err)
+		return
+	}
+	v := cuda.HostValues[float32](r.host)
+	ps.loss = float64(v[0])
+	ps.out = append([]float32(nil), v[1:1+ps.n]...)
+}
+
+// result returns the next page-locked buffer of results, free and
+// holding at least n values. A buffer still holding an unresolved step's
+// results (a caller two steps behind) first gives them to that step,
+// after waiting for them.
+func (d *deviceState) result(n int) (*stepResult, error) {
+	k := (d.last + 1) % stepResults
+	r := d.results[k]
+	if r == nil {
+		ev, err := d.e.Context().NewEvent()
+		if err != nil {
+			return nil, fmt.Errorf("step results: %w", err)
+		}
+		r = &stepResult{ev: ev}
+		d.results[k] = r
+	}
+	if r.owner != nil {
+		r.owner.take()
+	}
+	d.last = k
+	if r.host == nil || r.host.Len() < 4*n {
+		if r.host != nil {
+			h := r.host
+			r.host = nil
+			if err := h.Free(); err != nil {
+				return nil, fmt.Errorf("step results: %w", err)
+			}
+		}
+		h, err := d.e.Context().AllocHost(4 * n)
+		if err != nil {
+			return nil, fmt.Errorf("step results: %w", err)
+		}
+		r.host = h
+	}
+	return r, nil
+}
+
+// stepAsync is step without waiting for the device: it runs p (built by
+// prepare with o.async), enqueues the copies of the loss and the first
+// g×c outputs into a page-locked buffer of results and records the
+// buffer's event after them, and returns what resolves them. The copies
+// are enqueued before done gives the step's scratch memory back to the
+// engine's pool, so they run before the next step's kernels reuse it.
+func (d *deviceState) stepAsync(p *Program, ps []*param.Param, c int) (resolve func() (float64, []float32, error), err error) {
+	defer func() { err = errors.Join(err, d.done(p)) }()
+	if err := d.run(p, ps); err != nil {
+		return nil, err
+	}
+	lb, err := d.lossBuffer(p)
+	if err != nil {
+		return nil, err
+	}
+	ob, err := d.outputBuffer(p, c)
+	if err != nil {
+		return nil, err
+	}
+	// Room for the loss and the padded outputs: the next batches of the
+	// same padded size fit.
+	r, err := d.result(1 + ob.Len())
+	if err != nil {
+		return nil, err
+	}
+	n := p.bd.G * c
+	if ob, err = ob.Slice(0, n); err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	v := cuda.HostValues[float32](r.host)
+	err = cuda.DownloadAsync(v[:1], lb)
+	if err != nil {
+		err = fmt.Errorf("loss: %w", err)
+	} else if err = cuda.DownloadAsync(v[1:1+n], ob); err != nil {
+		err = fmt.Errorf("output: %w", err)
+	}
+	// The event follows whatever copy was enqueued, so that the buffer's
+	// next use waits for it.
+	if rerr := r.ev.Record(); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("step results: %w", rerr))
+	}
+	if err != nil {
+		return nil, err
+	}
+	pending := &pendingStep{r: r, n: n}
+	r.owner = pending
+	return pending.resolve, nil
 }
 
 // SyncHost copies the model's state on the device into its host values:

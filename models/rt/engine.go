@@ -105,12 +105,7 @@ func (e *Engine) Config() models.Config { return e.Cfg }
 // backward; the parameter gradients are added to Params()[i].G. It returns
 // the loss and the NumGraphs×Out outputs.
 func (e *Engine) Step(b *data.Batch) (loss float64, out []float32, err error) {
-	// Check before drawing the dropout masks, so a bad batch consumes no
-	// randomness.
-	if err := e.Arch.CheckBatch(b, Opts{lossInGraph: true}); err != nil {
-		return 0, nil, err
-	}
-	p, err := e.build(b, Opts{train: true, lossInGraph: true, updateStats: true, masks: e.drawMasks(b.NumGraphs)})
+	p, err := e.stepProgram(b, false)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -128,6 +123,42 @@ func (e *Engine) Step(b *data.Batch) (loss float64, out []float32, err error) {
 		return 0, nil, fmt.Errorf("loss node holds %T, want float32", p.vals.loss.Data())
 	}
 	return float64(lv), p.outputs(e.Cfg.Out), nil
+}
+
+// StepAsync implements models.AsyncStepper: on the device path (UseDevice)
+// it is Step without the host waiting for the device. The batch goes up
+// from page-locked staging memory, the loss and the outputs come back
+// into page-locked memory (asynchronous copies, enqueued in the step
+// after its kernels), and resolve waits for an event recorded after
+// them and returns what Step would, bit for bit. StepAsync returns once
+// the step is enqueued, so the caller can prepare and enqueue the next
+// step, and DeviceAdam.Step, before it resolves this one. Without a
+// DeviceAdam the gradients come back synchronously, so the host waits
+// for the step anyway. On the CPU it is Step, resolved.
+func (e *Engine) StepAsync(b *data.Batch) (resolve func() (loss float64, out []float32, err error), err error) {
+	if e.dev == nil {
+		loss, out, err := e.Step(b)
+		if err != nil {
+			return nil, err
+		}
+		return func() (float64, []float32, error) { return loss, out, nil }, nil
+	}
+	p, err := e.stepProgram(b, true)
+	if err != nil {
+		return nil, err
+	}
+	return e.dev.stepAsync(p, e.Arch.GradParams(p), e.Cfg.Out)
+}
+
+// stepProgram checks b and returns the training step's graph for it,
+// prepared (async: the batch sent through the page-locked staging).
+func (e *Engine) stepProgram(b *data.Batch, async bool) (*Program, error) {
+	// Check before drawing the dropout masks, so a bad batch consumes no
+	// randomness.
+	if err := e.Arch.CheckBatch(b, Opts{lossInGraph: true}); err != nil {
+		return nil, err
+	}
+	return e.build(b, Opts{train: true, lossInGraph: true, updateStats: true, masks: e.drawMasks(b.NumGraphs), async: async})
 }
 
 // Predict returns the NumGraphs×Out outputs for b in evaluation mode
@@ -415,7 +446,11 @@ func (e *Engine) FinishOut(bdr *Builder, p *Program, be Env, bd *BatchData, out 
 		return nil, bdr.err
 	}
 	if cost != nil {
-		G.Read(cost, &p.vals.loss)
+		if p.dev == nil {
+			G.Read(cost, &p.vals.loss)
+		} else {
+			p.lossNode = cost
+		}
 		wrt := make(G.Nodes, len(p.params))
 		for i, pb := range p.params {
 			wrt[i] = pb.node

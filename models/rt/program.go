@@ -39,6 +39,10 @@ type Opts struct {
 	lossInGraph bool
 	// seed, when not nil, differentiates ⟨out, seed⟩ instead of a loss.
 	seed []float32
+	// async sends the batch to the device through the page-locked
+	// staging, without the host waiting (StepAsync); it does not change
+	// the graph.
+	async bool
 }
 
 // Key identifies a compiled graph: its padded sizes and what it computes.
@@ -71,11 +75,13 @@ type Program struct {
 	// lossData are the targets of the multi-task BCE loss (binary task).
 	lossData *nbop.Data
 	ar       *arena
-	// dev is the device the graph runs on (nil: the CPU); outNode and
-	// gradNodes are then the nodes whose device values a run leaves (no
-	// gorgonia.Read, which would copy device memory on the host).
+	// dev is the device the graph runs on (nil: the CPU); outNode,
+	// lossNode (the loss, one value) and gradNodes are then the nodes
+	// whose device values a run leaves (no gorgonia.Read, which would
+	// copy device memory on the host).
 	dev       *deviceState
 	outNode   *G.Node
+	lossNode  *G.Node
 	gradNodes G.Nodes
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
@@ -13,6 +14,7 @@ import (
 	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/models/synth"
 )
 
 // deviceTol bounds the difference of the per-step losses on the CPU and
@@ -210,13 +212,18 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 // live on the device (DeviceAdam) on the emulated device. After two
 // steps and an evaluation (which move the batch norms' running
 // statistics to the device and fill the engine's pool of scratch
-// memory), a training step makes one host→device copy (the batch, its
-// hop sets and the dropout masks, packed) and two back (the loss and the
-// outputs), an evaluation batch one copy each way, neither allocates or
-// frees device memory, and every step launches the same kernels; Adam
-// launches once per group of parameters and Sync copies once; a step
-// with the optimiser on the host also makes one copy per parameter each
-// way.
+// memory), a training step (Step) makes one synchronous host→device copy
+// (the batch, its hop sets and the dropout masks, packed) and two back
+// (the loss and the outputs), an evaluation batch one copy each way,
+// neither allocates or frees device memory, and every step launches the
+// same kernels; a pipelined step (StepAsync and Adam, then resolving the
+// step before: fit's loop), once two of them have allocated the
+// page-locked buffers, makes the same launches and copies but
+// asynchronous ones, no synchronous copy, two waits for events (the
+// staging buffer's and the earlier step's results, which have run) and
+// no allocation or free of device or page-locked memory; Adam launches
+// once per group of parameters and Sync copies once; a step with the
+// optimiser on the host also makes one copy per parameter each way.
 func TestDeviceCalls(t *testing.T) {
 	e := enginetest.Emulated(t)
 	b := devicetest.SmallBatch(t, 2)
@@ -268,6 +275,40 @@ func TestDeviceCalls(t *testing.T) {
 		if c := count("an evaluation batch", predict); c != (cuda.Calls{ToDevice: 1, ToHost: 1, Launches: c.Launches, GEMMs: c.GEMMs}) {
 			t.Errorf("an evaluation batch makes %d copies to the device and %d back, %d allocations and %d frees, want 1, 1, 0 and 0", c.ToDevice, c.ToHost, c.Allocs, c.Frees)
 		}
+	}
+	// Pipelined steps: each enqueued with its Adam step before the step
+	// before it is resolved.
+	var resolve func() (float64, []float32, error)
+	pipelined := func() error {
+		next, err := dev.StepAsync(b)
+		if err != nil {
+			return err
+		}
+		if err := dopt.Step(); err != nil {
+			return err
+		}
+		if resolve != nil {
+			if _, _, err := resolve(); err != nil {
+				return err
+			}
+		}
+		resolve = next
+		return nil
+	}
+	for range 2 { // the staging and the results' page-locked buffers
+		if err := pipelined(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		c := count("a pipelined step", pipelined)
+		want := cuda.Calls{ToDeviceAsync: 1, ToHostAsync: 2, Waits: 2, Launches: first.Launches, GEMMs: first.GEMMs}
+		if c != want {
+			t.Errorf("pipelined step %d makes the calls %+v, want %+v: no synchronous copy, no allocation", i+1, c, want)
+		}
+	}
+	if _, _, err := resolve(); err != nil {
+		t.Fatal(err)
 	}
 	// Adam updates the parameters' one array in a launch per group of
 	// parameters with the same flags (at most 4: frozen or not, decayed
@@ -344,6 +385,120 @@ func TestAdaptorOnDevice(t *testing.T) {
 			// The next Forward reports no error of the last Backward.
 			if _, err := dev.Forward(b, false); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestStepAsync trains the small SPN (dropout 0.5, whose masks draw from
+// the model's generator) and GIN with DeviceAdam on the emulated device
+// for 18 steps over batches of 5 to 30 graphs (three padded sizes, so
+// that the graphs and the page-locked buffers of the results grow),
+// twice from the same initial parameters: with Step, and with StepAsync,
+// each step's Adam step enqueued before the step is resolved, the steps
+// resolved one behind (fit's loop) or three behind (a buffer of results
+// handed to its unresolved step before it is reused). Every step's loss
+// and outputs, the parameters and the running statistics after the
+// steps are the same bits, also with the launches' threads run last to
+// first.
+func TestStepAsync(t *testing.T) {
+	e, reverse := enginetest.EmulatedReversible(t)
+	ds, hops, err := synth.Layered(5, 160, 3, [2]int{3, 6}, [2]int{1, 3}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := ds.Splits[0].Train
+	var batches []*data.Batch
+	for lo, i := 0, 0; i < 18; i++ {
+		n := []int{16, 5, 30, 9, 16, 12}[i%6]
+		if lo+n > len(train) {
+			lo = 0
+		}
+		b, err := data.NewBatch(ds, hops, train[lo:lo+n], 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+		lo += n
+	}
+	type result struct {
+		loss float64
+		out  []float32
+	}
+	for _, c := range []struct {
+		kind    string
+		dropout float64
+		behind  int
+		reverse bool
+	}{{"spn", 0.5, 1, false}, {"gin", 0, 1, false}, {"spn", 0.5, 3, false}, {"spn", 0.5, 1, true}} {
+		t.Run(fmt.Sprintf("%s dropout %v resolved %d behind reverse %v", c.kind, c.dropout, c.behind, c.reverse), func(t *testing.T) {
+			build := devicetest.Build(e, New, smallConfig(c.kind, c.dropout))
+			train := func(async bool) (*Model, []result) {
+				m := build(t, true).(*Model)
+				opt, err := m.NewDeviceAdam(m.Params(), 0.01, 1e-4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var res []result
+				var pending []func() (float64, []float32, error)
+				resolve := func() {
+					loss, out, err := pending[0]()
+					if err != nil {
+						t.Fatal(err)
+					}
+					pending = pending[1:]
+					res = append(res, result{loss, out})
+				}
+				for i, b := range batches {
+					if async {
+						r, err := m.StepAsync(b)
+						if err != nil {
+							t.Fatalf("step %d: %v", i, err)
+						}
+						pending = append(pending, r)
+					} else {
+						loss, out, err := m.Step(b)
+						if err != nil {
+							t.Fatalf("step %d: %v", i, err)
+						}
+						res = append(res, result{loss, out})
+					}
+					if err := opt.Step(); err != nil {
+						t.Fatal(err)
+					}
+					if len(pending) > c.behind {
+						resolve()
+					}
+				}
+				for len(pending) > 0 {
+					resolve()
+				}
+				if err := m.SyncHost(); err != nil {
+					t.Fatal(err)
+				}
+				return m, res
+			}
+			syncM, want := train(false)
+			if c.reverse {
+				reverse(true)
+				defer reverse(false)
+			}
+			asyncM, got := train(true)
+			for i := range want {
+				if math.Float64bits(got[i].loss) != math.Float64bits(want[i].loss) || !slices.Equal(got[i].out, want[i].out) || len(got[i].out) != batches[i].NumGraphs*2 {
+					t.Fatalf("step %d: loss %v and %d outputs pipelined, %v and %d with Step (or outputs differ)", i, got[i].loss, len(got[i].out), want[i].loss, len(want[i].out))
+				}
+			}
+			for i, p := range syncM.Params() {
+				if !slices.Equal(asyncM.Params()[i].W, p.W) {
+					t.Errorf("parameter %s differs after the pipelined steps", p.Name)
+				}
+			}
+			sb, ab := syncM.Buffers(), asyncM.Buffers()
+			for name, v := range sb {
+				if !slices.Equal(ab[name], v) {
+					t.Errorf("buffer %s differs after the pipelined steps", name)
+				}
 			}
 		})
 	}
