@@ -120,7 +120,7 @@ func DownloadAsync[T Elem](dst []T, b *Buffer) error {
 			return err
 		}
 		b.ctx.calls.ToHostAsync++
-		return check("cuMemcpyDtoHAsync_v2", b.ctx.api.memcpyDtoHAsync(unsafe.Pointer(&dst[0]), b.ptr, uint64(n), 0))
+		return check("cuMemcpyDtoHAsync_v2", callC(b.ctx.api.memcpyDtoHAsync, uintptr(unsafe.Pointer(&dst[0])), uintptr(b.ptr), uintptr(n), 0))
 	})
 }
 
@@ -166,7 +166,7 @@ func (e *Event) record() error {
 	if e.destroyed {
 		return errors.New("cuda: recording an event: the event is destroyed")
 	}
-	return check("cuEventRecord", e.ctx.api.ev.record(e.ev, 0))
+	return check("cuEventRecord", callC(e.ctx.api.ev.record, e.ev, 0))
 }
 
 // Wait blocks until the work before the event's last Record has run (at
@@ -180,7 +180,7 @@ func (e *Event) wait() error {
 		return errors.New("cuda: waiting for an event: the event is destroyed")
 	}
 	e.ctx.calls.Waits++
-	return check("cuEventSynchronize", e.ctx.api.ev.sync(e.ev))
+	return check("cuEventSynchronize", callC(e.ctx.api.ev.sync, e.ev))
 }
 
 // Destroy destroys the event. Destroying twice does nothing.

@@ -30,11 +30,13 @@ type computeAPI struct {
 	// cuMemFreeHost.
 	memAllocHost func(p *unsafe.Pointer, bytes uint64) int32
 	memFreeHost  func(p unsafe.Pointer) int32
-	// memcpyHtoDAsync and memcpyDtoHAsync are the copies ordered on a
-	// stream, which return before they run when the host memory is
-	// page-locked.
-	memcpyHtoDAsync func(dst uint64, src unsafe.Pointer, bytes uint64, stream uintptr) int32
-	memcpyDtoHAsync func(dst unsafe.Pointer, src uint64, bytes uint64, stream uintptr) int32
+	// memcpyHtoDAsync is cuMemcpyHtoDAsync_v2(dst, src, bytes, stream)
+	// and memcpyDtoHAsync cuMemcpyDtoHAsync_v2(dst, src, bytes, stream),
+	// called by callC: the copies ordered on a stream, which return
+	// before they run when the host memory is page-locked, made every
+	// step.
+	memcpyHtoDAsync uintptr
+	memcpyDtoHAsync uintptr
 	// ev are the event entry points, which the asynchronous copies' users
 	// (Event) and profiles share.
 	ev                eventAPI

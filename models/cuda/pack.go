@@ -109,7 +109,7 @@ func (p *Pack) UploadAsync(s *Staging, reuse *Buffer, minBytes int) (*Buffer, er
 	}
 	return p.upload(c, reuse, minBytes, func(dev *Buffer) error {
 		c.calls.ToDeviceAsync++
-		if err := check("cuMemcpyHtoDAsync_v2", c.api.memcpyHtoDAsync(dev.ptr, unsafe.Pointer(&st[0]), uint64(len(st)), 0)); err != nil {
+		if err := check("cuMemcpyHtoDAsync_v2", callC(c.api.memcpyHtoDAsync, uintptr(dev.ptr), uintptr(unsafe.Pointer(&st[0])), uintptr(len(st)), 0)); err != nil {
 			return err
 		}
 		return s.evs[s.last].record()

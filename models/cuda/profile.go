@@ -12,9 +12,11 @@ import (
 // which only profiles use, bound when a context first profiles
 // (bindElapsed).
 type eventAPI struct {
-	create  func(ev *uintptr, flags uint32) int32
-	record  func(ev, stream uintptr) int32
-	sync    func(ev uintptr) int32
+	create func(ev *uintptr, flags uint32) int32
+	// record is cuEventRecord(ev, stream) and sync
+	// cuEventSynchronize(ev), called by callC: made every step.
+	record  uintptr
+	sync    uintptr
 	elapsed func(ms *float32, start, end uintptr) int32
 	destroy func(ev uintptr) int32
 }
@@ -103,7 +105,7 @@ func (c *Context) StopProfile() ([]KernelTime, error) {
 		if len(p.marks) == 0 {
 			return nil
 		}
-		if err := check("cuEventSynchronize", ev.api.sync(p.marks[len(p.marks)-1].end)); err != nil {
+		if err := check("cuEventSynchronize", callC(ev.api.sync, p.marks[len(p.marks)-1].end)); err != nil {
 			return err
 		}
 		by := map[string]int{}
@@ -174,7 +176,7 @@ func (p *eventPool) record() (uintptr, error) {
 		}
 		p.made = append(p.made, ev)
 	}
-	return ev, check("cuEventRecord", p.api.record(ev, 0))
+	return ev, check("cuEventRecord", callC(p.api.record, ev, 0))
 }
 
 // destroy destroys every event the pool made.
