@@ -59,10 +59,12 @@ func (c *countSyncs) SyncHost() error {
 	return c.deviceTrainable.SyncHost()
 }
 
-// countSyncsStep is a countSyncs of a models.Stepper.
+// countSyncsStep is a countSyncs of a models.Stepper and
+// models.AsyncStepper (Train pipelines its steps).
 type countSyncsStep struct {
 	*countSyncs
 	models.Stepper
+	models.AsyncStepper
 }
 
 // countSyncsHops is a countSyncsStep of a model with hop weights.
@@ -137,7 +139,8 @@ func trainRegressionOnDevice(t *testing.T, e *engine.Engine) {
 type fitTols struct{ train, param, eval float64 }
 
 // compareTrainOnDevice trains model m on ds for tr on the device of e
-// (with a CPU host model for the checkpoint) and on the CPU, scoring by
+// (with a CPU host model for the checkpoint; the steps of a
+// models.Stepper pipelined, as Train takes them) and on the CPU, scoring by
 // metric, and requires: every epoch's learning rate the same, its values
 // within tol, the selected epoch's parameters (the biases that feed a
 // batch norm aside) within tol.param, ε moved from its initial value on
@@ -181,9 +184,13 @@ func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m
 		}
 		var trained models.Model = dev
 		if st, ok := mod.(models.Stepper); ok {
-			trained = countSyncsStep{dev, st}
+			as, ok := mod.(models.AsyncStepper)
+			if !ok {
+				t.Fatalf("%T has Step and no StepAsync", mod)
+			}
+			trained = countSyncsStep{dev, st, as}
 			if hw, ok := mod.(models.HopWeights); ok {
-				trained = countSyncsHops{countSyncsStep{dev, st}, hw}
+				trained = countSyncsHops{countSyncsStep{dev, st, as}, hw}
 			}
 		}
 		do := o

@@ -77,6 +77,12 @@ type Options struct {
 	// the device's parameters and batch-norm running statistics when an
 	// epoch is selected and gives the checkpoint.
 	Host models.Model
+	// SyncSteps makes a device run take every training step
+	// synchronously (the model's Step): the host waits for every step,
+	// as before; for measuring what the pipelining gains. By default a
+	// device run of a models.AsyncStepper pipelines its steps
+	// (trainEpoch), with the same results, bit for bit.
+	SyncSteps bool
 }
 
 // DeviceModel is a model whose training steps and evaluation run on a
@@ -349,7 +355,9 @@ type seen struct {
 
 // trainEpoch shuffles the training set and takes one optimiser step per
 // batch, stopping with ErrDiverged when a loss or a gradient is not
-// finite or the loss exceeds DivergenceLimit.
+// finite or the loss exceeds DivergenceLimit. On a device run of a
+// models.AsyncStepper (unless Options.SyncSteps) the steps are pipelined
+// (pipelineEpoch).
 func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 	tr, opt := t.o.Training, t.opt
 	opt.LR = LearningRate(tr, epoch)
@@ -359,6 +367,12 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 	order := t.order
 	t.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	sn := &seen{outs: make([]float32, 0, len(order)*t.cfg.Out), ys: make([]int32, 0, len(order))}
+	if as, ok := t.m.(models.AsyncStepper); ok && t.dopt != nil && !t.o.SyncSteps {
+		if err := t.pipelineEpoch(epoch, as, sn); err != nil {
+			return nil, err
+		}
+		return sn, nil
+	}
 	for bi, lo := 0, 0; lo < len(order); bi, lo = bi+1, lo+tr.BatchSize {
 		idx := order[lo:min(lo+tr.BatchSize, len(order))]
 		b, err := data.NewBatch(t.ds, t.hops, idx, t.m.Hops())
@@ -369,13 +383,8 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 		if err != nil {
 			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
 		}
-		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.Abs(loss) > DivergenceLimit {
-			if epoch == 1 && bi == 0 && (math.IsNaN(loss) || math.IsInf(loss, 0)) {
-				// No step was taken yet: the learning rate is not
-				// to blame, the input or the initial weights are.
-				return nil, fmt.Errorf("%w: the loss of the very first batch is %v, before any optimiser step: check the dataset's features and targets for NaN/Inf or huge values", ErrDiverged, loss)
-			}
-			return nil, fmt.Errorf("%w: loss %v at epoch %d batch %d (lr %g)", ErrDiverged, loss, epoch, bi, opt.LR)
+		if err := t.checkLoss(epoch, bi, loss); err != nil {
+			return nil, err
 		}
 		if t.dopt != nil {
 			// The gradients are on the device: a non-finite one shows
@@ -390,12 +399,96 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 			}
 			opt.StepBlocks(t.blocks)
 		}
-		sn.lossSum += loss * float64(len(idx))
-		sn.outs = append(sn.outs, out...)
-		sn.ys = append(sn.ys, b.Y...)
-		sn.targets = append(sn.targets, b.Target...)
+		sn.add(loss, len(idx), out, b)
 	}
 	return sn, nil
+}
+
+// pipelineEpoch is the epoch's steps of a device run on a
+// models.AsyncStepper, in trainEpoch's order (t.order, shuffled): for
+// each batch it enqueues the step (StepAsync) and the device Adam step,
+// and only then resolves the batch before it, whose results the device
+// has normally sent back by then, and checks and records them as the
+// synchronous loop does; the last batch is resolved after the loop. The
+// host thus prepares batch i+1 while the device runs batch i. The steps
+// and Adam's run in the same order on the device, so every value is the
+// synchronous loop's, bit for bit; a divergent loss is reported naming
+// its own batch, once the step after it has been enqueued, and an error
+// of a batch comes after the divergence of the batch before it, as in
+// the synchronous loop.
+func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) error {
+	type inflight struct {
+		bi, n   int // the batch's index and size
+		b       *data.Batch
+		resolve func() (float64, []float32, error)
+	}
+	finish := func(f *inflight) error {
+		loss, out, err := f.resolve()
+		if err != nil {
+			return fmt.Errorf("epoch %d batch %d: %w", epoch, f.bi, err)
+		}
+		if err := t.checkLoss(epoch, f.bi, loss); err != nil {
+			return err
+		}
+		sn.add(loss, f.n, out, f.b)
+		return nil
+	}
+	enqueue := func(bi int, idx []int) (*inflight, error) {
+		b, err := data.NewBatch(t.ds, t.hops, idx, t.m.Hops())
+		if err != nil {
+			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+		}
+		resolve, err := as.StepAsync(b)
+		if err != nil {
+			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+		}
+		if err := t.dopt.Step(); err != nil {
+			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+		}
+		return &inflight{bi: bi, n: len(idx), b: b, resolve: resolve}, nil
+	}
+	var prev *inflight
+	order, size := t.order, t.o.Training.BatchSize
+	for bi, lo := 0, 0; lo < len(order); bi, lo = bi+1, lo+size {
+		cur, err := enqueue(bi, order[lo:min(lo+size, len(order))])
+		if prev != nil {
+			if err := finish(prev); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		prev = cur
+	}
+	if prev == nil {
+		return nil
+	}
+	return finish(prev)
+}
+
+// checkLoss returns the ErrDiverged error of a training loss that is not
+// finite or exceeds DivergenceLimit at batch bi of epoch (nil for a
+// sound one).
+func (t *trainer) checkLoss(epoch, bi int, loss float64) error {
+	if !math.IsNaN(loss) && !math.IsInf(loss, 0) && math.Abs(loss) <= DivergenceLimit {
+		return nil
+	}
+	if epoch == 1 && bi == 0 && (math.IsNaN(loss) || math.IsInf(loss, 0)) {
+		// No step was taken yet: the learning rate is not to blame, the
+		// input or the initial weights are.
+		return fmt.Errorf("%w: the loss of the very first batch is %v, before any optimiser step: check the dataset's features and targets for NaN/Inf or huge values", ErrDiverged, loss)
+	}
+	return fmt.Errorf("%w: loss %v at epoch %d batch %d (lr %g)", ErrDiverged, loss, epoch, bi, t.opt.LR)
+}
+
+// add records a training step's loss (weighted by n, the batch's size),
+// outputs, classes and targets.
+func (sn *seen) add(loss float64, n int, out []float32, b *data.Batch) {
+	sn.lossSum += loss * float64(n)
+	sn.outs = append(sn.outs, out...)
+	sn.ys = append(sn.ys, b.Y...)
+	sn.targets = append(sn.targets, b.Target...)
 }
 
 // recordEpoch returns the epoch's record: the training loss and score of

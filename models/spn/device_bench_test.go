@@ -18,8 +18,18 @@ import (
 // driver API, the batch's packed copy, the loss's and the outputs'
 // download), the time a GPU step cannot go below however fast the GPU:
 // it reports µs/step, the bound 32 graphs / that time as graphs/s, and
-// launches/step.
-func BenchmarkDeviceStepHostPROTEINS(b *testing.B) {
+// launches/step. It takes the steps with Step, the host waiting for each
+// (fit's --sync-steps); BenchmarkDeviceStepHostPROTEINSPipelined as
+// fit.Train does (StepAsync).
+func BenchmarkDeviceStepHostPROTEINS(b *testing.B) { deviceStepHost(b, false) }
+
+// BenchmarkDeviceStepHostPROTEINSPipelined is
+// BenchmarkDeviceStepHostPROTEINS with fit's pipelined steps: StepAsync
+// and Adam for a batch, then resolving the batch before. Besides the
+// other's figures it reports the synchronous copies per step (none).
+func BenchmarkDeviceStepHostPROTEINSPipelined(b *testing.B) { deviceStepHost(b, true) }
+
+func deviceStepHost(b *testing.B, pipelined bool) {
 	batches, cfg := proteinsEpoch(b)
 	lib := cudatest.Emulator(b)
 	r, err := cuda.Probe(lib)
@@ -43,11 +53,33 @@ func BenchmarkDeviceStepHostPROTEINS(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	epoch := func() {
 		rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
+		var resolve func() (float64, []float32, error)
 		for _, bt := range batches {
+			if pipelined {
+				next, err := m.StepAsync(bt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := opt.Step(); err != nil {
+					b.Fatal(err)
+				}
+				if resolve != nil {
+					if _, _, err := resolve(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				resolve = next
+				continue
+			}
 			if _, _, err := m.Step(bt); err != nil {
 				b.Fatal(err)
 			}
 			if err := opt.Step(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if resolve != nil {
+			if _, _, err := resolve(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -67,4 +99,7 @@ func BenchmarkDeviceStepHostPROTEINS(b *testing.B) {
 	b.ReportMetric(float64(graphs)*float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
 	b.ReportMetric(float64(c.Launches+c.GEMMs)/steps, "launches/step")
 	b.ReportMetric(float64(c.Allocs+c.Frees)/steps, "allocs/step")
+	if pipelined {
+		b.ReportMetric(float64(c.ToDevice+c.ToHost)/steps, "sync-copies/step")
+	}
 }

@@ -116,6 +116,24 @@ func (o LibOpener) SetReverse(t testing.TB, on bool) {
 	o.flag(t, "spn_emu_set_reverse", on)
 }
 
+// Live returns the emulated device's count of live objects of one kind,
+// for a leak check: what is 0 for allocations of device memory, 1
+// modules, 2 cuBLAS handles, 3 references to the primary context, 4
+// events, 5 allocations of page-locked host memory, 6 asynchronous
+// copies the host has not waited for.
+func (o LibOpener) Live(t testing.TB, what int) int {
+	t.Helper()
+	l, err := cuda.System().Open(o.Lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live func(int32) int32
+	if err := l.Bind(&live, "spn_emu_live"); err != nil {
+		t.Fatal(err)
+	}
+	return int(live(int32(what)))
+}
+
 // flag sets the emulated device's switch name (a setter of one integer
 // argument) to 1 (on) or 0.
 func (o LibOpener) flag(t testing.TB, name string, on bool) {
