@@ -66,7 +66,12 @@ With --kernel-times (--device cuda only) every kernel launch and cuBLAS
 product is timed on the device between two driver events, and a table
 per workload lists the kernels by device time: launches and µs per
 step, and each one's share of the device time. The events add host
-time to every launch, so graphs/s is lower than without the flag.`
+time to every launch, so graphs/s is lower than without the flag.
+
+With --sync-steps (--device cuda only) the host waits for every step,
+as before; for measuring what the pipelining gains (by default the host
+prepares and enqueues a step while the GPU runs the one before, with
+the same results bit for bit).`
 
 // benchRow is one workload's result (the JSON form of spn bench).
 type benchRow struct {
@@ -121,8 +126,11 @@ type benchReport struct {
 	Jobs int `json:"jobs"`
 	// Warmup is the number of untimed epochs each workload trains before
 	// the Training.Epochs that the figures cover.
-	Warmup int    `json:"warmup,omitempty"`
-	GEMM   string `json:"gemm"`
+	Warmup int `json:"warmup,omitempty"`
+	// SyncSteps is --sync-steps: the host waited for every training step
+	// on the GPU (fit.Options.SyncSteps) instead of pipelining them.
+	SyncSteps bool   `json:"sync_steps,omitempty"`
+	GEMM      string `json:"gemm"`
 	// GEMMKernels names the kernels standing in for gonum's GEMM in the
 	// default build (same bits), "" when gonum computes them all.
 	GEMMKernels string `json:"gemm_kernels,omitempty"`
@@ -163,6 +171,7 @@ func cmdBench(a *app, args []string) error {
 	traceFile := fs.String("trace", "", "write a Go execution trace of the training to `file` (go tool trace)")
 	memProfile := fs.String("memprofile", "", "write a heap profile to `file` after each workload's training, its model still alive (FILE.WORKLOAD with several workloads)")
 	kernelTimes := fs.Bool("kernel-times", false, "with --device cuda: time every kernel on the device and list the kernels by device time")
+	syncSteps := fs.Bool("sync-steps", false, "with --device cuda: the host waits for every step, as before; for measuring what the pipelining gains")
 	names, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("bench", err)
@@ -195,7 +204,7 @@ func cmdBench(a *app, args []string) error {
 		Model: model,
 		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
 			Selection: fit.SelectBestValLoss},
-		Threads: *threads, Jobs: *jobs, Warmup: *warmup, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+		Threads: *threads, Jobs: *jobs, Warmup: *warmup, SyncSteps: *syncSteps, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
 	gpu, err := a.benchGPU(device, rep, cache.Resolve(*cacheDir, a.getenv, "."))
 	if err != nil {
@@ -206,6 +215,8 @@ func cmdBench(a *app, args []string) error {
 		gpu.kernelTimes = *kernelTimes
 	} else if *kernelTimes {
 		return usageErrf("bench", "--kernel-times times kernels on a GPU: give --device cuda (device %s)", device)
+	} else if *syncSteps {
+		return usageErrf("bench", "--sync-steps makes the host wait for the steps on a GPU: give --device cuda (device %s)", device)
 	}
 	o.resolve(a)
 	ctx, cancel := a.signalContext()
@@ -408,7 +419,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 			defer wg.Done()
 			var once sync.Once
 			defer once.Do(warmed.Done) // a copy that fails in its warm-up lets the others go on
-			opts := fit.Options{Training: training, Metric: benchMetric(cfg), Seed: seed + uint64(i), Stream: 1, Host: hosts[i],
+			opts := fit.Options{Training: training, Metric: benchMetric(cfg), Seed: seed + uint64(i), Stream: 1, Host: hosts[i], SyncSteps: rep.SyncSteps,
 				Progress: func(done, _ int) {
 					if done == rep.Warmup {
 						once.Do(warmed.Done)
@@ -652,6 +663,9 @@ func renderBench(w io.Writer, rep benchReport) error {
 	on := ", GEMM " + gemm
 	if c := rep.Compute; c != nil {
 		par, on = fmt.Sprintf("device %s, host %d threads", c, rep.Threads), ""
+		if rep.SyncSteps {
+			on = ", synchronous steps"
+		}
 	}
 	epochs := fmt.Sprintf("%d epoch(s)", rep.Training.Epochs)
 	if rep.Warmup > 0 {

@@ -344,6 +344,41 @@ func TestBenchKernelTimes(t *testing.T) {
 	}
 }
 
+// TestBenchSyncSteps: spn bench --device cuda --sync-steps trains with
+// the host waiting for every step on the emulated device: the JSON
+// report says so (sync_steps), the header names it, and the steps launch
+// the same kernels as the pipelined ones. Without --device cuda the flag
+// is a usage error (exit 2).
+func TestBenchSyncSteps(t *testing.T) {
+	o := emulatedOpener(t)
+	args := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda", "--json"}
+	var reps [2]benchReport
+	for i, extra := range [][]string{nil, {"--sync-steps"}} {
+		r, _ := benchOn(t, o, append(args, extra...)...)
+		if r.code != exitOK {
+			t.Fatalf("bench %v: exit %d: %s", extra, r.code, r.stderr)
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &reps[i]); err != nil {
+			t.Fatalf("JSON: %v\n%s", err, r.stdout)
+		}
+	}
+	pipe, sync := reps[0], reps[1]
+	if pipe.SyncSteps || !sync.SyncSteps || len(pipe.Workloads) != 1 || len(sync.Workloads) != 1 {
+		t.Fatalf("sync_steps %v without the flag and %v with it; workloads %d and %d", pipe.SyncSteps, sync.SyncSteps, len(pipe.Workloads), len(sync.Workloads))
+	}
+	if p, s := pipe.Workloads[0], sync.Workloads[0]; p.LaunchesPerStep != s.LaunchesPerStep || !(s.GraphsPerSec > 0) {
+		t.Errorf("%v launches per step pipelined, %v with --sync-steps (rate %v)", p.LaunchesPerStep, s.LaunchesPerStep, s.GraphsPerSec)
+	}
+	r, _ := benchOn(t, o, append(args[:len(args)-1], "--sync-steps")...)
+	if head, _, _ := strings.Cut(r.stdout, "\n"); r.code != exitOK || !strings.Contains(head, "host 2 threads, synchronous steps, go") {
+		t.Errorf("bench --sync-steps: exit %d, header %q: want it to name the synchronous steps", r.code, head)
+	}
+	r, _ = benchOn(t, o, "prox", "--graphs", "40", "--sync-steps")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--sync-steps makes the host wait for the steps on a GPU: give --device cuda") {
+		t.Errorf("--sync-steps on the CPU: exit %d, stderr %q; want %d and a message", r.code, r.stderr, exitUsage)
+	}
+}
+
 // emulatedLibDir returns a folder holding the emulated device under the
 // CUDA libraries' file names (what SPN_CUDA_LIBS points at).
 func emulatedLibDir(t *testing.T) string {
