@@ -63,10 +63,12 @@
 // rt.DeviceAdam the parameters, gradients and Adam's moments stay on the
 // device: a training step makes one copy to the device and two back (the
 // loss and the outputs), an evaluation batch one each way
-// (TestDeviceCalls).
+// (TestDeviceCalls); rt.Engine.StepAsync makes a step's copies
+// asynchronously, through page-locked memory, so that the host does not
+// wait for the device until it resolves the step.
 //
 // models/fit trains a model this way (fit.Options.Host: the steps,
-// DeviceAdam and the evaluation on the device; a CPU host model receives
+// pipelined, DeviceAdam and the evaluation on the device; a CPU host model receives
 // the parameters and the running statistics, rt.Engine.SyncHost, only
 // for the checkpoint of a newly selected epoch), and Open makes an
 // engine on a GPU for the train stage.
@@ -107,17 +109,18 @@
 //     (operatorPointwise_binary.go:359), which calls an engine's Adder
 //     when the tensors' engine is not a standard (host) engine, with
 //     UseUnsafe (UnsafeDo) or WithReuse (UsePreallocDo) as options.
-//   - The gradient seed of a scalar cost is a host *F32 constant (1), and
-//     the loss node of the project's adaptor (models/op) is a scalar
-//     value: a device loss op downloads its one float, which is the
-//     "loss comes back" copy, and the seed goes to the device as the
-//     argument of a fill kernel.
+//   - The gradient seed of a scalar cost is a host *F32 constant (1),
+//     which goes to the device as the argument of a fill kernel. No
+//     Gorgonia code checks a value against its node's type (execOp.exec
+//     binds what Do returns), so the loss node of the project's adaptor
+//     (models/op), a scalar node, holds a device tensor of one value,
+//     which the training step copies back with the outputs.
 //   - gorgonia.Read (readInstr.exec, vm_tape.go:773) copies a value on
 //     the host (CloneValue, then Dense.Clone's byte copy): reading a
 //     device tensor that way would dereference device memory. The device
-//     path reads the loss (a host scalar) with Read and takes the
-//     gradients' device tensors from the gradient nodes (Node.Value)
-//     after the run, leaving them on the device for Adam.
+//     path takes the loss's, the outputs' and the gradients' device
+//     tensors from their nodes (Node.Value) after the run, leaving the
+//     gradients on the device for Adam.
 //   - Concat (the gated readout) would go through the engine too
 //     (Concater); the device graphs use a project op instead. The
 //     baseline's Rectify is Gte with a scalar then Mul, its BroadcastAdd
@@ -154,8 +157,9 @@
 // kern.PackHops, pooling offsets, classes) live in device buffers; a
 // step uploads the batch once (one cuda.Pack: views into one device
 // buffer, which a model keeps from run to run while it is large enough)
-// and downloads the loss (a scalar output comes back as 4 bytes; the
-// scalar gradient seed goes to the device as a kernel argument).
+// and downloads the loss (a scalar output stays on the device until the
+// step copies its 4 bytes back; the scalar gradient seed goes to the
+// device as a kernel argument).
 //
 // Memcpy and Accessible refuse: the driver binding has no device-to-
 // device copy, and a host view of device memory is what the design
