@@ -40,8 +40,9 @@
 #               and pre-collated) on the same GPU, alternating, SPN k = 5,
 #               L = 5 on PROTEINS, NCI1, 3-Prox and D&D at hidden 64 and
 #               300, batch 32 and 128 (needs python3 with a CUDA torch);
-#   kernels     spn bench --kernel-times on PROTEINS: each kernel's device
-#               time per step;
+#   kernels     spn bench on PROTEINS with pipelined steps and with
+#               --sync-steps (the host waiting for every step), alternating;
+#               then --kernel-times: each kernel's device time per step;
 #   epochs      R-SPN at Table 4's size (k = 10, T = 8, d = 128) on QM9's
 #               valid file and E-SPN at the MoleculeNet table's (k = 5,
 #               L = 5, d = 300) on bace: one epoch on the GPU, one on the
@@ -266,7 +267,16 @@ step_compare() {
 }
 
 step_kernels() {
-  local rc=0
+  local rc=0 i
+  # What the pipelined steps gain: the same workload with the host
+  # waiting for every step (--sync-steps), alternating, twice each.
+  for i in 1 2; do
+    limited 60 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --cache "$work/cache-bench" > "$logs/pipelined$i.log" 2>&1 || rc=$?
+    limited 60 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --sync-steps --cache "$work/cache-bench" > "$logs/sync$i.log" 2>&1 || rc=$?
+  done
+  report "## Pipelined steps against --sync-steps (PROTEINS, k = 5, L = 5, d = 64, batch 32; alternating, twice each)" "" '```'
+  for i in 1 2; do report "$(grep -v '\[INFO\]' "$logs/pipelined$i.log" | tail -2 | head -1)" "$(grep -v '\[INFO\]' "$logs/sync$i.log" | tail -2 | head -1) (--sync-steps)"; done
+  report '```' ""
   limited 90 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --kernel-times --cache "$work/cache-bench" > "$logs/kernels.log" 2>&1 || rc=$?
   report "## Device time by kernel (PROTEINS, k = 5, L = 5, d = 64, batch 32)" "" '```' "$(grep -v '\[INFO\]' "$logs/kernels.log" | head -60)" '```' ""
   return $rc
