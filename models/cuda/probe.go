@@ -111,7 +111,7 @@ func Probe(o Opener) (*Runtime, error) {
 		return nil, err
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("cuda: the NVIDIA driver (CUDA %v) loaded but sees %w", r.Driver, ErrNoDevice)
+		return nil, fmt.Errorf("cuda: %w", noDevice(fmt.Sprintf(" (CUDA %v)", r.Driver)))
 	}
 	r.Devices = int(n)
 	var err error
@@ -136,12 +136,18 @@ func initError(d *driverAPI, res int32) error {
 	if res != resultNoDevice {
 		return err
 	}
-	driver := "the NVIDIA driver"
+	version := ""
 	var v int32
 	if d.cuDriverGetVersion(&v) == 0 {
-		driver += fmt.Sprintf(" (CUDA %v)", versionOf(v))
+		version = fmt.Sprintf(" (CUDA %v)", versionOf(v))
 	}
-	return fmt.Errorf("%w: %s loaded but sees %w", err, driver, ErrNoDevice)
+	return fmt.Errorf("%w: %w", err, noDevice(version))
+}
+
+// noDevice is the error of a driver that loaded but sees no device;
+// version is " (CUDA X.Y)", or "" when unknown.
+func noDevice(version string) error {
+	return fmt.Errorf("the NVIDIA driver%s loaded but sees %w", version, ErrNoDevice)
 }
 
 // openNVRTC opens the newest NVRTC whose PTX the driver can load (its

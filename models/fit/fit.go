@@ -176,7 +176,6 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	}
 	res := &Result{Best: -1}
 	var trainGraphs int
-	var trainTime time.Duration
 	sinceBest := 0
 	for epoch := 1; epoch <= tr.Epochs; epoch++ {
 		if err := ctx.Err(); err != nil {
@@ -187,10 +186,8 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		if err != nil {
 			return nil, err
 		}
-		took := time.Since(start)
-		trainTime += took
 		trainGraphs += len(t.order)
-		res.TrainSeconds = append(res.TrainSeconds, took.Seconds())
+		res.TrainSeconds = append(res.TrainSeconds, time.Since(start).Seconds())
 		rec, err := t.recordEpoch(epoch, seen)
 		if err != nil {
 			return nil, err
@@ -224,8 +221,12 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 			break
 		}
 	}
+	trainTime := 0.0
+	for _, s := range res.TrainSeconds {
+		trainTime += s
+	}
 	if trainTime > 0 {
-		res.GraphsPerSecond = float64(trainGraphs) / trainTime.Seconds()
+		res.GraphsPerSecond = float64(trainGraphs) / trainTime
 	}
 	return res, nil
 }
