@@ -16,7 +16,6 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/spn"
 	"github.com/spn-project/spn/schema/modelspec"
 )
@@ -112,17 +111,7 @@ func TestTrainPipelined(t *testing.T) {
 		for _, reverse := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s reverse %v", m.Kind, reverse), func(t *testing.T) {
 				o, lib := emulatedEngine(t)
-				cfg, err := models.ConfigFor(m, ds)
-				if err != nil {
-					t.Fatal(err)
-				}
-				build := func() models.Model {
-					mod, err := reg.New(cfg, 3, kernels.CPU{Threads: 1})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return mod
-				}
+				_, build := newModels(t, reg, m, ds, 3)
 				prefix := hops.Prefix(m.K)
 				run := func(syncSteps bool) (*Result, *stepLog) {
 					mod := build()
@@ -195,21 +184,11 @@ func TestDivergencePipelined(t *testing.T) {
 	tr := modelspec.Training{Optimizer: "adam", LR: 1e30, BatchSize: 8, Epochs: 2, Selection: SelectBestValLoss}
 	m := modelspec.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Pool: "sum"}
 	reg := models.NewRegistry(spn.Kind{})
-	cfg, err := models.ConfigFor(m, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, build := newModels(t, reg, m, ds, 1)
 	o, _ := emulatedEngine(t)
 	t.Cleanup(func() { o.Close() })
 	var msgs []string
 	for _, syncSteps := range []bool{true, false} {
-		build := func() models.Model {
-			mod, err := reg.New(cfg, 1, kernels.CPU{Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return mod
-		}
 		mod := build()
 		if err := mod.(deviceTrainable).UseDevice(o.Engine); err != nil {
 			t.Fatal(err)

@@ -138,6 +138,24 @@ func trainRegressionOnDevice(t *testing.T, e *engine.Engine) {
 // every epoch's validation and test losses and scores (eval).
 type fitTols struct{ train, param, eval float64 }
 
+// newModels returns m's configuration for ds and a function making a new
+// model of it from seed on one CPU thread, each call the same initial
+// parameters.
+func newModels(t *testing.T, reg models.Registry, m modelspec.Model, ds *data.Dataset, seed uint64) (models.Config, func() models.Model) {
+	t.Helper()
+	cfg, err := models.ConfigFor(m, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, func() models.Model {
+		mod, err := reg.New(cfg, seed, kernels.CPU{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mod
+	}
+}
+
 // compareTrainOnDevice trains model m on ds for tr on the device of e
 // (with a CPU host model for the checkpoint; the steps of a
 // models.Stepper pipelined, as Train takes them) and on the CPU, scoring by
@@ -153,19 +171,9 @@ type fitTols struct{ train, param, eval float64 }
 func compareTrainOnDevice(t *testing.T, e *engine.Engine, reg models.Registry, m modelspec.Model, ds *data.Dataset, hops *data.Hops, sets Sets, tr modelspec.Training, metric string, tol fitTols) {
 	devicetest.DefaultGEMM(t)
 	t.Helper()
-	cfg, err := models.ConfigFor(m, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, build := newModels(t, reg, m, ds, 3)
 	if err := reg.CheckDevice(cfg, "cuda:0"); err != nil {
 		t.Fatal(err)
-	}
-	build := func() models.Model {
-		mod, err := reg.New(cfg, 3, kernels.CPU{Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mod
 	}
 	prefix := hops // nil for a kind that reads no hop sets
 	if hops != nil {
