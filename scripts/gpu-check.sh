@@ -92,6 +92,7 @@ pack() {
     { echo "--pack: set SPN_DATA_MIRROR to a data mirror (as ../shared/data)" >&2; exit 2; }
   local stage
   stage=$(mktemp -d)
+  trap "rm -rf '$stage'" EXIT
   build "$stage/bin"
   for f in "${data_files[@]}"; do
     [ -f "$mirror/$f" ] || { echo "--pack: $mirror/$f is missing" >&2; exit 1; }
@@ -101,7 +102,6 @@ pack() {
   echo "packing $(du -sh "$stage" | cut -f1) into $file (xz, one stream: a few minutes)"
   tar -C "$stage" -cf - bin data | xz -T1 --lzma2=preset=6,dict=384MiB > "$file.tmp"
   mv "$file.tmp" "$file"
-  rm -rf "$stage"
   ls -l "$file"
 }
 
@@ -139,6 +139,7 @@ began=$(date +%s)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/spn-gpu-check.XXXXXX")
+trap 'rm -rf "$work"' EXIT # what is worth keeping is in $out
 logs=$work/logs
 mkdir -p "$logs"
 case "$mode" in
