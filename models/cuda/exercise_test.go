@@ -113,6 +113,7 @@ func exercise(t *testing.T, ctx *cuda.Context, ptx []byte) {
 		{"CrossEntropy", crossEntropy},
 		{"Adam", adam},
 		{"Sgemm", sgemm},
+		{"SgemmStridedBatched", sgemmBatched},
 	} {
 		t.Run(part.name, func(t *testing.T) {
 			part.run(&dev{t: t, ctx: ctx, mod: mod, blas: blas, ks: map[string]*cuda.Kernel{}})

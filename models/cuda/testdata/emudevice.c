@@ -19,7 +19,8 @@
  *     name, else CUDA_ERROR_NOT_FOUND;
  *   - cuLaunchKernel takes one-dimensional launches of at most 1024
  *     threads per block and runs them at once, looping over blocks and
- *     threads; cublasSgemm_v2 is a plain column-major loop;
+ *     threads; cublasSgemm_v2 is a plain column-major loop, and
+ *     cublasSgemmStridedBatched the same loop for each product;
  *   - an event records the host's monotonic clock when recorded (the
  *     work before it is done: launches run at once), so the time between
  *     two events around a launch is the emulation's; cuEventElapsedTime
@@ -406,19 +407,12 @@ int cublasDestroy_v2(void* h)
 	return 0;
 }
 
-/* cublasSgemm_v2: column-major C = alpha·op(A)·op(B) + beta·C, op(A) m×k,
- * op(B) k×n, op 0 (N) or 1 (T); with beta = 0, C is not read. */
-int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, const float* A, int lda,
-	const float* B, int ldb, const float* beta, float* C, int ldc)
+/* gemm is cublasSgemm_v2's product after its checks: column-major
+ * C = alpha·op(A)·op(B) + beta·C, op(A) m×k, op(B) k×n, a plain loop
+ * (the sum over l in order, in float); with beta = 0, C is not read. */
+static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float* A, int lda,
+	const float* B, int ldb, float beta, float* C, int ldc)
 {
-	if (noexec) return 0;
-	if (!h) return 1;
-	if (!active()) return 1;
-	if (m < 0 || n < 0 || k < 0 || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) ||
-		lda < (ta ? (k > 1 ? k : 1) : (m > 1 ? m : 1)) || ldb < (tb ? (n > 1 ? n : 1) : (k > 1 ? k : 1)) || ldc < (m > 1 ? m : 1))
-		return 7; /* CUBLAS_STATUS_INVALID_VALUE */
-	if (m && n && (!find((uintptr_t)C, 1) || (k && (!find((uintptr_t)A, 1) || !find((uintptr_t)B, 1)))))
-		return 13; /* CUBLAS_STATUS_EXECUTION_FAILED */
 	for (int j = 0; j < n; j++) {
 		for (int i = 0; i < m; i++) {
 			float s = 0.0f;
@@ -428,9 +422,57 @@ int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* al
 				s += a * b;
 			}
 			float* c = &C[(long long)j * ldc + i];
-			*c = *beta == 0.0f ? *alpha * s : *alpha * s + *beta * *c;
+			*c = beta == 0.0f ? alpha * s : alpha * s + beta * *c;
 		}
 	}
+}
+
+/* gemm_check validates a product's arguments as cuBLAS does: 7
+ * (CUBLAS_STATUS_INVALID_VALUE) for bad sizes, operations or leading
+ * dimensions, 13 (CUBLAS_STATUS_EXECUTION_FAILED) for an operand whose
+ * first or last value of the batch is no device memory; 0 if fine. */
+static int gemm_check(void* h, int ta, int tb, int m, int n, int k, int lda, long long sa, int ldb, long long sb,
+	int ldc, long long sc, int batch, const float* A, const float* B, const float* C)
+{
+	if (!h) return 1;
+	if (!active()) return 1;
+	if (m < 0 || n < 0 || k < 0 || batch < 0 || sa < 0 || sb < 0 || sc < 0 || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) ||
+		lda < (ta ? (k > 1 ? k : 1) : (m > 1 ? m : 1)) || ldb < (tb ? (n > 1 ? n : 1) : (k > 1 ? k : 1)) || ldc < (m > 1 ? m : 1))
+		return 7;
+	if (!m || !n || !batch) return 0;
+	/* the last value of each operand's last matrix (column-major: columns ld apart) */
+	long long lastA = (long long)(batch - 1) * sa + (long long)((ta ? m : k) - 1) * lda + (ta ? k : m) - 1;
+	long long lastB = (long long)(batch - 1) * sb + (long long)((tb ? k : n) - 1) * ldb + (tb ? n : k) - 1;
+	long long lastC = (long long)(batch - 1) * sc + (long long)(n - 1) * ldc + m - 1;
+	if (!find((uintptr_t)C, 1) || !find((uintptr_t)(C + lastC), 1))
+		return 13;
+	if (k && (!find((uintptr_t)A, 1) || !find((uintptr_t)(A + lastA), 1) || !find((uintptr_t)B, 1) || !find((uintptr_t)(B + lastB), 1)))
+		return 13;
+	return 0;
+}
+
+/* cublasSgemm_v2: column-major C = alpha·op(A)·op(B) + beta·C, op(A) m×k,
+ * op(B) k×n, op 0 (N) or 1 (T); with beta = 0, C is not read. */
+int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, const float* A, int lda,
+	const float* B, int ldb, const float* beta, float* C, int ldc)
+{
+	if (noexec) return 0;
+	int r = gemm_check(h, ta, tb, m, n, k, lda, 0, ldb, 0, ldc, 0, 1, A, B, C);
+	if (r) return r;
+	gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
+	return 0;
+}
+
+/* cublasSgemmStridedBatched: cublasSgemm_v2's product for each i < batch
+ * on A + i·strideA, B + i·strideB and C + i·strideC, in order. */
+int cublasSgemmStridedBatched(void* h, int ta, int tb, int m, int n, int k, const float* alpha, const float* A, int lda,
+	long long strideA, const float* B, int ldb, long long strideB, const float* beta, float* C, int ldc, long long strideC, int batch)
+{
+	if (noexec) return 0;
+	int r = gemm_check(h, ta, tb, m, n, k, lda, strideA, ldb, strideB, ldc, strideC, batch, A, B, C);
+	if (r) return r;
+	for (int i = 0; i < batch; i++)
+		gemm(ta, tb, m, n, k, *alpha, A + i * strideA, lda, B + i * strideB, ldb, *beta, C + i * strideC, ldc);
 	return 0;
 }
 
