@@ -189,3 +189,43 @@ SPN_KERNEL void spn_embed_backward(float* __restrict__ dE, const float* __restri
 	}
 	dE[t] = acc;
 }
+
+// spn_blocks moves the real rows of m blocks of d columns between the
+// interleaved layout, an n×(m·d) matrix whose row r holds block b's row r
+// at columns b·d .. b·d+d−1, and the stacked one, the blocks one after
+// the other, each N rows of d columns (N ≥ n: a block's padding rows are
+// not touched). stack 1 copies interleaved x into stacked y, stack 0
+// stacked x into interleaved y. One thread per value moved, n·m·d: the
+// stacked MLPs' output (models/rt) and its gradient.
+SPN_KERNEL void spn_blocks(float* __restrict__ y, const float* __restrict__ x, int n, int N, int d, int m, int stack)
+{
+	long long t = spn_index();
+	long long w = (long long)m * d;
+	if (t >= (long long)n * w) {
+		return;
+	}
+	long long r = t / w, b = (t % w) / d, c = t % d;
+	long long s = (b * N + r) * d + c;
+	if (stack) {
+		y[s] = x[t];
+	} else {
+		y[t] = x[s];
+	}
+}
+
+// spn_sum_blocks sets y[i] = x[i] + x[len + i] + … + x[(m−1)·len + i],
+// the m blocks of len values added in block order (acc = block 0, then
+// acc += block 1, …): one thread per value. The input gradient of the
+// stacked MLPs (models/rt), the blocks' gradients added as the CPU does.
+SPN_KERNEL void spn_sum_blocks(float* __restrict__ y, const float* __restrict__ x, int len, int m)
+{
+	long long t = spn_index();
+	if (t >= len) {
+		return;
+	}
+	float acc = x[t];
+	for (int b = 1; b < m; b++) {
+		acc += x[(long long)b * len + t];
+	}
+	y[t] = acc;
+}

@@ -4,8 +4,9 @@
 // The kernels cover the SPN training step on a device: the hop
 // aggregation over CSR hop sets and its gradient (hops.cu), the hop
 // weights' softmax, bias + ReLU, the input encoding and the gradient of
-// its label embeddings, the fill of a buffer with one value and the
-// product with a device scalar (dense.cu), batch norm + ReLU in
+// its label embeddings, the fill of a buffer with one value, the
+// product with a device scalar, the moves between interleaved and
+// stacked blocks of columns and the sum of stacked blocks (dense.cu), batch norm + ReLU in
 // training and evaluation mode (norm.cu), sum, mean and max pooling and
 // the graph sums of the global readout (pool.cu), the softmax
 // cross-entropy, the squared error and the multi-task binary
@@ -171,6 +172,8 @@ func Kernels() []Kernel {
 		{"spn_encode", "dense.cu", ps("y", F32Ptr, "p", F32Ptr, "b", F32Ptr, "E", F32Ptr, "label", I32Ptr, "n", I32, "d", I32)},
 		{"spn_embed_part", "dense.cu", ps("dE", F32Ptr, "part", F32Ptr, "dy", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "L", I32, "K", I32, "d", I32)},
 		{"spn_embed_backward", "dense.cu", ps("dE", F32Ptr, "part", F32Ptr, "ptr", I32Ptr, "L", I32, "K", I32, "d", I32)},
+		{"spn_blocks", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "n", I32, "N", I32, "d", I32, "m", I32, "stack", I32)},
+		{"spn_sum_blocks", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "len", I32, "m", I32)},
 		{"spn_bn_part", "norm.cu", ps("part", F64Ptr, "msum", F64Ptr, "x", F32Ptr, "b", F32Ptr, "n", I32, "d", I32)},
 		{"spn_bn_relu_train", "norm.cu", ps("xhat", F32Ptr, "y", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "x", F32Ptr, "b", F32Ptr, "msum", F64Ptr, "vsum", F64Ptr, "g", F32Ptr, "bt", F32Ptr, "n", I32, "d", I32, "momentum", F64, "eps", F64, "update", I32)},
 		{"spn_bn_eval_stats", "norm.cu", ps("mu", F32Ptr, "inv", F32Ptr, "run_mean", F64Ptr, "run_var", F64Ptr, "d", I32, "eps", F64)},

@@ -679,3 +679,70 @@ func TestBCE(t *testing.T) {
 		t.Fatalf("loss %v with no labelled entry, want 0", kloss[0])
 	}
 }
+
+// TestBlocks: spn_blocks moves the real rows of m blocks between the
+// interleaved n×(m·d) layout and the stacked one (m blocks of N rows),
+// both ways, leaving the stacked padding rows and everything past the
+// values alone.
+func TestBlocks(t *testing.T) {
+	const n, N, d, m = 5, 7, 3, 4
+	inter := make([]float32, n*m*d)
+	for i := range inter {
+		inter[i] = float32(i) + 0.5
+	}
+	const pad = -9
+	stacked := make([]float32, m*N*d+1)
+	for i := range stacked {
+		stacked[i] = pad
+	}
+	launch(t, "spn_blocks", cover(n*m*d, 4), 4, stacked, inter, n, N, d, m, 1)
+	want := make([]float32, m*N*d+1)
+	for i := range want {
+		want[i] = pad
+	}
+	for r := 0; r < n; r++ {
+		for b := 0; b < m; b++ {
+			for c := 0; c < d; c++ {
+				want[(b*N+r)*d+c] = inter[r*m*d+b*d+c]
+			}
+		}
+	}
+	equalBits(t, "stacked", stacked, want)
+	back := make([]float32, n*m*d+1)
+	back[n*m*d] = pad
+	launch(t, "spn_blocks", cover(n*m*d, 4), 4, back, stacked, n, N, d, m, 0)
+	equalBits(t, "interleaved", back, append(append([]float32(nil), inter...), pad))
+}
+
+// TestSumBlocks: spn_sum_blocks adds m blocks in block order, as a
+// float32 loop from block 0 does (bits that depend on the order: large
+// and small values mixed), -0 in block 0 alone staying -0.
+func TestSumBlocks(t *testing.T) {
+	const n, m = 5, 4
+	x := []float32{
+		1e8, -0.0, 3, 0.1, 7,
+		1, 0, -3, 0.2, 1e-3,
+		-1e8, 0, 5, 0.3, 2,
+		0.5, 0, 1e-7, 0.4, -9,
+	}
+	x[1] = float32(math.Copysign(0, -1))
+	for b := 1; b < m; b++ {
+		x[b*n+1] = float32(math.Copysign(0, -1))
+	}
+	y := make([]float32, n+1)
+	y[n] = 42
+	launch(t, "spn_sum_blocks", cover(n, 2), 2, y, x, n, m)
+	want := make([]float32, n+1)
+	want[n] = 42
+	for i := 0; i < n; i++ {
+		acc := x[i]
+		for b := 1; b < m; b++ {
+			acc += x[b*n+i]
+		}
+		want[i] = acc
+	}
+	equalBits(t, "y", y, want)
+	if math.Signbit(float64(y[1])) != true {
+		t.Errorf("-0 + -0 + … = %v, want -0", y[1])
+	}
+}
