@@ -216,8 +216,16 @@ func (Combine) ZeroOut() {}
 // by rows of spn_hop_aggregate (the CPU's bits), the hop sums kept in
 // Combine.DevSums when it is not nil. The form with a given first hop:
 // the higher hops' gather without ε (spn_hop_aggregate), then
-// (1+ε)·S + α_1·R added (spn_combine_terms), the CPU's bits.
+// (1+ε)·S + α_1·R added (spn_combine_terms), the CPU's bits; stacked
+// (Stacked), the same launches on views of X's blocks 0 and 1 as S and H.
 func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	in, err := o.devUnstack(in)
+	if err != nil {
+		return err
+	}
 	h, err := o.devHops()
 	if err != nil {
 		return err
@@ -238,8 +246,20 @@ func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 // DeviceBackward implements op.DeviceOp. The SPN form: dH is the same
 // gather of dy over the transposed hop sets, dα_i = ⟨dy, S_i⟩ and
 // dε = ⟨dy, H⟩ together by op.DeviceDots (in double, rows, then chunks
-// of rows, in order).
+// of rows, in order). The form with a given first hop: givenBackward;
+// stacked, into views of dX's blocks 0 and 1 as dS and dH (the rest of
+// dX keeps the adaptor's zeros).
 func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	in, err := o.devUnstack(in)
+	if err != nil {
+		return err
+	}
+	if g, err = o.devUnstack(g); err != nil {
+		return err
+	}
 	h, err := o.devHops()
 	if err != nil {
 		return err
@@ -335,6 +355,34 @@ func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffe
 	return op.DeviceDots(e, H, T, o.K-1, nil, n, d, rest, nil)
 }
 
+// devUnstack is unstack for device buffers (views of X's blocks).
+func (o Combine) devUnstack(in []*cuda.Buffer) ([]*cuda.Buffer, error) {
+	return devBlocks(o.ID, o.N*o.W, func(block func(*cuda.Buffer, int) *cuda.Buffer) []*cuda.Buffer { return unstack(o, in, block) })
+}
+
+// devInputs is inputs for device buffers (views of X's blocks).
+func (o RelAgg) devInputs(in []*cuda.Buffer) ([]*cuda.Buffer, error) {
+	return devBlocks(o.ID, o.N*o.W, func(block func(*cuda.Buffer, int) *cuda.Buffer) []*cuda.Buffer { return inputs(o, in, block) })
+}
+
+// devBlocks runs pick with a function returning block b of n values of a
+// buffer (a view, cuda.Buffer.Slice; nil for nil), and returns its result
+// or the first error of a view, naming the op id.
+func devBlocks(id string, n int, pick func(block func(*cuda.Buffer, int) *cuda.Buffer) []*cuda.Buffer) ([]*cuda.Buffer, error) {
+	var err error
+	out := pick(func(x *cuda.Buffer, b int) *cuda.Buffer {
+		if x == nil {
+			return nil
+		}
+		v, e := x.Slice(b*n, n)
+		if e != nil && err == nil {
+			err = fmt.Errorf("%s: block %d of the stacked input: %w", id, b, e)
+		}
+		return v
+	})
+	return out, err
+}
+
 // relDev returns the relations on the device, or an error naming the op.
 func (d *Data) relDev(id string, r int) (*DeviceHops, error) {
 	if d.DevRel == nil {
@@ -351,8 +399,16 @@ func (RelAgg) ZeroOut() {}
 
 // DeviceForward implements op.DeviceOp: y = 0, then y += the gather of
 // X_j over relation j, relations in order (spn_rel_gather, the CPU's
-// bits); the padding rows zero.
+// bits); the padding rows zero. Stacked, X_j is a view of X's block
+// From + j − 1.
 func (o RelAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	in, err := o.devInputs(in)
+	if err != nil {
+		return err
+	}
 	rel, err := o.D.relDev(o.ID, o.R)
 	if err != nil {
 		return err
@@ -368,8 +424,16 @@ func (o RelAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 
 // DeviceBackward implements op.DeviceOp: dX_j = A_jᵀ·dy, the gather of dy
 // over the transposed relation j (spn_rel_gather), the padding rows
-// keeping the adaptor's zeros.
+// keeping the adaptor's zeros. Stacked, dX_j is a view of dX's block
+// From + j − 1 and the other blocks keep the adaptor's zeros.
 func (o RelAgg) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	g, err := o.devInputs(g)
+	if err != nil {
+		return err
+	}
 	rel, err := o.D.relDev(o.ID, o.R)
 	if err != nil {
 		return err

@@ -158,6 +158,12 @@ func sameArrays(a, b data.CSR) bool {
 // in one fused pass over the rows (kernels' HopAggregateSums, which keeps
 // the hop sums A_i·H in Sums for dα), with gradient
 // dH = (1+ε)·dy + Σ_{i=1..k} α_i·A_iᵀ·dy, dα_i = ⟨dy, A_i·H⟩, dε = ⟨dy, H⟩.
+//
+// With Stacked = M ≥ 2 (the form with a given first hop), S and H are
+// blocks 0 and 1 of one input X ((M·N)×d, block b its rows
+// b·N..(b+1)·N−1: R-SPN's 2 + R MLPs as one op), inputs X, R, α and ε,
+// and dX = [dS; dH; 0; …; 0]; the math is the form's own, on views of
+// the blocks.
 type Combine struct {
 	ID      string
 	Be      kernels.Backend
@@ -174,15 +180,52 @@ type Combine struct {
 	// math.
 	Sums    *[][]float32
 	DevSums *DeviceSums
+	// Stacked = M ≥ 2 (the form with a given first hop only) takes S and
+	// H as blocks 0 and 1 of one input X of M blocks of N rows (R-SPN's
+	// stacked MLPs, rt.NewMLPs): inputs X ((M·N)×W), R, α, ε; dX is dS
+	// and dH in those blocks and zero elsewhere. 0 takes S and H apart.
+	Stacked int
 }
 
 // Sig implements op.Op.
 func (o Combine) Sig() op.Sig {
 	nd := []int{o.N, o.W}
-	if o.Hop1 {
+	switch {
+	case o.Hop1:
 		return op.Sig{ID: o.ID, In: [][]int{nd, {o.K}, {1}}, Out: nd, Sets: true}
+	case o.Stacked > 0:
+		return op.Sig{ID: o.ID, In: [][]int{{o.Stacked * o.N, o.W}, nd, {o.K}, {1}}, Out: nd, Sets: true}
 	}
 	return op.Sig{ID: o.ID, In: [][]int{nd, nd, nd, {o.K}, {1}}, Out: nd, Sets: true}
+}
+
+// check reports a Stacked setting Combine does not take (Forward,
+// Backward and their device math refuse to run with it).
+func (o Combine) check() error {
+	switch {
+	case o.Stacked < 0 || o.Stacked == 1:
+		return fmt.Errorf("%s: Combine.Stacked = %d: want 0 (S and H apart) or M ≥ 2 blocks (S, H, …)", o.ID, o.Stacked)
+	case o.Stacked > 0 && o.Hop1:
+		return fmt.Errorf("%s: Combine.Stacked = %d with Hop1: only the form with a given first hop takes stacked inputs", o.ID, o.Stacked)
+	}
+	return nil
+}
+
+// unstack returns the inputs (or their gradients) of the form with a
+// given first hop, S, R, H, α, ε, from those of the stacked form, X, R,
+// α, ε: S and H are views of X's blocks 0 and 1 (block gives them); in
+// itself without Stacked.
+func unstack[T any](o Combine, in []T, block func(x T, b int) T) []T {
+	if o.Stacked == 0 {
+		return in
+	}
+	return []T{block(in[0], 0), in[1], block(in[0], 1), in[2], in[3]}
+}
+
+// hostBlock returns block b of N rows of x (a view).
+func (o Combine) hostBlock(x []float32, b int) []float32 {
+	nd := o.N * o.W
+	return x[b*nd : (b+1)*nd : (b+1)*nd]
 }
 
 // buf returns n floats of scratch.
@@ -210,6 +253,10 @@ func (o Combine) hop1(t bool) ([]data.CSR, error) {
 
 // Forward implements op.Op.
 func (o Combine) Forward(in [][]float32, y []float32) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	in = unstack(o, in, o.hostBlock)
 	n, d := o.D.N, o.W
 	if o.Hop1 {
 		H, alpha, eps := in[0], in[1], in[2]
@@ -243,7 +290,16 @@ func (o Combine) Forward(in [][]float32, y []float32) error {
 
 // Backward implements op.Op.
 func (o Combine) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	n, d := o.D.N, o.W
+	if o.Stacked > 0 {
+		// Sig.Sets: dH's real rows (block 1's first n) are set below;
+		// its padding rows and blocks 2..M−1 are zero.
+		clear(g[0][o.N*d+n*d:])
+	}
+	in, g = unstack(o, in, o.hostBlock), unstack(o, g, o.hostBlock)
 	clear(g[0][n*d:]) // Sig.Sets: the rows below are all set
 	if o.Hop1 {
 		return o.backHop1(in, dy, g)
@@ -300,36 +356,88 @@ func (o Combine) backHop1(in [][]float32, dy []float32, g [][]float32) error {
 
 // RelAgg is R-SPN's relation aggregation over inputs X_1..X_R (N×d each):
 // y_u = Σ_j Σ_{v: r_j(u,v)} X_j[v]; dX_j = A_{r_j}ᵀ·dy.
+//
+// With Stacked = M > 0 its one input is X, M blocks of N rows ((M·N)×d,
+// block b its rows b·N..(b+1)·N−1: R-SPN's stacked MLPs, rt.NewMLPs), and
+// X_j is block From + j − 1 (From + R ≤ M); dX is dX_j in those blocks
+// and zero elsewhere (the caller's zeros). The math is the same, on views
+// of the blocks.
 type RelAgg struct {
 	ID      string
 	Be      kernels.Backend
 	D       *Data
 	R, N, W int
+	// Stacked is the block count M of the one stacked input (0: R inputs
+	// apart), From the block of X_1 (0 without Stacked).
+	Stacked, From int
 }
 
 // Sig implements op.Op.
 func (o RelAgg) Sig() op.Sig {
-	in := make([][]int, o.R)
+	if o.Stacked > 0 {
+		return op.Sig{ID: o.ID, In: [][]int{{o.Stacked * o.N, o.W}}, Out: []int{o.N, o.W}}
+	}
+	in := make([][]int, max(o.R, 0))
 	for j := range in {
 		in[j] = []int{o.N, o.W}
 	}
 	return op.Sig{ID: o.ID, In: in, Out: []int{o.N, o.W}}
 }
 
+// check reports R, Stacked and From settings RelAgg does not take
+// (Forward, Backward and their device math refuse to run with them).
+func (o RelAgg) check() error {
+	switch {
+	case o.R < 0 || o.Stacked < 0 || o.From < 0:
+		return fmt.Errorf("%s: RelAgg.R = %d, Stacked = %d, From = %d: want none negative", o.ID, o.R, o.Stacked, o.From)
+	case o.Stacked == 0 && o.From != 0:
+		return fmt.Errorf("%s: RelAgg.From = %d without Stacked: From is the block of X_1 in a stacked input", o.ID, o.From)
+	case o.Stacked > 0 && o.From+o.R > o.Stacked:
+		return fmt.Errorf("%s: RelAgg.From + R = %d + %d > Stacked = %d: the relations read blocks From..From+R−1 of X's Stacked", o.ID, o.From, o.R, o.Stacked)
+	}
+	return nil
+}
+
+// inputs returns X_1..X_R from the op's inputs (or their gradients):
+// the inputs themselves, or views of the stacked input's blocks
+// From..From+R−1 (block gives them).
+func inputs[T any](o RelAgg, in []T, block func(x T, b int) T) []T {
+	if o.Stacked == 0 {
+		return in
+	}
+	xs := make([]T, o.R)
+	for j := range xs {
+		xs[j] = block(in[0], o.From+j)
+	}
+	return xs
+}
+
+// hostBlock returns block b of N rows of x (a view).
+func (o RelAgg) hostBlock(x []float32, b int) []float32 {
+	nd := o.N * o.W
+	return x[b*nd : (b+1)*nd : (b+1)*nd]
+}
+
 // Forward implements op.Op.
 func (o RelAgg) Forward(in [][]float32, y []float32) error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	if len(o.D.Rel) != o.R {
 		return fmt.Errorf("batch has %d relations, op built for %d", len(o.D.Rel), o.R)
 	}
 	n := o.D.N
 	clear(y[n*o.W:])
-	kernels.RelAggregate(o.Be, y, nil, in, o.D.Rel, n, o.W)
+	kernels.RelAggregate(o.Be, y, nil, inputs(o, in, o.hostBlock), o.D.Rel, n, o.W)
 	return nil
 }
 
 // Backward implements op.Op.
 func (o RelAgg) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
-	kernels.RelAggregateGrad(o.Be, g, dy, o.D.RelT, o.D.N, o.W)
+	if err := o.check(); err != nil {
+		return err
+	}
+	kernels.RelAggregateGrad(o.Be, inputs(o, g, o.hostBlock), dy, o.D.RelT, o.D.N, o.W)
 	return nil
 }
 

@@ -1,0 +1,377 @@
+package nbop
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
+	"github.com/spn-project/spn/models/op/optest"
+	"github.com/spn-project/spn/models/synth"
+)
+
+// stackedShape is one shape of the stacked forms: X of M blocks, RelAgg's
+// R relations read from block From, Combine over k hops, pad padding rows
+// (N = n + pad).
+type stackedShape struct {
+	name               string
+	m, r, from, k, pad int
+}
+
+// stackedShapes are R-SPN's (M = 2 + R, the relations from block 2) and
+// two others: relations from block 0 (sharing S's and H's blocks) without
+// padding rows and k = 1 (no higher hops: dH = 0), and M = 2 with the
+// one relation reading H's block.
+var stackedShapes = []stackedShape{
+	{"R-SPN M=6 R=4 From=2 k=3 pad=7", 6, 4, 2, 3, 7},
+	{"M=3 R=3 From=0 k=1 pad=0", 3, 3, 0, 1, 0},
+	{"M=2 R=1 From=1 k=2 pad=3", 2, 1, 1, 2, 3},
+}
+
+// stackedData returns a batch of graphs synth.Relational graphs (hop sets
+// up to k; 40 of them span more than one row chunk) and its data for
+// r ≤ 4 relations: the graphs' relations r_1..r_3, then the adjacency as
+// a fourth.
+func stackedData(t *testing.T, graphs, k, r int) (*data.Batch, *Data) {
+	t.Helper()
+	ds, hops, err := synth.Relational(3, graphs, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, graphs)
+	for i := range all {
+		all[i] = i
+	}
+	b, err := data.NewBatch(ds, hops, all, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if graphs >= 40 && b.N <= kernels.ChunkRows {
+		t.Fatalf("%d graphs of %d nodes: want more than one row chunk", graphs, b.N)
+	}
+	D := &Data{}
+	if err := D.Set(b, Need{K: k, Relations: true}); err != nil {
+		t.Fatal(err)
+	}
+	rels := append(append([]data.CSR(nil), b.Rel...), b.Adj)
+	if r > len(rels) {
+		t.Fatalf("%d relations: the batch gives %d", r, len(rels))
+	}
+	D.Rel, D.RelT = rels[:r], nil
+	for _, a := range D.Rel {
+		if err := data.CheckCSR(a, b.N); err != nil {
+			t.Fatal(err)
+		}
+		D.RelT = append(D.RelT, kernels.Transpose(a))
+	}
+	return b, D
+}
+
+// stackedPair is an op's stacked form and its separate form over the same
+// values: block b of the stacked X is the separate input blocks[b] (−1:
+// an input of neither form, a zero gradient), and stacked input 1 + i is
+// the separate input rest[i].
+type stackedPair struct {
+	name              string
+	stacked, separate optest.Both
+	in, sepIn         [][]float32
+	blocks, rest      []int
+	// abs, rel are CheckDevice's tolerances for the stacked form.
+	abs, rel float64
+}
+
+// stackedPairs returns Combine's and RelAgg's pairs for shape sh over D
+// (n real rows, N = n + sh.pad) with random values of width w.
+func stackedPairs(sh stackedShape, D *Data, be kernels.Backend, w int, rng *rand.Rand) []stackedPair {
+	N := D.N + sh.pad
+	nw := N * w
+	X := randFloats(rng, sh.m*nw, 1)
+	block := func(b int) []float32 { return append([]float32(nil), X[b*nw:(b+1)*nw]...) }
+	R, alpha, eps := randFloats(rng, nw, 1), randFloats(rng, sh.k, 0.5), []float32{0.3}
+	cBlocks := make([]int, sh.m)
+	for b := range cBlocks {
+		cBlocks[b] = -1
+	}
+	cBlocks[0], cBlocks[1] = 0, 2
+	rBlocks := make([]int, sh.m)
+	var rIn [][]float32
+	for b := range rBlocks {
+		rBlocks[b] = -1
+		if j := b - sh.from; j >= 0 && j < sh.r {
+			rBlocks[b] = j
+			rIn = append(rIn, block(b))
+		}
+	}
+	return []stackedPair{
+		{
+			name:     "combine",
+			stacked:  Combine{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w, Stacked: sh.m},
+			separate: Combine{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w},
+			in:       [][]float32{X, R, alpha, eps},
+			sepIn:    [][]float32{block(0), R, block(1), alpha, eps},
+			blocks:   cBlocks, rest: []int{1, 3, 4},
+			abs: 1e-4, rel: 1e-5,
+		},
+		{
+			name:     "relations",
+			stacked:  RelAgg{ID: "rel", Be: be, D: D, R: sh.r, N: N, W: w, Stacked: sh.m, From: sh.from},
+			separate: RelAgg{ID: "rel", Be: be, D: D, R: sh.r, N: N, W: w},
+			in:       [][]float32{X},
+			sepIn:    rIn,
+			blocks:   rBlocks,
+		},
+	}
+}
+
+// probe returns a fixed random output gradient for o.
+func probe(o op.Op) []float32 {
+	return randFloats(rand.New(rand.NewPCG(7, 11)), op.Size(o.Sig().Out), 1)
+}
+
+// sameBits fails unless got and want hold the same float32 bits.
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s[%d] = %v (%#08x), want %v (%#08x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// compareStacked requires the stacked form's output y and gradients g to
+// be the separate form's (sy, sg) bit for bit: block b of dX the
+// gradient of separate input p.blocks[b], or zero; the other gradients
+// those of p.rest.
+func compareStacked(t *testing.T, what string, p stackedPair, y []float32, g [][]float32, sy []float32, sg [][]float32) {
+	t.Helper()
+	sameBits(t, what+": output", y, sy)
+	if len(g) != len(p.in) || len(sg) != len(p.sepIn) {
+		t.Fatalf("%s: %d and %d gradients, want %d and %d", what, len(g), len(sg), len(p.in), len(p.sepIn))
+	}
+	nw := len(g[0]) / len(p.blocks)
+	for b, i := range p.blocks {
+		got := g[0][b*nw : (b+1)*nw]
+		if i >= 0 {
+			sameBits(t, fmt.Sprintf("%s: block %d of dX, separate gradient %d", what, b, i), got, sg[i])
+			continue
+		}
+		for j, v := range got {
+			if math.Float32bits(v) != 0 {
+				t.Fatalf("%s: block %d of dX [%d] = %v, want 0", what, b, j, v)
+			}
+		}
+	}
+	for i, s := range p.rest {
+		sameBits(t, fmt.Sprintf("%s: gradient %d, separate %d", what, 1+i, s), g[1+i], sg[s])
+	}
+}
+
+// cpuRun returns o's output (Forward into NaN, so that a value left
+// unset shows) and the gradients of ⟨o(in), r⟩ through Gorgonia
+// (optest.Gradients: its buffers hold NaN, so that with Sig.Sets a value
+// of the first gradient left unset shows).
+func cpuRun(t *testing.T, name string, o op.Op, in [][]float32, r []float32) ([]float32, [][]float32) {
+	t.Helper()
+	y := make([]float32, op.Size(o.Sig().Out))
+	for i := range y {
+		y[i] = float32(math.NaN())
+	}
+	if err := o.Forward(in, y); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return y, optest.Gradients(t, name, o, in, r)
+}
+
+// TestStacked checks Combine's and RelAgg's stacked forms (one input X
+// of M blocks of N rows) on the CPU against their separate forms over
+// the same values, for R-SPN's shape and two others with and without
+// padding rows, over 40 graphs (more than one row chunk, two threads):
+// the output and every gradient the same bits, the blocks of dX the
+// separate gradients and the blocks neither form reads zero (the stacked
+// Combine's Sig.Sets: Gradients' buffers start as NaN).
+func TestStacked(t *testing.T) {
+	be := kernels.CPU{Threads: 2}
+	for _, sh := range stackedShapes {
+		_, D := stackedData(t, 40, sh.k, sh.r)
+		rng := rand.New(rand.NewPCG(31, uint64(sh.m)))
+		for _, p := range stackedPairs(sh, D, be, 5, rng) {
+			what := sh.name + ": " + p.name
+			r := probe(p.stacked)
+			y, g := cpuRun(t, what+" stacked", p.stacked, p.in, r)
+			sy, sg := cpuRun(t, what+" separate", p.separate, p.sepIn, r)
+			compareStacked(t, what, p, y, g, sy, sg)
+		}
+	}
+}
+
+// TestStackedGradients checks the stacked forms' gradients against
+// central differences (optest.CheckGrad, directly and through Gorgonia;
+// the padding rows of the output zero) over 6 graphs.
+func TestStackedGradients(t *testing.T) {
+	be := kernels.CPU{Threads: 1}
+	for _, sh := range stackedShapes {
+		_, D := stackedData(t, 6, sh.k, sh.r)
+		rng := rand.New(rand.NewPCG(32, uint64(sh.m)))
+		for _, p := range stackedPairs(sh, D, be, 4, rng) {
+			optest.CheckGrad(t, optest.Case{Name: sh.name + ": " + p.name, Op: p.stacked, In: p.in, ZeroFrom: D.N * 4})
+		}
+	}
+}
+
+// TestStackedErrors: settings of Stacked, From and Hop1 the ops do not
+// take come back as errors naming the op and the fields from Forward,
+// Backward and their device math (which refuse them before reading their
+// inputs or the device), and Sig does not panic on them.
+func TestStackedErrors(t *testing.T) {
+	D := &Data{N: 2}
+	tests := []struct {
+		name string
+		o    optest.Both
+		want string
+	}{
+		{"combine stacked with Hop1", Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Hop1: true, Stacked: 6},
+			"c: Combine.Stacked = 6 with Hop1: only the form with a given first hop takes stacked inputs"},
+		{"combine one block", Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Stacked: 1},
+			"c: Combine.Stacked = 1: want 0 (S and H apart) or M ≥ 2 blocks (S, H, …)"},
+		{"combine negative", Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Stacked: -2},
+			"c: Combine.Stacked = -2: want 0 (S and H apart) or M ≥ 2 blocks (S, H, …)"},
+		{"relations past the blocks", RelAgg{ID: "r", D: D, R: 4, N: 2, W: 4, Stacked: 5, From: 2},
+			"r: RelAgg.From + R = 2 + 4 > Stacked = 5: the relations read blocks From..From+R−1 of X's Stacked"},
+		{"relations, more than the blocks", RelAgg{ID: "r", D: D, R: 3, N: 2, W: 4, Stacked: 2},
+			"r: RelAgg.From + R = 0 + 3 > Stacked = 2: the relations read blocks From..From+R−1 of X's Stacked"},
+		{"relations negative Stacked", RelAgg{ID: "r", D: D, R: 2, N: 2, W: 4, Stacked: -1},
+			"r: RelAgg.R = 2, Stacked = -1, From = 0: want none negative"},
+		{"relations negative From", RelAgg{ID: "r", D: D, R: 2, N: 2, W: 4, Stacked: 6, From: -1},
+			"r: RelAgg.R = 2, Stacked = 6, From = -1: want none negative"},
+		{"relations negative R", RelAgg{ID: "r", D: D, R: -1, N: 2, W: 4},
+			"r: RelAgg.R = -1, Stacked = 0, From = 0: want none negative"},
+		{"relations From without Stacked", RelAgg{ID: "r", D: D, R: 2, N: 2, W: 4, From: 2},
+			"r: RelAgg.From = 2 without Stacked: From is the block of X_1 in a stacked input"},
+	}
+	for _, tc := range tests {
+		_ = tc.o.Sig()
+		errs := map[string]error{
+			"Forward":        tc.o.Forward(nil, nil),
+			"Backward":       tc.o.Backward(nil, nil, nil, nil),
+			"DeviceForward":  tc.o.DeviceForward(nil, nil, nil),
+			"DeviceBackward": tc.o.DeviceBackward(nil, nil, nil, nil, nil),
+		}
+		for f, err := range errs {
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("%s: %s: err = %v, want %q", tc.name, f, err, tc.want)
+			}
+		}
+	}
+	// From + R = Stacked is the last block: no error.
+	ok := RelAgg{ID: "r", D: &Data{}, R: 4, N: 2, W: 4, Stacked: 6, From: 2}
+	if err := ok.check(); err != nil {
+		t.Errorf("relations in the last blocks: %v", err)
+	}
+	if s := ok.Sig(); len(s.In) != 1 || s.In[0][0] != 12 || s.In[0][1] != 4 {
+		t.Errorf("stacked RelAgg's inputs %v, want [[12 4]]", s.In)
+	}
+	c := Combine{ID: "c", K: 3, N: 2, W: 4, Stacked: 6}.Sig()
+	if want := "[[12 4] [2 4] [3] [1]]"; fmt.Sprint(c.In) != want || !c.Sets {
+		t.Errorf("stacked Combine's inputs %v (Sets %v), want %s (Sets)", c.In, c.Sets, want)
+	}
+}
+
+// TestStackedOnDevice runs the stacked forms on the emulated device:
+// against their separate forms there (DeviceForward and DeviceBackward
+// into zeroed memory, as op's adaptor gives it) the output and every
+// gradient the same bits, the blocks of dX neither form reads zero; and
+// against the CPU (optest.CheckDevice): RelAgg the same bits, Combine
+// within TestRSPNOnDevice's tolerances (dα and dε in double on the
+// device). R-SPN's shape and two others, over 40 graphs (more than one
+// row chunk) with and without padding rows.
+func TestStackedOnDevice(t *testing.T) { stackedOnDevice(t, enginetest.Emulated(t)) }
+
+// TestGPUStackedOnDevice is TestStackedOnDevice on GPU 0 (it skips
+// without one).
+func TestGPUStackedOnDevice(t *testing.T) { stackedOnDevice(t, enginetest.GPU(t)) }
+
+func stackedOnDevice(t *testing.T, e *engine.Engine) {
+	be := kernels.CPU{Threads: 1}
+	for _, sh := range stackedShapes {
+		_, D := stackedData(t, 40, sh.k, sh.r)
+		var pk cuda.Pack
+		release, err := D.PackTyped(&pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, err := pk.Upload(e.Context(), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(33, uint64(sh.m)))
+		for _, p := range stackedPairs(sh, D, be, 5, rng) {
+			what := sh.name + ": " + p.name
+			r := probe(p.stacked)
+			y, g := deviceRun(t, e, what+" stacked", p.stacked, p.in, r)
+			sy, sg := deviceRun(t, e, what+" separate", p.separate, p.sepIn, r)
+			compareStacked(t, what+" on the device", p, y, g, sy, sg)
+			optest.CheckDevice(t, e, what, p.stacked, p.in, p.abs, p.rel)
+		}
+		release()
+		if err := buf.Free(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// deviceRun runs o's DeviceForward and DeviceBackward on e over the
+// inputs in and the output gradient dy, the output and the gradients in
+// zeroed memory (op's adaptor's: o is a ZeroOut op, and the adaptor
+// zeroes every gradient), the scratch poisoned with NaN; it returns the
+// output and the gradients on the host.
+func deviceRun(t *testing.T, e *engine.Engine, name string, o optest.Both, in [][]float32, dy []float32) ([]float32, [][]float32) {
+	t.Helper()
+	poison := e.PoisonScratch
+	e.PoisonScratch = true
+	defer func() { e.PoisonScratch = poison }()
+	fail := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	upload := func(v []float32) *cuda.Buffer {
+		t.Helper()
+		b, err := cuda.NewBuffer(e.Context(), v)
+		fail(err)
+		t.Cleanup(func() { b.Free() })
+		return b
+	}
+	ins, gs := make([]*cuda.Buffer, len(in)), make([]*cuda.Buffer, len(in))
+	for i, v := range in {
+		ins[i] = upload(v)
+		var err error
+		gs[i], err = e.Zeros(len(v))
+		fail(err)
+	}
+	y, err := e.Zeros(op.Size(o.Sig().Out))
+	fail(err)
+	fail(o.DeviceForward(e, ins, y))
+	fail(o.DeviceBackward(e, ins, y, upload(dy), gs))
+	host := func(b *cuda.Buffer) []float32 {
+		t.Helper()
+		h := make([]float32, b.Len())
+		fail(cuda.Download(h, b))
+		return h
+	}
+	out, grads := host(y), make([][]float32, len(gs))
+	for i, b := range gs {
+		grads[i] = host(b)
+	}
+	fail(e.Reset())
+	return out, grads
+}
