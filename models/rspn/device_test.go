@@ -92,7 +92,12 @@ func binaryData(t *testing.T) (*data.Dataset, *data.Hops) {
 // and on the emulated device from the same initial parameters: the first
 // step's loss and outputs agree within firstTol, the later steps' within
 // stepTol, a second device model (its launches' threads last to first)
-// gives the same bits step by step, and the loss falls.
+// gives the same bits step by step, and the loss falls. The binary case
+// runs 11 steps: at its 13th the CPU's own outputs move by 4e-3 when one
+// weight of the initial parameters moves by one ulp (a ReLU's kink is
+// crossed: the run takes one of two branches), so past it the
+// comparison would say which branch each side took, not how near the
+// device's math is to the CPU's.
 func TestStepOnDevice(t *testing.T) {
 	e, reverse := enginetest.EmulatedReversible(t)
 	stepOnDevice(t, e, reverse)
@@ -110,8 +115,9 @@ func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 		pool         string
 		gated        bool
 		binary, atom bool
-	}{{3, models.PoolMean, false, false, false}, {3, models.PoolSum, true, false, false}, {1, models.PoolSum, false, false, false}, {1, models.PoolMean, false, false, false},
-		{3, models.PoolMean, false, true, false}, {3, models.PoolMean, false, false, true}} {
+		steps        int
+	}{{3, models.PoolMean, false, false, false, 20}, {3, models.PoolSum, true, false, false, 20}, {1, models.PoolSum, false, false, false, 20}, {1, models.PoolMean, false, false, false, 20},
+		{3, models.PoolMean, false, true, false, 11}, {3, models.PoolMean, false, false, true, 20}} {
 		t.Run(fmt.Sprintf("k=%d pool %s gated %v binary %v atom %v", c.k, c.pool, c.gated, c.binary, c.atom), func(t *testing.T) {
 			ds, hops := regDS, regHops
 			switch {
@@ -131,7 +137,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)
 			}
-			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: 20, LR: 0.01, FirstTol: firstTol, Tol: stepTol, Reverse: reverse})
+			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: c.steps, LR: 0.01, FirstTol: firstTol, Tol: stepTol, Reverse: reverse})
 		})
 	}
 }

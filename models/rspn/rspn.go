@@ -59,11 +59,13 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 // layer is one R-SPN layer: its hop weights and MLPs.
 type layer struct {
 	rt.Hops
-	// MLP_s (self), MLP_h (hops ≥ 2) and MLP_1..MLP_R (relations), and
-	// their names (buffer names): self, higher, rel...
-	self, higher *rt.MLP
-	rel          []*rt.MLP
-	names        []string
+	// mlps are MLP_s (self), MLP_h (hops ≥ 2) and MLP_1..MLP_R
+	// (relations), blocks 0, 1 and 2..R+1 of one stacked MLP
+	// (rt.NewMLPs), named name (its parameters name.lin1.w, …).
+	mlps *rt.MLP
+	name string
+	// r is the number of relations R.
+	r int
 	// td is the model's batch data for the layer's ops.
 	td *nbop.Data
 }
@@ -86,15 +88,9 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	parts := rt.Parts{
 		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
-			mlp := func(name string) *rt.MLP { l := rt.NewMLP(name, cfg.Model.Hidden, init); return &l }
-			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit, logitInit), td: md.TD}
-			l.self, l.higher = mlp(name+".mlp_s"), mlp(name+".mlp_h")
-			l.names = []string{name + ".mlp_s", name + ".mlp_h"}
-			for j := 1; j <= cfg.NumEdgeTypes; j++ {
-				rn := fmt.Sprintf("%s.mlp_r%d", name, j)
-				l.rel = append(l.rel, mlp(rn))
-				l.names = append(l.names, rn)
-			}
+			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit, logitInit), td: md.TD, name: name + ".mlps", r: cfg.NumEdgeTypes}
+			mlps := rt.NewMLPs(l.name, cfg.Model.Hidden, 2+l.r, init)
+			l.mlps = &mlps
 			return l
 		},
 	}
@@ -107,25 +103,13 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	return md, nil
 }
 
-// mlps returns MLP_s, MLP_h and MLP_1..MLP_R, the order of l.names.
-func (l *layer) mlps() []*rt.MLP { return append([]*rt.MLP{l.self, l.higher}, l.rel...) }
-
-// Params implements rt.Layer: the hop weights, MLP_s, MLP_h, MLP_1..MLP_R.
-func (l *layer) Params() []*param.Param {
-	ps := l.Hops.Params()
-	for _, x := range l.mlps() {
-		ps = append(ps, x.Params()...)
-	}
-	return ps
-}
+// Params implements rt.Layer: the hop weights, then the stacked MLPs'
+// parameters (MLP_s, MLP_h, MLP_1..MLP_R block by block).
+func (l *layer) Params() []*param.Param { return append(l.Hops.Params(), l.mlps.Params()...) }
 
 // AddBuffers implements rt.Layer: the batch-norm running statistics of
-// every MLP, by the MLP's name.
-func (l *layer) AddBuffers(b map[string][]float64, _ string) {
-	for i, x := range l.mlps() {
-		x.AddBuffers(b, l.names[i])
-	}
-}
+// the stacked MLPs (each of (2 + R)·d values, block by block).
+func (l *layer) AddBuffers(b map[string][]float64, _ string) { l.mlps.AddBuffers(b, l.name) }
 
 // CheckBatch implements rt.Arch: SPN's checks, then the relations and the
 // categorical node features.
@@ -156,16 +140,13 @@ func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
 // b_g) ⊙ (W_t·hᵀ_v + b_t) (rt.Gated), after them.
 func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	alpha, eps, w := l.Hops.Bind(s)
-	// the messages: MLP_s, MLP_h and MLP_j of every node
-	self := l.self.Apply(s.Bdr, s.Be, s.BD, s.Key, l.names[0], h, l.self.Bind(s.Param))
-	hh := l.higher.Apply(s.Bdr, s.Be, s.BD, s.Key, l.names[1], h, l.higher.Bind(s.Param))
-	xs := make(G.Nodes, len(l.rel))
-	for j, r := range l.rel {
-		xs[j] = r.Apply(s.Bdr, s.Be, s.BD, s.Key, l.names[2+j], h, r.Bind(s.Param))
-	}
+	// the messages MLP_s(h), MLP_h(h), MLP_1(h)..MLP_R(h) of every node,
+	// stacked in blocks 0, 1, 2..R+1 of x
+	m := 2 + l.r
+	x := l.mlps.Apply(s.Bdr, s.Be, s.BD, s.Key, l.name, h, l.mlps.Bind(s.Param))
 	// their aggregation per relation and per hop
-	rel := s.Op(nbop.RelAgg{ID: s.Name + ".rel", Be: s.Be, D: l.td, R: len(l.rel), N: s.N, W: s.D}, xs...)
-	sum := s.Op(nbop.Combine{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, N: s.N, W: s.D}, self, rel, hh, alpha, eps)
+	rel := s.Op(nbop.RelAgg{ID: s.Name + ".rel", Be: s.Be, D: l.td, R: l.r, N: s.N, W: s.D, Stacked: m, From: 2}, x)
+	sum := s.Op(nbop.Combine{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, N: s.N, W: s.D, Stacked: m}, x, rel, alpha, eps)
 	return s.AddGlobal(l.td, w, sum, h)
 }
 

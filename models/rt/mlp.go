@@ -14,13 +14,20 @@ import (
 
 // MLP is the Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU of an
 // SPN, GIN, GCN or GAT layer (the nn structs hold the parameters, with the
-// hand-written model's names and initialisation).
+// hand-written model's names and initialisation); NewMLPs makes m such
+// MLPs over one input as one (R-SPN's 2 + R MLPs of a layer).
 type MLP struct {
 	lin1     *param.Linear
 	bn1      *param.BatchNormReLU
 	lin2     *param.Linear
 	bn2      *param.BatchNormReLU
 	st1, st2 *bnStats
+	// d is the width, m the number of MLPs; with m > 1, blk[b] is block
+	// b's batch-norm state for the CPU math, whose running statistics
+	// are views of st1's and st2's (which cover the m·d columns, for the
+	// device math).
+	d, m int
+	blk  [][2]*bnStats
 }
 
 // NewMLP returns the MLP of layer name, drawing lin1 and then lin2 from
@@ -31,6 +38,42 @@ func NewMLP(name string, d int, init *rand.Rand) MLP {
 	l.lin2, l.bn2 = param.NewLinear(name+".lin2", d, d, init), param.NewBatchNormReLU(name+".bn2", d)
 	l.st1 = &bnStats{RunMean: l.bn1.RunMean, RunVar: l.bn1.RunVar, Momentum: l.bn1.Momentum, Eps: l.bn1.Eps}
 	l.st2 = &bnStats{RunMean: l.bn2.RunMean, RunVar: l.bn2.RunVar, Momentum: l.bn2.Momentum, Eps: l.bn2.Eps}
+	l.d, l.m = d, 1
+	return l
+}
+
+// NewMLPs returns m MLPs of width d over the same input as one, block b
+// of each parameter and running statistic being MLP b's: W₁ and W₂ of
+// shape (m·d)×d, MLP b's d×d matrix at rows b·d .. b·d+d−1, and the
+// vectors (b₁, γ₁, β₁, b₂, γ₂, β₂ and the running statistics) of m·d
+// values, MLP b's at b·d .. b·d+d−1. Each MLP is drawn from init as
+// NewMLP draws one, in block order, so the values are those of m MLPs
+// made one after the other. Apply gives their outputs stacked block by
+// block, an (m·N)×d tensor. With m = 1 it is NewMLP.
+func NewMLPs(name string, d, m int, init *rand.Rand) MLP {
+	if m == 1 {
+		return NewMLP(name, d, init)
+	}
+	var l MLP
+	l.lin1 = &param.Linear{In: d, Out: d, W: param.NewParam(name+".lin1.w", m*d, d), B: param.NewParam(name+".lin1.b", m*d)}
+	l.lin2 = &param.Linear{In: d, Out: d, W: param.NewParam(name+".lin2.w", m*d, d), B: param.NewParam(name+".lin2.b", m*d)}
+	for b := 0; b < m; b++ {
+		for _, lin := range []*param.Linear{l.lin1, l.lin2} {
+			one := param.NewLinear(name, d, d, init)
+			copy(lin.W.W[b*d*d:], one.W.W)
+			copy(lin.B.W[b*d:], one.B.W)
+		}
+	}
+	l.bn1, l.bn2 = param.NewBatchNormReLU(name+".bn1", m*d), param.NewBatchNormReLU(name+".bn2", m*d)
+	l.st1 = &bnStats{RunMean: l.bn1.RunMean, RunVar: l.bn1.RunVar, Momentum: l.bn1.Momentum, Eps: l.bn1.Eps}
+	l.st2 = &bnStats{RunMean: l.bn2.RunMean, RunVar: l.bn2.RunVar, Momentum: l.bn2.Momentum, Eps: l.bn2.Eps}
+	l.d, l.m = d, m
+	view := func(st *bnStats, b int) *bnStats {
+		return &bnStats{RunMean: st.RunMean[b*d : (b+1)*d], RunVar: st.RunVar[b*d : (b+1)*d], Momentum: st.Momentum, Eps: st.Eps}
+	}
+	for b := 0; b < m; b++ {
+		l.blk = append(l.blk, [2]*bnStats{view(l.st1, b), view(l.st2, b)})
+	}
 	return l
 }
 
@@ -61,9 +104,15 @@ func (l *MLP) Bind(param func(*param.Param) *G.Node) MLPNodes {
 
 // Apply adds the MLP of layer name over the N×d node states x to bdr's
 // graph, with batch statistics and their update as key asks: one fused op
-// (mlpOp) with one backward.
+// (mlpOp) with one backward; m MLPs (NewMLPs) are one op too (mlpsOp),
+// whose output stacks theirs, (m·N)×d.
 func (l *MLP) Apply(bdr *Builder, be Env, bd *BatchData, key Key, name string, x *G.Node, n MLPNodes) *G.Node {
-	o := newMLPOp(name, l, be, bd, key.train, key.update, key.N, l.lin1.Out)
+	var o op.Op
+	if l.m == 1 {
+		o = newMLPOp(name, l, be, bd, key.train, key.update, key.N, l.d)
+	} else {
+		o = newMLPsOp(name, l, be, bd, key.train, key.update, key.N)
+	}
 	return bdr.Op(be, o, x, n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7])
 }
 
@@ -91,6 +140,11 @@ type mlpState struct {
 }
 
 func newMLPOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N, d int) mlpOp {
+	return newMLPOpOf(name, l.st1, l.st2, be, bd, train, update, N, d)
+}
+
+// newMLPOpOf is newMLPOp with the batch norms' state st1 and st2.
+func newMLPOpOf(name string, st1, st2 *bnStats, be Env, bd *BatchData, train, update bool, N, d int) mlpOp {
 	mode := "eval"
 	if train {
 		mode = "train"
@@ -98,9 +152,9 @@ func newMLPOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N,
 	return mlpOp{
 		id: name + ".mlp." + mode, be: be, bd: bd, N: N, d: d, st: &mlpState{},
 		lin1: NewLinear(name+".lin1", be, bd, false, N, d, d).(linear),
-		bn1:  newBNReLU(name+".bn1", be, bd, l.st1, train, update, N, d),
+		bn1:  newBNReLU(name+".bn1", be, bd, st1, train, update, N, d),
 		lin2: NewLinear(name+".lin2", be, bd, false, N, d, d).(linear),
-		bn2:  newBNReLU(name+".bn2", be, bd, l.st2, train, update, N, d),
+		bn2:  newBNReLU(name+".bn2", be, bd, st2, train, update, N, d),
 	}
 }
 

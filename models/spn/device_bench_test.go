@@ -4,9 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/kernels"
 )
 
@@ -31,25 +29,11 @@ func BenchmarkDeviceStepHostPROTEINSPipelined(b *testing.B) { deviceStepHost(b, 
 
 func deviceStepHost(b *testing.B, pipelined bool) {
 	batches, cfg := proteinsEpoch(b)
-	lib := cudatest.Emulator(b)
-	r, err := cuda.Probe(lib)
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := enginetest.Open(b, r)
 	m, err := New(cfg, 1, kernels.CPU{Threads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := m.UseDevice(e); err != nil {
-		b.Fatal(err)
-	}
-	opt, err := m.NewDeviceAdam(m.Params(), 1e-3, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	lib.SetNoExec(b, true)
-	b.Cleanup(func() { lib.SetNoExec(b, false) })
+	e, opt := devicetest.NoExecDevice(b, m)
 	rng := rand.New(rand.NewPCG(1, 2))
 	epoch := func() {
 		rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
@@ -95,10 +79,8 @@ func deviceStepHost(b *testing.B, pipelined bool) {
 	}
 	steps := float64(b.N * len(batches))
 	c := e.Context().Calls().Sub(calls0)
-	b.ReportMetric(b.Elapsed().Seconds()*1e6/steps, "µs/step")
+	devicetest.ReportSteps(b, c, steps)
 	b.ReportMetric(float64(graphs)*float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
-	b.ReportMetric(float64(c.Launches+c.GEMMs)/steps, "launches/step")
-	b.ReportMetric(float64(c.Allocs+c.Frees)/steps, "allocs/step")
 	if pipelined {
 		b.ReportMetric(float64(c.ToDevice+c.ToHost)/steps, "sync-copies/step")
 	}

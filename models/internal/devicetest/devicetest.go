@@ -14,7 +14,9 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op/optest"
@@ -242,4 +244,46 @@ func DefaultGEMM(t *testing.T) {
 	if !kernels.DefaultGEMM {
 		t.Skipf("the CPU's products are %s: the device comparison's tolerances are stated against the default build's", kernels.GEMM)
 	}
+}
+
+// HostModel is a DeviceModel with an optimiser on the device.
+type HostModel interface {
+	DeviceModel
+	NewDeviceAdam(params []*param.Param, lr, weightDecay float64) (*rt.DeviceAdam, error)
+}
+
+// NoExecDevice moves m to a new emulated device with Adam there (learning
+// rate 1e-3), and makes the device's launches and products do nothing
+// from then on (cudatest.LibOpener.SetNoExec, undone when b ends): what
+// a step then costs is the host's side of a device step, for the
+// BenchmarkDeviceStepHost benchmarks. It returns the engine and the
+// optimiser.
+func NoExecDevice(b *testing.B, m HostModel) (*engine.Engine, *rt.DeviceAdam) {
+	b.Helper()
+	lib := cudatest.Emulator(b)
+	r, err := cuda.Probe(lib)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := enginetest.Open(b, r)
+	if err := m.UseDevice(e); err != nil {
+		b.Fatal(err)
+	}
+	opt, err := m.NewDeviceAdam(m.Params(), 1e-3, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lib.SetNoExec(b, true)
+	b.Cleanup(func() { lib.SetNoExec(b, false) })
+	return e, opt
+}
+
+// ReportSteps reports a host-step benchmark's figures for steps steps
+// that made the device calls c: µs/step (over b's elapsed time),
+// launches/step (kernels and cuBLAS products) and allocs/step (device
+// allocations and frees).
+func ReportSteps(b *testing.B, c cuda.Calls, steps float64) {
+	b.ReportMetric(b.Elapsed().Seconds()*1e6/steps, "µs/step")
+	b.ReportMetric(float64(c.Launches+c.GEMMs)/steps, "launches/step")
+	b.ReportMetric(float64(c.Allocs+c.Frees)/steps, "allocs/step")
 }
