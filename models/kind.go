@@ -27,6 +27,27 @@ type Kind interface {
 	New(cfg Config, seed uint64, be kernels.Backend) (Model, error)
 }
 
+// Revised is a Kind whose math or parameters changed in a way that moves
+// its results (the order of a sum, a parameter's layout): Revision, from
+// 2 on, enters the key of every train stage of the kind, so that results
+// cached before the change are not taken for the new code's. A kind
+// without it is at revision 1.
+type Revised interface {
+	Kind
+	// Revision is the kind's revision; raise it with each such change and
+	// say why in its doc comment.
+	Revision() int
+}
+
+// Revision returns the revision of kind name: Revised's, else 1 (and 1
+// for a kind the registry does not have; Check reports that).
+func (r Registry) Revision(name string) int {
+	if k, ok := r[name].(Revised); ok {
+		return k.Revision()
+	}
+	return 1
+}
+
 // Registry holds the model kinds by name.
 type Registry map[string]Kind
 

@@ -25,6 +25,24 @@ type Kind interface {
 	Run(ctx context.Context, job *Job) error
 }
 
+// ParamsVersioner is a Kind whose version also depends on a stage's
+// parameters (a train stage's model kind has a revision of its own):
+// VersionOf, given the stage's parameters as JSON, replaces Version in
+// that stage's key and in the check that a plan matches the build.
+type ParamsVersioner interface {
+	Kind
+	VersionOf(params json.RawMessage) string
+}
+
+// VersionOf returns the version of a stage of kind k with parameters
+// params: k's VersionOf for a ParamsVersioner, else Version.
+func VersionOf(k Kind, params json.RawMessage) string {
+	if v, ok := k.(ParamsVersioner); ok {
+		return v.VersionOf(params)
+	}
+	return k.Version()
+}
+
 // Registry maps kind names to kinds.
 type Registry struct{ kinds map[string]Kind }
 

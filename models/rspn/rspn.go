@@ -33,6 +33,13 @@ type Kind struct{}
 // Name implements models.Kind.
 func (Kind) Name() string { return Name }
 
+// Revision implements models.Revised: 2 since a layer's 2 + R MLPs are
+// one stacked op (rt.NewMLPs), which adds their input gradients in
+// block order (Gorgonia added them in its own) and names the parameters
+// layerT.mlps.* instead of layerT.mlp_s.*, layerT.mlp_h.*,
+// layerT.mlp_r1.*, ….
+func (Kind) Revision() int { return 2 }
+
 // Check implements models.Kind: SPN's fields, and the dataset must carry
 // relations (edge types).
 func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
@@ -77,6 +84,7 @@ var (
 	_ models.Model      = (*Model)(nil)
 	_ models.HopWeights = (*Model)(nil)
 	_ models.DeviceKind = Kind{}
+	_ models.Revised    = Kind{}
 	_ rt.DevicePreparer = (*Model)(nil)
 )
 

@@ -561,8 +561,8 @@ func RunNode(ctx context.Context, c *cache.Cache, reg *stages.Registry, n *plan.
 	if !ok {
 		return false, fmt.Errorf("no stage kind %q is registered", n.Kind)
 	}
-	if kind.Version() != n.Version {
-		return false, fmt.Errorf("plan was built for %s version %s, registry has %s", n.Kind, n.Version, kind.Version())
+	if v := stages.VersionOf(kind, n.JSON); v != n.Version {
+		return false, fmt.Errorf("plan was built for %s version %s, registry has %s", n.Kind, n.Version, v)
 	}
 	lopt := opt.Lock
 	if lopt.OnWait == nil {

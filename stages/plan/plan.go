@@ -222,7 +222,8 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 		depV[i] = d.VKey
 		depSeed[i] = d.SeedKey
 	}
-	key, err := hashOf(keyDoc{Kind: kind, Version: k.Version(), Params: raw, Deps: depKeys})
+	version := stages.VersionOf(k, raw)
+	key, err := hashOf(keyDoc{Kind: kind, Version: version, Params: raw, Deps: depKeys})
 	if err != nil {
 		return nil, err
 	}
@@ -241,12 +242,12 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 				return nil, fmt.Errorf("encoding %s parameters: %w", kind, err)
 			}
 		}
-		if seedKey, err = hashOf(keyDoc{Kind: kind, Version: k.Version(), Params: cpuRaw, Deps: depSeed}); err != nil {
+		if seedKey, err = hashOf(keyDoc{Kind: kind, Version: version, Params: cpuRaw, Deps: depSeed}); err != nil {
 			return nil, err
 		}
 	}
 	n := &Node{
-		Key: key, Kind: kind, Version: k.Version(), Name: name,
+		Key: key, Kind: kind, Version: version, Name: name,
 		Params: params, JSON: raw, Deps: deps, VKey: vkey, SeedKey: seedKey,
 		Index: len(b.plan.Nodes),
 	}

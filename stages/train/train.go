@@ -87,6 +87,28 @@ func (Kind) Name() string { return stages.KindTrain }
 // Gorgonia models, 3 since the timings moved to timing.json.
 func (Kind) Version() string { return "3" }
 
+// VersionOf implements stages.ParamsVersioner: Version, with the model
+// kind's revision after it when that is above 1 (models.Revised), e.g.
+// "3+rspn.2", for a stage that trains a configuration of the spec
+// (TrainParams.Point). A final training reads its configuration from
+// its select stage, whose key already holds the trainings' keys.
+func (k Kind) VersionOf(params json.RawMessage) string {
+	var p struct {
+		Point *struct {
+			Model struct {
+				Kind string `json:"kind"`
+			} `json:"model"`
+		} `json:"point"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Point == nil {
+		return k.Version() // a stage without a configuration, or bad parameters it reports itself
+	}
+	if r := k.Registry().Revision(p.Point.Model.Kind); r > 1 {
+		return fmt.Sprintf("%s+%s.%d", k.Version(), p.Point.Model.Kind, r)
+	}
+	return k.Version()
+}
+
 // GrowsThreads implements stages.Grower: a train stage takes more threads
 // between epochs.
 func (Kind) GrowsThreads() bool { return true }
