@@ -51,6 +51,18 @@ func (c batched) lens() (la, lb, lc int) {
 	return span(c.batch, c.strideA, ar, c.lda, ac), span(c.batch, c.strideB, br, c.ldb, bc), span(c.batch, c.strideC, cr, c.ldc, cc)
 }
 
+// at returns where product p reads op(A)[i, l] in A and op(B)[l, j] in B.
+func (c batched) at(p, i, j, l int) (ia, ib int) {
+	ia, ib = p*c.strideA+i*c.lda+l, p*c.strideB+l*c.ldb+j
+	if c.transA {
+		ia = p*c.strideA + l*c.lda + i
+	}
+	if c.transB {
+		ib = p*c.strideB + j*c.ldb + l
+	}
+	return ia, ib
+}
+
 // ref makes the products on the host as the emulated device does (a
 // plain loop: the sum over l in order in float32, then alpha·s, plus
 // beta·c unless beta is 0), writing into the view C: the emulator's bits.
@@ -60,13 +72,7 @@ func (c batched) ref(A, B, C []float32) {
 			for j := 0; j < c.n; j++ {
 				var s float32
 				for l := 0; l < c.k; l++ {
-					ia, ib := p*c.strideA+i*c.lda+l, p*c.strideB+l*c.ldb+j
-					if c.transA {
-						ia = p*c.strideA + l*c.lda + i
-					}
-					if c.transB {
-						ib = p*c.strideB + j*c.ldb + l
-					}
+					ia, ib := c.at(p, i, j, l)
 					a, b := A[ia], B[ib]
 					s += float32(a * b) // rounded: no fused multiply-add
 				}
@@ -441,13 +447,7 @@ func sgemmBatched(d *dev) {
 						at := p*c.strideC + i*c.ldc + j
 						var s, bound float64
 						for l := 0; l < c.k; l++ {
-							ia, ib := p*c.strideA+i*c.lda+l, p*c.strideB+l*c.ldb+j
-							if c.transA {
-								ia = p*c.strideA + l*c.lda + i
-							}
-							if c.transB {
-								ib = p*c.strideB + j*c.ldb + l
-							}
+							ia, ib := c.at(p, i, j, l)
 							s += float64(A[ia]) * float64(B[ib])
 							bound += math.Abs(float64(A[ia]) * float64(B[ib]))
 						}

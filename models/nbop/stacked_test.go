@@ -10,6 +10,7 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 	"github.com/spn-project/spn/models/op/optest"
@@ -134,26 +135,13 @@ func probe(o op.Op) []float32 {
 	return randFloats(rand.New(rand.NewPCG(7, 11)), op.Size(o.Sig().Out), 1)
 }
 
-// sameBits fails unless got and want hold the same float32 bits.
-func sameBits(t *testing.T, what string, got, want []float32) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("%s[%d] = %v (%#08x), want %v (%#08x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-		}
-	}
-}
-
 // compareStacked requires the stacked form's output y and gradients g to
 // be the separate form's (sy, sg) bit for bit: block b of dX the
 // gradient of separate input p.blocks[b], or zero; the other gradients
 // those of p.rest.
 func compareStacked(t *testing.T, what string, p stackedPair, y []float32, g [][]float32, sy []float32, sg [][]float32) {
 	t.Helper()
-	sameBits(t, what+": output", y, sy)
+	kerntest.EqualBits(t, what+": output", y, sy)
 	if len(g) != len(p.in) || len(sg) != len(p.sepIn) {
 		t.Fatalf("%s: %d and %d gradients, want %d and %d", what, len(g), len(sg), len(p.in), len(p.sepIn))
 	}
@@ -161,7 +149,7 @@ func compareStacked(t *testing.T, what string, p stackedPair, y []float32, g [][
 	for b, i := range p.blocks {
 		got := g[0][b*nw : (b+1)*nw]
 		if i >= 0 {
-			sameBits(t, fmt.Sprintf("%s: block %d of dX, separate gradient %d", what, b, i), got, sg[i])
+			kerntest.EqualBits(t, fmt.Sprintf("%s: block %d of dX, separate gradient %d", what, b, i), got, sg[i])
 			continue
 		}
 		for j, v := range got {
@@ -171,7 +159,7 @@ func compareStacked(t *testing.T, what string, p stackedPair, y []float32, g [][
 		}
 	}
 	for i, s := range p.rest {
-		sameBits(t, fmt.Sprintf("%s: gradient %d, separate %d", what, 1+i, s), g[1+i], sg[s])
+		kerntest.EqualBits(t, fmt.Sprintf("%s: gradient %d, separate %d", what, 1+i, s), g[1+i], sg[s])
 	}
 }
 
