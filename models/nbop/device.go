@@ -222,7 +222,17 @@ func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 	if err := o.check(); err != nil {
 		return err
 	}
-	in, err := o.devUnstack(in)
+	var rel *cuda.Buffer
+	if o.Relations > 0 {
+		var err error
+		if rel, err = o.devRelations(e, in[0], false); err != nil {
+			return err
+		}
+		if o.Rel != nil {
+			o.Rel.dev = rel
+		}
+	}
+	in, err := o.devUnstack(in, rel)
 	if err != nil {
 		return err
 	}
@@ -253,11 +263,22 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	if err := o.check(); err != nil {
 		return err
 	}
-	in, err := o.devUnstack(in)
+	var rel, dR *cuda.Buffer
+	if o.Relations > 0 {
+		var err error
+		if rel, err = o.devRelations(e, in[0], true); err != nil {
+			return err
+		}
+		if dR, err = op.ScratchBuffer(e, o.N*o.W); err != nil {
+			return err
+		}
+	}
+	gX := g[0]
+	in, err := o.devUnstack(in, rel)
 	if err != nil {
 		return err
 	}
-	if g, err = o.devUnstack(g); err != nil {
+	if g, err = o.devUnstack(g, dR); err != nil {
 		return err
 	}
 	h, err := o.devHops()
@@ -265,7 +286,10 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 		return err
 	}
 	if !o.Hop1 {
-		return o.givenBackward(e, h, in, dy, g)
+		if err := o.givenBackward(e, h, in, dy, g); err != nil || o.Relations == 0 {
+			return err
+		}
+		return o.relAgg().DeviceBackward(e, nil, nil, dR, []*cuda.Buffer{gX})
 	}
 	H, alpha, eps := in[0], in[1], in[2]
 	n, d := o.D.N, o.W
@@ -356,8 +380,22 @@ func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffe
 }
 
 // devUnstack is unstack for device buffers (views of X's blocks).
-func (o Combine) devUnstack(in []*cuda.Buffer) ([]*cuda.Buffer, error) {
-	return devBlocks(o.ID, o.N*o.W, func(block func(*cuda.Buffer, int) *cuda.Buffer) []*cuda.Buffer { return unstack(o, in, block) })
+func (o Combine) devUnstack(in []*cuda.Buffer, r *cuda.Buffer) ([]*cuda.Buffer, error) {
+	return devBlocks(o.ID, o.N*o.W, func(block func(*cuda.Buffer, int) *cuda.Buffer) []*cuda.Buffer { return unstack(o, in, block, r) })
+}
+
+// devRelations is relations on the device: the sums the forward pass
+// kept (Rel, with kept), or computed now into zeroed scratch (RelAgg's
+// device math adds into its output).
+func (o Combine) devRelations(e *engine.Engine, X *cuda.Buffer, kept bool) (*cuda.Buffer, error) {
+	if kept && o.Rel != nil && o.Rel.dev != nil {
+		return o.Rel.dev, nil
+	}
+	r, err := e.Zeros(o.N * o.W)
+	if err != nil {
+		return nil, err
+	}
+	return r, o.relAgg().DeviceForward(e, []*cuda.Buffer{X}, r)
 }
 
 // devInputs is inputs for device buffers (views of X's blocks).

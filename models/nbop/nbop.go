@@ -163,7 +163,10 @@ func sameArrays(a, b data.CSR) bool {
 // blocks 0 and 1 of one input X ((M·N)×d, block b its rows
 // b·N..(b+1)·N−1: R-SPN's 2 + R MLPs as one op), inputs X, R, α and ε,
 // and dX = [dS; dH; 0; …; 0]; the math is the form's own, on views of
-// the blocks.
+// the blocks. With Relations = R' as well, R is not an input but R-SPN's
+// relation sums of X's blocks 2..R'+1 (RelAgg's math, Stacked, From 2),
+// inputs X, α and ε, and dX's blocks 2..R'+1 are RelAgg's gradients of
+// dR: R-SPN's whole combination, X made once and its gradient too.
 type Combine struct {
 	ID      string
 	Be      kernels.Backend
@@ -185,6 +188,21 @@ type Combine struct {
 	// stacked MLPs, rt.NewMLPs): inputs X ((M·N)×W), R, α, ε; dX is dS
 	// and dH in those blocks and zero elsewhere. 0 takes S and H apart.
 	Stacked int
+	// Relations > 0 (with Stacked ≥ 2 + Relations) computes R from X's
+	// blocks 2..Relations+1 (RelAgg) instead of taking it: inputs X, α,
+	// ε. Rel, when not nil, is where the forward pass keeps R for the
+	// backward pass (new(RelSums) per op); nil makes the backward pass
+	// recompute it.
+	Relations int
+	Rel       *RelSums
+}
+
+// RelSums is where Combine's forward pass keeps R-SPN's relation sums R
+// (Combine.Relations): on the host, and on a device (a scratch buffer of
+// the engine).
+type RelSums struct {
+	host []float32
+	dev  *cuda.Buffer
 }
 
 // Sig implements op.Op.
@@ -193,6 +211,8 @@ func (o Combine) Sig() op.Sig {
 	switch {
 	case o.Hop1:
 		return op.Sig{ID: o.ID, In: [][]int{nd, {o.K}, {1}}, Out: nd, Sets: true}
+	case o.Stacked > 0 && o.Relations > 0:
+		return op.Sig{ID: o.ID, In: [][]int{{o.Stacked * o.N, o.W}, {o.K}, {1}}, Out: nd, Sets: true}
 	case o.Stacked > 0:
 		return op.Sig{ID: o.ID, In: [][]int{{o.Stacked * o.N, o.W}, nd, {o.K}, {1}}, Out: nd, Sets: true}
 	}
@@ -207,19 +227,43 @@ func (o Combine) check() error {
 		return fmt.Errorf("%s: Combine.Stacked = %d: want 0 (S and H apart) or M ≥ 2 blocks (S, H, …)", o.ID, o.Stacked)
 	case o.Stacked > 0 && o.Hop1:
 		return fmt.Errorf("%s: Combine.Stacked = %d with Hop1: only the form with a given first hop takes stacked inputs", o.ID, o.Stacked)
+	case o.Relations < 0 || o.Relations > 0 && o.Stacked < 2+o.Relations:
+		return fmt.Errorf("%s: Combine.Relations = %d with Stacked = %d: the relation sums read blocks 2..Relations+1 of the stacked input", o.ID, o.Relations, o.Stacked)
 	}
 	return nil
 }
 
+// relAgg is the relation sums of the form with Relations: RelAgg over X's
+// blocks 2..Relations+1.
+func (o Combine) relAgg() RelAgg {
+	return RelAgg{ID: o.ID + ".relations", Be: o.Be, D: o.D, R: o.Relations, N: o.N, W: o.W, Stacked: o.Stacked, From: 2}
+}
+
 // unstack returns the inputs (or their gradients) of the form with a
 // given first hop, S, R, H, α, ε, from those of the stacked form, X, R,
-// α, ε: S and H are views of X's blocks 0 and 1 (block gives them); in
-// itself without Stacked.
-func unstack[T any](o Combine, in []T, block func(x T, b int) T) []T {
-	if o.Stacked == 0 {
+// α, ε (X, α, ε with Relations, r being R or dR): S and H are views of
+// X's blocks 0 and 1 (block gives them); in itself without Stacked.
+func unstack[T any](o Combine, in []T, block func(x T, b int) T, r T) []T {
+	switch {
+	case o.Stacked == 0:
 		return in
+	case o.Relations > 0:
+		return []T{block(in[0], 0), r, block(in[0], 1), in[1], in[2]}
 	}
 	return []T{block(in[0], 0), in[1], block(in[0], 1), in[2], in[3]}
+}
+
+// relations returns R-SPN's relation sums of X for the form with
+// Relations: those the forward pass kept (Rel), or computed now.
+func (o Combine) relations(X []float32, kept bool) ([]float32, error) {
+	if kept && o.Rel != nil && len(o.Rel.host) == o.N*o.W {
+		return o.Rel.host, nil
+	}
+	r := o.buf(o.N * o.W)
+	if err := o.relAgg().Forward([][]float32{X}, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // hostBlock returns block b of N rows of x (a view).
@@ -256,7 +300,17 @@ func (o Combine) Forward(in [][]float32, y []float32) error {
 	if err := o.check(); err != nil {
 		return err
 	}
-	in = unstack(o, in, o.hostBlock)
+	var rel []float32
+	if o.Relations > 0 {
+		var err error
+		if rel, err = o.relations(in[0], false); err != nil {
+			return err
+		}
+		if o.Rel != nil {
+			o.Rel.host = rel
+		}
+	}
+	in = unstack(o, in, o.hostBlock, rel)
 	n, d := o.D.N, o.W
 	if o.Hop1 {
 		H, alpha, eps := in[0], in[1], in[2]
@@ -294,12 +348,22 @@ func (o Combine) Backward(in [][]float32, _, dy []float32, g [][]float32) error 
 		return err
 	}
 	n, d := o.D.N, o.W
+	var rel, dR []float32
+	if o.Relations > 0 {
+		var err error
+		if rel, err = o.relations(in[0], true); err != nil {
+			return err
+		}
+		dR = o.buf(o.N * d)
+	}
+	gX := g[0]
 	if o.Stacked > 0 {
 		// Sig.Sets: dH's real rows (block 1's first n) are set below;
-		// its padding rows and blocks 2..M−1 are zero.
+		// its padding rows and blocks 2..M−1 are zero (the relation
+		// blocks' real rows are set last, with Relations).
 		clear(g[0][o.N*d+n*d:])
 	}
-	in, g = unstack(o, in, o.hostBlock), unstack(o, g, o.hostBlock)
+	in, g = unstack(o, in, o.hostBlock, rel), unstack(o, g, o.hostBlock, dR)
 	clear(g[0][n*d:]) // Sig.Sets: the rows below are all set
 	if o.Hop1 {
 		return o.backHop1(in, dy, g)
@@ -318,6 +382,9 @@ func (o Combine) Backward(in [][]float32, _, dy []float32, g [][]float32) error 
 	g[3][0], g[4][0] = float32(dots[0]), float32(dots[1])
 	for i, v := range o.Be.Dots(H[:n*d], T, n, d) {
 		g[3][i+1] = float32(v)
+	}
+	if o.Relations > 0 {
+		return o.relAgg().Backward(nil, nil, dR, [][]float32{gX})
 	}
 	return nil
 }

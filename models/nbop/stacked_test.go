@@ -363,3 +363,124 @@ func deviceRun(t *testing.T, e *engine.Engine, name string, o optest.Both, in []
 	fail(e.Reset())
 	return out, grads
 }
+
+// relationShapes are the shapes of Combine's form with Relations (the
+// relations in blocks 2..R+1): R-SPN's, and M = 5 with R = 2 (block 4
+// read by neither), k = 1 (no higher hops) and no padding rows.
+var relationShapes = []stackedShape{
+	stackedShapes[0],
+	{"M=5 R=2 From=2 k=1 pad=0", 5, 2, 2, 1, 0},
+}
+
+// TestStackedRelations checks Combine's form with Relations, R-SPN's
+// whole combination over its stacked MLPs, against RelAgg and Combine's
+// separate forms composed (R = RelAgg(X_1..X_R), then Combine(S, R, H),
+// dX_j = RelAgg's gradient of dR): the same bits on the CPU and on the
+// emulated device, with the relation sums kept (Rel) and recomputed;
+// against finite differences (optest.CheckGrad); the device against the
+// CPU (optest.CheckDevice, Combine's tolerances); and the settings it
+// refuses.
+func TestStackedRelations(t *testing.T) {
+	e := enginetest.Emulated(t)
+	be := kernels.CPU{Threads: 2}
+	const w = 5
+	for _, sh := range relationShapes {
+		_, D := stackedData(t, 40, sh.k, sh.r)
+		var pk cuda.Pack
+		release, err := D.PackTyped(&pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, err := pk.Upload(e.Context(), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		N := D.N + sh.pad
+		nw := N * w
+		rng := rand.New(rand.NewPCG(34, uint64(sh.m)))
+		X := randFloats(rng, sh.m*nw, 1)
+		block := func(v []float32, b int) []float32 { return v[b*nw : (b+1)*nw] }
+		alpha, eps := randFloats(rng, sh.k, 0.5), []float32{0.3}
+		var xs [][]float32
+		for j := 0; j < sh.r; j++ {
+			xs = append(xs, append([]float32(nil), block(X, 2+j)...))
+		}
+		rel := RelAgg{ID: "rel", Be: be, D: D, R: sh.r, N: N, W: w}
+		sep := Combine{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w}
+		in := [][]float32{X, alpha, eps}
+		for _, kept := range []bool{true, false} {
+			stacked := Combine{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w, Stacked: sh.m, Relations: sh.r}
+			if kept {
+				stacked.Rel = new(RelSums)
+			}
+			what := fmt.Sprintf("%s, relation sums kept %v", sh.name, kept)
+			r := probe(stacked)
+			for _, dev := range []bool{false, true} {
+				run := func(name string, o optest.Both, in [][]float32, r []float32) ([]float32, [][]float32) {
+					if dev {
+						return deviceRun(t, e, name, o, in, r)
+					}
+					return cpuRun(t, name, o, in, r)
+				}
+				where := fmt.Sprintf("%s, device %v", what, dev)
+				R, _ := run(where+": relations", rel, xs, probe(rel))
+				sy, sg := run(where+": combine", sep, [][]float32{block(X, 0), R, block(X, 1), alpha, eps}, r)
+				_, rg := run(where+": relations' gradient", rel, xs, sg[1])
+				y, g := run(where+": stacked", stacked, in, r)
+				kerntest.EqualBits(t, where+": output", y, sy)
+				for b := 0; b < sh.m; b++ {
+					want := make([]float32, nw)
+					switch {
+					case b == 0:
+						want = sg[0]
+					case b == 1:
+						want = sg[2]
+					case b-2 < sh.r:
+						want = rg[b-2]
+					}
+					kerntest.EqualBits(t, fmt.Sprintf("%s: block %d of dX", where, b), block(g[0], b), want)
+				}
+				kerntest.EqualBits(t, where+": dα", g[1], sg[3])
+				kerntest.EqualBits(t, where+": dε", g[2], sg[4])
+			}
+			optest.CheckDevice(t, e, what, stacked, in, 1e-4, 1e-5)
+		}
+		release()
+		if err := buf.Free(); err != nil {
+			t.Fatal(err)
+		}
+		_, small := stackedData(t, 6, sh.k, sh.r)
+		Ns := small.N + sh.pad
+		optest.CheckGrad(t, optest.Case{Name: sh.name + ": combine with relations",
+			Op:       Combine{ID: "combine", Be: be, D: small, K: sh.k, N: Ns, W: 4, Stacked: sh.m, Relations: sh.r, Rel: new(RelSums)},
+			In:       [][]float32{randFloats(rng, sh.m*Ns*4, 1), randFloats(rng, sh.k, 0.5), {0.3}},
+			ZeroFrom: small.N * 4})
+	}
+	D := &Data{N: 2}
+	for _, c := range []struct {
+		o    Combine
+		want string
+	}{
+		{Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Stacked: 5, Relations: 4},
+			"c: Combine.Relations = 4 with Stacked = 5: the relation sums read blocks 2..Relations+1 of the stacked input"},
+		{Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Relations: 1},
+			"c: Combine.Relations = 1 with Stacked = 0: the relation sums read blocks 2..Relations+1 of the stacked input"},
+		{Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Stacked: 4, Relations: -1},
+			"c: Combine.Relations = -1 with Stacked = 4: the relation sums read blocks 2..Relations+1 of the stacked input"},
+	} {
+		_ = c.o.Sig()
+		for f, err := range map[string]error{
+			"Forward":        c.o.Forward(nil, nil),
+			"Backward":       c.o.Backward(nil, nil, nil, nil),
+			"DeviceForward":  c.o.DeviceForward(nil, nil, nil),
+			"DeviceBackward": c.o.DeviceBackward(nil, nil, nil, nil, nil),
+		} {
+			if err == nil || err.Error() != c.want {
+				t.Errorf("%+v: %s: %v, want %q", c.o, f, err, c.want)
+			}
+		}
+	}
+	if s := (Combine{ID: "c", K: 3, N: 2, W: 4, Stacked: 6, Relations: 4}).Sig(); fmt.Sprint(s.In) != "[[12 4] [3] [1]]" || !s.Sets {
+		t.Errorf("Combine with relations: inputs %v (Sets %v), want [[12 4] [3] [1]] (Sets)", s.In, s.Sets)
+	}
+}

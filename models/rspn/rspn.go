@@ -152,9 +152,8 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	// stacked in blocks 0, 1, 2..R+1 of x
 	m := 2 + l.r
 	x := l.mlps.Apply(s.Bdr, s.Be, s.BD, s.Key, l.name, h, l.mlps.Bind(s.Param))
-	// their aggregation per relation and per hop
-	rel := s.Op(nbop.RelAgg{ID: s.Name + ".rel", Be: s.Be, D: l.td, R: l.r, N: s.N, W: s.D, Stacked: m, From: 2}, x)
-	sum := s.Op(nbop.Combine{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, N: s.N, W: s.D, Stacked: m}, x, rel, alpha, eps)
+	// their aggregation per relation and per hop, one op over x
+	sum := s.Op(nbop.Combine{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, N: s.N, W: s.D, Stacked: m, Relations: l.r, Rel: new(nbop.RelSums)}, x, alpha, eps)
 	return s.AddGlobal(l.td, w, sum, h)
 }
 
