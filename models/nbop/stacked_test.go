@@ -291,15 +291,7 @@ func stackedOnDevice(t *testing.T, e *engine.Engine) {
 	be := kernels.CPU{Threads: 1}
 	for _, sh := range stackedShapes {
 		_, D := stackedData(t, 40, sh.k, sh.r)
-		var pk cuda.Pack
-		release, err := D.PackTyped(&pk)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf, err := pk.Upload(e.Context(), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		done := packed(t, e, D)
 		rng := rand.New(rand.NewPCG(33, uint64(sh.m)))
 		for _, p := range stackedPairs(sh, D, be, 5, rng) {
 			what := sh.name + ": " + p.name
@@ -309,10 +301,7 @@ func stackedOnDevice(t *testing.T, e *engine.Engine) {
 			compareStacked(t, what+" on the device", p, y, g, sy, sg)
 			optest.CheckDevice(t, e, what, p.stacked, p.in, p.abs, p.rel)
 		}
-		release()
-		if err := buf.Free(); err != nil {
-			t.Fatal(err)
-		}
+		done()
 	}
 }
 
@@ -386,15 +375,7 @@ func TestStackedRelations(t *testing.T) {
 	const w = 5
 	for _, sh := range relationShapes {
 		_, D := stackedData(t, 40, sh.k, sh.r)
-		var pk cuda.Pack
-		release, err := D.PackTyped(&pk)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf, err := pk.Upload(e.Context(), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		done := packed(t, e, D)
 		N := D.N + sh.pad
 		nw := N * w
 		rng := rand.New(rand.NewPCG(34, uint64(sh.m)))
@@ -445,10 +426,7 @@ func TestStackedRelations(t *testing.T) {
 			}
 			optest.CheckDevice(t, e, what, stacked, in, 1e-4, 1e-5)
 		}
-		release()
-		if err := buf.Free(); err != nil {
-			t.Fatal(err)
-		}
+		done()
 		_, small := stackedData(t, 6, sh.k, sh.r)
 		Ns := small.N + sh.pad
 		optest.CheckGrad(t, optest.Case{Name: sh.name + ": combine with relations",
@@ -482,5 +460,27 @@ func TestStackedRelations(t *testing.T) {
 	}
 	if s := (Combine{ID: "c", K: 3, N: 2, W: 4, Stacked: 6, Relations: 4}).Sig(); fmt.Sprint(s.In) != "[[12 4] [3] [1]]" || !s.Sets {
 		t.Errorf("Combine with relations: inputs %v (Sets %v), want [[12 4] [3] [1]] (Sets)", s.In, s.Sets)
+	}
+}
+
+// packed puts D's hop sets and relations on e's device (PackTyped, one
+// upload) for a test; the function it returns takes them off again.
+func packed(t *testing.T, e *engine.Engine, D *Data) func() {
+	t.Helper()
+	var pk cuda.Pack
+	release, err := D.PackTyped(&pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := pk.Upload(e.Context(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		release()
+		if err := buf.Free(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
