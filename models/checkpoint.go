@@ -22,22 +22,34 @@ const (
 // checkpoint is the JSON layout of a model file. float32 values survive a
 // JSON round trip exactly (encoding/json formats them with 32-bit precision).
 type checkpoint struct {
-	Format  string        `json:"format"`
-	Version int           `json:"version"`
-	Config  Config        `json:"config"`
-	Params  []paramRecord `json:"params"`
-	Buffers []bufRecord   `json:"buffers"`
+	Format  string             `json:"format"`
+	Version int                `json:"version"`
+	Config  Config             `json:"config"`
+	Params  []CheckpointParam  `json:"params"`
+	Buffers []CheckpointBuffer `json:"buffers"`
 }
 
-type paramRecord struct {
+// CheckpointParam is a parameter as a checkpoint holds it.
+type CheckpointParam struct {
 	Name   string    `json:"name"`
 	Shape  []int     `json:"shape"`
 	Values []float32 `json:"values"`
 }
 
-type bufRecord struct {
+// CheckpointBuffer is a buffer (batch-norm running statistics) as a
+// checkpoint holds it.
+type CheckpointBuffer struct {
 	Name   string    `json:"name"`
 	Values []float64 `json:"values"`
+}
+
+// Upgrader is a Kind whose checkpoints changed layout (Revised):
+// UpgradeCheckpoint rewrites the parameters and buffers of a checkpoint
+// of an older layout, for the model of configuration cfg, into the
+// current one, and returns those of a current checkpoint as they are.
+type Upgrader interface {
+	Kind
+	UpgradeCheckpoint(cfg Config, params []CheckpointParam, bufs []CheckpointBuffer) ([]CheckpointParam, []CheckpointBuffer, error)
 }
 
 // WriteCheckpoint writes m's configuration, parameters and buffers to w.
@@ -49,7 +61,7 @@ func WriteCheckpoint(w io.Writer, m Model) error {
 				return fmt.Errorf("writing checkpoint: parameter %s[%d] is %v", p.Name, i, v)
 			}
 		}
-		c.Params = append(c.Params, paramRecord{p.Name, p.Shape, p.W})
+		c.Params = append(c.Params, CheckpointParam{p.Name, p.Shape, p.W})
 	}
 	bufs := m.Buffers()
 	names := make([]string, 0, len(bufs))
@@ -58,7 +70,7 @@ func WriteCheckpoint(w io.Writer, m Model) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		c.Buffers = append(c.Buffers, bufRecord{n, bufs[n]})
+		c.Buffers = append(c.Buffers, CheckpointBuffer{n, bufs[n]})
 	}
 	enc := json.NewEncoder(w)
 	if err := enc.Encode(c); err != nil {
@@ -81,7 +93,8 @@ func SaveCheckpoint(path string, m Model) error {
 
 // ReadCheckpoint rebuilds a model from r with the constructors of reg. Every
 // parameter and buffer must be present with the shape the configuration
-// implies, and nothing else may be.
+// implies, and nothing else may be; a checkpoint of a kind's older
+// layout is read through its Upgrader.
 func ReadCheckpoint(r io.Reader, reg Registry, be kernels.Backend) (Model, error) {
 	var c checkpoint
 	dec := json.NewDecoder(r)
@@ -98,6 +111,11 @@ func ReadCheckpoint(r io.Reader, reg Registry, be kernels.Backend) (Model, error
 	m, err := reg.New(c.Config, 0, be)
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint: config: %w", err)
+	}
+	if u, ok := reg[c.Config.Model.Kind].(Upgrader); ok {
+		if c.Params, c.Buffers, err = u.UpgradeCheckpoint(c.Config, c.Params, c.Buffers); err != nil {
+			return nil, fmt.Errorf("reading checkpoint: %w", err)
+		}
 	}
 	params := m.Params()
 	if len(params) != len(c.Params) {

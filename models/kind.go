@@ -31,7 +31,8 @@ type Kind interface {
 // its results (the order of a sum, a parameter's layout): Revision, from
 // 2 on, enters the key of every train stage of the kind, so that results
 // cached before the change are not taken for the new code's. A kind
-// without it is at revision 1.
+// without it is at revision 1. A kind whose checkpoints changed layout
+// also reads the older ones (Upgrader).
 type Revised interface {
 	Kind
 	// Revision is the kind's revision; raise it with each such change and

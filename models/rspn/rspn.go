@@ -85,6 +85,7 @@ var (
 	_ models.HopWeights = (*Model)(nil)
 	_ models.DeviceKind = Kind{}
 	_ models.Revised    = Kind{}
+	_ models.Upgrader   = Kind{}
 	_ rt.DevicePreparer = (*Model)(nil)
 )
 
