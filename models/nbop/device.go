@@ -217,7 +217,9 @@ func (Combine) ZeroOut() {}
 // Combine.DevSums when it is not nil. The form with a given first hop:
 // the higher hops' gather without ε (spn_hop_aggregate), then
 // (1+ε)·S + α_1·R added (spn_combine_terms), the CPU's bits; stacked
-// (Stacked), the same launches on views of X's blocks 0 and 1 as S and H.
+// (Stacked), the same launches on views of X's blocks 0 and 1 as S and H;
+// with Relations, R first made by RelAgg's device math on views of X's
+// relation blocks (kept in Rel for the backward pass).
 func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	if err := o.check(); err != nil {
 		return err
@@ -258,7 +260,8 @@ func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 // dε = ⟨dy, H⟩ together by op.DeviceDots (in double, rows, then chunks
 // of rows, in order). The form with a given first hop: givenBackward;
 // stacked, into views of dX's blocks 0 and 1 as dS and dH (the rest of
-// dX keeps the adaptor's zeros).
+// dX keeps the adaptor's zeros); with Relations, dR into scratch, then
+// RelAgg's device backward of dR into views of dX's relation blocks.
 func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	if err := o.check(); err != nil {
 		return err

@@ -2,18 +2,31 @@ package rspn
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/rt"
 )
 
-// mlpFields are the parameters of one MLP, in rt.MLP.Params order, as
-// suffixes of its name.
-var mlpFields = []string{"lin1.w", "lin1.b", "bn1.gamma", "bn1.beta", "lin2.w", "lin2.b", "bn2.gamma", "bn2.beta"}
-
-// mlpStats are the running statistics of one MLP, as suffixes of its name.
-var mlpStats = []string{"bn1.running_mean", "bn1.running_var", "bn2.running_mean", "bn2.running_var"}
+// mlpNames returns the names of one MLP's parameters, in rt.MLP.Params
+// order, and of its running statistics, sorted, each after the MLP's
+// own name and a dot: rt.MLP's names, read off a throwaway MLP of width 1.
+func mlpNames() (params, stats []string) {
+	const name = "mlp"
+	l := rt.NewMLP(name, 1, rand.New(rand.NewPCG(0, 0)))
+	for _, p := range l.Params() {
+		params = append(params, strings.TrimPrefix(p.Name, name+"."))
+	}
+	b := map[string][]float64{}
+	l.AddBuffers(b, name)
+	for k := range b {
+		stats = append(stats, strings.TrimPrefix(k, name+"."))
+	}
+	slices.Sort(stats)
+	return params, stats
+}
 
 // UpgradeCheckpoint implements models.Upgrader. A checkpoint of revision
 // 1, a layer's 2 + R MLPs apart (layerT.mlp_s.*, layerT.mlp_h.*,
@@ -31,36 +44,38 @@ func (Kind) UpgradeCheckpoint(cfg models.Config, ps []models.CheckpointParam, bs
 		return b
 	}
 	m := 2 + cfg.NumEdgeTypes
+	fields, stats := mlpNames()
 	var out []models.CheckpointParam
 	for i := 0; i < len(ps); {
-		layer, ok := strings.CutSuffix(ps[i].Name, ".mlp_s."+mlpFields[0])
+		layer, ok := strings.CutSuffix(ps[i].Name, ".mlp_s."+fields[0])
 		if !ok {
 			out = append(out, ps[i])
 			i++
 			continue
 		}
-		if len(ps) < i+m*len(mlpFields) {
+		if len(ps) < i+m*len(fields) {
 			return nil, nil, fmt.Errorf("parameters of revision 1 (rspn's MLPs apart): %s's %d MLPs end early", layer, m)
 		}
-		for f, field := range mlpFields {
-			st := models.CheckpointParam{Name: layer + ".mlps." + field}
-			for b, name := range blocks(layer) {
-				p := ps[i+b*len(mlpFields)+f]
+		names := blocks(layer)
+		for f, field := range fields {
+			first := ps[i+f]
+			st := models.CheckpointParam{Name: layer + ".mlps." + field, Shape: slices.Clone(first.Shape)}
+			for b, name := range names {
+				p := ps[i+b*len(fields)+f]
 				if want := name + "." + field; p.Name != want {
 					return nil, nil, fmt.Errorf("parameters of revision 1 (rspn's MLPs apart): parameter %q where %s's MLPs have %q", p.Name, layer, want)
 				}
-				if b > 0 && !slices.Equal(p.Shape, ps[i+f].Shape) {
-					return nil, nil, fmt.Errorf("parameters of revision 1 (rspn's MLPs apart): %s has shape %v, %s.%s %v", p.Name, p.Shape, blocks(layer)[0], field, ps[i+f].Shape)
+				if !slices.Equal(p.Shape, first.Shape) {
+					return nil, nil, fmt.Errorf("parameters of revision 1 (rspn's MLPs apart): %s has shape %v, %s %v", p.Name, p.Shape, first.Name, first.Shape)
 				}
 				st.Values = append(st.Values, p.Values...)
 			}
-			st.Shape = slices.Clone(ps[i+f].Shape)
 			if len(st.Shape) > 0 {
 				st.Shape[0] *= m
 			}
 			out = append(out, st)
 		}
-		i += m * len(mlpFields)
+		i += m * len(fields)
 	}
 	if len(out) == len(ps) {
 		return ps, bs, nil // no MLPs apart: the current layout
@@ -71,11 +86,11 @@ func (Kind) UpgradeCheckpoint(cfg models.Config, ps []models.CheckpointParam, bs
 	}
 	var bufs []models.CheckpointBuffer
 	for _, p := range out {
-		layer, ok := strings.CutSuffix(p.Name, ".mlps."+mlpFields[0])
+		layer, ok := strings.CutSuffix(p.Name, ".mlps."+fields[0])
 		if !ok {
 			continue
 		}
-		for _, stat := range mlpStats {
+		for _, stat := range stats {
 			st := models.CheckpointBuffer{Name: layer + ".mlps." + stat}
 			for _, name := range blocks(layer) {
 				b, ok := byName[name+"."+stat]
