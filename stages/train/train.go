@@ -93,13 +93,7 @@ func (Kind) Version() string { return "3" }
 // (TrainParams.Point). A final training reads its configuration from
 // its select stage, whose key already holds the trainings' keys.
 func (k Kind) VersionOf(params json.RawMessage) string {
-	var p struct {
-		Point *struct {
-			Model struct {
-				Kind string `json:"kind"`
-			} `json:"model"`
-		} `json:"point"`
-	}
+	var p stages.TrainParams
 	if json.Unmarshal(params, &p) != nil || p.Point == nil {
 		return k.Version() // a stage without a configuration, or bad parameters it reports itself
 	}
