@@ -649,13 +649,19 @@ func parseVmHWM(r io.Reader) (int64, bool, error) {
 	return 0, false, sc.Err()
 }
 
+// gemmName names the CPU's matrix products: the build's GEMM (kernels.GEMM)
+// and, for gonum's, the kernels standing in for it (kernels.GEMMKernels).
+func gemmName(gemm, standIns string) string {
+	if standIns != "" && !strings.HasPrefix(gemm, "OpenBLAS") {
+		gemm += " with " + standIns + " kernels"
+	}
+	return gemm
+}
+
 // renderBench prints the report as a terminal table with a header line.
 func renderBench(w io.Writer, rep benchReport) error {
 	m := rep.Model
-	gemm := rep.GEMM
-	if rep.GEMMKernels != "" && !strings.HasPrefix(gemm, "OpenBLAS") {
-		gemm += " with " + rep.GEMMKernels + " kernels"
-	}
+	gemm := gemmName(rep.GEMM, rep.GEMMKernels)
 	par := fmt.Sprintf("%d threads", rep.Threads)
 	if rep.Jobs > 1 {
 		par = fmt.Sprintf("%d copies × %d threads (graphs/s summed)", rep.Jobs, rep.Threads)

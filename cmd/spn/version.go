@@ -38,11 +38,7 @@ func cmdVersion(a *app, args []string) error {
 	if !*withCUDA {
 		return nil
 	}
-	gemm := kernels.GEMM
-	if k := kernels.GEMMKernels(); k != "" && !strings.HasPrefix(gemm, "OpenBLAS") {
-		gemm += " with " + k + " kernels"
-	}
-	fmt.Fprintf(a.stdout, "%s %s/%s, GEMM %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, gemm)
+	fmt.Fprintf(a.stdout, "%s %s/%s, GEMM %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, gemmName(kernels.GEMM, kernels.GEMMKernels()))
 	if err := a.reportCUDA(); err != nil {
 		return runtimeErr("version", err)
 	}
