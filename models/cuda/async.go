@@ -66,19 +66,7 @@ func HostValues[T Elem | byte](h *HostBuffer) []T {
 
 // Free releases the memory (cuMemFreeHost, which waits for the device).
 // Freeing twice does nothing.
-func (h *HostBuffer) Free() error {
-	err := h.ctx.do(func() error {
-		if h.freed {
-			return nil
-		}
-		delete(h.ctx.live, h)
-		return h.release()
-	})
-	if errors.Is(err, errClosed) {
-		return nil // Close freed it
-	}
-	return err
-}
+func (h *HostBuffer) Free() error { return h.ctx.drop(h, &h.freed) }
 
 func (h *HostBuffer) release() error {
 	h.freed = true
@@ -184,19 +172,7 @@ func (e *Event) wait() error {
 }
 
 // Destroy destroys the event. Destroying twice does nothing.
-func (e *Event) Destroy() error {
-	err := e.ctx.do(func() error {
-		if e.destroyed {
-			return nil
-		}
-		delete(e.ctx.live, e)
-		return e.release()
-	})
-	if errors.Is(err, errClosed) {
-		return nil // Close destroyed it
-	}
-	return err
-}
+func (e *Event) Destroy() error { return e.ctx.drop(e, &e.destroyed) }
 
 func (e *Event) release() error {
 	e.destroyed = true

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -80,19 +79,7 @@ func (c *Context) NewBLAS() (*BLAS, error) {
 }
 
 // Destroy releases the handle. Destroying twice does nothing.
-func (b *BLAS) Destroy() error {
-	err := b.ctx.do(func() error {
-		if b.destroyed {
-			return nil
-		}
-		delete(b.ctx.live, b)
-		return b.release()
-	})
-	if errors.Is(err, errClosed) {
-		return nil // Close destroyed it
-	}
-	return err
-}
+func (b *BLAS) Destroy() error { return b.ctx.drop(b, &b.destroyed) }
 
 func (b *BLAS) release() error {
 	b.destroyed = true

@@ -226,6 +226,23 @@ func (c *Context) do(f func() error) error {
 // track records r as live (called inside do).
 func (c *Context) track(r resource) { c.seq++; c.live[r] = c.seq }
 
+// drop releases r for its owner (Free, Destroy, Unload) unless *done,
+// which r's release sets, says it is released already. After Close,
+// which released it, it does nothing.
+func (c *Context) drop(r resource, done *bool) error {
+	err := c.do(func() error {
+		if *done {
+			return nil
+		}
+		delete(c.live, r)
+		return r.release()
+	})
+	if errors.Is(err, errClosed) {
+		return nil
+	}
+	return err
+}
+
 // Synchronize waits until the device has finished all work launched in
 // the context; a failed launch or cuBLAS call is reported here.
 func (c *Context) Synchronize() error {
@@ -430,17 +447,7 @@ func (b *Buffer) Free() error {
 	if b.of != nil {
 		return nil
 	}
-	err := b.ctx.do(func() error {
-		if b.freed {
-			return nil
-		}
-		delete(b.ctx.live, b)
-		return b.release()
-	})
-	if errors.Is(err, errClosed) {
-		return nil // Close freed it
-	}
-	return err
+	return b.ctx.drop(b, &b.freed)
 }
 
 // bytes is the size of b's allocation: a buffer of no values holds one.

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -54,19 +53,7 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 
 // Unload unloads the module; its kernels can no longer be launched.
 // Unloading twice does nothing.
-func (m *Module) Unload() error {
-	err := m.ctx.do(func() error {
-		if m.unloaded {
-			return nil
-		}
-		delete(m.ctx.live, m)
-		return m.release()
-	})
-	if errors.Is(err, errClosed) {
-		return nil // Close unloaded it
-	}
-	return err
-}
+func (m *Module) Unload() error { return m.ctx.drop(m, &m.unloaded) }
 
 func (m *Module) release() error {
 	m.unloaded = true
