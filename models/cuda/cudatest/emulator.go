@@ -123,14 +123,8 @@ func (o LibOpener) SetReverse(t testing.TB, on bool) {
 // copies the host has not waited for.
 func (o LibOpener) Live(t testing.TB, what int) int {
 	t.Helper()
-	l, err := cuda.System().Open(o.Lib)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var live func(int32) int32
-	if err := l.Bind(&live, "spn_emu_live"); err != nil {
-		t.Fatal(err)
-	}
+	o.bind(t, "spn_emu_live", &live)
 	return int(live(int32(what)))
 }
 
@@ -149,15 +143,21 @@ func (o LibOpener) flag(t testing.TB, name string, on bool) {
 // integer argument).
 func (o LibOpener) setting(t testing.TB, name string) func(uint64) {
 	t.Helper()
+	var set func(uint64)
+	o.bind(t, name, &set)
+	return set
+}
+
+// bind binds the emulated device's function name to *fptr.
+func (o LibOpener) bind(t testing.TB, name string, fptr any) {
+	t.Helper()
 	l, err := cuda.System().Open(o.Lib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var set func(uint64)
-	if err := l.Bind(&set, name); err != nil {
+	if err := l.Bind(fptr, name); err != nil {
 		t.Fatal(err)
 	}
-	return set
 }
 
 // Where implements cuda.Opener.
