@@ -94,9 +94,11 @@ func (p *Pack) Upload(c *Context, reuse *Buffer, minBytes int) (*Buffer, error) 
 // the work enqueued before it, so one device buffer serves pack after
 // pack (reuse: the next pack's copy overwrites it only after the kernels
 // enqueued before that copy, which read this pack's arrays, have run),
-// and before the work enqueued after it, which reads the arrays. Only a
-// new device buffer (a larger pack) makes the host wait, for the
-// cuMemFree of reuse.
+// and before the work enqueued after it, which reads the arrays. Besides
+// the wait for the staging buffer's previous copy (Staging), only a
+// larger pack makes the host wait: for the cuMemFree of reuse when it
+// needs a new device buffer, and for the cuMemFreeHost of a staging
+// buffer too small for it.
 func (p *Pack) UploadAsync(s *Staging, reuse *Buffer, minBytes int) (*Buffer, error) {
 	c := s.ctx
 	var st []byte

@@ -68,10 +68,10 @@
 // wait for the device until it resolves the step.
 //
 // models/fit trains a model this way (fit.Options.Host: the steps,
-// pipelined, DeviceAdam and the evaluation on the device; a CPU host model receives
-// the parameters and the running statistics, rt.Engine.SyncHost, only
-// for the checkpoint of a newly selected epoch), and Open makes an
-// engine on a GPU for the train stage.
+// pipelined, DeviceAdam and the evaluation on the device; a CPU host
+// model receives the parameters and the running statistics,
+// rt.Engine.SyncHost, only for the checkpoint of a newly selected
+// epoch), and Open makes an engine on a GPU for the train stage.
 //
 // R-SPN (with GNN-FiLM's gated readout, regressing), E-SPN (with the
 // AtomEncoder and its BondEncoders, multi-task binary classification),

@@ -66,11 +66,11 @@ type Engine struct {
 	// pool holds the allocations of freed scratch memory by size class
 	// (sizeClass), most recently freed last, for the next run's scratch
 	// memory of that class, or of a class down to half its size when
-	// that one's are in use (take): a caching allocator, as PyTorch's. cuMemAlloc
-	// and cuMemFree are synchronous driver calls (cuMemFree waits for the
-	// device), and a run's scratch values are the same sizes from step
-	// to step, so after the first run of a batch shape a run makes no
-	// allocation. Trim frees the pool.
+	// that one's are in use (take): a caching allocator, as PyTorch's.
+	// cuMemAlloc and cuMemFree are synchronous driver calls (cuMemFree
+	// waits for the device), and a run's scratch values are the same
+	// sizes from step to step, so after the first run of a batch shape a
+	// run makes no allocation. Trim frees the pool.
 	pool map[poolKey][]*cuda.Buffer
 	// scratch is the run's scratch memory in the order it was made, which
 	// Reset frees in that order (into the pool: which allocation the next

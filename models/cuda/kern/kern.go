@@ -6,12 +6,12 @@
 // weights' softmax, bias + ReLU, the input encoding and the gradient of
 // its label embeddings, the fill of a buffer with one value, the
 // product with a device scalar, the moves between interleaved and
-// stacked blocks of columns and the sum of stacked blocks (dense.cu), batch norm + ReLU in
-// training and evaluation mode (norm.cu), sum, mean and max pooling and
-// the graph sums of the global readout (pool.cu), the softmax
-// cross-entropy, the squared error and the multi-task binary
-// cross-entropy with missing labels (loss.cu), the
-// Adam update (adam.cu), dropout with a counter-based generator
+// stacked blocks of columns and the sum of stacked blocks (dense.cu),
+// batch norm + ReLU in training and evaluation mode (norm.cu), sum, mean
+// and max pooling and the graph sums of the global readout (pool.cu), the
+// softmax cross-entropy, the squared error and the multi-task binary
+// cross-entropy with missing labels (loss.cu), the Adam update
+// (adam.cu), dropout with a counter-based generator
 // (dropout.cu), R-SPN's relation sums and combination terms with
 // GNN-FiLM's gated readout, OGB's categorical embedding sums and E-SPN's
 // edge messages (typed.cu), GCN's propagation (gcn.cu) and GAT's

@@ -716,7 +716,7 @@ func TestBlocks(t *testing.T) {
 
 // TestSumBlocks: spn_sum_blocks adds m blocks in block order, as a
 // float32 loop from block 0 does (bits that depend on the order: large
-// and small values mixed), -0 in block 0 alone staying -0.
+// and small values mixed), -0 in every block staying -0.
 func TestSumBlocks(t *testing.T) {
 	const n, m = 5, 4
 	x := []float32{
