@@ -230,13 +230,9 @@ func (d *deviceState) output(p *Program, c int) ([]float32, error) {
 // outputBuffer returns the device buffer of p's output node, which holds
 // at least its first g×c values.
 func (d *deviceState) outputBuffer(p *Program, c int) (*cuda.Buffer, error) {
-	t, ok := p.outNode.Value().(tensor.Tensor)
-	if !ok {
-		return nil, fmt.Errorf("output holds %T, want a device tensor", p.outNode.Value())
-	}
-	b, err := d.e.Buffer(t)
+	b, err := d.nodeBuffer(p.outNode, "output")
 	if err != nil {
-		return nil, fmt.Errorf("output: %w", err)
+		return nil, err
 	}
 	if b.Len() < p.bd.G*c {
 		return nil, fmt.Errorf("output has %d values, want %d", b.Len(), p.bd.G*c)
@@ -332,16 +328,26 @@ func (d *deviceState) lossBuffer(p *Program) (*cuda.Buffer, error) {
 	if p.lossNode == nil {
 		return nil, errors.New("the graph has no loss")
 	}
-	t, ok := p.lossNode.Value().(tensor.Tensor)
-	if !ok {
-		return nil, fmt.Errorf("loss node holds %T, want a device tensor", p.lossNode.Value())
-	}
-	b, err := d.e.Buffer(t)
+	b, err := d.nodeBuffer(p.lossNode, "loss")
 	if err != nil {
-		return nil, fmt.Errorf("loss: %w", err)
+		return nil, err
 	}
 	if b.Len() != 1 {
 		return nil, fmt.Errorf("loss has %d values, want 1", b.Len())
+	}
+	return b, nil
+}
+
+// nodeBuffer returns the device buffer of n's value, a device tensor of
+// the run; what names the node in the errors.
+func (d *deviceState) nodeBuffer(n *G.Node, what string) (*cuda.Buffer, error) {
+	t, ok := n.Value().(tensor.Tensor)
+	if !ok {
+		return nil, fmt.Errorf("%s holds %T, want a device tensor", what, n.Value())
+	}
+	b, err := d.e.Buffer(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return b, nil
 }
@@ -365,9 +371,8 @@ type stepResult struct {
 // pendingStep is an asynchronous step's result: in its page-locked
 // buffer (r) until it resolves, then its own.
 type pendingStep struct {
-	r    *stepResult
-	n    int // outputs
-	done bool
+	r    *stepResult // nil once resolved
+	n    int         // outputs
 	loss float64
 	out  []float32
 	err  error
@@ -376,7 +381,7 @@ type pendingStep struct {
 // resolve waits for the step's copies (once) and returns its loss and
 // outputs.
 func (ps *pendingStep) resolve() (float64, []float32, error) {
-	if !ps.done {
+	if ps.r != nil {
 		ps.take()
 	}
 	return ps.loss, ps.out, ps.err
@@ -386,7 +391,7 @@ func (ps *pendingStep) resolve() (float64, []float32, error) {
 // and the outputs out of the page-locked buffer, which is then free.
 func (ps *pendingStep) take() {
 	r := ps.r
-	ps.done, ps.r, r.owner = true, nil, nil
+	ps.r, r.owner = nil, nil
 	if err := r.ev.Wait(); err != nil {
 		ps.err = fmt.Errorf("waiting for the step's results: %w", err)
 		return
