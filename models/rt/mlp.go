@@ -22,12 +22,11 @@ type MLP struct {
 	lin2     *param.Linear
 	bn2      *param.BatchNormReLU
 	st1, st2 *bnStats
-	// d is the width, m the number of MLPs; with m > 1, blk[b] is block
-	// b's batch-norm state for the CPU math, whose running statistics
-	// are views of st1's and st2's (which cover the m·d columns, for the
+	// blk[b] is, for m > 1 MLPs (NewMLPs; nil for one), block b's
+	// batch-norm state for the CPU math, whose running statistics are
+	// views of st1's and st2's (which cover the m·d columns, for the
 	// device math).
-	d, m int
-	blk  [][2]*bnStats
+	blk [][2]*bnStats
 }
 
 // NewMLP returns the MLP of layer name, drawing lin1 and then lin2 from
@@ -36,10 +35,13 @@ func NewMLP(name string, d int, init *rand.Rand) MLP {
 	var l MLP
 	l.lin1, l.bn1 = param.NewLinear(name+".lin1", d, d, init), param.NewBatchNormReLU(name+".bn1", d)
 	l.lin2, l.bn2 = param.NewLinear(name+".lin2", d, d, init), param.NewBatchNormReLU(name+".bn2", d)
-	l.st1 = &bnStats{RunMean: l.bn1.RunMean, RunVar: l.bn1.RunVar, Momentum: l.bn1.Momentum, Eps: l.bn1.Eps}
-	l.st2 = &bnStats{RunMean: l.bn2.RunMean, RunVar: l.bn2.RunVar, Momentum: l.bn2.Momentum, Eps: l.bn2.Eps}
-	l.d, l.m = d, 1
+	l.st1, l.st2 = newBNStats(l.bn1), newBNStats(l.bn2)
 	return l
+}
+
+// newBNStats returns the batch-norm state over bn's running statistics.
+func newBNStats(bn *param.BatchNormReLU) *bnStats {
+	return &bnStats{RunMean: bn.RunMean, RunVar: bn.RunVar, Momentum: bn.Momentum, Eps: bn.Eps}
 }
 
 // NewMLPs returns m MLPs of width d over the same input as one, block b
@@ -65,9 +67,7 @@ func NewMLPs(name string, d, m int, init *rand.Rand) MLP {
 		}
 	}
 	l.bn1, l.bn2 = param.NewBatchNormReLU(name+".bn1", m*d), param.NewBatchNormReLU(name+".bn2", m*d)
-	l.st1 = &bnStats{RunMean: l.bn1.RunMean, RunVar: l.bn1.RunVar, Momentum: l.bn1.Momentum, Eps: l.bn1.Eps}
-	l.st2 = &bnStats{RunMean: l.bn2.RunMean, RunVar: l.bn2.RunVar, Momentum: l.bn2.Momentum, Eps: l.bn2.Eps}
-	l.d, l.m = d, m
+	l.st1, l.st2 = newBNStats(l.bn1), newBNStats(l.bn2)
 	view := func(st *bnStats, b int) *bnStats {
 		return &bnStats{RunMean: st.RunMean[b*d : (b+1)*d], RunVar: st.RunVar[b*d : (b+1)*d], Momentum: st.Momentum, Eps: st.Eps}
 	}
@@ -108,8 +108,8 @@ func (l *MLP) Bind(param func(*param.Param) *G.Node) MLPNodes {
 // whose output stacks theirs, (m·N)×d.
 func (l *MLP) Apply(bdr *Builder, be Env, bd *BatchData, key Key, name string, x *G.Node, n MLPNodes) *G.Node {
 	var o op.Op
-	if l.m == 1 {
-		o = newMLPOp(name, l, be, bd, key.train, key.update, key.N, l.d)
+	if l.blk == nil {
+		o = newMLPOp(name, l, be, bd, key.train, key.update, key.N, l.lin1.Out)
 	} else {
 		o = newMLPsOp(name, l, be, bd, key.train, key.update, key.N)
 	}

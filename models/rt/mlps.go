@@ -49,7 +49,7 @@ func newMLPsOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N
 	if train {
 		mode = "train"
 	}
-	m, d := l.m, l.d
+	m, d := len(l.blk), l.lin1.Out
 	o := mlpsOp{
 		id: fmt.Sprintf("%s.mlps%d.%s", name, m, mode), be: be, bd: bd, N: N, d: d, st: &mlpsState{},
 		bn1: newBNReLU(name+".bn1", be, bd, l.st1, train, update, N, m*d),
@@ -191,7 +191,7 @@ func (o mlpsOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.
 		}
 	}
 	dyi, dz2, da1, dz1 := g[0], g[1], g[0], g[1]
-	dxs, err := op.ScratchBuffer(e, max(m*n*d, 1))
+	dxs, err := op.ScratchBuffer(e, m*n*d)
 	if err != nil {
 		return err
 	}
