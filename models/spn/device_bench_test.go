@@ -37,30 +37,28 @@ func deviceStepHost(b *testing.B, pipelined bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	epoch := func() {
 		rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
+		// resolve is the pipelined step before, nil with Step.
 		var resolve func() (float64, []float32, error)
 		for _, bt := range batches {
+			var next func() (float64, []float32, error)
+			var err error
 			if pipelined {
-				next, err := m.StepAsync(bt)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := opt.Step(); err != nil {
-					b.Fatal(err)
-				}
-				if resolve != nil {
-					if _, _, err := resolve(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				resolve = next
-				continue
+				next, err = m.StepAsync(bt)
+			} else {
+				_, _, err = m.Step(bt)
 			}
-			if _, _, err := m.Step(bt); err != nil {
+			if err != nil {
 				b.Fatal(err)
 			}
 			if err := opt.Step(); err != nil {
 				b.Fatal(err)
 			}
+			if resolve != nil {
+				if _, _, err := resolve(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			resolve = next
 		}
 		if resolve != nil {
 			if _, _, err := resolve(); err != nil {
