@@ -78,8 +78,8 @@ type Options struct {
 	// epoch is selected and gives the checkpoint.
 	Host models.Model
 	// SyncSteps makes a device run take every training step
-	// synchronously (the model's Step): the host waits for every step,
-	// as before; for measuring what the pipelining gains. By default a
+	// synchronously (the model's Step): the host waits for every step;
+	// for measuring what the pipelining gains. By default a
 	// device run of a models.AsyncStepper pipelines its steps
 	// (trainEpoch), with the same results, bit for bit.
 	SyncSteps bool
@@ -437,14 +437,14 @@ func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) err
 	enqueue := func(bi int, idx []int) (*inflight, error) {
 		b, err := data.NewBatch(t.ds, t.hops, idx, t.m.Hops())
 		if err != nil {
-			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+			return nil, err
 		}
 		resolve, err := as.StepAsync(b)
 		if err != nil {
-			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+			return nil, err
 		}
 		if err := t.dopt.Step(); err != nil {
-			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
+			return nil, err
 		}
 		return &inflight{bi: bi, n: len(idx), b: b, resolve: resolve}, nil
 	}
@@ -458,7 +458,7 @@ func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) err
 			}
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
 		}
 		prev = cur
 	}
