@@ -127,10 +127,7 @@ func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
 // Prepare implements rt.Arch: the checked hop sets, the degrees and the
 // distance buckets of the batch.
 func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	hops, err := m.need().Sets(b)
-	if err != nil {
-		return nil, err
-	}
+	hops := m.need().Sets(b)
 	if err := m.gd.set(b, m.maxDist); err != nil {
 		return nil, err
 	}

@@ -158,7 +158,7 @@ func (e *Engine) stepProgram(b *data.Batch, async bool) (*Program, error) {
 	if err := e.Arch.CheckBatch(b, Opts{lossInGraph: true}); err != nil {
 		return nil, err
 	}
-	return e.build(b, Opts{train: true, lossInGraph: true, updateStats: true, masks: e.drawMasks(b.NumGraphs), async: async})
+	return e.program(b, Opts{train: true, lossInGraph: true, updateStats: true, masks: e.drawMasks(b.NumGraphs), async: async})
 }
 
 // Predict returns the NumGraphs×Out outputs for b in evaluation mode
@@ -205,7 +205,7 @@ func (e *Engine) Forward(b *data.Batch, train bool) ([]float32, error) {
 		return nil, err
 	}
 	masks := e.drawMasks(b.NumGraphs)
-	p, err := e.build(b, Opts{train: true, updateStats: true, masks: masks})
+	p, err := e.program(b, Opts{train: true, updateStats: true, masks: masks})
 	if err != nil {
 		return nil, err
 	}
@@ -277,12 +277,21 @@ func (e *Engine) keyFor(b *data.Batch, o Opts) Key {
 		loss: o.lossInGraph, seeded: o.seed != nil}
 }
 
-// build returns the compiled graph of the model for batch b: a cached one
-// of the same padded sizes and kind, re-pointed at b, or a new one.
+// build checks b (CheckBatch with o) and returns its compiled graph
+// (program).
 func (e *Engine) build(b *data.Batch, o Opts) (*Program, error) {
 	if err := e.Arch.CheckBatch(b, o); err != nil {
 		return nil, err
 	}
+	return e.program(b, o)
+}
+
+// program returns the compiled graph of the model for batch b, which has
+// passed CheckBatch with the inputs o asks for: a cached one of the same
+// padded sizes and kind, re-pointed at b, or a new one. A batch is
+// checked once a step: checking reads every hop set entry, as much work
+// on the host as packing them for the device.
+func (e *Engine) program(b *data.Batch, o Opts) (*Program, error) {
 	hops, err := e.Arch.Prepare(b)
 	if err != nil {
 		return nil, err

@@ -319,10 +319,7 @@ func (n *HopNet) CheckWith(b *data.Batch, o Opts, typed func(*data.Batch) error)
 
 // Prepare implements Arch: the hop sets, and the typed data of the batch.
 func (n *HopNet) Prepare(b *data.Batch) ([]data.CSR, error) {
-	hops, err := n.need().Sets(b)
-	if err != nil {
-		return nil, err
-	}
+	hops := n.need().Sets(b)
 	need := n.Typed
 	need.K = n.Cfg.Model.K
 	if err := n.TD.Set(b, need); err != nil {

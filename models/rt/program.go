@@ -18,12 +18,21 @@ import (
 // A model keeps at most MaxCachedGraphs compiled graphs whose estimated
 // bytes (GraphBytes: every node's tensor, an upper bound of the values a
 // graph holds after a run) add up to at most MaxCachedBytes; the oldest
-// is dropped first (Cache).
+// is dropped first (Cache). On the device path (UseDevice) a graph's
+// values live in the device engine's pooled memory only while it runs,
+// so a cached graph holds just its host structures (its nodes and tape,
+// about 0.3 to 0.5 MB at the paper's widths): a model there keeps up to
+// MaxCachedDeviceGraphs, with no bound on GraphBytes (Cache.OnDevice).
+// That is every node bucket that shuffled batches of 32 of D&D's graphs
+// (the largest of the speed table) reach in 100 epochs, about 170, so
+// that a GPU step rarely waits for Gorgonia to build and compile a graph,
+// which costs the host more than the rest of such a step.
 const (
-	NodeBucket      = 64
-	GraphBucket     = 16
-	MaxCachedGraphs = 32
-	MaxCachedBytes  = 1 << 30
+	NodeBucket            = 64
+	GraphBucket           = 16
+	MaxCachedGraphs       = 32
+	MaxCachedBytes        = 1 << 30
+	MaxCachedDeviceGraphs = 256
 )
 
 // Opts selects what one graph computes.
@@ -222,22 +231,26 @@ func (p *Program) accumulate(ps []*param.Param) error {
 }
 
 // Sets returns the neighbourhoods of b the model aggregates over (N_1..N_k,
-// or the adjacency), checked against the batch.
-func (h Need) Sets(b *data.Batch) ([]data.CSR, error) {
-	k := h.K
-	hops := []data.CSR{b.Adj}
-	if !h.Adj {
-		if len(b.Hop) < k {
-			return nil, fmt.Errorf("batch carries %d hop sets, model needs k = %d", len(b.Hop), k)
-		}
-		hops = b.Hop[:k]
+// or the adjacency); b has passed Check.
+func (h Need) Sets(b *data.Batch) []data.CSR {
+	if h.Adj {
+		return []data.CSR{b.Adj}
 	}
-	for i, h := range hops {
-		if err := data.CheckCSR(h, b.N); err != nil {
-			return nil, fmt.Errorf("hop set N_%d: %w", i+1, err)
+	return b.Hop[:h.K]
+}
+
+// Check verifies that b carries the neighbourhoods the model aggregates
+// over, each a CSR over b's nodes.
+func (h Need) Check(b *data.Batch) error {
+	if !h.Adj && len(b.Hop) < h.K {
+		return fmt.Errorf("batch carries %d hop sets, model needs k = %d", len(b.Hop), h.K)
+	}
+	for i, c := range h.Sets(b) {
+		if err := data.CheckCSR(c, b.N); err != nil {
+			return fmt.Errorf("hop set N_%d: %w", i+1, err)
 		}
 	}
-	return hops, nil
+	return nil
 }
 
 // Need is which neighbourhoods a model aggregates over: the adjacency
@@ -288,8 +301,7 @@ func CheckBatch(c models.Config, need Need, b *data.Batch, o Opts) error {
 	if o.seed != nil && len(o.seed) != b.NumGraphs*c.Out {
 		return fmt.Errorf("output gradient has %d values, want %d", len(o.seed), b.NumGraphs*c.Out)
 	}
-	_, err := need.Sets(b)
-	return err
+	return need.Check(b)
 }
 
 // BoundParams returns the parameters bound in p (Program.Param), in the
