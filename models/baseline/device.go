@@ -63,6 +63,7 @@ func (b *Model) UseDevice(e *engine.Engine) error {
 		return errors.New("UseDevice: the model has built graphs on the CPU")
 	}
 	b.dev = &devState{e: e, params: map[*param.Param]*tensor.Dense{}}
+	b.cache.OnDevice()
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package rt
 
 import (
+	"math"
+
 	G "gorgonia.org/gorgonia"
 )
 
@@ -51,6 +53,11 @@ func (c *Cache[K, V]) Put(k K, v V, g *G.ExprGraph, vm G.VM) {
 	c.order = append(c.order, k)
 	c.bytes += size
 }
+
+// OnDevice sets the limits of a cache of device graphs: MaxCachedDeviceGraphs
+// graphs and no bound on their GraphBytes, whose values are the device
+// engine's pooled memory, not the graphs'.
+func (c *Cache[K, V]) OnDevice() { c.Limit(MaxCachedDeviceGraphs, math.MaxInt64) }
 
 // Limit sets MaxGraphs and MaxBytes and drops the oldest graphs beyond
 // them.

@@ -84,6 +84,7 @@ func (e *Engine) UseDevice(dev *engine.Engine) error {
 		return errors.New("UseDevice: the model has built graphs on the CPU")
 	}
 	e.dev = &deviceState{e: dev, params: map[*param.Param]*tensor.Dense{}}
+	e.cache.OnDevice()
 	return nil
 }
 

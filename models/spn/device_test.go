@@ -14,6 +14,7 @@ import (
 	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/models/synth"
 )
 
@@ -501,5 +502,76 @@ func TestStepAsync(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeviceGraphCache trains on the emulated device on batches of more
+// node buckets (rt.NodeBucket) than a CPU model caches graphs
+// (rt.MaxCachedGraphs): the device model keeps a compiled graph for every
+// one (rt.MaxCachedDeviceGraphs), so that a second pass over the batches
+// compiles nothing, and the graphs it keeps hold no device memory: after
+// each step the engine holds the same tensors (the parameters, Adam's
+// moments, the batch norms' statistics) however many graphs are cached.
+func TestDeviceGraphCache(t *testing.T) {
+	const k = 2
+	ds, hops, err := synth.Layered(5, 400, 3, [2]int{3, 6}, [2]int{2, 4}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The batches of the first 1, 2, … graphs, one a node bucket, until
+	// rt.MaxCachedGraphs + 8 buckets.
+	var batches []*data.Batch
+	buckets := map[int]bool{}
+	for n := 1; len(buckets) < rt.MaxCachedGraphs+8; n++ {
+		if n > len(ds.Graphs) {
+			t.Fatalf("%d graphs reach %d node buckets", len(ds.Graphs), len(buckets))
+		}
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		b, err := data.NewBatch(ds, hops, idx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key := rt.RoundUp(b.N, rt.NodeBucket); !buckets[key] {
+			buckets[key] = true
+			batches = append(batches, b)
+		}
+	}
+	e := enginetest.Emulated(t)
+	m := devicetest.Build(e, New, smallConfig("spn", 0.5))(t, true).(*Model)
+	opt, err := m.NewDeviceAdam(m.Params(), 0.01, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live int
+	for pass := 0; pass < 2; pass++ {
+		misses := m.CacheMisses
+		for i, b := range batches {
+			if _, _, err := m.Step(b); err != nil {
+				t.Fatalf("pass %d batch %d: %v", pass, i, err)
+			}
+			if err := opt.Step(); err != nil {
+				t.Fatal(err)
+			}
+			blocks, _ := e.Live()
+			if pass == 0 && i == 0 {
+				live = blocks
+			} else if blocks != live {
+				cached, _ := m.CachedGraphs()
+				t.Fatalf("pass %d: after the step of batch %d (%d graphs cached) the engine holds %d tensors, after the first %d", pass, i, cached, blocks, live)
+			}
+		}
+		want := len(batches)
+		if pass == 1 {
+			want = 0
+		}
+		if got := m.CacheMisses - misses; got != want {
+			t.Errorf("pass %d over %d node buckets compiled %d graphs, want %d", pass, len(batches), got, want)
+		}
+	}
+	if n, _ := m.CachedGraphs(); n != len(batches) {
+		t.Errorf("the model caches %d graphs, want %d", n, len(batches))
 	}
 }
