@@ -172,7 +172,9 @@ func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch,
 	off := int32(0)
 	for j, gi := range idx {
 		b.GraphPtr[j] = off
-		b.appendGraph(ds, hops, gi, j, off)
+		if err := b.appendGraph(ds, hops, gi, j, off); err != nil {
+			return nil, err
+		}
 		off += int32(ds.Graphs[gi].N)
 	}
 	b.GraphPtr[len(idx)] = off
@@ -240,7 +242,7 @@ func sizeBatch(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (batchSizes
 				return sz, fmt.Errorf("building batch: graph %d has %d hop sets, need %d", gi, len(gh.Hop), k)
 			}
 			for i := 0; i < k; i++ {
-				if err := CheckCSR(gh.Hop[i], g.N); err != nil {
+				if err := checkRows(gh.Hop[i], g.N); err != nil {
 					return sz, fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
 				}
 				sz.nnzHop[i] += len(gh.Hop[i].Idx)
@@ -249,7 +251,7 @@ func sizeBatch(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (batchSizes
 				if gh.Unreachable == nil {
 					return sz, fmt.Errorf("building batch: graph %d has no N_∞ (unreachable pairs were not kept; set the dataset's unreachable: true)", gi)
 				}
-				if err := CheckCSR(*gh.Unreachable, g.N); err != nil {
+				if err := checkRows(*gh.Unreachable, g.N); err != nil {
 					return sz, fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
 				}
 				sz.nnzUnr += len(gh.Unreachable.Idx)
@@ -317,18 +319,27 @@ func allocBatch(ds *Dataset, graphs int, opt BatchOptions, sz batchSizes) *Batch
 
 // appendGraph appends graph gi of ds, the j-th of the batch, whose nodes
 // start at off: its nodes, neighbourhoods (shifted by off), relations,
-// features and target.
-func (b *Batch) appendGraph(ds *Dataset, hops *Hops, gi, j int, off int32) {
+// features and target. Its hop sets' entries are checked here, as they
+// are copied (sizeBatch checked their rows): an error leaves b partly
+// filled.
+func (b *Batch) appendGraph(ds *Dataset, hops *Hops, gi, j int, off int32) error {
 	g := &ds.Graphs[gi]
 	for u := int32(0); u < int32(g.N); u++ {
 		b.GraphOf[off+u] = int32(j)
 	}
-	b.Adj.Idx = appendShifted(b.Adj.Idx, b.Adj.Ptr[off:], g.Adj, off)
+	var err error
+	if b.Adj.Idx, err = appendShifted(b.Adj.Idx, b.Adj.Ptr[off:], g.Adj, g.N, off); err != nil {
+		return fmt.Errorf("building batch: graph %d adjacency: %w", gi, err)
+	}
 	for i := range b.Hop {
-		b.Hop[i].Idx = appendShifted(b.Hop[i].Idx, b.Hop[i].Ptr[off:], hops.Graphs[gi].Hop[i], off)
+		if b.Hop[i].Idx, err = appendShifted(b.Hop[i].Idx, b.Hop[i].Ptr[off:], hops.Graphs[gi].Hop[i], g.N, off); err != nil {
+			return fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
+		}
 	}
 	if b.Unreachable != nil {
-		b.Unreachable.Idx = appendShifted(b.Unreachable.Idx, b.Unreachable.Ptr[off:], *hops.Graphs[gi].Unreachable, off)
+		if b.Unreachable.Idx, err = appendShifted(b.Unreachable.Idx, b.Unreachable.Ptr[off:], *hops.Graphs[gi].Unreachable, g.N, off); err != nil {
+			return fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
+		}
 	}
 	if b.Rel != nil {
 		b.EdgeType = append(b.EdgeType, g.EdgeType...)
@@ -352,19 +363,34 @@ func (b *Batch) appendGraph(ds *Dataset, hops *Hops, gi, j int, off int32) {
 	if b.Target != nil {
 		b.Target = append(b.Target, g.Target...)
 	}
+	return nil
 }
 
-// appendShifted appends the rows of c, shifted by off, to idx and writes the
-// running row ends into ptr[1:len(c)+1] (ptr[0] already holds the start).
-func appendShifted(idx []int32, ptr []int32, c CSR, off int32) []int32 {
+// appendShifted appends the rows of c, a CSR of n rows whose row
+// pointers are checked, shifted by off, to idx and writes the running row
+// ends into ptr[1:len(c)+1] (ptr[0] already holds the start). An entry
+// outside [0,n) is CheckCSR's error, found as the entries are copied.
+func appendShifted(idx []int32, ptr []int32, c CSR, n int, off int32) ([]int32, error) {
 	base := int32(len(idx))
 	for u := 0; u < c.Len(); u++ {
 		ptr[u+1] = base + c.Ptr[u+1]
 	}
-	for _, v := range c.Idx {
-		idx = append(idx, v+off)
+	dst := idx[len(idx) : len(idx)+len(c.Idx)]
+	var m0, m1 uint32
+	i := 0
+	for ; i+2 <= len(c.Idx); i += 2 {
+		v0, v1 := c.Idx[i], c.Idx[i+1]
+		dst[i], dst[i+1] = v0+off, v1+off
+		m0, m1 = max(m0, uint32(v0)), max(m1, uint32(v1))
 	}
-	return idx
+	for ; i < len(c.Idx); i++ {
+		dst[i] = c.Idx[i] + off
+		m0 = max(m0, uint32(c.Idx[i]))
+	}
+	if len(c.Idx) > 0 && max(m0, m1) >= uint32(n) {
+		return idx, entryError(c.Idx, n)
+	}
+	return idx[:len(idx)+len(c.Idx)], nil
 }
 
 // appendRelations appends the edges of g, shifted by off, to the relation
@@ -383,9 +409,10 @@ func appendRelations(rel []CSR, g *Graph, off int32) {
 
 // checkGraph verifies that the arrays of graph gi agree with its node count
 // and with the dataset's vocabularies, so a bad file fails here, not in a
-// kernel.
+// kernel; of its adjacency, the rows (appendGraph checks the entries as
+// it copies them).
 func checkGraph(g *Graph, ds *Dataset, gi int) error {
-	if err := CheckCSR(g.Adj, g.N); err != nil {
+	if err := checkRows(g.Adj, g.N); err != nil {
 		return fmt.Errorf("building batch: graph %d adjacency: %w", gi, err)
 	}
 	if ds.NumLabels > 0 {
@@ -463,6 +490,17 @@ func checkCategorical(x []int32, rows int, vocab []int) error {
 // len(c.Idx), and entries in [0,n), so that a bad neighbourhood fails with
 // a message and not inside a kernel.
 func CheckCSR(c CSR, n int) error {
+	if err := checkRows(c, n); err != nil {
+		return err
+	}
+	if hi := maxEntry(c.Idx); len(c.Idx) > 0 && hi >= uint32(n) {
+		return entryError(c.Idx, n)
+	}
+	return nil
+}
+
+// checkRows is CheckCSR without the check of the entries.
+func checkRows(c CSR, n int) error {
 	if c.Len() != n {
 		return fmt.Errorf("%d rows and %d entries do not match %d nodes", c.Len(), len(c.Idx), n)
 	}
@@ -477,7 +515,29 @@ func CheckCSR(c CSR, n int) error {
 			return fmt.Errorf("row pointer decreases at row %d", u)
 		}
 	}
-	for _, v := range c.Idx {
+	return nil
+}
+
+// maxEntry returns the largest entry of idx as unsigned (a negative one is
+// larger than every valid one), 0 for none: one pass without branches on
+// the values, four running maxima.
+func maxEntry(idx []int32) uint32 {
+	var m0, m1, m2, m3 uint32
+	i := 0
+	for ; i+4 <= len(idx); i += 4 {
+		m0, m1 = max(m0, uint32(idx[i])), max(m1, uint32(idx[i+1]))
+		m2, m3 = max(m2, uint32(idx[i+2])), max(m3, uint32(idx[i+3]))
+	}
+	for ; i < len(idx); i++ {
+		m0 = max(m0, uint32(idx[i]))
+	}
+	return max(m0, m1, m2, m3)
+}
+
+// entryError is CheckCSR's error for the first entry of idx outside
+// [0,n) (nil if there is none).
+func entryError(idx []int32, n int) error {
+	for _, v := range idx {
 		if v < 0 || int(v) >= n {
 			return fmt.Errorf("entry %d outside [0,%d)", v, n)
 		}

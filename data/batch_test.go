@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -86,6 +87,14 @@ func TestNewBatchErrors(t *testing.T) {
 	bad.Graphs[1].Labels[1] = 7
 	badHops := &Hops{KMax: 2, Graphs: []GraphHops{pathHops(3, 2), pathHops(2, 2)}}
 	badHops.Graphs[0].Hop[1].Idx[0] = 9
+	// Faults in the second graph of a batch: found as its entries are
+	// copied, after the first graph's.
+	badAdj, _ := pathDataset([]int{3, 2}, 2)
+	badAdj.Graphs[1].Adj.Idx[0] = -1
+	lateHops := &Hops{KMax: 2, Graphs: []GraphHops{pathHops(3, 2), pathHops(2, 2)}}
+	lateHops.Graphs[1].Hop[0].Idx[1] = -4
+	rowHops := &Hops{KMax: 2, Graphs: []GraphHops{pathHops(3, 2), pathHops(2, 2)}}
+	rowHops.Graphs[1].Hop[0].Ptr[1] = 5
 	tests := []struct {
 		name string
 		ds   *Dataset
@@ -100,6 +109,9 @@ func TestNewBatchErrors(t *testing.T) {
 		{"no hops", ds, nil, []int{0}, 1, "no hop sets given"},
 		{"bad label", bad, hops, []int{1}, 1, "graph 1 node 1 has label 7 outside [0,3)"},
 		{"bad hop entry", ds, badHops, []int{0}, 2, "graph 0 hop set N_2: entry 9 outside [0,3)"},
+		{"bad adjacency entry", badAdj, hops, []int{0, 1}, 1, "building batch: graph 1 adjacency: entry -1 outside [0,2)"},
+		{"negative hop entry", ds, lateHops, []int{0, 1}, 1, "building batch: graph 1 hop set N_1: entry -4 outside [0,2)"},
+		{"bad hop rows", ds, rowHops, []int{0, 1}, 2, "building batch: graph 1 hop set N_1: row pointer decreases at row 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -425,6 +437,64 @@ func TestHopSymmetry(t *testing.T) {
 	for _, c := range cases[:4] {
 		if got := batchFlags(ds2, read, c.idx, 2); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("read back, graphs %v: HopSymmetric = %v, want %v", c.idx, got, c.want)
+		}
+	}
+}
+
+// TestCheckCSR checks CheckCSR (and appendShifted's check of the entries
+// as it copies them, which reports the same error) against the plain
+// checks it makes in one pass: entries around both ends of [0,n), at
+// every position of rows of lengths that do and do not fill its four
+// running maxima.
+func TestCheckCSR(t *testing.T) {
+	ref := func(c CSR, n int) error {
+		if err := checkRows(c, n); err != nil {
+			return err
+		}
+		for _, v := range c.Idx {
+			if v < 0 || int(v) >= n {
+				return fmt.Errorf("entry %d outside [0,%d)", v, n)
+			}
+		}
+		return nil
+	}
+	const n = 5
+	for nnz := 0; nnz <= 9; nnz++ {
+		for pos := 0; pos < max(nnz, 1); pos++ {
+			for _, bad := range []int32{0, n - 1, n, -1, math.MaxInt32, math.MinInt32} {
+				c := CSR{Ptr: make([]int32, n+1), Idx: make([]int32, nnz)}
+				for i := range c.Idx {
+					c.Idx[i] = int32(i % n)
+				}
+				if nnz > 0 {
+					c.Idx[pos] = bad
+				}
+				for u := 1; u <= n; u++ {
+					c.Ptr[u] = int32(min(nnz, 2*u))
+				}
+				c.Ptr[n] = int32(nnz)
+				want := ref(c, n)
+				if got := CheckCSR(c, n); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("%d entries, %d at %d: CheckCSR = %v, want %v", nnz, bad, pos, got, want)
+				}
+				ptr := make([]int32, n+1)
+				idx, err := appendShifted(make([]int32, 1, 1+nnz), ptr, c, n, 10)
+				if fmt.Sprint(err) != fmt.Sprint(want) {
+					t.Fatalf("%d entries, %d at %d: appendShifted's error %v, want %v", nnz, bad, pos, err, want)
+				}
+				if err == nil {
+					for i, v := range idx[1:] {
+						if v != c.Idx[i]+10 {
+							t.Fatalf("appendShifted copied entry %d as %d, want %d", i, v, c.Idx[i]+10)
+						}
+					}
+					for u := 1; u <= n; u++ {
+						if ptr[u] != 1+c.Ptr[u] {
+							t.Fatalf("appendShifted's row end %d is %d, want %d", u, ptr[u], 1+c.Ptr[u])
+						}
+					}
+				}
+			}
 		}
 	}
 }
