@@ -36,15 +36,26 @@ type packPart struct {
 // Put appends v to p; Upload will point *dst at v's values on the
 // device. An empty v still takes one value's room, so that its view is
 // an address inside the device buffer.
-func Put[T Elem](p *Pack, dst **Buffer, v []T) {
+func Put[T Elem](p *Pack, dst **Buffer, v []T) { copy(Place[T](p, dst, len(v)), v) }
+
+// Place appends room for n values to p and returns it, for the caller to
+// fill before the next Put or Place on p (which may move p's memory) and
+// before Upload: an array made in place, without a copy of its own. Its
+// values are not set: the caller writes every one. Upload will point
+// *dst at them on the device; n = 0 takes one value's room, as Put.
+func Place[T Elem](p *Pack, dst **Buffer, n int) []T {
 	k := kindOf[T]()
 	off := (len(p.host) + PackAlign - 1) / PackAlign * PackAlign
-	size := max(len(v), 1) * sizeOf(k)
-	p.host = append(p.host, make([]byte, off+size-len(p.host))...)
-	if len(v) > 0 {
-		copy(p.host[off:], unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*sizeOf(k)))
+	end := off + max(n, 1)*sizeOf(k)
+	if end > cap(p.host) {
+		p.host = append(p.host[:cap(p.host)], make([]byte, end-cap(p.host))...)
 	}
-	p.parts = append(p.parts, packPart{off: off, n: len(v), kind: k, dst: dst})
+	p.host = p.host[:end]
+	p.parts = append(p.parts, packPart{off: off, n: n, kind: k, dst: dst})
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&p.host[off])), n)
 }
 
 // Share makes Upload point *dst at the device array of the earlier Put

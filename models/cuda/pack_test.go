@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -218,5 +219,55 @@ func TestPackShare(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s holds %v, want %v", c.what, got, c.want)
 		}
+	}
+}
+
+// TestPackPlace: Place makes an array in the pack for the caller to fill,
+// laid out as Put lays out the same values (the same bytes on the
+// device), and an array filled before a later Place keeps its values when
+// that Place moves the pack's memory; a Reset pack reuses its memory, and
+// Place does not clear it (the caller writes every value).
+func TestPackPlace(t *testing.T) {
+	_, ctx, _ := emuContext(t)
+	v := []int32{3, 1, 4, 1, 5}
+	big := make([]float32, 10000) // more than the pack holds before: Place grows it
+	for i := range big {
+		big[i] = float32(i)
+	}
+	var pv, pb, pe, qv, qb, qe *cuda.Buffer
+	var put, place cuda.Pack
+	cuda.Put(&put, &pv, v)
+	cuda.Put(&put, &pe, []float64{})
+	cuda.Put(&put, &pb, big)
+	copy(cuda.Place[int32](&place, &qv, len(v)), v)
+	if got := cuda.Place[float64](&place, &qe, 0); len(got) != 0 {
+		t.Errorf("Place of 0 values returned %d", len(got))
+	}
+	copy(cuda.Place[float32](&place, &qb, len(big)), big)
+	if put.Len() != place.Len() {
+		t.Errorf("placed arrays take %d bytes, put ones %d", place.Len(), put.Len())
+	}
+	for _, c := range []struct {
+		pk    *cuda.Pack
+		views []**cuda.Buffer
+	}{{&put, []**cuda.Buffer{&pv, &pe, &pb}}, {&place, []**cuda.Buffer{&qv, &qe, &qb}}} {
+		dev, err := c.pk.Upload(ctx, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Free()
+		gv, gb := make([]int32, len(v)), make([]float32, len(big))
+		if err := errors.Join(cuda.Download(gv, *c.views[0]), cuda.Download(gb, *c.views[2])); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(gv, v) || !slices.Equal(gb, big) || (*c.views[1]).Len() != 0 {
+			t.Errorf("the device holds %v, %d values (%v…), and an empty view of %d", gv, len(gb), gb[:3], (*c.views[1]).Len())
+		}
+	}
+	// After Reset, the pack's memory is the last arrays': a placed array
+	// shows what was there (so the caller must write every value).
+	place.Reset()
+	if got := cuda.Place[int32](&place, &qv, len(v)); !slices.Equal(got, v) {
+		t.Errorf("a Reset pack's first placed array holds %v, want the last pack's %v (its memory kept, not cleared)", got, v)
 	}
 }

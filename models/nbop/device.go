@@ -44,23 +44,31 @@ func PackSets(pk *cuda.Pack, sets, setsT []data.CSR, n int) (*DeviceHops, error)
 		return nil, fmt.Errorf("packing the sets: %d sets, %d transposes", len(sets), len(setsT))
 	}
 	h := &DeviceHops{K: len(sets)}
-	ptr, idx, err := kern.PackHops(sets, n)
-	if err != nil {
+	if err := packHops(pk, &h.Ptr, &h.Idx, sets, n); err != nil {
 		return nil, fmt.Errorf("packing the sets: %w", err)
 	}
-	cuda.Put(pk, &h.Ptr, ptr)
-	cuda.Put(pk, &h.Idx, idx)
 	if ownTransposes(sets, setsT) {
 		// Sets that are their own transposes (Data.Set, SetHop1) go to
 		// the device once.
 		return h, errors.Join(pk.Share(&h.PtrT, &h.Ptr), pk.Share(&h.IdxT, &h.Idx))
 	}
-	if ptr, idx, err = kern.PackHops(setsT, n); err != nil {
+	if err := packHops(pk, &h.PtrT, &h.IdxT, setsT, n); err != nil {
 		return nil, fmt.Errorf("packing the transposes: %w", err)
 	}
-	cuda.Put(pk, &h.PtrT, ptr)
-	cuda.Put(pk, &h.IdxT, idx)
 	return h, nil
+}
+
+// packHops lays out sets in pk as kern.PackHops does, writing them in
+// place (cuda.Place): *ptr and *idx will point at them on the device.
+func packHops(pk *cuda.Pack, ptr, idx **cuda.Buffer, sets []data.CSR, n int) error {
+	np, ni, err := kern.PackedHops(sets, n)
+	if err != nil {
+		return err
+	}
+	// Each array is filled before the next Place, which may move pk's memory.
+	kern.FillHopPtr(cuda.Place[int32](pk, ptr, np), sets)
+	kern.FillHopIdx(cuda.Place[int32](pk, idx, ni), sets)
+	return nil
 }
 
 // ownTransposes reports whether every transpose in setsT is its set in

@@ -216,27 +216,55 @@ func Kernels() []Kernel {
 // reads them: ptr holds k·(n+1) offsets into the one idx, row u of hop i
 // at idx[ptr[i·(n+1)+u] .. ptr[i·(n+1)+u+1]). Every set must have n+1
 // offsets and Ptr[n] = len(Idx), and all of them at most 2³¹−1 entries.
+// It is PackedHops, then FillHopPtr and FillHopIdx into new arrays.
 func PackHops(hops []csr.CSR, n int) (ptr, idx []int32, err error) {
+	np, ni, err := PackedHops(hops, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	ptr, idx = make([]int32, np), make([]int32, ni)
+	FillHopPtr(ptr, hops)
+	FillHopIdx(idx, hops)
+	return ptr, idx, nil
+}
+
+// PackedHops checks the hop sets of n nodes as PackHops requires and
+// returns the lengths of their layout's ptr and idx.
+func PackedHops(hops []csr.CSR, n int) (nptr, nidx int, err error) {
 	total := 0
 	for i, h := range hops {
 		if len(h.Ptr) != n+1 {
-			return nil, nil, fmt.Errorf("kern: hop set %d has %d row offsets, want %d for %d nodes", i+1, len(h.Ptr), n+1, n)
+			return 0, 0, fmt.Errorf("kern: hop set %d has %d row offsets, want %d for %d nodes", i+1, len(h.Ptr), n+1, n)
 		}
 		if int(h.Ptr[n]) != len(h.Idx) {
-			return nil, nil, fmt.Errorf("kern: hop set %d has %d entries, its offsets say %d", i+1, len(h.Idx), h.Ptr[n])
+			return 0, 0, fmt.Errorf("kern: hop set %d has %d entries, its offsets say %d", i+1, len(h.Idx), h.Ptr[n])
 		}
 		total += len(h.Idx)
 	}
 	if total > math.MaxInt32 {
-		return nil, nil, fmt.Errorf("kern: %d hop entries, more than int32 offsets address", total)
+		return 0, 0, fmt.Errorf("kern: %d hop entries, more than int32 offsets address", total)
 	}
-	ptr, idx = make([]int32, 0, len(hops)*(n+1)), make([]int32, 0, total)
+	return len(hops) * (n + 1), total, nil
+}
+
+// FillHopPtr writes the offsets of PackHops' layout of hops, which
+// PackedHops has passed, into ptr (of the length it returned).
+func FillHopPtr(ptr []int32, hops []csr.CSR) {
+	off := int32(0)
 	for _, h := range hops {
-		off := int32(len(idx))
-		for _, p := range h.Ptr {
-			ptr = append(ptr, off+p)
+		dst := ptr[:len(h.Ptr)]
+		for u, p := range h.Ptr {
+			dst[u] = off + p
 		}
-		idx = append(idx, h.Idx...)
+		ptr = ptr[len(h.Ptr):]
+		off += int32(len(h.Idx))
 	}
-	return ptr, idx, nil
+}
+
+// FillHopIdx writes the entries of PackHops' layout of hops, which
+// PackedHops has passed, into idx (of the length it returned).
+func FillHopIdx(idx []int32, hops []csr.CSR) {
+	for _, h := range hops {
+		idx = idx[copy(idx, h.Idx):]
+	}
 }
