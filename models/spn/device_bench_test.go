@@ -1,11 +1,19 @@
 package spn
 
 import (
+	"context"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // BenchmarkDeviceStepHostPROTEINS trains one epoch of PROTEINS (35 steps
@@ -19,29 +27,85 @@ import (
 // launches/step. It takes the steps with Step, the host waiting for each
 // (fit's --sync-steps); BenchmarkDeviceStepHostPROTEINSPipelined as
 // fit.Train does (StepAsync).
-func BenchmarkDeviceStepHostPROTEINS(b *testing.B) { deviceStepHost(b, false) }
+func BenchmarkDeviceStepHostPROTEINS(b *testing.B) {
+	batches, cfg := proteinsEpoch(b)
+	deviceStepHost(b, cfg, prebuilt(batches), false)
+}
 
 // BenchmarkDeviceStepHostPROTEINSPipelined is
 // BenchmarkDeviceStepHostPROTEINS with fit's pipelined steps: StepAsync
 // and Adam for a batch, then resolving the batch before. Besides the
 // other's figures it reports the synchronous copies per step (none).
-func BenchmarkDeviceStepHostPROTEINSPipelined(b *testing.B) { deviceStepHost(b, true) }
-
-func deviceStepHost(b *testing.B, pipelined bool) {
+func BenchmarkDeviceStepHostPROTEINSPipelined(b *testing.B) {
 	batches, cfg := proteinsEpoch(b)
+	deviceStepHost(b, cfg, prebuilt(batches), true)
+}
+
+// BenchmarkDeviceStepHostDD is BenchmarkDeviceStepHostPROTEINSPipelined
+// on D&D (batches of 32 of its 1 178 graphs, about 9 000 nodes and
+// 700 000 hop set entries a batch: the largest graphs of the speed
+// table), building each batch (data.NewBatch) in the loop as fit.Train
+// does, so that µs/step is the whole host side of an epoch's step.
+func BenchmarkDeviceStepHostDD(b *testing.B) {
+	ds, err := tu.Load(filepath.Join(mirrortest.Dir(b), "tu", "DD.zip"), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hops, err := sp.Compute(context.Background(), ds.Graphs, 5, false, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := models.ConfigFor(modelspec.Model{Kind: "spn", K: 5, Layers: 5, Hidden: 64, Pool: models.PoolSum, Dropout: 0.5, LearnEps: true}, ds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var idx [][]int
+	for lo := 0; lo < len(ds.Graphs); lo += 32 {
+		var gs []int
+		for i := lo; i < min(lo+32, len(ds.Graphs)); i++ {
+			gs = append(gs, i)
+		}
+		idx = append(idx, gs)
+	}
+	deviceStepHost(b, cfg, batchSource{n: len(idx), batch: func(i int) (*data.Batch, error) { return data.NewBatch(ds, hops, idx[i], 5) }}, true)
+}
+
+// batchSource is the batches of a host-step benchmark's epoch: n
+// batches, batch i built by batch(i) when the step takes it.
+type batchSource struct {
+	n     int
+	batch func(i int) (*data.Batch, error)
+}
+
+// prebuilt is the batchSource of batches built before the benchmark.
+func prebuilt(batches []*data.Batch) batchSource {
+	return batchSource{n: len(batches), batch: func(i int) (*data.Batch, error) { return batches[i], nil }}
+}
+
+func deviceStepHost(b *testing.B, cfg models.Config, src batchSource, pipelined bool) {
 	m, err := New(cfg, 1, kernels.CPU{Threads: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	e, opt := devicetest.NoExecDevice(b, m)
 	rng := rand.New(rand.NewPCG(1, 2))
+	order := make([]int, src.n)
+	for i := range order {
+		order[i] = i
+	}
+	graphs := 0
 	epoch := func() {
-		rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		// resolve is the pipelined step before, nil with Step.
 		var resolve func() (float64, []float32, error)
-		for _, bt := range batches {
+		graphs = 0
+		for _, i := range order {
+			bt, err := src.batch(i)
+			if err != nil {
+				b.Fatal(err)
+			}
+			graphs += bt.NumGraphs
 			var next func() (float64, []float32, error)
-			var err error
 			if pipelined {
 				next, err = m.StepAsync(bt)
 			} else {
@@ -67,17 +131,14 @@ func deviceStepHost(b *testing.B, pipelined bool) {
 		}
 	}
 	epoch() // the graphs of every batch shape, and the pool
-	graphs := 0
-	for _, bt := range batches {
-		graphs += bt.NumGraphs
-	}
-	calls0 := e.Context().Calls()
+	calls0, misses0 := e.Context().Calls(), m.CacheMisses
 	for b.Loop() {
 		epoch()
 	}
-	steps := float64(b.N * len(batches))
+	steps := float64(b.N * src.n)
 	c := e.Context().Calls().Sub(calls0)
 	devicetest.ReportSteps(b, c, steps)
+	b.ReportMetric(float64(m.CacheMisses-misses0)/steps, "compiles/step")
 	b.ReportMetric(float64(graphs)*float64(b.N)/b.Elapsed().Seconds(), "graphs/s")
 	if pipelined {
 		b.ReportMetric(float64(c.ToDevice+c.ToHost)/steps, "sync-copies/step")
