@@ -358,7 +358,8 @@ type seen struct {
 // batch, stopping with ErrDiverged when a loss or a gradient is not
 // finite or the loss exceeds DivergenceLimit. On a device run of a
 // models.AsyncStepper (unless Options.SyncSteps) the steps are pipelined
-// (pipelineEpoch).
+// (pipelineEpoch). Either way each batch is built on another goroutine
+// while the step before it runs (data.Batches).
 func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 	tr, opt := t.o.Training, t.opt
 	opt.LR = LearningRate(tr, epoch)
@@ -374,9 +375,8 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 		}
 		return sn, nil
 	}
-	for bi, lo := 0, 0; lo < len(order); bi, lo = bi+1, lo+tr.BatchSize {
-		idx := order[lo:min(lo+tr.BatchSize, len(order))]
-		b, err := data.NewBatch(t.ds, t.hops, idx, t.m.Hops())
+	bi := 0
+	for b, err := range data.Batches(t.ds, t.hops, chunks(order, tr.BatchSize), t.m.Hops()) {
 		if err != nil {
 			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
 		}
@@ -400,9 +400,20 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 			}
 			opt.StepBlocks(t.blocks)
 		}
-		sn.add(loss, len(idx), out, b)
+		sn.add(loss, b.NumGraphs, out, b)
+		bi++
 	}
 	return sn, nil
+}
+
+// chunks splits idx into consecutive groups of size (the last one
+// shorter): the batches of an epoch.
+func chunks(idx []int, size int) [][]int {
+	var gs [][]int
+	for lo := 0; lo < len(idx); lo += size {
+		gs = append(gs, idx[lo:min(lo+size, len(idx))])
+	}
+	return gs
 }
 
 // pipelineEpoch is the epoch's steps of a device run on a
@@ -411,7 +422,8 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 // and only then resolves the batch before it, whose results the device
 // has normally sent back by then, and checks and records them as the
 // synchronous loop does; the last batch is resolved after the loop. The
-// host thus prepares batch i+1 while the device runs batch i. The steps
+// host thus prepares batch i+1 while the device runs batch i, and builds
+// batch i+2 (data.Batches) meanwhile. The steps
 // and Adam's run in the same order on the device, so every value is the
 // synchronous loop's, bit for bit; a divergent loss is reported naming
 // its own batch, once the step after it has been enqueued, and an error
@@ -434,11 +446,7 @@ func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) err
 		sn.add(loss, f.n, out, f.b)
 		return nil
 	}
-	enqueue := func(bi int, idx []int) (*inflight, error) {
-		b, err := data.NewBatch(t.ds, t.hops, idx, t.m.Hops())
-		if err != nil {
-			return nil, err
-		}
+	enqueue := func(bi int, b *data.Batch) (*inflight, error) {
 		resolve, err := as.StepAsync(b)
 		if err != nil {
 			return nil, err
@@ -446,12 +454,15 @@ func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) err
 		if err := t.dopt.Step(); err != nil {
 			return nil, err
 		}
-		return &inflight{bi: bi, n: len(idx), b: b, resolve: resolve}, nil
+		return &inflight{bi: bi, n: b.NumGraphs, b: b, resolve: resolve}, nil
 	}
 	var prev *inflight
-	order, size := t.order, t.o.Training.BatchSize
-	for bi, lo := 0, 0; lo < len(order); bi, lo = bi+1, lo+size {
-		cur, err := enqueue(bi, order[lo:min(lo+size, len(order))])
+	bi := 0
+	for b, err := range data.Batches(t.ds, t.hops, chunks(t.order, t.o.Training.BatchSize), t.m.Hops()) {
+		var cur *inflight
+		if err == nil {
+			cur, err = enqueue(bi, b)
+		}
 		if prev != nil {
 			if err := finish(prev); err != nil {
 				return err
@@ -461,6 +472,7 @@ func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) err
 			return fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
 		}
 		prev = cur
+		bi++
 	}
 	if prev == nil {
 		return nil
@@ -620,8 +632,7 @@ func Predict(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, batch
 	cfg := m.Config()
 	out := make([]float32, 0, len(idx)*cfg.Out)
 	tgt := &data.Batch{NumGraphs: len(idx)}
-	for lo := 0; lo < len(idx); lo += batchSize {
-		b, err := data.NewBatch(ds, hops, idx[lo:min(lo+batchSize, len(idx))], m.Hops())
+	for b, err := range data.Batches(ds, hops, chunks(idx, batchSize), m.Hops()) {
 		if err != nil {
 			return nil, nil, err
 		}

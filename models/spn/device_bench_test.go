@@ -2,6 +2,7 @@ package spn
 
 import (
 	"context"
+	"iter"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -44,8 +45,9 @@ func BenchmarkDeviceStepHostPROTEINSPipelined(b *testing.B) {
 // BenchmarkDeviceStepHostDD is BenchmarkDeviceStepHostPROTEINSPipelined
 // on D&D (batches of 32 of its 1 178 graphs, about 9 000 nodes and
 // 700 000 hop set entries a batch: the largest graphs of the speed
-// table), building each batch (data.NewBatch) in the loop as fit.Train
-// does, so that µs/step is the whole host side of an epoch's step.
+// table), building the batches as fit.Train does, one ahead on another
+// goroutine (data.Batches), so that µs/step is the host's time per step
+// of an epoch.
 func BenchmarkDeviceStepHostDD(b *testing.B) {
 	ds, err := tu.Load(filepath.Join(mirrortest.Dir(b), "tu", "DD.zip"), "")
 	if err != nil {
@@ -67,19 +69,34 @@ func BenchmarkDeviceStepHostDD(b *testing.B) {
 		}
 		idx = append(idx, gs)
 	}
-	deviceStepHost(b, cfg, batchSource{n: len(idx), batch: func(i int) (*data.Batch, error) { return data.NewBatch(ds, hops, idx[i], 5) }}, true)
+	deviceStepHost(b, cfg, batchSource{n: len(idx), epoch: func(order []int) iter.Seq2[*data.Batch, error] {
+		groups := make([][]int, len(order))
+		for i, o := range order {
+			groups[i] = idx[o]
+		}
+		return data.Batches(ds, hops, groups, 5)
+	}}, true)
 }
 
-// batchSource is the batches of a host-step benchmark's epoch: n
-// batches, batch i built by batch(i) when the step takes it.
+// batchSource is the batches of a host-step benchmark's epochs: n
+// batches, which epoch yields in the order order (a permutation of
+// 0..n-1).
 type batchSource struct {
 	n     int
-	batch func(i int) (*data.Batch, error)
+	epoch func(order []int) iter.Seq2[*data.Batch, error]
 }
 
 // prebuilt is the batchSource of batches built before the benchmark.
 func prebuilt(batches []*data.Batch) batchSource {
-	return batchSource{n: len(batches), batch: func(i int) (*data.Batch, error) { return batches[i], nil }}
+	return batchSource{n: len(batches), epoch: func(order []int) iter.Seq2[*data.Batch, error] {
+		return func(yield func(*data.Batch, error) bool) {
+			for _, i := range order {
+				if !yield(batches[i], nil) {
+					return
+				}
+			}
+		}
+	}}
 }
 
 func deviceStepHost(b *testing.B, cfg models.Config, src batchSource, pipelined bool) {
@@ -99,8 +116,7 @@ func deviceStepHost(b *testing.B, cfg models.Config, src batchSource, pipelined 
 		// resolve is the pipelined step before, nil with Step.
 		var resolve func() (float64, []float32, error)
 		graphs = 0
-		for _, i := range order {
-			bt, err := src.batch(i)
+		for bt, err := range src.epoch(order) {
 			if err != nil {
 				b.Fatal(err)
 			}
