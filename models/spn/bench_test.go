@@ -29,14 +29,7 @@ func proteinsEpoch(b *testing.B) ([]*data.Batch, models.Config) { return protein
 // with hop sets up to k = 5, and the benchmark's model configuration.
 func proteinsBatches(b testing.TB, size int) ([]*data.Batch, models.Config) {
 	b.Helper()
-	ds, err := tu.Load(filepath.Join(mirrortest.Dir(b), "tu", "PROTEINS.zip"), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	hops, err := sp.Compute(context.Background(), ds.Graphs, 5, false, 2)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ds, hops := tuDataset(b, "PROTEINS.zip")
 	var batches []*data.Batch
 	for lo := 0; lo < len(ds.Graphs); lo += size {
 		idx := make([]int, 0, size)
@@ -49,11 +42,33 @@ func proteinsBatches(b testing.TB, size int) ([]*data.Batch, models.Config) {
 		}
 		batches = append(batches, bt)
 	}
+	return batches, benchConfig(b, ds)
+}
+
+// tuDataset loads the TU dataset of the mirror file tu/file with its hop
+// sets up to k = 5.
+func tuDataset(b testing.TB, file string) (*data.Dataset, *data.Hops) {
+	b.Helper()
+	ds, err := tu.Load(filepath.Join(mirrortest.Dir(b), "tu", file), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hops, err := sp.Compute(context.Background(), ds.Graphs, 5, false, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ds, hops
+}
+
+// benchConfig is the benchmarks' model on ds: SPN k = 5, 5 layers,
+// hidden 64, sum pooling, dropout 0.5.
+func benchConfig(b testing.TB, ds *data.Dataset) models.Config {
+	b.Helper()
 	cfg, err := models.ConfigFor(modelspec.Model{Kind: "spn", K: 5, Layers: 5, Hidden: 64, Pool: models.PoolSum, Dropout: 0.5, LearnEps: true}, ds)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return batches, cfg
+	return cfg
 }
 
 // BenchmarkEpochPROTEINS trains one epoch (35 steps of 32 graphs, Adam)

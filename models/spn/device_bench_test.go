@@ -1,20 +1,14 @@
 package spn
 
 import (
-	"context"
 	"iter"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
-	"github.com/spn-project/spn/data/sp"
-	"github.com/spn-project/spn/data/tu"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // BenchmarkDeviceStepHostPROTEINS trains one epoch of PROTEINS (35 steps
@@ -49,18 +43,8 @@ func BenchmarkDeviceStepHostPROTEINSPipelined(b *testing.B) {
 // goroutine (data.Batches), so that µs/step is the host's time per step
 // of an epoch.
 func BenchmarkDeviceStepHostDD(b *testing.B) {
-	ds, err := tu.Load(filepath.Join(mirrortest.Dir(b), "tu", "DD.zip"), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	hops, err := sp.Compute(context.Background(), ds.Graphs, 5, false, 2)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := models.ConfigFor(modelspec.Model{Kind: "spn", K: 5, Layers: 5, Hidden: 64, Pool: models.PoolSum, Dropout: 0.5, LearnEps: true}, ds)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ds, hops := tuDataset(b, "DD.zip")
+	cfg := benchConfig(b, ds)
 	var idx [][]int
 	for lo := 0; lo < len(ds.Graphs); lo += 32 {
 		var gs []int
