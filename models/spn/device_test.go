@@ -1,9 +1,11 @@
 package spn
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/data"
@@ -573,5 +575,44 @@ func TestDeviceGraphCache(t *testing.T) {
 	}
 	if n, _ := m.CachedGraphs(); n != len(batches) {
 		t.Errorf("the model caches %d graphs, want %d", n, len(batches))
+	}
+}
+
+// TestBadBatch gives a model on the CPU and on the emulated device a batch
+// whose hop set N_2 has an entry outside the batch's nodes: Step,
+// StepAsync, Predict and the adaptor's training Forward refuse it naming
+// the set and the entry, and the model then trains on a good batch as a
+// model that never saw the bad one, bit for bit (the batch is checked
+// before the dropout masks are drawn).
+func TestBadBatch(t *testing.T) {
+	good := devicetest.SmallBatch(t, 2)
+	bad := *good
+	bad.Hop = slices.Clone(good.Hop)
+	bad.Hop[1].Idx = slices.Clone(good.Hop[1].Idx)
+	bad.Hop[1].Idx[3] = int32(good.N)
+	want := fmt.Sprintf("hop set N_2: entry %d outside [0,%d)", good.N, good.N)
+	build := devicetest.Build(enginetest.Emulated(t), New, smallConfig("spn", 0.5))
+	for _, device := range []bool{false, true} {
+		m, fresh := build(t, device).(*Model), build(t, device).(*Model)
+		for what, f := range map[string]func() error{
+			"Step":      func() error { _, _, err := m.Step(&bad); return err },
+			"StepAsync": func() error { _, err := m.StepAsync(&bad); return err },
+			"Predict":   func() error { _, err := m.Predict(&bad); return err },
+			"Forward":   func() error { _, err := m.Forward(&bad, true); return err },
+		} {
+			if err := f(); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("device %v: %s of the bad batch: %v, want %q", device, what, err, want)
+			}
+		}
+		for i := 0; i < 2; i++ {
+			l1, o1, err1 := m.Step(good)
+			l2, o2, err2 := fresh.Step(good)
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			if l1 != l2 || !slices.Equal(o1, o2) {
+				t.Errorf("device %v, step %d after the bad batch: loss %v, a fresh model's %v", device, i, l1, l2)
+			}
+		}
 	}
 }
