@@ -108,7 +108,11 @@ func ReadCheckpoint(r io.Reader, reg Registry, be kernels.Backend) (Model, error
 	if c.Version != CheckpointVersion {
 		return nil, fmt.Errorf("reading checkpoint: version %d, this build reads version %d", c.Version, CheckpointVersion)
 	}
-	m, err := reg.New(c.Config, 0, be)
+	// The configuration is checked, and the size of its model compared
+	// with the values the file holds, before the model is built: a
+	// corrupted width or depth must not make it allocate more than the
+	// file could fill.
+	size, err := reg.Size(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint: config: %w", err)
 	}
@@ -116,6 +120,17 @@ func ReadCheckpoint(r io.Reader, reg Registry, be kernels.Backend) (Model, error
 		if c.Params, c.Buffers, err = u.UpgradeCheckpoint(c.Config, c.Params, c.Buffers); err != nil {
 			return nil, fmt.Errorf("reading checkpoint: %w", err)
 		}
+	}
+	var values int64
+	for _, p := range c.Params {
+		values += int64(len(p.Values))
+	}
+	if values != size {
+		return nil, fmt.Errorf("reading checkpoint: %d parameter values, the %s model of its config has %d", values, c.Config.Model.Kind, size)
+	}
+	m, err := reg.New(c.Config, 0, be)
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint: config: %w", err)
 	}
 	params := m.Params()
 	if len(params) != len(c.Params) {

@@ -45,6 +45,9 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		{"name", strings.Replace(good, `"enc.emb"`, `"enc.xxx"`, 1), `parameter 0 is "enc.xxx", want "enc.emb"`},
 		{"shape", strings.Replace(good, `"shape":[3,8]`, `"shape":[4,8]`, 1), "parameter enc.emb has shape [4 8]"},
 		{"truncated", good[:len(good)/2], "reading checkpoint"},
+		{"a value less", strings.Replace(good, `"values":[0.5570494,`, `"values":[`, 1), "reading checkpoint: 640 parameter values, the spn model of its config has 641"},
+		{"wider", strings.Replace(good, `"hidden":8`, `"hidden":9`, 1), "reading checkpoint: 641 parameter values, the spn model of its config has 773"},
+		{"far too wide", strings.Replace(good, `"hidden":8`, `"hidden":2000000`, 1), "reading checkpoint: config: model.kind \"spn\" with hidden = 2000000, layers = 3: 24000060000017 (2.4e+13) parameter values; at most 1073741824 (2^30) are allowed"},
 		{"unknown field", strings.Replace(good, `{"format"`, `{"x":1,"format"`, 1), `unknown field "x"`},
 	}
 	for _, tc := range tests {
@@ -73,6 +76,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 	f.Add(good[:len(good)/3])
 	f.Add([]byte(`{"format":"spn-model","version":1,"config":{"model":{"kind":"gin","k":1,"layers":1,"hidden":1,"pool":"max"},"task":"regression","out":1}}`))
 	f.Add([]byte(`{"format":"spn-model","version":1,"config":{"model":{"kind":"spn","k":1000000,"layers":1000000,"hidden":1000000},"task":"classification","out":2}}`))
+	f.Add(bytes.Replace(good, []byte(`"hidden":8`), []byte(`"hidden":80000`), 1))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > 1<<20 {

@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/spn-project/spn/data"
@@ -25,7 +26,18 @@ type Kind interface {
 	// New builds the model for cfg (which has passed Check); all random
 	// initialisation and dropout derive from seed.
 	New(cfg Config, seed uint64, be kernels.Backend) (Model, error)
+	// ParamCount is the number of parameter values of the model New
+	// builds for cfg, computed from cfg alone (with param.Prod's
+	// saturating arithmetic, so that it never overflows), so that a
+	// configuration too large for memory is refused before anything is
+	// allocated. It equals the lengths of the built model's Params.
+	ParamCount(cfg Config) int64
 }
+
+// MaxParamValues bounds the parameter values of a model: 2³⁰, which
+// with their gradients and Adam's two moments take 16 GiB. The paper's
+// largest models hold about a million (E-SPN, d = 300).
+const MaxParamValues = 1 << 30
 
 // Revised is a Kind whose math or parameters changed in a way that moves
 // its results (the order of a sum, a parameter's layout): Revision, from
@@ -82,27 +94,71 @@ func (r Registry) Lookup(name string) (Kind, error) {
 }
 
 // CheckModel implements schema.ModelChecker: the problems of m's kind
-// (an unknown kind is one, on field kind).
+// (an unknown kind is one, on field kind), then its size: a model whose
+// parameters without the dataset's inputs and outputs (which spec
+// checks do not know) are already over MaxParamValues is a problem on
+// field hidden, or on layers when one layer would fit.
 func (r Registry) CheckModel(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	k, ok := r[m.Kind]
 	if !ok {
 		return []modelspec.FieldError{{Field: "kind", Msg: fmt.Sprintf("model kind %q is not built by this spn (have %v)", m.Kind, r.Names())}}
 	}
-	return k.Check(m, d)
+	if errs := k.Check(m, d); len(errs) > 0 {
+		return errs
+	}
+	least := func(m modelspec.Model) int64 { return k.ParamCount(Config{Model: m, NumEdgeTypes: d.Relations}) }
+	n := least(m)
+	if n <= MaxParamValues {
+		return nil
+	}
+	field, one := "hidden", m
+	one.Layers = 1
+	if least(one) <= MaxParamValues {
+		field = "layers"
+	}
+	return []modelspec.FieldError{{Field: field, Msg: fmt.Sprintf("hidden = %d, layers = %d: the model would hold at least %s parameter values; at most %d (2^30) are allowed", m.Hidden, m.Layers, sizeText(n), MaxParamValues)}}
 }
 
-// New checks cfg.Model against its kind and builds the model.
-func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
+// Size checks cfg.Model against its kind and returns the number of
+// parameter values of its model (Kind.ParamCount), an error when that is
+// over MaxParamValues. It builds nothing.
+func (r Registry) Size(cfg Config) (int64, error) {
 	k, err := r.Lookup(cfg.Model.Kind)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if errs := k.Check(cfg.Model, ConfigInfo(cfg)); len(errs) > 0 {
 		es := make([]error, len(errs))
 		for i, e := range errs {
 			es[i] = e
 		}
-		return nil, errors.Join(es...)
+		return 0, errors.Join(es...)
+	}
+	n := k.ParamCount(cfg)
+	if n > MaxParamValues {
+		return n, fmt.Errorf("model.kind %q with hidden = %d, layers = %d: %s parameter values; at most %d (2^30) are allowed", cfg.Model.Kind, cfg.Model.Hidden, cfg.Model.Layers, sizeText(n), MaxParamValues)
+	}
+	return n, nil
+}
+
+// sizeText writes a parameter count n, "more than 9.2e+18" when it
+// saturated.
+func sizeText(n int64) string {
+	if n == math.MaxInt64 {
+		return fmt.Sprintf("more than %.1e", float64(n))
+	}
+	return fmt.Sprintf("%d (%.1e)", n, float64(n))
+}
+
+// New checks cfg.Model against its kind and its size (Size) and builds
+// the model.
+func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
+	k, err := r.Lookup(cfg.Model.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Size(cfg); err != nil {
+		return nil, err
 	}
 	if be == nil {
 		return nil, fmt.Errorf("model.kind %q: nil kernel backend", cfg.Model.Kind)

@@ -39,6 +39,18 @@ func (Kind) Check(m modelspec.Model, _ modelspec.DatasetInfo) []modelspec.FieldE
 	return errs
 }
 
+// ParamCount implements models.Kind: the linear maps of cfg's form.
+func (Kind) ParamCount(cfg models.Config) int64 {
+	h := cfg.Model.Hidden
+	// The input map's LinearSize(labels + attributes, h), without the
+	// sum's overflow.
+	in := param.EncoderSize(cfg.NumLabels, cfg.AttrDim, h)
+	if AgnosticForm(cfg) == FormFingerprint {
+		return param.Sum(in, param.LinearSize(h, cfg.Out))
+	}
+	return param.Sum(in, param.LinearSize(h, h), param.LinearSize(h, cfg.Out))
+}
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)

@@ -51,6 +51,15 @@ func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldE
 // edge messages have device math.
 func (Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
 
+// ParamCount implements models.Kind: the encoder and the categorical
+// node features' tables, per layer the hop weights, the BondEncoder
+// tables and the MLP, and the layer-sum readout.
+func (Kind) ParamCount(cfg models.Config) int64 {
+	d := cfg.Model.Hidden
+	layer := param.Sum(rt.HopsSize(cfg.Model), rt.EmbedTablesSize(cfg.EdgeFeatVocab, d), rt.MLPSize(d, 1))
+	return rt.NetSize(cfg, rt.AtomSize(cfg, d), layer, rt.LayerSumReadout)
+}
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)

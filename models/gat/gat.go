@@ -43,6 +43,22 @@ func (Kind) Check(m modelspec.Model, _ modelspec.DatasetInfo) []modelspec.FieldE
 // variants have device math).
 func (Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
 
+// ParamCount implements models.Kind: the encoder, per layer the
+// attention's W, b and two heads × d/heads vectors and the MLP (none
+// with model.linear), and the layer-sum readout.
+func (Kind) ParamCount(cfg models.Config) int64 {
+	d, heads := cfg.Model.Hidden, cfg.Model.Heads
+	var vecs int64
+	if heads > 0 {
+		vecs = param.Times(2, param.Prod(heads, d/heads))
+	}
+	layer := param.Sum(param.LinearSize(d, d), vecs)
+	if !cfg.Model.Linear {
+		layer = param.Sum(layer, rt.MLPSize(d, 1))
+	}
+	return rt.NetSize(cfg, 0, layer, rt.LayerSumReadout)
+}
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)

@@ -45,6 +45,17 @@ func (Kind) Check(m modelspec.Model, _ modelspec.DatasetInfo) []modelspec.FieldE
 // variants have device math).
 func (Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
 
+// ParamCount implements models.Kind: the encoder, per layer the MLP
+// (or, with model.linear, Θ and b), and the layer-sum readout.
+func (Kind) ParamCount(cfg models.Config) int64 {
+	d := cfg.Model.Hidden
+	layer := rt.MLPSize(d, 1)
+	if cfg.Model.Linear {
+		layer = param.LinearSize(d, d)
+	}
+	return rt.NetSize(cfg, 0, layer, rt.LayerSumReadout)
+}
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)

@@ -47,6 +47,16 @@ func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldE
 	return errs
 }
 
+// ParamCount implements models.Kind: the encoder and the degree
+// embedding, per layer two layer norms, the attention's four maps and
+// spatial bias and the two feed-forward maps, and the layer-sum readout.
+func (Kind) ParamCount(cfg models.Config) int64 {
+	m := cfg.Model
+	d := m.Hidden
+	layer := param.Sum(param.Times(4, param.Prod(d)), param.Times(6, param.LinearSize(d, d)), param.Prod(m.MaxDist+2, m.Heads))
+	return rt.NetSize(cfg, param.Prod(MaxDegree+1, d), layer, rt.LayerSumReadout)
+}
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)

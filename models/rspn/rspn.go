@@ -58,6 +58,18 @@ func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldE
 // pooling or the gated readout, no global readout).
 func (Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
 
+// ParamCount implements models.Kind: the encoder and the categorical
+// node features' tables, per layer the hop weights and the 2 + R stacked
+// MLPs, and the layer-sum or the gated readout.
+func (Kind) ParamCount(cfg models.Config) int64 {
+	output := int64(rt.LayerSumReadout)
+	if cfg.Model.GatedReadout {
+		output = rt.GatedSize(cfg)
+	}
+	layer := param.Sum(rt.HopsSize(cfg.Model), rt.MLPSize(cfg.Model.Hidden, 2), rt.MLPSize(cfg.Model.Hidden, cfg.NumEdgeTypes))
+	return rt.NetSize(cfg, rt.AtomSize(cfg, cfg.Model.Hidden), layer, output)
+}
+
 // New implements models.Kind.
 func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)

@@ -51,6 +51,12 @@ func (k Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.Fiel
 // CheckDevice implements models.DeviceKind: rt.CheckDevice.
 func (k Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
 
+// ParamCount implements models.Kind: the encoder, per layer the hop
+// weights and the MLP, and the layer-sum readout.
+func (k Kind) ParamCount(cfg models.Config) int64 {
+	return rt.NetSize(cfg, 0, param.Sum(rt.HopsSize(cfg.Model), rt.MLPSize(cfg.Model.Hidden, 1)), rt.LayerSumReadout)
+}
+
 // New implements models.Kind.
 func (k Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return New(cfg, seed, be)

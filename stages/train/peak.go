@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 )
 
@@ -22,11 +24,10 @@ import (
 // rounded up to 64, and B ≈ 2·L·(k+2) node-sized buffers per training step
 // (95 measured for SPN k = 10, L = 4). The hop sets are bounded by four
 // bytes per byte of the hops file (its varints take at least a byte per
-// int32), the dataset by twice its file. The parameters' 16 bytes each
-// (value, gradient, two Adam moments) are not known before the model is
-// built, so they are not counted (16 MiB per million parameters); every
-// other term is an upper bound or close to one, so the estimate errs high
-// unless the model is wide and its graphs small.
+// int32), the dataset by twice its file, and the parameters at 16 bytes
+// each (value, gradient, two Adam moments; the kind's ParamCount, without
+// building the model). Every term is an upper bound or close to one, so
+// the estimate errs high.
 //
 // An estimator remembers what it read of each dataset file, so the many
 // train stages of one dataset read it once; it is for one goroutine.
@@ -38,6 +39,9 @@ type PeakEstimator struct {
 type datasetSize struct {
 	bytes int64
 	nodes []int // node counts, largest first
+	// header is the dataset without its graphs: what a model's
+	// configuration takes of it (models.ConfigFor).
+	header *data.Dataset
 }
 
 // NewPeakEstimator returns an estimator with nothing read yet.
@@ -90,6 +94,9 @@ func (e *PeakEstimator) PeakBytes(params []byte, inputs []stages.Input) (uint64,
 		for _, g := range ds.Graphs {
 			dsz.nodes = append(dsz.nodes, g.N)
 		}
+		hdr := *ds
+		hdr.Graphs = nil
+		dsz.header = &hdr
 		slices.Sort(dsz.nodes)
 		slices.Reverse(dsz.nodes)
 		e.datasets[dsPath] = dsz
@@ -105,6 +112,25 @@ func (e *PeakEstimator) PeakBytes(params []byte, inputs []stages.Input) (uint64,
 	buffers := 2 * max(point.Model.Layers, 1) * (k + 2)
 	r := float64(buffers) * 4 * float64(d) * float64(nmax)
 	arena := 1.25*r + 1<<20
-	live := 2*float64(dsz.bytes) + 4*float64(hopsBytes) + arena + compiledGraphBytes
+	live := 2*float64(dsz.bytes) + 4*float64(hopsBytes) + arena + compiledGraphBytes + paramBytes*float64(paramCount(point, dsz.header))
 	return uint64(peakOverLive * live), nil
+}
+
+// paramBytes are the bytes a parameter value takes while a model trains:
+// the value, its gradient and Adam's two moments, float32 each.
+const paramBytes = 16
+
+// paramCount is the number of parameter values of point's model for the
+// dataset of header, 0 when that is not known (the stage itself reports
+// a configuration it cannot build).
+func paramCount(point schema.Point, header *data.Dataset) int64 {
+	cfg, err := models.ConfigFor(point.Model, header)
+	if err != nil {
+		return 0
+	}
+	n, err := Kind{}.Registry().Size(cfg)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/stages"
 )
 
@@ -90,8 +92,18 @@ func TestPeakEstimate(t *testing.T) {
 	dsInfo, _ := os.Stat(filepath.Join(in[0].Dir, stages.FileDataset))
 	hopsInfo, _ := os.Stat(filepath.Join(in[1].Dir, stages.FileHops))
 	buffers := 2 * 2 * (3 + 2) // 2·L·(k+2)
+	pt := point("spn", 3)
+	pt.Model.Hidden = 8
+	cfg, err := models.ConfigFor(pt.Model, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := kinds.All()["spn"].ParamCount(cfg)
+	if params < 8*8*2*2 { // two layers of two 8×8 maps at least
+		t.Fatalf("the model of the estimate has %d parameter values", params)
+	}
 	live := 2*float64(dsInfo.Size()) + 4*float64(hopsInfo.Size()) +
-		1.25*float64(buffers*4*8*nmax) + 1<<20 + compiledGraphBytes
+		1.25*float64(buffers*4*8*nmax) + 1<<20 + compiledGraphBytes + 16*float64(params)
 	if got, want := peak(8, 8), uint64(1.3*live); got != want {
 		t.Fatalf("estimate %d, want %d", got, want)
 	}

@@ -288,6 +288,17 @@ func (k refKind) Name() string { return k.name }
 // Check leaves the checks to the constructor.
 func (refKind) Check(modelspec.Model, modelspec.DatasetInfo) []modelspec.FieldError { return nil }
 
+// ParamCount implements models.Kind: the encoder, per layer the hop
+// weights and the MLP, and the readout (the SPN's shapes, written out
+// here so that the reference does not lean on models/rt).
+func (refKind) ParamCount(cfg models.Config) int64 {
+	d := cfg.Model.Hidden
+	mlp := param.Sum(param.Times(2, param.LinearSize(d, d)), param.Times(2, param.BatchNormReLUSize(d)))
+	layer := param.Sum(param.HopAggregationSize(cfg.Model.K), mlp)
+	return param.Sum(param.EncoderSize(cfg.NumLabels, cfg.AttrDim, d), param.Times(cfg.Model.Layers, layer),
+		param.Times(cfg.Model.Layers+1, param.LinearSize(d, cfg.Out)))
+}
+
 func (k refKind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
 	return k.new(cfg, seed, be)
 }
