@@ -387,37 +387,33 @@ func NewReadout(cfg models.Config, init *rand.Rand) []*param.Linear {
 }
 
 // Finish adds to p's graph the readout out = Σ_t Dropout(Wᵗ·pool(hᵗ) + bᵗ)
-// over the node states hs (encoder output first), then the loss (or
-// ⟨out, seed⟩) and its symbolic gradient when key asks for one; what names
-// the graph in errors.
+// over the node states hs (encoder output first), one op (layerSum),
+// then the loss (or ⟨out, seed⟩) and its symbolic gradient when key asks
+// for one; what names the graph in errors.
 func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G.Node, what string) (*Program, error) {
 	cfg, key := e.Cfg, p.key
 	N, G_, d, c := key.N, key.G, cfg.Model.Hidden, cfg.Out
-	var out *G.Node
-	for t, ht := range hs {
-		name := fmt.Sprintf("readout%d", t)
-		w, bias := p.Param(bdr, e.Readout[t].W), p.Param(bdr, e.Readout[t].B)
-		pool, err := newPool(name+".pool", be, bd, cfg.Model.Pool, N, G_, d)
-		if err != nil {
-			return nil, err
-		}
-		r := bdr.Op(be, pool, ht)
-		r = bdr.Op(be, NewLinear(name+".lin", be, bd, true, G_, d, c), r, w, bias)
-		if key.dropout {
+	if len(hs) != len(e.Readout) {
+		return nil, fmt.Errorf("%d node states for %d readouts", len(hs), len(e.Readout))
+	}
+	in := append([]*G.Node(nil), hs...)
+	for t := range hs {
+		in = append(in, p.Param(bdr, e.Readout[t].W), p.Param(bdr, e.Readout[t].B))
+	}
+	if key.dropout {
+		for t := range hs {
 			mk := make([]float32, G_*c)
 			p.masks = append(p.masks, mk)
-			mn := bdr.Data(name+".dropout_mask", mk, G_, c)
+			mn := bdr.Data(fmt.Sprintf("readout%d.dropout_mask", t), mk, G_, c)
 			p.maskNodes = append(p.maskNodes, mn)
-			r = bdr.Op(be, newDropout(name+".dropout", G_, c), r, mn)
-		}
-		if out == nil || bdr.err != nil {
-			out = r
-			continue
-		}
-		if out, err = G.Add(out, r); err != nil {
-			return nil, fmt.Errorf("building the readout sum: %w", err)
+			in = append(in, mn)
 		}
 	}
+	ls, err := newLayerSum("readout", be, bd, cfg.Model.Pool, len(hs), key.dropout, N, G_, d, c)
+	if err != nil {
+		return nil, err
+	}
+	out := bdr.Op(be, ls, in...)
 	return e.FinishOut(bdr, p, be, bd, out, what)
 }
 

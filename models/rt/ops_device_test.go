@@ -148,6 +148,34 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 			optest.CheckDevice(t, e, tc.name, tc.op, tc.in, tc.abs, tc.rel)
 		})
 	}
+	// The layer-sum readout: its products are the linear map's (cuBLAS
+	// against the CPU's GEMM), the rest the bits of the ops apart; ten
+	// readouts take two launches of spn_readout_sum and of
+	// spn_readout_masks.
+	for _, ls := range []struct {
+		kind    string
+		T1      int
+		dropout bool
+	}{{models.PoolSum, 3, true}, {models.PoolMean, 10, true}, {models.PoolMax, 2, false}, {models.PoolSum, 9, false}} {
+		o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.dropout, N, g, d, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in [][]float32
+		for range ls.T1 {
+			in = append(in, modeltest.RandFloats(rng, N*d, 1))
+		}
+		for range ls.T1 {
+			in = append(in, modeltest.RandFloats(rng, d*c, 0.5), modeltest.RandFloats(rng, c, 0.5))
+		}
+		if ls.dropout {
+			for range ls.T1 {
+				in = append(in, modeltest.DropMask(rng, g*c, 0.3))
+			}
+		}
+		name := fmt.Sprintf("layer sum %s T+1 = %d dropout %v", ls.kind, ls.T1, ls.dropout)
+		t.Run(name, func(t *testing.T) { optest.CheckDevice(t, e, name, o, in, 1e-5, 1e-5) })
+	}
 	nb := *bd
 	nb.Dev = nil
 	if err := newCrossEntropy("loss.cross_entropy", &nb, g, c).DeviceForward(e, []*cuda.Buffer{nil}, nil); err == nil || err.Error() != "loss.cross_entropy: the batch is not on the device" {

@@ -103,6 +103,32 @@ func TestOpGradients(t *testing.T) {
 			cases = append(cases, modeltest.OpCase{Name: "pool " + kind, Op: p,
 				In: [][]float32{modeltest.RandFloats(rng, N*d, 1)}, Shapes: [][]int{{N, d}}, H: 1e-3, Tol: 2e-2, ZeroFrom: 5 * d})
 		}
+		// The layer-sum readout: three readouts with dropout, ten (more
+		// than a device launch's group of eight) without.
+		for _, ls := range []struct {
+			kind    string
+			T1      int
+			dropout bool
+		}{{models.PoolSum, 3, true}, {models.PoolMean, 10, false}, {models.PoolMax, 2, true}} {
+			o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.dropout, N, 8, d, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := modeltest.OpCase{Name: fmt.Sprintf("layer sum %s T+1 = %d dropout %v", ls.kind, ls.T1, ls.dropout), Op: o,
+				Shapes: o.Sig().In, Diff: o.Sig().Diff, H: 1e-3, Tol: 2e-2, ZeroFrom: 5 * 2}
+			for range ls.T1 {
+				c.In = append(c.In, modeltest.RandFloats(rng, N*d, 1))
+			}
+			for range ls.T1 {
+				c.In = append(c.In, modeltest.RandFloats(rng, d*2, 0.5), modeltest.RandFloats(rng, 2, 0.5))
+			}
+			if ls.dropout {
+				for range ls.T1 {
+					c.In = append(c.In, modeltest.DropMask(rng, 8*2, 0.3))
+				}
+			}
+			cases = append(cases, c)
+		}
 		for _, c := range cases {
 			c.Name = fmt.Sprintf("%s (threads %d)", c.Name, threads)
 			modeltest.CheckOpGrad(t, c)

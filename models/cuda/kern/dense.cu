@@ -92,6 +92,62 @@ SPN_KERNEL void spn_add_many(float* __restrict__ g,
 	}
 }
 
+// spn_readout_sum is the end of the layer-sum readout (models/rt's
+// layerSum) for up to eight readouts t < count:
+//
+//	y[i] = Σ_t (z_t[i] + b_t[j]) · m_t[i],  j = i mod c,
+//
+// z_t = z + t·len the readouts' products (len = graphs × c values each),
+// m_t their dropout masks (NULL: no dropout, no product), added in the
+// order t = 0, 1, ...: onto y's values (first 0: a later group of
+// readouts) or from the first readout's (first 1). The bits of the
+// readouts apart: spn_bias_relu's sum, spn_mul's product and the float
+// sums of the readouts in order. One thread per value of y.
+SPN_KERNEL void spn_readout_sum(float* __restrict__ y, const float* __restrict__ z,
+	const float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, const float* __restrict__ b3,
+	const float* __restrict__ b4, const float* __restrict__ b5, const float* __restrict__ b6, const float* __restrict__ b7,
+	const float* __restrict__ m0, const float* __restrict__ m1, const float* __restrict__ m2, const float* __restrict__ m3,
+	const float* __restrict__ m4, const float* __restrict__ m5, const float* __restrict__ m6, const float* __restrict__ m7,
+	int count, int len, int c, int first)
+{
+	const float* b[8] = {b0, b1, b2, b3, b4, b5, b6, b7};
+	const float* m[8] = {m0, m1, m2, m3, m4, m5, m6, m7};
+	long long i = spn_index();
+	if (i >= len) {
+		return;
+	}
+	int j = (int)(i % c);
+	float acc = first ? 0.0f : y[i];
+	for (int t = 0; t < count && t < 8; t++) {
+		float r = z[(long long)t * len + i] + b[t][j];
+		if (m[t]) {
+			r = r * m[t][i];
+		}
+		acc = (first && t == 0) ? r : acc + r;
+	}
+	y[i] = acc;
+}
+
+// spn_readout_masks sets dr_t = dy ⊙ m_t (dr_t = dr + t·len) for the
+// readouts t < count of spn_readout_sum: their dropouts' backward, the
+// bits of spn_mul. One thread per value of the dr_t.
+SPN_KERNEL void spn_readout_masks(float* __restrict__ dr, const float* __restrict__ dy,
+	const float* __restrict__ m0, const float* __restrict__ m1, const float* __restrict__ m2, const float* __restrict__ m3,
+	const float* __restrict__ m4, const float* __restrict__ m5, const float* __restrict__ m6, const float* __restrict__ m7,
+	int count, int len)
+{
+	long long i = spn_index();
+	if (i >= (long long)count * len || count > 8) {
+		return;
+	}
+	int t = (int)(i / len);
+	long long v = i % len;
+	// A chain of selects, not an array indexed by t: the array would live
+	// in local memory (a stack frame).
+	const float* m = t == 0 ? m0 : t == 1 ? m1 : t == 2 ? m2 : t == 3 ? m3 : t == 4 ? m4 : t == 5 ? m5 : t == 6 ? m6 : m7;
+	dr[i] = dy[v] * m[v];
+}
+
 // spn_ge_scalar sets y = 1 where x ≥ s (left) or s ≥ x (!left), else 0
 // (NaN compares false), over len values: Gorgonia's Gte of a tensor and a
 // scalar with the result in the tensor's type, the mask of its

@@ -151,6 +151,31 @@ func addManyParams() []Param {
 	return append(p, Param{"count", I32})
 }
 
+// ReadoutGroup is the number of readouts one launch of spn_readout_sum
+// or spn_readout_masks takes.
+const ReadoutGroup = 8
+
+// readoutParams are spn_readout_sum's (sum) or spn_readout_masks's: the
+// output and its input, b_0..b_7 (sum only), m_0..m_7, then the sizes.
+func readoutParams(sum bool) []Param {
+	p := []Param{{"y", F32Ptr}, {"z", F32Ptr}}
+	names := []string{"m"}
+	if sum {
+		names = []string{"b", "m"}
+	} else {
+		p = []Param{{"dr", F32Ptr}, {"dy", F32Ptr}}
+	}
+	for _, name := range names {
+		for j := range ReadoutGroup {
+			p = append(p, Param{fmt.Sprintf("%s%d", name, j), F32Ptr})
+		}
+	}
+	if sum {
+		return append(p, ps("count", I32, "len", I32, "c", I32, "first", I32)...)
+	}
+	return append(p, ps("count", I32, "len", I32)...)
+}
+
 // Kernels returns every entry point of Source with its parameters, in
 // the order of the files. The emulation test checks the table against the
 // sources by compiling calls built from it.
@@ -167,6 +192,8 @@ func Kernels() []Kernel {
 		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "part", F32Ptr, "nc", I32, "d", I32)},
 		{"spn_fill", "dense.cu", ps("y", F32Ptr, "v", F32, "len", I32)},
 		{"spn_add_many", "dense.cu", addManyParams()},
+		{"spn_readout_sum", "dense.cu", readoutParams(true)},
+		{"spn_readout_masks", "dense.cu", readoutParams(false)},
 		{"spn_ge_scalar", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32, "left", I32, "len", I32)},
 		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
 		{"spn_encode", "dense.cu", ps("y", F32Ptr, "p", F32Ptr, "b", F32Ptr, "E", F32Ptr, "label", I32Ptr, "n", I32, "d", I32)},

@@ -746,3 +746,86 @@ func TestSumBlocks(t *testing.T) {
 		t.Errorf("-0 + -0 + … = %v, want -0", y[1])
 	}
 }
+
+// TestReadoutSum: spn_readout_sum adds the readouts' (z_t + b_t)·m_t in
+// order, from the first readout's value (first) or onto y's, with the
+// bits of spn_bias_relu's sum, spn_mul's product and float sums in
+// order; without masks it takes no product; the readouts past count and
+// y's values past len are left alone.
+func TestReadoutSum(t *testing.T) {
+	const n, c, count = 5, 3, 3
+	const size = n * c
+	rng := rand.New(rand.NewPCG(30, 31))
+	z := kerntest.Randn(rng, (count+1)*size, 1) // one readout's products more than count
+	bs := make([][]float32, kern.ReadoutGroup)
+	ms := make([][]float32, kern.ReadoutGroup)
+	for j := range bs {
+		bs[j] = kerntest.Randn(rng, c, 1)
+		ms[j] = kerntest.Randn(rng, size, 1)
+	}
+	y0 := kerntest.Randn(rng, size+2, 1) // two values past len
+	for _, masked := range []bool{true, false} {
+		for _, first := range []int{1, 0} {
+			want := append([]float32(nil), y0...)
+			for i := 0; i < size; i++ {
+				acc := want[i]
+				for tt := 0; tt < count; tt++ {
+					r := z[tt*size+i] + bs[tt][i%c]
+					if masked {
+						r *= ms[tt][i]
+					}
+					if first == 1 && tt == 0 {
+						acc = r
+					} else {
+						acc += r
+					}
+				}
+				want[i] = acc
+			}
+			args := []any{append([]float32(nil), y0...), z}
+			for _, b := range bs {
+				args = append(args, b)
+			}
+			for _, m := range ms {
+				if !masked {
+					m = nil
+				}
+				args = append(args, m)
+			}
+			args = append(args, count, size, c, first)
+			for _, block := range []int{4, 64} {
+				y := append([]float32(nil), y0...)
+				args[0] = y
+				launch(t, "spn_readout_sum", cover(size, block), block, args...)
+				equalBits(t, fmt.Sprintf("y (masked %v, first %d, blocks of %d)", masked, first, block), y, want)
+			}
+		}
+	}
+}
+
+// TestReadoutMasks: spn_readout_masks sets dr_t = dy ⊙ m_t for t < count
+// (spn_mul's bits) and leaves what follows alone.
+func TestReadoutMasks(t *testing.T) {
+	const size, count = 7, 3
+	rng := rand.New(rand.NewPCG(32, 33))
+	dy := kerntest.Randn(rng, size, 1)
+	args := []any{nil, dy}
+	ms := make([][]float32, kern.ReadoutGroup)
+	for j := range ms {
+		ms[j] = kerntest.Randn(rng, size, 1)
+		args = append(args, ms[j])
+	}
+	args = append(args, count, size)
+	want := make([]float32, (count+1)*size)
+	for tt := 0; tt < count; tt++ {
+		for i := 0; i < size; i++ {
+			want[tt*size+i] = dy[i] * ms[tt][i]
+		}
+	}
+	for _, block := range []int{5, 32} {
+		dr := make([]float32, (count+1)*size)
+		args[0] = dr
+		launch(t, "spn_readout_masks", cover(count*size, block), block, args...)
+		equalBits(t, fmt.Sprintf("dr (blocks of %d)", block), dr, want)
+	}
+}

@@ -1,0 +1,282 @@
+package rt
+
+import (
+	"fmt"
+
+	"github.com/spn-project/spn/models/cuda"
+	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/op"
+)
+
+// layerSum is the layer-sum readout of an SPN (the paper's eq. for the
+// graph representation, as the official code's readout)
+//
+//	out = Σ_{t=0..T} Dropout(pool(hᵗ)·Wᵗ + bᵗ)
+//
+// as one op: per readout t the pooling op (pool) and the graph-level
+// linear map (linear) of models/rt, then the product with the dropout
+// mask and the sum over t in order, the bits of those ops apart. Its
+// inputs are h⁰..hᵀ (N×d), then Wᵗ (d×c) and bᵗ (c) for t = 0..T, then,
+// with dropout, the masks (G×c, data). On the device it saves the
+// launches of the readouts apart: the biases, the masks and the sum are
+// one launch (spn_readout_sum) for eight readouts, the masks' backward
+// another (spn_readout_masks); the poolings and the products remain one
+// launch each per readout.
+type layerSum struct {
+	id      string
+	be      Env
+	bd      *BatchData
+	pool    pool
+	lin     linear
+	T1      int  // readouts (T + 1)
+	dropout bool // the masks are inputs
+	N, G    int
+	d, c    int
+	st      *layerSumState
+}
+
+// layerSumState is what a layerSum's Backward reads of its Forward: the
+// pooled states, which it does not pool again.
+type layerSumState struct {
+	p   [][]float32  // CPU: pool(hᵗ) per readout (G×d, arena memory of the run)
+	dev *cuda.Buffer // device: pool(hᵗ) of the real graphs, stacked (T1 × graphs × d)
+}
+
+// newLayerSum returns the layer-sum readout of T1 readouts of width d
+// over N node rows into G graph rows of c outputs, pooling by kind.
+func newLayerSum(id string, be Env, bd *BatchData, kind string, T1 int, dropout bool, N, G, d, c int) (layerSum, error) {
+	p, err := newPool(id+".pool", be, bd, kind, N, G, d)
+	if err != nil {
+		return layerSum{}, err
+	}
+	return layerSum{id: id, be: be, bd: bd, pool: p, lin: NewLinear(id+".lin", be, bd, true, G, d, c).(linear),
+		T1: T1, dropout: dropout, N: N, G: G, d: d, c: c, st: &layerSumState{}}, nil
+}
+
+// Sig implements op.Op: the masks are data.
+func (o layerSum) Sig() op.Sig {
+	s := op.Sig{ID: fmt.Sprintf("%s.%s.T%d", o.id, o.pool.kind, o.T1), Out: []int{o.G, o.c}}
+	for range o.T1 {
+		s.In = append(s.In, []int{o.N, o.d})
+		s.Diff = append(s.Diff, true)
+	}
+	for range o.T1 {
+		s.In = append(s.In, []int{o.d, o.c}, []int{o.c})
+		s.Diff = append(s.Diff, true, true)
+	}
+	if o.dropout {
+		for range o.T1 {
+			s.In = append(s.In, []int{o.G, o.c})
+			s.Diff = append(s.Diff, false)
+		}
+	}
+	return s
+}
+
+// ZeroOut implements op.ZeroOut: DeviceForward writes the real graphs'
+// rows.
+func (layerSum) ZeroOut() {}
+
+// h, w, b and mask return the inputs of readout t.
+func (o layerSum) h(in [][]float32, t int) []float32 { return in[t] }
+func (o layerSum) w(t int) int                       { return o.T1 + 2*t }
+func (o layerSum) mask(t int) int                    { return 3*o.T1 + t }
+
+// Forward implements op.Op: per readout the pooling, the linear map, the
+// mask, and the sum in the order t = 0..T.
+func (o layerSum) Forward(in [][]float32, y []float32) error {
+	if len(o.st.p) != o.T1 {
+		o.st.p = make([][]float32, o.T1)
+	}
+	r := o.be.Buf(o.G * o.c)
+	for t := range o.T1 {
+		p := o.be.Buf(o.G * o.d)
+		o.st.p[t] = p
+		if err := o.pool.Forward([][]float32{o.h(in, t)}, p); err != nil {
+			return err
+		}
+		w := o.w(t)
+		if err := o.lin.Forward([][]float32{p, in[w], in[w+1]}, r); err != nil {
+			return err
+		}
+		if o.dropout {
+			for i, m := range in[o.mask(t)] {
+				r[i] *= m
+			}
+		}
+		if t == 0 {
+			copy(y, r)
+			continue
+		}
+		for i, v := range r {
+			y[i] += v
+		}
+	}
+	return nil
+}
+
+// Backward implements op.Op: per readout the mask's, the linear map's
+// and the pooling's backward passes, over the pooled states of the
+// Forward.
+func (o layerSum) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
+	if len(o.st.p) != o.T1 {
+		return fmt.Errorf("%s: backward without its forward", o.id)
+	}
+	dr := dy
+	if o.dropout {
+		dr = o.be.Buf(o.G * o.c)
+	}
+	dp := o.be.Buf(o.G * o.d)
+	for t := range o.T1 {
+		if o.dropout {
+			for i, m := range in[o.mask(t)] {
+				dr[i] = dy[i] * m
+			}
+		}
+		clear(dp)
+		w := o.w(t)
+		if err := o.lin.Backward([][]float32{o.st.p[t], in[w], in[w+1]}, nil, dr, [][]float32{dp, dIn[w], dIn[w+1]}); err != nil {
+			return err
+		}
+		if err := o.pool.Backward([][]float32{o.h(in, t)}, nil, dp, [][]float32{dIn[t]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// group returns the buffers of the readouts t0..t0+7 (at most) of
+// inputs from (the biases or the masks), nil for the others.
+func (o layerSum) group(in []*cuda.Buffer, from func(t int) int, t0 int) []any {
+	args := make([]any, kern.ReadoutGroup)
+	for j := range args {
+		if t := t0 + j; t < o.T1 && from != nil {
+			args[j] = in[from(t)]
+		} else {
+			args[j] = (*cuda.Buffer)(nil)
+		}
+	}
+	return args
+}
+
+// DeviceForward implements op.DeviceOp: per readout the pooling
+// (pool.DeviceForward) and the product (cuBLAS), stacked, then the
+// biases, the masks and the sum in order, eight readouts a launch
+// (spn_readout_sum), into the real graphs' rows of the zeroed y.
+func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	n := o.bd.G
+	P, err := op.ScratchBuffer(e, o.T1*n*o.d)
+	if err != nil {
+		return err
+	}
+	Z, err := op.ScratchBuffer(e, o.T1*n*o.c)
+	if err != nil {
+		return err
+	}
+	o.st.dev = P
+	if n == 0 {
+		return nil
+	}
+	for t := range o.T1 {
+		pt, err := P.Slice(t*n*o.d, n*o.d)
+		if err != nil {
+			return err
+		}
+		zt, err := Z.Slice(t*n*o.c, n*o.c)
+		if err != nil {
+			return err
+		}
+		if err := o.pool.DeviceForward(e, []*cuda.Buffer{in[t]}, pt); err != nil {
+			return err
+		}
+		if err := o.lin.deviceProduct(e, pt, in[o.w(t)], zt); err != nil {
+			return err
+		}
+	}
+	var masks func(t int) int
+	if o.dropout {
+		masks = o.mask
+	}
+	size := n * o.c
+	for t0 := 0; t0 < o.T1; t0 += kern.ReadoutGroup {
+		zg, err := Z.Slice(t0*size, (o.T1-t0)*size)
+		if err != nil {
+			return err
+		}
+		args := append([]any{y, zg}, o.group(in, func(t int) int { return o.w(t) + 1 }, t0)...)
+		args = append(args, o.group(in, masks, t0)...)
+		first := 0
+		if t0 == 0 {
+			first = 1
+		}
+		args = append(args, min(o.T1-t0, kern.ReadoutGroup), size, o.c, first)
+		if err := e.Launch("spn_readout_sum", size, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeviceBackward implements op.DeviceOp: the masks' backward for eight
+// readouts a launch (spn_readout_masks), then per readout the linear
+// map's (cuBLAS, Engine.ColSums) and the pooling's backward passes over
+// the pooled states of the DeviceForward.
+func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	n := o.bd.G
+	if n == 0 {
+		return nil
+	}
+	if o.st.dev == nil || o.st.dev.Len() != o.T1*n*o.d {
+		return fmt.Errorf("%s: backward without its forward", o.id)
+	}
+	size := n * o.c
+	dr := func(int) (*cuda.Buffer, error) { return dy, nil }
+	if o.dropout {
+		DR, err := op.ScratchBuffer(e, o.T1*size)
+		if err != nil {
+			return err
+		}
+		for t0 := 0; t0 < o.T1; t0 += kern.ReadoutGroup {
+			dg, err := DR.Slice(t0*size, (o.T1-t0)*size)
+			if err != nil {
+				return err
+			}
+			count := min(o.T1-t0, kern.ReadoutGroup)
+			args := append([]any{dg, dy}, o.group(in, o.mask, t0)...)
+			if err := e.Launch("spn_readout_masks", count*size, append(args, count, size)...); err != nil {
+				return err
+			}
+		}
+		dr = func(t int) (*cuda.Buffer, error) { return DR.Slice(t*size, size) }
+	}
+	dP, err := op.ScratchBuffer(e, o.T1*n*o.d)
+	if err != nil {
+		return err
+	}
+	for t := range o.T1 {
+		drt, err := dr(t)
+		if err != nil {
+			return err
+		}
+		pt, err := o.st.dev.Slice(t*n*o.d, n*o.d)
+		if err != nil {
+			return err
+		}
+		dpt, err := dP.Slice(t*n*o.d, n*o.d)
+		if err != nil {
+			return err
+		}
+		w := o.w(t)
+		if err := o.lin.deviceGrads(e, pt, in[w], drt, dpt, dIn[w]); err != nil {
+			return err
+		}
+		if err := e.ColSums(dIn[w+1], drt, n, o.c); err != nil {
+			return err
+		}
+		if err := o.pool.DeviceBackward(e, []*cuda.Buffer{in[t]}, nil, dpt, []*cuda.Buffer{dIn[t]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
