@@ -68,22 +68,31 @@ SPN_KERNEL void spn_fill(float* __restrict__ y, float v, int len)
 	y[t] = v;
 }
 
-// spn_add_many adds up to eight arrays into parts of g: for j < count,
+// spn_add_many adds up to 32 arrays into parts of g: for j < count,
 // the n_j values of x_j go into g[o_j], g[o_j+1], ... (g[o_j + i] += x_j[i]);
 // the parts must not overlap. One thread per value of the parts, in the
 // order x_0's values, then x_1's, ...: a training step's gradients added
-// to the device optimiser's one array of gradients in one launch.
+// to the device optimiser's one array of gradients, 32 parameters a
+// launch.
 SPN_KERNEL void spn_add_many(float* __restrict__ g,
 	const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ x2, const float* __restrict__ x3,
 	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7,
-	int o0, int o1, int o2, int o3, int o4, int o5, int o6, int o7,
-	int n0, int n1, int n2, int n3, int n4, int n5, int n6, int n7, int count)
+	const float* __restrict__ x8, const float* __restrict__ x9, const float* __restrict__ x10, const float* __restrict__ x11,
+	const float* __restrict__ x12, const float* __restrict__ x13, const float* __restrict__ x14, const float* __restrict__ x15,
+	const float* __restrict__ x16, const float* __restrict__ x17, const float* __restrict__ x18, const float* __restrict__ x19,
+	const float* __restrict__ x20, const float* __restrict__ x21, const float* __restrict__ x22, const float* __restrict__ x23,
+	const float* __restrict__ x24, const float* __restrict__ x25, const float* __restrict__ x26, const float* __restrict__ x27,
+	const float* __restrict__ x28, const float* __restrict__ x29, const float* __restrict__ x30, const float* __restrict__ x31,
+	int o0, int o1, int o2, int o3, int o4, int o5, int o6, int o7, int o8, int o9, int o10, int o11, int o12, int o13, int o14, int o15,
+	int o16, int o17, int o18, int o19, int o20, int o21, int o22, int o23, int o24, int o25, int o26, int o27, int o28, int o29, int o30, int o31,
+	int n0, int n1, int n2, int n3, int n4, int n5, int n6, int n7, int n8, int n9, int n10, int n11, int n12, int n13, int n14, int n15,
+	int n16, int n17, int n18, int n19, int n20, int n21, int n22, int n23, int n24, int n25, int n26, int n27, int n28, int n29, int n30, int n31, int count)
 {
-	const float* x[8] = {x0, x1, x2, x3, x4, x5, x6, x7};
-	const int o[8] = {o0, o1, o2, o3, o4, o5, o6, o7};
-	const int n[8] = {n0, n1, n2, n3, n4, n5, n6, n7};
+	const float* x[32] = {x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, x16, x17, x18, x19, x20, x21, x22, x23, x24, x25, x26, x27, x28, x29, x30, x31};
+	const int o[32] = {o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, o16, o17, o18, o19, o20, o21, o22, o23, o24, o25, o26, o27, o28, o29, o30, o31};
+	const int n[32] = {n0, n1, n2, n3, n4, n5, n6, n7, n8, n9, n10, n11, n12, n13, n14, n15, n16, n17, n18, n19, n20, n21, n22, n23, n24, n25, n26, n27, n28, n29, n30, n31};
 	long long t = spn_index();
-	for (int j = 0; j < count && j < 8; j++) {
+	for (int j = 0; j < count && j < 32; j++) {
 		if (t < n[j]) {
 			g[o[j] + t] += x[j][t];
 			return;

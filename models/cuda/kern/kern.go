@@ -134,9 +134,9 @@ func ps(args ...any) []Param {
 }
 
 // AddMany is the number of arrays one launch of spn_add_many adds.
-const AddMany = 8
+const AddMany = 32
 
-// addManyParams are spn_add_many's: g, x_0..x_7, o_0..o_7, n_0..n_7, count.
+// addManyParams are spn_add_many's: g, x_0..x_31, o_0..o_31, n_0..n_31, count.
 func addManyParams() []Param {
 	p := []Param{{"g", F32Ptr}}
 	for _, name := range []string{"x", "o", "n"} {

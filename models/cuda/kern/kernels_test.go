@@ -138,21 +138,30 @@ func TestFill(t *testing.T) {
 // past count alone, with as many threads as values and with more.
 func TestAddMany(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	g0 := kerntest.Randn(rng, 40, 1)
 	xs := make([][]float32, kern.AddMany)
+	offs := make([]int, kern.AddMany)
+	// Parts of g in the reverse of the arrays' order, the last two arrays
+	// unused, and two values of g in no part.
+	size := 2
 	for j := range xs {
-		xs[j] = kerntest.Randn(rng, j+1, 1)
+		xs[j] = kerntest.Randn(rng, 1+j%3, 1)
+		size += len(xs[j])
 	}
-	// Parts of g in another order than the arrays', two arrays unused.
-	offs := []int{30, 0, 2, 5, 9, 14, 20, 38}
-	count := 6
+	at := size
+	for j := range xs {
+		at -= len(xs[j])
+		offs[j] = at
+	}
+	g0 := kerntest.Randn(rng, size, 1)
+	count, values := kern.AddMany-2, 0
 	want := append([]float32(nil), g0...)
 	for j := 0; j < count; j++ {
 		for i, v := range xs[j] {
 			want[offs[j]+i] += v
 		}
+		values += len(xs[j])
 	}
-	for _, block := range []int{3, 8} { // 1+...+6 = 21 values: 21 threads, 24
+	for _, block := range []int{values, 8} { // as many threads as values, and more
 		g := append([]float32(nil), g0...)
 		args := []any{g}
 		for _, x := range xs {
@@ -165,7 +174,7 @@ func TestAddMany(t *testing.T) {
 			args = append(args, len(x))
 		}
 		args = append(args, count)
-		launch(t, "spn_add_many", cover(21, block), block, args...)
+		launch(t, "spn_add_many", cover(values, block), block, args...)
 		equalBits(t, fmt.Sprintf("g (blocks of %d)", block), g, want)
 	}
 }
