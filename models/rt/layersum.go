@@ -147,21 +147,18 @@ func (o layerSum) Backward(in [][]float32, _, dy []float32, dIn [][]float32) err
 }
 
 // group returns the buffers of the readouts t0..t0+7 (at most) of
-// inputs from (the biases or the masks), nil for the others.
+// inputs from (the biases or the masks; nil: none) as a kernel's group
+// of pointer arguments.
 func (o layerSum) group(in []*cuda.Buffer, from func(t int) int, t0 int) []any {
-	args := make([]any, kern.ReadoutGroup)
-	for j := range args {
-		if t := t0 + j; t < o.T1 && from != nil {
-			args[j] = in[from(t)]
-		} else {
-			args[j] = (*cuda.Buffer)(nil)
-		}
+	var bs []*cuda.Buffer
+	for t := t0; t < min(o.T1, t0+kern.ReadoutGroup) && from != nil; t++ {
+		bs = append(bs, in[from(t)])
 	}
-	return args
+	return groupArgs(bs)
 }
 
-// DeviceForward implements op.DeviceOp: per readout the pooling
-// (pool.DeviceForward) and the product (cuBLAS), stacked, then the
+// DeviceForward implements op.DeviceOp: the poolings, eight readouts a
+// launch, and per readout the product (cuBLAS), stacked, then the
 // biases, the masks and the sum in order, eight readouts a launch
 // (spn_readout_sum), into the real graphs' rows of the zeroed y.
 func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
@@ -178,6 +175,9 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 	if n == 0 {
 		return nil
 	}
+	if err := o.pool.deviceForwardMany(e, in[:o.T1], P); err != nil {
+		return err
+	}
 	for t := range o.T1 {
 		pt, err := P.Slice(t*n*o.d, n*o.d)
 		if err != nil {
@@ -185,9 +185,6 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 		}
 		zt, err := Z.Slice(t*n*o.c, n*o.c)
 		if err != nil {
-			return err
-		}
-		if err := o.pool.DeviceForward(e, []*cuda.Buffer{in[t]}, pt); err != nil {
 			return err
 		}
 		if err := o.lin.deviceProduct(e, pt, in[o.w(t)], zt); err != nil {
@@ -219,9 +216,9 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 }
 
 // DeviceBackward implements op.DeviceOp: the masks' backward for eight
-// readouts a launch (spn_readout_masks), then per readout the linear
-// map's (cuBLAS, Engine.ColSums) and the pooling's backward passes over
-// the pooled states of the DeviceForward.
+// readouts a launch (spn_readout_masks), per readout the linear map's
+// (cuBLAS, Engine.ColSums), then the poolings' backward passes, eight
+// readouts a launch, over the pooled states of the DeviceForward.
 func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	n := o.bd.G
 	if n == 0 {
@@ -274,9 +271,6 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 		if err := e.ColSums(dIn[w+1], drt, n, o.c); err != nil {
 			return err
 		}
-		if err := o.pool.DeviceBackward(e, []*cuda.Buffer{in[t]}, nil, dpt, []*cuda.Buffer{dIn[t]}); err != nil {
-			return err
-		}
 	}
-	return nil
+	return o.pool.deviceBackwardMany(e, in[:o.T1], dP, dIn[:o.T1])
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
+	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
@@ -120,17 +121,53 @@ func (pool) ZeroOut() {}
 // (spn_pool_max) into the real graphs' rows of the zeroed y (op.ZeroOut):
 // the CPU's bits.
 func (o pool) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
+	return o.deviceForwardMany(e, in[:1], y)
+}
+
+// deviceForwardMany pools each of the node states xs into its block of
+// y (len(xs) × graphs × d, the real graphs' rows), kern.ReadoutGroup
+// states a launch.
+func (o pool) deviceForwardMany(e *engine.Engine, xs []*cuda.Buffer, y *cuda.Buffer) error {
 	db, err := o.bd.dev(o.id)
 	if err != nil {
 		return err
 	}
-	switch o.kind {
-	case models.PoolMax:
-		return e.Launch("spn_pool_max", o.bd.G*o.d, y, in[0], db.Ptr, o.bd.G, o.d)
-	case models.PoolMean:
-		return e.Launch("spn_pool", o.bd.G*o.d, y, in[0], db.Ptr, o.bd.G, o.d, 1)
+	size := o.bd.G * o.d
+	for k0 := 0; k0 < len(xs); k0 += kern.ReadoutGroup {
+		count := min(len(xs)-k0, kern.ReadoutGroup)
+		yg, err := y.Slice(k0*size, count*size)
+		if err != nil {
+			return err
+		}
+		args := append([]any{yg}, groupArgs(xs[k0:k0+count])...)
+		args = append(args, db.Ptr, o.bd.G, o.d)
+		switch o.kind {
+		case models.PoolMax:
+			err = e.Launch("spn_pool_max", count*size, append(args, count)...)
+		case models.PoolMean:
+			err = e.Launch("spn_pool", count*size, append(args, 1, count)...)
+		default:
+			err = e.Launch("spn_pool", count*size, append(args, 0, count)...)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return e.Launch("spn_pool", o.bd.G*o.d, y, in[0], db.Ptr, o.bd.G, o.d, 0)
+	return nil
+}
+
+// groupArgs returns the buffers bs (at most kern.ReadoutGroup) as a
+// kernel's group of pointer arguments, nil after them.
+func groupArgs(bs []*cuda.Buffer) []any {
+	args := make([]any, kern.ReadoutGroup)
+	for j := range args {
+		if j < len(bs) {
+			args[j] = bs[j]
+		} else {
+			args[j] = (*cuda.Buffer)(nil)
+		}
+	}
+	return args
 }
 
 // DeviceBackward implements op.DeviceOp: dy spread over each graph's
@@ -138,17 +175,39 @@ func (o pool) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer)
 // first arg-max row of each column (spn_pool_max_backward); the other
 // rows keep the adaptor's zeros.
 func (o pool) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
+	return o.deviceBackwardMany(e, in[:1], dy, dIn[:1])
+}
+
+// deviceBackwardMany spreads each block of dy (len(xs) × graphs × d)
+// over the rows of its dxs, the node states' gradients (max pooling
+// locates the maxima in xs), kern.ReadoutGroup states a launch.
+func (o pool) deviceBackwardMany(e *engine.Engine, xs []*cuda.Buffer, dy *cuda.Buffer, dxs []*cuda.Buffer) error {
 	db, err := o.bd.dev(o.id)
 	if err != nil {
 		return err
 	}
-	switch o.kind {
-	case models.PoolMax:
-		return e.Launch("spn_pool_max_backward", o.bd.G*o.d, dIn[0], dy, in[0], db.Ptr, o.bd.G, o.d)
-	case models.PoolMean:
-		return e.Launch("spn_pool_backward", o.bd.G*o.d, dIn[0], dy, db.Ptr, o.bd.G, o.d, 1)
+	size := o.bd.G * o.d
+	for k0 := 0; k0 < len(xs); k0 += kern.ReadoutGroup {
+		count := min(len(xs)-k0, kern.ReadoutGroup)
+		dg, err := dy.Slice(k0*size, count*size)
+		if err != nil {
+			return err
+		}
+		args := append(groupArgs(dxs[k0:k0+count]), dg)
+		switch o.kind {
+		case models.PoolMax:
+			args = append(args, groupArgs(xs[k0:k0+count])...)
+			err = e.Launch("spn_pool_max_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, count)...)
+		case models.PoolMean:
+			err = e.Launch("spn_pool_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, 1, count)...)
+		default:
+			err = e.Launch("spn_pool_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, 0, count)...)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return e.Launch("spn_pool_backward", o.bd.G*o.d, dIn[0], dy, db.Ptr, o.bd.G, o.d, 0)
+	return nil
 }
 
 // dropout is inverted dropout as y = x ⊙ mask, where the mask (an input

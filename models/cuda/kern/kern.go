@@ -152,28 +152,36 @@ func addManyParams() []Param {
 }
 
 // ReadoutGroup is the number of readouts one launch of spn_readout_sum
-// or spn_readout_masks takes.
+// or spn_readout_masks takes, and of node-state tensors one launch of
+// the pooling kernels (spn_pool, spn_pool_backward, spn_pool_max,
+// spn_pool_max_backward) pools.
 const ReadoutGroup = 8
+
+// group returns the ReadoutGroup float pointers name0, name1, ...
+func group(name string) []Param {
+	var p []Param
+	for j := range ReadoutGroup {
+		p = append(p, Param{fmt.Sprintf("%s%d", name, j), F32Ptr})
+	}
+	return p
+}
+
+// cat concatenates parameter lists.
+func cat(lists ...[]Param) []Param {
+	var p []Param
+	for _, l := range lists {
+		p = append(p, l...)
+	}
+	return p
+}
 
 // readoutParams are spn_readout_sum's (sum) or spn_readout_masks's: the
 // output and its input, b_0..b_7 (sum only), m_0..m_7, then the sizes.
 func readoutParams(sum bool) []Param {
-	p := []Param{{"y", F32Ptr}, {"z", F32Ptr}}
-	names := []string{"m"}
 	if sum {
-		names = []string{"b", "m"}
-	} else {
-		p = []Param{{"dr", F32Ptr}, {"dy", F32Ptr}}
+		return cat(ps("y", F32Ptr, "z", F32Ptr), group("b"), group("m"), ps("count", I32, "len", I32, "c", I32, "first", I32))
 	}
-	for _, name := range names {
-		for j := range ReadoutGroup {
-			p = append(p, Param{fmt.Sprintf("%s%d", name, j), F32Ptr})
-		}
-	}
-	if sum {
-		return append(p, ps("count", I32, "len", I32, "c", I32, "first", I32)...)
-	}
-	return append(p, ps("count", I32, "len", I32)...)
+	return cat(ps("dr", F32Ptr, "dy", F32Ptr), group("m"), ps("count", I32, "len", I32))
 }
 
 // Kernels returns every entry point of Source with its parameters, in
@@ -208,10 +216,10 @@ func Kernels() []Kernel {
 		{"spn_relu_mask", "norm.cu", ps("dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "len", I32)},
 		{"spn_bn_backward_part", "norm.cu", ps("part", F64Ptr, "dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "xhat", F32Ptr, "n", I32, "d", I32)},
 		{"spn_bn_backward", "norm.cu", ps("dx", F32Ptr, "dg", F32Ptr, "db", F32Ptr, "dbias", F32Ptr, "bpart", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "part", F64Ptr, "n", I32, "d", I32, "train", I32)},
-		{"spn_pool", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
-		{"spn_pool_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32)},
-		{"spn_pool_max", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
-		{"spn_pool_max_backward", "pool.cu", ps("dx", F32Ptr, "dy", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
+		{"spn_pool", "pool.cu", cat(ps("y", F32Ptr), group("x"), ps("off", I32Ptr, "G", I32, "d", I32, "mean", I32, "count", I32))},
+		{"spn_pool_backward", "pool.cu", cat(group("dx"), ps("dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32, "count", I32))},
+		{"spn_pool_max", "pool.cu", cat(ps("y", F32Ptr), group("x"), ps("off", I32Ptr, "G", I32, "d", I32, "count", I32))},
+		{"spn_pool_max_backward", "pool.cu", cat(group("dx"), ps("dy", F32Ptr), group("x"), ps("off", I32Ptr, "G", I32, "d", I32, "count", I32))},
 		{"spn_graph_sum_broadcast", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
 		{"spn_cross_entropy", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "logits", F32Ptr, "y", I32Ptr, "dl", F32Ptr, "G", I32, "c", I32)},
 		{"spn_mean_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "G", I32)},

@@ -400,91 +400,147 @@ func batchNorm(t *testing.T, n int) {
 	equalBits(t, "eval dβ", kDb, db)
 }
 
-// TestPool compares sum and mean pooling with models/rt's pooling op
-// (kernels.RowSum and its 1/|g| scaling) on graphs with an empty one and
-// padding rows after the last.
+// TestPool compares sum and mean pooling and their gradients with
+// kernels.RowSum's sums, in order, on graphs with an empty one and
+// padding rows after the last, for one node-state tensor and for three
+// at once (blocks of y and dy, tensors x_k and dx_k): the same bits.
 func TestPool(t *testing.T) {
 	const d, N = 4, 150
 	off := []int32{0, 3, 3, 10, 140, 141}
 	G := len(off) - 1
 	rng := rand.New(rand.NewPCG(8, 9))
-	x, dy := kerntest.Randn(rng, N*d, 1), kerntest.Randn(rng, G*d, 1)
-	for mean := 0; mean <= 1; mean++ {
-		y, dx := make([]float32, G*d), make([]float32, N*d)
-		for g := 0; g < G; g++ {
-			a, b := int(off[g]), int(off[g+1])
-			if a == b {
-				continue
-			}
-			kernels.RowSum(y[g*d:(g+1)*d], x[a*d:b*d], b-a, d)
-			scale := float32(1)
-			if mean == 1 {
-				scale = 1 / float32(b-a)
-				for j := 0; j < d; j++ {
-					y[g*d+j] *= scale
-				}
-			}
-			for r := a; r < b; r++ {
-				for j := 0; j < d; j++ {
+	for _, count := range []int{1, 3} {
+		xs, dys := make([][]float32, count), make([][]float32, count)
+		for k := range xs {
+			xs[k], dys[k] = kerntest.Randn(rng, N*d, 1), kerntest.Randn(rng, G*d, 1)
+		}
+		for mean := 0; mean <= 1; mean++ {
+			var y []float32
+			dx := make([][]float32, count)
+			for k, x := range xs {
+				yk := make([]float32, G*d)
+				dx[k] = make([]float32, N*d)
+				for g := 0; g < G; g++ {
+					a, b := int(off[g]), int(off[g+1])
+					if a == b {
+						continue
+					}
+					kernels.RowSum(yk[g*d:(g+1)*d], x[a*d:b*d], b-a, d)
+					scale := float32(1)
 					if mean == 1 {
-						dx[r*d+j] = dy[g*d+j] * scale
-					} else {
-						dx[r*d+j] = dy[g*d+j]
+						scale = 1 / float32(b-a)
+						for j := 0; j < d; j++ {
+							yk[g*d+j] *= scale
+						}
+					}
+					for r := a; r < b; r++ {
+						for j := 0; j < d; j++ {
+							if mean == 1 {
+								dx[k][r*d+j] = dys[k][g*d+j] * scale
+							} else {
+								dx[k][r*d+j] = dys[k][g*d+j]
+							}
+						}
 					}
 				}
+				y = append(y, yk...)
+			}
+			ky := make([]float32, count*G*d)
+			args := append([]any{ky}, group(xs)...)
+			launch(t, "spn_pool", cover(count*G*d, 8), 8, append(args, off, G, d, mean, count)...)
+			equalBits(t, fmt.Sprintf("pool (%d tensors)", count), ky, y)
+			kdx := make([][]float32, count)
+			for k := range kdx {
+				kdx[k] = make([]float32, N*d)
+			}
+			var dy []float32
+			for _, v := range dys {
+				dy = append(dy, v...)
+			}
+			args = append(group(kdx), dy)
+			launch(t, "spn_pool_backward", cover(count*G*d, 8), 8, append(args, off, G, d, mean, count)...)
+			for k := range kdx {
+				equalBits(t, fmt.Sprintf("pool backward, tensor %d of %d", k, count), kdx[k], dx[k])
 			}
 		}
-		ky, kdx := make([]float32, G*d), make([]float32, N*d)
-		launch(t, "spn_pool", cover(G*d, 8), 8, ky, x, off, G, d, mean)
-		equalBits(t, "pool", ky, y)
-		launch(t, "spn_pool_backward", cover(G*d, 8), 8, kdx, dy, off, G, d, mean)
-		equalBits(t, "pool backward", kdx, dx)
 	}
+}
+
+// group returns xs (at most kern.ReadoutGroup) as a kernel's group of
+// pointer arguments, nil after them.
+func group(xs [][]float32) []any {
+	args := make([]any, kern.ReadoutGroup)
+	for j := range args {
+		var x []float32
+		if j < len(xs) {
+			x = xs[j]
+		}
+		args[j] = x
+	}
+	return args
 }
 
 // TestPoolMax compares max pooling and its gradient with models/rt's
 // max pooling (the first row's value replaced only by a strictly
 // greater one; the gradient to the first arg-max row) on graphs with an
-// empty one, ties within a graph and padding rows after the last: the
-// same bits.
+// empty one, ties within a graph and padding rows after the last, for
+// one node-state tensor and for three at once: the same bits.
 func TestPoolMax(t *testing.T) {
 	const d, N = 4, 150
 	off := []int32{0, 3, 3, 10, 140, 141}
 	G := len(off) - 1
 	rng := rand.New(rand.NewPCG(12, 13))
-	x, dy := kerntest.Randn(rng, N*d, 1), kerntest.Randn(rng, G*d, 1)
-	for j := 0; j < d; j++ { // ties: rows 4 and 7 of graph 2 share their column maximum
-		x[7*d+j] = x[4*d+j] + 10
-		x[4*d+j] = x[7*d+j]
-	}
-	y, dx := make([]float32, G*d), make([]float32, N*d)
-	for g := 0; g < G; g++ {
-		a, b := int(off[g]), int(off[g+1])
-		if a == b {
-			continue
-		}
-		for j := 0; j < d; j++ {
-			best, arg := x[a*d+j], a
-			for r := a + 1; r < b; r++ {
-				if v := x[r*d+j]; v > best {
-					best, arg = v, r
+	for _, count := range []int{1, 3} {
+		xs, dys := make([][]float32, count), make([][]float32, count)
+		var y, dy []float32
+		dx := make([][]float32, count)
+		for k := range xs {
+			x := kerntest.Randn(rng, N*d, 1)
+			for j := 0; j < d; j++ { // ties: rows 4 and 7 of graph 2 share their column maximum
+				x[7*d+j] = x[4*d+j] + 10
+				x[4*d+j] = x[7*d+j]
+			}
+			xs[k], dys[k] = x, kerntest.Randn(rng, G*d, 1)
+			yk := make([]float32, G*d)
+			dx[k] = make([]float32, N*d)
+			for g := 0; g < G; g++ {
+				a, b := int(off[g]), int(off[g+1])
+				if a == b {
+					continue
+				}
+				for j := 0; j < d; j++ {
+					best, arg := x[a*d+j], a
+					for r := a + 1; r < b; r++ {
+						if v := x[r*d+j]; v > best {
+							best, arg = v, r
+						}
+					}
+					yk[g*d+j] = best
+					dx[k][arg*d+j] = dys[k][g*d+j]
 				}
 			}
-			y[g*d+j] = best
-			dx[arg*d+j] = dy[g*d+j]
+			if dx[k][4*d] == 0 || dx[k][7*d] != 0 {
+				t.Fatal("the reference does not route the tie to the first row")
+			}
+			y, dy = append(y, yk...), append(dy, dys[k]...)
+		}
+		ky := make([]float32, count*G*d)
+		for i := range ky {
+			ky[i] = float32(math.NaN())
+		}
+		args := append([]any{ky}, group(xs)...)
+		launch(t, "spn_pool_max", cover(count*G*d, 8), 8, append(args, off, G, d, count)...)
+		equalBits(t, fmt.Sprintf("max pool (%d tensors)", count), ky, y)
+		kdx := make([][]float32, count)
+		for k := range kdx {
+			kdx[k] = make([]float32, N*d)
+		}
+		args = append(append(group(kdx), dy), group(xs)...)
+		launch(t, "spn_pool_max_backward", cover(count*G*d, 8), 8, append(args, off, G, d, count)...)
+		for k := range kdx {
+			equalBits(t, fmt.Sprintf("max pool backward, tensor %d of %d", k, count), kdx[k], dx[k])
 		}
 	}
-	if dx[4*d] == 0 || dx[7*d] != 0 {
-		t.Fatal("the reference does not route the tie to the first row")
-	}
-	ky, kdx := make([]float32, G*d), make([]float32, N*d)
-	for i := range ky {
-		ky[i] = float32(math.NaN())
-	}
-	launch(t, "spn_pool_max", cover(G*d, 8), 8, ky, x, off, G, d)
-	equalBits(t, "max pool", ky, y)
-	launch(t, "spn_pool_max_backward", cover(G*d, 8), 8, kdx, dy, x, off, G, d)
-	equalBits(t, "max pool backward", kdx, dx)
 }
 
 // TestCrossEntropy compares the loss and its gradient with

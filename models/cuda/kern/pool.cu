@@ -12,46 +12,77 @@ SPN_DEVICE float spn_rows_sum(const float* __restrict__ x, int a, int b, int d, 
 	return s;
 }
 
-// spn_pool sets y[g] = Σ_{r ∈ g} x[r] (mean 0) or that sum times
+// The pooling kernels take up to eight node-state tensors at once (the
+// layer-sum readout's; one for a single pooling): x_k (N×d) pools into
+// block k of y (count × G × d), and block k of dy back into dx_k. A
+// thread finds its tensor by a chain of selects (spn_pick), not an array
+// indexed by k, which would live in local memory.
+
+// spn_pick returns p_k (k < 8; p_7 for any larger k).
+SPN_DEVICE const float* spn_pick(int k, const float* p0, const float* p1, const float* p2, const float* p3,
+	const float* p4, const float* p5, const float* p6, const float* p7)
+{
+	return k == 0 ? p0 : k == 1 ? p1 : k == 2 ? p2 : k == 3 ? p3 : k == 4 ? p4 : k == 5 ? p5 : k == 6 ? p6 : p7;
+}
+
+// spn_pick_out is spn_pick for outputs.
+SPN_DEVICE float* spn_pick_out(int k, float* p0, float* p1, float* p2, float* p3, float* p4, float* p5, float* p6, float* p7)
+{
+	return k == 0 ? p0 : k == 1 ? p1 : k == 2 ? p2 : k == 3 ? p3 : k == 4 ? p4 : k == 5 ? p5 : k == 6 ? p6 : p7;
+}
+
+#define SPN_PICK_X(k) spn_pick((k), x0, x1, x2, x3, x4, x5, x6, x7)
+#define SPN_PICK_DX(k) spn_pick_out((k), dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7)
+
+// spn_pool sets y_k[g] = Σ_{r ∈ g} x_k[r] (mean 0) or that sum times
 // 1/|g| as a float (mean 1), rows added in order: the bits of models/rt's
-// pooling op (kernels.RowSum). One thread per output value (g, j).
-SPN_KERNEL void spn_pool(float* __restrict__ y, const float* __restrict__ x, const int* __restrict__ off,
-	int G, int d, int mean)
+// pooling op (kernels.RowSum), for the count ≤ 8 tensors x_k. One thread
+// per output value (k, g, j).
+SPN_KERNEL void spn_pool(float* __restrict__ y, const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ x2, const float* __restrict__ x3,
+	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7,
+	const int* __restrict__ off, int G, int d, int mean, int count)
 {
 	long long t = spn_index();
-	if (t >= (long long)G * d) {
+	if (t >= (long long)count * G * d || count > 8) {
 		return;
 	}
-	int g = (int)(t / d), j = (int)(t % d);
+	int k = (int)(t / ((long long)G * d));
+	long long v = t % ((long long)G * d);
+	int g = (int)(v / d), j = (int)(v % d);
 	int a = off[g], b = off[g + 1];
-	float s = spn_rows_sum(x, a, b, d, j);
+	float s = spn_rows_sum(SPN_PICK_X(k), a, b, d, j);
 	if (mean && b > a) {
 		s *= 1.0f / (float)(b - a);
 	}
 	y[t] = s;
 }
 
-// spn_pool_backward sets dx[r] = dy[g] (mean 0) or dy[g]·(1/|g|) (mean 1)
-// for every row r of graph g; rows outside every graph are not written.
-// One thread per graph column (g, j), over the graph's rows in order.
-SPN_KERNEL void spn_pool_backward(float* __restrict__ dx, const float* __restrict__ dy, const int* __restrict__ off,
-	int G, int d, int mean)
+// spn_pool_backward sets dx_k[r] = dy_k[g] (mean 0) or dy_k[g]·(1/|g|)
+// (mean 1) for every row r of graph g and the count ≤ 8 tensors dx_k;
+// rows outside every graph are not written. One thread per graph column
+// (k, g, j), over the graph's rows in order.
+SPN_KERNEL void spn_pool_backward(float* __restrict__ dx0, float* __restrict__ dx1, float* __restrict__ dx2, float* __restrict__ dx3,
+	float* __restrict__ dx4, float* __restrict__ dx5, float* __restrict__ dx6, float* __restrict__ dx7, const float* __restrict__ dy,
+	const int* __restrict__ off, int G, int d, int mean, int count)
 {
 	long long t = spn_index();
-	if (t >= (long long)G * d) {
+	if (t >= (long long)count * G * d || count > 8) {
 		return;
 	}
-	int g = (int)(t / d), j = (int)(t % d);
+	int k = (int)(t / ((long long)G * d));
+	long long v = t % ((long long)G * d);
+	int g = (int)(v / d), j = (int)(v % d);
 	int a = off[g], b = off[g + 1];
 	if (b <= a) {
 		return;
 	}
-	float v = dy[t];
+	float* dx = SPN_PICK_DX(k);
+	float w = dy[t];
 	if (mean) {
-		v = v * (1.0f / (float)(b - a));
+		w = w * (1.0f / (float)(b - a));
 	}
 	for (int r = a; r < b; r++) {
-		dx[(long long)r * d + j] = v;
+		dx[(long long)r * d + j] = w;
 	}
 }
 
@@ -73,42 +104,53 @@ SPN_DEVICE int spn_col_argmax(const float* __restrict__ x, int a, int b, int d, 
 	return arg;
 }
 
-// spn_pool_max sets y[g] = max_{r ∈ g} x[r] per column, the first row's
-// value replaced by a later one only when strictly greater (models/rt's
-// max pooling, which compares with Go's >), and 0 for an empty graph.
-// One thread per output value (g, j).
-SPN_KERNEL void spn_pool_max(float* __restrict__ y, const float* __restrict__ x, const int* __restrict__ off, int G, int d)
+// spn_pool_max sets y_k[g] = max_{r ∈ g} x_k[r] per column, the first
+// row's value replaced by a later one only when strictly greater
+// (models/rt's max pooling, which compares with Go's >), and 0 for an
+// empty graph, for the count ≤ 8 tensors x_k. One thread per output
+// value (k, g, j).
+SPN_KERNEL void spn_pool_max(float* __restrict__ y, const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ x2, const float* __restrict__ x3,
+	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7,
+	const int* __restrict__ off, int G, int d, int count)
 {
 	long long t = spn_index();
-	if (t >= (long long)G * d) {
+	if (t >= (long long)count * G * d || count > 8) {
 		return;
 	}
-	int g = (int)(t / d), j = (int)(t % d);
+	int k = (int)(t / ((long long)G * d));
+	long long v = t % ((long long)G * d);
+	int g = (int)(v / d), j = (int)(v % d);
 	int a = off[g], b = off[g + 1];
 	if (b <= a) {
 		y[t] = 0.0f;
 		return;
 	}
+	const float* x = SPN_PICK_X(k);
 	y[t] = x[(long long)spn_col_argmax(x, a, b, d, j) * d + j];
 }
 
-// spn_pool_max_backward sets dx[r][j] = dy[g][j] at the first row r of
-// graph g holding its column's maximum (spn_pool_max's choice); the other
-// rows are not written (the caller zeroes dx). One thread per graph
-// column (g, j), each writing one value: no atomics.
-SPN_KERNEL void spn_pool_max_backward(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x,
-	const int* __restrict__ off, int G, int d)
+// spn_pool_max_backward sets dx_k[r][j] = dy_k[g][j] at the first row r
+// of graph g holding its column's maximum in x_k (spn_pool_max's
+// choice); the other rows are not written (the caller zeroes dx_k). One
+// thread per graph column (k, g, j), each writing one value: no atomics.
+SPN_KERNEL void spn_pool_max_backward(float* __restrict__ dx0, float* __restrict__ dx1, float* __restrict__ dx2, float* __restrict__ dx3,
+	float* __restrict__ dx4, float* __restrict__ dx5, float* __restrict__ dx6, float* __restrict__ dx7, const float* __restrict__ dy,
+	const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ x2, const float* __restrict__ x3,
+	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7, const int* __restrict__ off, int G, int d, int count)
 {
 	long long t = spn_index();
-	if (t >= (long long)G * d) {
+	if (t >= (long long)count * G * d || count > 8) {
 		return;
 	}
-	int g = (int)(t / d), j = (int)(t % d);
+	int k = (int)(t / ((long long)G * d));
+	long long v = t % ((long long)G * d);
+	int g = (int)(v / d), j = (int)(v % d);
 	int a = off[g], b = off[g + 1];
 	if (b <= a) {
 		return;
 	}
-	dx[(long long)spn_col_argmax(x, a, b, d, j) * d + j] = dy[t];
+	float* dx = SPN_PICK_DX(k);
+	dx[(long long)spn_col_argmax(SPN_PICK_X(k), a, b, d, j) * d + j] = dy[t];
 }
 
 // spn_graph_sum_broadcast sets every row of graph g of y (N×d) to the sum
