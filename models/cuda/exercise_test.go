@@ -165,8 +165,7 @@ func hopAggregate(d *dev) {
 	gRows, gPart, gDa, gDe := out[float64](d, n*M), out[float64](d, nc*M), out[float32](d, k), out[float32](d, 1)
 	d.launch("spn_row_dots", cover(n*M, 64), 64, gRows, gDy, gSums, gH, k, n, w)
 	d.launch("spn_dot_chunks", cover(nc*M, 8), 8, gPart, gRows, M, n)
-	d.launch("spn_sum_chunks", cover(k, 8), 8, gDa, gPart, nc, M, 0, k)
-	d.launch("spn_sum_chunks", 1, 8, gDe, gPart, nc, M, k, 1)
+	d.launch("spn_sum_chunks", cover(M, 8), 8, gDa, gDe, gPart, nc, M, 0, M, k)
 	da := get[float32](d, gDa)
 	for i := 0; i < k; i++ {
 		kerntest.Near(t, "dα", da[i:i+1], grad[1][i:i+1], dotTol*kerntest.AbsDot(dy, sk[i*n*w:(i+1)*n*w]), 0)

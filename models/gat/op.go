@@ -258,10 +258,10 @@ func (o gatAttn) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	if err := e.Launch("spn_gat_backward_vec", nc*2*d, psrc, pdst, g, z, dg.ptr, dg.idx, n, H, d); err != nil {
 		return err
 	}
-	if err := e.Launch("spn_sum_chunks", d, dIn[1], psrc, nc, d, 0, d); err != nil {
+	if err := e.Launch("spn_sum_chunks", d, dIn[1], nil, psrc, nc, d, 0, d, d); err != nil {
 		return err
 	}
-	if err := e.Launch("spn_sum_chunks", d, dIn[2], pdst, nc, d, 0, d); err != nil {
+	if err := e.Launch("spn_sum_chunks", d, dIn[2], nil, pdst, nc, d, 0, d, d); err != nil {
 		return err
 	}
 	return e.Launch("spn_gat_backward_dz", n*d, dIn[0], dy, o.st.devAlpha, dp, aSrc, aDst, dg.ptr, dg.idx, dg.rev, n, H, d)

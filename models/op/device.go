@@ -305,8 +305,9 @@ func (o Dot) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer
 // ⟨g, x1⟩ (x1 n×d): each row's products in double (spn_row_dots), the
 // rows' sums added per chunk of kernels.ChunkRows rows (spn_dot_chunks,
 // not launched for one chunk), the chunks in order, rounded to float
-// once (spn_sum_chunks, once per output). No thread loops over more than
-// d values, a chunk's rows or the chunks, and the order is fixed.
+// once (spn_sum_chunks, one launch for out and out1). No thread loops
+// over more than d values, a chunk's rows or the chunks, and the order
+// is fixed.
 func DeviceDots(e *engine.Engine, g, xs *cuda.Buffer, T int, x1 *cuda.Buffer, n, d int, out, out1 *cuda.Buffer) error {
 	M := T
 	if x1 != nil {
@@ -333,15 +334,10 @@ func DeviceDots(e *engine.Engine, g, xs *cuda.Buffer, T int, x1 *cuda.Buffer, n,
 		}
 		rows = nc
 	}
-	if T > 0 {
-		if err := e.Launch("spn_sum_chunks", T, out, part, rows, M, 0, T); err != nil {
-			return err
-		}
+	if x1 == nil {
+		out1 = nil
 	}
-	if x1 != nil {
-		return e.Launch("spn_sum_chunks", 1, out1, part, rows, M, T, 1)
-	}
-	return nil
+	return e.Launch("spn_sum_chunks", M, out, out1, part, rows, M, 0, M, T)
 }
 
 // DeviceBackward implements DeviceOp: dx = dL·s (spn_scale).

@@ -105,12 +105,15 @@ SPN_KERNEL void spn_dot_chunks(double* __restrict__ part, const double* __restri
 	part[t] = s;
 }
 
-// spn_sum_chunks sets out[i] = Σ_{c<nc} part[c·M + m0 + i] for i < count
+// spn_sum_chunks sets v_i = Σ_{c<nc} part[c·M + m0 + i] for i < count
 // (the nc rows of part in order, in double from 0, rounded to float
-// once): one thread per i. The rows are chunks' partials, or, for a
-// single chunk, spn_row_dots' rows themselves (the same bits as one
-// chunk's partial added to 0).
-SPN_KERNEL void spn_sum_chunks(float* __restrict__ out, const double* __restrict__ part, int nc, int M, int m0, int count)
+// once) into out[i] for i < split and out1[i − split] from split on:
+// one thread per i. The rows are chunks' partials, or, for a single
+// chunk, spn_row_dots' rows themselves (the same bits as one chunk's
+// partial added to 0). With two outputs one launch finishes the hop
+// aggregation's dα (out, split = k) and dε (out1).
+SPN_KERNEL void spn_sum_chunks(float* __restrict__ out, float* __restrict__ out1, const double* __restrict__ part,
+	int nc, int M, int m0, int count, int split)
 {
 	long long t = spn_index();
 	if (t >= count) {
@@ -120,7 +123,11 @@ SPN_KERNEL void spn_sum_chunks(float* __restrict__ out, const double* __restrict
 	for (int c = 0; c < nc; c++) {
 		s += part[(long long)c * M + m0 + t];
 	}
-	out[t] = (float)s;
+	if (t < split) {
+		out[t] = (float)s;
+	} else {
+		out1[t - split] = (float)s;
+	}
 }
 
 // spn_softmax sets a = softmax(logits) over k ≥ 1 values in double (maximum

@@ -192,7 +192,7 @@ func Kernels() []Kernel {
 		{"spn_hop_aggregate", "hops.cu", ps("y", F32Ptr, "sums", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "coef", F32Ptr, "eps", F32Ptr, "k", I32, "n", I32, "d", I32)},
 		{"spn_row_dots", "hops.cu", ps("rp", F64Ptr, "g", F32Ptr, "xs", F32Ptr, "x1", F32Ptr, "T", I32, "n", I32, "d", I32)},
 		{"spn_dot_chunks", "hops.cu", ps("part", F64Ptr, "rp", F64Ptr, "M", I32, "n", I32)},
-		{"spn_sum_chunks", "hops.cu", ps("out", F32Ptr, "part", F64Ptr, "nc", I32, "M", I32, "m0", I32, "count", I32)},
+		{"spn_sum_chunks", "hops.cu", ps("out", F32Ptr, "out1", F32Ptr, "part", F64Ptr, "nc", I32, "M", I32, "m0", I32, "count", I32, "split", I32)},
 		{"spn_softmax", "hops.cu", ps("a", F32Ptr, "logits", F32Ptr, "k", I32)},
 		{"spn_softmax_backward", "hops.cu", ps("dl", F32Ptr, "a", F32Ptr, "da", F32Ptr, "k", I32)},
 		{"spn_bias_relu", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "b", F32Ptr, "n", I32, "d", I32, "relu", I32)},

@@ -31,7 +31,7 @@ func colSums(t *testing.T, db, dz []float32, n, d, block int) {
 
 // dots returns ⟨g, X_m⟩ for the T matrices of xs (n×d each), then
 // ⟨g, x1⟩ when x1 is not nil, by spn_row_dots, spn_dot_chunks (more than
-// one chunk) and spn_sum_chunks (once for xs' dots, once for x1's).
+// one chunk) and spn_sum_chunks (xs' dots into out, x1's into out1).
 func dots(t *testing.T, g, xs []float32, T int, x1 []float32, n, d, block int) []float32 {
 	t.Helper()
 	M := T
@@ -45,14 +45,12 @@ func dots(t *testing.T, g, xs []float32, T int, x1 []float32, n, d, block int) [
 		part, rows = make([]float64, nc*M), nc
 		launch(t, "spn_dot_chunks", cover(nc*M, block), block, part, rp, M, n)
 	}
-	out := make([]float32, M)
-	if T > 0 {
-		launch(t, "spn_sum_chunks", cover(T, block), block, out[:T], part, rows, M, 0, T)
+	out, out1 := make([]float32, max(T, 1)), make([]float32, 1)
+	if x1 == nil {
+		out1 = nil
 	}
-	if x1 != nil {
-		launch(t, "spn_sum_chunks", 1, block, out[T:], part, rows, M, T, 1)
-	}
-	return out
+	launch(t, "spn_sum_chunks", cover(M, block), block, out, out1, part, rows, M, 0, M, T)
+	return append(out[:T], out1...)
 }
 
 // embedGrad adds the embedding gradient of dy over the rows (ptr, idx)
@@ -195,7 +193,7 @@ func TestDots(t *testing.T) {
 			part := make([]float64, M)
 			launch(t, "spn_dot_chunks", cover(M, 32), 32, part, rp, M, n)
 			full := make([]float32, M)
-			launch(t, "spn_sum_chunks", cover(M, 32), 32, full, part, 1, M, 0, M)
+			launch(t, "spn_sum_chunks", cover(M, 32), 32, full, []float32(nil), part, 1, M, 0, M, M)
 			equalBits(t, "one chunk", got, full)
 		}
 	}
