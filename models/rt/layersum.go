@@ -6,6 +6,7 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/kern"
+	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
 
@@ -215,10 +216,12 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 	return nil
 }
 
-// DeviceBackward implements op.DeviceOp: the masks' backward for eight
-// readouts a launch (spn_readout_masks), per readout the linear map's
-// (cuBLAS, Engine.ColSums), then the poolings' backward passes, eight
-// readouts a launch, over the pooled states of the DeviceForward.
+// DeviceBackward implements op.DeviceOp: the masks' backward and, for
+// at most kernels.ChunkRows graphs, the biases' gradients for eight
+// readouts a launch (spn_readout_masks, spn_readout_bias), per readout
+// the linear map's products (cuBLAS; and the bias gradient,
+// Engine.ColSums, for more graphs), then the poolings' backward passes,
+// eight readouts a launch, over the pooled states of the DeviceForward.
 func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	n := o.bd.G
 	if n == 0 {
@@ -229,6 +232,7 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 	}
 	size := n * o.c
 	dr := func(int) (*cuda.Buffer, error) { return dy, nil }
+	drAll, stride := dy, 0 // the readouts' output gradients, block t at t·stride
 	if o.dropout {
 		DR, err := op.ScratchBuffer(e, o.T1*size)
 		if err != nil {
@@ -246,6 +250,23 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 			}
 		}
 		dr = func(t int) (*cuda.Buffer, error) { return DR.Slice(t*size, size) }
+		drAll, stride = DR, size
+	}
+	// The biases' gradients: for one chunk of rows eight readouts a
+	// launch (spn_readout_bias), else Engine.ColSums per readout.
+	oneChunk := n <= kernels.ChunkRows
+	if oneChunk {
+		for t0 := 0; t0 < o.T1; t0 += kern.ReadoutGroup {
+			count := min(o.T1-t0, kern.ReadoutGroup)
+			dg, err := drAll.Slice(t0*stride, drAll.Len()-t0*stride)
+			if err != nil {
+				return err
+			}
+			args := append(o.group(dIn, func(t int) int { return o.w(t) + 1 }, t0), dg, count, n, o.c, stride)
+			if err := e.Launch("spn_readout_bias", count*o.c, args...); err != nil {
+				return err
+			}
+		}
 	}
 	dP, err := op.ScratchBuffer(e, o.T1*n*o.d)
 	if err != nil {
@@ -268,8 +289,10 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 		if err := o.lin.deviceGrads(e, pt, in[w], drt, dpt, dIn[w]); err != nil {
 			return err
 		}
-		if err := e.ColSums(dIn[w+1], drt, n, o.c); err != nil {
-			return err
+		if !oneChunk {
+			if err := e.ColSums(dIn[w+1], drt, n, o.c); err != nil {
+				return err
+			}
 		}
 	}
 	return o.pool.deviceBackwardMany(e, in[:o.T1], dP, dIn[:o.T1])

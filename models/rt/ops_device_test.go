@@ -176,6 +176,10 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		name := fmt.Sprintf("layer sum %s T+1 = %d dropout %v", ls.kind, ls.T1, ls.dropout)
 		t.Run(name, func(t *testing.T) { optest.CheckDevice(t, e, name, o, in, 1e-5, 1e-5) })
 	}
+	// More graphs than a chunk of rows: the biases' gradients by
+	// Engine.ColSums per readout (two chunks), 150 graphs of two nodes
+	// over the 300 rows in tensors of 160 graph rows.
+	t.Run("layer sum of 150 graphs", func(t *testing.T) { layerSumOfMany(t, e, rng, be) })
 	nb := *bd
 	nb.Dev = nil
 	if err := newCrossEntropy("loss.cross_entropy", &nb, g, c).DeviceForward(e, []*cuda.Buffer{nil}, nil); err == nil || err.Error() != "loss.cross_entropy: the batch is not on the device" {
@@ -338,4 +342,36 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 			}
 		}
 	}
+}
+
+// layerSumOfMany runs the layer-sum readout of 150 graphs (more than a
+// chunk of rows) on the device and on the CPU (optest.CheckDevice).
+func layerSumOfMany(t *testing.T, e *engine.Engine, rng *rand.Rand, be Env) {
+	const n, N, d, c = 300, 320, 5, 3
+	many := &BatchData{N: n, G: 150}
+	for gi := 0; gi <= 150; gi++ {
+		many.Ptr = append(many.Ptr, int32(2*gi))
+	}
+	dm, err := UploadBatch(e, many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Free()
+	many.Dev = dm
+	const gm = 160
+	o, err := newLayerSum("readout", be, many, models.PoolSum, 3, true, N, gm, d, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in [][]float32
+	for range 3 {
+		in = append(in, modeltest.RandFloats(rng, N*d, 1))
+	}
+	for range 3 {
+		in = append(in, modeltest.RandFloats(rng, d*c, 0.5), modeltest.RandFloats(rng, c, 0.5))
+	}
+	for range 3 {
+		in = append(in, modeltest.DropMask(rng, gm*c, 0.3))
+	}
+	optest.CheckDevice(t, e, "layer sum of 150 graphs", o, in, 1e-5, 1e-5)
 }

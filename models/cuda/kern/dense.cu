@@ -30,10 +30,7 @@ SPN_KERNEL void spn_col_part(float* __restrict__ db, float* __restrict__ part, c
 	if (!spn_chunk(t, n, d, &c, &j, &lo, &hi)) {
 		return;
 	}
-	float p = 0.0f;
-	for (int r = lo; r < hi; r++) {
-		p += dz[(long long)r * d + j];
-	}
+	float p = spn_col_chunk(dz, lo, hi, d, j);
 	if (nc == 1) {
 		db[j] = db[j] + p;
 	} else {
@@ -151,10 +148,25 @@ SPN_KERNEL void spn_readout_masks(float* __restrict__ dr, const float* __restric
 	}
 	int t = (int)(i / len);
 	long long v = i % len;
-	// A chain of selects, not an array indexed by t: the array would live
-	// in local memory (a stack frame).
-	const float* m = t == 0 ? m0 : t == 1 ? m1 : t == 2 ? m2 : t == 3 ? m3 : t == 4 ? m4 : t == 5 ? m5 : t == 6 ? m6 : m7;
-	dr[i] = dy[v] * m[v];
+	dr[i] = dy[v] * spn_pick(t, m0, m1, m2, m3, m4, m5, m6, m7)[v];
+}
+
+// spn_readout_bias adds to db_k (c values) the column sums of the k-th
+// block dr_k = dr + k·stride (n×c; stride 0: one dr for every k) for
+// k < count ≤ 8, over n ≤ SPN_CHUNK_ROWS rows: the readouts' bias
+// gradients of spn_readout_sum, with spn_col_part's bits for one chunk.
+// One thread per (k, j).
+SPN_KERNEL void spn_readout_bias(float* __restrict__ db0, float* __restrict__ db1, float* __restrict__ db2, float* __restrict__ db3,
+	float* __restrict__ db4, float* __restrict__ db5, float* __restrict__ db6, float* __restrict__ db7,
+	const float* __restrict__ dr, int count, int n, int c, int stride)
+{
+	long long i = spn_index();
+	if (i >= (long long)count * c || count > 8 || n > SPN_CHUNK_ROWS) {
+		return;
+	}
+	int k = (int)(i / c), j = (int)(i % c);
+	float* db = spn_pick_out(k, db0, db1, db2, db3, db4, db5, db6, db7);
+	db[j] = db[j] + spn_col_chunk(dr + (long long)k * stride, 0, n, c, j);
 }
 
 // spn_ge_scalar sets y = 1 where x ≥ s (left) or s ≥ x (!left), else 0

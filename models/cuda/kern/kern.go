@@ -202,6 +202,7 @@ func Kernels() []Kernel {
 		{"spn_add_many", "dense.cu", addManyParams()},
 		{"spn_readout_sum", "dense.cu", readoutParams(true)},
 		{"spn_readout_masks", "dense.cu", readoutParams(false)},
+		{"spn_readout_bias", "dense.cu", cat(group("db"), ps("dr", F32Ptr, "count", I32, "n", I32, "c", I32, "stride", I32))},
 		{"spn_ge_scalar", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32, "left", I32, "len", I32)},
 		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
 		{"spn_encode", "dense.cu", ps("y", F32Ptr, "p", F32Ptr, "b", F32Ptr, "E", F32Ptr, "label", I32Ptr, "n", I32, "d", I32)},

@@ -894,3 +894,35 @@ func TestReadoutMasks(t *testing.T) {
 		equalBits(t, fmt.Sprintf("dr (blocks of %d)", block), dr, want)
 	}
 }
+
+// TestReadoutBias: spn_readout_bias adds each block's column sums (rows
+// in order, float) to its db_k, spn_col_part's bits for one chunk, with
+// stacked blocks and with one block for every k (stride 0).
+func TestReadoutBias(t *testing.T) {
+	const n, c, count = 37, 3, 3
+	rng := rand.New(rand.NewPCG(34, 35))
+	dr := kerntest.Randn(rng, count*n*c, 1)
+	for _, stride := range []int{n * c, 0} {
+		dbs, want := make([][]float32, count), make([][]float32, count)
+		for k := range dbs {
+			dbs[k] = kerntest.Randn(rng, c, 1)
+			want[k] = append([]float32(nil), dbs[k]...)
+			for j := 0; j < c; j++ {
+				p := float32(0)
+				for r := 0; r < n; r++ {
+					p += dr[k*stride+r*c+j]
+				}
+				want[k][j] += p
+			}
+			// spn_col_part's bits for the same block.
+			one := append([]float32(nil), dbs[k]...)
+			launch(t, "spn_col_part", cover(c, 4), 4, one, []float32(nil), dr[k*stride:k*stride+n*c], n, c)
+			equalBits(t, fmt.Sprintf("spn_col_part, block %d", k), one, want[k])
+		}
+		args := append(group(dbs), dr, count, n, c, stride)
+		launch(t, "spn_readout_bias", cover(count*c, 4), 4, args...)
+		for k := range dbs {
+			equalBits(t, fmt.Sprintf("db_%d (stride %d)", k, stride), dbs[k], want[k])
+		}
+	}
+}

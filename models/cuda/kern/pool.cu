@@ -14,22 +14,8 @@ SPN_DEVICE float spn_rows_sum(const float* __restrict__ x, int a, int b, int d, 
 
 // The pooling kernels take up to eight node-state tensors at once (the
 // layer-sum readout's; one for a single pooling): x_k (N×d) pools into
-// block k of y (count × G × d), and block k of dy back into dx_k. A
-// thread finds its tensor by a chain of selects (spn_pick), not an array
-// indexed by k, which would live in local memory.
-
-// spn_pick returns p_k (k < 8; p_7 for any larger k).
-SPN_DEVICE const float* spn_pick(int k, const float* p0, const float* p1, const float* p2, const float* p3,
-	const float* p4, const float* p5, const float* p6, const float* p7)
-{
-	return k == 0 ? p0 : k == 1 ? p1 : k == 2 ? p2 : k == 3 ? p3 : k == 4 ? p4 : k == 5 ? p5 : k == 6 ? p6 : p7;
-}
-
-// spn_pick_out is spn_pick for outputs.
-SPN_DEVICE float* spn_pick_out(int k, float* p0, float* p1, float* p2, float* p3, float* p4, float* p5, float* p6, float* p7)
-{
-	return k == 0 ? p0 : k == 1 ? p1 : k == 2 ? p2 : k == 3 ? p3 : k == 4 ? p4 : k == 5 ? p5 : k == 6 ? p6 : p7;
-}
+// block k of y (count × G × d), and block k of dy back into dx_k; a
+// thread finds its tensor by spn_pick.
 
 #define SPN_PICK_X(k) spn_pick((k), x0, x1, x2, x3, x4, x5, x6, x7)
 #define SPN_PICK_DX(k) spn_pick_out((k), dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7)

@@ -65,3 +65,30 @@ SPN_DEVICE float spn_relu_grad(float y, float dy)
 	unsigned int mask = __float_as_uint(y) != 0u ? 0xffffffffu : 0u;
 	return __uint_as_float(__float_as_uint(dy) & mask);
 }
+
+// spn_pick returns p_k (k < 8; p_7 for any larger k): how a kernel that
+// takes a group of eight arrays finds its thread's, by a chain of
+// selects, not an array indexed by k, which would live in local memory.
+SPN_DEVICE const float* spn_pick(int k, const float* p0, const float* p1, const float* p2, const float* p3,
+	const float* p4, const float* p5, const float* p6, const float* p7)
+{
+	return k == 0 ? p0 : k == 1 ? p1 : k == 2 ? p2 : k == 3 ? p3 : k == 4 ? p4 : k == 5 ? p5 : k == 6 ? p6 : p7;
+}
+
+// spn_pick_out is spn_pick for outputs.
+SPN_DEVICE float* spn_pick_out(int k, float* p0, float* p1, float* p2, float* p3, float* p4, float* p5, float* p6, float* p7)
+{
+	return k == 0 ? p0 : k == 1 ? p1 : k == 2 ? p2 : k == 3 ? p3 : k == 4 ? p4 : k == 5 ? p5 : k == 6 ? p6 : p7;
+}
+
+// spn_col_chunk returns Σ_{lo ≤ r < hi} dz[r, j] of dz (·×d), added in
+// float in order from 0: one chunk's part of a column sum (the bias
+// gradients' order, models/kernels' CPU.MatMulAT).
+SPN_DEVICE float spn_col_chunk(const float* __restrict__ dz, int lo, int hi, int d, int j)
+{
+	float p = 0.0f;
+	for (int r = lo; r < hi; r++) {
+		p += dz[(long long)r * d + j];
+	}
+	return p;
+}
