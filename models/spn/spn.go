@@ -176,7 +176,8 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	alpha := s.Op(rt.NewSoftmax(s.Name+".alpha", l.Agg.K), logits)
 	// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v: the messages h_v of
 	// the nodes at distance i, aggregated per hop and weighted by α_i
-	agg := s.Op(nbop.Combine{ID: s.Name + ".agg", Be: s.Be, D: l.gd, K: l.Agg.K, N: s.N, W: s.D, Hop1: true, Bufs: s.Be, Sums: new([][]float32)}, h, alpha, eps)
+	agg := s.Op(nbop.Combine{ID: s.Name + ".agg", Be: s.Be, D: l.gd, K: l.Agg.K, N: s.N, W: s.D, Hop1: true, Bufs: s.Be,
+		Sums: new([][]float32), DevSums: new(nbop.DeviceSums)}, h, alpha, eps)
 	// + (Σ_{v∈G(u)} h_v)·W with global readout
 	if l.Read != nil {
 		agg = s.AddGlobal(l.gd, s.Param(l.Read), agg, h)
