@@ -747,10 +747,14 @@ func (o EdgeMsg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buff
 	if err != nil {
 		return err
 	}
+	if o.Kept != nil {
+		o.Kept.dev = eb
+	}
 	return e.Launch("spn_edge_messages", ed.N*o.W, y, in[0], eb, ed.Ptr, ed.Idx, ed.N, o.W)
 }
 
-// DeviceBackward implements op.DeviceOp: the entries' embeddings again,
+// DeviceBackward implements op.DeviceOp: the entries' embeddings (those
+// the forward pass kept, or again),
 // de_p = dy_u ⊙ 1[h_v + e_p > 0] (spn_edge_messages_mask), dh_v the sum
 // of de over v's incoming entries in order (spn_gather_rows) and dT per
 // table row the sum of de over the entries that use it in order
@@ -762,8 +766,10 @@ func (o EdgeMsg) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	if err != nil {
 		return err
 	}
-	eb, err := o.edgeEmbeddings(e, ed, in[1])
-	if err != nil {
+	var eb *cuda.Buffer
+	if o.Kept != nil && o.Kept.dev != nil && o.Kept.dev.Len() == ed.E*o.W {
+		eb = o.Kept.dev
+	} else if eb, err = o.edgeEmbeddings(e, ed, in[1]); err != nil {
 		return err
 	}
 	de, err := op.ScratchBuffer(e, ed.E*o.W)

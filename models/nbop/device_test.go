@@ -233,7 +233,15 @@ func espnOnDevice(t *testing.T, e *engine.Engine) {
 	o := EdgeMsg{ID: "edge", Be: kernels.CPU{Threads: 1}, D: D, Rows: rows, N: N, W: w}
 	// The bond tables' gradient adds a common bond type's entries by
 	// chunks: within rounding of the CPU's one sum (DeviceRows.Grad).
-	optest.CheckDevice(t, e, "edge messages", o, [][]float32{randFloats(rng, N*w, 1), randFloats(rng, rows*w, 1)}, 1e-5, 1e-6)
+	in := [][]float32{randFloats(rng, N*w, 1), randFloats(rng, rows*w, 1)}
+	optest.CheckDevice(t, e, "edge messages", o, in, 1e-5, 1e-6)
+	// The same with the embeddings kept from the forward pass
+	// (EdgeMsg.Kept): the same values, one launch less.
+	o.Kept = new(EdgeEmbeddings)
+	optest.CheckDevice(t, e, "edge messages, embeddings kept", o, in, 1e-5, 1e-6)
+	if o.Kept.dev == nil {
+		t.Error("the forward pass kept no embeddings")
+	}
 	release()
 	if err := buf.Free(); err != nil {
 		t.Fatal(err)

@@ -519,7 +519,15 @@ type EdgeMsg struct {
 	Be         kernels.Backend
 	D          *Data
 	Rows, N, W int
+	// Kept, when not nil, is where the device forward pass keeps the
+	// entries' embeddings for the backward pass (new(EdgeEmbeddings) per
+	// op); nil makes the backward pass compute them again.
+	Kept *EdgeEmbeddings
 }
+
+// EdgeEmbeddings is where EdgeMsg's device forward pass keeps the edge
+// entries' embeddings (a scratch buffer of the engine, E×d).
+type EdgeEmbeddings struct{ dev *cuda.Buffer }
 
 // Sig implements op.Op.
 func (o EdgeMsg) Sig() op.Sig {
