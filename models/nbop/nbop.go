@@ -513,7 +513,8 @@ func (o RelAgg) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
 //
 //	y_u = Σ_{v∈N(u)} ReLU(h_v + e_uv),  e_uv = Σ_c T[off_c + f_uv,c]
 //
-// (the edge embeddings are recomputed in the backward rather than kept).
+// (the CPU path computes the edge embeddings again in the backward pass;
+// the device path keeps them with Kept).
 type EdgeMsg struct {
 	ID         string
 	Be         kernels.Backend
