@@ -45,8 +45,11 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		{"name", strings.Replace(good, `"enc.emb"`, `"enc.xxx"`, 1), `parameter 0 is "enc.xxx", want "enc.emb"`},
 		{"shape", strings.Replace(good, `"shape":[3,8]`, `"shape":[4,8]`, 1), "parameter enc.emb has shape [4 8]"},
 		{"truncated", good[:len(good)/2], "reading checkpoint"},
-		{"a value less", strings.Replace(good, `"values":[0.5570494,`, `"values":[`, 1), "reading checkpoint: 640 parameter values, the spn model of its config has 641"},
-		{"wider", strings.Replace(good, `"hidden":8`, `"hidden":9`, 1), "reading checkpoint: 641 parameter values, the spn model of its config has 773"},
+		{"a value less", strings.Replace(good, `"values":[0.5570494,`, `"values":[`, 1), "reading checkpoint: parameter enc.emb has shape [3 8] and 23 values, want shape [3 8]"},
+		{"wider", strings.Replace(good, `"hidden":8`, `"hidden":9`, 1), "reading checkpoint: parameter enc.emb has shape [3 8] and 24 values, want shape [3 9]"},
+		// A model far larger than the file (but under MaxParamValues) is
+		// not built to compare its parameters.
+		{"much wider", strings.Replace(good, `"hidden":8`, `"hidden":1000`, 1), "reading checkpoint: 641 parameter values, the spn model of its config has 6030017"},
 		{"far too wide", strings.Replace(good, `"hidden":8`, `"hidden":2000000`, 1), "reading checkpoint: config: model.kind \"spn\" with hidden = 2000000, layers = 3: 24000060000017 (2.4e+13) parameter values; at most 1073741824 (2^30) are allowed"},
 		{"unknown field", strings.Replace(good, `{"format"`, `{"x":1,"format"`, 1), `unknown field "x"`},
 	}
