@@ -30,7 +30,7 @@ SPN_KERNEL void spn_col_part(float* __restrict__ db, float* __restrict__ part, c
 	if (!spn_chunk(t, n, d, &c, &j, &lo, &hi)) {
 		return;
 	}
-	float p = spn_col_chunk(dz, lo, hi, d, j);
+	float p = spn_rows_sum(dz, lo, hi, d, j);
 	if (nc == 1) {
 		db[j] = db[j] + p;
 	} else {
@@ -166,7 +166,7 @@ SPN_KERNEL void spn_readout_bias(float* __restrict__ db0, float* __restrict__ db
 	}
 	int k = (int)(i / c), j = (int)(i % c);
 	float* db = spn_pick_out(k, db0, db1, db2, db3, db4, db5, db6, db7);
-	db[j] = db[j] + spn_col_chunk(dr + (long long)k * stride, 0, n, c, j);
+	db[j] = db[j] + spn_rows_sum(dr + (long long)k * stride, 0, n, c, j);
 }
 
 // spn_ge_scalar sets y = 1 where x ≥ s (left) or s ≥ x (!left), else 0

@@ -1,17 +1,6 @@
 // Sum, mean and max pooling of node rows into graph rows: graph g owns the
 // node rows [off[g], off[g+1]) of x (N×d); an empty graph pools to zeros.
 
-// spn_rows_sum returns Σ_{a ≤ r < b} x[r, j] of x (·×d), added in float
-// in order from 0: a graph column's sum (kernels.RowSum's order).
-SPN_DEVICE float spn_rows_sum(const float* __restrict__ x, int a, int b, int d, int j)
-{
-	float s = 0.0f;
-	for (int r = a; r < b; r++) {
-		s += x[(long long)r * d + j];
-	}
-	return s;
-}
-
 // The pooling kernels take up to eight node-state tensors at once (the
 // layer-sum readout's; one for a single pooling): x_k (N×d) pools into
 // block k of y (count × G × d), and block k of dy back into dx_k; a

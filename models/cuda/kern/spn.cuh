@@ -81,14 +81,15 @@ SPN_DEVICE float* spn_pick_out(int k, float* p0, float* p1, float* p2, float* p3
 	return k == 0 ? p0 : k == 1 ? p1 : k == 2 ? p2 : k == 3 ? p3 : k == 4 ? p4 : k == 5 ? p5 : k == 6 ? p6 : p7;
 }
 
-// spn_col_chunk returns Σ_{lo ≤ r < hi} dz[r, j] of dz (·×d), added in
-// float in order from 0: one chunk's part of a column sum (the bias
-// gradients' order, models/kernels' CPU.MatMulAT).
-SPN_DEVICE float spn_col_chunk(const float* __restrict__ dz, int lo, int hi, int d, int j)
+// spn_rows_sum returns Σ_{a ≤ r < b} x[r, j] of x (·×d), added in float
+// in order from 0: a graph column's sum (kernels.RowSum's order), and one
+// chunk's part of a column sum (the bias gradients' order, models/kernels'
+// CPU.MatMulAT).
+SPN_DEVICE float spn_rows_sum(const float* __restrict__ x, int a, int b, int d, int j)
 {
-	float p = 0.0f;
-	for (int r = lo; r < hi; r++) {
-		p += dz[(long long)r * d + j];
+	float s = 0.0f;
+	for (int r = a; r < b; r++) {
+		s += x[(long long)r * d + j];
 	}
-	return p;
+	return s;
 }
