@@ -15,21 +15,23 @@ import (
 //
 //	out = Σ_{t=0..T} Dropout(pool(hᵗ)·Wᵗ + bᵗ)
 //
-// as one op: per readout t the pooling op (pool) and the graph-level
-// linear map (linear) of models/rt, then the product with the dropout
-// mask and the sum over t in order, the bits of those ops apart. Its
-// inputs are h⁰..hᵀ (N×d), then Wᵗ (d×c) and bᵗ (c) for t = 0..T, then,
-// with dropout, the masks (G×c, data). On the device it saves the
-// launches of the readouts apart: the biases, the masks and the sum are
-// one launch (spn_readout_sum) for eight readouts, the masks' backward
-// another (spn_readout_masks); the poolings and the products remain one
-// launch each per readout.
+// as one op: per readout t the pooling op (pool), the graph-level
+// linear map (linear) and the dropout op (dropout) of models/rt, then the
+// sum over t in order, the bits of those ops apart. Its inputs are
+// h⁰..hᵀ (N×d), then Wᵗ (d×c) and bᵗ (c) for t = 0..T, then, with
+// dropout, the masks (G×c, data). On the device it saves the launches
+// of the readouts apart: the poolings, the biases with the masks and the
+// sum, and their backward passes take a launch for eight readouts each
+// (pooling kernels of up to eight tensors, spn_readout_sum,
+// spn_readout_masks, spn_readout_bias); the products remain one cuBLAS
+// call each.
 type layerSum struct {
 	id      string
 	be      Env
 	bd      *BatchData
 	pool    pool
 	lin     linear
+	drop    dropout
 	T1      int  // readouts (T + 1)
 	dropout bool // the masks are inputs
 	N, G    int
@@ -52,7 +54,7 @@ func newLayerSum(id string, be Env, bd *BatchData, kind string, T1 int, dropout 
 		return layerSum{}, err
 	}
 	return layerSum{id: id, be: be, bd: bd, pool: p, lin: NewLinear(id+".lin", be, bd, true, G, d, c).(linear),
-		T1: T1, dropout: dropout, N: N, G: G, d: d, c: c, st: &layerSumState{}}, nil
+		drop: newDropout(id+".dropout", G, c), T1: T1, dropout: dropout, N: N, G: G, d: d, c: c, st: &layerSumState{}}, nil
 }
 
 // Sig implements op.Op: the masks are data.
@@ -79,10 +81,10 @@ func (o layerSum) Sig() op.Sig {
 // rows.
 func (layerSum) ZeroOut() {}
 
-// h, w, b and mask return the inputs of readout t.
-func (o layerSum) h(in [][]float32, t int) []float32 { return in[t] }
-func (o layerSum) w(t int) int                       { return o.T1 + 2*t }
-func (o layerSum) mask(t int) int                    { return 3*o.T1 + t }
+// w and mask return the indices of readout t's inputs Wᵗ (bᵗ follows
+// it) and its mask; hᵗ is input t.
+func (o layerSum) w(t int) int    { return o.T1 + 2*t }
+func (o layerSum) mask(t int) int { return 3*o.T1 + t }
 
 // Forward implements op.Op: per readout the pooling, the linear map, the
 // mask, and the sum in the order t = 0..T.
@@ -94,7 +96,7 @@ func (o layerSum) Forward(in [][]float32, y []float32) error {
 	for t := range o.T1 {
 		p := o.be.Buf(o.G * o.d)
 		o.st.p[t] = p
-		if err := o.pool.Forward([][]float32{o.h(in, t)}, p); err != nil {
+		if err := o.pool.Forward([][]float32{in[t]}, p); err != nil {
 			return err
 		}
 		w := o.w(t)
@@ -102,8 +104,8 @@ func (o layerSum) Forward(in [][]float32, y []float32) error {
 			return err
 		}
 		if o.dropout {
-			for i, m := range in[o.mask(t)] {
-				r[i] *= m
+			if err := o.drop.Forward([][]float32{r, in[o.mask(t)]}, r); err != nil {
+				return err
 			}
 		}
 		if t == 0 {
@@ -131,8 +133,8 @@ func (o layerSum) Backward(in [][]float32, _, dy []float32, dIn [][]float32) err
 	dp := o.be.Buf(o.G * o.d)
 	for t := range o.T1 {
 		if o.dropout {
-			for i, m := range in[o.mask(t)] {
-				dr[i] = dy[i] * m
+			if err := o.drop.Backward([][]float32{nil, in[o.mask(t)]}, nil, dy, [][]float32{dr}); err != nil {
+				return err
 			}
 		}
 		clear(dp)
@@ -140,7 +142,7 @@ func (o layerSum) Backward(in [][]float32, _, dy []float32, dIn [][]float32) err
 		if err := o.lin.Backward([][]float32{o.st.p[t], in[w], in[w+1]}, nil, dr, [][]float32{dp, dIn[w], dIn[w+1]}); err != nil {
 			return err
 		}
-		if err := o.pool.Backward([][]float32{o.h(in, t)}, nil, dp, [][]float32{dIn[t]}); err != nil {
+		if err := o.pool.Backward([][]float32{in[t]}, nil, dp, [][]float32{dIn[t]}); err != nil {
 			return err
 		}
 	}
@@ -197,24 +199,23 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 		masks = o.mask
 	}
 	size := n * o.c
-	for t0 := 0; t0 < o.T1; t0 += kern.ReadoutGroup {
+	return forGroups(o.T1, func(t0, count int) error {
 		zg, err := Z.Slice(t0*size, (o.T1-t0)*size)
 		if err != nil {
 			return err
 		}
-		args := append([]any{y, zg}, o.group(in, func(t int) int { return o.w(t) + 1 }, t0)...)
+		args := append([]any{y, zg}, o.group(in, o.bias, t0)...)
 		args = append(args, o.group(in, masks, t0)...)
 		first := 0
 		if t0 == 0 {
 			first = 1
 		}
-		args = append(args, min(o.T1-t0, kern.ReadoutGroup), size, o.c, first)
-		if err := e.Launch("spn_readout_sum", size, args...); err != nil {
-			return err
-		}
-	}
-	return nil
+		return e.Launch("spn_readout_sum", size, append(args, count, size, o.c, first)...)
+	})
 }
+
+// bias returns the index of readout t's input bᵗ.
+func (o layerSum) bias(t int) int { return o.w(t) + 1 }
 
 // DeviceBackward implements op.DeviceOp: the masks' backward and, for
 // at most kernels.ChunkRows graphs, the biases' gradients for eight
@@ -231,41 +232,41 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 		return fmt.Errorf("%s: backward without its forward", o.id)
 	}
 	size := n * o.c
-	dr := func(int) (*cuda.Buffer, error) { return dy, nil }
-	drAll, stride := dy, 0 // the readouts' output gradients, block t at t·stride
+	// The readouts' output gradients: readout t's at t·stride of dr (dy
+	// itself for every readout without dropout).
+	dr, stride := dy, 0
 	if o.dropout {
 		DR, err := op.ScratchBuffer(e, o.T1*size)
 		if err != nil {
 			return err
 		}
-		for t0 := 0; t0 < o.T1; t0 += kern.ReadoutGroup {
+		err = forGroups(o.T1, func(t0, count int) error {
 			dg, err := DR.Slice(t0*size, (o.T1-t0)*size)
 			if err != nil {
 				return err
 			}
-			count := min(o.T1-t0, kern.ReadoutGroup)
 			args := append([]any{dg, dy}, o.group(in, o.mask, t0)...)
-			if err := e.Launch("spn_readout_masks", count*size, append(args, count, size)...); err != nil {
-				return err
-			}
+			return e.Launch("spn_readout_masks", count*size, append(args, count, size)...)
+		})
+		if err != nil {
+			return err
 		}
-		dr = func(t int) (*cuda.Buffer, error) { return DR.Slice(t*size, size) }
-		drAll, stride = DR, size
+		dr, stride = DR, size
 	}
 	// The biases' gradients: for one chunk of rows eight readouts a
 	// launch (spn_readout_bias), else Engine.ColSums per readout.
 	oneChunk := n <= kernels.ChunkRows
 	if oneChunk {
-		for t0 := 0; t0 < o.T1; t0 += kern.ReadoutGroup {
-			count := min(o.T1-t0, kern.ReadoutGroup)
-			dg, err := drAll.Slice(t0*stride, drAll.Len()-t0*stride)
+		err := forGroups(o.T1, func(t0, count int) error {
+			dg, err := dr.Slice(t0*stride, dr.Len()-t0*stride)
 			if err != nil {
 				return err
 			}
-			args := append(o.group(dIn, func(t int) int { return o.w(t) + 1 }, t0), dg, count, n, o.c, stride)
-			if err := e.Launch("spn_readout_bias", count*o.c, args...); err != nil {
-				return err
-			}
+			args := append(o.group(dIn, o.bias, t0), dg, count, n, o.c, stride)
+			return e.Launch("spn_readout_bias", count*o.c, args...)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	dP, err := op.ScratchBuffer(e, o.T1*n*o.d)
@@ -273,7 +274,7 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 		return err
 	}
 	for t := range o.T1 {
-		drt, err := dr(t)
+		drt, err := dr.Slice(t*stride, size)
 		if err != nil {
 			return err
 		}
@@ -290,7 +291,7 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 			return err
 		}
 		if !oneChunk {
-			if err := e.ColSums(dIn[w+1], drt, n, o.c); err != nil {
+			if err := e.ColSums(dIn[o.bias(t)], drt, n, o.c); err != nil {
 				return err
 			}
 		}

@@ -133,8 +133,7 @@ func (o pool) deviceForwardMany(e *engine.Engine, xs []*cuda.Buffer, y *cuda.Buf
 		return err
 	}
 	size := o.bd.G * o.d
-	for k0 := 0; k0 < len(xs); k0 += kern.ReadoutGroup {
-		count := min(len(xs)-k0, kern.ReadoutGroup)
+	return forGroups(len(xs), func(k0, count int) error {
 		yg, err := y.Slice(k0*size, count*size)
 		if err != nil {
 			return err
@@ -143,13 +142,20 @@ func (o pool) deviceForwardMany(e *engine.Engine, xs []*cuda.Buffer, y *cuda.Buf
 		args = append(args, db.Ptr, o.bd.G, o.d)
 		switch o.kind {
 		case models.PoolMax:
-			err = e.Launch("spn_pool_max", count*size, append(args, count)...)
+			return e.Launch("spn_pool_max", count*size, append(args, count)...)
 		case models.PoolMean:
-			err = e.Launch("spn_pool", count*size, append(args, 1, count)...)
-		default:
-			err = e.Launch("spn_pool", count*size, append(args, 0, count)...)
+			return e.Launch("spn_pool", count*size, append(args, 1, count)...)
 		}
-		if err != nil {
+		return e.Launch("spn_pool", count*size, append(args, 0, count)...)
+	})
+}
+
+// forGroups calls f for the groups of at most kern.ReadoutGroup of n
+// items (tensors, readouts) a kernel takes a launch: from k0 = 0, count
+// of them each; it stops at f's first error.
+func forGroups(n int, f func(k0, count int) error) error {
+	for k0 := 0; k0 < n; k0 += kern.ReadoutGroup {
+		if err := f(k0, min(n-k0, kern.ReadoutGroup)); err != nil {
 			return err
 		}
 	}
@@ -187,8 +193,7 @@ func (o pool) deviceBackwardMany(e *engine.Engine, xs []*cuda.Buffer, dy *cuda.B
 		return err
 	}
 	size := o.bd.G * o.d
-	for k0 := 0; k0 < len(xs); k0 += kern.ReadoutGroup {
-		count := min(len(xs)-k0, kern.ReadoutGroup)
+	return forGroups(len(xs), func(k0, count int) error {
 		dg, err := dy.Slice(k0*size, count*size)
 		if err != nil {
 			return err
@@ -197,17 +202,12 @@ func (o pool) deviceBackwardMany(e *engine.Engine, xs []*cuda.Buffer, dy *cuda.B
 		switch o.kind {
 		case models.PoolMax:
 			args = append(args, groupArgs(xs[k0:k0+count])...)
-			err = e.Launch("spn_pool_max_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, count)...)
+			return e.Launch("spn_pool_max_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, count)...)
 		case models.PoolMean:
-			err = e.Launch("spn_pool_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, 1, count)...)
-		default:
-			err = e.Launch("spn_pool_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, 0, count)...)
+			return e.Launch("spn_pool_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, 1, count)...)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return e.Launch("spn_pool_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, 0, count)...)
+	})
 }
 
 // dropout is inverted dropout as y = x ⊙ mask, where the mask (an input
