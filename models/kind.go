@@ -153,13 +153,10 @@ func sizeText(n int64) string {
 // New checks cfg.Model against its kind and its size (Size) and builds
 // the model.
 func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error) {
-	k, err := r.Lookup(cfg.Model.Kind)
-	if err != nil {
-		return nil, err
-	}
 	if _, err := r.Size(cfg); err != nil {
 		return nil, err
 	}
+	k := r[cfg.Model.Kind] // Size looked it up
 	if be == nil {
 		return nil, fmt.Errorf("model.kind %q: nil kernel backend", cfg.Model.Kind)
 	}
