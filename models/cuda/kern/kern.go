@@ -136,35 +136,23 @@ func ps(args ...any) []Param {
 // AddMany is the number of arrays one launch of spn_add_many adds.
 const AddMany = 32
 
-// addManyParams are spn_add_many's: g, x_0..x_31, o_0..o_31, n_0..n_31, count.
-func addManyParams() []Param {
-	p := []Param{{"g", F32Ptr}}
-	for _, name := range []string{"x", "o", "n"} {
-		for j := range AddMany {
-			k := I32
-			if name == "x" {
-				k = F32Ptr
-			}
-			p = append(p, Param{fmt.Sprintf("%s%d", name, j), k})
-		}
-	}
-	return append(p, Param{"count", I32})
-}
-
-// ReadoutGroup is the number of readouts one launch of spn_readout_sum
-// or spn_readout_masks takes, and of node-state tensors one launch of
-// the pooling kernels (spn_pool, spn_pool_backward, spn_pool_max,
-// spn_pool_max_backward) pools.
+// ReadoutGroup is the number of readouts one launch of spn_readout_sum,
+// spn_readout_masks or spn_readout_bias takes, and of node-state
+// tensors one launch of the pooling kernels (spn_pool,
+// spn_pool_backward, spn_pool_max, spn_pool_max_backward) pools.
 const ReadoutGroup = 8
 
-// group returns the ReadoutGroup float pointers name0, name1, ...
-func group(name string) []Param {
+// numbered returns the n parameters name0, name1, ... of kind k.
+func numbered(name string, n int, k Kind) []Param {
 	var p []Param
-	for j := range ReadoutGroup {
-		p = append(p, Param{fmt.Sprintf("%s%d", name, j), F32Ptr})
+	for j := range n {
+		p = append(p, Param{fmt.Sprintf("%s%d", name, j), k})
 	}
 	return p
 }
+
+// group returns the ReadoutGroup float pointers name0, name1, ...
+func group(name string) []Param { return numbered(name, ReadoutGroup, F32Ptr) }
 
 // cat concatenates parameter lists.
 func cat(lists ...[]Param) []Param {
@@ -173,15 +161,6 @@ func cat(lists ...[]Param) []Param {
 		p = append(p, l...)
 	}
 	return p
-}
-
-// readoutParams are spn_readout_sum's (sum) or spn_readout_masks's: the
-// output and its input, b_0..b_7 (sum only), m_0..m_7, then the sizes.
-func readoutParams(sum bool) []Param {
-	if sum {
-		return cat(ps("y", F32Ptr, "z", F32Ptr), group("b"), group("m"), ps("count", I32, "len", I32, "c", I32, "first", I32))
-	}
-	return cat(ps("dr", F32Ptr, "dy", F32Ptr), group("m"), ps("count", I32, "len", I32))
 }
 
 // Kernels returns every entry point of Source with its parameters, in
@@ -199,9 +178,9 @@ func Kernels() []Kernel {
 		{"spn_col_part", "dense.cu", ps("db", F32Ptr, "part", F32Ptr, "dz", F32Ptr, "n", I32, "d", I32)},
 		{"spn_col_sums", "dense.cu", ps("db", F32Ptr, "part", F32Ptr, "nc", I32, "d", I32)},
 		{"spn_fill", "dense.cu", ps("y", F32Ptr, "v", F32, "len", I32)},
-		{"spn_add_many", "dense.cu", addManyParams()},
-		{"spn_readout_sum", "dense.cu", readoutParams(true)},
-		{"spn_readout_masks", "dense.cu", readoutParams(false)},
+		{"spn_add_many", "dense.cu", cat(ps("g", F32Ptr), numbered("x", AddMany, F32Ptr), numbered("o", AddMany, I32), numbered("n", AddMany, I32), ps("count", I32))},
+		{"spn_readout_sum", "dense.cu", cat(ps("y", F32Ptr, "z", F32Ptr), group("b"), group("m"), ps("count", I32, "len", I32, "c", I32, "first", I32))},
+		{"spn_readout_masks", "dense.cu", cat(ps("dr", F32Ptr, "dy", F32Ptr), group("m"), ps("count", I32, "len", I32))},
 		{"spn_readout_bias", "dense.cu", cat(group("db"), ps("dr", F32Ptr, "count", I32, "n", I32, "c", I32, "stride", I32))},
 		{"spn_ge_scalar", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32, "left", I32, "len", I32)},
 		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
