@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/spn-project/spn/internal/units"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
@@ -187,20 +188,8 @@ func (a *app) cacheGC(en *engine, args []string) error {
 		}
 		n++
 		bytes += e.Bytes
-		fmt.Fprintf(a.stdout, "%s %s %s  %s (%s)\n", verb, e.Kind, short(e.Key), e.Name, humanBytes(e.Bytes))
+		fmt.Fprintf(a.stdout, "%s %s %s  %s (%s)\n", verb, e.Kind, short(e.Key), e.Name, units.Bytes(e.Bytes))
 	}
-	fmt.Fprintf(a.stdout, "%s %d of %d stages, %s; kept %d\n", verb, n, len(entries), humanBytes(bytes), len(entries)-n)
+	fmt.Fprintf(a.stdout, "%s %d of %d stages, %s; kept %d\n", verb, n, len(entries), units.Bytes(bytes), len(entries)-n)
 	return nil
-}
-
-func humanBytes(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
 }

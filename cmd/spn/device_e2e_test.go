@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/internal/golden"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
@@ -79,6 +80,43 @@ func TestRunOnEmulatedDevice(t *testing.T) {
 	}
 	if ptx, _ := filepath.Glob(filepath.Join(cacheDir, "ptx", "*.ptx")); len(ptx) != 1 {
 		t.Errorf("the cache's ptx folder holds %v, want the compiled kernels", ptx)
+	}
+}
+
+// TestRunOutOfDeviceMemory runs the tiny spec on an emulated device of
+// 2 MiB, too small for its first model: the train stage fails, exit 1,
+// with the error of the allocation (what was asked for, what is free,
+// what spn holds) and what to change, without the tape machine's
+// framing (testdata/device_oom.golden); the cache holds no train result
+// and the device no allocation. On a device with room the same cache
+// then runs what is missing and reuses the rest.
+func TestRunOutOfDeviceMemory(t *testing.T) {
+	o := emulatedOpener(t)
+	o.SetMemory(t, 2<<20)
+	t.Cleanup(func() { o.SetMemory(t, 0) })
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	run := func() result {
+		return spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", "cuda", "--out", filepath.Join(dir, "out"), "--log-level", "error", "--jobs", "1", "--threads", "1")
+	}
+	r := run()
+	if r.code != exitFail || r.stdout != "" {
+		t.Fatalf("run on a device of 2 MiB: exit %d, stdout %q; want exit 1 and no table\n%s", r.code, r.stdout, r.stderr)
+	}
+	golden.Check(t, "testdata/device_oom.golden", []byte(r.stderr))
+	if results, _ := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult)); len(results) != 0 {
+		t.Errorf("the failed run left train results %v", results)
+	}
+	if live := o.Live(t, 0); live != 0 {
+		t.Errorf("the failed run left %d allocations on the device", live)
+	}
+	o.SetMemory(t, 0)
+	r = run()
+	if r.code != exitOK {
+		t.Fatalf("the run again with room: exit %d: %s", r.code, r.stderr)
+	}
+	if first, _, _ := strings.Cut(r.stderr, "\n"); !strings.Contains(first, "7 stages, 2 cached, 5 to run") {
+		t.Errorf("the run again with room: %q, want the generate and precompute stages cached", first)
 	}
 }
 

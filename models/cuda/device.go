@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/spn-project/spn/internal/units"
 	"github.com/spn-project/spn/models/cuda/kern"
 )
 
@@ -23,8 +24,11 @@ type computeAPI struct {
 	ctxSynchronize    func() int32
 	memAlloc          func(p *uint64, bytes uint64) int32
 	memFree           func(p uint64) int32
-	memcpyHtoD        func(dst uint64, src unsafe.Pointer, bytes uint64) int32
-	memcpyDtoH        func(dst unsafe.Pointer, src uint64, bytes uint64) int32
+	// memGetInfo is cuMemGetInfo_v2(free, total): the device's free and
+	// total memory, for the error of a failed allocation.
+	memGetInfo func(free, total *uint64) int32
+	memcpyHtoD func(dst uint64, src unsafe.Pointer, bytes uint64) int32
+	memcpyDtoH func(dst unsafe.Pointer, src uint64, bytes uint64) int32
 	// memAllocHost is cuMemAllocHost_v2 (page-locked host memory for
 	// the context; cuMemHostAlloc with no flags is the same), memFreeHost
 	// cuMemFreeHost.
@@ -56,6 +60,7 @@ func (a *computeAPI) bindings() []binding {
 		{"cuCtxSynchronize", &a.ctxSynchronize},
 		{"cuMemAlloc_v2", &a.memAlloc},
 		{"cuMemFree_v2", &a.memFree},
+		{"cuMemGetInfo_v2", &a.memGetInfo},
 		{"cuMemcpyHtoD_v2", &a.memcpyHtoD},
 		{"cuMemcpyDtoH_v2", &a.memcpyDtoH},
 		{"cuMemAllocHost_v2", &a.memAllocHost},
@@ -353,7 +358,7 @@ func Alloc[T Elem](c *Context, n int) (*Buffer, error) {
 	err := c.do(func() error {
 		c.calls.Allocs++
 		if err := check("cuMemAlloc_v2", c.api.memAlloc(&b.ptr, uint64(b.bytes()))); err != nil {
-			return fmt.Errorf("%w (%d bytes on %s)", err, b.bytes(), c.Device.Name)
+			return fmt.Errorf("%w (%s)", err, c.allocReport(b.bytes()))
 		}
 		c.track(b)
 		c.mem.Live += int64(b.bytes())
@@ -364,6 +369,20 @@ func Alloc[T Elem](c *Context, n int) (*Buffer, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// allocReport describes, inside c.do, a failed allocation of n bytes:
+// the bytes asked for, the device, and what cuMemGetInfo_v2 says of its
+// memory with what this context holds of it, so that a reader tells a
+// model too large for the device (spn holds most of it) from a device
+// that other processes fill (spn holds little of it).
+func (c *Context) allocReport(n int) string {
+	s := fmt.Sprintf("%s asked for on %s", units.Bytes(int64(n)), c.Device.Name)
+	var free, total uint64
+	if c.api.memGetInfo == nil || c.api.memGetInfo(&free, &total) != 0 {
+		return fmt.Sprintf("%s, of which spn holds %s", s, units.Bytes(c.mem.Live))
+	}
+	return fmt.Sprintf("%s: %s free of %s, %s of it held by spn", s, units.Bytes(int64(free)), units.Bytes(int64(total)), units.Bytes(c.mem.Live))
 }
 
 // NewBuffer allocates a buffer for src and copies src into it.

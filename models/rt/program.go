@@ -1,7 +1,9 @@
 package rt
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -179,6 +181,43 @@ func (b *Builder) Op(be Env, o op.Op, in ...*G.Node) *G.Node {
 	return n
 }
 
+// vmError returns err, an error of Gorgonia's tape machine, as the
+// error the failing node's op returned, after the node's name unless
+// that error starts with it, without the
+// machine's framing ("PC n. Failed to execute instruction" and the
+// instruction's registers, "Failed to carry op.Do()"), which tells a
+// reader nothing; the op's error keeps its chain (errors.Is: a device
+// out of memory is cuda.ErrOutOfMemory). Any other error is returned
+// as it is.
+func vmError(err error) error {
+	var ce interface {
+		Err() error
+		Node() *G.Node
+	}
+	if !errors.As(err, &ce) {
+		return err
+	}
+	// The framing is github.com/pkg/errors' wrappers, which have Cause;
+	// the ops' own errors (and Gorgonia's errors.Errorf) have none.
+	cause := ce.Err()
+	for {
+		c, ok := cause.(interface{ Cause() error })
+		if !ok || c.Cause() == nil {
+			break
+		}
+		cause = c.Cause()
+	}
+	if n := ce.Node(); n != nil {
+		// An op node's name is the op's with its arguments; spn's ops
+		// name themselves in their errors.
+		name, _, _ := strings.Cut(n.Name(), "(")
+		if !strings.HasPrefix(cause.Error(), name+":") {
+			return fmt.Errorf("%s: %w", name, cause)
+		}
+	}
+	return cause
+}
+
 // RoundUp returns x rounded up to a multiple of m.
 func RoundUp(x, m int) int { return (x + m - 1) / m * m }
 
@@ -189,7 +228,7 @@ func (p *Program) run() error {
 	p.ar.reset()
 	p.vm.Reset()
 	if err := p.vm.RunAll(); err != nil {
-		return fmt.Errorf("running the model graph: %w", err)
+		return fmt.Errorf("running the model graph: %w", vmError(err))
 	}
 	if p.vals.out == nil && p.dev == nil {
 		return fmt.Errorf("running the model graph: no output value")

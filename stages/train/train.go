@@ -192,6 +192,9 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 			Compute: compute,
 		})
 	}
+	if errors.Is(err, cuda.ErrOutOfMemory) {
+		return fmt.Errorf("%w; %s", err, outOfMemoryHint(k.GPU.Name(), point))
+	}
 	if err != nil {
 		return err
 	}
@@ -205,6 +208,13 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 		return err
 	}
 	return writeJSON(filepath.Join(job.Dir, stages.FileTiming), res.timing)
+}
+
+// outOfMemoryHint says what to change when training point ran out of
+// memory on the device called device.
+func outOfMemoryHint(device string, point schema.Point) string {
+	return fmt.Sprintf("training does not fit in %s's memory: lower training.batch_size (%d) or model.hidden (%d), free the GPU of other processes, or train on a larger GPU or with --device cpu",
+		device, point.Training.BatchSize, point.Model.Hidden)
 }
 
 // cpuCompute describes the CPU kernels of this build.

@@ -388,7 +388,7 @@ func TestSizeClass(t *testing.T) {
 // TestPoolOutOfMemory fills the emulated device's memory with pooled
 // allocations: a scratch tensor of another class then frees the pool and
 // is allocated, and one larger than the device fails with an error that
-// is cuda.ErrOutOfMemory.
+// is cuda.ErrOutOfMemory and reports the device's memory.
 func TestPoolOutOfMemory(t *testing.T) {
 	lib := cudatest.Emulator(t)
 	r, err := cuda.Probe(lib)
@@ -416,7 +416,13 @@ func TestPoolOutOfMemory(t *testing.T) {
 	if !errors.Is(err, cuda.ErrOutOfMemory) {
 		t.Fatalf("4 MiB on a device of 64 KiB: %v, want an error that is cuda.ErrOutOfMemory", err)
 	}
-	t.Logf("4 MiB on a device of 64 KiB: %v", err)
+	// The error says what was asked for, what is free and what spn holds
+	// (the 32 KiB scratch tensor): a model too large for the device, not
+	// a device other processes fill.
+	const want = "device engine: cuda: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2) (4.0 MiB asked for on Fake GPU: 32.0 KiB free of 64.0 KiB, 32.0 KiB of it held by spn)"
+	if err.Error() != want {
+		t.Errorf("4 MiB on a device of 64 KiB:\n%v\nwant\n%s", err, want)
+	}
 }
 
 // TestZeros checks the zeroed memory of a run: every value Zeros gives

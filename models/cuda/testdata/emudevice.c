@@ -207,6 +207,16 @@ int cuMemAlloc_v2(unsigned long long* p, size_t n)
 	return SUCCESS;
 }
 
+int cuMemGetInfo_v2(size_t* free_bytes, size_t* total)
+{
+	if (!active()) return INVALID_CONTEXT;
+	size_t used = 0;
+	for (alloc* b = allocs; b; b = b->next) used += b->size;
+	*total = memory ? memory : (size_t)5 << 30; /* fakecuda.c's cuDeviceTotalMem_v2 */
+	*free_bytes = used < *total ? *total - used : 0;
+	return SUCCESS;
+}
+
 int cuMemFree_v2(unsigned long long p)
 {
 	if (!active()) return INVALID_CONTEXT;
