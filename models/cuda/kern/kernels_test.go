@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/cuda/kern/hopcase"
 	"github.com/spn-project/spn/models/cuda/kern/kerntest"
@@ -415,34 +416,12 @@ func TestPool(t *testing.T) {
 			xs[k], dys[k] = kerntest.Randn(rng, N*d, 1), kerntest.Randn(rng, G*d, 1)
 		}
 		for mean := 0; mean <= 1; mean++ {
+			kind := map[int]string{0: models.PoolSum, 1: models.PoolMean}[mean]
 			var y []float32
 			dx := make([][]float32, count)
 			for k, x := range xs {
-				yk := make([]float32, G*d)
-				dx[k] = make([]float32, N*d)
-				for g := 0; g < G; g++ {
-					a, b := int(off[g]), int(off[g+1])
-					if a == b {
-						continue
-					}
-					kernels.RowSum(yk[g*d:(g+1)*d], x[a*d:b*d], b-a, d)
-					scale := float32(1)
-					if mean == 1 {
-						scale = 1 / float32(b-a)
-						for j := 0; j < d; j++ {
-							yk[g*d+j] *= scale
-						}
-					}
-					for r := a; r < b; r++ {
-						for j := 0; j < d; j++ {
-							if mean == 1 {
-								dx[k][r*d+j] = dys[k][g*d+j] * scale
-							} else {
-								dx[k][r*d+j] = dys[k][g*d+j]
-							}
-						}
-					}
-				}
+				var yk []float32
+				yk, dx[k] = poolRef(kind, x, dys[k], off, d)
 				y = append(y, yk...)
 			}
 			ky := make([]float32, count*G*d)
@@ -464,6 +443,51 @@ func TestPool(t *testing.T) {
 			}
 		}
 	}
+}
+
+// poolRef is the reference of TestPool and TestPoolMax: the pooling by
+// kind of x (rows of d values, graph g its rows off[g]..off[g+1]-1) and
+// its gradient for dy. Sum and mean add a graph's rows with
+// kernels.RowSum, in order (mean then scales by 1/|g|, as its gradient
+// does); max keeps the first row's value unless a later one is strictly
+// greater and routes the gradient to that first arg-max row, as
+// models/rt's max pooling. An empty graph gives zeros.
+func poolRef(kind string, x, dy []float32, off []int32, d int) (y, dx []float32) {
+	G := len(off) - 1
+	y, dx = make([]float32, G*d), make([]float32, len(x))
+	for g := 0; g < G; g++ {
+		a, b := int(off[g]), int(off[g+1])
+		if a == b {
+			continue
+		}
+		if kind == models.PoolMax {
+			for j := 0; j < d; j++ {
+				best, arg := x[a*d+j], a
+				for r := a + 1; r < b; r++ {
+					if v := x[r*d+j]; v > best {
+						best, arg = v, r
+					}
+				}
+				y[g*d+j] = best
+				dx[arg*d+j] = dy[g*d+j]
+			}
+			continue
+		}
+		kernels.RowSum(y[g*d:(g+1)*d], x[a*d:b*d], b-a, d)
+		scale := float32(1)
+		if kind == models.PoolMean {
+			scale = 1 / float32(b-a)
+			for j := 0; j < d; j++ {
+				y[g*d+j] *= scale
+			}
+		}
+		for r := a; r < b; r++ {
+			for j := 0; j < d; j++ {
+				dx[r*d+j] = dy[g*d+j] * scale
+			}
+		}
+	}
+	return y, dx
 }
 
 // group returns xs (at most kern.ReadoutGroup) as a kernel's group of
@@ -501,24 +525,8 @@ func TestPoolMax(t *testing.T) {
 				x[4*d+j] = x[7*d+j]
 			}
 			xs[k], dys[k] = x, kerntest.Randn(rng, G*d, 1)
-			yk := make([]float32, G*d)
-			dx[k] = make([]float32, N*d)
-			for g := 0; g < G; g++ {
-				a, b := int(off[g]), int(off[g+1])
-				if a == b {
-					continue
-				}
-				for j := 0; j < d; j++ {
-					best, arg := x[a*d+j], a
-					for r := a + 1; r < b; r++ {
-						if v := x[r*d+j]; v > best {
-							best, arg = v, r
-						}
-					}
-					yk[g*d+j] = best
-					dx[k][arg*d+j] = dys[k][g*d+j]
-				}
-			}
+			var yk []float32
+			yk, dx[k] = poolRef(models.PoolMax, x, dys[k], off, d)
 			if dx[k][4*d] == 0 || dx[k][7*d] != 0 {
 				t.Fatal("the reference does not route the tie to the first row")
 			}
