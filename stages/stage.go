@@ -91,6 +91,12 @@ type Env struct {
 	// from now on (at least Threads; it only grows). A Grower reads it
 	// between epochs; results must not depend on it.
 	ThreadsNow func() int
+	// GPU is the ordinal (N of "cuda:N") of the GPU the stage of a
+	// GPUUser runs on, one of those its StageGPU names, which the
+	// executor gives it to itself; -1 when it needs none. Results must
+	// not depend on which (the GPUs a run spreads its stages over are
+	// of one model).
+	GPU int
 }
 
 // Grower is a Kind whose stages can take more threads while they run
@@ -102,13 +108,15 @@ type Grower interface {
 }
 
 // GPUUser is a Kind whose stages may each need a GPU to themselves while
-// they run; the executor starts such a stage only when no other stage of
-// the run holds that GPU (package sched).
+// they run; the executor starts such a stage on one of its GPUs that no
+// other stage of the run holds (package sched) and says which in
+// Env.GPU.
 type GPUUser interface {
 	Kind
-	// StageGPU returns the ordinal of the GPU ("cuda:N") the stage of
-	// params runs on; ok is false when it needs none.
-	StageGPU(params json.RawMessage) (ordinal int, ok bool)
+	// StageGPU returns the ordinals of the GPUs ("cuda:N") the stage of
+	// params may run on, any one of them, the first preferred; ok is
+	// false when it needs none.
+	StageGPU(params json.RawMessage) (ordinals []int, ok bool)
 }
 
 // Input is a finished dependency of a job.

@@ -301,7 +301,7 @@ func (a *app) benchGPU(device string, rep benchReport, cacheDir string) (*benchD
 		return nil, usageErrf("bench", "--cache: %w", err)
 	}
 	return &benchDevice{
-		GPU:     &train.GPU{Opener: a.cudaOpener(), Ordinal: ordinal, PTXDir: abs},
+		GPU:     &train.GPU{Opener: a.cudaOpener(), Ordinals: []int{ordinal}, PTXDir: abs},
 		compute: &stages.Compute{Device: device, GPU: dev.Name, Capability: fmt.Sprintf("%d.%d", dev.Major, dev.Minor), Driver: dev.Driver.String()},
 	}, nil
 }
@@ -344,7 +344,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		if err := reg.CheckDevice(cfg, gpu.compute.Device); err != nil {
 			return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
 		}
-		e, err := gpu.Open()
+		e, err := gpu.Open(gpu.Ordinals[0])
 		if err != nil {
 			return benchRow{}, err
 		}

@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
@@ -171,8 +174,88 @@ func (a *app) deviceStages(cmd, device string, remote bool, reg *stages.Registry
 	if err := checkDeviceModels(tk.Registry(), ms, device); err != nil {
 		return nil, usageErr(cmd, err)
 	}
-	tk.GPU = &train.GPU{Opener: a.cudaOpener(), Ordinal: ordinal, PTXDir: filepath.Join(cacheDir, "ptx")}
+	tk.GPU = &train.GPU{Opener: a.cudaOpener(), Ordinals: []int{ordinal}, PTXDir: filepath.Join(cacheDir, "ptx")}
 	return reg.With(tk), nil
+}
+
+// gpusFlag registers --gpus on fs (spn run).
+func gpusFlag(fs *flag.FlagSet, dst *string) {
+	fs.StringVar(dst, "gpus", "", "GPUs the local executor runs the GPU train stages on, one stage per GPU at a time: ordinals `list` (0,1,3) or all (default: the device's one)")
+}
+
+// spreadGPUs makes the GPU train stages of reg, deviceStages' registry
+// for device (local, cuda:N), train on the GPUs list names instead of
+// GPU N alone: ordinals separated by commas, or "all" of this machine's.
+// Each must exist and be of one model (name and compute capability) with
+// the others: a stage's result would otherwise depend on which GPU the
+// executor gave it. Errors are usage errors (exit 2).
+func (a *app) spreadGPUs(cmd, device, list string, reg *stages.Registry) (*stages.Registry, error) {
+	bad := func(format string, args ...any) error {
+		return usageErrf(cmd, "--gpus %s: "+format, append([]any{list}, args...)...)
+	}
+	k, _ := reg.Get(stages.KindTrain)
+	tk, ok := k.(train.Kind)
+	if kind, _, err := schema.ParseDevice(device); err != nil || kind != schema.DeviceCUDA || !ok || tk.GPU == nil {
+		return nil, bad("the device is %s; --gpus spreads the train stages of a GPU device (--device cuda)", device)
+	}
+	rt, err := cuda.Probe(a.cudaOpener())
+	if err != nil {
+		return nil, bad("%w", err)
+	}
+	ordinals, err := parseGPUs(list, rt.Devices)
+	if err != nil {
+		return nil, bad("%w", err)
+	}
+	devs := make([]cuda.Device, len(ordinals))
+	for i, o := range ordinals {
+		if devs[i], err = rt.Device(o); err != nil {
+			return nil, bad("%w", err)
+		}
+	}
+	if err := oneModel(devs); err != nil {
+		return nil, bad("%w", err)
+	}
+	gpu := *tk.GPU
+	gpu.Ordinals = ordinals
+	tk.GPU = &gpu
+	return reg.With(tk), nil
+}
+
+// parseGPUs parses --gpus: "all" (GPUs 0 to devices−1) or distinct
+// ordinals separated by commas, in the order given.
+func parseGPUs(list string, devices int) ([]int, error) {
+	if list == "all" {
+		out := make([]int, devices)
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	}
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		o, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || o < 0 {
+			return nil, fmt.Errorf("%q is not a GPU ordinal (want a list such as 0,1,3, or all)", f)
+		}
+		if slices.Contains(out, o) {
+			return nil, fmt.Errorf("GPU %d is listed twice", o)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// oneModel checks that devs are GPUs of one model: the same name and
+// compute capability, so that a stage's bits do not depend on which of
+// them it trains on.
+func oneModel(devs []cuda.Device) error {
+	for _, d := range devs[1:] {
+		if d.Name != devs[0].Name || d.Major != devs[0].Major || d.Minor != devs[0].Minor {
+			return fmt.Errorf("cuda:%d is %s (compute capability %d.%d) and cuda:%d %s (%d.%d): results would depend on which GPU a stage ran on; give GPUs of one model",
+				devs[0].Ordinal, devs[0].Name, devs[0].Major, devs[0].Minor, d.Ordinal, d.Name, d.Major, d.Minor)
+		}
+	}
+	return nil
 }
 
 // checkDeviceModels checks that every model of ms has device math on

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,8 +44,7 @@ func readTables(t *testing.T, dir string) map[string]string {
 // TestRunOnEmulatedDevice runs a tiny spec (48 3-Prox graphs, GIN and
 // SPN k = 2, three epochs) with spn run --device cuda --jobs 2 on the
 // emulated device (the scheduler starts the train stages on the GPU one
-// at a time; the emulator's allocation list is not safe for two threads,
-// so two at once fail this test): it completes, every train result
+// at a time): it completes, every train result
 // records cuda:0 and the GPU, a second run in a fresh cache writes the
 // same table bytes, and (the run being that small) the tables are those
 // of the CPU run.
@@ -117,6 +117,82 @@ func TestRunOutOfDeviceMemory(t *testing.T) {
 	}
 	if first, _, _ := strings.Cut(r.stderr, "\n"); !strings.Contains(first, "7 stages, 2 cached, 5 to run") {
 		t.Errorf("the run again with room: %q, want the generate and precompute stages cached", first)
+	}
+}
+
+// TestRunOnTwoGPUs runs a spec of four train stages (GIN once, SPN three
+// runs) on two emulated GPUs with --gpus all: the stages train on both
+// (each result records its GPU), never two on one GPU (the executor's
+// tests check that), and the tables are the bytes of the same spec run
+// on GPU 0 alone, in a fresh cache.
+func TestRunOnTwoGPUs(t *testing.T) {
+	o := emulatedOpener(t)
+	o.SetDevices(t, 2)
+	t.Cleanup(func() { o.SetDevices(t, 1) })
+	run := func(extra ...string) (map[string]string, string) {
+		dir := t.TempDir()
+		cacheDir, out := filepath.Join(dir, "cache"), filepath.Join(dir, "out")
+		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--device", "cuda", "--out", out, "--log-level", "error", "--jobs", "2", "--threads", "1"}, extra...)...)
+		if r.code != exitOK {
+			t.Fatalf("run %v: exit %d: %s", extra, r.code, r.stderr)
+		}
+		return readTables(t, out), cacheDir
+	}
+	two, cacheDir := run("--gpus", "all")
+	one, _ := run()
+	if !reflect.DeepEqual(two, one) {
+		t.Errorf("the tables on two GPUs differ from those on one:\n%s\n%s", two["/main.csv"], one["/main.csv"])
+	}
+	_, computes := trainComputes(t, cacheDir, 4)
+	used := map[string]int{}
+	for _, c := range computes {
+		used[c.Device]++
+	}
+	if len(used) != 2 || used["cuda:0"] == 0 || used["cuda:1"] == 0 {
+		t.Errorf("the train stages ran on %v, want both cuda:0 and cuda:1", used)
+	}
+}
+
+// TestGPUsErrors: --gpus names GPUs of this machine, distinct, for a
+// local run on a GPU device; anything else is exit 2 before any stage
+// runs, with the message of testdata/device_gpus_errors.golden.
+func TestGPUsErrors(t *testing.T) {
+	o := emulatedOpener(t)
+	o.SetDevices(t, 2)
+	t.Cleanup(func() { o.SetDevices(t, 1) })
+	var all strings.Builder
+	for _, args := range [][]string{
+		{"--device", "cpu", "--gpus", "0"},
+		{"--device", "cuda", "--gpus", "0,0"},
+		{"--device", "cuda", "--gpus", "0,x"},
+		{"--device", "cuda", "--gpus", "-1"},
+		{"--device", "cuda", "--gpus", "2"},
+		{"--device", "cuda", "--gpus", "0,1", "--executor", "slurm", "--dry-run"},
+	} {
+		cacheDir := filepath.Join(t.TempDir(), "cache")
+		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--out", filepath.Join(t.TempDir(), "out")}, args...)...)
+		if r.code != exitUsage || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q; want exit 2 and nothing", args, r.code, r.stdout)
+		}
+		if _, err := os.Stat(cacheDir); err == nil {
+			t.Errorf("%v: the cache was created", args)
+		}
+		fmt.Fprintf(&all, "$ spn run %s\n%s", strings.Join(args, " "), r.stderr)
+	}
+	golden.Check(t, "testdata/device_gpus_errors.golden", []byte(all.String()))
+}
+
+// TestOneModel: GPUs of two models (or two compute capabilities) are
+// refused, naming both.
+func TestOneModel(t *testing.T) {
+	h200 := cuda.Device{Ordinal: 0, Name: "NVIDIA H200", Major: 9}
+	if err := oneModel([]cuda.Device{h200, {Ordinal: 1, Name: "NVIDIA H200", Major: 9}}); err != nil {
+		t.Errorf("two H200s: %v", err)
+	}
+	err := oneModel([]cuda.Device{h200, {Ordinal: 1, Name: "NVIDIA H200", Major: 9}, {Ordinal: 3, Name: "NVIDIA A100-SXM4-80GB", Major: 8}})
+	want := "cuda:0 is NVIDIA H200 (compute capability 9.0) and cuda:3 NVIDIA A100-SXM4-80GB (8.0): results would depend on which GPU a stage ran on; give GPUs of one model"
+	if err == nil || err.Error() != want {
+		t.Errorf("an H200 and an A100: %v, want %s", err, want)
 	}
 }
 

@@ -341,6 +341,8 @@ func (a *app) run(en *engine, args []string) error {
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
 	deviceFlag(fs, &o.device)
+	var gpus string
+	gpusFlag(fs, &gpus)
 	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -369,6 +371,14 @@ func (a *app) run(en *engine, args []string) error {
 	}
 	if reg, err = a.deviceStages("run", spec.Device, sl.executor == executorSlurm, reg, specModels(spec), o.cache); err != nil {
 		return err
+	}
+	if gpus != "" {
+		if sl.executor == executorSlurm {
+			return usageErrf("run", "--gpus %s: on Slurm each job asks for its own GPU (--gres=gpu:1); --gpus is for the local executor", gpus)
+		}
+		if reg, err = a.spreadGPUs("run", spec.Device, gpus, reg); err != nil {
+			return err
+		}
 	}
 	en = en.withStages(reg)
 	// The tables' directory must be writable before hours of compute.

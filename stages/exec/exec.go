@@ -23,9 +23,11 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -395,21 +397,22 @@ func SeedOf(key string) uint64 {
 
 // launch marks n running and runs it in a goroutine that reports its
 // end on events.
-func (r *runner) launch(ctx context.Context, n *plan.Node, threads int, threadsNow func() int, events chan<- event) {
+func (r *runner) launch(ctx context.Context, n *plan.Node, threads int, threadsNow func() int, gpu int, events chan<- event) {
 	r.state[n.Index] = running
 	if r.opt.Progress != nil {
 		r.opt.Progress.StageStart(n)
 	}
 	go func() {
 		start := time.Now()
-		err := r.runStage(ctx, n, threads, threadsNow)
+		err := r.runStage(ctx, n, threads, threadsNow, gpu)
 		events <- event{n: n, d: time.Since(start), err: err}
 	}()
 }
 
-// runStage runs n with threads threads; threadsNow, if not nil, is how
-// many it may use from now on (stages.Env.ThreadsNow).
-func (r *runner) runStage(ctx context.Context, n *plan.Node, threads int, threadsNow func() int) error {
+// runStage runs n with threads threads on GPU gpu (-1: none);
+// threadsNow, if not nil, is how many it may use from now on
+// (stages.Env.ThreadsNow).
+func (r *runner) runStage(ctx context.Context, n *plan.Node, threads int, threadsNow func() int, gpu int) error {
 	var progress func(done, total int)
 	if r.opt.Progress != nil {
 		pr := r.opt.Progress
@@ -419,7 +422,7 @@ func (r *runner) runStage(ctx context.Context, n *plan.Node, threads int, thread
 	env.ThreadsNow = threadsNow
 	_, err := RunNode(ctx, r.c, r.reg, n, NodeOptions{
 		Env: env, Threads: threads, Log: r.log, SPNVersion: r.opt.SPNVersion,
-		Progress: progress, Lock: r.opt.Lock,
+		Progress: progress, Lock: r.opt.Lock, GPU: gpu,
 	})
 	return err
 }
@@ -447,7 +450,7 @@ func (r *runner) start(ctx context.Context, p *plan.Plan, events chan<- event) i
 		}
 	}
 	for _, q := range parked {
-		r.log.Info("stage waits for its GPU", "stage", p.Nodes[q.ID].Name, "device", fmt.Sprintf("cuda:%d", q.GPU))
+		r.log.Info("stage waits for a GPU", "stage", p.Nodes[q.ID].Name, "devices", gpuNames(q.GPUs))
 	}
 	for _, sl := range slots {
 		n := p.Nodes[sl.ID]
@@ -456,7 +459,7 @@ func (r *runner) start(ctx context.Context, p *plan.Plan, events chan<- event) i
 		if r.shared && r.grows(n) {
 			now = sl.Threads
 		}
-		r.launch(ctx, n, sl.Threads(), now, events)
+		r.launch(ctx, n, sl.Threads(), now, sl.GPU, events)
 	}
 	if !r.shared {
 		return len(slots)
@@ -480,10 +483,19 @@ func (r *runner) request(n *plan.Node) sched.Request {
 	q := sched.Request{ID: n.Index, Mem: r.memory(n), Grows: r.grows(n)}
 	if k, ok := r.reg.Get(n.Kind); ok {
 		if g, ok := k.(stages.GPUUser); ok {
-			q.GPU, q.UsesGPU = g.StageGPU(n.JSON)
+			q.GPUs, q.UsesGPU = g.StageGPU(n.JSON)
 		}
 	}
 	return q
+}
+
+// gpuNames lists GPU ordinals as devices, "cuda:0,cuda:1".
+func gpuNames(gpus []int) string {
+	names := make([]string, len(gpus))
+	for i, g := range gpus {
+		names[i] = fmt.Sprintf("cuda:%d", g)
+	}
+	return strings.Join(names, ",")
 }
 
 // threadSplit lists the running stages' threads in plan order, e.g. "2+1+1".
@@ -540,6 +552,10 @@ type NodeOptions struct {
 	Progress func(done, total int)
 	// Lock tunes the per-stage lock.
 	Lock cache.StageLockOptions
+	// GPU is the GPU the scheduler gave the stage (sched.Slot.GPU); a
+	// value its kind does not name for it (stages.GPUUser), as -1, runs
+	// it on the first GPU the kind names.
+	GPU int
 }
 
 // RunNode runs one stage under its per-stage lock (cache.LockStage): it
@@ -617,6 +633,7 @@ func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.No
 	}
 	env := opt.Env
 	env.Threads = opt.Threads
+	env.GPU = stageGPU(kind, n.JSON, opt.GPU)
 	job := &stages.Job{
 		Key: n.Key, Name: n.Name, Params: n.JSON, Inputs: inputs, Dir: tmp,
 		Seed: SeedOf(seedKey(n)), Env: env,
@@ -649,6 +666,24 @@ func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.No
 		}
 	}
 	return nil
+}
+
+// stageGPU returns the GPU a stage of kind with params runs on: given
+// when the kind names it for the stage (stages.GPUUser), else the first
+// it names; -1 for a stage that needs none.
+func stageGPU(kind stages.Kind, params json.RawMessage, given int) int {
+	g, ok := kind.(stages.GPUUser)
+	if !ok {
+		return -1
+	}
+	gpus, ok := g.StageGPU(params)
+	switch {
+	case !ok || len(gpus) == 0:
+		return -1
+	case slices.Contains(gpus, given):
+		return given
+	}
+	return gpus[0]
 }
 
 // runKind runs the stage, turning a panic into an error so one broken stage

@@ -244,18 +244,18 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// gpuKind is a sharedKind whose stages with params {"gpu": N} need GPU N
-// (stages.GPUUser).
+// gpuKind is a sharedKind whose stages with params {"gpus": [N, ...]}
+// need one of those GPUs (stages.GPUUser).
 type gpuKind struct{ *sharedKind }
 
-func (k gpuKind) StageGPU(params json.RawMessage) (int, bool) {
+func (k gpuKind) StageGPU(params json.RawMessage) ([]int, bool) {
 	var p struct {
-		GPU *int `json:"gpu"`
+		GPUs []int `json:"gpus"`
 	}
-	if json.Unmarshal(params, &p) != nil || p.GPU == nil {
-		return 0, false
+	if json.Unmarshal(params, &p) != nil || p.GPUs == nil {
+		return nil, false
 	}
-	return *p.GPU, true
+	return p.GPUs, true
 }
 
 // TestGPUStagesOneAtATime: three trains on GPU 0 and one on the CPU, with
@@ -303,7 +303,7 @@ func TestGPUStagesOneAtATime(t *testing.T) {
 			p := sharedPlan(4)
 			for _, nd := range p.Nodes {
 				if nd.Kind == "train" && nd.Name != "train3" {
-					nd.JSON = []byte(`{"gpu":0}`)
+					nd.JSON = []byte(`{"gpus":[0]}`)
 				}
 			}
 			var logBuf bytes.Buffer
@@ -322,9 +322,65 @@ func TestGPUStagesOneAtATime(t *testing.T) {
 			logMu.Lock()
 			out := logBuf.String()
 			logMu.Unlock()
-			if !strings.Contains(out, "stage waits for its GPU: stage=train1 device=cuda:0") {
+			if !strings.Contains(out, "stage waits for a GPU: stage=train1 devices=cuda:0") {
 				t.Errorf("log does not show the wait for the GPU:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestGPUStagesSpread: five trains that may each use GPU 0 or GPU 1 run
+// two at a time, never two on one GPU, each told its GPU (Env.GPU), the
+// first two on GPU 0 and GPU 1 in plan order; a CPU stage is told none.
+func TestGPUStagesSpread(t *testing.T) {
+	mu := &sync.Mutex{}
+	started := map[string]int{}
+	gpuOf := map[string]int{}
+	busy := map[int]string{}
+	most := 0
+	var bad []string
+	train := &sharedKind{name: "train", mu: mu, start: started,
+		body: func(ctx context.Context, job *stages.Job) error {
+			g := job.Env.GPU
+			mu.Lock()
+			gpuOf[job.Name] = g
+			if other, ok := busy[g]; ok && g >= 0 {
+				bad = append(bad, fmt.Sprintf("%s and %s both on GPU %d", other, job.Name, g))
+			}
+			if g >= 0 {
+				busy[g] = job.Name
+			}
+			most = max(most, len(busy))
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			mu.Lock()
+			if g >= 0 {
+				delete(busy, g)
+			}
+			mu.Unlock()
+			return nil
+		}}
+	reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, gpuKind{train},
+		&sharedKind{name: "tab", mu: mu, start: started})
+	p := sharedPlan(6)
+	for _, nd := range p.Nodes {
+		if nd.Kind == "train" && nd.Name != "train5" {
+			nd.JSON = []byte(`{"gpus":[0,1]}`)
+		}
+	}
+	res, err := exec.Run(context.Background(), p, openCache(t), reg, exec.Options{Cores: 8})
+	if err != nil || !res.OK() {
+		t.Fatalf("Run: %v %v", err, res.Messages)
+	}
+	if len(bad) > 0 || most != 2 {
+		t.Errorf("at most %d GPUs busy at once (want 2); %v", most, bad)
+	}
+	if gpuOf["train0"] != 0 || gpuOf["train1"] != 1 || gpuOf["train5"] != -1 {
+		t.Errorf("GPUs %v: want train0 on 0, train1 on 1, the CPU train5 on none (-1)", gpuOf)
+	}
+	for i := range 5 {
+		if g, ok := gpuOf[fmt.Sprintf("train%d", i)]; !ok || g < 0 || g > 1 {
+			t.Errorf("train%d ran on GPU %d (ran: %v), want 0 or 1", i, g, ok)
+		}
 	}
 }

@@ -21,13 +21,14 @@
 // With a fixed number of jobs (Fixed), up to that many stages run at once
 // with the same threads each, in plan order, and memory is not checked.
 //
-// In both, a stage that needs a GPU (Request.UsesGPU) has that GPU to
-// itself: it starts only when no running stage holds it. A stage whose GPU
-// is busy waits without a thread and without holding back the stages after
-// it, which start as if it were not there; the scheduler keeps it (it is
-// parked) until the stage holding the GPU finishes, and then hands the
-// first parked stage of that GPU back (Finish), lowest ID first. Only
-// memory keeps plan order across stages.
+// In both, a stage that needs a GPU (Request.UsesGPU) has one of its
+// GPUs (Request.GPUs) to itself: it starts on the first of them that no
+// running stage holds (Slot.GPU). A stage whose GPUs are all busy waits
+// without a thread and without holding back the stages after it, which
+// start as if it were not there; the scheduler keeps it (it is parked)
+// until a stage holding one of its GPUs finishes, and then hands the
+// first parked stage that may use that GPU back (Finish), lowest ID
+// first. Only memory keeps plan order across stages.
 //
 // A Scheduler holds no clock and starts nothing itself: the executor asks
 // it (Start, Finish, Grow) from one goroutine, and a running stage reads
@@ -49,16 +50,20 @@ type Request struct {
 	Mem uint64
 	// Grows is true when the stage can take more threads while it runs.
 	Grows bool
-	// UsesGPU is true when the stage needs GPU number GPU (its ordinal,
-	// "cuda:N") to itself while it runs.
+	// UsesGPU is true when the stage needs one of the GPUs GPUs (their
+	// ordinals, N of "cuda:N"; any one, the first free one in this
+	// order) to itself while it runs.
 	UsesGPU bool
-	GPU     int
+	GPUs    []int
 }
 
 // Slot is a running stage's share of the machine.
 type Slot struct {
-	ID      int
-	Mem     uint64
+	ID  int
+	Mem uint64
+	// GPU is the ordinal of the GPU the stage holds (one of its
+	// Request.GPUs), -1 when it uses none.
+	GPU     int
 	req     Request
 	threads atomic.Int64
 }
@@ -76,17 +81,17 @@ type Scheduler struct {
 	budget    uint64 // free memory when the run started
 	limited   bool   // memory admission is on
 	running   []*Slot
-	used      int               // threads held by running stages
-	reserved  uint64            // expected peaks of the running stages
-	gpus      map[int]*Slot     // the running stage holding each busy GPU
-	parked    map[int][]Request // the stages waiting for each busy GPU, by ID
+	used      int           // threads held by running stages
+	reserved  uint64        // expected peaks of the running stages
+	gpus      map[int]*Slot // the running stage holding each busy GPU
+	parked    []Request     // the stages waiting for a GPU, by ID
 }
 
 // New returns a scheduler for cores cores (at least 1). available, if not
 // nil, reports the free memory (e.g. MemAvailable of /proc/meminfo); ok
 // false means unknown, and then memory does not hold stages back.
 func New(cores int, available func() (free uint64, ok bool)) *Scheduler {
-	s := &Scheduler{cores: max(cores, 1), available: available, gpus: map[int]*Slot{}, parked: map[int][]Request{}}
+	s := &Scheduler{cores: max(cores, 1), available: available, gpus: map[int]*Slot{}}
 	if available != nil {
 		s.budget, s.limited = available()
 	}
@@ -98,7 +103,7 @@ func New(cores int, available func() (free uint64, ok bool)) *Scheduler {
 // memory check, only the GPUs.
 func Fixed(jobs, threads int) *Scheduler {
 	jobs, threads = max(jobs, 1), max(threads, 1)
-	return &Scheduler{cores: jobs * threads, perStage: threads, gpus: map[int]*Slot{}, parked: map[int][]Request{}}
+	return &Scheduler{cores: jobs * threads, perStage: threads, gpus: map[int]*Slot{}}
 }
 
 // Cores returns the number of cores shared.
@@ -126,7 +131,7 @@ func (h *Held) String() string {
 // start; Start takes from it only what it decides on: it stops once no
 // thread is free or a stage is held back for memory (held: that stage,
 // which stays the caller's to offer again; nil if none was). A stage
-// whose GPU is busy is parked (returned in parked): the scheduler keeps it
+// whose GPUs are all busy is parked (returned in parked): the scheduler keeps it
 // and hands it back from Finish, and the caller must not offer it again
 // before then.
 func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Request, held *Held) {
@@ -138,13 +143,17 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 		return nil, nil, nil
 	}
 	var admitted []Request
+	var gpu []int // the GPU of each admitted stage
 	reserved := s.reserved
 	claimed := map[int]bool{} // GPUs of the stages admitted here
 	for r := range ready {
-		if r.UsesGPU && (s.gpus[r.GPU] != nil || claimed[r.GPU]) {
-			s.park(r)
-			parked = append(parked, r)
-			continue
+		g := -1
+		if r.UsesGPU {
+			if g = s.freeGPU(r, claimed); g < 0 {
+				s.park(r)
+				parked = append(parked, r)
+				continue
+			}
 		}
 		if r.Mem > 0 && s.limited && len(s.running)+len(admitted) > 0 {
 			room := s.room(reserved)
@@ -154,9 +163,10 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 			}
 		}
 		admitted = append(admitted, r)
+		gpu = append(gpu, g)
 		reserved += r.Mem
 		if r.UsesGPU {
-			claimed[r.GPU] = true
+			claimed[g] = true
 		}
 		if len(admitted) == free {
 			break
@@ -171,17 +181,28 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 				t++
 			}
 		}
-		sl := &Slot{ID: r.ID, Mem: r.Mem, req: r}
+		sl := &Slot{ID: r.ID, Mem: r.Mem, GPU: gpu[i], req: r}
 		sl.threads.Store(int64(t))
 		s.running = append(s.running, sl)
 		s.used += t
 		s.reserved += r.Mem
 		if r.UsesGPU {
-			s.gpus[r.GPU] = sl
+			s.gpus[sl.GPU] = sl
 		}
 		started = append(started, sl)
 	}
 	return started, parked, held
+}
+
+// freeGPU returns the first of r's GPUs that no running stage holds and
+// no stage admitted with it claimed, or -1.
+func (s *Scheduler) freeGPU(r Request, claimed map[int]bool) int {
+	for _, g := range r.GPUs {
+		if s.gpus[g] == nil && !claimed[g] {
+			return g
+		}
+	}
+	return -1
 }
 
 // room is the memory a new stage may take when the running stages are
@@ -200,7 +221,7 @@ func (s *Scheduler) room(reserved uint64) uint64 {
 
 // Finish releases a finished stage's threads, memory and GPU, and returns
 // the IDs of the stages it hands back to the caller to offer again: the
-// first stage parked for its GPU, if any.
+// first stage parked that may use its GPU, if any.
 func (s *Scheduler) Finish(sl *Slot) (back []int) {
 	i := slices.Index(s.running, sl)
 	if i < 0 {
@@ -209,36 +230,27 @@ func (s *Scheduler) Finish(sl *Slot) (back []int) {
 	s.running = slices.Delete(s.running, i, i+1)
 	s.used -= sl.Threads()
 	s.reserved -= sl.Mem
-	if !sl.req.UsesGPU || s.gpus[sl.req.GPU] != sl {
+	if !sl.req.UsesGPU || s.gpus[sl.GPU] != sl {
 		return nil
 	}
-	delete(s.gpus, sl.req.GPU)
-	if q := s.parked[sl.req.GPU]; len(q) > 0 {
-		back = append(back, q[0].ID)
-		if len(q) == 1 {
-			delete(s.parked, sl.req.GPU)
-		} else {
-			s.parked[sl.req.GPU] = q[1:]
+	delete(s.gpus, sl.GPU)
+	for i, q := range s.parked {
+		if slices.Contains(q.GPUs, sl.GPU) {
+			s.parked = slices.Delete(s.parked, i, i+1)
+			return []int{q.ID}
 		}
 	}
-	return back
+	return nil
 }
 
-// park keeps r until its GPU is free, in ID order.
+// park keeps r until one of its GPUs is free, in ID order.
 func (s *Scheduler) park(r Request) {
-	q := s.parked[r.GPU]
-	i, _ := slices.BinarySearchFunc(q, r.ID, func(a Request, id int) int { return a.ID - id })
-	s.parked[r.GPU] = slices.Insert(q, i, r)
+	i, _ := slices.BinarySearchFunc(s.parked, r.ID, func(a Request, id int) int { return a.ID - id })
+	s.parked = slices.Insert(s.parked, i, r)
 }
 
 // Parked returns the number of stages waiting for a busy GPU.
-func (s *Scheduler) Parked() int {
-	n := 0
-	for _, q := range s.parked {
-		n += len(q)
-	}
-	return n
-}
+func (s *Scheduler) Parked() int { return len(s.parked) }
 
 // Grow shares the free threads among the running stages that can grow,
 // one at a time in start order, and returns the slots it gave threads to.

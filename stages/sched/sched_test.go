@@ -140,9 +140,9 @@ type fakeStage struct {
 	mem    uint64
 	grows  bool
 	deps   []int
-	// onGPU: the stage needs GPU number gpu to itself.
+	// onGPU: the stage needs one of the GPUs gpus (nil: GPU 0) to itself.
 	onGPU bool
-	gpu   int
+	gpus  []int
 	// filled in by the simulation
 	perEpoch []int
 	start    float64
@@ -185,7 +185,14 @@ func simulateOn(t *testing.T, s *Scheduler, st []*fakeStage) []string {
 				ok = ok && done[d]
 			}
 			if ok {
-				r = append(r, Request{ID: i, Mem: f.mem, Grows: f.grows, UsesGPU: f.onGPU, GPU: f.gpu})
+				q := Request{ID: i, Mem: f.mem, Grows: f.grows, UsesGPU: f.onGPU}
+				if f.onGPU {
+					q.GPUs = f.gpus
+					if q.GPUs == nil {
+						q.GPUs = []int{0}
+					}
+				}
+				r = append(r, q)
 			}
 		}
 		return r
@@ -203,7 +210,16 @@ func simulateOn(t *testing.T, s *Scheduler, st []*fakeStage) []string {
 			f.start = now
 			running[sl.ID] = &run{slot: sl, threads: sl.Threads(), left: f.work}
 			f.perEpoch = append(f.perEpoch, sl.Threads())
-			log = append(log, fmt.Sprintf("t=%.4g start %s threads=%d", now, f.name, sl.Threads()))
+			on := ""
+			if f.onGPU {
+				on = fmt.Sprintf(" gpu=%d", sl.GPU)
+				if !slices.Contains(f.gpus, sl.GPU) && !(f.gpus == nil && sl.GPU == 0) {
+					t.Fatalf("t=%g: %s started on GPU %d, not one of %v", now, f.name, sl.GPU, f.gpus)
+				}
+			} else if sl.GPU != -1 {
+				t.Fatalf("t=%g: %s needs no GPU, holds GPU %d", now, f.name, sl.GPU)
+			}
+			log = append(log, fmt.Sprintf("t=%.4g start %s threads=%d%s", now, f.name, sl.Threads(), on))
 		}
 		if held != nil {
 			log = append(log, fmt.Sprintf("t=%.4g hold %s", now, st[held.ID].name))
@@ -217,12 +233,12 @@ func simulateOn(t *testing.T, s *Scheduler, st []*fakeStage) []string {
 			t.Fatalf("t=%g: %d threads held on %d cores", now, s.Used(), cores)
 		}
 		onGPU := map[int]string{}
-		for id := range running {
+		for id, r := range running {
 			if f := st[id]; f.onGPU {
-				if other, ok := onGPU[f.gpu]; ok {
-					t.Fatalf("t=%g: %s and %s both hold GPU %d", now, other, f.name, f.gpu)
+				if other, ok := onGPU[r.slot.GPU]; ok {
+					t.Fatalf("t=%g: %s and %s both hold GPU %d", now, other, f.name, r.slot.GPU)
 				}
-				onGPU[f.gpu] = f.name
+				onGPU[r.slot.GPU] = f.name
 			}
 		}
 	}
@@ -371,7 +387,8 @@ func TestManyStagesMemoryBound(t *testing.T) {
 // holds is parked: it takes no thread, the stages after it start as if it
 // were not there, idle threads still go to growing stages, and it is
 // handed back and started when the GPU's stage ends. Shared cores and
-// fixed jobs alike.
+// fixed jobs alike; a stage that may use any GPU of a pool starts on the
+// first free one, and waits only when all are busy.
 func TestGPUIsOneStageAtATime(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -390,13 +407,13 @@ func TestGPUIsOneStageAtATime(t *testing.T) {
 			},
 			want: []string{
 				"t=0 park gpuB",
-				"t=0 start gpuA threads=2",
+				"t=0 start gpuA threads=2 gpu=0",
 				"t=0 start cpu1 threads=1",
 				"t=0 start cpu2 threads=1",
 				"t=1 end cpu1",
 				"t=2 end gpuA",
 				"t=2 unpark gpuB",
-				"t=2 start gpuB threads=3",
+				"t=2 start gpuB threads=3 gpu=0",
 				"t=2.667 end gpuB",
 				"t=3 end cpu2",
 			},
@@ -406,11 +423,11 @@ func TestGPUIsOneStageAtATime(t *testing.T) {
 			sched: New(2, nil),
 			stages: []*fakeStage{
 				{name: "g0", epochs: 1, work: 2, onGPU: true},
-				{name: "g1", epochs: 1, work: 2, onGPU: true, gpu: 1},
+				{name: "g1", epochs: 1, work: 2, onGPU: true, gpus: []int{1}},
 			},
 			want: []string{
-				"t=0 start g0 threads=1",
-				"t=0 start g1 threads=1",
+				"t=0 start g0 threads=1 gpu=0",
+				"t=0 start g1 threads=1 gpu=1",
 				"t=2 end g0",
 				"t=2 end g1",
 			},
@@ -426,11 +443,11 @@ func TestGPUIsOneStageAtATime(t *testing.T) {
 			},
 			want: []string{
 				"t=0 park gpuB",
-				"t=0 start gpuA threads=3",
+				"t=0 start gpuA threads=3 gpu=0",
 				"t=0 start cpu1 threads=3",
 				"t=1 end gpuA",
 				"t=1 unpark gpuB",
-				"t=1 start gpuB threads=3",
+				"t=1 start gpuB threads=3 gpu=0",
 				"t=2 end gpuB",
 				"t=2 start cpu2 threads=3",
 				"t=3 end cpu1",
@@ -447,14 +464,41 @@ func TestGPUIsOneStageAtATime(t *testing.T) {
 			},
 			want: []string{
 				"t=0 park gpuB",
-				"t=0 start gpuA threads=1",
+				"t=0 start gpuA threads=1 gpu=0",
 				"t=0 start cpu1 threads=1",
 				"t=1 end cpu1",
 				"t=1 grow gpuA threads=2",
 				"t=3 end gpuA",
 				"t=3 unpark gpuB",
-				"t=3 start gpuB threads=2",
+				"t=3 start gpuB threads=2 gpu=0",
 				"t=3.5 end gpuB",
+			},
+		},
+		{
+			name:  "a pool of two GPUs: each stage on the first free one, the third waits for either",
+			sched: New(4, nil),
+			stages: []*fakeStage{
+				{name: "pA", epochs: 1, work: 2, onGPU: true, gpus: []int{0, 1}},
+				{name: "pB", epochs: 1, work: 1, onGPU: true, gpus: []int{0, 1}},
+				{name: "pC", epochs: 1, work: 1, onGPU: true, gpus: []int{0, 1}},
+				{name: "only1", epochs: 1, work: 1, onGPU: true, gpus: []int{1}},
+				{name: "cpu1", epochs: 1, work: 2},
+			},
+			want: []string{
+				"t=0 park pC",
+				"t=0 park only1",
+				"t=0 start pA threads=2 gpu=0",
+				"t=0 start pB threads=1 gpu=1",
+				"t=0 start cpu1 threads=1",
+				"t=1 end pA",
+				"t=1 unpark pC", // GPU 0 is free: pC may use it, only1 may not
+				"t=1 start pC threads=2 gpu=0",
+				"t=1 end pB",
+				"t=1 unpark only1",
+				"t=1 start only1 threads=1 gpu=1",
+				"t=1.5 end pC",
+				"t=2 end only1",
+				"t=2 end cpu1",
 			},
 		},
 		{
@@ -468,11 +512,11 @@ func TestGPUIsOneStageAtATime(t *testing.T) {
 			},
 			want: []string{
 				"t=0 park gpuB",
-				"t=0 start gpuA threads=4",
+				"t=0 start gpuA threads=4 gpu=0",
 				"t=0 hold big",
 				"t=0.5 end gpuA",
 				"t=0.5 unpark gpuB",
-				"t=0.5 start gpuB threads=4",
+				"t=0.5 start gpuB threads=4 gpu=0",
 				"t=0.5 hold big",
 				"t=0.75 end gpuB",
 				"t=0.75 start big threads=2",
@@ -495,7 +539,7 @@ func TestGPUIsOneStageAtATime(t *testing.T) {
 // lowest ID first whatever the order they were parked in, and only when
 // the stage holding that GPU finishes.
 func TestParkedOrder(t *testing.T) {
-	on := func(id, gpu int) Request { return Request{ID: id, UsesGPU: true, GPU: gpu} }
+	on := func(id, gpu int) Request { return Request{ID: id, UsesGPU: true, GPUs: []int{gpu}} }
 	s := Fixed(4, 1)
 	first, _, _ := s.Start(slices.Values([]Request{on(5, 0)}))
 	if len(first) != 1 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ import (
 // temporary directory.
 func emulatedGPU(t *testing.T) *GPU {
 	t.Helper()
-	return &GPU{Opener: cudatest.Emulator(t), PTXDir: filepath.Join(t.TempDir(), "ptx")}
+	return &GPU{Opener: cudatest.Emulator(t), Ordinals: []int{0}, PTXDir: filepath.Join(t.TempDir(), "ptx")}
 }
 
 // TestDeviceRun trains SPN (k = 2) and GIN on the emulated device through
@@ -98,27 +99,31 @@ func TestDeviceRefusesKind(t *testing.T) {
 	}
 }
 
-// TestStageGPU: a stage of device "cuda" needs the kind's GPU (the
-// executor runs one at a time on it); CPU stages, and every stage of a
-// kind given no GPU, need none.
+// TestStageGPU: a stage of device "cuda" may run on any of the kind's
+// GPUs (the executor runs one at a time on each); CPU stages, and every
+// stage of a kind given no GPU, need none. Open refuses a GPU that is
+// not one of the kind's.
 func TestStageGPU(t *testing.T) {
-	gpu := &GPU{Ordinal: 2}
+	gpu := &GPU{Ordinals: []int{2, 0}}
 	for _, tc := range []struct {
 		name   string
 		kind   Kind
 		params string
-		want   int
+		want   []int
 		ok     bool
 	}{
-		{"cuda stage", Kind{GPU: gpu}, `{"role":"holdout","device":"cuda"}`, 2, true},
-		{"cpu stage", Kind{GPU: gpu}, `{"role":"holdout"}`, 0, false},
-		{"no GPU given", Kind{}, `{"device":"cuda"}`, 0, false},
-		{"bad params", Kind{GPU: gpu}, `{"device":`, 0, false},
+		{"cuda stage", Kind{GPU: gpu}, `{"role":"holdout","device":"cuda"}`, []int{2, 0}, true},
+		{"cpu stage", Kind{GPU: gpu}, `{"role":"holdout"}`, nil, false},
+		{"no GPU given", Kind{}, `{"device":"cuda"}`, nil, false},
+		{"no GPUs listed", Kind{GPU: &GPU{}}, `{"device":"cuda"}`, nil, false},
+		{"bad params", Kind{GPU: gpu}, `{"device":`, nil, false},
 	} {
 		got, ok := tc.kind.StageGPU([]byte(tc.params))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%s: StageGPU = %d, %v; want %d, %v", tc.name, got, ok, tc.want, tc.ok)
+		if !slices.Equal(got, tc.want) || ok != tc.ok {
+			t.Errorf("%s: StageGPU = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
-	var _ stages.GPUUser = Kind{}
+	if _, err := gpu.Open(1); err == nil || err.Error() != "device cuda:1: not one of the GPUs given to the train stages ([2 0])" {
+		t.Errorf("Open(1) of GPUs 2 and 0: %v", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spn-project/spn/data"
@@ -43,31 +44,37 @@ type Kind struct {
 	GPU *GPU
 }
 
-// GPU says how a train stage reaches its GPU.
+// GPU says how train stages reach their GPUs.
 type GPU struct {
 	// Opener opens the CUDA libraries (cuda.System() on a machine with a
 	// GPU; tests give the emulated device's).
 	Opener cuda.Opener
-	// Ordinal is the GPU (N of "cuda:N").
-	Ordinal int
+	// Ordinals are the GPUs (N of "cuda:N") the stages train on, one
+	// stage to a GPU at a time, the first preferred (StageGPU); they are
+	// of one model, so that a result does not depend on which.
+	Ordinals []int
 	// PTXDir holds the kernels compiled for the GPU's architecture
 	// (cuda.Compiler.CompileCached).
 	PTXDir string
 }
 
-// Name returns the device name of g, "cuda:N".
-func (g *GPU) Name() string { return fmt.Sprintf("%s:%d", schema.DeviceCUDA, g.Ordinal) }
+// DeviceName returns the device name of GPU ordinal, "cuda:N".
+func DeviceName(ordinal int) string { return fmt.Sprintf("%s:%d", schema.DeviceCUDA, ordinal) }
 
-// Open probes the CUDA libraries and opens an engine on the GPU; the
-// caller closes it.
-func (g *GPU) Open() (*engine.Opened, error) {
+// Open probes the CUDA libraries and opens an engine on GPU ordinal, one
+// of g's; the caller closes it.
+func (g *GPU) Open(ordinal int) (*engine.Opened, error) {
+	name := DeviceName(ordinal)
+	if !slices.Contains(g.Ordinals, ordinal) {
+		return nil, fmt.Errorf("device %s: not one of the GPUs given to the train stages (%v)", name, g.Ordinals)
+	}
 	r, err := cuda.Probe(g.Opener)
 	if err != nil {
-		return nil, fmt.Errorf("device %s: %w", g.Name(), err)
+		return nil, fmt.Errorf("device %s: %w", name, err)
 	}
-	o, err := engine.Open(r, g.Ordinal, g.PTXDir)
+	o, err := engine.Open(r, ordinal, g.PTXDir)
 	if err != nil {
-		return nil, fmt.Errorf("device %s: %w", g.Name(), err)
+		return nil, fmt.Errorf("device %s: %w", name, err)
 	}
 	return o, nil
 }
@@ -107,17 +114,20 @@ func (k Kind) VersionOf(params json.RawMessage) string {
 // between epochs.
 func (Kind) GrowsThreads() bool { return true }
 
-// StageGPU implements stages.GPUUser: a stage of device "cuda" needs the
-// kind's GPU to itself (the executor starts one such stage at a time;
-// several contexts training on one device at once are untested).
-func (k Kind) StageGPU(params json.RawMessage) (int, bool) {
+var _ stages.GPUUser = Kind{}
+
+// StageGPU implements stages.GPUUser: a stage of device "cuda" needs one
+// of the kind's GPUs to itself (the executor runs one such stage per GPU
+// at a time; several contexts training on one device at once are
+// untested).
+func (k Kind) StageGPU(params json.RawMessage) ([]int, bool) {
 	var p struct {
 		Device string `json:"device"`
 	}
-	if k.GPU == nil || json.Unmarshal(params, &p) != nil || p.Device != schema.DeviceCUDA {
-		return 0, false // the stage reports what is wrong itself
+	if k.GPU == nil || len(k.GPU.Ordinals) == 0 || json.Unmarshal(params, &p) != nil || p.Device != schema.DeviceCUDA {
+		return nil, false // the stage reports what is wrong itself
 	}
-	return k.GPU.Ordinal, true
+	return k.GPU.Ordinals, true
 }
 
 // Run implements stages.Kind.
@@ -162,17 +172,18 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 	}
 	var gpu *engine.Opened
 	compute := cpuCompute()
+	device := DeviceName(job.Env.GPU)
 	if p.Device != "" {
-		if gpu, err = k.GPU.Open(); err != nil {
+		if gpu, err = k.GPU.Open(job.Env.GPU); err != nil {
 			return err
 		}
 		defer func() {
 			if cerr := gpu.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("device %s: %w", k.GPU.Name(), cerr)
+				err = fmt.Errorf("device %s: %w", device, cerr)
 			}
 		}()
 		d := gpu.Device
-		compute = &stages.Compute{Device: k.GPU.Name(), GPU: d.Name, Capability: fmt.Sprintf("%d.%d", d.Major, d.Minor), Driver: d.Driver.String()}
+		compute = &stages.Compute{Device: device, GPU: d.Name, Capability: fmt.Sprintf("%d.%d", d.Major, d.Minor), Driver: d.Driver.String()}
 	}
 	res, err := train(ctx, k.Registry(), point, ds, hopsPath, sets, p, job, gpu)
 	if errors.Is(err, fit.ErrDiverged) {
@@ -193,7 +204,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 		})
 	}
 	if errors.Is(err, cuda.ErrOutOfMemory) {
-		return fmt.Errorf("%w; %s", err, outOfMemoryHint(k.GPU.Name(), point))
+		return fmt.Errorf("%w; %s", err, outOfMemoryHint(device, point))
 	}
 	if err != nil {
 		return err

@@ -98,6 +98,15 @@ func (o LibOpener) SetMemory(t testing.TB, bytes uint64) {
 	o.setting(t, "spn_emu_set_memory")(bytes)
 }
 
+// SetDevices makes the emulated driver see n GPUs (1 at the start), all
+// alike ("Fake GPU", compute capability 9.0), each with a primary
+// context; they share the emulated memory. It holds for the library's
+// life.
+func (o LibOpener) SetDevices(t testing.TB, n int) {
+	t.Helper()
+	o.setting(t, "spn_emu_set_devices")(uint64(n))
+}
+
 // SetNoExec makes the emulated device's launches and products return at
 // once, computing and checking nothing (on), or run again (off): their
 // results are garbage, and what is left of a device step is the host's

@@ -47,6 +47,13 @@
  *     CUDA_ERROR_INVALID_VALUE here), and an async copy into or out of
  *     host memory that a pending one writes (a result the host never
  *     waited for) is CUDA_ERROR_ILLEGAL_STATE.
+ * Every entry point holds one lock while it runs, so that two threads
+ * (two train stages on two emulated GPUs) may call it at once; their
+ * calls, kernels included, run one at a time. The devices
+ * (spn_emu_set_devices in fakecuda.c: one at the start) each have a
+ * primary context; they share the memory and the stream of async
+ * copies, so waiting on one device's work observes the other's too
+ * (a GPU would not; spn's rules hold either way).
  * spn_emu_live reports what is live, for the tests' leak checks (5: the
  * page-locked allocations, 6: the async copies the host has not waited
  * for);
@@ -62,6 +69,15 @@
 #include <string.h>
 #include <stdio.h>
 #include <time.h>
+#include <pthread.h>
+
+/* GUARD, the first statement of every entry point, holds the emulator's
+ * lock until the function returns. */
+static pthread_mutex_t emu_mu = PTHREAD_MUTEX_INITIALIZER;
+static void emu_unlock(int* unused) { (void)unused; pthread_mutex_unlock(&emu_mu); }
+#define GUARD pthread_mutex_lock(&emu_mu); int emu_guard __attribute__((cleanup(emu_unlock))) = 0; (void)emu_guard
+
+__attribute__((visibility("hidden"))) int spn_emu_devices(void); /* fakecuda.c */
 
 int spn_emu_count(void);
 const char* spn_emu_name(int i);
@@ -73,8 +89,9 @@ enum {
 	INVALID_HANDLE = 400, ILLEGAL_STATE = 401, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700
 };
 
-static int primary;            /* the primary context's address is its handle */
-static int retained;           /* its reference count */
+enum { MAX_DEVICES = 8 };
+static int primary[MAX_DEVICES];  /* a primary context's address is its handle */
+static int retained[MAX_DEVICES]; /* their reference counts */
 static _Thread_local void* current; /* the context current on this thread */
 
 typedef struct alloc { uintptr_t base; size_t size; struct alloc* next; } alloc;
@@ -119,11 +136,16 @@ static unsigned long long seq; /* the stream's last position: async copies and e
 
 int spn_emu_live(int what)
 {
+	GUARD;
 	switch (what) {
 	case 0: return nallocs;
 	case 1: return nmodules;
 	case 2: return nhandles;
-	case 3: return retained;
+	case 3: {
+		int n = 0;
+		for (int i = 0; i < MAX_DEVICES; i++) n += retained[i];
+		return n;
+	}
 	case 4: return nevents;
 	case 5: return nhosts;
 	case 6: return npending;
@@ -155,32 +177,56 @@ static int retire(unsigned long long upto)
 /* synchronize is the host waiting for all the device's work. */
 static int synchronize(void) { return retire(seq); }
 
+static int valid_device(int dev) { return dev >= 0 && dev < spn_emu_devices() && dev < MAX_DEVICES; }
+
 int cuDevicePrimaryCtxRetain(void** ctx, int dev)
 {
-	if (dev != 0) return 101;
-	retained++;
-	*ctx = &primary;
+	GUARD;
+	if (!valid_device(dev)) return 101;
+	retained[dev]++;
+	*ctx = &primary[dev];
 	return SUCCESS;
 }
 
 int cuDevicePrimaryCtxRelease_v2(int dev)
 {
-	if (dev != 0) return 101;
-	if (retained == 0) return INVALID_CONTEXT;
-	retained--;
+	GUARD;
+	if (!valid_device(dev)) return 101;
+	if (retained[dev] == 0) return INVALID_CONTEXT;
+	retained[dev]--;
 	return SUCCESS;
+}
+
+/* context_device returns the device of a primary context handle, or -1. */
+static int context_device(void* ctx)
+{
+	for (int i = 0; i < MAX_DEVICES; i++)
+		if (ctx == &primary[i]) return i;
+	return -1;
 }
 
 int cuCtxSetCurrent(void* ctx)
 {
-	if (ctx != NULL && (ctx != &primary || retained == 0)) return INVALID_CONTEXT;
+	GUARD;
+	if (ctx != NULL) {
+		int d = context_device(ctx);
+		if (d < 0 || retained[d] == 0) return INVALID_CONTEXT;
+	}
 	current = ctx;
 	return SUCCESS;
 }
 
-static int active(void) { return current == &primary && retained > 0; }
+static int active(void)
+{
+	int d = context_device(current);
+	return d >= 0 && retained[d] > 0;
+}
 
-int cuCtxSynchronize(void) { return active() ? synchronize() : INVALID_CONTEXT; }
+int cuCtxSynchronize(void)
+{
+	GUARD;
+	return active() ? synchronize() : INVALID_CONTEXT;
+}
 
 /* find returns the live allocation holding [p, p+n), or NULL. */
 static alloc* find(uintptr_t p, size_t n)
@@ -192,6 +238,7 @@ static alloc* find(uintptr_t p, size_t n)
 
 int cuMemAlloc_v2(unsigned long long* p, size_t n)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (n == 0) return INVALID_VALUE;
 	size_t used = 0;
@@ -209,6 +256,7 @@ int cuMemAlloc_v2(unsigned long long* p, size_t n)
 
 int cuMemGetInfo_v2(size_t* free_bytes, size_t* total)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	size_t used = 0;
 	for (alloc* b = allocs; b; b = b->next) used += b->size;
@@ -219,6 +267,7 @@ int cuMemGetInfo_v2(size_t* free_bytes, size_t* total)
 
 int cuMemFree_v2(unsigned long long p)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	int r = synchronize();
 	if (r != SUCCESS) return r;
@@ -235,6 +284,7 @@ int cuMemFree_v2(unsigned long long p)
 
 int cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t n)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!find((uintptr_t)dst, n) || !src) return INVALID_VALUE;
 	int r = synchronize(); /* from pageable memory: after the work before it */
@@ -245,6 +295,7 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t n)
 
 int cuMemcpyDtoH_v2(void* dst, unsigned long long src, size_t n)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!find((uintptr_t)src, n) || !dst) return INVALID_VALUE;
 	int r = synchronize();
@@ -263,6 +314,7 @@ static alloc* find_host(uintptr_t p, size_t n)
 
 int cuMemAllocHost_v2(void** p, size_t n)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!p || n == 0) return INVALID_VALUE;
 	alloc* a = malloc(sizeof *a);
@@ -277,6 +329,7 @@ int cuMemAllocHost_v2(void** p, size_t n)
 
 int cuMemFreeHost(void* p)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	for (alloc** q = &hosts; *q; q = &(*q)->next) {
 		if ((*q)->base == (uintptr_t)p) {
@@ -313,6 +366,7 @@ static int enqueue(int to_host, unsigned char* h, size_t n, const void* src)
 
 int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t n, void* stream)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!find((uintptr_t)dst, n) || !src || stream || !find_host((uintptr_t)src, n)) return INVALID_VALUE;
 	int r = enqueue(0, (unsigned char*)src, n, NULL);
@@ -323,6 +377,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t n, void
 
 int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t n, void* stream)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!find((uintptr_t)src, n) || !dst || stream || !find_host((uintptr_t)dst, n)) return INVALID_VALUE;
 	return enqueue(1, dst, n, (const void*)(uintptr_t)src);
@@ -330,6 +385,7 @@ int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t n, void* stre
 
 int cuModuleLoadData(void** m, const void* image)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!image || !*(const char*)image) return INVALID_PTX;
 	module* mod = malloc(sizeof *mod);
@@ -349,6 +405,7 @@ static int live_module(module* m)
 
 int cuModuleGetFunction(void** f, void* m, const char* name)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	module* mod = m;
 	if (!live_module(mod)) return INVALID_HANDLE;
@@ -368,6 +425,7 @@ int cuModuleGetFunction(void** f, void* m, const char* name)
 
 int cuModuleUnload(void* m)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	for (module** q = &modules; *q; q = &(*q)->next) {
 		if (*q == m) {
@@ -383,6 +441,7 @@ int cuModuleUnload(void* m)
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
 	unsigned shared, void* stream, void** params, void** extra)
 {
+	GUARD;
 	if (noexec) return SUCCESS;
 	if (!active()) return INVALID_CONTEXT;
 	function* fn = f;
@@ -403,6 +462,7 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 
 int cublasCreate_v2(void** h)
 {
+	GUARD;
 	if (!active()) return 1; /* CUBLAS_STATUS_NOT_INITIALIZED */
 	*h = malloc(1);
 	nhandles++;
@@ -411,6 +471,7 @@ int cublasCreate_v2(void** h)
 
 int cublasDestroy_v2(void* h)
 {
+	GUARD;
 	if (!h) return 1;
 	free(h);
 	nhandles--;
@@ -466,6 +527,7 @@ static int gemm_check(void* h, int ta, int tb, int m, int n, int k, int lda, lon
 int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, const float* A, int lda,
 	const float* B, int ldb, const float* beta, float* C, int ldc)
 {
+	GUARD;
 	if (noexec) return 0;
 	int r = gemm_check(h, ta, tb, m, n, k, lda, 0, ldb, 0, ldc, 0, 1, A, B, C);
 	if (r) return r;
@@ -478,6 +540,7 @@ int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* al
 int cublasSgemmStridedBatched(void* h, int ta, int tb, int m, int n, int k, const float* alpha, const float* A, int lda,
 	long long strideA, const float* B, int ldb, long long strideB, const float* beta, float* C, int ldc, long long strideC, int batch)
 {
+	GUARD;
 	if (noexec) return 0;
 	int r = gemm_check(h, ta, tb, m, n, k, lda, strideA, ldb, strideB, ldc, strideC, batch, A, B, C);
 	if (r) return r;
@@ -490,6 +553,7 @@ typedef struct { double ms; int recorded, untimed; unsigned long long pos; } eve
 
 int cuEventCreate(void** ev, unsigned flags)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!ev || (flags != 0 && flags != 2)) return INVALID_VALUE;
 	event* e = calloc(1, sizeof *e);
@@ -502,6 +566,7 @@ int cuEventCreate(void** ev, unsigned flags)
 
 int cuEventRecord(void* ev, void* stream)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!ev) return INVALID_HANDLE;
 	if (stream) return INVALID_VALUE;
@@ -516,6 +581,7 @@ int cuEventRecord(void* ev, void* stream)
 
 int cuEventSynchronize(void* ev)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!ev) return INVALID_HANDLE;
 	return retire(((event*)ev)->pos); /* never recorded: position 0, nothing to wait for */
@@ -523,6 +589,7 @@ int cuEventSynchronize(void* ev)
 
 int cuEventElapsedTime(float* ms, void* start, void* end)
 {
+	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	event *a = start, *b = end;
 	if (!ms || !a || !b || !a->recorded || !b->recorded || a->untimed || b->untimed) return INVALID_HANDLE;
@@ -532,6 +599,7 @@ int cuEventElapsedTime(float* ms, void* start, void* end)
 
 int cuEventDestroy_v2(void* ev)
 {
+	GUARD;
 	if (!ev) return INVALID_HANDLE;
 	free(ev);
 	nevents--;

@@ -1,7 +1,9 @@
 /* A fake NVIDIA driver, NVRTC and cuBLAS as one C shared library, for
  * TestSystemBindings: it checks the purego bindings of models/cuda (the C
  * signatures, size_t outputs, arrays of option strings) through the real
- * dynamic loader. One GPU, "Fake GPU", compute capability 9.0; NVRTC
+ * dynamic loader. One GPU, "Fake GPU", compute capability 9.0 (the
+ * emulated device's tests may ask for more of the same:
+ * spn_emu_set_devices); NVRTC
  * "compiles" to a PTX of one line naming the source length and the
  * options, then the source itself (which emudevice.c's module loader
  * reads), and fails with a log on a source holding "#error"; for a real
@@ -13,9 +15,15 @@
 
 int cuInit(unsigned int flags) { return flags == 0 ? 0 : 1; }
 int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
-int cuDeviceGetCount(int* n) { *n = 1; return 0; }
-int cuDeviceGet(int* d, int ordinal) { if (ordinal != 0) return 101; *d = 0; return 0; }
-int cuDeviceGetName(char* name, int len, int dev) { snprintf(name, (size_t)len, "Fake GPU"); return dev == 0 ? 0 : 101; }
+static int devices = 1; /* spn_emu_set_devices */
+void spn_emu_set_devices(unsigned long long n) { devices = (int)n; }
+/* spn_emu_devices is for emudevice.c, in the same library: hidden, so
+ * that a call from there is not bound to another emulator's (a test
+ * process loads several, RTLD_GLOBAL). */
+__attribute__((visibility("hidden"))) int spn_emu_devices(void) { return devices; }
+int cuDeviceGetCount(int* n) { *n = devices; return 0; }
+int cuDeviceGet(int* d, int ordinal) { if (ordinal < 0 || ordinal >= devices) return 101; *d = ordinal; return 0; }
+int cuDeviceGetName(char* name, int len, int dev) { snprintf(name, (size_t)len, "Fake GPU"); return dev >= 0 && dev < devices ? 0 : 101; }
 int cuDeviceGetAttribute(int* v, int attr, int dev)
 {
 	switch (attr) {
