@@ -221,6 +221,20 @@ func (a *app) spreadGPUs(cmd, device, list string, reg *stages.Registry) (*stage
 	return reg.With(tk), nil
 }
 
+// checkPerGPU checks --stages-per-gpu k for a run on device by executor.
+func checkPerGPU(k int, device, executor string) error {
+	kind, _, err := schema.ParseDevice(device)
+	switch {
+	case k < 1:
+		return fmt.Errorf("--stages-per-gpu %d: want at least 1", k)
+	case err != nil || kind != schema.DeviceCUDA:
+		return fmt.Errorf("--stages-per-gpu %d: the device is %s; it shares a GPU (--device cuda)", k, device)
+	case executor == executorSlurm:
+		return fmt.Errorf("--stages-per-gpu %d: on Slurm each job has its GPU; it is for the local executor", k)
+	}
+	return nil
+}
+
 // parseGPUs parses --gpus: "all" (GPUs 0 to devices−1) or distinct
 // ordinals separated by commas, in the order given.
 func parseGPUs(list string, devices int) ([]int, error) {

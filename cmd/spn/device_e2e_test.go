@@ -153,9 +153,41 @@ func TestRunOnTwoGPUs(t *testing.T) {
 	}
 }
 
-// TestGPUsErrors: --gpus names GPUs of this machine, distinct, for a
-// local run on a GPU device; anything else is exit 2 before any stage
-// runs, with the message of testdata/device_gpus_errors.golden.
+// TestRunStagesPerGPU runs the four train stages of testdata/device_gpus.cue
+// two at a time on one emulated GPU (--stages-per-gpu 2): the tables are
+// the bytes of the run one stage at a time, every result records cuda:0,
+// and the device holds no allocation after.
+func TestRunStagesPerGPU(t *testing.T) {
+	o := emulatedOpener(t)
+	run := func(extra ...string) (map[string]string, string) {
+		dir := t.TempDir()
+		cacheDir, out := filepath.Join(dir, "cache"), filepath.Join(dir, "out")
+		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--device", "cuda", "--out", out, "--log-level", "error", "--jobs", "3", "--threads", "1"}, extra...)...)
+		if r.code != exitOK {
+			t.Fatalf("run %v: exit %d: %s", extra, r.code, r.stderr)
+		}
+		return readTables(t, out), cacheDir
+	}
+	shared, cacheDir := run("--stages-per-gpu", "2")
+	alone, _ := run()
+	if !reflect.DeepEqual(shared, alone) {
+		t.Errorf("the tables of two stages per GPU differ from one's:\n%s\n%s", shared["/main.csv"], alone["/main.csv"])
+	}
+	_, computes := trainComputes(t, cacheDir, 4)
+	for _, c := range computes {
+		if c.Device != "cuda:0" {
+			t.Errorf("a train stage ran on %s, want cuda:0", c.Device)
+		}
+	}
+	if live := o.Live(t, 0); live != 0 {
+		t.Errorf("%d allocations left on the device", live)
+	}
+}
+
+// TestGPUsErrors: --gpus names GPUs of this machine, distinct, and
+// --stages-per-gpu a positive count, for a local run on a GPU device;
+// anything else is exit 2 before any stage runs, with the message of
+// testdata/device_gpus_errors.golden.
 func TestGPUsErrors(t *testing.T) {
 	o := emulatedOpener(t)
 	o.SetDevices(t, 2)
@@ -168,6 +200,9 @@ func TestGPUsErrors(t *testing.T) {
 		{"--device", "cuda", "--gpus", "-1"},
 		{"--device", "cuda", "--gpus", "2"},
 		{"--device", "cuda", "--gpus", "0,1", "--executor", "slurm", "--dry-run"},
+		{"--device", "cpu", "--stages-per-gpu", "2"},
+		{"--device", "cuda", "--stages-per-gpu", "0"},
+		{"--device", "cuda", "--stages-per-gpu", "2", "--executor", "slurm", "--dry-run"},
 	} {
 		cacheDir := filepath.Join(t.TempDir(), "cache")
 		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--out", filepath.Join(t.TempDir(), "out")}, args...)...)

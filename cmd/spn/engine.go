@@ -343,6 +343,7 @@ func (a *app) run(en *engine, args []string) error {
 	deviceFlag(fs, &o.device)
 	var gpus string
 	gpusFlag(fs, &gpus)
+	perGPU := fs.Int("stages-per-gpu", 1, "train `stages` a GPU runs at once, sharing it (small models leave a GPU idle between their launches)")
 	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -371,6 +372,11 @@ func (a *app) run(en *engine, args []string) error {
 	}
 	if reg, err = a.deviceStages("run", spec.Device, sl.executor == executorSlurm, reg, specModels(spec), o.cache); err != nil {
 		return err
+	}
+	if *perGPU != 1 {
+		if err := checkPerGPU(*perGPU, spec.Device, sl.executor); err != nil {
+			return usageErr("run", err)
+		}
 	}
 	if gpus != "" {
 		if sl.executor == executorSlurm {
@@ -420,6 +426,7 @@ func (a *app) run(en *engine, args []string) error {
 		how = fmt.Sprintf("sharing %d cores", xo.Cores)
 	}
 	xo.KeepGoing = *keepGoing
+	xo.StagesPerGPU = *perGPU
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
 		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
 	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {

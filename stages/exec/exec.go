@@ -74,6 +74,10 @@ type Options struct {
 	// Available, if not nil, reports the free memory (sched.MemAvailable);
 	// with Cores, a stage whose expected peak does not fit waits.
 	Available func() (free uint64, ok bool)
+	// StagesPerGPU is how many stages a GPU takes at once (stages of a
+	// stages.GPUUser; at least 1, the default): they share the GPU's
+	// primary context and its default stream, each with its own memory.
+	StagesPerGPU int
 	// KeepGoing keeps starting independent stages after a failure.
 	KeepGoing bool
 	// Env is passed to every stage (Threads is overwritten).
@@ -211,6 +215,7 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 	} else {
 		r.sch = sched.Fixed(opt.Jobs, opt.Threads)
 	}
+	r.sch.SetStagesPerGPU(opt.StagesPerGPU)
 	if opt.Progress != nil {
 		opt.Progress.Start(total)
 		defer opt.Progress.Finish()

@@ -384,3 +384,38 @@ func TestGPUStagesSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestStagesPerGPU: with StagesPerGPU 2, five trains on GPU 0 run two at
+// a time, never three.
+func TestStagesPerGPU(t *testing.T) {
+	mu := &sync.Mutex{}
+	started := map[string]int{}
+	onGPU, most := 0, 0
+	train := &sharedKind{name: "train", mu: mu, start: started,
+		body: func(ctx context.Context, job *stages.Job) error {
+			mu.Lock()
+			onGPU++
+			most = max(most, onGPU)
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			mu.Lock()
+			onGPU--
+			mu.Unlock()
+			return nil
+		}}
+	reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, gpuKind{train},
+		&sharedKind{name: "tab", mu: mu, start: started})
+	p := sharedPlan(5)
+	for _, nd := range p.Nodes {
+		if nd.Kind == "train" {
+			nd.JSON = []byte(`{"gpus":[0]}`)
+		}
+	}
+	res, err := exec.Run(context.Background(), p, openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
+	if err != nil || !res.OK() {
+		t.Fatalf("Run: %v %v", err, res.Messages)
+	}
+	if most != 2 {
+		t.Errorf("at most %d stages on the GPU at once, want 2", most)
+	}
+}

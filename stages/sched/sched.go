@@ -23,7 +23,8 @@
 //
 // In both, a stage that needs a GPU (Request.UsesGPU) has one of its
 // GPUs (Request.GPUs) to itself: it starts on the first of them that no
-// running stage holds (Slot.GPU). A stage whose GPUs are all busy waits
+// running stage holds (Slot.GPU); with SetStagesPerGPU(k), a GPU takes k
+// stages at once. A stage whose GPUs are all busy waits
 // without a thread and without holding back the stages after it, which
 // start as if it were not there; the scheduler keeps it (it is parked)
 // until a stage holding one of its GPUs finishes, and then hands the
@@ -81,17 +82,18 @@ type Scheduler struct {
 	budget    uint64 // free memory when the run started
 	limited   bool   // memory admission is on
 	running   []*Slot
-	used      int           // threads held by running stages
-	reserved  uint64        // expected peaks of the running stages
-	gpus      map[int]*Slot // the running stage holding each busy GPU
-	parked    []Request     // the stages waiting for a GPU, by ID
+	used      int             // threads held by running stages
+	reserved  uint64          // expected peaks of the running stages
+	gpus      map[int][]*Slot // the running stages holding each GPU
+	perGPU    int             // stages a GPU takes at once (at least 1)
+	parked    []Request       // the stages waiting for a GPU, by ID
 }
 
 // New returns a scheduler for cores cores (at least 1). available, if not
 // nil, reports the free memory (e.g. MemAvailable of /proc/meminfo); ok
 // false means unknown, and then memory does not hold stages back.
 func New(cores int, available func() (free uint64, ok bool)) *Scheduler {
-	s := &Scheduler{cores: max(cores, 1), available: available, gpus: map[int]*Slot{}}
+	s := &Scheduler{cores: max(cores, 1), available: available, gpus: map[int][]*Slot{}, perGPU: 1}
 	if available != nil {
 		s.budget, s.limited = available()
 	}
@@ -103,8 +105,12 @@ func New(cores int, available func() (free uint64, ok bool)) *Scheduler {
 // memory check, only the GPUs.
 func Fixed(jobs, threads int) *Scheduler {
 	jobs, threads = max(jobs, 1), max(threads, 1)
-	return &Scheduler{cores: jobs * threads, perStage: threads, gpus: map[int]*Slot{}}
+	return &Scheduler{cores: jobs * threads, perStage: threads, gpus: map[int][]*Slot{}, perGPU: 1}
 }
+
+// SetStagesPerGPU makes each GPU take up to k stages at once (at least
+// 1; 1 at the start), before any stage starts.
+func (s *Scheduler) SetStagesPerGPU(k int) { s.perGPU = max(k, 1) }
 
 // Cores returns the number of cores shared.
 func (s *Scheduler) Cores() int { return s.cores }
@@ -145,7 +151,7 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 	var admitted []Request
 	var gpu []int // the GPU of each admitted stage
 	reserved := s.reserved
-	claimed := map[int]bool{} // GPUs of the stages admitted here
+	claimed := map[int]int{} // stages admitted here on each GPU
 	for r := range ready {
 		g := -1
 		if r.UsesGPU {
@@ -166,7 +172,7 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 		gpu = append(gpu, g)
 		reserved += r.Mem
 		if r.UsesGPU {
-			claimed[g] = true
+			claimed[g]++
 		}
 		if len(admitted) == free {
 			break
@@ -187,18 +193,18 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 		s.used += t
 		s.reserved += r.Mem
 		if r.UsesGPU {
-			s.gpus[sl.GPU] = sl
+			s.gpus[sl.GPU] = append(s.gpus[sl.GPU], sl)
 		}
 		started = append(started, sl)
 	}
 	return started, parked, held
 }
 
-// freeGPU returns the first of r's GPUs that no running stage holds and
-// no stage admitted with it claimed, or -1.
-func (s *Scheduler) freeGPU(r Request, claimed map[int]bool) int {
+// freeGPU returns the first of r's GPUs that takes one more stage beside
+// the running ones and those admitted with r (claimed), or -1.
+func (s *Scheduler) freeGPU(r Request, claimed map[int]int) int {
 	for _, g := range r.GPUs {
-		if s.gpus[g] == nil && !claimed[g] {
+		if len(s.gpus[g])+claimed[g] < s.perGPU {
 			return g
 		}
 	}
@@ -230,10 +236,16 @@ func (s *Scheduler) Finish(sl *Slot) (back []int) {
 	s.running = slices.Delete(s.running, i, i+1)
 	s.used -= sl.Threads()
 	s.reserved -= sl.Mem
-	if !sl.req.UsesGPU || s.gpus[sl.GPU] != sl {
+	held := s.gpus[sl.GPU]
+	j := slices.Index(held, sl)
+	if !sl.req.UsesGPU || j < 0 {
 		return nil
 	}
-	delete(s.gpus, sl.GPU)
+	if held = slices.Delete(held, j, j+1); len(held) == 0 {
+		delete(s.gpus, sl.GPU)
+	} else {
+		s.gpus[sl.GPU] = held
+	}
 	for i, q := range s.parked {
 		if slices.Contains(q.GPUs, sl.GPU) {
 			s.parked = slices.Delete(s.parked, i, i+1)

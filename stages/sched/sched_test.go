@@ -157,8 +157,9 @@ func simulate(t *testing.T, cores int, mem func() (uint64, bool), st []*fakeStag
 	return simulateOn(t, New(cores, mem), st)
 }
 
-// simulateOn is simulate on the scheduler s; it also fails the test if two
-// running stages ever hold one GPU, or a stage is offered while parked.
+// simulateOn is simulate on the scheduler s; it also fails the test if
+// more running stages than the GPU takes (SetStagesPerGPU) ever hold one
+// GPU, or a stage is offered while parked.
 func simulateOn(t *testing.T, s *Scheduler, st []*fakeStage) []string {
 	t.Helper()
 	cores := s.Cores()
@@ -232,13 +233,13 @@ func simulateOn(t *testing.T, s *Scheduler, st []*fakeStage) []string {
 		if s.Used() > cores {
 			t.Fatalf("t=%g: %d threads held on %d cores", now, s.Used(), cores)
 		}
-		onGPU := map[int]string{}
+		onGPU := map[int][]string{}
 		for id, r := range running {
 			if f := st[id]; f.onGPU {
-				if other, ok := onGPU[r.slot.GPU]; ok {
-					t.Fatalf("t=%g: %s and %s both hold GPU %d", now, other, f.name, r.slot.GPU)
+				g := r.slot.GPU
+				if onGPU[g] = append(onGPU[g], f.name); len(onGPU[g]) > s.perGPU {
+					t.Fatalf("t=%g: %v hold GPU %d, which takes %d", now, onGPU[g], g, s.perGPU)
 				}
-				onGPU[r.slot.GPU] = f.name
 			}
 		}
 	}
@@ -502,6 +503,28 @@ func TestGPUIsOneStageAtATime(t *testing.T) {
 			},
 		},
 		{
+			name:  "two stages per GPU: the third waits",
+			sched: perGPU(New(4, nil), 2),
+			stages: []*fakeStage{
+				{name: "gpuA", epochs: 1, work: 2, onGPU: true},
+				{name: "gpuB", epochs: 1, work: 1, onGPU: true},
+				{name: "gpuC", epochs: 1, work: 1, onGPU: true},
+				{name: "cpu1", epochs: 1, work: 2},
+			},
+			want: []string{
+				"t=0 park gpuC",
+				"t=0 start gpuA threads=2 gpu=0",
+				"t=0 start gpuB threads=1 gpu=0",
+				"t=0 start cpu1 threads=1",
+				"t=1 end gpuA",
+				"t=1 unpark gpuC",
+				"t=1 start gpuC threads=2 gpu=0",
+				"t=1 end gpuB",
+				"t=1.5 end gpuC",
+				"t=2 end cpu1",
+			},
+		},
+		{
 			name:  "memory holds back the stages after it, not a parked one",
 			sched: New(4, (&fakeMem{free: 10 * gib, ok: true}).read),
 			stages: []*fakeStage{
@@ -533,6 +556,12 @@ func TestGPUIsOneStageAtATime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// perGPU is s after SetStagesPerGPU(k).
+func perGPU(s *Scheduler, k int) *Scheduler {
+	s.SetStagesPerGPU(k)
+	return s
 }
 
 // TestParkedOrder: the stages parked for a GPU come back one at a time,

@@ -117,9 +117,8 @@ func (Kind) GrowsThreads() bool { return true }
 var _ stages.GPUUser = Kind{}
 
 // StageGPU implements stages.GPUUser: a stage of device "cuda" needs one
-// of the kind's GPUs to itself (the executor runs one such stage per GPU
-// at a time; several contexts training on one device at once are
-// untested).
+// of the kind's GPUs (the executor runs one such stage per GPU at a
+// time, or exec.Options.StagesPerGPU).
 func (k Kind) StageGPU(params json.RawMessage) ([]int, bool) {
 	var p struct {
 		Device string `json:"device"`
