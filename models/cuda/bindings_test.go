@@ -21,7 +21,8 @@ func (o dirOpener) Where() string                     { return o.lib }
 // TestSystemBindings builds testdata/fakecuda.c as a shared library with
 // the system C compiler and runs discovery and NVRTC through purego and
 // the real dynamic loader: the bindings' C signatures, checked without a
-// GPU, a CUBIN's entry points (cuda.OpenCompiler) included.
+// GPU, a CUBIN's entry points (cuda.OpenCompiler) included, and the
+// architecture the compiler picks for a GPU newer than NVRTC knows.
 func TestSystemBindings(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("spn loads CUDA on Linux only")
@@ -49,6 +50,17 @@ func TestSystemBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A GPU the fake NVRTC (7.5, 8.0, 9.0) does not know gets PTX of the
+	// newest architecture below it, which the driver compiles for it.
+	for _, tc := range []struct {
+		major, minor int
+		want         string
+	}{{9, 0, "compute_90"}, {8, 6, "compute_80"}, {10, 0, "compute_90"}, {12, 1, "compute_90"}} {
+		fc, err := r.Compiler(cuda.Device{Name: "GPU", Major: tc.major, Minor: tc.minor})
+		if err != nil || fc.Arch != tc.want {
+			t.Errorf("compute capability %d.%d: %v, %v; want %s", tc.major, tc.minor, fc, err, tc.want)
+		}
+	}
 	src := "extern \"C\" __global__ void k() {}"
 	ptx, err := c.Compile("k.cu", src, "--fmad=false", "-lineinfo")
 	if err != nil {
@@ -72,5 +84,29 @@ func TestSystemBindings(t *testing.T) {
 	}
 	if want := fmt.Sprintf("\x7fELF// %d bytes of k.cu, --gpu-architecture=sm_90 --fmad=false\n%s\x00", len(src), src); string(cubin) != want || log != "" {
 		t.Fatalf("CUBIN %q, log %q; want %q and no log", cubin, log, want)
+	}
+}
+
+// TestPickArch: the device's own architecture when NVRTC targets it, else
+// the newest below it; none when NVRTC targets only newer ones.
+func TestPickArch(t *testing.T) {
+	nvrtc13 := []int{75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121}
+	for _, tc := range []struct {
+		archs []int
+		cc    int
+		want  int
+		ok    bool
+	}{
+		{nvrtc13, 90, 90, true},
+		{nvrtc13, 89, 89, true},
+		{nvrtc13, 130, 121, true}, // a GPU newer than this NVRTC
+		{[]int{50, 60, 70, 75, 80, 86, 89, 90}, 100, 90, true},
+		{nvrtc13, 70, 0, false}, // Volta: CUDA 13 no longer targets it
+		{[]int{90, 80}, 85, 80, true},
+	} {
+		got, ok := cuda.PickArch(tc.archs, tc.cc)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("PickArch(%v, %d) = %d, %v; want %d, %v", tc.archs, tc.cc, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -12,10 +12,11 @@ import (
 // loads CUDA on (Linux on amd64 and arm64).
 //
 // nvrtcGetCUBINSize and nvrtcGetCUBIN (the image of a real architecture,
-// sm_XX) are bound like the others, not optionally: every NVRTC since
-// CUDA 11.1 has them, so no NVRTC that Probe accepts (CUDA 12 and 13) or
-// that OpenCompiler can use lacks them, and a library without them is
-// refused naming the symbol ([SymbolError]) rather than failing later.
+// sm_XX) and nvrtcGetNumSupportedArchs and nvrtcGetSupportedArchs are
+// bound like the others, not optionally: every NVRTC since CUDA 11.2 has
+// them, so no NVRTC that Probe accepts (CUDA 12 and 13) or that
+// OpenCompiler can use lacks them, and a library without them is refused
+// naming the symbol ([SymbolError]) rather than failing later.
 type nvrtcAPI struct {
 	version   func(major, minor *int32) int32
 	create    func(prog *uintptr, src, name *byte, numHeaders int32, headers, includeNames **byte) int32
@@ -27,6 +28,10 @@ type nvrtcAPI struct {
 	logSize   func(prog uintptr, size *uint64) int32
 	log       func(prog uintptr, out *byte) int32
 	destroy   func(prog *uintptr) int32
+	// numArchs and archs list the compute capabilities (10·major +
+	// minor) the library targets, ascending.
+	numArchs func(n *int32) int32
+	archs    func(out *int32) int32
 }
 
 func (a *nvrtcAPI) bindings() []binding {
@@ -41,6 +46,8 @@ func (a *nvrtcAPI) bindings() []binding {
 		{"nvrtcGetProgramLogSize", &a.logSize},
 		{"nvrtcGetProgramLog", &a.log},
 		{"nvrtcDestroyProgram", &a.destroy},
+		{"nvrtcGetNumSupportedArchs", &a.numArchs},
+		{"nvrtcGetSupportedArchs", &a.archs},
 	}
 }
 
@@ -156,13 +163,60 @@ type Compiler struct {
 }
 
 // Compiler returns the compiler for device d: the NVRTC ChooseNVRTC picks
-// among the loaded ones, targeting d.Arch().
+// among the loaded ones, targeting d.Arch(), or, for a GPU newer than
+// that NVRTC knows, the newest virtual architecture it targets
+// (PickArch): the driver compiles that PTX for the device when it loads
+// it, as it does for any GPU newer than the PTX.
 func (r *Runtime) Compiler(d Device) (*Compiler, error) {
 	lib, err := ChooseNVRTC(d, r.NVRTCs)
 	if err != nil {
 		return nil, err
 	}
-	return &Compiler{NVRTC: lib, Arch: d.Arch(), api: r.nvrtc[lib.Name]}, nil
+	api := r.nvrtc[lib.Name]
+	archs, err := supportedArchs(api, lib.Name)
+	if err != nil {
+		return nil, err
+	}
+	cc, ok := PickArch(archs, 10*d.Major+d.Minor)
+	if !ok {
+		return nil, fmt.Errorf("cuda: %s has compute capability %d.%d; NVRTC %v (%s) targets only %v", d.Name, d.Major, d.Minor, lib.Version, lib.Name, archs)
+	}
+	return &Compiler{NVRTC: lib, Arch: fmt.Sprintf("compute_%d", cc), api: api}, nil
+}
+
+// supportedArchs returns the compute capabilities (10·major + minor) an
+// NVRTC targets, ascending.
+func supportedArchs(api *nvrtcAPI, lib string) ([]int, error) {
+	var n int32
+	if err := nvrtcCheck(lib, "nvrtcGetNumSupportedArchs", api.numArchs(&n)); err != nil {
+		return nil, err
+	}
+	if n < 1 || n > 256 {
+		return nil, fmt.Errorf("cuda: %s: nvrtcGetNumSupportedArchs says %d architectures", lib, n)
+	}
+	raw := make([]int32, n)
+	if err := nvrtcCheck(lib, "nvrtcGetSupportedArchs", api.archs(&raw[0])); err != nil {
+		return nil, err
+	}
+	out := make([]int, n)
+	for i, a := range raw {
+		out[i] = int(a)
+	}
+	return out, nil
+}
+
+// PickArch returns the architecture to compile for a device of compute
+// capability cc (10·major + minor) with an NVRTC that targets archs: cc
+// itself when archs has it, else the newest of archs below cc (PTX for
+// it runs on the newer device); ok is false when every one of archs is
+// newer than cc.
+func PickArch(archs []int, cc int) (arch int, ok bool) {
+	for _, a := range archs {
+		if a <= cc && (!ok || a > arch) {
+			arch, ok = a, true
+		}
+	}
+	return arch, ok
 }
 
 // archPattern matches the architectures NVRTC's --gpu-architecture
@@ -180,7 +234,7 @@ var archPattern = regexp.MustCompile(`^(compute|sm)_[1-9][0-9]+[af]?$`)
 // models/cuda/kern with NVIDIA's NVRTC and no GPU) and for tooling. Code
 // that runs on a GPU uses Runtime.Compiler, which picks the NVRTC the
 // driver can load and the device's architecture; OpenCompiler takes any
-// NVRTC that has the entry points spn binds (CUDA 11.1 and newer), since
+// NVRTC that has the entry points spn binds (CUDA 11.2 and newer), since
 // no driver bounds its version here.
 func OpenCompiler(o Opener, lib, arch string) (*Compiler, error) {
 	if !archPattern.MatchString(arch) {

@@ -344,3 +344,20 @@ func TestPTXKey(t *testing.T) {
 		t.Errorf("key %q: want 64 hex digits, the same every time", base)
 	}
 }
+
+// TestCompilerArchFallback: a GPU newer than the NVRTC that compiles for
+// it gets PTX of the newest architecture that NVRTC targets (the driver
+// compiles it for the GPU), its own where NVRTC knows it.
+func TestCompilerArchFallback(t *testing.T) {
+	b200 := cudatest.FakeGPU{Name: "NVIDIA B200", Major: 10, Minor: 0, SMs: 148, Memory: 192 << 30}
+	o, _, _ := machine(b200)
+	if c := compiler(t, o, 0); c.Arch != "compute_100" || c.NVRTC.Name != cuda.NVRTC13 {
+		t.Errorf("B200 with NVRTC 13: %s by %s, want compute_100 by NVRTC 13", c.Arch, c.NVRTC.Name)
+	}
+	delete(o, cuda.NVRTC13)
+	c12 := cudatest.NewFakeCompiler(12, 4) // before Blackwell
+	o[cuda.NVRTC12] = c12.Lib()
+	if c := compiler(t, o, 0); c.Arch != "compute_90" {
+		t.Errorf("B200 with NVRTC 12.4: %s, want compute_90 (PTX the driver compiles for the B200)", c.Arch)
+	}
+}

@@ -115,6 +115,10 @@ type FakeCompiler struct {
 	Options  [][]string
 	// Live counts the programs created and not yet destroyed.
 	Live int
+	// Archs are the compute capabilities (10·major + minor) the library
+	// targets (nvrtcGetSupportedArchs), NVIDIA's for its version by
+	// default.
+	Archs []int32
 
 	next  uintptr
 	progs map[uintptr]*fakeProgram
@@ -131,7 +135,14 @@ const FakeCUBIN = "\x7fELF fake CUBIN\n"
 
 // NewFakeCompiler returns an NVRTC of the given version.
 func NewFakeCompiler(major, minor int32) *FakeCompiler {
-	return &FakeCompiler{Major: major, Minor: minor, progs: map[uintptr]*fakeProgram{}}
+	archs := []int32{50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90} // CUDA 12.0 to 12.7
+	switch {
+	case major >= 13:
+		archs = []int32{75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121}
+	case major == 12 && minor >= 8:
+		archs = append(archs, 100, 101, 120)
+	}
+	return &FakeCompiler{Major: major, Minor: minor, Archs: archs, progs: map[uintptr]*fakeProgram{}}
 }
 
 // goString reads the NUL-terminated C string at p.
@@ -187,7 +198,12 @@ func (c *FakeCompiler) Lib() FakeLib {
 	get := func(prog uintptr) *fakeProgram { return c.progs[prog] }
 	out := func(b []byte, dst *byte) { copy(unsafe.Slice(dst, len(b)), b) }
 	return FakeLib{
-		"nvrtcVersion": func(a, b *int32) int32 { *a, *b = c.Major, c.Minor; return 0 },
+		"nvrtcVersion":              func(a, b *int32) int32 { *a, *b = c.Major, c.Minor; return 0 },
+		"nvrtcGetNumSupportedArchs": func(n *int32) int32 { *n = int32(len(c.Archs)); return 0 },
+		"nvrtcGetSupportedArchs": func(a *int32) int32 {
+			copy(unsafe.Slice(a, len(c.Archs)), c.Archs)
+			return 0
+		},
 		"nvrtcCreateProgram": func(prog *uintptr, src, name *byte, n int32, headers, names **byte) int32 {
 			if src == nil || n != 0 {
 				return 3

@@ -76,6 +76,9 @@ int nvrtcGetCUBIN(program* p, char* out)
 	strcpy(out + 4, p->ptx);
 	return 0;
 }
+/* The architectures of the fake NVRTC: 7.5, 8.0 and 9.0. */
+int nvrtcGetNumSupportedArchs(int* n) { *n = 3; return 0; }
+int nvrtcGetSupportedArchs(int* a) { a[0] = 75; a[1] = 80; a[2] = 90; return 0; }
 int nvrtcGetProgramLogSize(program* p, size_t* n) { *n = strlen(p->log) + 1; return 0; }
 int nvrtcGetProgramLog(program* p, char* out) { strcpy(out, p->log); return 0; }
 int nvrtcDestroyProgram(program** p)
