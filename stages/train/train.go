@@ -223,7 +223,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 // outOfMemoryHint says what to change when training point ran out of
 // memory on the device called device.
 func outOfMemoryHint(device string, point schema.Point) string {
-	return fmt.Sprintf("training does not fit in %s's memory: lower training.batch_size (%d) or model.hidden (%d), free the GPU of other processes, or train on a larger GPU or with --device cpu",
+	return fmt.Sprintf("training does not fit in %s's memory: lower training.batch_size (%d) or model.hidden (%d), free the GPU of other processes (or of this run's other stages: --stages-per-gpu), or train on a larger GPU or with --device cpu",
 		device, point.Training.BatchSize, point.Model.Hidden)
 }
 
