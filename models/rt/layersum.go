@@ -20,11 +20,12 @@ import (
 // sum over t in order, the bits of those ops apart. Its inputs are
 // h⁰..hᵀ (N×d), then Wᵗ (d×c) and bᵗ (c) for t = 0..T, then, with
 // dropout, the masks (G×c, data). On the device it saves the launches
-// of the readouts apart: the poolings, the biases with the masks and the
-// sum, and their backward passes take a launch for eight readouts each
-// (pooling kernels of up to eight tensors, spn_readout_sum,
-// spn_readout_masks, spn_readout_bias); the products remain one cuBLAS
-// call each.
+// of the readouts apart: the poolings, the products, the biases with the
+// masks and the sum, and their backward passes take a launch for eight
+// readouts each (pooling kernels of up to eight tensors,
+// spn_readout_product and its backward, spn_readout_sum,
+// spn_readout_masks, spn_readout_bias) instead of a cuBLAS call per
+// product.
 type layerSum struct {
 	id      string
 	be      Env
@@ -160,10 +161,10 @@ func (o layerSum) group(in []*cuda.Buffer, from func(t int) int, t0 int) []any {
 	return groupArgs(bs)
 }
 
-// DeviceForward implements op.DeviceOp: the poolings, eight readouts a
-// launch, and per readout the product (cuBLAS), stacked, then the
-// biases, the masks and the sum in order, eight readouts a launch
-// (spn_readout_sum), into the real graphs' rows of the zeroed y.
+// DeviceForward implements op.DeviceOp: the poolings, the products
+// (spn_readout_product, stacked), then the biases, the masks and the sum
+// in order (spn_readout_sum), each eight readouts a launch, into the real
+// graphs' rows of the zeroed y.
 func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	n := o.bd.G
 	P, err := op.ScratchBuffer(e, o.T1*n*o.d)
@@ -181,18 +182,20 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 	if err := o.pool.deviceForwardMany(e, in[:o.T1], P); err != nil {
 		return err
 	}
-	for t := range o.T1 {
-		pt, err := P.Slice(t*n*o.d, n*o.d)
+	err = forGroups(o.T1, func(t0, count int) error {
+		pg, err := P.Slice(t0*n*o.d, count*n*o.d)
 		if err != nil {
 			return err
 		}
-		zt, err := Z.Slice(t*n*o.c, n*o.c)
+		zg, err := Z.Slice(t0*n*o.c, count*n*o.c)
 		if err != nil {
 			return err
 		}
-		if err := o.lin.deviceProduct(e, pt, in[o.w(t)], zt); err != nil {
-			return err
-		}
+		args := append([]any{zg, pg}, o.group(in, o.w, t0)...)
+		return e.Launch("spn_readout_product", count*n*o.c, append(args, count, n, o.d, o.c)...)
+	})
+	if err != nil {
+		return err
 	}
 	var masks func(t int) int
 	if o.dropout {
@@ -218,11 +221,11 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 func (o layerSum) bias(t int) int { return o.w(t) + 1 }
 
 // DeviceBackward implements op.DeviceOp: the masks' backward and, for
-// at most kernels.ChunkRows graphs, the biases' gradients for eight
-// readouts a launch (spn_readout_masks, spn_readout_bias), per readout
-// the linear map's products (cuBLAS; and the bias gradient,
-// Engine.ColSums, for more graphs), then the poolings' backward passes,
-// eight readouts a launch, over the pooled states of the DeviceForward.
+// at most kernels.ChunkRows graphs, the biases' gradients (for more
+// graphs, Engine.ColSums per readout), the products' gradients
+// (spn_readout_product_backward), then the poolings' backward passes,
+// over the pooled states of the DeviceForward, each eight readouts a
+// launch.
 func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	n := o.bd.G
 	if n == 0 {
@@ -269,32 +272,40 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 			return err
 		}
 	}
-	dP, err := op.ScratchBuffer(e, o.T1*n*o.d)
-	if err != nil {
-		return err
-	}
-	for t := range o.T1 {
-		drt, err := dr.Slice(t*stride, size)
-		if err != nil {
-			return err
-		}
-		pt, err := o.st.dev.Slice(t*n*o.d, n*o.d)
-		if err != nil {
-			return err
-		}
-		dpt, err := dP.Slice(t*n*o.d, n*o.d)
-		if err != nil {
-			return err
-		}
-		w := o.w(t)
-		if err := o.lin.deviceGrads(e, pt, in[w], drt, dpt, dIn[w]); err != nil {
-			return err
-		}
-		if !oneChunk {
+	if !oneChunk {
+		for t := range o.T1 {
+			drt, err := dr.Slice(t*stride, size)
+			if err != nil {
+				return err
+			}
 			if err := e.ColSums(dIn[o.bias(t)], drt, n, o.c); err != nil {
 				return err
 			}
 		}
+	}
+	dP, err := op.ScratchBuffer(e, o.T1*n*o.d)
+	if err != nil {
+		return err
+	}
+	err = forGroups(o.T1, func(t0, count int) error {
+		dpg, err := dP.Slice(t0*n*o.d, count*n*o.d)
+		if err != nil {
+			return err
+		}
+		pg, err := o.st.dev.Slice(t0*n*o.d, count*n*o.d)
+		if err != nil {
+			return err
+		}
+		dg, err := dr.Slice(t0*stride, dr.Len()-t0*stride)
+		if err != nil {
+			return err
+		}
+		args := append(append([]any{dpg}, o.group(dIn, o.w, t0)...), pg)
+		args = append(append(args, o.group(in, o.w, t0)...), dg, count, n, o.d, o.c, stride)
+		return e.Launch("spn_readout_product_backward", count*n*o.d+count*o.d*o.c, args...)
+	})
+	if err != nil {
+		return err
 	}
 	return o.pool.deviceBackwardMany(e, in[:o.T1], dP, dIn[:o.T1])
 }

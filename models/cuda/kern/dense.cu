@@ -169,6 +169,80 @@ SPN_KERNEL void spn_readout_bias(float* __restrict__ db0, float* __restrict__ db
 	db[j] = db[j] + spn_rows_sum(dr + (long long)k * stride, 0, n, c, j);
 }
 
+// spn_readout_product sets z_t = p_t·W_t for the readouts t < count ≤ 8
+// of the layer-sum readout: p_t = p + t·n·d (the pooled states of the n
+// graphs, stacked), W_t (d×c, row-major) and z_t = z + t·n·c, each value
+// Σ_{j<d} p_t[g, j]·W_t[j, k] added in float in the order of j. The
+// readouts' products are small (graphs × width × outputs), and one launch
+// for eight costs less than a cuBLAS call each. One thread per value of
+// the z_t.
+SPN_KERNEL void spn_readout_product(float* __restrict__ z, const float* __restrict__ p,
+	const float* __restrict__ w0, const float* __restrict__ w1, const float* __restrict__ w2, const float* __restrict__ w3,
+	const float* __restrict__ w4, const float* __restrict__ w5, const float* __restrict__ w6, const float* __restrict__ w7,
+	int count, int n, int d, int c)
+{
+	long long i = spn_index();
+	long long len = (long long)n * c;
+	if (count > 8 || i >= count * len) {
+		return;
+	}
+	int t = (int)(i / len);
+	long long v = i % len;
+	int g = (int)(v / c), k = (int)(v % c);
+	const float* w = spn_pick(t, w0, w1, w2, w3, w4, w5, w6, w7);
+	const float* row = p + ((long long)t * n + g) * d;
+	float s = 0.0f;
+	for (int j = 0; j < d; j++) {
+		s += row[j] * w[(long long)j * c + k];
+	}
+	z[i] = s;
+}
+
+// spn_readout_product_backward is spn_readout_product's gradient for the
+// output gradients dr_t = dr + t·stride (n×c; stride 0: one dr for every
+// t): dp_t = dr_t·W_tᵀ (dp + t·n·d; Σ_{k<c} dr_t[g, k]·W_t[j, k] in the
+// order of k) and dW_t = p_tᵀ·dr_t (Σ_{g<n} p_t[g, j]·dr_t[g, k] in the
+// order of g), set, in float. One thread per value of the dp_t, then one
+// per value of the dW_t.
+SPN_KERNEL void spn_readout_product_backward(float* __restrict__ dp,
+	float* __restrict__ dw0, float* __restrict__ dw1, float* __restrict__ dw2, float* __restrict__ dw3,
+	float* __restrict__ dw4, float* __restrict__ dw5, float* __restrict__ dw6, float* __restrict__ dw7,
+	const float* __restrict__ p,
+	const float* __restrict__ w0, const float* __restrict__ w1, const float* __restrict__ w2, const float* __restrict__ w3,
+	const float* __restrict__ w4, const float* __restrict__ w5, const float* __restrict__ w6, const float* __restrict__ w7,
+	const float* __restrict__ dr, int count, int n, int d, int c, int stride)
+{
+	long long i = spn_index();
+	long long np = (long long)count * n * d, nw = (long long)count * d * c;
+	if (count > 8 || i >= np + nw) {
+		return;
+	}
+	if (i < np) {
+		int t = (int)(i / ((long long)n * d));
+		long long v = i % ((long long)n * d);
+		int g = (int)(v / d), j = (int)(v % d);
+		const float* w = spn_pick(t, w0, w1, w2, w3, w4, w5, w6, w7);
+		const float* drow = dr + (long long)t * stride + (long long)g * c;
+		float s = 0.0f;
+		for (int k = 0; k < c; k++) {
+			s += drow[k] * w[(long long)j * c + k];
+		}
+		dp[i] = s;
+		return;
+	}
+	i -= np;
+	int t = (int)(i / ((long long)d * c));
+	long long v = i % ((long long)d * c);
+	int j = (int)(v / c), k = (int)(v % c);
+	const float* pt = p + (long long)t * n * d;
+	const float* drt = dr + (long long)t * stride;
+	float s = 0.0f;
+	for (int g = 0; g < n; g++) {
+		s += pt[(long long)g * d + j] * drt[(long long)g * c + k];
+	}
+	spn_pick_out(t, dw0, dw1, dw2, dw3, dw4, dw5, dw6, dw7)[v] = s;
+}
+
 // spn_ge_scalar sets y = 1 where x ≥ s (left) or s ≥ x (!left), else 0
 // (NaN compares false), over len values: Gorgonia's Gte of a tensor and a
 // scalar with the result in the tensor's type, the mask of its

@@ -137,7 +137,8 @@ func ps(args ...any) []Param {
 const AddMany = 32
 
 // ReadoutGroup is the number of readouts one launch of spn_readout_sum,
-// spn_readout_masks or spn_readout_bias takes, and of node-state
+// spn_readout_masks, spn_readout_bias, spn_readout_product or
+// spn_readout_product_backward takes, and of node-state
 // tensors one launch of the pooling kernels (spn_pool,
 // spn_pool_backward, spn_pool_max, spn_pool_max_backward) pools.
 const ReadoutGroup = 8
@@ -182,6 +183,8 @@ func Kernels() []Kernel {
 		{"spn_readout_sum", "dense.cu", cat(ps("y", F32Ptr, "z", F32Ptr), group("b"), group("m"), ps("count", I32, "len", I32, "c", I32, "first", I32))},
 		{"spn_readout_masks", "dense.cu", cat(ps("dr", F32Ptr, "dy", F32Ptr), group("m"), ps("count", I32, "len", I32))},
 		{"spn_readout_bias", "dense.cu", cat(group("db"), ps("dr", F32Ptr, "count", I32, "n", I32, "c", I32, "stride", I32))},
+		{"spn_readout_product", "dense.cu", cat(ps("z", F32Ptr, "p", F32Ptr), group("w"), ps("count", I32, "n", I32, "d", I32, "c", I32))},
+		{"spn_readout_product_backward", "dense.cu", cat(ps("dp", F32Ptr), group("dw"), ps("p", F32Ptr), group("w"), ps("dr", F32Ptr, "count", I32, "n", I32, "d", I32, "c", I32, "stride", I32))},
 		{"spn_ge_scalar", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32, "left", I32, "len", I32)},
 		{"spn_scale", "dense.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
 		{"spn_encode", "dense.cu", ps("y", F32Ptr, "p", F32Ptr, "b", F32Ptr, "E", F32Ptr, "label", I32Ptr, "n", I32, "d", I32)},

@@ -903,6 +903,76 @@ func TestReadoutMasks(t *testing.T) {
 	}
 }
 
+// TestReadoutProduct: spn_readout_product's z_t = p_t·W_t and
+// spn_readout_product_backward's dp_t = dr_t·W_tᵀ and dW_t = p_tᵀ·dr_t
+// for three readouts of a group of eight, with stacked output gradients
+// and one for every readout (stride 0): each value a float sum in index
+// order, the same bits as the loops here; no value past the readouts'
+// is written.
+func TestReadoutProduct(t *testing.T) {
+	const n, d, c, count = 5, 7, 3, 3
+	rng := rand.New(rand.NewPCG(36, 37))
+	p := kerntest.Randn(rng, count*n*d, 1)
+	ws := make([][]float32, kern.ReadoutGroup)
+	for k := range ws {
+		ws[k] = kerntest.Randn(rng, d*c, 1)
+	}
+	wantZ := make([]float32, (count+1)*n*c)
+	for tt := 0; tt < count; tt++ {
+		for g := 0; g < n; g++ {
+			for k := 0; k < c; k++ {
+				var s float32
+				for j := 0; j < d; j++ {
+					s += p[(tt*n+g)*d+j] * ws[tt][j*c+k]
+				}
+				wantZ[(tt*n+g)*c+k] = s
+			}
+		}
+	}
+	z := make([]float32, (count+1)*n*c)
+	launch(t, "spn_readout_product", cover(count*n*c, 8), 8, append(append([]any{z, p}, group(ws)...), count, n, d, c)...)
+	equalBits(t, "z", z, wantZ)
+
+	dr := kerntest.Randn(rng, count*n*c, 1)
+	for _, stride := range []int{n * c, 0} {
+		wantP := make([]float32, (count+1)*n*d)
+		wantW := make([][]float32, count)
+		for tt := 0; tt < count; tt++ {
+			wantW[tt] = make([]float32, d*c+1)
+			for g := 0; g < n; g++ {
+				for j := 0; j < d; j++ {
+					var s float32
+					for k := 0; k < c; k++ {
+						s += dr[tt*stride+g*c+k] * ws[tt][j*c+k]
+					}
+					wantP[(tt*n+g)*d+j] = s
+				}
+			}
+			for j := 0; j < d; j++ {
+				for k := 0; k < c; k++ {
+					var s float32
+					for g := 0; g < n; g++ {
+						s += p[(tt*n+g)*d+j] * dr[tt*stride+g*c+k]
+					}
+					wantW[tt][j*c+k] = s
+				}
+			}
+		}
+		dp := make([]float32, (count+1)*n*d)
+		dws := make([][]float32, count)
+		for k := range dws {
+			dws[k] = make([]float32, d*c+1) // one value past dW_t
+		}
+		args := append(append([]any{dp}, group(dws)...), p)
+		args = append(append(args, group(ws)...), dr, count, n, d, c, stride)
+		launch(t, "spn_readout_product_backward", cover(count*(n*d+d*c), 8), 8, args...)
+		equalBits(t, fmt.Sprintf("dp (stride %d)", stride), dp, wantP)
+		for k := range dws {
+			equalBits(t, fmt.Sprintf("dW_%d (stride %d)", k, stride), dws[k], wantW[k])
+		}
+	}
+}
+
 // TestReadoutBias: spn_readout_bias adds each block's column sums (rows
 // in order, float) to its db_k, spn_col_part's bits for one chunk, with
 // stacked blocks and with one block for every k (stride 0).
