@@ -90,7 +90,7 @@ func (c *Context) pinned(p unsafe.Pointer, n int, use string) error {
 	return fmt.Errorf("cuda: %s: the host memory is not page-locked memory of this context (AllocHost)", use)
 }
 
-// DownloadAsync enqueues the copy of b into dst on the default stream
+// DownloadAsync enqueues the copy of b into dst on the Context's stream
 // and returns without waiting for it (cuMemcpyDtoHAsync_v2). dst must
 // have room for exactly b's values and lie in page-locked memory of b's
 // context (HostValues of an AllocHost); it holds the values once the
@@ -108,7 +108,7 @@ func DownloadAsync[T Elem](dst []T, b *Buffer) error {
 			return err
 		}
 		b.ctx.calls.ToHostAsync++
-		return check("cuMemcpyDtoHAsync_v2", callC(b.ctx.api.memcpyDtoHAsync, uintptr(unsafe.Pointer(&dst[0])), uintptr(b.ptr), uintptr(n), 0))
+		return check("cuMemcpyDtoHAsync_v2", callC(b.ctx.api.memcpyDtoHAsync, uintptr(unsafe.Pointer(&dst[0])), uintptr(b.ptr), uintptr(n), b.ctx.stream))
 	})
 }
 
@@ -118,8 +118,8 @@ func DownloadAsync[T Elem](dst []T, b *Buffer) error {
 const eventDisableTiming = 2
 
 // Event is a driver event of a context without timing (cuEventCreate
-// with CU_EVENT_DISABLE_TIMING): Record marks the point of the default
-// stream after the work enqueued so far, and Wait blocks the host until
+// with CU_EVENT_DISABLE_TIMING): Record marks the point of the
+// Context's stream after the work enqueued so far, and Wait blocks the host until
 // that work has run (cuEventSynchronize), and only that: work enqueued
 // after Record goes on. It is how the host learns that an asynchronous
 // copy has run. Destroy, or Close of the context, destroys it.
@@ -145,7 +145,7 @@ func (c *Context) NewEvent() (*Event, error) {
 	return e, nil
 }
 
-// Record records the event on the default stream (cuEventRecord), after
+// Record records the event on the Context's stream (cuEventRecord), after
 // the work enqueued so far; a later Record moves it.
 func (e *Event) Record() error { return e.ctx.do(e.record) }
 
@@ -154,7 +154,7 @@ func (e *Event) record() error {
 	if e.destroyed {
 		return errors.New("cuda: recording an event: the event is destroyed")
 	}
-	return check("cuEventRecord", callC(e.ctx.api.ev.record, e.ev, 0))
+	return check("cuEventRecord", callC(e.ctx.api.ev.record, e.ev, e.ctx.stream))
 }
 
 // Wait blocks until the work before the event's last Record has run (at

@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"errors"
 	"runtime"
 	"slices"
 	"strings"
@@ -97,6 +98,102 @@ func TestAsyncCopies(t *testing.T) {
 	}
 	if err := ev.Destroy(); err != nil {
 		t.Errorf("Destroy after Close: %v", err)
+	}
+}
+
+// TestContextStreams opens two Contexts of the emulated device, as two
+// train stages sharing a GPU do: each has a stream of its own, on which
+// its launches, products, asynchronous copies and event records go (the
+// emulator counts the work on the legacy default stream: none), and a
+// wait for one Context's work observes its own asynchronous copies, not
+// the other's: the host waiting for A's event reads A's download, while
+// B's stays undelivered until B synchronizes. Close destroys the
+// streams.
+func TestContextStreams(t *testing.T) {
+	r, a, lib := emuContext(t)
+	count := live(t, lib)
+	b, err := r.NewContext(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if n := count(7); n != 2 {
+		t.Fatalf("%d streams live with two Contexts, want 2", n)
+	}
+	legacy := count(8)
+
+	fill := loadKernels(t, r, a, "spn_fill")[0]
+	y, err := cuda.Alloc[float32](a, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fill.Launch(1, 32, y, float32(7), 2); err != nil {
+		t.Fatal(err)
+	}
+	blas, err := a.NewBLAS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := blas.Sgemm(false, false, 1, 1, 1, 1, y, y, 0, y); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.StartProfile(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fill.Launch(1, 32, y, float32(3), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.StopProfile(); err != nil {
+		t.Fatal(err)
+	}
+
+	// downloads copies buf's values into page-locked memory of ctx
+	// asynchronously, the host's copy holding -1s until it is delivered.
+	downloads := func(ctx *cuda.Context, buf *cuda.Buffer) []float32 {
+		h, err := ctx.AllocHost(8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := cuda.HostValues[float32](h)[:2]
+		copy(dst, []float32{-1, -1})
+		if err := cuda.DownloadAsync(dst, buf); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	xb, err := cuda.NewBuffer(b, []float32{5, 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstB := downloads(b, xb)
+	dstA := downloads(a, y)
+	ev, err := a.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Record(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dstA, []float32{3, 7}) || !slices.Equal(dstB, []float32{-1, -1}) {
+		t.Errorf("after A's wait: A's download %v, B's %v; want [3 7] and B's undelivered [-1 -1]", dstA, dstB)
+	}
+	if err := b.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dstB, []float32{5, 6}) || count(6) != 0 {
+		t.Errorf("after B's Synchronize: B's download %v, %d copies pending; want [5 6] and none", dstB, count(6))
+	}
+	if n := count(8) - legacy; n != 0 {
+		t.Errorf("%d launches, products, copies or event records on the legacy stream, want none", n)
+	}
+	if err := errors.Join(a.Close(), b.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(7); n != 0 {
+		t.Errorf("%d streams live after Close", n)
 	}
 }
 

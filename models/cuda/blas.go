@@ -15,6 +15,8 @@ import (
 type blasAPI struct {
 	create  func(h *uintptr) int32
 	destroy func(h uintptr) int32
+	// setStream is cublasSetStream_v2(h, stream).
+	setStream func(h, stream uintptr) int32
 	// sgemm is cublasSgemm_v2(h, transa, transb, m, n, k, *alpha, a,
 	// lda, b, ldb, *beta, c, ldc), called by callC; sgemmBatched is
 	// cublasSgemmStridedBatched(h, transa, transb, m, n, k, *alpha, a,
@@ -27,6 +29,7 @@ func (a *blasAPI) bindings() []binding {
 	return []binding{
 		{"cublasCreate_v2", &a.create},
 		{"cublasDestroy_v2", &a.destroy},
+		{"cublasSetStream_v2", &a.setStream},
 		{"cublasSgemm_v2", &a.sgemm},
 		{"cublasSgemmStridedBatched", &a.sgemmBatched},
 	}
@@ -44,8 +47,9 @@ const (
 // run to run on GPUs of the same architecture and number of SMs, with the
 // same cuBLAS version, as long as one stream is active (concurrent
 // streams sharing a handle may pick other internal workspaces) and the
-// atomics mode (cublasSetAtomicsMode) stays at its default, off. spn uses
-// one handle on the default stream and never enables atomics, so its
+// atomics mode (cublasSetAtomicsMode) stays at its default, off. spn's
+// handles are each set once to their Context's stream (one handle per
+// Context in the engine) and never enable atomics, so its
 // products are deterministic on one GPU model; they differ between GPU
 // models and cuBLAS versions. The handle keeps the default math mode,
 // which does not use TF32 tensor cores for Sgemm: products are in full
@@ -57,8 +61,9 @@ type BLAS struct {
 	destroyed bool
 }
 
-// NewBLAS creates a cuBLAS handle in the context. Destroy (or the
-// context's Close) releases it.
+// NewBLAS creates a cuBLAS handle in the context whose products go on the
+// context's stream (cublasSetStream_v2). Destroy (or the context's
+// Close) releases it.
 func (c *Context) NewBLAS() (*BLAS, error) {
 	api := &blasAPI{}
 	if err := bindAll(c.rt.cublasLib, c.rt.CuBLAS.Name, api.bindings()); err != nil {
@@ -70,7 +75,7 @@ func (c *Context) NewBLAS() (*BLAS, error) {
 			return err
 		}
 		c.track(b)
-		return nil
+		return check("cublasSetStream_v2", b.api.setStream(b.h, c.stream))
 	})
 	if err != nil {
 		return nil, err

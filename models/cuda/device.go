@@ -15,13 +15,18 @@ import (
 
 // computeAPI holds the driver entry points a Context uses. CUdeviceptr is
 // an unsigned 64-bit integer; CUcontext, CUmodule, CUfunction, CUevent
-// and CUstream are pointers, held as uintptr (spn passes stream 0, the
-// legacy default stream, everywhere); CUdevice is an int.
+// and CUstream are pointers, held as uintptr (spn's work goes on each
+// Context's own stream); CUdevice is an int.
 type computeAPI struct {
 	primaryCtxRetain  func(ctx *uintptr, dev int32) int32
 	primaryCtxRelease func(dev int32) int32
 	ctxSetCurrent     uintptr // cuCtxSetCurrent(CUcontext): called by callC
-	ctxSynchronize    func() int32
+	// streamCreate is cuStreamCreate(stream, flags), streamDestroy
+	// cuStreamDestroy_v2 and streamSynchronize cuStreamSynchronize: a
+	// Context's stream.
+	streamCreate      func(s *uintptr, flags uint32) int32
+	streamDestroy     func(s uintptr) int32
+	streamSynchronize func(s uintptr) int32
 	memAlloc          func(p *uint64, bytes uint64) int32
 	memFree           func(p uint64) int32
 	// memGetInfo is cuMemGetInfo_v2(free, total): the device's free and
@@ -57,7 +62,9 @@ func (a *computeAPI) bindings() []binding {
 		{"cuDevicePrimaryCtxRetain", &a.primaryCtxRetain},
 		{"cuDevicePrimaryCtxRelease_v2", &a.primaryCtxRelease},
 		{"cuCtxSetCurrent", &a.ctxSetCurrent},
-		{"cuCtxSynchronize", &a.ctxSynchronize},
+		{"cuStreamCreate", &a.streamCreate},
+		{"cuStreamDestroy_v2", &a.streamDestroy},
+		{"cuStreamSynchronize", &a.streamSynchronize},
 		{"cuMemAlloc_v2", &a.memAlloc},
 		{"cuMemFree_v2", &a.memFree},
 		{"cuMemGetInfo_v2", &a.memGetInfo},
@@ -81,23 +88,38 @@ func (a *computeAPI) bindings() []binding {
 // of what it made locks the calling goroutine to its OS thread, makes the
 // context current there (cuCtxSetCurrent) and unlocks after the call, so
 // a Context may be used from any goroutine; its methods are serialised by
-// a mutex. Launches and cuBLAS calls are asynchronous (the default
-// stream): Synchronize waits for them and reports a failure of theirs,
-// and the copies to and from the host (Upload, Download, Pack.Upload)
-// wait for the work before them. The asynchronous copies
-// (DownloadAsync, Pack.UploadAsync) between device memory and
-// page-locked host memory (AllocHost) do not: they run in stream order,
-// after the work enqueued before them and before the work enqueued
-// after them, and the host learns that one has run by waiting for an
-// Event recorded after it.
+// a mutex.
+//
+// Each Context has a stream of its own (cuStreamCreate), on which its
+// launches, cuBLAS products, asynchronous copies and events go in the
+// order they are made: two Contexts of one device (two train stages
+// sharing a GPU, spn run --stages-per-gpu) enqueue on two streams, whose
+// kernels the GPU may run side by side, and each waits for its own work
+// only. Launches and cuBLAS calls are asynchronous: Synchronize waits
+// for them and reports a failure of theirs, and the copies to and from
+// the host (Upload, Download, Pack.Upload) wait for the work before
+// them. The asynchronous copies (DownloadAsync, Pack.UploadAsync)
+// between device memory and page-locked host memory (AllocHost) do not:
+// they run in stream order, after the work enqueued before them and
+// before the work enqueued after them, and the host learns that one has
+// run by waiting for an Event recorded after it.
+//
+// The stream is a blocking one (flags 0): the synchronous copies and
+// cuMemFree, which run on the legacy default stream, wait for the work
+// of every blocking stream of the primary context before them, and the
+// work enqueued after them waits for them, so they stay in order with
+// the Context's work as on one stream (and, while they run, hold up
+// the other Contexts of the device too).
 type Context struct {
 	Device Device
 
-	mu     sync.Mutex
-	rt     *Runtime
-	api    *computeAPI
-	dev    int32
-	ctx    uintptr
+	mu  sync.Mutex
+	rt  *Runtime
+	api *computeAPI
+	dev int32
+	ctx uintptr
+	// stream is the Context's stream (see the type's comment).
+	stream uintptr
 	closed bool
 	seq    int
 	live   map[resource]int // what the context made and has not released, by creation order
@@ -209,7 +231,13 @@ func (r *Runtime) NewContext(ordinal int) (*Context, error) {
 	if err := check("cuDevicePrimaryCtxRetain", api.primaryCtxRetain(&ctx, dev)); err != nil {
 		return nil, fmt.Errorf("%w (device %v)", err, d)
 	}
-	return &Context{Device: d, rt: r, api: api, dev: dev, ctx: ctx, live: map[resource]int{}}, nil
+	c := &Context{Device: d, rt: r, api: api, dev: dev, ctx: ctx, live: map[resource]int{}}
+	err = c.do(func() error { return check("cuStreamCreate", c.api.streamCreate(&c.stream, 0)) })
+	if err != nil {
+		api.primaryCtxRelease(dev)
+		return nil, fmt.Errorf("%w (device %v)", err, d)
+	}
+	return c, nil
 }
 
 // do runs f with the context current on the calling goroutine's OS
@@ -248,15 +276,17 @@ func (c *Context) drop(r resource, done *bool) error {
 	return err
 }
 
-// Synchronize waits until the device has finished all work launched in
-// the context; a failed launch or cuBLAS call is reported here.
+// Synchronize waits until the device has finished the work enqueued on
+// the Context's stream (cuStreamSynchronize), not other Contexts'; a
+// failed launch or cuBLAS call is reported here.
 func (c *Context) Synchronize() error {
-	return c.do(func() error { return check("cuCtxSynchronize", c.api.ctxSynchronize()) })
+	return c.do(func() error { return check("cuStreamSynchronize", c.api.streamSynchronize(c.stream)) })
 }
 
 // Close releases what the context made and its owners did not (cuBLAS
 // handles, modules, buffers, page-locked memory and events, newest
-// first), then the primary context. Closing twice does nothing.
+// first), then its stream and the primary context. Closing twice does
+// nothing.
 func (c *Context) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -281,6 +311,7 @@ func (c *Context) Close() error {
 		if c.events != nil {
 			errs = append(errs, c.events.destroy())
 		}
+		errs = append(errs, check("cuStreamDestroy_v2", c.api.streamDestroy(c.stream)))
 	}
 	clear(c.live)
 	errs = append(errs, check("cuDevicePrimaryCtxRelease_v2", c.api.primaryCtxRelease(c.dev)))

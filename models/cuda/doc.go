@@ -33,7 +33,7 @@
 // and the allocations. Those copies wait for the device; the
 // asynchronous ones do not: [DownloadAsync] and Pack.UploadAsync (through
 // a [Staging]) copy between device memory and page-locked host memory
-// (Context.AllocHost, [HostBuffer]) in the order of the default stream,
+// (Context.AllocHost, [HostBuffer]) in the order of the Context's stream,
 // and the host learns that they have run by waiting for an [Event]
 // recorded after them (Context.NewEvent);
 // Context.LoadModule loads PTX and Module.Kernel finds an entry point of

@@ -62,7 +62,8 @@ func TestMain(m *testing.M) {
 // live reads the emulated device's count of live objects: 0 allocations,
 // 1 modules, 2 cuBLAS handles, 3 references to the primary context, 4
 // events, 5 page-locked allocations, 6 asynchronous copies the host has
-// not waited for.
+// not waited for, 7 streams; 8 counts the work enqueued on the legacy
+// stream.
 func live(t *testing.T, lib string) func(what int32) int32 {
 	t.Helper()
 	l, err := cuda.System().Open(lib)
@@ -135,7 +136,7 @@ func TestEmulatedDevice(t *testing.T) {
 	if err := ctx.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for what, name := range []string{"allocations", "modules", "cuBLAS handles", "primary context references", "events", "page-locked allocations", "pending copies"} {
+	for what, name := range []string{"allocations", "modules", "cuBLAS handles", "primary context references", "events", "page-locked allocations", "pending copies", "streams"} {
 		if n := count(int32(what)); n != 0 {
 			t.Errorf("%d %s live after Close", n, name)
 		}

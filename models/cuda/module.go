@@ -130,7 +130,7 @@ func (e *ArgError) Error() string {
 const MaxBlock = 1024
 
 // Launch runs the kernel over grid blocks of block threads (one
-// dimension, no dynamic shared memory, the default stream). args follow
+// dimension, no dynamic shared memory, the Context's stream). args follow
 // the kernel's parameters: a *Buffer of the pointer's element type, or
 // nil for a null pointer; an int or int32 for int; a float32, float64 or
 // uint64 for float, double and unsigned long long. A count, kind or
@@ -163,7 +163,7 @@ func (k *Kernel) Launch(grid, block int, args ...any) error {
 		if err := c.profileStart(); err != nil {
 			return err
 		}
-		r := callC(c.api.launchKernel, k.fn, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, 0, uintptr(unsafe.Pointer(&k.params[0])), 0)
+		r := callC(c.api.launchKernel, k.fn, uintptr(grid), 1, 1, uintptr(block), 1, 1, 0, c.stream, uintptr(unsafe.Pointer(&k.params[0])), 0)
 		runtime.KeepAlive(k)
 		if err := check("cuLaunchKernel", r); err != nil {
 			return fmt.Errorf("%w (kernel %s, %d blocks of %d threads)", err, k.Spec.Name, grid, block)

@@ -100,7 +100,7 @@ func (p *Pack) Upload(c *Context, reuse *Buffer, minBytes int) (*Buffer, error) 
 
 // UploadAsync is Upload through s, page-locked staging memory of c: it
 // copies the arrays into s's next staging buffer and enqueues the copy
-// from there (cuMemcpyHtoDAsync_v2 on the default stream), returning
+// from there (cuMemcpyHtoDAsync_v2 on the Context's stream), returning
 // without waiting for the device. The copy runs in stream order: after
 // the work enqueued before it, so one device buffer serves pack after
 // pack (reuse: the next pack's copy overwrites it only after the kernels
@@ -122,7 +122,7 @@ func (p *Pack) UploadAsync(s *Staging, reuse *Buffer, minBytes int) (*Buffer, er
 	}
 	return p.upload(c, reuse, minBytes, func(dev *Buffer) error {
 		c.calls.ToDeviceAsync++
-		if err := check("cuMemcpyHtoDAsync_v2", callC(c.api.memcpyHtoDAsync, uintptr(dev.ptr), uintptr(unsafe.Pointer(&st[0])), uintptr(len(st)), 0)); err != nil {
+		if err := check("cuMemcpyHtoDAsync_v2", callC(c.api.memcpyHtoDAsync, uintptr(dev.ptr), uintptr(unsafe.Pointer(&st[0])), uintptr(len(st)), c.stream)); err != nil {
 			return err
 		}
 		return s.evs[s.last].record()

@@ -66,7 +66,7 @@ type mark struct {
 
 // StartProfile makes the context time each kernel launch and cuBLAS
 // product on the device, between two driver events recorded around it
-// on the default stream, until StopProfile. Profiling adds two event
+// on the Context's stream, until StopProfile. Profiling adds two event
 // records to every call (the host's time per launch grows); it is for
 // measuring where a step's device time goes, not for training.
 func (c *Context) StartProfile() error {
@@ -137,7 +137,7 @@ func (c *Context) profileStart() error {
 	if c.prof == nil {
 		return nil
 	}
-	ev, err := c.events.record()
+	ev, err := c.events.record(c.stream)
 	c.prof.start = ev
 	return err
 }
@@ -148,7 +148,7 @@ func (c *Context) profileEnd(name string) error {
 	if c.prof == nil {
 		return nil
 	}
-	ev, err := c.events.record()
+	ev, err := c.events.record(c.stream)
 	if err != nil {
 		return err
 	}
@@ -165,8 +165,8 @@ type eventPool struct {
 	made []uintptr
 }
 
-// record records a free (or new) event on the default stream.
-func (p *eventPool) record() (uintptr, error) {
+// record records a free (or new) event on stream.
+func (p *eventPool) record(stream uintptr) (uintptr, error) {
 	var ev uintptr
 	if n := len(p.free); n > 0 {
 		ev, p.free = p.free[n-1], p.free[:n-1]
@@ -176,7 +176,7 @@ func (p *eventPool) record() (uintptr, error) {
 		}
 		p.made = append(p.made, ev)
 	}
-	return ev, check("cuEventRecord", callC(p.api.record, ev, 0))
+	return ev, check("cuEventRecord", callC(p.api.record, ev, stream))
 }
 
 // destroy destroys every event the pool made.

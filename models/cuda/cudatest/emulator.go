@@ -129,7 +129,10 @@ func (o LibOpener) SetReverse(t testing.TB, on bool) {
 // for a leak check: what is 0 for allocations of device memory, 1
 // modules, 2 cuBLAS handles, 3 references to the primary context, 4
 // events, 5 allocations of page-locked host memory, 6 asynchronous
-// copies the host has not waited for.
+// copies the host has not waited for, 7 streams; and 8, how many
+// launches, cuBLAS products, asynchronous copies and event records went
+// on the legacy default stream so far (a count, not a leak: spn's work
+// goes on its Contexts' streams).
 func (o LibOpener) Live(t testing.TB, what int) int {
 	t.Helper()
 	var live func(int32) int32

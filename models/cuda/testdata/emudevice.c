@@ -30,14 +30,25 @@
  *     tracked apart from device memory: cuMemFreeHost of any other
  *     pointer fails with CUDA_ERROR_INVALID_VALUE, and a device pointer
  *     argument inside it is no device memory;
- *   - the asynchronous copies (cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2,
- *     stream 0 only) validate as the synchronous ones do and copy to the
- *     device at once, in stream order, but the host observes a copy only
- *     when it waits for it: a device→host copy takes the values at its
- *     place in the stream and delivers them into host memory when the
- *     host synchronizes with an event recorded after it (or with the
- *     whole device: cuCtxSynchronize, a synchronous copy, cuMemFree,
- *     cuMemFreeHost), so a host that reads the result before waiting
+ *   - streams (cuStreamCreate, flags 0 only: blocking streams) belong to
+ *     the context current when they were made; a launch, a copy, an
+ *     event record or a cuBLAS handle (cublasSetStream_v2) takes stream 0
+ *     (the legacy default stream) or a live stream of the current
+ *     context, else CUDA_ERROR_INVALID_HANDLE (cuBLAS: 7). Work runs at
+ *     once whatever its stream; what the streams change is which pending
+ *     copies (below) a wait observes;
+ *   - the asynchronous copies (cuMemcpyHtoDAsync_v2, cuMemcpyDtoHAsync_v2)
+ *     validate as the synchronous ones do and copy to the device at once,
+ *     in stream order, but the host observes a copy only when it waits
+ *     for it: a device→host copy takes the values at its place in the
+ *     stream and delivers them into host memory when the host
+ *     synchronizes with its stream after it: an event recorded on that
+ *     stream (or on the legacy stream) after it, cuStreamSynchronize of
+ *     that stream, or the whole device (cuCtxSynchronize, a synchronous
+ *     copy, cuMemFree, cuMemFreeHost, which run on the legacy stream and
+ *     so wait for every blocking stream); waiting on a stream also
+ *     observes the legacy stream's copies before it (a blocking stream's
+ *     work waits for them), not other streams'. So a host that reads the result before waiting
  *     reads what was there before; a host→device copy's source must not
  *     change until then, which the emulator checks when the host waits
  *     (and when a new copy reads the same memory) and reports as
@@ -51,12 +62,14 @@
  * (two train stages on two emulated GPUs) may call it at once; their
  * calls, kernels included, run one at a time. The devices
  * (spn_emu_set_devices in fakecuda.c: one at the start) each have a
- * primary context; they share the memory and the stream of async
- * copies, so waiting on one device's work observes the other's too
- * (a GPU would not; spn's rules hold either way).
+ * primary context; they share the memory and the legacy stream, so a
+ * wait on the legacy stream (a synchronous copy, cuMemFree) observes
+ * every device's pending copies (a GPU's would not; spn's rules hold
+ * either way).
  * spn_emu_live reports what is live, for the tests' leak checks (5: the
  * page-locked allocations, 6: the async copies the host has not waited
- * for);
+ * for, 7: the streams), and (8) how many launches, products, async
+ * copies and event records went on the legacy stream so far;
  * spn_emu_set_memory sets the device's memory in bytes (0, the start:
  * the host's), past which an allocation fails with
  * CUDA_ERROR_OUT_OF_MEMORY (2), as on a full device; spn_emu_set_noexec(1)
@@ -111,6 +124,15 @@ static int nmodules;
 
 typedef struct { int index; module* mod; } function;
 
+/* stream is a stream of cuStreamCreate, of the context ctx; its address
+ * is its handle. */
+typedef struct stream { void* ctx; struct stream* next; } stream;
+static stream* streams;
+static int nstreams;
+static int legacy; /* work enqueued on the legacy stream (spn_emu_live(8)) */
+
+/* handle is a cuBLAS handle: the stream its products go on. */
+typedef struct { void* stream; } handle;
 static int nhandles; /* live cuBLAS handles */
 
 static int nevents; /* live events */
@@ -126,13 +148,14 @@ typedef struct pending {
 	int to_host;
 	unsigned char* host;
 	size_t n;
-	unsigned long long pos; /* its place in the stream */
+	void* stream;           /* its stream (NULL: the legacy stream) */
+	unsigned long long pos; /* its place in the order of all streams */
 	unsigned char* data;    /* NULL for a host→device copy under noexec */
 	struct pending* next;
 } pending;
 static pending* pendings;
 static int npending;
-static unsigned long long seq; /* the stream's last position: async copies and event records */
+static unsigned long long seq; /* the last position: async copies and event records, all streams */
 
 int spn_emu_live(int what)
 {
@@ -149,6 +172,8 @@ int spn_emu_live(int what)
 	case 4: return nevents;
 	case 5: return nhosts;
 	case 6: return npending;
+	case 7: return nstreams;
+	case 8: return legacy;
 	}
 	return -1;
 }
@@ -158,14 +183,16 @@ int spn_emu_live(int what)
 static int changed(const pending* q) { return q->data && memcmp(q->host, q->data, q->n) != 0; }
 
 /* retire completes, as the host observes them, the pending copies up to
- * stream position upto: delivers the device→host ones and checks that
- * the host→device ones' sources are unchanged (else ILLEGAL_STATE). */
-static int retire(unsigned long long upto)
+ * position upto that a wait on stream s observes (s NULL, the legacy
+ * stream: all; else those of s and of the legacy stream): delivers the
+ * device→host ones and checks that the host→device ones' sources are
+ * unchanged (else ILLEGAL_STATE). */
+static int retire(void* s, unsigned long long upto)
 {
 	int r = SUCCESS;
 	for (pending** q = &pendings; *q;) {
 		pending* c = *q;
-		if (c->pos > upto) { q = &c->next; continue; }
+		if (c->pos > upto || (s && c->stream && c->stream != s)) { q = &c->next; continue; }
 		if (c->to_host) memcpy(c->host, c->data, c->n);
 		else if (changed(c)) r = ILLEGAL_STATE;
 		*q = c->next;
@@ -175,7 +202,7 @@ static int retire(unsigned long long upto)
 }
 
 /* synchronize is the host waiting for all the device's work. */
-static int synchronize(void) { return retire(seq); }
+static int synchronize(void) { return retire(NULL, seq); }
 
 static int valid_device(int dev) { return dev >= 0 && dev < spn_emu_devices() && dev < MAX_DEVICES; }
 
@@ -220,6 +247,53 @@ static int active(void)
 {
 	int d = context_device(current);
 	return d >= 0 && retained[d] > 0;
+}
+
+/* stream_ok reports whether s is the legacy stream (NULL) or a live
+ * stream of the current context. */
+static int stream_ok(void* s)
+{
+	if (!s) return 1;
+	for (stream* q = streams; q; q = q->next)
+		if (q == s) return q->ctx == current;
+	return 0;
+}
+
+int cuStreamCreate(void** s, unsigned flags)
+{
+	GUARD;
+	if (!active()) return INVALID_CONTEXT;
+	if (!s || flags != 0) return INVALID_VALUE;
+	stream* st = calloc(1, sizeof *st);
+	if (!st) return 2;
+	st->ctx = current; st->next = streams;
+	streams = st; nstreams++;
+	*s = st;
+	return SUCCESS;
+}
+
+int cuStreamDestroy_v2(void* s)
+{
+	GUARD;
+	if (!active()) return INVALID_CONTEXT;
+	for (stream** q = &streams; *q; q = &(*q)->next) {
+		if (*q == s) {
+			*q = (*q)->next;
+			free(s); nstreams--;
+			/* its pending copies stay pending: the device finishes them, and
+			 * a wait on the legacy stream observes them */
+			return SUCCESS;
+		}
+	}
+	return INVALID_HANDLE;
+}
+
+int cuStreamSynchronize(void* s)
+{
+	GUARD;
+	if (!active()) return INVALID_CONTEXT;
+	if (!stream_ok(s)) return INVALID_HANDLE;
+	return retire(s, seq);
 }
 
 int cuCtxSynchronize(void)
@@ -346,7 +420,7 @@ int cuMemFreeHost(void* p)
 /* enqueue checks the host memory [h, h+n) of a new async copy against
  * the pending ones (see the top) and records the copy: to_host with the
  * device values at src, else the source h (unless noexec). */
-static int enqueue(int to_host, unsigned char* h, size_t n, const void* src)
+static int enqueue(int to_host, unsigned char* h, size_t n, const void* src, void* s)
 {
 	for (pending* q = pendings; q; q = q->next) {
 		if (h >= q->host + q->n || q->host >= h + n) continue;
@@ -359,7 +433,8 @@ static int enqueue(int to_host, unsigned char* h, size_t n, const void* src)
 		if (!c->data) { free(c); return 2; }
 		memcpy(c->data, to_host ? src : h, n);
 	}
-	c->to_host = to_host; c->host = h; c->n = n; c->pos = ++seq;
+	c->to_host = to_host; c->host = h; c->n = n; c->stream = s; c->pos = ++seq;
+	if (!s) legacy++;
 	c->next = pendings; pendings = c; npending++;
 	return SUCCESS;
 }
@@ -368,8 +443,9 @@ int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t n, void
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
-	if (!find((uintptr_t)dst, n) || !src || stream || !find_host((uintptr_t)src, n)) return INVALID_VALUE;
-	int r = enqueue(0, (unsigned char*)src, n, NULL);
+	if (!stream_ok(stream)) return INVALID_HANDLE;
+	if (!find((uintptr_t)dst, n) || !src || !find_host((uintptr_t)src, n)) return INVALID_VALUE;
+	int r = enqueue(0, (unsigned char*)src, n, NULL, stream);
 	if (r != SUCCESS) return r;
 	memcpy((void*)(uintptr_t)dst, src, n);
 	return SUCCESS;
@@ -379,8 +455,9 @@ int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t n, void* stre
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
-	if (!find((uintptr_t)src, n) || !dst || stream || !find_host((uintptr_t)dst, n)) return INVALID_VALUE;
-	return enqueue(1, dst, n, (const void*)(uintptr_t)src);
+	if (!stream_ok(stream)) return INVALID_HANDLE;
+	if (!find((uintptr_t)src, n) || !dst || !find_host((uintptr_t)dst, n)) return INVALID_VALUE;
+	return enqueue(1, dst, n, (const void*)(uintptr_t)src, stream);
 }
 
 int cuModuleLoadData(void** m, const void* image)
@@ -442,11 +519,12 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 	unsigned shared, void* stream, void** params, void** extra)
 {
 	GUARD;
+	if (!stream) legacy++;
 	if (noexec) return SUCCESS;
 	if (!active()) return INVALID_CONTEXT;
 	function* fn = f;
-	if (!fn || !live_module(fn->mod)) return INVALID_HANDLE;
-	if (gx == 0 || bx == 0 || bx > 1024 || gy != 1 || gz != 1 || by != 1 || bz != 1 || shared != 0 || stream || extra || !params)
+	if (!fn || !live_module(fn->mod) || !stream_ok(stream)) return INVALID_HANDLE;
+	if (gx == 0 || bx == 0 || bx > 1024 || gy != 1 || gz != 1 || by != 1 || bz != 1 || shared != 0 || extra || !params)
 		return INVALID_VALUE;
 	const char* sig = spn_emu_signature(fn->index);
 	for (int j = 0; sig[j]; j++) {
@@ -464,8 +542,18 @@ int cublasCreate_v2(void** h)
 {
 	GUARD;
 	if (!active()) return 1; /* CUBLAS_STATUS_NOT_INITIALIZED */
-	*h = malloc(1);
+	*h = calloc(1, sizeof(handle)); /* the legacy stream */
 	nhandles++;
+	return 0;
+}
+
+int cublasSetStream_v2(void* h, void* s)
+{
+	GUARD;
+	if (!h) return 1;
+	if (!active()) return 1;
+	if (!stream_ok(s)) return 7; /* CUBLAS_STATUS_INVALID_VALUE */
+	((handle*)h)->stream = s;
 	return 0;
 }
 
@@ -528,6 +616,7 @@ int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* al
 	const float* B, int ldb, const float* beta, float* C, int ldc)
 {
 	GUARD;
+	if (h && !((handle*)h)->stream) legacy++;
 	if (noexec) return 0;
 	int r = gemm_check(h, ta, tb, m, n, k, lda, 0, ldb, 0, ldc, 0, 1, A, B, C);
 	if (r) return r;
@@ -541,6 +630,7 @@ int cublasSgemmStridedBatched(void* h, int ta, int tb, int m, int n, int k, cons
 	long long strideA, const float* B, int ldb, long long strideB, const float* beta, float* C, int ldc, long long strideC, int batch)
 {
 	GUARD;
+	if (h && !((handle*)h)->stream) legacy++;
 	if (noexec) return 0;
 	int r = gemm_check(h, ta, tb, m, n, k, lda, strideA, ldb, strideB, ldc, strideC, batch, A, B, C);
 	if (r) return r;
@@ -549,7 +639,7 @@ int cublasSgemmStridedBatched(void* h, int ta, int tb, int m, int n, int k, cons
 	return 0;
 }
 
-typedef struct { double ms; int recorded, untimed; unsigned long long pos; } event;
+typedef struct { double ms; int recorded, untimed; void* stream; unsigned long long pos; } event;
 
 int cuEventCreate(void** ev, unsigned flags)
 {
@@ -568,13 +658,14 @@ int cuEventRecord(void* ev, void* stream)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
-	if (!ev) return INVALID_HANDLE;
-	if (stream) return INVALID_VALUE;
+	if (!ev || !stream_ok(stream)) return INVALID_HANDLE;
+	if (!stream) legacy++;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	event* e = ev;
 	e->ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 	e->recorded = 1;
+	e->stream = stream;
 	e->pos = ++seq;
 	return SUCCESS;
 }
@@ -584,7 +675,8 @@ int cuEventSynchronize(void* ev)
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
 	if (!ev) return INVALID_HANDLE;
-	return retire(((event*)ev)->pos); /* never recorded: position 0, nothing to wait for */
+	event* e = ev;
+	return retire(e->stream, e->pos); /* never recorded: position 0, nothing to wait for */
 }
 
 int cuEventElapsedTime(float* ms, void* start, void* end)
