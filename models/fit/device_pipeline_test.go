@@ -92,7 +92,8 @@ func emulatedEngine(t *testing.T) (*engine.Opened, cudatest.LibOpener) {
 // last to first: the records, the checkpoint bytes and every step's
 // outputs, in order, are the same bits; the pipelined run takes every
 // step through StepAsync, none of its steps or resolves makes a
-// synchronous copy, and the SyncSteps run takes none through StepAsync;
+// synchronous copy, and the SyncSteps run takes none through StepAsync
+// and enqueues no work on the legacy stream (the Context's own);
 // after the engine's Close no device memory, page-locked memory, event
 // or pending copy is left.
 func TestTrainPipelined(t *testing.T) {
@@ -134,7 +135,11 @@ func TestTrainPipelined(t *testing.T) {
 					}
 					return r, l
 				}
+				legacy := lib.Live(t, 8)
 				want, wl := run(true)
+				if n := lib.Live(t, 8) - legacy; n != 0 {
+					t.Errorf("%d launches, products, asynchronous copies or event records of the SyncSteps run on the legacy stream, want none: the engine's work goes on its Context's stream", n)
+				}
 				if reverse {
 					lib.SetReverse(t, true)
 					defer lib.SetReverse(t, false)
