@@ -129,17 +129,8 @@ func TestRunOnTwoGPUs(t *testing.T) {
 	o := emulatedOpener(t)
 	o.SetDevices(t, 2)
 	t.Cleanup(func() { o.SetDevices(t, 1) })
-	run := func(extra ...string) (map[string]string, string) {
-		dir := t.TempDir()
-		cacheDir, out := filepath.Join(dir, "cache"), filepath.Join(dir, "out")
-		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--device", "cuda", "--out", out, "--log-level", "error", "--jobs", "2", "--threads", "1"}, extra...)...)
-		if r.code != exitOK {
-			t.Fatalf("run %v: exit %d: %s", extra, r.code, r.stderr)
-		}
-		return readTables(t, out), cacheDir
-	}
-	two, cacheDir := run("--gpus", "all")
-	one, _ := run()
+	two, cacheDir := runGPUs(t, o, "--jobs", "2", "--gpus", "all")
+	one, _ := runGPUs(t, o, "--jobs", "2")
 	if !reflect.DeepEqual(two, one) {
 		t.Errorf("the tables on two GPUs differ from those on one:\n%s\n%s", two["/main.csv"], one["/main.csv"])
 	}
@@ -153,23 +144,28 @@ func TestRunOnTwoGPUs(t *testing.T) {
 	}
 }
 
+// runGPUs runs testdata/device_gpus.cue on the emulated device of o
+// with the flags extra, in a fresh cache, and returns its tables and the
+// cache dir.
+func runGPUs(t *testing.T, o cudatest.LibOpener, extra ...string) (map[string]string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cacheDir, out := filepath.Join(dir, "cache"), filepath.Join(dir, "out")
+	r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--device", "cuda", "--out", out, "--log-level", "error", "--threads", "1"}, extra...)...)
+	if r.code != exitOK {
+		t.Fatalf("run %v: exit %d: %s", extra, r.code, r.stderr)
+	}
+	return readTables(t, out), cacheDir
+}
+
 // TestRunStagesPerGPU runs the four train stages of testdata/device_gpus.cue
 // two at a time on one emulated GPU (--stages-per-gpu 2): the tables are
 // the bytes of the run one stage at a time, every result records cuda:0,
 // and the device holds no allocation after.
 func TestRunStagesPerGPU(t *testing.T) {
 	o := emulatedOpener(t)
-	run := func(extra ...string) (map[string]string, string) {
-		dir := t.TempDir()
-		cacheDir, out := filepath.Join(dir, "cache"), filepath.Join(dir, "out")
-		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--device", "cuda", "--out", out, "--log-level", "error", "--jobs", "3", "--threads", "1"}, extra...)...)
-		if r.code != exitOK {
-			t.Fatalf("run %v: exit %d: %s", extra, r.code, r.stderr)
-		}
-		return readTables(t, out), cacheDir
-	}
-	shared, cacheDir := run("--stages-per-gpu", "2")
-	alone, _ := run()
+	shared, cacheDir := runGPUs(t, o, "--jobs", "3", "--stages-per-gpu", "2")
+	alone, _ := runGPUs(t, o, "--jobs", "3")
 	if !reflect.DeepEqual(shared, alone) {
 		t.Errorf("the tables of two stages per GPU differ from one's:\n%s\n%s", shared["/main.csv"], alone["/main.csv"])
 	}

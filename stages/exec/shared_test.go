@@ -185,17 +185,12 @@ func TestSharedCores(t *testing.T) {
 func TestSharedMemoryAdmission(t *testing.T) {
 	mu := &sync.Mutex{}
 	started := map[string]int{}
-	var running, most int
+	g := &gauge{mu: mu}
 	train := &sharedKind{name: "train", grows: true, mu: mu, start: started,
 		body: func(context.Context, *stages.Job) error {
-			mu.Lock()
-			running++
-			most = max(most, running)
-			mu.Unlock()
+			g.enter()
+			defer g.leave()
 			time.Sleep(20 * time.Millisecond)
-			mu.Lock()
-			running--
-			mu.Unlock()
 			return nil
 		}}
 	reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, train,
@@ -219,8 +214,8 @@ func TestSharedMemoryAdmission(t *testing.T) {
 	if err != nil || !res.OK() {
 		t.Fatalf("Run: %v %v", err, res.Messages)
 	}
-	if most != 2 {
-		t.Errorf("%d trains ran at once, want 2", most)
+	if g.most != 2 {
+		t.Errorf("%d trains ran at once, want 2", g.most)
 	}
 	if started["train0"] != 4 || started["train1"] != 4 {
 		t.Errorf("the first two trains started with %v threads, want 4 each", started)
@@ -390,17 +385,12 @@ func TestGPUStagesSpread(t *testing.T) {
 func TestStagesPerGPU(t *testing.T) {
 	mu := &sync.Mutex{}
 	started := map[string]int{}
-	onGPU, most := 0, 0
+	g := &gauge{mu: mu}
 	train := &sharedKind{name: "train", mu: mu, start: started,
 		body: func(ctx context.Context, job *stages.Job) error {
-			mu.Lock()
-			onGPU++
-			most = max(most, onGPU)
-			mu.Unlock()
+			g.enter()
+			defer g.leave()
 			time.Sleep(5 * time.Millisecond)
-			mu.Lock()
-			onGPU--
-			mu.Unlock()
 			return nil
 		}}
 	reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, gpuKind{train},
@@ -415,7 +405,27 @@ func TestStagesPerGPU(t *testing.T) {
 	if err != nil || !res.OK() {
 		t.Fatalf("Run: %v %v", err, res.Messages)
 	}
-	if most != 2 {
-		t.Errorf("at most %d stages on the GPU at once, want 2", most)
+	if g.most != 2 {
+		t.Errorf("at most %d stages on the GPU at once, want 2", g.most)
 	}
+}
+
+// gauge counts the stage bodies running at once (between enter and
+// leave) and the most at any time, under mu.
+type gauge struct {
+	mu        *sync.Mutex
+	now, most int
+}
+
+func (g *gauge) enter() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.now++
+	g.most = max(g.most, g.now)
+}
+
+func (g *gauge) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.now--
 }
