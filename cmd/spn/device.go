@@ -95,15 +95,16 @@ func (a *app) resolveDevice(cmd, specDevice, override string, mr models.Registry
 }
 
 // autoDevice is what "auto" resolves to on this machine for the models
-// ms: GPU 0 when the CUDA libraries find it and every model trains on it,
-// else the CPU.
+// ms: GPU 0 when the CUDA libraries find it, its compute mode lets a
+// process use it (not prohibited) and every model trains on it, else
+// the CPU.
 func (a *app) autoDevice(mr models.Registry, ms []schema.Model) string {
 	gpu := schema.DeviceCUDA + ":0"
 	rt, err := cuda.Probe(a.cudaOpener())
 	if err != nil {
 		return schema.DeviceCPU
 	}
-	if _, err := rt.Device(0); err != nil {
+	if d, err := rt.Device(0); err != nil || d.Usable() != nil {
 		return schema.DeviceCPU
 	}
 	if checkDeviceModels(mr, ms, gpu) != nil {
@@ -125,13 +126,18 @@ func trainModels(reg *stages.Registry) models.Registry {
 
 // findGPU looks for GPU ordinal through the CUDA libraries of this
 // machine: an error (exit 2) naming what is missing, the loader's message
-// when there is no usable GPU.
+// when there is no GPU, the compute mode when no process may use it (a
+// GPU that another process holds in exclusive-process mode shows when a
+// stage opens it).
 func (a *app) findGPU(cmd, device string, ordinal int) (cuda.Device, error) {
 	rt, err := cuda.Probe(a.cudaOpener())
 	if err != nil {
 		return cuda.Device{}, usageErrf(cmd, "device %s: %w", device, err)
 	}
 	dev, err := rt.Device(ordinal)
+	if err == nil {
+		err = dev.Usable()
+	}
 	if err != nil {
 		return cuda.Device{}, usageErrf(cmd, "device %s: %w", device, err)
 	}
@@ -208,7 +214,10 @@ func (a *app) spreadGPUs(cmd, device, list string, reg *stages.Registry) (*stage
 	}
 	devs := make([]cuda.Device, len(ordinals))
 	for i, o := range ordinals {
-		if devs[i], err = rt.Device(o); err != nil {
+		if devs[i], err = rt.Device(o); err == nil {
+			err = devs[i].Usable()
+		}
+		if err != nil {
 			return nil, bad("%w", err)
 		}
 	}

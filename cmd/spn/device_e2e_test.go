@@ -120,6 +120,30 @@ func TestRunOutOfDeviceMemory(t *testing.T) {
 	}
 }
 
+// TestRunDeviceUnavailable runs on an emulated GPU in exclusive-process
+// compute mode that another process holds: the first train stage fails
+// to open the GPU with CUDA_ERROR_DEVICE_UNAVAILABLE and the mode's
+// meaning (testdata/device_unavailable.golden), exit 1, no train result
+// written and no context left retained.
+func TestRunDeviceUnavailable(t *testing.T) {
+	o := emulatedOpener(t)
+	o.SetComputeMode(t, 3)
+	t.Cleanup(func() { o.SetComputeMode(t, 0) })
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	r := spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", "cuda", "--out", filepath.Join(dir, "out"), "--log-level", "error", "--jobs", "1", "--threads", "1")
+	if r.code != exitFail || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q; want exit 1 and no table\n%s", r.code, r.stdout, r.stderr)
+	}
+	golden.Check(t, "testdata/device_unavailable.golden", []byte(r.stderr))
+	if results, _ := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult)); len(results) != 0 {
+		t.Errorf("the failed run left train results %v", results)
+	}
+	if n := o.Live(t, 3); n != 0 {
+		t.Errorf("%d primary context references left", n)
+	}
+}
+
 // TestRunOnTwoGPUs runs a spec of four train stages (GIN once, SPN three
 // runs) on two emulated GPUs with --gpus all: the stages train on both
 // (each result records its GPU), never two on one GPU (the executor's

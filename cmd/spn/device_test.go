@@ -95,11 +95,15 @@ func specWithDevice(t *testing.T, device string) string {
 }
 
 // TestDeviceErrors: a CUDA device fails with exit 2 before any stage
-// runs, on a machine without a GPU with the loader's message and on one
-// with a GPU naming it; the messages are in device_errors.golden.
+// runs, on a machine without a GPU with the loader's message, on one
+// with a GPU naming it, and on one whose GPU no process may use (compute
+// mode prohibited) naming the mode; the messages are in
+// device_errors.golden.
 func TestDeviceErrors(t *testing.T) {
 	noGPU := cudatest.FakeOpener{}
 	gpu := cudatest.FakeMachine(testH200)
+	prohibited := testH200
+	prohibited.ComputeMode = 2
 	var report strings.Builder
 	for _, c := range []struct {
 		name string
@@ -114,13 +118,20 @@ func TestDeviceErrors(t *testing.T) {
 		{"bench, GPU, kind graphormer", gpu, []string{"bench", "--device", "cuda:0", "--kind", "graphormer", "prox"}},
 		{"bench, GPU, --jobs 2", gpu, []string{"bench", "--device", "cuda", "--jobs", "2", "prox"}},
 		{"bench, no GPU", noGPU, []string{"bench", "--device", "cuda", "prox"}},
+		{"GPU prohibited, --device cuda", cudatest.FakeMachine(prohibited), []string{"run", "testdata/small.cue", "--device", "cuda"}},
+		{"GPU prohibited, bench", cudatest.FakeMachine(prohibited), []string{"bench", "--device", "cuda", "prox"}},
+		{"GPU prohibited, --gpus all", cudatest.FakeMachine(testH200, prohibited), []string{"run", "testdata/small.cue", "--device", "cuda", "--gpus", "all"}},
 	} {
 		args := append([]string{}, c.args...)
 		if d, ok := strings.CutPrefix(args[1], "SPEC:"); ok {
 			args[1] = specWithDevice(t, d)
 		}
 		cacheDir := filepath.Join(t.TempDir(), "cache")
-		r := spnOn(c.o, testEngine(), cacheDir, args...)
+		en := testEngine()
+		if slices.Contains(args, "--gpus") { // spreadGPUs needs spn's own train kind, which has a CUDA backend
+			en = realEngine()
+		}
+		r := spnOn(c.o, en, cacheDir, args...)
 		if r.code != exitUsage {
 			t.Errorf("%s: exit %d, want %d: %s", c.name, r.code, exitUsage, r.stderr)
 		}

@@ -229,6 +229,9 @@ func (r *Runtime) NewContext(ordinal int) (*Context, error) {
 	}
 	var ctx uintptr
 	if err := check("cuDevicePrimaryCtxRetain", api.primaryCtxRetain(&ctx, dev)); err != nil {
+		if h := d.modeHint(); h != "" {
+			return nil, fmt.Errorf("%w (device %v): %s", err, d, h)
+		}
 		return nil, fmt.Errorf("%w (device %v)", err, d)
 	}
 	c := &Context{Device: d, rt: r, api: api, dev: dev, ctx: ctx, live: map[resource]int{}}

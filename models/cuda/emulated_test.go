@@ -460,3 +460,71 @@ func BenchmarkLaunch(b *testing.B) {
 		}
 	}
 }
+
+// TestComputeMode: a GPU's compute mode is part of its Device
+// (CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, named in String when not the
+// default); Usable refuses a prohibited GPU, and a context that cannot
+// be opened says what the mode means: a prohibited GPU fails to retain
+// its primary context with CUDA_ERROR_UNKNOWN, one in exclusive-process
+// mode that another process holds with CUDA_ERROR_DEVICE_UNAVAILABLE.
+// Nothing stays retained.
+func TestComputeMode(t *testing.T) {
+	lib := emulator(t)
+	l, err := cuda.System().Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var setMode func(uint64)
+	if err := l.Bind(&setMode, "spn_emu_set_compute_mode"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { setMode(0) })
+	count := live(t, lib)
+	const dev = "Fake GPU (cuda:0, compute capability 9.0, 5.0 GiB, driver CUDA 13.0"
+	for _, c := range []struct {
+		mode         cuda.ComputeMode
+		usable, open string
+	}{
+		{cuda.ComputeDefault, "", ""},
+		{cuda.ComputeExclusiveProcess, "", "cuda: cuDevicePrimaryCtxRetain failed: CUDA_ERROR_DEVICE_UNAVAILABLE (46) (device " + dev + ", compute mode exclusive-process)): its compute mode is exclusive-process and another process holds it (nvidia-smi lists the processes on it); wait for that process, or use another GPU"},
+		{cuda.ComputeProhibited,
+			"cuda: " + dev + ", compute mode prohibited): its compute mode is prohibited, so no process may use it (nvidia-smi -q -d COMPUTE shows the mode; an administrator changes it with nvidia-smi -c)",
+			"cuda: cuDevicePrimaryCtxRetain failed: CUDA_ERROR_UNKNOWN (999) (device " + dev + ", compute mode prohibited)): its compute mode is prohibited, so no process may use it (nvidia-smi -q -d COMPUTE shows the mode; an administrator changes it with nvidia-smi -c)"},
+	} {
+		setMode(uint64(c.mode))
+		r, err := cuda.Probe(dirOpener{lib})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := r.Device(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.ComputeMode != c.mode {
+			t.Errorf("mode %v: the device reports %v", c.mode, d.ComputeMode)
+		}
+		if got := errString(d.Usable()); got != c.usable {
+			t.Errorf("mode %v: Usable %q, want %q", c.mode, got, c.usable)
+		}
+		ctx, err := r.NewContext(0)
+		if got := errString(err); got != c.open {
+			t.Errorf("mode %v: NewContext %q, want %q", c.mode, got, c.open)
+		}
+		if err == nil {
+			if err := ctx.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := count(3); n != 0 {
+			t.Errorf("mode %v: %d primary context references left", c.mode, n)
+		}
+	}
+}
+
+// errString is err's message, "" for nil.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -75,6 +75,7 @@ func (d *driverAPI) bindings() []binding {
 // Device attributes (CUdevice_attribute).
 const (
 	attrMultiprocessors = 16
+	attrComputeMode     = 20
 	attrCCMajor         = 75
 	attrCCMinor         = 76
 )
@@ -218,14 +219,66 @@ type Device struct {
 	Multiprocessors int    // streaming multiprocessors
 	Memory          uint64 // total device memory in bytes
 	Driver          Version
+	ComputeMode     ComputeMode
+}
+
+// ComputeMode is a GPU's compute mode (CUcomputemode), which its
+// administrator sets with nvidia-smi -c: which processes may use it.
+type ComputeMode int
+
+// The compute modes.
+const (
+	// ComputeDefault: any process may use the GPU.
+	ComputeDefault ComputeMode = 0
+	// ComputeProhibited: no process may.
+	ComputeProhibited ComputeMode = 2
+	// ComputeExclusiveProcess: one process at a time may.
+	ComputeExclusiveProcess ComputeMode = 3
+)
+
+func (m ComputeMode) String() string {
+	switch m {
+	case ComputeDefault:
+		return "default"
+	case ComputeProhibited:
+		return "prohibited"
+	case ComputeExclusiveProcess:
+		return "exclusive-process"
+	}
+	return fmt.Sprintf("compute mode %d", int(m))
+}
+
+// Usable reports a GPU that no process may use (compute mode
+// prohibited), before anything tries to, as an error naming the mode.
+func (d Device) Usable() error {
+	if d.ComputeMode == ComputeProhibited {
+		return fmt.Errorf("cuda: %v: %s", d, d.modeHint())
+	}
+	return nil
+}
+
+// modeHint says what the device's compute mode means for a process that
+// cannot open a context on it ("" for the default mode).
+func (d Device) modeHint() string {
+	switch d.ComputeMode {
+	case ComputeProhibited:
+		return "its compute mode is prohibited, so no process may use it (nvidia-smi -q -d COMPUTE shows the mode; an administrator changes it with nvidia-smi -c)"
+	case ComputeExclusiveProcess:
+		return "its compute mode is exclusive-process and another process holds it (nvidia-smi lists the processes on it); wait for that process, or use another GPU"
+	}
+	return ""
 }
 
 // Arch is the device's virtual architecture for NVRTC, e.g. "compute_90".
 func (d Device) Arch() string { return fmt.Sprintf("compute_%d%d", d.Major, d.Minor) }
 
 func (d Device) String() string {
-	return fmt.Sprintf("%s (cuda:%d, compute capability %d.%d, %.1f GiB, driver CUDA %v)",
-		d.Name, d.Ordinal, d.Major, d.Minor, float64(d.Memory)/(1<<30), d.Driver)
+	mode := ""
+	if d.ComputeMode != ComputeDefault {
+		mode = ", compute mode " + d.ComputeMode.String()
+	}
+	return fmt.Sprintf("%s (cuda:%d, compute capability %d.%d, %.1f GiB, driver CUDA %v%s)",
+		d.Name, d.Ordinal, d.Major, d.Minor, float64(d.Memory)/(1<<30), d.Driver, mode)
 }
 
 // Device describes the device with the given ordinal.
@@ -248,7 +301,7 @@ func (r *Runtime) Device(ordinal int) (Device, error) {
 	for _, a := range []struct {
 		attr int32
 		dst  *int
-	}{{attrCCMajor, &d.Major}, {attrCCMinor, &d.Minor}, {attrMultiprocessors, &d.Multiprocessors}} {
+	}{{attrCCMajor, &d.Major}, {attrCCMinor, &d.Minor}, {attrMultiprocessors, &d.Multiprocessors}, {attrComputeMode, (*int)(&d.ComputeMode)}} {
 		var v int32
 		if err := check("cuDeviceGetAttribute", r.d.cuDeviceGetAttribute(&v, a.attr, dev)); err != nil {
 			return Device{}, err

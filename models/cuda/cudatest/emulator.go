@@ -107,6 +107,16 @@ func (o LibOpener) SetDevices(t testing.TB, n int) {
 	o.setting(t, "spn_emu_set_devices")(uint64(n))
 }
 
+// SetComputeMode makes the emulated devices report compute mode m (0
+// default, 2 prohibited, 3 exclusive-process): with 2 retaining a
+// primary context fails with CUDA_ERROR_UNKNOWN, as on a GPU, and with 3
+// with CUDA_ERROR_DEVICE_UNAVAILABLE, as though another process held the
+// GPU. It holds for the library's life.
+func (o LibOpener) SetComputeMode(t testing.TB, m int) {
+	t.Helper()
+	o.setting(t, "spn_emu_set_compute_mode")(uint64(m))
+}
+
 // SetNoExec makes the emulated device's launches and products return at
 // once, computing and checking nothing (on), or run again (off): their
 // results are garbage, and what is left of a device step is the host's

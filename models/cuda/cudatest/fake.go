@@ -16,6 +16,7 @@ import (
 // models/cuda's own so that a wrong constant there fails its tests.
 const (
 	attrMultiprocessors = 16
+	attrComputeMode     = 20
 	attrCCMajor         = 75
 	attrCCMinor         = 76
 )
@@ -57,6 +58,7 @@ type FakeGPU struct {
 	Major, Minor int32 // compute capability
 	SMs          int32
 	Memory       uint64
+	ComputeMode  int32 // CUcomputemode: 0 default, 2 prohibited, 3 exclusive-process
 }
 
 // FakeDriver is a libcuda.so.1 with the given CUDA version, devices and cuInit
@@ -85,6 +87,8 @@ func FakeDriver(version int32, initResult int32, gpus ...FakeGPU) FakeLib {
 				*v = gpus[d].Minor
 			case attrMultiprocessors:
 				*v = gpus[d].SMs
+			case attrComputeMode:
+				*v = gpus[d].ComputeMode
 			default:
 				return 1
 			}

@@ -70,6 +70,12 @@
  * page-locked allocations, 6: the async copies the host has not waited
  * for, 7: the streams), and (8) how many launches, products, async
  * copies and event records went on the legacy stream so far;
+ * spn_emu_set_compute_mode (fakecuda.c) sets the compute mode every
+ * device reports (CU_DEVICE_ATTRIBUTE_COMPUTE_MODE): with 2
+ * (prohibited) retaining a primary context fails with CUDA_ERROR_UNKNOWN
+ * (999), as NVIDIA documents; with 3 (exclusive-process) it fails with
+ * CUDA_ERROR_DEVICE_UNAVAILABLE (46), as though another process held
+ * the device;
  * spn_emu_set_memory sets the device's memory in bytes (0, the start:
  * the host's), past which an allocation fails with
  * CUDA_ERROR_OUT_OF_MEMORY (2), as on a full device; spn_emu_set_noexec(1)
@@ -91,6 +97,7 @@ static void emu_unlock(int* unused) { (void)unused; pthread_mutex_unlock(&emu_mu
 #define GUARD pthread_mutex_lock(&emu_mu); int emu_guard __attribute__((cleanup(emu_unlock))) = 0; (void)emu_guard
 
 __attribute__((visibility("hidden"))) int spn_emu_devices(void); /* fakecuda.c */
+__attribute__((visibility("hidden"))) int spn_emu_compute_mode(void); /* fakecuda.c */
 
 int spn_emu_count(void);
 const char* spn_emu_name(int i);
@@ -210,6 +217,8 @@ int cuDevicePrimaryCtxRetain(void** ctx, int dev)
 {
 	GUARD;
 	if (!valid_device(dev)) return 101;
+	if (spn_emu_compute_mode() == 2) return 999; /* prohibited: CUDA_ERROR_UNKNOWN, as the driver documents */
+	if (spn_emu_compute_mode() == 3) return 46;  /* exclusive-process, held by another process: CUDA_ERROR_DEVICE_UNAVAILABLE */
 	retained[dev]++;
 	*ctx = &primary[dev];
 	return SUCCESS;

@@ -21,6 +21,9 @@ void spn_emu_set_devices(unsigned long long n) { devices = (int)n; }
  * that a call from there is not bound to another emulator's (a test
  * process loads several, RTLD_GLOBAL). */
 __attribute__((visibility("hidden"))) int spn_emu_devices(void) { return devices; }
+static int compute_mode; /* spn_emu_set_compute_mode: every device's */
+void spn_emu_set_compute_mode(unsigned long long m) { compute_mode = (int)m; }
+__attribute__((visibility("hidden"))) int spn_emu_compute_mode(void) { return compute_mode; }
 int cuDeviceGetCount(int* n) { *n = devices; return 0; }
 int cuDeviceGet(int* d, int ordinal) { if (ordinal < 0 || ordinal >= devices) return 101; *d = ordinal; return 0; }
 int cuDeviceGetName(char* name, int len, int dev) { snprintf(name, (size_t)len, "Fake GPU"); return dev >= 0 && dev < devices ? 0 : 101; }
@@ -28,6 +31,7 @@ int cuDeviceGetAttribute(int* v, int attr, int dev)
 {
 	switch (attr) {
 	case 16: *v = 7; return 0;
+	case 20: *v = compute_mode; return 0;
 	case 75: *v = 9; return 0;
 	case 76: *v = 0; return 0;
 	}
