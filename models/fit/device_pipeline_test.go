@@ -35,10 +35,21 @@ type stepLog struct {
 	steps int // Step calls
 	async int // StepAsync calls
 	syncs int // synchronous copies in StepAsync and resolve
+	// cancelAt, when set, is called with the number of steps taken
+	// (Step and StepAsync together) as each step starts.
+	cancelAt func(steps int)
+}
+
+// started counts a step and calls cancelAt.
+func (l *stepLog) started() {
+	if l.cancelAt != nil {
+		l.cancelAt(l.steps + l.async)
+	}
 }
 
 func (l *stepLog) Step(b *data.Batch) (float64, []float32, error) {
 	l.steps++
+	l.started()
 	loss, out, err := l.st.Step(b)
 	l.outs = append(l.outs, out)
 	return loss, out, err
@@ -46,6 +57,7 @@ func (l *stepLog) Step(b *data.Batch) (float64, []float32, error) {
 
 func (l *stepLog) StepAsync(b *data.Batch) (func() (float64, []float32, error), error) {
 	l.async++
+	l.started()
 	before := l.ctx.Calls()
 	resolve, err := l.as.StepAsync(b)
 	// The first step moves the batch norms' running statistics to the
@@ -216,4 +228,77 @@ func TestDivergencePipelined(t *testing.T) {
 		t.Errorf("%q: a loss that did not diverge", msgs[0])
 	}
 	t.Log(msgs[0])
+}
+
+// TestTrainCancelled cancels Train's context during the third step of
+// its first epoch, on the CPU, on the emulated device with the host
+// waiting for every step (Options.SyncSteps) and pipelined: Train takes
+// no fourth step and returns the context's error naming the batch
+// (epoch 1 batch 3), not at the end of the epoch; the pipelined run
+// waits for its step in flight, and after the engine's Close nothing is
+// left on the device.
+func TestTrainCancelled(t *testing.T) {
+	ds, hops := layered(t, 70, 2)
+	tr := modelspec.Training{Optimizer: "adam", LR: 0.01, BatchSize: 8, Epochs: 2, Selection: SelectBestValLoss}
+	m := modelspec.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Pool: "sum"}
+	s := sets(ds)
+	if len(s.Train) <= 4*tr.BatchSize {
+		t.Fatalf("%d training graphs: want more than four batches", len(s.Train))
+	}
+	_, build := newModels(t, models.NewRegistry(spn.Kind{}), m, ds, 3)
+	for _, c := range []struct {
+		name            string
+		device, syncing bool
+	}{{"cpu", false, true}, {"device, SyncSteps", true, true}, {"device, pipelined", true, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cancelAt := func(steps int) {
+				if steps == 3 {
+					cancel()
+				}
+			}
+			mod := build()
+			var trained models.Model
+			var o *engine.Opened
+			var lib cudatest.LibOpener
+			var l *stepLog
+			if c.device {
+				o, lib = emulatedEngine(t)
+				l = &stepLog{deviceTrainable: mod.(deviceTrainable), st: mod.(models.Stepper), as: mod.(models.AsyncStepper), ctx: o.Context(), cancelAt: cancelAt}
+				l.HopWeights = mod.(models.HopWeights)
+				if err := l.UseDevice(o.Engine); err != nil {
+					t.Fatal(err)
+				}
+				trained = l
+			} else {
+				l = &stepLog{st: mod.(models.Stepper), cancelAt: cancelAt}
+				trained = struct {
+					models.Model
+					models.Stepper
+				}{mod, l}
+			}
+			opts := Options{Training: tr, Metric: "accuracy", Seed: 3, SyncSteps: c.syncing}
+			if c.device {
+				opts.Host = build()
+			}
+			_, err := Train(ctx, trained, ds, hops.Prefix(m.K), s, opts)
+			if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "epoch 1 batch 3: ") {
+				t.Errorf("Train: %v, want epoch 1 batch 3: context canceled", err)
+			}
+			if n := l.steps + l.async; n != 3 {
+				t.Errorf("%d steps taken, want 3", n)
+			}
+			if c.device {
+				if err := o.Close(); err != nil {
+					t.Fatal(err)
+				}
+				for what, name := range []string{"device allocations", "modules", "cuBLAS handles", "primary context references", "events", "page-locked allocations", "pending copies", "streams"} {
+					if n := lib.Live(t, what); n != 0 {
+						t.Errorf("%d %s after Close", n, name)
+					}
+				}
+			}
+		})
+	}
 }

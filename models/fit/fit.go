@@ -162,7 +162,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		return nil, err
 	}
 	tr := o.Training
-	t := &trainer{m: m, cfg: m.Config(), ds: ds, hops: hops, sets: sets, o: o,
+	t := &trainer{ctx: ctx, m: m, cfg: m.Config(), ds: ds, hops: hops, sets: sets, o: o,
 		opt:    param.NewAdam(m.Params(), tr.LR, tr.WeightDecay),
 		blocks: blocksOf(m),
 		rng:    rand.New(rand.NewPCG(o.Seed, o.Stream)),
@@ -269,6 +269,10 @@ func checkOptions(m models.Model, sets Sets, o *Options) (string, error) {
 
 // trainer is the state of one Train call.
 type trainer struct {
+	// ctx is Train's: the training loops stop at the next step once it
+	// is done (an interrupt, a Slurm job's time limit), not at the end
+	// of the epoch.
+	ctx    context.Context
 	m      models.Model
 	cfg    models.Config
 	ds     *data.Dataset
@@ -377,6 +381,9 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 	}
 	bi := 0
 	for b, err := range data.Batches(t.ds, t.hops, chunks(order, tr.BatchSize), t.m.Hops()) {
+		if err == nil {
+			err = t.ctx.Err()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("epoch %d batch %d: %w", epoch, bi, err)
 		}
@@ -428,7 +435,8 @@ func chunks(idx []int, size int) [][]int {
 // synchronous loop's, bit for bit; a divergent loss is reported naming
 // its own batch, once the step after it has been enqueued, and an error
 // of a batch comes after the divergence of the batch before it, as in
-// the synchronous loop.
+// the synchronous loop. Once t.ctx is done it enqueues no more steps:
+// it waits for the step in flight and returns the context's error.
 func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) error {
 	type inflight struct {
 		bi, n   int // the batch's index and size
@@ -460,6 +468,9 @@ func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) err
 	bi := 0
 	for b, err := range data.Batches(t.ds, t.hops, chunks(t.order, t.o.Training.BatchSize), t.m.Hops()) {
 		var cur *inflight
+		if err == nil {
+			err = t.ctx.Err()
+		}
 		if err == nil {
 			cur, err = enqueue(bi, b)
 		}
