@@ -447,9 +447,9 @@ func (d *Data) relDev(id string, r int) (*DeviceHops, error) {
 func (RelAgg) ZeroOut() {}
 
 // DeviceForward implements op.DeviceOp: y = 0, then y += the gather of
-// X_j over relation j, relations in order (spn_rel_gather, the CPU's
-// bits); the padding rows zero. Stacked, X_j is a view of X's block
-// From + j − 1.
+// X_j over relation j, relations in order, eight a launch (spn_rel_sum,
+// the CPU's bits); the padding rows zero. Stacked, X_j is a view of X's
+// block From + j − 1.
 func (o RelAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	if err := o.check(); err != nil {
 		return err
@@ -463,17 +463,15 @@ func (o RelAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 		return err
 	}
 	n, d := o.D.N, o.W
-	for j := 0; j < o.R; j++ {
-		if err := e.Launch("spn_rel_gather", n*d, y, in[j], rel.Ptr, rel.Idx, j, n, d, 1); err != nil {
-			return err
-		}
-	}
-	return nil
+	return engine.ForGroups(o.R, func(r0, count int) error {
+		args := append(append([]any{y}, engine.GroupArgs(in[r0:r0+count])...), rel.Ptr, rel.Idx, r0, count, n, d)
+		return e.Launch("spn_rel_sum", n*d, args...)
+	})
 }
 
 // DeviceBackward implements op.DeviceOp: dX_j = A_jᵀ·dy, the gather of dy
-// over the transposed relation j (spn_rel_gather), the padding rows
-// keeping the adaptor's zeros. Stacked, dX_j is a view of dX's block
+// over the transposed relation j, eight relations a launch
+// (spn_rel_gather_t), the padding rows keeping the adaptor's zeros. Stacked, dX_j is a view of dX's block
 // From + j − 1 and the other blocks keep the adaptor's zeros.
 func (o RelAgg) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	if err := o.check(); err != nil {
@@ -488,12 +486,10 @@ func (o RelAgg) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.B
 		return err
 	}
 	n, d := o.D.N, o.W
-	for j := 0; j < o.R; j++ {
-		if err := e.Launch("spn_rel_gather", n*d, g[j], dy, rel.PtrT, rel.IdxT, j, n, d, 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return engine.ForGroups(o.R, func(r0, count int) error {
+		args := append(engine.GroupArgs(g[r0:r0+count]), dy, rel.PtrT, rel.IdxT, r0, count, n, d)
+		return e.Launch("spn_rel_gather_t", count*n*d, args...)
+	})
 }
 
 // DeviceForward implements op.DeviceOp: one term per labelled entry of

@@ -158,7 +158,7 @@ func (o layerSum) group(in []*cuda.Buffer, from func(t int) int, t0 int) []any {
 	for t := t0; t < min(o.T1, t0+kern.ReadoutGroup) && from != nil; t++ {
 		bs = append(bs, in[from(t)])
 	}
-	return groupArgs(bs)
+	return engine.GroupArgs(bs)
 }
 
 // DeviceForward implements op.DeviceOp: the poolings, the products
@@ -182,7 +182,7 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 	if err := o.pool.deviceForwardMany(e, in[:o.T1], P); err != nil {
 		return err
 	}
-	err = forGroups(o.T1, func(t0, count int) error {
+	err = engine.ForGroups(o.T1, func(t0, count int) error {
 		pg, err := P.Slice(t0*n*o.d, count*n*o.d)
 		if err != nil {
 			return err
@@ -202,7 +202,7 @@ func (o layerSum) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buf
 		masks = o.mask
 	}
 	size := n * o.c
-	return forGroups(o.T1, func(t0, count int) error {
+	return engine.ForGroups(o.T1, func(t0, count int) error {
 		zg, err := Z.Slice(t0*size, (o.T1-t0)*size)
 		if err != nil {
 			return err
@@ -243,7 +243,7 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 		if err != nil {
 			return err
 		}
-		err = forGroups(o.T1, func(t0, count int) error {
+		err = engine.ForGroups(o.T1, func(t0, count int) error {
 			dg, err := DR.Slice(t0*size, (o.T1-t0)*size)
 			if err != nil {
 				return err
@@ -260,7 +260,7 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 	// launch (spn_readout_bias), else Engine.ColSums per readout.
 	oneChunk := n <= kernels.ChunkRows
 	if oneChunk {
-		err := forGroups(o.T1, func(t0, count int) error {
+		err := engine.ForGroups(o.T1, func(t0, count int) error {
 			dg, err := dr.Slice(t0*stride, dr.Len()-t0*stride)
 			if err != nil {
 				return err
@@ -287,7 +287,7 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 	if err != nil {
 		return err
 	}
-	err = forGroups(o.T1, func(t0, count int) error {
+	err = engine.ForGroups(o.T1, func(t0, count int) error {
 		dpg, err := dP.Slice(t0*n*o.d, count*n*o.d)
 		if err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
 )
@@ -133,12 +132,12 @@ func (o pool) deviceForwardMany(e *engine.Engine, xs []*cuda.Buffer, y *cuda.Buf
 		return err
 	}
 	size := o.bd.G * o.d
-	return forGroups(len(xs), func(k0, count int) error {
+	return engine.ForGroups(len(xs), func(k0, count int) error {
 		yg, err := y.Slice(k0*size, count*size)
 		if err != nil {
 			return err
 		}
-		args := append([]any{yg}, groupArgs(xs[k0:k0+count])...)
+		args := append([]any{yg}, engine.GroupArgs(xs[k0:k0+count])...)
 		args = append(args, db.Ptr, o.bd.G, o.d)
 		switch o.kind {
 		case models.PoolMax:
@@ -148,32 +147,6 @@ func (o pool) deviceForwardMany(e *engine.Engine, xs []*cuda.Buffer, y *cuda.Buf
 		}
 		return e.Launch("spn_pool", count*size, append(args, 0, count)...)
 	})
-}
-
-// forGroups calls f for the groups of at most kern.ReadoutGroup of n
-// items (tensors, readouts) a kernel takes a launch: from k0 = 0, count
-// of them each; it stops at f's first error.
-func forGroups(n int, f func(k0, count int) error) error {
-	for k0 := 0; k0 < n; k0 += kern.ReadoutGroup {
-		if err := f(k0, min(n-k0, kern.ReadoutGroup)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// groupArgs returns the buffers bs (at most kern.ReadoutGroup) as a
-// kernel's group of pointer arguments, nil after them.
-func groupArgs(bs []*cuda.Buffer) []any {
-	args := make([]any, kern.ReadoutGroup)
-	for j := range args {
-		if j < len(bs) {
-			args[j] = bs[j]
-		} else {
-			args[j] = (*cuda.Buffer)(nil)
-		}
-	}
-	return args
 }
 
 // DeviceBackward implements op.DeviceOp: dy spread over each graph's
@@ -193,15 +166,15 @@ func (o pool) deviceBackwardMany(e *engine.Engine, xs []*cuda.Buffer, dy *cuda.B
 		return err
 	}
 	size := o.bd.G * o.d
-	return forGroups(len(xs), func(k0, count int) error {
+	return engine.ForGroups(len(xs), func(k0, count int) error {
 		dg, err := dy.Slice(k0*size, count*size)
 		if err != nil {
 			return err
 		}
-		args := append(groupArgs(dxs[k0:k0+count]), dg)
+		args := append(engine.GroupArgs(dxs[k0:k0+count]), dg)
 		switch o.kind {
 		case models.PoolMax:
-			args = append(args, groupArgs(xs[k0:k0+count])...)
+			args = append(args, engine.GroupArgs(xs[k0:k0+count])...)
 			return e.Launch("spn_pool_max_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, count)...)
 		case models.PoolMean:
 			return e.Launch("spn_pool_backward", count*size, append(args, db.Ptr, o.bd.G, o.d, 1, count)...)

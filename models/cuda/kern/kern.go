@@ -138,7 +138,8 @@ const AddMany = 32
 
 // ReadoutGroup is the number of readouts one launch of spn_readout_sum,
 // spn_readout_masks, spn_readout_bias, spn_readout_product or
-// spn_readout_product_backward takes, and of node-state
+// spn_readout_product_backward takes, of relations one of spn_rel_sum
+// or spn_rel_gather_t takes, and of node-state
 // tensors one launch of the pooling kernels (spn_pool,
 // spn_pool_backward, spn_pool_max, spn_pool_max_backward) pools.
 const ReadoutGroup = 8
@@ -212,7 +213,8 @@ func Kernels() []Kernel {
 		{"spn_adam", "adam.cu", ps("w", F32Ptr, "g", F32Ptr, "m", F32Ptr, "v", F32Ptr, "len", I32, "lr", F64, "beta1", F64, "beta2", F64, "eps", F64, "wd", F64, "bc1", F64, "bc2", F64, "decay", I32, "frozen", I32)},
 		{"spn_dropout_mask", "dropout.cu", ps("mask", F32Ptr, "len", I32, "seed", U64, "step", U64, "p", F64, "scale", F32)},
 		{"spn_mul", "dropout.cu", ps("y", F32Ptr, "x", F32Ptr, "s", F32Ptr, "len", I32)},
-		{"spn_rel_gather", "typed.cu", ps("y", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "r", I32, "n", I32, "d", I32, "add", I32)},
+		{"spn_rel_sum", "typed.cu", cat(ps("y", F32Ptr), group("x"), ps("ptr", I32Ptr, "idx", I32Ptr, "r0", I32, "count", I32, "n", I32, "d", I32))},
+		{"spn_rel_gather_t", "typed.cu", cat(group("g"), ps("dy", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "r0", I32, "count", I32, "n", I32, "d", I32))},
 		{"spn_combine_terms", "typed.cu", ps("y", F32Ptr, "S", F32Ptr, "R", F32Ptr, "alpha", F32Ptr, "eps", F32Ptr, "len", I32)},
 		{"spn_combine_terms_backward", "typed.cu", ps("dS", F32Ptr, "dR", F32Ptr, "dy", F32Ptr, "alpha", F32Ptr, "eps", F32Ptr, "len", I32)},
 		{"spn_gated_sum", "typed.cu", ps("y", F32Ptr, "z", F32Ptr, "tv", F32Ptr, "off", I32Ptr, "G", I32, "c", I32)},

@@ -36,7 +36,8 @@ func transposes(sets []data.CSR) []data.CSR {
 	return out
 }
 
-// TestRelAggregate compares R-SPN's relation sums, forward and backward,
+// TestRelAggregate compares R-SPN's relation sums, forward and backward
+// (spn_rel_sum, spn_rel_gather_t: the relations in one launch and in two),
 // with models/nbop's RelAgg (kernels.RelAggregate and RelAggregateGrad):
 // the same bits.
 func TestRelAggregate(t *testing.T) {
@@ -63,19 +64,39 @@ func TestRelAggregate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ptr, idx := flat(t, b.Rel, n)
-	for _, block := range []int{64, 7} {
-		ky := make([]float32, n*d)
-		for j := 0; j < R; j++ {
-			launch(t, "spn_rel_gather", cover(n*d, block), block, ky, xs[j], ptr, idx, j, n, d, 1)
+	// group returns xs[r0:r0+count] as the kernels' eight pointers.
+	group := func(xs [][]float32, r0, count int) []any {
+		args := make([]any, 8)
+		for k := range args {
+			args[k] = []float32(nil)
+			if k < count {
+				args[k] = xs[r0+k]
+			}
 		}
-		equalBits(t, "y", ky, y)
+		return args
 	}
+	ptr, idx := flat(t, b.Rel, n)
 	ptrT, idxT := flat(t, D.RelT, n)
-	for j := 0; j < R; j++ {
-		dx := kerntest.Randn(rng, n*d, 1) // add 0 overwrites every value
-		launch(t, "spn_rel_gather", cover(n*d, 64), 64, dx, dy, ptrT, idxT, j, n, d, 0)
-		equalBits(t, "dX_r", dx, g[j])
+	// All R relations in one launch, and split in two launches (the
+	// first relation, then the others from r0 = 1), as RelAgg splits
+	// more than eight.
+	for _, split := range [][]int{{0, R}, {0, 1, R}} {
+		for _, block := range []int{64, 7} {
+			ky := make([]float32, n*d)
+			dx := make([][]float32, R)
+			for j := range dx {
+				dx[j] = kerntest.Randn(rng, n*d, 1) // overwritten
+			}
+			for s := 0; s+1 < len(split); s++ {
+				r0, count := split[s], split[s+1]-split[s]
+				launch(t, "spn_rel_sum", cover(n*d, block), block, append(append([]any{ky}, group(xs, r0, count)...), ptr, idx, r0, count, n, d)...)
+				launch(t, "spn_rel_gather_t", cover(count*n*d, block), block, append(group(dx, r0, count), dy, ptrT, idxT, r0, count, n, d)...)
+			}
+			equalBits(t, "y", ky, y)
+			for j := range dx {
+				equalBits(t, "dX_r", dx[j], g[j])
+			}
+		}
 	}
 }
 
