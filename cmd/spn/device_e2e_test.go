@@ -144,6 +144,32 @@ func TestRunDeviceUnavailable(t *testing.T) {
 	}
 }
 
+// TestRunKernelFault makes the first kernel launch on the emulated GPU
+// fault (a sticky error, as an illegal address is on a GPU) in a run
+// with --keep-going: the first train stage fails with the driver's
+// error and what it means (testdata/device_fault.golden), nothing of it
+// is written, and the next train stage gets a fresh context and trains,
+// as does its evaluation (the table shows SPN alone); no allocation or
+// context reference is left.
+func TestRunKernelFault(t *testing.T) {
+	o := emulatedOpener(t)
+	o.SetFault(t, 1)
+	t.Cleanup(func() { o.SetFault(t, 0) })
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	r := spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", "cuda", "--keep-going", "--out", filepath.Join(dir, "out"), "--log-level", "error", "--jobs", "1", "--threads", "1")
+	if r.code != exitFail || !strings.Contains(r.stdout, "Incomplete: cells shown as -- are experiments that did not finish (gin)") {
+		t.Fatalf("exit %d, stdout %q; want exit 1 and the table without GIN\n%s", r.code, r.stdout, r.stderr)
+	}
+	golden.Check(t, "testdata/device_fault.golden", []byte(strings.ReplaceAll(r.stderr, dir, "DIR")))
+	if results, _ := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult)); len(results) != 1 {
+		t.Errorf("train results %v, want the second train stage's alone", results)
+	}
+	if n, refs := o.Live(t, 0), o.Live(t, 3); n != 0 || refs != 0 {
+		t.Errorf("%d allocations and %d primary context references left", n, refs)
+	}
+}
+
 // TestRunOnTwoGPUs runs a spec of four train stages (GIN once, SPN three
 // runs) on two emulated GPUs with --gpus all: the stages train on both
 // (each result records its GPU), never two on one GPU (the executor's

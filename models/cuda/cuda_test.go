@@ -169,3 +169,33 @@ func TestCallError(t *testing.T) {
 		}
 	}
 }
+
+// TestCallErrorIs: a driver call's CUDA_ERROR_OUT_OF_MEMORY is
+// cuda.ErrOutOfMemory, its sticky errors (a kernel's fault, an
+// uncorrectable ECC error) cuda.ErrContextLost; a cuBLAS status of the
+// same number is neither.
+func TestCallErrorIs(t *testing.T) {
+	for _, c := range []struct {
+		call      string
+		result    cuda.Result
+		oom, lost bool
+	}{
+		{"cuMemAlloc_v2", 2, true, false},
+		{"cublasCreate_v2", 2, false, false},
+		{"cuLaunchKernel", 700, false, true},
+		{"cuStreamSynchronize", 719, false, true},
+		{"cuEventSynchronize", 716, false, true},
+		{"cuMemcpyDtoH_v2", 214, false, true},
+		{"cuLaunchKernel", 701, false, false}, // too many resources: not sticky
+		{"cuModuleLoadData", 218, false, false},
+		{"cublasSgemm_v2", 13, false, false},
+	} {
+		err := error(&cuda.CallError{Call: c.call, Result: c.result})
+		if got := errors.Is(err, cuda.ErrOutOfMemory); got != c.oom {
+			t.Errorf("%v: errors.Is ErrOutOfMemory %v, want %v", err, got, c.oom)
+		}
+		if got := errors.Is(err, cuda.ErrContextLost); got != c.lost {
+			t.Errorf("%v: errors.Is ErrContextLost %v, want %v", err, got, c.lost)
+		}
+	}
+}

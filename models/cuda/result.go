@@ -24,6 +24,7 @@ var resultNames = map[Result]string{
 	200: "CUDA_ERROR_INVALID_IMAGE",
 	201: "CUDA_ERROR_INVALID_CONTEXT",
 	209: "CUDA_ERROR_NO_BINARY_FOR_GPU",
+	214: "CUDA_ERROR_ECC_UNCORRECTABLE",
 	218: "CUDA_ERROR_INVALID_PTX",
 	222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
 	304: "CUDA_ERROR_OPERATING_SYSTEM",
@@ -33,6 +34,11 @@ var resultNames = map[Result]string{
 	700: "CUDA_ERROR_ILLEGAL_ADDRESS",
 	701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
 	702: "CUDA_ERROR_LAUNCH_TIMEOUT",
+	714: "CUDA_ERROR_HARDWARE_STACK_ERROR",
+	715: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+	716: "CUDA_ERROR_MISALIGNED_ADDRESS",
+	717: "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+	718: "CUDA_ERROR_INVALID_PC",
 	719: "CUDA_ERROR_LAUNCH_FAILED",
 	803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
 	804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
@@ -80,10 +86,31 @@ func (e *CallError) Error() string {
 // failed with CUDA_ERROR_OUT_OF_MEMORY.
 var ErrOutOfMemory = errors.New("cuda: out of device memory")
 
+// ErrContextLost matches (errors.Is) the error of a driver call that
+// failed because a kernel faulted on the GPU (an illegal address or
+// instruction, a failed launch) or the GPU had an uncorrectable memory
+// error: such an error is sticky, so every later call in the context
+// fails with it, for every user of the device's primary context, until
+// the context is released by all of them and made anew.
+var ErrContextLost = errors.New("cuda: the GPU context is lost")
+
 // Is reports whether e is a failure that target names: ErrOutOfMemory
-// for a driver call's CUDA_ERROR_OUT_OF_MEMORY.
+// for a driver call's CUDA_ERROR_OUT_OF_MEMORY, ErrContextLost for its
+// sticky errors.
 func (e *CallError) Is(target error) bool {
-	return target == ErrOutOfMemory && e.Result == 2 && !strings.HasPrefix(e.Call, "cublas")
+	if strings.HasPrefix(e.Call, "cublas") {
+		return false
+	}
+	switch target {
+	case ErrOutOfMemory:
+		return e.Result == 2
+	case ErrContextLost:
+		switch e.Result {
+		case 214, 700, 714, 715, 716, 717, 718, 719:
+			return true
+		}
+	}
+	return false
 }
 
 // check turns a status code from call into an error.

@@ -202,8 +202,11 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 			Compute: compute,
 		})
 	}
-	if errors.Is(err, cuda.ErrOutOfMemory) {
+	switch {
+	case errors.Is(err, cuda.ErrOutOfMemory):
 		return fmt.Errorf("%w; %s", err, outOfMemoryHint(device, point))
+	case errors.Is(err, cuda.ErrContextLost):
+		return fmt.Errorf("%w; %s", err, contextLostHint(device))
 	}
 	if err != nil {
 		return err
@@ -225,6 +228,12 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 func outOfMemoryHint(device string, point schema.Point) string {
 	return fmt.Sprintf("training does not fit in %s's memory: lower training.batch_size (%d) or model.hidden (%d), free the GPU of other processes (or of this run's other stages: --stages-per-gpu), or train on a larger GPU or with --device cpu",
 		device, point.Training.BatchSize, point.Model.Hidden)
+}
+
+// contextLostHint says what a sticky error on the device called device
+// (cuda.ErrContextLost) means.
+func contextLostHint(device string) string {
+	return fmt.Sprintf("a kernel faulted on %s, or the GPU had a memory error: that spoils the GPU's context for every stage using it at the time (--stages-per-gpu), and stages that start after them get a fresh one. It is a bug in spn's kernels or a fault of the GPU (nvidia-smi -q -d ECC; Xid lines in the kernel log): please report it with this message", device)
 }
 
 // cpuCompute describes the CPU kernels of this build.

@@ -117,6 +117,17 @@ func (o LibOpener) SetComputeMode(t testing.TB, m int) {
 	o.setting(t, "spn_emu_set_compute_mode")(uint64(m))
 }
 
+// SetFault makes the n-th launch from now fault, as a kernel reading an
+// illegal address does on a GPU: the launch succeeds without running,
+// and the device's later calls fail with CUDA_ERROR_ILLEGAL_ADDRESS (a
+// sticky error) until every reference to its primary context is
+// released. 0 cancels a fault not yet made. It holds for the library's
+// life.
+func (o LibOpener) SetFault(t testing.TB, n int) {
+	t.Helper()
+	o.setting(t, "spn_emu_set_fault")(uint64(n))
+}
+
 // SetNoExec makes the emulated device's launches and products return at
 // once, computing and checking nothing (on), or run again (off): their
 // results are garbage, and what is left of a device step is the host's

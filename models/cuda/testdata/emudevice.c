@@ -76,6 +76,14 @@
  * (999), as NVIDIA documents; with 3 (exclusive-process) it fails with
  * CUDA_ERROR_DEVICE_UNAVAILABLE (46), as though another process held
  * the device;
+ * spn_emu_set_fault(n) makes the n-th launch from then fault, as a
+ * kernel that reads an illegal address does on a GPU: the launch returns
+ * success without running, and from then on the device's launches,
+ * products, copies, allocations, module loads and waits fail with
+ * CUDA_ERROR_ILLEGAL_ADDRESS (a sticky error; cuBLAS: 13) until the
+ * primary context's last reference is released, which makes it anew
+ * (frees, destroys and releases still succeed, more leniently than on a
+ * GPU, so that leak checks stay meaningful);
  * spn_emu_set_memory sets the device's memory in bytes (0, the start:
  * the host's), past which an allocation fails with
  * CUDA_ERROR_OUT_OF_MEMORY (2), as on a full device; spn_emu_set_noexec(1)
@@ -122,6 +130,15 @@ static unsigned long long memory; /* the device's bytes; 0: the host's */
 void spn_emu_set_memory(unsigned long long bytes) { memory = bytes; }
 
 static int noexec; /* launches and products do nothing */
+
+/* spoiled marks a device whose context a kernel spoiled (spn_emu_set_fault):
+ * its calls fail with CUDA_ERROR_ILLEGAL_ADDRESS (cuBLAS: 13) until every
+ * reference to the primary context is released; fault_in counts the
+ * launches until the next one faults (0: none). */
+static int spoiled[MAX_DEVICES];
+static int fault_in;
+
+void spn_emu_set_fault(unsigned long long n) { fault_in = (int)n; }
 
 void spn_emu_set_noexec(unsigned long long on) { noexec = on != 0; }
 
@@ -229,7 +246,7 @@ int cuDevicePrimaryCtxRelease_v2(int dev)
 	GUARD;
 	if (!valid_device(dev)) return 101;
 	if (retained[dev] == 0) return INVALID_CONTEXT;
-	retained[dev]--;
+	if (--retained[dev] == 0) spoiled[dev] = 0;
 	return SUCCESS;
 }
 
@@ -258,6 +275,14 @@ static int active(void)
 	return d >= 0 && retained[d] > 0;
 }
 
+/* lost is CUDA_ERROR_ILLEGAL_ADDRESS when a kernel spoiled the current
+ * context's device (spn_emu_set_fault), else SUCCESS. */
+static int lost(void)
+{
+	int d = context_device(current);
+	return d >= 0 && spoiled[d] ? ILLEGAL_ADDRESS : SUCCESS;
+}
+
 /* stream_ok reports whether s is the legacy stream (NULL) or a live
  * stream of the current context. */
 static int stream_ok(void* s)
@@ -272,6 +297,7 @@ int cuStreamCreate(void** s, unsigned flags)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!s || flags != 0) return INVALID_VALUE;
 	stream* st = calloc(1, sizeof *st);
 	if (!st) return 2;
@@ -301,6 +327,7 @@ int cuStreamSynchronize(void* s)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!stream_ok(s)) return INVALID_HANDLE;
 	return retire(s, seq);
 }
@@ -308,7 +335,9 @@ int cuStreamSynchronize(void* s)
 int cuCtxSynchronize(void)
 {
 	GUARD;
-	return active() ? synchronize() : INVALID_CONTEXT;
+	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
+	return synchronize();
 }
 
 /* find returns the live allocation holding [p, p+n), or NULL. */
@@ -323,6 +352,7 @@ int cuMemAlloc_v2(unsigned long long* p, size_t n)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (n == 0) return INVALID_VALUE;
 	size_t used = 0;
 	for (alloc* b = allocs; b; b = b->next) used += b->size;
@@ -369,6 +399,7 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t n)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!find((uintptr_t)dst, n) || !src) return INVALID_VALUE;
 	int r = synchronize(); /* from pageable memory: after the work before it */
 	if (r != SUCCESS) return r;
@@ -380,6 +411,7 @@ int cuMemcpyDtoH_v2(void* dst, unsigned long long src, size_t n)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!find((uintptr_t)src, n) || !dst) return INVALID_VALUE;
 	int r = synchronize();
 	if (r != SUCCESS) return r;
@@ -399,6 +431,7 @@ int cuMemAllocHost_v2(void** p, size_t n)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!p || n == 0) return INVALID_VALUE;
 	alloc* a = malloc(sizeof *a);
 	void* m = malloc(n);
@@ -452,6 +485,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t n, void
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!stream_ok(stream)) return INVALID_HANDLE;
 	if (!find((uintptr_t)dst, n) || !src || !find_host((uintptr_t)src, n)) return INVALID_VALUE;
 	int r = enqueue(0, (unsigned char*)src, n, NULL, stream);
@@ -464,6 +498,7 @@ int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t n, void* stre
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!stream_ok(stream)) return INVALID_HANDLE;
 	if (!find((uintptr_t)src, n) || !dst || !find_host((uintptr_t)dst, n)) return INVALID_VALUE;
 	return enqueue(1, dst, n, (const void*)(uintptr_t)src, stream);
@@ -473,6 +508,7 @@ int cuModuleLoadData(void** m, const void* image)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!image || !*(const char*)image) return INVALID_PTX;
 	module* mod = malloc(sizeof *mod);
 	mod->text = strdup(image);
@@ -531,6 +567,11 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 	if (!stream) legacy++;
 	if (noexec) return SUCCESS;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
+	if (fault_in > 0 && --fault_in == 0) {
+		spoiled[context_device(current)] = 1; /* the kernel faults: its launch succeeded */
+		return SUCCESS;
+	}
 	function* fn = f;
 	if (!fn || !live_module(fn->mod) || !stream_ok(stream)) return INVALID_HANDLE;
 	if (gx == 0 || bx == 0 || bx > 1024 || gy != 1 || gz != 1 || by != 1 || bz != 1 || shared != 0 || extra || !params)
@@ -604,6 +645,7 @@ static int gemm_check(void* h, int ta, int tb, int m, int n, int k, int lda, lon
 {
 	if (!h) return 1;
 	if (!active()) return 1;
+	if (lost()) return 13; /* CUBLAS_STATUS_EXECUTION_FAILED */
 	if (m < 0 || n < 0 || k < 0 || batch < 0 || sa < 0 || sb < 0 || sc < 0 || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) ||
 		lda < (ta ? (k > 1 ? k : 1) : (m > 1 ? m : 1)) || ldb < (tb ? (n > 1 ? n : 1) : (k > 1 ? k : 1)) || ldc < (m > 1 ? m : 1))
 		return 7;
@@ -667,6 +709,7 @@ int cuEventRecord(void* ev, void* stream)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!ev || !stream_ok(stream)) return INVALID_HANDLE;
 	if (!stream) legacy++;
 	struct timespec ts;
@@ -683,6 +726,7 @@ int cuEventSynchronize(void* ev)
 {
 	GUARD;
 	if (!active()) return INVALID_CONTEXT;
+	if (lost()) return ILLEGAL_ADDRESS;
 	if (!ev) return INVALID_HANDLE;
 	event* e = ev;
 	return retire(e->stream, e->pos); /* never recorded: position 0, nothing to wait for */
