@@ -44,6 +44,7 @@
 #               300, batch 32 and 128 (needs python3 with a CUDA torch);
 #   kernels     spn bench on PROTEINS with pipelined steps and with
 #               --sync-steps (the host waiting for every step), alternating;
+#               four copies sharing the GPU (--jobs 4, graphs/s summed);
 #               then --kernel-times: each kernel's device time per step;
 #   epochs      R-SPN at Table 4's size (k = 10, T = 8, d = 128) on QM9's
 #               valid file and E-SPN at the MoleculeNet table's (k = 5,
@@ -289,6 +290,10 @@ step_kernels() {
   report "## Pipelined steps against --sync-steps (PROTEINS, k = 5, L = 5, d = 64, batch 32; alternating, twice each)" "" '```'
   for i in 1 2; do report "$(grep -v '\[INFO\]' "$logs/pipelined$i.log" | tail -2 | head -1)" "$(grep -v '\[INFO\]' "$logs/sync$i.log" | tail -2 | head -1) (--sync-steps)"; done
   report '```' ""
+  # What sharing the GPU gains (spn run --stages-per-gpu): four copies
+  # at once, each on a stream of its own, graphs/s summed.
+  limited 90 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --jobs 4 --cache "$work/cache-bench" > "$logs/jobs4.log" 2>&1 || rc=$?
+  report "## Four copies sharing the GPU (--jobs 4, as spn run --stages-per-gpu 4; graphs/s summed)" "" '```' "$(grep -v '\[INFO\]' "$logs/jobs4.log" | tail -2 | head -1)" '```' ""
   limited 90 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --kernel-times --cache "$work/cache-bench" > "$logs/kernels.log" 2>&1 || rc=$?
   report "## Device time by kernel (PROTEINS, k = 5, L = 5, d = 64, batch 32)" "" '```' "$(grep -v '\[INFO\]' "$logs/kernels.log" | head -60)" '```' ""
   return $rc

@@ -60,9 +60,12 @@ GPU, its compute capability and driver, --threads are the host's, peak
 RSS is the host process's, and peak GPU MB is the most device memory
 spn had allocated at once (not the driver's own or cuBLAS's workspace).
 The kernels are compiled on first use and cached under CACHE/ptx
-(--cache). --jobs must be 1 on a GPU.
+(--cache). With --jobs N the N copies share the GPU as N train stages do
+under 'spn run --stages-per-gpu N' (each enqueues on a stream of its
+own): graphs/s is their sum, peak GPU MB the sum of their peaks and
+launches/step their launches per step of one copy.
 
-With --kernel-times (--device cuda only) every kernel launch and cuBLAS
+With --kernel-times (--device cuda, --jobs 1) every kernel launch and cuBLAS
 product is timed on the device between two driver events, and a table
 per workload lists the kernels by device time: launches and µs per
 step, and each one's share of the device time. The events add host
@@ -211,6 +214,9 @@ func cmdBench(a *app, args []string) error {
 		return err
 	}
 	if gpu != nil {
+		if *kernelTimes && *jobs > 1 {
+			return usageErrf("bench", "--kernel-times times the kernels of one copy: give --jobs 1 (--jobs %d)", *jobs)
+		}
 		rep.Compute = gpu.compute
 		gpu.kernelTimes = *kernelTimes
 	} else if *kernelTimes {
@@ -275,9 +281,9 @@ type benchDevice struct {
 
 // benchGPU checks, before any workload is loaded, that spn bench can
 // train on device (resolved): nil on the CPU; on a GPU, the driver and
-// the device must be there, the model kind must have device math and
-// --jobs must be 1, otherwise it is an error (exit 2) naming what is
-// missing. The kernels are cached under cacheDir/ptx.
+// the device must be there and the model kind must have device math,
+// otherwise it is an error (exit 2) naming what is missing. The kernels
+// are cached under cacheDir/ptx.
 func (a *app) benchGPU(device string, rep benchReport, cacheDir string) (*benchDevice, error) {
 	kind, ordinal, err := schema.ParseDevice(device)
 	if err != nil {
@@ -292,9 +298,6 @@ func (a *app) benchGPU(device string, rep benchReport, cacheDir string) (*benchD
 	}
 	if err := checkDeviceModels((train.Kind{}).Registry(), []schema.Model{rep.Model}, device); err != nil {
 		return nil, usageErr("bench", err)
-	}
-	if rep.Jobs > 1 {
-		return nil, usageErrf("bench", "--jobs %d: on device %s the copies would share one GPU; give --jobs 1", rep.Jobs, device)
 	}
 	abs, err := filepath.Abs(filepath.Join(cacheDir, "ptx"))
 	if err != nil {
@@ -330,7 +333,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	jobs := max(rep.Jobs, 1)
 	ms := make([]models.Model, jobs)
 	hosts := make([]models.Model, jobs) // fit.Options.Host on a GPU
-	var gpuCtx *cuda.Context            // the GPU's context (jobs is 1 on a GPU)
+	var gpuCtxs []*cuda.Context         // the copies' contexts on the GPU
 	for i := range ms {
 		pool := kernels.NewPool(rep.Threads, 0)
 		defer pool.Close()
@@ -356,7 +359,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		if hosts[i], err = train.UseDevice(reg, ms[i], seed+uint64(i), be, e.Engine); err != nil {
 			return benchRow{}, err
 		}
-		gpuCtx = e.Context()
+		gpuCtxs = append(gpuCtxs, e.Context())
 	}
 	m := ms[0]
 	var hops *data.Hops
@@ -384,7 +387,7 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	// calls and kernel times cover the timed epochs alone.
 	var (
 		cpu0   float64
-		calls0 cuda.Calls
+		calls0 = make([]cuda.Calls, len(gpuCtxs))
 		warmed sync.WaitGroup
 		start  = make(chan struct{})
 	)
@@ -393,11 +396,11 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		if cpu0, err = cpuSeconds(); err != nil {
 			return err
 		}
-		if gpuCtx != nil {
-			calls0 = gpuCtx.Calls()
-			if gpu.kernelTimes {
-				return gpuCtx.StartProfile()
-			}
+		for i, c := range gpuCtxs {
+			calls0[i] = c.Calls()
+		}
+		if gpu != nil && gpu.kernelTimes { // one copy (--jobs 1)
+			return gpuCtxs[0].StartProfile()
 		}
 		return nil
 	}
@@ -440,9 +443,9 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	}
 	wg.Wait()
 	var prof []cuda.KernelTime
-	if gpuCtx != nil && gpu.kernelTimes {
+	if gpu != nil && gpu.kernelTimes {
 		var perr error
-		prof, perr = gpuCtx.StopProfile()
+		prof, perr = gpuCtxs[0].StopProfile()
 		errs = append(errs, perr)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -470,12 +473,19 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 		Workload: benchName(name, o), Graphs: len(all), MeanNodes: float64(nodes) / float64(len(all)),
 		Epochs: epochsTimed, PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
 	}
-	if gpuCtx != nil {
-		row.PeakDeviceMB = float64(gpuCtx.Memory().Peak) / (1 << 20)
-		c := gpuCtx.Calls().Sub(calls0)
+	if len(gpuCtxs) > 0 {
+		// Per step of one copy: the copies' calls over all their steps.
 		steps := float64(epochsTimed * ((len(all) + rep.Training.BatchSize - 1) / rep.Training.BatchSize))
-		row.LaunchesPerStep = float64(c.Launches+c.GEMMs) / steps
-		row.AllocsPerStep = float64(c.Allocs+c.Frees) / steps
+		var launches, allocs int
+		for i, gc := range gpuCtxs {
+			row.PeakDeviceMB += float64(gc.Memory().Peak) / (1 << 20)
+			c := gc.Calls().Sub(calls0[i])
+			launches += c.Launches + c.GEMMs
+			allocs += c.Allocs + c.Frees
+		}
+		copies := float64(len(gpuCtxs))
+		row.LaunchesPerStep = float64(launches) / (steps * copies)
+		row.AllocsPerStep = float64(allocs) / (steps * copies)
 		row.Kernels = kernelRows(prof, steps)
 	}
 	trained := 0

@@ -482,6 +482,23 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	if c, w := rep.Workloads[0], warm.Workloads[0]; w.LaunchesPerStep > c.LaunchesPerStep || w.AllocsPerStep > c.AllocsPerStep {
 		t.Errorf("after a warm-up epoch: %v launches and %v allocations per step; cold: %v and %v", w.LaunchesPerStep, w.AllocsPerStep, c.LaunchesPerStep, c.AllocsPerStep)
 	}
+	// Two copies share the GPU, as two train stages of spn run
+	// --stages-per-gpu 2 do: a copy's step launches what one copy's does,
+	// and their peak memory is the sum of two such copies'.
+	r, _ = benchOn(t, o, append(small, "--json", "--jobs", "2")...)
+	var two benchReport
+	if r.code != exitOK {
+		t.Fatalf("bench --device cuda --jobs 2: exit %d: %s", r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &two); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, r.stdout)
+	}
+	if len(two.Workloads) != 1 || two.Jobs != 2 {
+		t.Fatalf("--jobs 2 report %+v", two)
+	}
+	if c, w := rep.Workloads[0], two.Workloads[0]; w.LaunchesPerStep != c.LaunchesPerStep || math.Abs(w.PeakDeviceMB-2*c.PeakDeviceMB) > 0.01*c.PeakDeviceMB || !(w.GraphsPerSec > 0) {
+		t.Errorf("--jobs 2: %v launches per step, %v MB peak; one copy: %v and %v MB", w.LaunchesPerStep, w.PeakDeviceMB, c.LaunchesPerStep, c.PeakDeviceMB)
+	}
 }
 
 // TestBenchKernelTimes: spn bench --kernel-times lists the kernels by

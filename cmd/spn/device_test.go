@@ -116,7 +116,7 @@ func TestDeviceErrors(t *testing.T) {
 		{"GPU, --device cuda:1", gpu, []string{"run", "testdata/small.cue", "--device", "cuda:1"}},
 		{"bad --device", gpu, []string{"run", "testdata/small.cue", "--device", "gpu:0"}},
 		{"bench, GPU, kind graphormer", gpu, []string{"bench", "--device", "cuda:0", "--kind", "graphormer", "prox"}},
-		{"bench, GPU, --jobs 2", gpu, []string{"bench", "--device", "cuda", "--jobs", "2", "prox"}},
+		{"bench, GPU, --jobs 2 --kernel-times", gpu, []string{"bench", "--device", "cuda", "--jobs", "2", "--kernel-times", "prox"}},
 		{"bench, no GPU", noGPU, []string{"bench", "--device", "cuda", "prox"}},
 		{"GPU prohibited, --device cuda", cudatest.FakeMachine(prohibited), []string{"run", "testdata/small.cue", "--device", "cuda"}},
 		{"GPU prohibited, bench", cudatest.FakeMachine(prohibited), []string{"bench", "--device", "cuda", "prox"}},
