@@ -471,8 +471,9 @@ func (o RelAgg) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffe
 
 // DeviceBackward implements op.DeviceOp: dX_j = A_jᵀ·dy, the gather of dy
 // over the transposed relation j, eight relations a launch
-// (spn_rel_gather_t), the padding rows keeping the adaptor's zeros. Stacked, dX_j is a view of dX's block
-// From + j − 1 and the other blocks keep the adaptor's zeros.
+// (spn_rel_gather_t), the padding rows keeping the adaptor's zeros.
+// Stacked, dX_j is a view of dX's block From + j − 1 and the other
+// blocks keep the adaptor's zeros.
 func (o RelAgg) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	if err := o.check(); err != nil {
 		return err
