@@ -95,29 +95,37 @@ func TestRunOutOfDeviceMemory(t *testing.T) {
 	o.SetMemory(t, 2<<20)
 	t.Cleanup(func() { o.SetMemory(t, 0) })
 	dir := t.TempDir()
-	cacheDir := filepath.Join(dir, "cache")
-	run := func() result {
-		return spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", "cuda", "--out", filepath.Join(dir, "out"), "--log-level", "error", "--jobs", "1", "--threads", "1")
-	}
-	r := run()
+	r := runE2E(o, dir)
 	if r.code != exitFail || r.stdout != "" {
 		t.Fatalf("run on a device of 2 MiB: exit %d, stdout %q; want exit 1 and no table\n%s", r.code, r.stdout, r.stderr)
 	}
 	golden.Check(t, "testdata/device_oom.golden", []byte(r.stderr))
-	if results, _ := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult)); len(results) != 0 {
+	if results := trainResults(dir); len(results) != 0 {
 		t.Errorf("the failed run left train results %v", results)
 	}
 	if live := o.Live(t, 0); live != 0 {
 		t.Errorf("the failed run left %d allocations on the device", live)
 	}
 	o.SetMemory(t, 0)
-	r = run()
+	r = runE2E(o, dir)
 	if r.code != exitOK {
 		t.Fatalf("the run again with room: exit %d: %s", r.code, r.stderr)
 	}
 	if first, _, _ := strings.Cut(r.stderr, "\n"); !strings.Contains(first, "7 stages, 2 cached, 5 to run") {
 		t.Errorf("the run again with room: %q, want the generate and precompute stages cached", first)
 	}
+}
+
+// runE2E runs testdata/device_e2e.cue on the emulated device of o, one
+// stage at a time, with dir's cache and out folders and the flags extra.
+func runE2E(o cudatest.LibOpener, dir string, extra ...string) result {
+	return spnOn(o, realEngine(), filepath.Join(dir, "cache"), append([]string{"run", "testdata/device_e2e.cue", "--device", "cuda", "--out", filepath.Join(dir, "out"), "--log-level", "error", "--jobs", "1", "--threads", "1"}, extra...)...)
+}
+
+// trainResults returns the train results in the cache of runE2E's dir.
+func trainResults(dir string) []string {
+	results, _ := filepath.Glob(filepath.Join(dir, "cache", stages.KindTrain, "*", "*", stages.FileResult))
+	return results
 }
 
 // TestRunDeviceUnavailable runs on an emulated GPU in exclusive-process
@@ -130,13 +138,12 @@ func TestRunDeviceUnavailable(t *testing.T) {
 	o.SetComputeMode(t, 3)
 	t.Cleanup(func() { o.SetComputeMode(t, 0) })
 	dir := t.TempDir()
-	cacheDir := filepath.Join(dir, "cache")
-	r := spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", "cuda", "--out", filepath.Join(dir, "out"), "--log-level", "error", "--jobs", "1", "--threads", "1")
+	r := runE2E(o, dir)
 	if r.code != exitFail || r.stdout != "" {
 		t.Fatalf("exit %d, stdout %q; want exit 1 and no table\n%s", r.code, r.stdout, r.stderr)
 	}
 	golden.Check(t, "testdata/device_unavailable.golden", []byte(r.stderr))
-	if results, _ := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult)); len(results) != 0 {
+	if results := trainResults(dir); len(results) != 0 {
 		t.Errorf("the failed run left train results %v", results)
 	}
 	if n := o.Live(t, 3); n != 0 {
@@ -156,13 +163,12 @@ func TestRunKernelFault(t *testing.T) {
 	o.SetFault(t, 1)
 	t.Cleanup(func() { o.SetFault(t, 0) })
 	dir := t.TempDir()
-	cacheDir := filepath.Join(dir, "cache")
-	r := spnOn(o, realEngine(), cacheDir, "run", "testdata/device_e2e.cue", "--device", "cuda", "--keep-going", "--out", filepath.Join(dir, "out"), "--log-level", "error", "--jobs", "1", "--threads", "1")
+	r := runE2E(o, dir, "--keep-going")
 	if r.code != exitFail || !strings.Contains(r.stdout, "Incomplete: cells shown as -- are experiments that did not finish (gin)") {
 		t.Fatalf("exit %d, stdout %q; want exit 1 and the table without GIN\n%s", r.code, r.stdout, r.stderr)
 	}
 	golden.Check(t, "testdata/device_fault.golden", []byte(strings.ReplaceAll(r.stderr, dir, "DIR")))
-	if results, _ := filepath.Glob(filepath.Join(cacheDir, stages.KindTrain, "*", "*", stages.FileResult)); len(results) != 1 {
+	if results := trainResults(dir); len(results) != 1 {
 		t.Errorf("train results %v, want the second train stage's alone", results)
 	}
 	if n, refs := o.Live(t, 0), o.Live(t, 3); n != 0 || refs != 0 {

@@ -35,14 +35,7 @@ func TestSystemBindings(t *testing.T) {
 	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", lib, filepath.Join("testdata", "fakecuda.c")).CombinedOutput(); err != nil {
 		t.Fatalf("building the fake library: %v\n%s", err, out)
 	}
-	r, err := cuda.Probe(dirOpener{lib})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := r.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, d := device0(t, lib)
 	if got := d.String(); got != "Fake GPU (cuda:0, compute capability 9.0, 5.0 GiB, driver CUDA 13.0)" {
 		t.Fatalf("device %q", got)
 	}
@@ -109,4 +102,19 @@ func TestPickArch(t *testing.T) {
 			t.Errorf("PickArch(%v, %d) = %d, %v; want %d, %v", tc.archs, tc.cc, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+// device0 probes the library lib (a fake or the emulated driver) and
+// describes its GPU 0.
+func device0(t *testing.T, lib string) (*cuda.Runtime, cuda.Device) {
+	t.Helper()
+	r, err := cuda.Probe(dirOpener{lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, d
 }

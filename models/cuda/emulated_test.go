@@ -492,14 +492,7 @@ func TestComputeMode(t *testing.T) {
 			"cuda: cuDevicePrimaryCtxRetain failed: CUDA_ERROR_UNKNOWN (999) (device " + dev + ", compute mode prohibited)): its compute mode is prohibited, so no process may use it (nvidia-smi -q -d COMPUTE shows the mode; an administrator changes it with nvidia-smi -c)"},
 	} {
 		setMode(uint64(c.mode))
-		r, err := cuda.Probe(dirOpener{lib})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := r.Device(0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, d := device0(t, lib)
 		if d.ComputeMode != c.mode {
 			t.Errorf("mode %v: the device reports %v", c.mode, d.ComputeMode)
 		}

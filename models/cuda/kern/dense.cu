@@ -142,12 +142,11 @@ SPN_KERNEL void spn_readout_masks(float* __restrict__ dr, const float* __restric
 	const float* __restrict__ m4, const float* __restrict__ m5, const float* __restrict__ m6, const float* __restrict__ m7,
 	int count, int len)
 {
-	long long i = spn_index();
-	if (i >= (long long)count * len || count > 8) {
+	long long i = spn_index(), v;
+	int t;
+	if (!spn_group_item(i, count, len, &t, &v)) {
 		return;
 	}
-	int t = (int)(i / len);
-	long long v = i % len;
 	dr[i] = dy[v] * spn_pick(t, m0, m1, m2, m3, m4, m5, m6, m7)[v];
 }
 
@@ -181,13 +180,11 @@ SPN_KERNEL void spn_readout_product(float* __restrict__ z, const float* __restri
 	const float* __restrict__ w4, const float* __restrict__ w5, const float* __restrict__ w6, const float* __restrict__ w7,
 	int count, int n, int d, int c)
 {
-	long long i = spn_index();
-	long long len = (long long)n * c;
-	if (count > 8 || i >= count * len) {
+	long long i = spn_index(), v;
+	int t;
+	if (!spn_group_item(i, count, (long long)n * c, &t, &v)) {
 		return;
 	}
-	int t = (int)(i / len);
-	long long v = i % len;
 	int g = (int)(v / c), k = (int)(v % c);
 	const float* w = spn_pick(t, w0, w1, w2, w3, w4, w5, w6, w7);
 	const float* row = p + ((long long)t * n + g) * d;
@@ -212,14 +209,13 @@ SPN_KERNEL void spn_readout_product_backward(float* __restrict__ dp,
 	const float* __restrict__ w4, const float* __restrict__ w5, const float* __restrict__ w6, const float* __restrict__ w7,
 	const float* __restrict__ dr, int count, int n, int d, int c, int stride)
 {
-	long long i = spn_index();
-	long long np = (long long)count * n * d, nw = (long long)count * d * c;
-	if (count > 8 || i >= np + nw) {
-		return;
-	}
+	long long i = spn_index(), v;
+	long long np = (long long)count * n * d;
+	int t;
 	if (i < np) {
-		int t = (int)(i / ((long long)n * d));
-		long long v = i % ((long long)n * d);
+		if (!spn_group_item(i, count, (long long)n * d, &t, &v)) {
+			return;
+		}
 		int g = (int)(v / d), j = (int)(v % d);
 		const float* w = spn_pick(t, w0, w1, w2, w3, w4, w5, w6, w7);
 		const float* drow = dr + (long long)t * stride + (long long)g * c;
@@ -230,9 +226,9 @@ SPN_KERNEL void spn_readout_product_backward(float* __restrict__ dp,
 		dp[i] = s;
 		return;
 	}
-	i -= np;
-	int t = (int)(i / ((long long)d * c));
-	long long v = i % ((long long)d * c);
+	if (!spn_group_item(i - np, count, (long long)d * c, &t, &v)) {
+		return;
+	}
 	int j = (int)(v / c), k = (int)(v % c);
 	const float* pt = p + (long long)t * n * d;
 	const float* drt = dr + (long long)t * stride;

@@ -17,12 +17,11 @@ SPN_KERNEL void spn_pool(float* __restrict__ y, const float* __restrict__ x0, co
 	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7,
 	const int* __restrict__ off, int G, int d, int mean, int count)
 {
-	long long t = spn_index();
-	if (t >= (long long)count * G * d || count > 8) {
+	long long t = spn_index(), v;
+	int k;
+	if (!spn_group_item(t, count, (long long)G * d, &k, &v)) {
 		return;
 	}
-	int k = (int)(t / ((long long)G * d));
-	long long v = t % ((long long)G * d);
 	int g = (int)(v / d), j = (int)(v % d);
 	int a = off[g], b = off[g + 1];
 	float s = spn_rows_sum(SPN_PICK_X(k), a, b, d, j);
@@ -40,12 +39,11 @@ SPN_KERNEL void spn_pool_backward(float* __restrict__ dx0, float* __restrict__ d
 	float* __restrict__ dx4, float* __restrict__ dx5, float* __restrict__ dx6, float* __restrict__ dx7, const float* __restrict__ dy,
 	const int* __restrict__ off, int G, int d, int mean, int count)
 {
-	long long t = spn_index();
-	if (t >= (long long)count * G * d || count > 8) {
+	long long t = spn_index(), v;
+	int k;
+	if (!spn_group_item(t, count, (long long)G * d, &k, &v)) {
 		return;
 	}
-	int k = (int)(t / ((long long)G * d));
-	long long v = t % ((long long)G * d);
 	int g = (int)(v / d), j = (int)(v % d);
 	int a = off[g], b = off[g + 1];
 	if (b <= a) {
@@ -88,12 +86,11 @@ SPN_KERNEL void spn_pool_max(float* __restrict__ y, const float* __restrict__ x0
 	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7,
 	const int* __restrict__ off, int G, int d, int count)
 {
-	long long t = spn_index();
-	if (t >= (long long)count * G * d || count > 8) {
+	long long t = spn_index(), v;
+	int k;
+	if (!spn_group_item(t, count, (long long)G * d, &k, &v)) {
 		return;
 	}
-	int k = (int)(t / ((long long)G * d));
-	long long v = t % ((long long)G * d);
 	int g = (int)(v / d), j = (int)(v % d);
 	int a = off[g], b = off[g + 1];
 	if (b <= a) {
@@ -113,12 +110,11 @@ SPN_KERNEL void spn_pool_max_backward(float* __restrict__ dx0, float* __restrict
 	const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ x2, const float* __restrict__ x3,
 	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7, const int* __restrict__ off, int G, int d, int count)
 {
-	long long t = spn_index();
-	if (t >= (long long)count * G * d || count > 8) {
+	long long t = spn_index(), v;
+	int k;
+	if (!spn_group_item(t, count, (long long)G * d, &k, &v)) {
 		return;
 	}
-	int k = (int)(t / ((long long)G * d));
-	long long v = t % ((long long)G * d);
 	int g = (int)(v / d), j = (int)(v % d);
 	int a = off[g], b = off[g + 1];
 	if (b <= a) {

@@ -81,6 +81,20 @@ SPN_DEVICE float* spn_pick_out(int k, float* p0, float* p1, float* p2, float* p3
 	return k == 0 ? p0 : k == 1 ? p1 : k == 2 ? p2 : k == 3 ? p3 : k == 4 ? p4 : k == 5 ? p5 : k == 6 ? p6 : p7;
 }
 
+// spn_group_item splits thread i of a launch over count ≤ 8 items (the
+// arrays of a group: tensors, readouts, relations) of len values each
+// into the item *k and the value *v within it. It returns 0, and the
+// thread has nothing to do, past the last value or for count > 8.
+SPN_DEVICE int spn_group_item(long long i, int count, long long len, int* k, long long* v)
+{
+	if (count > 8 || i >= (long long)count * len) {
+		return 0;
+	}
+	*k = (int)(i / len);
+	*v = i % len;
+	return 1;
+}
+
 // spn_rows_sum returns Σ_{a ≤ r < b} x[r, j] of x (·×d), added in float
 // in order from 0: a graph column's sum (kernels.RowSum's order), and one
 // chunk's part of a column sum (the bias gradients' order, models/kernels'

@@ -47,13 +47,11 @@ SPN_KERNEL void spn_rel_gather_t(float* __restrict__ g0, float* __restrict__ g1,
 	float* __restrict__ g4, float* __restrict__ g5, float* __restrict__ g6, float* __restrict__ g7,
 	const float* __restrict__ dy, const int* __restrict__ ptr, const int* __restrict__ idx, int r0, int count, int n, int d)
 {
-	long long i = spn_index();
-	long long len = (long long)n * d;
-	if (count > 8 || i >= count * len) {
+	long long t;
+	int k;
+	if (!spn_group_item(spn_index(), count, (long long)n * d, &k, &t)) {
 		return;
 	}
-	int k = (int)(i / len);
-	long long t = i % len;
 	int u = (int)(t / d), j = (int)(t % d);
 	const int* p = ptr + (long long)(r0 + k) * (n + 1);
 	float v = 0.0f * dy[t];
