@@ -168,7 +168,10 @@ func (c *Cache) tryLockStage(key string, opt StageLockOptions) (*StageLock, *Loc
 	if !errors.Is(err, os.ErrExist) {
 		return nil, nil, fmt.Errorf("creating stage lock %s: %w", path, err)
 	}
-	held, stale := c.inspect(path, opt.StaleAfter)
+	held, stale, exists := c.inspect(path, opt.StaleAfter)
+	if !exists {
+		return nil, nil, nil // freed meanwhile: try again
+	}
 	if !stale {
 		return nil, &held, nil
 	}
@@ -178,13 +181,13 @@ func (c *Cache) tryLockStage(key string, opt StageLockOptions) (*StageLock, *Loc
 	return nil, nil, nil // try again at once on the next round
 }
 
-// inspect reads a lock file and tells whether it is stale. A lock that
-// vanished meanwhile counts as stale (free).
-func (c *Cache) inspect(path string, staleAfter time.Duration) (LockInfo, bool) {
-	var info LockInfo
+// inspect reads a lock file and tells whether it is stale, and whether
+// it exists: a lock that vanished meanwhile is free, and not to be
+// broken (a writer may take it at any moment).
+func (c *Cache) inspect(path string, staleAfter time.Duration) (info LockInfo, stale, exists bool) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return info, errors.Is(err, os.ErrNotExist)
+		return info, errors.Is(err, os.ErrNotExist), false
 	}
 	if b, err := os.ReadFile(path); err == nil {
 		// A lock being written may be empty for a moment: then only its
@@ -192,12 +195,12 @@ func (c *Cache) inspect(path string, staleAfter time.Duration) (LockInfo, bool) 
 		_ = json.Unmarshal(b, &info)
 	}
 	if time.Since(st.ModTime()) > staleAfter {
-		return info, true
+		return info, true, true
 	}
 	if info.Host != "" && info.Host == hostname() && info.PID > 0 && !pidAlive(info.PID) {
-		return info, true
+		return info, true, true
 	}
-	return info, false
+	return info, false, true
 }
 
 // breakStale removes the stale lock at path, once, under the break file.
@@ -218,9 +221,11 @@ func (c *Cache) breakStale(path string, seen LockInfo, staleAfter time.Duration)
 	f.Close()
 	defer os.Remove(brk)
 	// Under the break file, look again: the lock must still be the stale
-	// one we saw (another breaker may have freed it and a writer taken it).
-	now, stale := c.inspect(path, staleAfter)
-	if !stale || now.Token != seen.Token {
+	// one we saw (another breaker may have freed it and a writer taken
+	// it), and still be there: removing a lock that vanished would
+	// remove the one a writer takes in between.
+	now, stale, exists := c.inspect(path, staleAfter)
+	if !exists || !stale || now.Token != seen.Token {
 		return nil
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -280,8 +285,8 @@ func (c *Cache) StageLocked(key string, staleAfter time.Duration) (LockInfo, boo
 	if _, err := os.Stat(path); err != nil {
 		return LockInfo{}, false
 	}
-	info, stale := c.inspect(path, staleAfter)
-	return info, !stale
+	info, stale, exists := c.inspect(path, staleAfter)
+	return info, exists && !stale
 }
 
 func hostname() string {
