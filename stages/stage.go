@@ -8,6 +8,7 @@ package stages
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -118,6 +119,21 @@ type GPUUser interface {
 	// false when it needs none.
 	StageGPU(params json.RawMessage) (ordinals []int, ok bool)
 }
+
+// ErrDeviceMemory matches (errors.Is) the failure of a GPUUser's stage
+// that ran out of its GPU's memory (DeviceMemory): the executor, which
+// may have had other stages share that GPU, runs it again alone on a
+// GPU before it counts it as failed.
+var ErrDeviceMemory = errors.New("out of GPU memory")
+
+// DeviceMemory marks err, a stage's failure for want of GPU memory, as
+// ErrDeviceMemory, keeping its message and chain.
+func DeviceMemory(err error) error { return deviceMemory{err} }
+
+type deviceMemory struct{ error }
+
+func (e deviceMemory) Unwrap() error        { return e.error }
+func (e deviceMemory) Is(target error) bool { return target == ErrDeviceMemory }
 
 // Input is a finished dependency of a job.
 type Input struct {

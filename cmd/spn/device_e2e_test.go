@@ -236,6 +236,34 @@ func TestRunStagesPerGPU(t *testing.T) {
 	}
 }
 
+// TestRunStagesPerGPUOutOfMemory runs the four train stages of
+// testdata/device_gpus.cue two at a time on an emulated GPU of 7 MiB,
+// where one fits and two do not: the stages that run out of memory beside
+// another run again alone (the log says so), the run succeeds, and its
+// tables are the bytes of the run one stage at a time.
+func TestRunStagesPerGPUOutOfMemory(t *testing.T) {
+	o := emulatedOpener(t)
+	o.SetMemory(t, 7<<20)
+	t.Cleanup(func() { o.SetMemory(t, 0) })
+	dir := t.TempDir()
+	r := spnOn(o, realEngine(), filepath.Join(dir, "cache"), "run", "testdata/device_gpus.cue", "--device", "cuda", "--out", filepath.Join(dir, "out"),
+		"--log-level", "warn", "--jobs", "3", "--threads", "1", "--stages-per-gpu", "2")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// Two stages that overlap run out of memory; on a loaded machine the
+	// four may happen not to overlap (the executor's test of the rule,
+	// exec.TestOutOfGPUMemoryRunsAlone, does not depend on timing).
+	t.Logf("%d stages ran again alone", strings.Count(r.stderr, "stage ran out of GPU memory beside other stages; running it again alone on a GPU"))
+	alone, _ := runGPUs(t, o, "--jobs", "3")
+	if shared := readTables(t, filepath.Join(dir, "out")); !reflect.DeepEqual(shared, alone) {
+		t.Errorf("the tables differ from one stage at a time:\n%s\n%s", shared["/main.csv"], alone["/main.csv"])
+	}
+	if live := o.Live(t, 0); live != 0 {
+		t.Errorf("%d allocations left on the device", live)
+	}
+}
+
 // TestGPUsErrors: --gpus names GPUs of this machine, distinct, and
 // --stages-per-gpu a positive count, for a local run on a GPU device;
 // anything else is exit 2 before any stage runs, with the message of

@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -164,6 +165,11 @@ type runner struct {
 	slots     map[int]*sched.Slot
 	lastHeld  int    // node last reported as waiting for memory (-1: none)
 	lastSplit string // the threads of the running stages last logged
+	// beside marks the running GPU stages that have had another stage
+	// on their GPU (Options.StagesPerGPU); alone the stages that ran out
+	// of GPU memory beside others and run again alone on a GPU.
+	beside map[int]bool
+	alone  map[int]bool
 }
 
 // Run executes the nodes of p whose Status is not plan.Cached (call
@@ -210,6 +216,7 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 	}
 	r.initReady(p)
 	r.slots, r.lastHeld = map[int]*sched.Slot{}, -1
+	r.beside, r.alone = map[int]bool{}, map[int]bool{}
 	if r.shared = opt.Cores > 0; r.shared {
 		r.sch = sched.New(opt.Cores, opt.Available)
 	} else {
@@ -241,10 +248,20 @@ func Run(ctx context.Context, p *plan.Plan, c *cache.Cache, reg *stages.Registry
 			ev = <-events
 		}
 		inFlight--
+		shared := r.beside[ev.n.Index]
 		for _, i := range r.sch.Finish(r.slots[ev.n.Index]) {
 			heap.Push(&r.ready, i) // parked for the GPU ev.n held
 		}
 		delete(r.slots, ev.n.Index)
+		delete(r.beside, ev.n.Index)
+		if ev.err != nil && ctx.Err() == nil && shared && errors.Is(ev.err, stages.ErrDeviceMemory) && !r.alone[ev.n.Index] {
+			// Out of GPU memory beside other stages: again, alone on a GPU.
+			r.alone[ev.n.Index] = true
+			r.state[ev.n.Index] = pending
+			heap.Push(&r.ready, ev.n.Index)
+			r.log.Warn("stage ran out of GPU memory beside other stages; running it again alone on a GPU", "stage", ev.n.Name, "error", ev.err)
+			continue
+		}
 		if opt.Progress != nil {
 			opt.Progress.StageEnd(ev.n, ev.d, ev.err)
 		}
@@ -459,6 +476,13 @@ func (r *runner) start(ctx context.Context, p *plan.Plan, events chan<- event) i
 	}
 	for _, sl := range slots {
 		n := p.Nodes[sl.ID]
+		if sl.GPU >= 0 {
+			for i, other := range r.slots {
+				if other.GPU == sl.GPU {
+					r.beside[i], r.beside[n.Index] = true, true
+				}
+			}
+		}
 		r.slots[n.Index] = sl
 		var now func() int
 		if r.shared && r.grows(n) {
@@ -485,7 +509,7 @@ func (r *runner) start(ctx context.Context, p *plan.Plan, events chan<- event) i
 
 // request is what n asks of the scheduler.
 func (r *runner) request(n *plan.Node) sched.Request {
-	q := sched.Request{ID: n.Index, Mem: r.memory(n), Grows: r.grows(n)}
+	q := sched.Request{ID: n.Index, Mem: r.memory(n), Grows: r.grows(n), Alone: r.alone[n.Index]}
 	if k, ok := r.reg.Get(n.Kind); ok {
 		if g, ok := k.(stages.GPUUser); ok {
 			q.GPUs, q.UsesGPU = g.StageGPU(n.JSON)

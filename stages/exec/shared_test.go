@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -407,6 +408,76 @@ func TestStagesPerGPU(t *testing.T) {
 	}
 	if g.most != 2 {
 		t.Errorf("at most %d stages on the GPU at once, want 2", g.most)
+	}
+}
+
+// TestOutOfGPUMemoryRunsAlone: with two stages per GPU, a train stage
+// that runs out of GPU memory while another shares its GPU
+// (stages.DeviceMemory) runs again alone on the GPU, no other stage
+// beside it, and then succeeds; the run ends OK. One that runs out of
+// memory having had the GPU to itself fails at once.
+func TestOutOfGPUMemoryRunsAlone(t *testing.T) {
+	mu := &sync.Mutex{}
+	started := map[string]int{}
+	g := &gauge{mu: mu}
+	attempts := map[string]int{}
+	var crowdedAlone []string // second attempts that saw another stage
+	train := &sharedKind{name: "train", mu: mu, start: started,
+		body: func(ctx context.Context, job *stages.Job) error {
+			g.enter()
+			defer g.leave()
+			mu.Lock()
+			attempts[job.Name]++
+			n := attempts[job.Name]
+			crowded := g.now > 1
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			crowded = crowded || g.now > 1
+			switch {
+			case n > 1 && crowded:
+				crowdedAlone = append(crowdedAlone, job.Name)
+			case crowded:
+				return stages.DeviceMemory(errors.New("cuda: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2)"))
+			}
+			return nil
+		}}
+	reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, gpuKind{train},
+		&sharedKind{name: "tab", mu: mu, start: started})
+	p := sharedPlan(4)
+	for _, nd := range p.Nodes {
+		if nd.Kind == "train" {
+			nd.JSON = []byte(`{"gpus":[0]}`)
+		}
+	}
+	res, err := exec.Run(context.Background(), p, openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
+	if err != nil || !res.OK() {
+		t.Fatalf("Run: %v %v", err, res.Messages)
+	}
+	retried := 0
+	for _, n := range attempts {
+		if n == 2 {
+			retried++
+		}
+	}
+	if retried == 0 || len(crowdedAlone) != 0 || g.most != 2 {
+		t.Errorf("attempts %v (%d run again), alone runs beside another %v, at most %d at once; want some run again, alone, 2 at once", attempts, retried, crowdedAlone, g.most)
+	}
+
+	// Alone from the start (one stage per GPU): no second chance.
+	clear(attempts)
+	train.body = func(context.Context, *stages.Job) error {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts["any"]++
+		return stages.DeviceMemory(errors.New("out of memory"))
+	}
+	p = sharedPlan(1)
+	p.Nodes[1].JSON = []byte(`{"gpus":[0]}`)
+	res, err = exec.Run(context.Background(), p, openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
+	if err != nil || len(res.Failed) != 1 || attempts["any"] != 1 || !errors.Is(res.Failed[0].Err, stages.ErrDeviceMemory) {
+		t.Errorf("a lone stage out of GPU memory: %v, %d failed, %d attempts; want it failed after one", err, len(res.Failed), attempts["any"])
 	}
 }
 

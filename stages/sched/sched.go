@@ -24,7 +24,10 @@
 // In both, a stage that needs a GPU (Request.UsesGPU) has one of its
 // GPUs (Request.GPUs) to itself: it starts on the first of them that no
 // running stage holds (Slot.GPU); with SetStagesPerGPU(k), a GPU takes k
-// stages at once. A stage whose GPUs are all busy waits
+// stages at once, and a stage that asks to be alone on its GPU
+// (Request.Alone: it ran out of the GPU's memory beside others) starts
+// only on a GPU no other stage holds; while it waits for one, no other
+// stage joins the GPUs it may use. A stage whose GPUs are all busy waits
 // without a thread and without holding back the stages after it, which
 // start as if it were not there; the scheduler keeps it (it is parked)
 // until a stage holding one of its GPUs finishes, and then hands the
@@ -56,6 +59,10 @@ type Request struct {
 	// order) to itself while it runs.
 	UsesGPU bool
 	GPUs    []int
+	// Alone, with UsesGPU, asks for a GPU no other stage holds, whatever
+	// SetStagesPerGPU allows (a stage that ran out of device memory
+	// beside others, run again).
+	Alone bool
 }
 
 // Slot is a running stage's share of the machine.
@@ -201,14 +208,32 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 }
 
 // freeGPU returns the first of r's GPUs that takes one more stage beside
-// the running ones and those admitted with r (claimed), or -1.
+// the running ones and those admitted with r (claimed), or -1: for an
+// Alone request a GPU that holds none, for another one a GPU that holds
+// fewer than its stages per GPU, none of them alone, and that no Alone
+// stage parked before r waits for.
 func (s *Scheduler) freeGPU(r Request, claimed map[int]int) int {
 	for _, g := range r.GPUs {
-		if len(s.gpus[g])+claimed[g] < s.perGPU {
+		held := len(s.gpus[g]) + claimed[g]
+		switch {
+		case r.Alone && held == 0:
+			return g
+		case !r.Alone && held < s.perGPU && !s.aloneOn(g) && !s.awaitedAlone(g, r.ID):
 			return g
 		}
 	}
 	return -1
+}
+
+// aloneOn reports whether a running stage holds GPU g alone.
+func (s *Scheduler) aloneOn(g int) bool {
+	return slices.ContainsFunc(s.gpus[g], func(sl *Slot) bool { return sl.req.Alone })
+}
+
+// awaitedAlone reports whether an Alone stage other than id is parked
+// for GPU g: the GPU then takes no other stage until it has run.
+func (s *Scheduler) awaitedAlone(g, id int) bool {
+	return slices.ContainsFunc(s.parked, func(q Request) bool { return q.Alone && q.ID != id && slices.Contains(q.GPUs, g) })
 }
 
 // room is the memory a new stage may take when the running stages are
@@ -227,7 +252,8 @@ func (s *Scheduler) room(reserved uint64) uint64 {
 
 // Finish releases a finished stage's threads, memory and GPU, and returns
 // the IDs of the stages it hands back to the caller to offer again: the
-// first stage parked that may use its GPU, if any.
+// first stages parked that may use its GPU, as many as it now takes (an
+// Alone one, once the GPU is empty, before any other).
 func (s *Scheduler) Finish(sl *Slot) (back []int) {
 	i := slices.Index(s.running, sl)
 	if i < 0 {
@@ -246,13 +272,26 @@ func (s *Scheduler) Finish(sl *Slot) (back []int) {
 	} else {
 		s.gpus[sl.GPU] = held
 	}
-	for i, q := range s.parked {
-		if slices.Contains(q.GPUs, sl.GPU) {
-			s.parked = slices.Delete(s.parked, i, i+1)
-			return []int{q.ID}
+	if i := slices.IndexFunc(s.parked, func(q Request) bool { return q.Alone && slices.Contains(q.GPUs, sl.GPU) }); i >= 0 {
+		if len(held) > 0 {
+			return nil // the GPU drains for the Alone stage
 		}
+		id := s.parked[i].ID
+		s.parked = slices.Delete(s.parked, i, i+1)
+		return []int{id}
 	}
-	return nil
+	// As many as the GPU now takes: one, or all its places after an
+	// Alone stage.
+	room := s.perGPU - len(held)
+	for i := 0; i < len(s.parked) && len(back) < room; {
+		if q := s.parked[i]; slices.Contains(q.GPUs, sl.GPU) {
+			back = append(back, q.ID)
+			s.parked = slices.Delete(s.parked, i, i+1)
+			continue
+		}
+		i++
+	}
+	return back
 }
 
 // park keeps r until one of its GPUs is free, in ID order.

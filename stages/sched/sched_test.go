@@ -602,6 +602,42 @@ func TestParkedOrder(t *testing.T) {
 	}
 }
 
+// TestAlone: with two stages per GPU, a stage asking to be alone (it ran
+// out of the GPU's memory beside another) waits until the GPU is empty;
+// meanwhile no other stage joins the GPU, and once it runs none joins
+// it. When it ends, the GPU takes both parked stages at once.
+func TestAlone(t *testing.T) {
+	on := func(id int, alone bool) Request { return Request{ID: id, UsesGPU: true, GPUs: []int{0}, Alone: alone} }
+	s := perGPU(Fixed(8, 1), 2)
+	busy, _, _ := s.Start(slices.Values([]Request{on(1, false), on(2, false)}))
+	if len(busy) != 2 {
+		t.Fatalf("%d started on a GPU of two places, want 2", len(busy))
+	}
+	if got, parked, _ := s.Start(slices.Values([]Request{on(0, true)})); len(got) != 0 || len(parked) != 1 {
+		t.Fatalf("alone on a busy GPU: started %d, parked %v; want it parked", len(got), parked)
+	}
+	if back := s.Finish(busy[0]); back != nil {
+		t.Fatalf("one place freed while an alone stage waits: handed back %v, want none (the GPU drains)", back)
+	}
+	if got, parked, _ := s.Start(slices.Values([]Request{on(3, false)})); len(got) != 0 || len(parked) != 1 {
+		t.Fatalf("a stage offered while the alone one waits: started %d, parked %v; want it parked", len(got), parked)
+	}
+	back := s.Finish(busy[1])
+	if !slices.Equal(back, []int{0}) {
+		t.Fatalf("the GPU empty: handed back %v, want the alone stage [0]", back)
+	}
+	alone, _, _ := s.Start(slices.Values([]Request{on(0, true)}))
+	if len(alone) != 1 || alone[0].GPU != 0 {
+		t.Fatalf("the alone stage on the empty GPU: started %v", alone)
+	}
+	if got, parked, _ := s.Start(slices.Values([]Request{on(4, false)})); len(got) != 0 || len(parked) != 1 {
+		t.Fatalf("a stage beside the alone one: started %d, parked %v; want it parked", len(got), parked)
+	}
+	if back := s.Finish(alone[0]); !slices.Equal(back, []int{3, 4}) || s.Parked() != 0 {
+		t.Fatalf("the alone stage ended: handed back %v (%d parked), want [3 4], both places", back, s.Parked())
+	}
+}
+
 func TestParseMemAvailable(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

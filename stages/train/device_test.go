@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
 )
@@ -80,6 +82,27 @@ func TestDeviceRun(t *testing.T) {
 				t.Errorf("PTX cache holds %v (%v), want one file", ptx, err)
 			}
 		})
+	}
+}
+
+// TestDeviceOutOfMemory: a stage that runs out of the GPU's memory fails
+// with an error that is stages.ErrDeviceMemory (the executor runs such a
+// stage again alone when it shared its GPU) and cuda's out-of-memory
+// error, names what to change, and writes no result.
+func TestDeviceOutOfMemory(t *testing.T) {
+	in := inputs(t)
+	lib := cudatest.Emulator(t)
+	lib.SetMemory(t, 64<<10)
+	t.Cleanup(func() { lib.SetMemory(t, 0) })
+	gpu := &GPU{Opener: lib, Ordinals: []int{0}, PTXDir: filepath.Join(t.TempDir(), "ptx")}
+	p := stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy", Seed: 1, Device: "cuda"}
+	j := job(t, p, in)
+	err := (Kind{GPU: gpu}).Run(context.Background(), j)
+	if !errors.Is(err, stages.ErrDeviceMemory) || !errors.Is(err, cuda.ErrOutOfMemory) || !strings.Contains(err.Error(), "training does not fit in cuda:0's memory") {
+		t.Fatalf("err = %v, want stages.ErrDeviceMemory and cuda.ErrOutOfMemory with the hint", err)
+	}
+	if _, err := os.Stat(filepath.Join(j.Dir, stages.FileResult)); !os.IsNotExist(err) {
+		t.Errorf("a result was written (%v)", err)
 	}
 }
 

@@ -204,7 +204,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 	}
 	switch {
 	case errors.Is(err, cuda.ErrOutOfMemory):
-		return fmt.Errorf("%w; %s", err, outOfMemoryHint(device, point))
+		return stages.DeviceMemory(fmt.Errorf("%w; %s", err, outOfMemoryHint(device, point)))
 	case errors.Is(err, cuda.ErrContextLost):
 		return fmt.Errorf("%w; %s", err, contextLostHint(device))
 	}
