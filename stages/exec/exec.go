@@ -77,7 +77,10 @@ type Options struct {
 	Available func() (free uint64, ok bool)
 	// StagesPerGPU is how many stages a GPU takes at once (stages of a
 	// stages.GPUUser; at least 1, the default): they share the GPU's
-	// primary context and its default stream, each with its own memory.
+	// primary context, each with its own stream and memory. A stage that
+	// fails for want of GPU memory (stages.ErrDeviceMemory) after
+	// another shared its GPU runs again alone on a GPU before it counts
+	// as failed.
 	StagesPerGPU int
 	// KeepGoing keeps starting independent stages after a failure.
 	KeepGoing bool
