@@ -394,15 +394,8 @@ func TestStagesPerGPU(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 			return nil
 		}}
-	reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, gpuKind{train},
-		&sharedKind{name: "tab", mu: mu, start: started})
-	p := sharedPlan(5)
-	for _, nd := range p.Nodes {
-		if nd.Kind == "train" {
-			nd.JSON = []byte(`{"gpus":[0]}`)
-		}
-	}
-	res, err := exec.Run(context.Background(), p, openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
+	reg := gpuRegistry(mu, started, train)
+	res, err := exec.Run(context.Background(), gpuPlan(5), openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
 	if err != nil || !res.OK() {
 		t.Fatalf("Run: %v %v", err, res.Messages)
 	}
@@ -443,15 +436,8 @@ func TestOutOfGPUMemoryRunsAlone(t *testing.T) {
 			}
 			return nil
 		}}
-	reg := stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, gpuKind{train},
-		&sharedKind{name: "tab", mu: mu, start: started})
-	p := sharedPlan(4)
-	for _, nd := range p.Nodes {
-		if nd.Kind == "train" {
-			nd.JSON = []byte(`{"gpus":[0]}`)
-		}
-	}
-	res, err := exec.Run(context.Background(), p, openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
+	reg := gpuRegistry(mu, started, train)
+	res, err := exec.Run(context.Background(), gpuPlan(4), openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
 	if err != nil || !res.OK() {
 		t.Fatalf("Run: %v %v", err, res.Messages)
 	}
@@ -473,12 +459,29 @@ func TestOutOfGPUMemoryRunsAlone(t *testing.T) {
 		attempts["any"]++
 		return stages.DeviceMemory(errors.New("out of memory"))
 	}
-	p = sharedPlan(1)
-	p.Nodes[1].JSON = []byte(`{"gpus":[0]}`)
-	res, err = exec.Run(context.Background(), p, openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
+	res, err = exec.Run(context.Background(), gpuPlan(1), openCache(t), reg, exec.Options{Cores: 8, StagesPerGPU: 2})
 	if err != nil || len(res.Failed) != 1 || attempts["any"] != 1 || !errors.Is(res.Failed[0].Err, stages.ErrDeviceMemory) {
 		t.Errorf("a lone stage out of GPU memory: %v, %d failed, %d attempts; want it failed after one", err, len(res.Failed), attempts["any"])
 	}
+}
+
+// gpuPlan is sharedPlan(n) with the trains on GPU 0 (gpuKind's
+// parameters).
+func gpuPlan(n int) *plan.Plan {
+	p := sharedPlan(n)
+	for _, nd := range p.Nodes {
+		if nd.Kind == "train" {
+			nd.JSON = []byte(`{"gpus":[0]}`)
+		}
+	}
+	return p
+}
+
+// gpuRegistry is gpuPlan's stage kinds: train on a GPU, gen and tab on
+// the CPU.
+func gpuRegistry(mu *sync.Mutex, started map[string]int, train *sharedKind) *stages.Registry {
+	return stages.NewRegistry(&sharedKind{name: "gen", mu: mu, start: started}, gpuKind{train},
+		&sharedKind{name: "tab", mu: mu, start: started})
 }
 
 // gauge counts the stage bodies running at once (between enter and
