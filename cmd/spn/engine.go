@@ -422,7 +422,7 @@ func (a *app) run(en *engine, args []string) error {
 	cached, toRun := p.Counts()
 	xo, how := exec.Options{Jobs: j, Threads: t}, fmt.Sprintf("jobs=%d, threads=%d", j, t)
 	if *jobs == 0 && *threads == 0 {
-		xo = sharedRun(runtime.NumCPU(), sched.MemInfoFile)
+		xo = sharedRun(runtime.NumCPU(), sched.MemInfoFile, trainModels(en.reg))
 		how = fmt.Sprintf("sharing %d cores", xo.Cores)
 	}
 	xo.KeepGoing = *keepGoing

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime/debug"
 
+	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
@@ -13,10 +14,11 @@ import (
 
 // sharedRun is how spn run executes with neither --jobs nor --threads: the
 // stages share the ncpu cores (exec.Options.Cores), and a train stage
-// starts only when its expected peak memory (train.PeakEstimator) fits in
-// what is free (MemAvailable of meminfo, and no more than GOMEMLIMIT).
-func sharedRun(ncpu int, meminfo string) exec.Options {
-	est := train.NewPeakEstimator()
+// starts only when its expected peak memory (train.PeakEstimator, for the
+// model kinds of mr) fits in what is free (MemAvailable of meminfo, and
+// no more than GOMEMLIMIT).
+func sharedRun(ncpu int, meminfo string, mr models.Registry) exec.Options {
+	est := train.NewPeakEstimator(mr)
 	return exec.Options{
 		Cores: max(ncpu, 1),
 		Memory: func(n *plan.Node, in []stages.Input) uint64 {

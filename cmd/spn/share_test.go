@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/stages/train"
 )
 
 // TestSharedRunSameTables: the default run (the stages share the cores)
@@ -90,7 +92,7 @@ func TestFreeMemory(t *testing.T) {
 			t.Errorf("%s: %d %v, want %d %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
-	o := sharedRun(0, "/nonexistent/meminfo")
+	o := sharedRun(0, "/nonexistent/meminfo", (train.Kind{}).Registry())
 	if o.Cores != 1 || o.Memory == nil || o.Available == nil {
 		t.Errorf("sharedRun(0): %+v", o)
 	}

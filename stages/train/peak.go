@@ -32,6 +32,7 @@ import (
 // An estimator remembers what it read of each dataset file, so the many
 // train stages of one dataset read it once; it is for one goroutine.
 type PeakEstimator struct {
+	models   models.Registry        // the kinds the train stages build (their ParamCount)
 	datasets map[string]datasetSize // by dataset path
 }
 
@@ -44,9 +45,10 @@ type datasetSize struct {
 	header *data.Dataset
 }
 
-// NewPeakEstimator returns an estimator with nothing read yet.
-func NewPeakEstimator() *PeakEstimator {
-	return &PeakEstimator{datasets: map[string]datasetSize{}}
+// NewPeakEstimator returns an estimator, with nothing read yet, for the
+// train stages of a train Kind whose Registry is mr.
+func NewPeakEstimator(mr models.Registry) *PeakEstimator {
+	return &PeakEstimator{models: mr, datasets: map[string]datasetSize{}}
 }
 
 const (
@@ -112,7 +114,7 @@ func (e *PeakEstimator) PeakBytes(params []byte, inputs []stages.Input) (uint64,
 	buffers := 2 * max(point.Model.Layers, 1) * (k + 2)
 	r := float64(buffers) * 4 * float64(d) * float64(nmax)
 	arena := 1.25*r + 1<<20
-	live := 2*float64(dsz.bytes) + 4*float64(hopsBytes) + arena + compiledGraphBytes + paramBytes*float64(paramCount(point, dsz.header))
+	live := 2*float64(dsz.bytes) + 4*float64(hopsBytes) + arena + compiledGraphBytes + paramBytes*float64(e.paramCount(point, dsz.header))
 	return uint64(peakOverLive * live), nil
 }
 
@@ -123,12 +125,12 @@ const paramBytes = 16
 // paramCount is the number of parameter values of point's model for the
 // dataset of header, 0 when that is not known (the stage itself reports
 // a configuration it cannot build).
-func paramCount(point schema.Point, header *data.Dataset) int64 {
+func (e *PeakEstimator) paramCount(point schema.Point, header *data.Dataset) int64 {
 	cfg, err := models.ConfigFor(point.Model, header)
 	if err != nil {
 		return 0
 	}
-	n, err := Kind{}.Registry().Size(cfg)
+	n, err := e.models.Size(cfg)
 	if err != nil {
 		return 0
 	}

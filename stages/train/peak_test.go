@@ -58,7 +58,7 @@ func TestGrowingThreadsSameBits(t *testing.T) {
 // with the batch and the width, and that a dataset is read once.
 func TestPeakEstimate(t *testing.T) {
 	in := inputs(t)
-	est := NewPeakEstimator()
+	est := NewPeakEstimator(Kind{}.Registry())
 	peak := func(batch, hidden int) uint64 {
 		t.Helper()
 		pt := point("spn", 3)
@@ -118,7 +118,7 @@ func TestPeakEstimate(t *testing.T) {
 	if got, err := est.PeakBytes(raw, in); err != nil || got != peak(8, 8) {
 		t.Errorf("estimate without the dataset file: %d, %v; want the remembered one", got, err)
 	}
-	if _, err := NewPeakEstimator().PeakBytes(raw, in[1:]); err == nil {
+	if _, err := NewPeakEstimator(Kind{}.Registry()).PeakBytes(raw, in[1:]); err == nil {
 		t.Error("no generate input: want an error")
 	}
 }
