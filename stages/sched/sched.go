@@ -158,7 +158,7 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 	var admitted []Request
 	var gpu []int // the GPU of each admitted stage
 	reserved := s.reserved
-	claimed := map[int]int{} // stages admitted here on each GPU
+	claimed := map[int]int{} // places taken on each GPU by the stages admitted here
 	for r := range ready {
 		g := -1
 		if r.UsesGPU {
@@ -179,7 +179,7 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 		gpu = append(gpu, g)
 		reserved += r.Mem
 		if r.UsesGPU {
-			claimed[g]++
+			claimed[g] += s.places(r)
 		}
 		if len(admitted) == free {
 			break
@@ -207,33 +207,42 @@ func (s *Scheduler) Start(ready iter.Seq[Request]) (started []*Slot, parked []Re
 	return started, parked, held
 }
 
-// freeGPU returns the first of r's GPUs that takes one more stage beside
-// the running ones and those admitted with r (claimed), or -1: for an
-// Alone request a GPU that holds none, for another one a GPU that holds
-// fewer than its stages per GPU, none of them alone, and that no Alone
-// stage parked before r waits for.
+// A GPU has SetStagesPerGPU places; a stage takes one, an Alone stage
+// all of them.
+func (s *Scheduler) places(r Request) int {
+	if r.Alone {
+		return s.perGPU
+	}
+	return 1
+}
+
+// taken returns the places of GPU g its running stages take.
+func (s *Scheduler) taken(g int) int {
+	n := 0
+	for _, sl := range s.gpus[g] {
+		n += s.places(sl.req)
+	}
+	return n
+}
+
+// freeGPU returns the first of r's GPUs with room for r beside the
+// running stages and those admitted with r (claimed places), or -1; a
+// GPU that an Alone stage parked before r waits for takes no other
+// stage.
 func (s *Scheduler) freeGPU(r Request, claimed map[int]int) int {
 	for _, g := range r.GPUs {
-		held := len(s.gpus[g]) + claimed[g]
-		switch {
-		case r.Alone && held == 0:
-			return g
-		case !r.Alone && held < s.perGPU && !s.aloneOn(g) && !s.awaitedAlone(g, r.ID):
+		if s.taken(g)+claimed[g]+s.places(r) <= s.perGPU && (r.Alone || s.aloneParked(g, r.ID) < 0) {
 			return g
 		}
 	}
 	return -1
 }
 
-// aloneOn reports whether a running stage holds GPU g alone.
-func (s *Scheduler) aloneOn(g int) bool {
-	return slices.ContainsFunc(s.gpus[g], func(sl *Slot) bool { return sl.req.Alone })
-}
-
-// awaitedAlone reports whether an Alone stage other than id is parked
-// for GPU g: the GPU then takes no other stage until it has run.
-func (s *Scheduler) awaitedAlone(g, id int) bool {
-	return slices.ContainsFunc(s.parked, func(q Request) bool { return q.Alone && q.ID != id && slices.Contains(q.GPUs, g) })
+// aloneParked returns the index of the first Alone stage other than
+// stage except parked for GPU g, or -1: the GPU then takes no other stage
+// until it has run.
+func (s *Scheduler) aloneParked(g, except int) int {
+	return slices.IndexFunc(s.parked, func(q Request) bool { return q.Alone && q.ID != except && slices.Contains(q.GPUs, g) })
 }
 
 // room is the memory a new stage may take when the running stages are
@@ -272,26 +281,31 @@ func (s *Scheduler) Finish(sl *Slot) (back []int) {
 	} else {
 		s.gpus[sl.GPU] = held
 	}
-	if i := slices.IndexFunc(s.parked, func(q Request) bool { return q.Alone && slices.Contains(q.GPUs, sl.GPU) }); i >= 0 {
-		if len(held) > 0 {
-			return nil // the GPU drains for the Alone stage
+	// The first parked stages that may use the GPU, as many as its free
+	// places take; an Alone stage parked for it comes back first, once the
+	// GPU is empty (until then it drains).
+	room := s.perGPU - s.taken(sl.GPU)
+	if i := s.aloneParked(sl.GPU, -1); i >= 0 {
+		if room < s.perGPU {
+			return nil
 		}
-		id := s.parked[i].ID
-		s.parked = slices.Delete(s.parked, i, i+1)
-		return []int{id}
+		return []int{s.unpark(i)}
 	}
-	// As many as the GPU now takes: one, or all its places after an
-	// Alone stage.
-	room := s.perGPU - len(held)
 	for i := 0; i < len(s.parked) && len(back) < room; {
-		if q := s.parked[i]; slices.Contains(q.GPUs, sl.GPU) {
-			back = append(back, q.ID)
-			s.parked = slices.Delete(s.parked, i, i+1)
+		if slices.Contains(s.parked[i].GPUs, sl.GPU) {
+			back = append(back, s.unpark(i))
 			continue
 		}
 		i++
 	}
 	return back
+}
+
+// unpark removes the i-th parked stage and returns its ID.
+func (s *Scheduler) unpark(i int) int {
+	id := s.parked[i].ID
+	s.parked = slices.Delete(s.parked, i, i+1)
+	return id
 }
 
 // park keeps r until one of its GPUs is free, in ID order.

@@ -636,6 +636,12 @@ func TestAlone(t *testing.T) {
 	if back := s.Finish(alone[0]); !slices.Equal(back, []int{3, 4}) || s.Parked() != 0 {
 		t.Fatalf("the alone stage ended: handed back %v (%d parked), want [3 4], both places", back, s.Parked())
 	}
+
+	// Offered together on an empty GPU, the alone stage takes it whole.
+	s = perGPU(Fixed(8, 1), 2)
+	if got, parked, _ := s.Start(slices.Values([]Request{on(0, true), on(1, false)})); len(got) != 1 || got[0].ID != 0 || len(parked) != 1 {
+		t.Fatalf("alone and another offered together: started %v, parked %v; want the alone one started, the other parked", got, parked)
+	}
 }
 
 func TestParseMemAvailable(t *testing.T) {
