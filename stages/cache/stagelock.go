@@ -281,11 +281,7 @@ func (c *Cache) StageLocked(key string, staleAfter time.Duration) (LockInfo, boo
 	if staleAfter <= 0 {
 		staleAfter = DefaultStaleAfter
 	}
-	path := c.StageLockPath(key)
-	if _, err := os.Stat(path); err != nil {
-		return LockInfo{}, false
-	}
-	info, stale, exists := c.inspect(path, staleAfter)
+	info, stale, exists := c.inspect(c.StageLockPath(key), staleAfter)
 	return info, exists && !stale
 }
 
