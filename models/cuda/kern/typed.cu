@@ -7,16 +7,25 @@
 // (kern.PackHops): ptr holds R·(n+1) offsets into idx, row u of relation
 // r at idx[ptr[r·(n+1)+u] .. ptr[r·(n+1)+u+1]).
 
+// spn_rel_term is relation r's term of value (u, j) = t of x (n×d):
+// 0·x[u,j] + 1·Σ_{v' ∈ r(u)} x[v',j], models/kernels' HopAggregate of one
+// set with coefficient 1 and scale 0, whose operations it repeats for the
+// CPU's bits; p is relation r's row offsets.
+SPN_DEVICE float spn_rel_term(const float* __restrict__ x, const int* __restrict__ idx, const int* __restrict__ p,
+	long long t, int u, int d, int j)
+{
+	float v = 0.0f * x[t];
+	return v + 1.0f * spn_gather(x, idx, p[u], p[u + 1], d, j);
+}
+
 // spn_rel_sum adds to y, for the relations r0 .. r0+count−1 (count ≤ 8)
 // in order and the n×d rows of their inputs x_k (x0..x7),
 //
 //	v = 0·x_k[u,j] + 1·Σ_{v' ∈ (r0+k)(u)} x_k[v',j],  y = y + v
 //
-// (models/kernels' HopAggregate of one set with coefficient 1 and scale
-// 0, whose operations it repeats for the CPU's bits, added as
-// kernels.RelAggregate adds the relations). RelAgg's forward fills y
-// with zeros and adds the relations eight a launch. One thread per
-// value (u, j), no atomics.
+// (spn_rel_term, added as kernels.RelAggregate adds the relations).
+// RelAgg's forward fills y with zeros and adds the relations eight a
+// launch. One thread per value (u, j), no atomics.
 SPN_KERNEL void spn_rel_sum(float* __restrict__ y,
 	const float* __restrict__ x0, const float* __restrict__ x1, const float* __restrict__ x2, const float* __restrict__ x3,
 	const float* __restrict__ x4, const float* __restrict__ x5, const float* __restrict__ x6, const float* __restrict__ x7,
@@ -30,17 +39,14 @@ SPN_KERNEL void spn_rel_sum(float* __restrict__ y,
 	float acc = y[t];
 	for (int k = 0; k < count; k++) {
 		const float* x = spn_pick(k, x0, x1, x2, x3, x4, x5, x6, x7);
-		const int* p = ptr + (long long)(r0 + k) * (n + 1);
-		float v = 0.0f * x[t];
-		v = v + 1.0f * spn_gather(x, idx, p[u], p[u + 1], d, j);
-		acc = acc + v;
+		acc = acc + spn_rel_term(x, idx, ptr + (long long)(r0 + k) * (n + 1), t, u, d, j);
 	}
 	y[t] = acc;
 }
 
 // spn_rel_gather_t sets, for the relations r0 .. r0+count−1 (count ≤ 8)
-// given transposed (ptr, idx), dX_k = A_{r0+k}ᵀ·dy: g_k[u,j] =
-// 0·dy[u,j] + 1·Σ_{v' ∈ (r0+k)ᵀ(u)} dy[v',j], RelAgg's backward
+// given transposed (ptr, idx), dX_k = A_{r0+k}ᵀ·dy: g_k[u,j] is relation
+// (r0+k)ᵀ's spn_rel_term of dy, RelAgg's backward
 // (kernels.RelAggregateGrad's bits), eight relations a launch. One
 // thread per value (k, u, j), no atomics.
 SPN_KERNEL void spn_rel_gather_t(float* __restrict__ g0, float* __restrict__ g1, float* __restrict__ g2, float* __restrict__ g3,
@@ -53,10 +59,7 @@ SPN_KERNEL void spn_rel_gather_t(float* __restrict__ g0, float* __restrict__ g1,
 		return;
 	}
 	int u = (int)(t / d), j = (int)(t % d);
-	const int* p = ptr + (long long)(r0 + k) * (n + 1);
-	float v = 0.0f * dy[t];
-	v = v + 1.0f * spn_gather(dy, idx, p[u], p[u + 1], d, j);
-	spn_pick_out(k, g0, g1, g2, g3, g4, g5, g6, g7)[t] = v;
+	spn_pick_out(k, g0, g1, g2, g3, g4, g5, g6, g7)[t] = spn_rel_term(dy, idx, ptr + (long long)(r0 + k) * (n + 1), t, u, d, j);
 }
 
 // spn_combine_terms adds the self and first-hop terms of Combine's form
