@@ -283,6 +283,11 @@ static int lost(void)
 	return d >= 0 && spoiled[d] ? ILLEGAL_ADDRESS : SUCCESS;
 }
 
+/* USABLE, after GUARD, returns CUDA_ERROR_INVALID_CONTEXT where no
+ * context is current and CUDA_ERROR_ILLEGAL_ADDRESS where a kernel spoiled
+ * it (lost). */
+#define USABLE do { if (!active()) return INVALID_CONTEXT; if (lost()) return ILLEGAL_ADDRESS; } while (0)
+
 /* stream_ok reports whether s is the legacy stream (NULL) or a live
  * stream of the current context. */
 static int stream_ok(void* s)
@@ -296,8 +301,7 @@ static int stream_ok(void* s)
 int cuStreamCreate(void** s, unsigned flags)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!s || flags != 0) return INVALID_VALUE;
 	stream* st = calloc(1, sizeof *st);
 	if (!st) return 2;
@@ -326,8 +330,7 @@ int cuStreamDestroy_v2(void* s)
 int cuStreamSynchronize(void* s)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!stream_ok(s)) return INVALID_HANDLE;
 	return retire(s, seq);
 }
@@ -335,8 +338,7 @@ int cuStreamSynchronize(void* s)
 int cuCtxSynchronize(void)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	return synchronize();
 }
 
@@ -351,8 +353,7 @@ static alloc* find(uintptr_t p, size_t n)
 int cuMemAlloc_v2(unsigned long long* p, size_t n)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (n == 0) return INVALID_VALUE;
 	size_t used = 0;
 	for (alloc* b = allocs; b; b = b->next) used += b->size;
@@ -398,8 +399,7 @@ int cuMemFree_v2(unsigned long long p)
 int cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t n)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!find((uintptr_t)dst, n) || !src) return INVALID_VALUE;
 	int r = synchronize(); /* from pageable memory: after the work before it */
 	if (r != SUCCESS) return r;
@@ -410,8 +410,7 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t n)
 int cuMemcpyDtoH_v2(void* dst, unsigned long long src, size_t n)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!find((uintptr_t)src, n) || !dst) return INVALID_VALUE;
 	int r = synchronize();
 	if (r != SUCCESS) return r;
@@ -430,8 +429,7 @@ static alloc* find_host(uintptr_t p, size_t n)
 int cuMemAllocHost_v2(void** p, size_t n)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!p || n == 0) return INVALID_VALUE;
 	alloc* a = malloc(sizeof *a);
 	void* m = malloc(n);
@@ -484,8 +482,7 @@ static int enqueue(int to_host, unsigned char* h, size_t n, const void* src, voi
 int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t n, void* stream)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!stream_ok(stream)) return INVALID_HANDLE;
 	if (!find((uintptr_t)dst, n) || !src || !find_host((uintptr_t)src, n)) return INVALID_VALUE;
 	int r = enqueue(0, (unsigned char*)src, n, NULL, stream);
@@ -497,8 +494,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t n, void
 int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t n, void* stream)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!stream_ok(stream)) return INVALID_HANDLE;
 	if (!find((uintptr_t)src, n) || !dst || !find_host((uintptr_t)dst, n)) return INVALID_VALUE;
 	return enqueue(1, dst, n, (const void*)(uintptr_t)src, stream);
@@ -507,8 +503,7 @@ int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t n, void* stre
 int cuModuleLoadData(void** m, const void* image)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!image || !*(const char*)image) return INVALID_PTX;
 	module* mod = malloc(sizeof *mod);
 	mod->text = strdup(image);
@@ -566,8 +561,7 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 	GUARD;
 	if (!stream) legacy++;
 	if (noexec) return SUCCESS;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (fault_in > 0 && --fault_in == 0) {
 		spoiled[context_device(current)] = 1; /* the kernel faults: its launch succeeded */
 		return SUCCESS;
@@ -708,8 +702,7 @@ int cuEventCreate(void** ev, unsigned flags)
 int cuEventRecord(void* ev, void* stream)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!ev || !stream_ok(stream)) return INVALID_HANDLE;
 	if (!stream) legacy++;
 	struct timespec ts;
@@ -725,8 +718,7 @@ int cuEventRecord(void* ev, void* stream)
 int cuEventSynchronize(void* ev)
 {
 	GUARD;
-	if (!active()) return INVALID_CONTEXT;
-	if (lost()) return ILLEGAL_ADDRESS;
+	USABLE;
 	if (!ev) return INVALID_HANDLE;
 	event* e = ev;
 	return retire(e->stream, e->pos); /* never recorded: position 0, nothing to wait for */
