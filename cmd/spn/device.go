@@ -104,7 +104,7 @@ func (a *app) autoDevice(mr models.Registry, ms []schema.Model) string {
 	if err != nil {
 		return schema.DeviceCPU
 	}
-	if d, err := rt.Device(0); err != nil || d.Usable() != nil {
+	if _, err := rt.UsableDevice(0); err != nil {
 		return schema.DeviceCPU
 	}
 	if checkDeviceModels(mr, ms, gpu) != nil {
@@ -134,10 +134,7 @@ func (a *app) findGPU(cmd, device string, ordinal int) (cuda.Device, error) {
 	if err != nil {
 		return cuda.Device{}, usageErrf(cmd, "device %s: %w", device, err)
 	}
-	dev, err := rt.Device(ordinal)
-	if err == nil {
-		err = dev.Usable()
-	}
+	dev, err := rt.UsableDevice(ordinal)
 	if err != nil {
 		return cuda.Device{}, usageErrf(cmd, "device %s: %w", device, err)
 	}
@@ -214,10 +211,7 @@ func (a *app) spreadGPUs(cmd, device, list string, reg *stages.Registry) (*stage
 	}
 	devs := make([]cuda.Device, len(ordinals))
 	for i, o := range ordinals {
-		if devs[i], err = rt.Device(o); err == nil {
-			err = devs[i].Usable()
-		}
-		if err != nil {
+		if devs[i], err = rt.UsableDevice(o); err != nil {
 			return nil, bad("%w", err)
 		}
 	}

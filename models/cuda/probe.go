@@ -257,6 +257,16 @@ func (d Device) Usable() error {
 	return nil
 }
 
+// UsableDevice describes the device with the given ordinal, as Device,
+// and fails as Device.Usable for one that no process may use.
+func (r *Runtime) UsableDevice(ordinal int) (Device, error) {
+	d, err := r.Device(ordinal)
+	if err == nil {
+		err = d.Usable()
+	}
+	return d, err
+}
+
 // modeHint says what the device's compute mode means for a process that
 // cannot open a context on it ("" for the default mode).
 func (d Device) modeHint() string {
