@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# scripts/nvidia-libs.sh DIR: NVIDIA's NVRTC and driver library, for the
-# tests that use them without a GPU (SPN_NVIDIA_LIBS).
+# scripts/nvidia-libs.sh DIR: NVIDIA's NVRTC, cuBLAS and driver library,
+# for the tests that use them without a GPU (SPN_NVIDIA_LIBS).
 #
-# Downloads Debian bookworm's non-free packages libnvrtc11.2 (NVRTC 11.8),
-# libnvrtc-builtins11.8, libcuda1 (the driver API, libcuda.so.1) and
-# libnvidia-ptxjitcompiler1 with apt-get download and unpacks them under
-# DIR with dpkg -x: nothing is installed, and the system's loader still
-# finds no libcuda.so.1. When apt has no candidate for them, it adds
-# /etc/apt/sources.list.d/spn-nvidia-non-free.sources (bookworm and
-# bookworm-security, component non-free, the URIs and key of the
-# system's Debian sources) and runs apt-get update; that needs root.
+# Downloads Debian trixie's non-free packages of CUDA 12.4 — libnvrtc12
+# and libnvrtc-builtins12.4 (NVRTC 12.4, libnvrtc.so.12), libcublas12 and
+# libcublaslt12 (cuBLAS 12.4, libcublas.so.12), libcuda1 and
+# libnvidia-ptxjitcompiler1 (driver 550, the driver API libcuda.so.1) —
+# and unpacks them under DIR with dpkg -x. These are libraries spn itself
+# loads on a GPU machine (libnvrtc.so.12 and libcublas.so.12 are its
+# second choices after CUDA 13's), NVIDIA's own builds repackaged, and
+# they need glibc 2.34, so bookworm runs them too.
+#
+# apt runs on a state of its own under DIR/apt (trixie's non-free
+# component, signed by the system's Debian archive keyring): nothing is
+# installed, the system's sources are not touched, root is not needed,
+# and the system's loader still finds no libcuda.so.1. The mirror is the
+# URI of the system's Debian sources, or SPN_DEBIAN_MIRROR when set.
 # Running it again over a DIR that holds the libraries downloads nothing.
 #
 # It prints the directories of the libraries, colon-separated, on stdout:
@@ -25,17 +31,21 @@ fi
 mkdir -p "$1"
 dir=$(cd "$1" && pwd)
 root="$dir/root"
-pkgs=(libnvrtc11.2 libnvrtc-builtins11.8 libcuda1 libnvidia-ptxjitcompiler1)
-sources=/etc/apt/sources.list.d/spn-nvidia-non-free.sources
+suite=trixie
+pkgs=(libnvrtc12 libnvrtc-builtins12.4 libcublas12 libcublaslt12 libcuda1 libnvidia-ptxjitcompiler1)
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
-# libdirs prints the directories of libnvrtc.so.11.2 and libcuda.so.1
-# under $root, colon-separated, or fails when one is missing.
+# libdirs prints the directories of libnvrtc.so.12 (with its builtins),
+# libcublas.so.12 and libcuda.so.1 under $root, colon-separated and
+# without repeats, or fails when one is missing.
 libdirs() {
-  local nvrtc cuda
-  nvrtc=$(find "$root" -name libnvrtc.so.11.2 -print -quit 2>/dev/null)
+  local nvrtc cublas cuda
+  nvrtc=$(find "$root" -name libnvrtc.so.12 -print -quit 2>/dev/null)
+  cublas=$(find "$root" -name libcublas.so.12 -print -quit 2>/dev/null)
   cuda=$(find "$root" -name libcuda.so.1 -print -quit 2>/dev/null)
-  [ -n "$nvrtc" ] && [ -n "$cuda" ] && [ -n "$(find "$(dirname "$nvrtc")" -name 'libnvrtc-builtins.so.*' -print -quit)" ] || return 1
-  echo "$(dirname "$nvrtc"):$(dirname "$cuda")"
+  [ -n "$nvrtc" ] && [ -n "$cublas" ] && [ -n "$cuda" ] || return 1
+  [ -n "$(find "$(dirname "$nvrtc")" -name 'libnvrtc-builtins.so.*' -print -quit)" ] || return 1
+  printf '%s\n' "$(dirname "$nvrtc")" "$(dirname "$cublas")" "$(dirname "$cuda")" | awk '!seen[$0]++' | paste -sd:
 }
 
 if libdirs >/dev/null; then
@@ -43,94 +53,62 @@ if libdirs >/dev/null; then
   exit 0
 fi
 
-# has_candidate: apt can download libnvrtc11.2.
-has_candidate() {
-  local policy
-  policy=$(apt-cache policy libnvrtc11.2 2>/dev/null || true)
-  [[ $policy =~ Candidate:\ [0-9] ]]
+# mirror prints the Debian mirror: SPN_DEBIAN_MIRROR, else the first URI
+# of a Debian (not security) source of the system, else deb.debian.org.
+mirror() {
+  if [ -n "${SPN_DEBIAN_MIRROR:-}" ]; then
+    echo "$SPN_DEBIAN_MIRROR"
+    return
+  fi
+  local uri=""
+  if [ -r /etc/apt/sources.list.d/debian.sources ]; then
+    uri=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' /etc/apt/sources.list.d/debian.sources)
+  fi
+  if [ -z "$uri" ] && [ -r /etc/apt/sources.list ]; then
+    uri=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($i !~ /security/) print $i; break } }' /etc/apt/sources.list | head -n 1)
+  fi
+  echo "${uri:-http://deb.debian.org/debian}"
 }
 
-# add_non_free writes $sources: one stanza per bookworm stanza of the
-# system's Debian sources (deb822), with component non-free.
-add_non_free() {
-  local system=/etc/apt/sources.list.d/debian.sources
-  if [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" != bookworm ]; then
-    echo "nvidia-libs: apt has no libnvrtc11.2 and this is not Debian bookworm; add its non-free component by hand" >&2
-    exit 1
-  fi
-  if [ "$(id -u)" != 0 ]; then
-    echo "nvidia-libs: apt has no libnvrtc11.2; adding Debian's non-free component ($sources) needs root" >&2
-    exit 1
-  fi
-  local stanzas=""
-  if [ -r "$system" ]; then
-    # URIs, Suites and Signed-By (a keyring file; an inline key is left
-    # out, apt's trusted keys then apply) of each binary (deb) stanza
-    # whose suites are bookworm's, with Components: non-free.
-    stanzas=$(awk '
-      function flush() {
-        if (uris != "" && types ~ /(^| )deb( |$)/ && suites ~ /(^| )bookworm/) {
-          printf "Types: deb\nURIs: %s\nSuites: %s\nComponents: non-free\n", uris, suites
-          if (key != "") printf "Signed-By: %s\n", key
-          printf "\n"
-        }
-        types = "deb"; uris = suites = key = ""
-      }
-      BEGIN { types = "deb" }
-      /^[ \t]*#/ { next }
-      /^[ \t]*$/ { flush(); next }
-      /^Types:/ { sub(/^Types:[ \t]*/, ""); types = $0 }
-      /^URIs:/ { sub(/^URIs:[ \t]*/, ""); uris = $0 }
-      /^Suites:/ { sub(/^Suites:[ \t]*/, ""); suites = $0 }
-      /^Signed-By:[ \t]*[^ \t]/ { sub(/^Signed-By:[ \t]*/, ""); key = $0 }
-      END { flush() }
-    ' "$system")
-  fi
-  if [ -z "$stanzas" ]; then
-    stanzas="Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: non-free
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb
-URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
-Components: non-free
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-"
-  fi
-  echo "nvidia-libs: adding Debian's non-free component: $sources" >&2
-  printf '%s\n' "$stanzas" > "$sources"
-}
-
-if ! has_candidate; then
-  if [ ! -e "$sources" ]; then
-    add_non_free
-  fi
-  apt-get update -qq >&2
-  if ! has_candidate; then
-    echo "nvidia-libs: apt still has no candidate for libnvrtc11.2 (see $sources)" >&2
-    exit 1
-  fi
+if [ ! -r "$keyring" ]; then
+  echo "nvidia-libs: no Debian archive keyring at $keyring (apt-get install debian-archive-keyring)" >&2
+  exit 1
 fi
-
-debs="$dir/debs"
-rm -rf "$debs" "$root"
-mkdir -p "$debs" "$root"
-echo "nvidia-libs: downloading ${pkgs[*]} into $debs" >&2
-# As root, apt-get download would warn that its sandbox user (_apt)
-# cannot write the folder; downloading as root is what is meant here.
-sandbox=()
+state="$dir/apt"
+rm -rf "$state"
+mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/prefs.d" "$state/debs"
+echo "deb [signed-by=$keyring] $(mirror) $suite non-free" > "$state/sources.list"
+apt=(
+  -o "Dir::Etc::SourceList=$state/sources.list"
+  -o "Dir::Etc::SourceParts=$state/prefs.d"
+  -o "Dir::Etc::Preferences=$state/preferences"
+  -o "Dir::Etc::PreferencesParts=$state/prefs.d"
+  -o "Dir::State::Lists=$state/lists"
+  -o "Dir::Cache=$state/cache"
+)
+# As root, apt would hand the download to its sandbox user (_apt), who
+# cannot write these folders; downloading as root is what is meant here.
 if [ "$(id -u)" = 0 ]; then
-  sandbox=(-o APT::Sandbox::User=root)
+  apt+=(-o APT::Sandbox::User=root)
 fi
-(cd "$debs" && apt-get download -qq "${sandbox[@]}" "${pkgs[@]}" >&2)
-for deb in "$debs"/*.deb; do
+echo "nvidia-libs: $(cat "$state/sources.list")" >&2
+if ! apt-get "${apt[@]}" update -qq >&2; then
+  echo "nvidia-libs: apt-get update of $suite's non-free component failed (see above)" >&2
+  exit 1
+fi
+echo "nvidia-libs: downloading ${pkgs[*]}" >&2
+if ! (cd "$state/debs" && apt-get "${apt[@]}" download -qq "${pkgs[@]}" >&2); then
+  echo "nvidia-libs: apt-get download failed (see above)" >&2
+  exit 1
+fi
+rm -rf "$root"
+mkdir -p "$root"
+for deb in "$state/debs"/*.deb; do
+  echo "nvidia-libs: $(basename "$deb")" >&2
   dpkg -x "$deb" "$root"
 done
-rm -rf "$debs"
+rm -rf "$state"
 if ! libdirs; then
-  echo "nvidia-libs: the packages unpacked under $root hold no libnvrtc.so.11.2, libnvrtc-builtins or libcuda.so.1" >&2
+  echo "nvidia-libs: the packages unpacked under $root hold no libnvrtc.so.12 with its builtins, libcublas.so.12 or libcuda.so.1" >&2
   exit 1
 fi

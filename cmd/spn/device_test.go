@@ -147,7 +147,7 @@ func TestDeviceErrors(t *testing.T) {
 }
 
 // TestDeviceNVIDIADriver runs the spn binary with NVIDIA's driver
-// library on LD_LIBRARY_PATH (cudatest.RealNVIDIA; Debian's driver 535)
+// library on LD_LIBRARY_PATH (cudatest.RealNVIDIA; Debian's driver 550)
 // on a machine without a GPU: `run` and `bench` on device cuda exit 2
 // before any stage runs, naming the device and CUDA_ERROR_NO_DEVICE, and
 // write nothing (no cache, no results folder); `plan --device auto`

@@ -27,3 +27,37 @@ func BindDriver(lib Library) ([]string, error) {
 
 // LastStaging returns the bytes of the staging buffer s filled last.
 func LastStaging(s *Staging) []byte { return s.bufs[s.last].Bytes() }
+
+// SupportedArchs returns the compute capabilities the compiler's NVRTC
+// targets (supportedArchs, which Runtime.Compiler passes to PickArch).
+func (c *Compiler) SupportedArchs() ([]int, error) { return supportedArchs(c.api, c.NVRTC.Name) }
+
+// OpenCuBLAS opens the cuBLAS that Probe would open for a driver of the
+// given CUDA version (openCuBLAS).
+func OpenCuBLAS(o Opener, driver Version) (Lib, Library, error) { return openCuBLAS(o, driver) }
+
+// BindBLAS binds in lib, a cuBLAS called name, every entry point a BLAS
+// handle uses (NewBLAS's bindings), and returns their names.
+func BindBLAS(lib Library, name string) ([]string, error) {
+	api := &blasAPI{}
+	var names []string
+	for _, b := range api.bindings() {
+		names = append(names, b.name)
+	}
+	return names, bindAll(lib, name, api.bindings())
+}
+
+// CreateBLAS calls lib's cublasCreate_v2 outside any Context, as NewBLAS
+// does inside one, destroys the handle when one was made, and returns
+// cublasCreate_v2's error as NewBLAS would (nil on success).
+func CreateBLAS(lib Library, name string) error {
+	api := &blasAPI{}
+	if err := bindAll(lib, name, api.bindings()); err != nil {
+		return err
+	}
+	var h uintptr
+	if err := check("cublasCreate_v2", api.create(&h)); err != nil {
+		return err
+	}
+	return check("cublasDestroy_v2", api.destroy(h))
+}

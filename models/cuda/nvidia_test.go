@@ -27,28 +27,42 @@ func (r *recorder) Bind(fptr any, name string) error {
 	return err
 }
 
-// driverChildEnv marks the child process of TestNVIDIADriverWithoutGPU.
-const driverChildEnv = "SPN_TEST_NVIDIA_DRIVER_CHILD"
+// childEnv marks the child process of a test that runs in one of its own
+// (inChild); its value is the test's name.
+const childEnv = "SPN_TEST_NVIDIA_CHILD"
+
+// inChild reports whether t runs in the child process of its own that a
+// test loading NVIDIA's libraries by path needs: once a process has
+// loaded libcuda.so.1 by path, the loader finds it by name, and
+// TestSystem expects none. In the parent it runs t alone in a child
+// process, fails t when the child does not pass, logs the child's
+// output and returns false.
+func inChild(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("the child process: %v\n%s", err, out)
+	}
+	t.Logf("the child process:\n%s", out)
+	return false
+}
 
 // TestNVIDIADriverWithoutGPU loads NVIDIA's driver API (libcuda.so.1 of
-// cudatest.NVIDIALibsEnv; Debian's driver 535, CUDA 12.2) on a machine
+// cudatest.NVIDIALibsEnv; Debian's driver 550, CUDA 12.4) on a machine
 // without a GPU: every driver entry point spn binds anywhere binds
 // (cuda.BindDriver: discovery's, a context's, profiling's, with
 // cuEventElapsedTime where the driver lacks cuEventElapsedTime_v2, as
-// 535 does), and Probe fails without a panic, naming
-// CUDA_ERROR_NO_DEVICE and wrapping cuda.ErrNoDevice. It runs in a child
-// process: once this process had loaded libcuda.so.1 by path, the loader
-// would find it by name, and TestSystem expects none.
+// 550 does), and Probe fails without a panic, naming
+// CUDA_ERROR_NO_DEVICE and wrapping cuda.ErrNoDevice. In a child
+// process (inChild).
 func TestNVIDIADriverWithoutGPU(t *testing.T) {
 	libs := cudatest.RealNVIDIA(t)
-	if os.Getenv(driverChildEnv) != "1" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestNVIDIADriverWithoutGPU$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), driverChildEnv+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestNVIDIADriverWithoutGPU") {
-			t.Fatalf("the child process: %v\n%s", err, out)
-		}
-		t.Logf("the child process:\n%s", out)
+	if !inChild(t) {
 		return
 	}
 	lib, err := libs.Open(cuda.DriverLib)
@@ -91,9 +105,56 @@ func TestNVIDIADriverWithoutGPU(t *testing.T) {
 	t.Log(err)
 }
 
+// TestNVIDIACuBLASWithoutGPU loads NVIDIA's cuBLAS (libcublas.so.12 of
+// cudatest.NVIDIALibsEnv; Debian's cuBLAS 12.4) on a machine without a
+// GPU, as Probe does after the driver: the cuBLAS a CUDA 12.4 driver gets
+// is libcublas.so.12, version 12.4 (cublasGetProperty), after
+// libcublas.so.13 was looked for; a CUDA 11.8 driver gets none, told why;
+// every entry point a BLAS handle uses binds; and cublasCreate_v2, with
+// the driver loaded and no GPU, fails with a cuBLAS status that spn
+// names, no panic. In a child process (inChild).
+func TestNVIDIACuBLASWithoutGPU(t *testing.T) {
+	libs := cudatest.RealNVIDIA(t)
+	if !inChild(t) {
+		return
+	}
+	got, lib, err := cuda.OpenCuBLAS(libs, cuda.Version{Major: 12, Minor: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (cuda.Lib{Name: cuda.CuBLAS12, Version: cuda.Version{Major: 12, Minor: 4}}); got != want {
+		t.Errorf("opened %+v, want %+v", got, want)
+	}
+	_, _, err = cuda.OpenCuBLAS(libs, cuda.Version{Major: 11, Minor: 8})
+	var le *cuda.LoadError
+	if !errors.As(err, &le) || !slices.Equal(le.Tried, []string{cuda.CuBLAS13, cuda.CuBLAS12}) || !strings.Contains(err.Error(), "; libcublas.so.12: cuBLAS 12.4 needs a CUDA 12 driver, this one is CUDA 11.8") {
+		t.Errorf("a CUDA 11.8 driver: error %v, want a *cuda.LoadError having tried %s and %s, saying cuBLAS 12.4 needs a CUDA 12 driver", err, cuda.CuBLAS13, cuda.CuBLAS12)
+	}
+	rec := &recorder{Library: lib}
+	names, err := cuda.BindBLAS(rec, got.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rec.bound, names) {
+		t.Errorf("bound %v, want %v", rec.bound, names)
+	}
+	if _, err := libs.Open(cuda.DriverLib); err != nil {
+		t.Fatal(err)
+	}
+	err = cuda.CreateBLAS(lib, got.Name)
+	var ce *cuda.CallError
+	if !errors.As(err, &ce) || ce.Call != "cublasCreate_v2" || !strings.HasPrefix(err.Error(), "cuda: cublasCreate_v2 failed: CUBLAS_STATUS_") {
+		t.Errorf("cublasCreate_v2 without a GPU: error %v, want a *cuda.CallError naming a CUBLAS_STATUS", err)
+	}
+	t.Logf("cuBLAS %v (%s): %d entry points bound; %v", got.Version, got.Name, len(rec.bound), err)
+}
+
 // TestNVIDIANVRTC compiles with NVIDIA's NVRTC (cudatest.NVIDIALibsEnv;
-// Debian's NVRTC 11.8 standing in for the 12 and 13 spn loads on a GPU),
-// opened on its own (cuda.OpenCompiler): PTX for a virtual architecture,
+// Debian's NVRTC 12.4, libnvrtc.so.12, the NVRTC spn loads on a GPU where
+// CUDA 13's is missing), opened on its own (cuda.OpenCompiler): the
+// architectures it targets (nvrtcGetSupportedArchs) include 5.0 to 9.0,
+// and PickArch takes 9.0 for an H100 or H200 and for a GPU newer than
+// any of them (10.0); PTX for a virtual architecture,
 // NUL-terminated; a CUBIN (an ELF image) for a real one, with ptxas's
 // resource lines in its log; and the errors the fakes imitate, with
 // NVIDIA's own words: a compile error's log names the file and line of a
@@ -112,6 +173,24 @@ func TestNVIDIANVRTC(t *testing.T) {
 	src := `extern "C" __global__ void k(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2; }`
 
 	ptxc := open("compute_90")
+	archs, err := ptxc.SupportedArchs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []int{50, 60, 70, 75, 80, 86, 90} {
+		if !slices.Contains(archs, a) {
+			t.Errorf("NVRTC %v targets %v, not %d", ptxc.NVRTC.Version, archs, a)
+		}
+	}
+	if !slices.IsSorted(archs) || archs[len(archs)-1] != 90 {
+		t.Errorf("NVRTC %v targets %v: want them ascending, the newest 90", ptxc.NVRTC.Version, archs)
+	}
+	for _, cc := range []int{90, 100} {
+		if a, ok := cuda.PickArch(archs, cc); !ok || a != 90 {
+			t.Errorf("PickArch(%v, %d) = %d, %v; want 90", archs, cc, a, ok)
+		}
+	}
+	t.Logf("NVRTC %v targets %v", ptxc.NVRTC.Version, archs)
 	ptx, err := ptxc.Compile("k.cu", src, "--fmad=false")
 	if err != nil {
 		t.Fatal(err)

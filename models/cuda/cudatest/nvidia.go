@@ -12,10 +12,11 @@ import (
 )
 
 // NVIDIALibsEnv names the folders, colon-separated, that hold NVIDIA's
-// real NVRTC (libnvrtc.so.*, with its libnvrtc-builtins) and driver API
-// (libcuda.so.1) for the tests that use them on a machine without a GPU:
-// what scripts/nvidia-libs.sh DIR prints, Debian's packages unpacked
-// into DIR and not installed. CI sets it.
+// real NVRTC (libnvrtc.so.*, with its libnvrtc-builtins), cuBLAS
+// (libcublas.so.12) and driver API (libcuda.so.1) for the tests that use
+// them on a machine without a GPU: what scripts/nvidia-libs.sh DIR
+// prints, Debian's packages of CUDA 12.4 unpacked into DIR and not
+// installed. CI sets it.
 const NVIDIALibsEnv = "SPN_NVIDIA_LIBS"
 
 // NVIDIALibs is an opener of NVIDIA's libraries in its folders: the
@@ -39,7 +40,7 @@ func RealNVIDIA(t testing.TB) NVIDIALibs {
 	t.Helper()
 	v := os.Getenv(NVIDIALibsEnv)
 	if v == "" {
-		msg := fmt.Sprintf("%s is unset: export %s=$(scripts/nvidia-libs.sh DIR) to test with NVIDIA's NVRTC and driver library, no GPU needed", NVIDIALibsEnv, NVIDIALibsEnv)
+		msg := fmt.Sprintf("%s is unset: export %s=$(scripts/nvidia-libs.sh DIR) to test with NVIDIA's NVRTC, cuBLAS and driver library, no GPU needed", NVIDIALibsEnv, NVIDIALibsEnv)
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI must test with NVIDIA's libraries: " + msg)
 		}
@@ -100,7 +101,7 @@ func (l NVIDIALibs) Where() string {
 }
 
 // NVRTC returns the file name of the NVRTC in the folders (Debian's is
-// libnvrtc.so.11.2, NVRTC 11.8): the shortest name of a libnvrtc.so.*
+// libnvrtc.so.12, NVRTC 12.4): the shortest name of a libnvrtc.so.*
 // file, its soname rather than its full version. It fails t when there
 // is none.
 func (l NVIDIALibs) NVRTC(t testing.TB) string {

@@ -18,9 +18,9 @@ import (
 // TestNVRTCWithoutGPU compiles kern.Source with kern.Options through
 // spn's own NVRTC path (cuda.OpenCompiler, Compiler.CompileLog) with
 // NVIDIA's NVRTC on a machine without a GPU (cudatest.RealNVIDIA: the
-// libraries of scripts/nvidia-libs.sh). That NVRTC is Debian's 11.8,
-// standing in for the NVRTC 12 and 13 spn loads on a GPU: the same
-// compiler front end and ptxas back end, an older version.
+// libraries of scripts/nvidia-libs.sh). That NVRTC is Debian's 12.4
+// (libnvrtc.so.12), which spn loads on a GPU machine without CUDA 13's:
+// the same compiler front end and ptxas back end as 13.
 //
 // For every virtual architecture spn may target with it (compute
 // capability 5.0 to 9.0) the PTX has every kernel of the table as an

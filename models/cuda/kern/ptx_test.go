@@ -95,7 +95,7 @@ func parsePtxas(log string) (map[string]*ptxasFunc, error) {
 	return fns, nil
 }
 
-// TestParsePtxas reads ptxas -v logs as NVRTC 11.8 writes them: kernels
+// TestParsePtxas reads ptxas -v logs as NVRTC 11.8 and 12.4 write them: kernels
 // with their registers, stack frames and spills, a device function
 // compiled apart, and lines out of order.
 func TestParsePtxas(t *testing.T) {
