@@ -163,7 +163,7 @@ func hopAggregate(d *dev) {
 	// dα and dε: row dots, chunk partials, chunks in order.
 	nc, M := kernels.NumChunks(n), k+1
 	gRows, gPart, gDa, gDe := out[float64](d, n*M), out[float64](d, nc*M), out[float32](d, k), out[float32](d, 1)
-	d.launch("spn_row_dots", cover(n*M, 64), 64, gRows, gDy, gSums, gH, k, n, w)
+	d.launch("spn_row_dots", cover(n*M, 64), 64, gRows, gDy, gSums, gH, k, nil, nil, 0, n, w)
 	d.launch("spn_dot_chunks", cover(nc*M, 8), 8, gPart, gRows, M, n)
 	d.launch("spn_sum_chunks", cover(M, 8), 8, gDa, gDe, gPart, nc, M, 0, M, k)
 	da := get[float32](d, gDa)

@@ -320,7 +320,7 @@ func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda
 	if err := e.Launch("spn_hop_aggregate", n*d, g[0], nil, dy, h.PtrT, h.IdxT, alpha, eps, o.K, n, d); err != nil {
 		return err
 	}
-	return op.DeviceDots(e, dy, sums, o.K, H, n, d, g[1], g[2])
+	return op.DeviceDots(e, op.Dots{G: dy, Xs: sums, T: o.K, X1: H}, n, d, g[1], g[2])
 }
 
 // higherCoef returns α_2..α_k, the coefficients of the higher hops, as a
@@ -351,8 +351,8 @@ func (o Combine) givenForward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer
 // givenBackward is DeviceBackward of the form with a given first hop:
 // dS = (1+ε)·dy and dR = α_1·dy (spn_combine_terms_backward), dH the
 // higher hops' gather of dy over their transposes keeping the sums
-// T_i = A_iᵀ·dy, dα_1 = ⟨dy, R⟩, dε = ⟨dy, S⟩ and dα_i = ⟨H, T_i⟩ by
-// op.DeviceDots.
+// T_i = A_iᵀ·dy, then dα_1 = ⟨dy, R⟩, dα_i = ⟨H, T_i⟩ and dε = ⟨dy, S⟩ by
+// one op.DeviceDots.
 func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
 	n, d := o.D.N, o.W
@@ -373,21 +373,7 @@ func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffe
 	if err := e.Launch("spn_hop_aggregate", n*d, g[2], T, dy, h.PtrT, h.IdxT, coef, nil, o.K-1, n, d); err != nil {
 		return err
 	}
-	a1, err := g[3].Slice(0, 1)
-	if err != nil {
-		return err
-	}
-	if err := op.DeviceDots(e, dy, R, 1, S, n, d, a1, g[4]); err != nil {
-		return err
-	}
-	if o.K == 1 {
-		return nil
-	}
-	rest, err := g[3].Slice(1, o.K-1)
-	if err != nil {
-		return err
-	}
-	return op.DeviceDots(e, H, T, o.K-1, nil, n, d, rest, nil)
+	return op.DeviceDots(e, op.Dots{G: dy, Xs: R, T: 1, H: H, Ys: T, U: o.K - 1, X1: S}, n, d, g[3], g[4])
 }
 
 // devUnstack is unstack for device buffers (views of X's blocks).

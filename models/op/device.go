@@ -297,19 +297,32 @@ func (p *devPart) Do(...G.Value) (G.Value, error) {
 // kernels.ChunkRows values, chunks added in order, rounded to float32
 // once).
 func (o Dot) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error {
-	return DeviceDots(e, in[1], in[0], 1, nil, Size(o.Shape), 1, out, nil)
+	return DeviceDots(e, Dots{G: in[1], Xs: in[0], T: 1}, Size(o.Shape), 1, out, nil)
 }
 
-// DeviceDots sets out[m] = ⟨g, X_m⟩ for the T matrices X_m (n×d each, one
-// after another in xs; T may be 0) and, when x1 is not nil, out1[0] =
-// ⟨g, x1⟩ (x1 n×d): each row's products in double (spn_row_dots), the
-// rows' sums added per chunk of kernels.ChunkRows rows (spn_dot_chunks,
-// not launched for one chunk), the chunks in order, rounded to float
-// once (spn_sum_chunks, one launch for out and out1). No thread loops
-// over more than d values, a chunk's rows or the chunks, and the order
-// is fixed.
-func DeviceDots(e *engine.Engine, g, xs *cuda.Buffer, T int, x1 *cuda.Buffer, n, d int, out, out1 *cuda.Buffer) error {
-	M := T
+// Dots are the dot products DeviceDots makes, of n×d matrices: ⟨G, X_m⟩
+// for the T matrices X_m one after another in Xs (T may be 0), then
+// ⟨H, Y_m⟩ for the U matrices Y_m one after another in Ys (U may be 0),
+// then ⟨G, X1⟩ when X1 is not nil.
+type Dots struct {
+	G, Xs *cuda.Buffer
+	T     int
+	H, Ys *cuda.Buffer
+	U     int
+	X1    *cuda.Buffer
+}
+
+// DeviceDots sets out[m] for m < T+U to the m-th of p's dot products and,
+// when p.X1 is not nil, out1[0] to ⟨G, X1⟩: each row's products in double
+// (spn_row_dots), the rows' sums added per chunk of kernels.ChunkRows
+// rows (spn_dot_chunks, not launched for one chunk), the chunks in order,
+// rounded to float once (spn_sum_chunks, one launch for out and out1):
+// three launches at most, however many products. No thread loops over
+// more than d values, a chunk's rows or the chunks, and the order is
+// fixed, so a product has the same bits whatever else is in p.
+func DeviceDots(e *engine.Engine, p Dots, n, d int, out, out1 *cuda.Buffer) error {
+	split, x1 := p.T+p.U, p.X1
+	M := split
 	if x1 != nil {
 		M++
 	}
@@ -321,7 +334,7 @@ func DeviceDots(e *engine.Engine, g, xs *cuda.Buffer, T int, x1 *cuda.Buffer, n,
 	if err != nil {
 		return err
 	}
-	if err := e.Launch("spn_row_dots", n*M, rp, g, xs, x1, T, n, d); err != nil {
+	if err := e.Launch("spn_row_dots", n*M, rp, p.G, p.Xs, x1, p.T, p.H, p.Ys, p.U, n, d); err != nil {
 		return err
 	}
 	part, rows := rp, n // one chunk: its rows are the partials
@@ -337,7 +350,7 @@ func DeviceDots(e *engine.Engine, g, xs *cuda.Buffer, T int, x1 *cuda.Buffer, n,
 	if x1 == nil {
 		out1 = nil
 	}
-	return e.Launch("spn_sum_chunks", M, out, out1, part, rows, M, 0, M, T)
+	return e.Launch("spn_sum_chunks", M, out, out1, part, rows, M, 0, M, split)
 }
 
 // DeviceBackward implements DeviceOp: dx = dL·s (spn_scale).

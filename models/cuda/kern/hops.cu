@@ -63,27 +63,37 @@ SPN_KERNEL void spn_hop_aggregate(float* __restrict__ y, float* __restrict__ sum
 	y[t] = acc;
 }
 
-// spn_row_dots sets rp[r·M + m] = Σ_{j<d} g[r,j]·X_m[r,j] (each product
-// rounded to float, added in double, columns in order) for row r < n and
-// matrix m < M, one thread each: X_m = xs + m·n·d for m < T (T matrices
-// of n×d one after another), and X_T = x1 when x1 is not null (then
-// M = T+1, else M = T). With spn_dot_chunks and spn_sum_chunks: the dot
-// products dα_i = ⟨dOut, S_i⟩ (xs the hop sums S_i) and dε = ⟨dOut, H⟩
-// (x1 = H) of the hop aggregation's backward pass.
+// spn_row_dots sets rp[r·M + m] = Σ_{j<d} G_m[r,j]·X_m[r,j] (each
+// product rounded to float, added in double, columns in order) for row
+// r < n and pair m < M, one thread each. The pairs: (g, xs + m·n·d) for
+// m < T (T matrices of n×d one after another), then (h, hs + (m−T)·n·d)
+// for T ≤ m < T+U, then (g, x1) when x1 is not null (M = T+U+1, else
+// M = T+U). With spn_dot_chunks and spn_sum_chunks: the dot products
+// dα_i = ⟨dOut, S_i⟩ (xs the hop sums S_i) and dε = ⟨dOut, H⟩ (x1 = H)
+// of the hop aggregation's backward pass; with a given first hop
+// dα_1 = ⟨dOut, R⟩, dα_i = ⟨H, T_i⟩ (h = H, hs the sums T_i of dOut over
+// the transposed hop sets) and dε = ⟨dOut, S⟩, in one chain.
 SPN_KERNEL void spn_row_dots(double* __restrict__ rp, const float* __restrict__ g, const float* __restrict__ xs,
-	const float* __restrict__ x1, int T, int n, int d)
+	const float* __restrict__ x1, int T, const float* __restrict__ h, const float* __restrict__ hs, int U, int n, int d)
 {
 	long long t = spn_index();
-	int M = x1 ? T + 1 : T;
+	int M = x1 ? T + U + 1 : T + U;
 	if (t >= (long long)n * M) {
 		return;
 	}
 	int r = (int)(t / M), m = (int)(t % M);
-	const float* x = m < T ? xs + (long long)m * n * d : x1;
+	const float* a = g;
+	const float* x = x1;
+	if (m < T) {
+		x = xs + (long long)m * n * d;
+	} else if (m < T + U) {
+		a = h;
+		x = hs + (long long)(m - T) * n * d;
+	}
 	long long o = (long long)r * d;
 	double s = 0.0;
 	for (int j = 0; j < d; j++) {
-		s += (double)(g[o + j] * x[o + j]);
+		s += (double)(a[o + j] * x[o + j]);
 	}
 	rp[t] = s;
 }

@@ -171,7 +171,7 @@ func cat(lists ...[]Param) []Param {
 func Kernels() []Kernel {
 	return []Kernel{
 		{"spn_hop_aggregate", "hops.cu", ps("y", F32Ptr, "sums", F32Ptr, "x", F32Ptr, "ptr", I32Ptr, "idx", I32Ptr, "coef", F32Ptr, "eps", F32Ptr, "k", I32, "n", I32, "d", I32)},
-		{"spn_row_dots", "hops.cu", ps("rp", F64Ptr, "g", F32Ptr, "xs", F32Ptr, "x1", F32Ptr, "T", I32, "n", I32, "d", I32)},
+		{"spn_row_dots", "hops.cu", ps("rp", F64Ptr, "g", F32Ptr, "xs", F32Ptr, "x1", F32Ptr, "T", I32, "h", F32Ptr, "hs", F32Ptr, "U", I32, "n", I32, "d", I32)},
 		{"spn_dot_chunks", "hops.cu", ps("part", F64Ptr, "rp", F64Ptr, "M", I32, "n", I32)},
 		{"spn_sum_chunks", "hops.cu", ps("out", F32Ptr, "out1", F32Ptr, "part", F64Ptr, "nc", I32, "M", I32, "m0", I32, "count", I32, "split", I32)},
 		{"spn_softmax", "hops.cu", ps("a", F32Ptr, "logits", F32Ptr, "k", I32)},

@@ -34,23 +34,31 @@ func colSums(t *testing.T, db, dz []float32, n, d, block int) {
 // one chunk) and spn_sum_chunks (xs' dots into out, x1's into out1).
 func dots(t *testing.T, g, xs []float32, T int, x1 []float32, n, d, block int) []float32 {
 	t.Helper()
-	M := T
+	return pairDots(t, g, xs, T, nil, nil, 0, x1, n, d, block)
+}
+
+// pairDots is dots with U more products between xs' and x1's: ⟨h, Y_m⟩
+// for the U matrices of hs, as op.DeviceDots launches them.
+func pairDots(t *testing.T, g, xs []float32, T int, h, hs []float32, U int, x1 []float32, n, d, block int) []float32 {
+	t.Helper()
+	split := T + U
+	M := split
 	if x1 != nil {
 		M++
 	}
 	rp := make([]float64, max(n*M, 1))
-	launch(t, "spn_row_dots", cover(n*M, block), block, rp, g, xs, x1, T, n, d)
+	launch(t, "spn_row_dots", cover(n*M, block), block, rp, g, xs, x1, T, h, hs, U, n, d)
 	part, rows := rp, n
 	if nc := kernels.NumChunks(n); nc > 1 {
 		part, rows = make([]float64, nc*M), nc
 		launch(t, "spn_dot_chunks", cover(nc*M, block), block, part, rp, M, n)
 	}
-	out, out1 := make([]float32, max(T, 1)), make([]float32, 1)
+	out, out1 := make([]float32, max(split, 1)), make([]float32, 1)
 	if x1 == nil {
 		out1 = nil
 	}
-	launch(t, "spn_sum_chunks", cover(M, block), block, out, out1, part, rows, M, 0, M, T)
-	return append(out[:T], out1...)
+	launch(t, "spn_sum_chunks", cover(M, block), block, out, out1, part, rows, M, 0, M, split)
+	return append(out[:split], out1...)
 }
 
 // embedGrad adds the embedding gradient of dy over the rows (ptr, idx)
@@ -164,8 +172,10 @@ func TestColSums(t *testing.T) {
 
 // TestDots: spn_row_dots, spn_dot_chunks and spn_sum_chunks give each
 // dot product within rounding of the exact value, the same bits whatever
-// the launch's blocks, and the one-chunk shortcut (no spn_dot_chunks)
-// the bits the three launches give.
+// the launch's blocks and whatever other products share the launches
+// (a second factor h with its matrices between xs' and x1's: each
+// product the bits of its own chain), and the one-chunk shortcut (no
+// spn_dot_chunks) the bits the three launches give.
 func TestDots(t *testing.T) {
 	const T, d = 3, 7
 	for _, n := range []int{1, 100, 128, 129, 700} {
@@ -175,6 +185,13 @@ func TestDots(t *testing.T) {
 		equalBits(t, "blocks of 5", dots(t, g, xs, T, x1, n, d, 5), got)
 		equalBits(t, "without x1", dots(t, g, xs, T, nil, n, d, 32), got[:T])
 		equalBits(t, "x1 alone", dots(t, g, nil, 0, x1, n, d, 32), got[T:])
+		const U = 2
+		h, hs := kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, U*n*d, 1)
+		paired := pairDots(t, g, xs[:n*d], 1, h, hs, U, x1, n, d, 32)
+		equalBits(t, "pairs: ⟨g, X_0⟩", paired[:1], got[:1])
+		equalBits(t, "pairs: ⟨h, Y_m⟩", paired[1:1+U], dots(t, h, hs, U, nil, n, d, 32))
+		equalBits(t, "pairs: ⟨g, x1⟩", paired[1+U:], got[T:])
+		equalBits(t, "pairs alone", pairDots(t, g, nil, 0, h, hs, U, nil, n, d, 7), paired[1:1+U])
 		for m := 0; m <= T; m++ {
 			x := x1
 			if m < T {
@@ -189,7 +206,7 @@ func TestDots(t *testing.T) {
 		if n <= kernels.ChunkRows { // the shortcut against the chunk launch
 			M := T + 1
 			rp := make([]float64, n*M)
-			launch(t, "spn_row_dots", cover(n*M, 32), 32, rp, g, xs, x1, T, n, d)
+			launch(t, "spn_row_dots", cover(n*M, 32), 32, rp, g, xs, x1, T, []float32(nil), []float32(nil), 0, n, d)
 			part := make([]float64, M)
 			launch(t, "spn_dot_chunks", cover(M, 32), 32, part, rp, M, n)
 			full := make([]float32, M)
