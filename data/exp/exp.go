@@ -164,8 +164,8 @@ func Read(r io.Reader, name string) (*data.Dataset, error) {
 	if _, err := lr.next(); err == nil {
 		return nil, fmt.Errorf("%s line %d: data after the last of %d graphs", name, lr.no, ng)
 	}
-	labels, nl := rank(feats)
-	ys, nc := rank(glabels)
+	labels, nl := data.Rank(feats)
+	ys, nc := data.Rank(glabels)
 	off := 0
 	for i := range graphs {
 		g := &graphs[i]
@@ -178,17 +178,4 @@ func Read(r io.Reader, name string) (*data.Dataset, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return ds, nil
-}
-
-// rank maps values to 0..L-1 by rank among the sorted distinct values.
-func rank(vals []int) ([]int32, int) {
-	d := slices.Clone(vals)
-	slices.Sort(d)
-	d = slices.Compact(d)
-	out := make([]int32, len(vals))
-	for i, v := range vals {
-		j, _ := slices.BinarySearch(d, v)
-		out[i] = int32(j)
-	}
-	return out, len(d)
 }

@@ -221,19 +221,6 @@ func parseInt(b []byte) (int64, bool) {
 	return v, true
 }
 
-// rank maps values to 0..L-1 by their rank among the sorted distinct values.
-func rank(vals []int64) ([]int32, int) {
-	d := slices.Clone(vals)
-	slices.Sort(d)
-	d = slices.Compact(d)
-	out := make([]int32, len(vals))
-	for i, v := range vals {
-		j, _ := slices.BinarySearch(d, v)
-		out[i] = int32(j)
-	}
-	return out, len(d)
-}
-
 // Parse builds the dataset from its TU text files.
 func Parse(name string, in Files) (*data.Dataset, Info, error) {
 	var info Info
@@ -316,7 +303,7 @@ func parseGraphLabels(e *Entry, ngraphs int) (y []int32, nclasses int, err error
 	if len(glab) != ngraphs {
 		return nil, 0, fmt.Errorf("entry %s: %d graph labels for %d graphs", e.Name, len(glab), ngraphs)
 	}
-	y, nclasses = rank(glab)
+	y, nclasses = data.Rank(glab)
 	return y, nclasses, nil
 }
 
@@ -330,7 +317,7 @@ func parseNodeLabels(e *Entry, nnodes int) (labels []int32, n int, err error) {
 	if len(nl) != nnodes {
 		return nil, 0, fmt.Errorf("entry %s: %d node labels for %d nodes", e.Name, len(nl), nnodes)
 	}
-	labels, n = rank(nl)
+	labels, n = data.Rank(nl)
 	return labels, n, nil
 }
 
