@@ -22,7 +22,10 @@ import (
 // (kerntest.Launch). One harness
 // process serves one launch: the test writes the kernel's name, the launch
 // configuration and the arguments to its stdin (little-endian, arrays with
-// their lengths), and the harness writes back every array argument.
+// their lengths), and the harness writes back every array argument. The
+// harness is built with kerntest.Sanitizers where the C compiler has
+// them (CI requires them): a launch that reads or writes outside its
+// arrays fails its test.
 
 // runtime is the harness's input and output helpers.
 const runtime = `
@@ -77,6 +80,9 @@ var built struct {
 	path, dir string
 	skip      string
 	err       error
+	// unsanitized says why the harness is built without
+	// kerntest.Sanitizers ("" when it has them).
+	unsanitized string
 }
 
 // buildHarness compiles the harness once per test binary.
@@ -97,7 +103,15 @@ func buildHarness(t *testing.T) string {
 			return
 		}
 		built.path = filepath.Join(built.dir, "harness")
-		cmd := exec.Command(cc, append(kerntest.CFlags(), "-o", built.path, c, "-lm")...)
+		flags := append(kerntest.CFlags(), kerntest.Sanitizers()...)
+		if err := kerntest.CheckSanitizers(cc, built.dir); err != nil {
+			if os.Getenv("CI") == "true" {
+				built.err = fmt.Errorf("CI must run the kernels' harness under the sanitizers: %w", err)
+				return
+			}
+			built.unsanitized, flags = err.Error(), kerntest.CFlags()
+		}
+		cmd := exec.Command(cc, append(flags, "-o", built.path, c, "-lm")...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 		}
@@ -107,6 +121,9 @@ func buildHarness(t *testing.T) string {
 	}
 	if built.err != nil {
 		t.Fatal(built.err)
+	}
+	if built.unsanitized != "" {
+		t.Logf("the harness runs without sanitizers: %s", built.unsanitized)
 	}
 	return built.path
 }
@@ -124,6 +141,16 @@ func TestMain(m *testing.M) {
 // (a nil slice is a null pointer; the kernel's writes come back into the
 // slice), int for int, float32, float64 and uint64 for the scalars.
 func launch(t *testing.T, name string, grid, block int, args ...any) {
+	t.Helper()
+	if err := run(t, name, grid, block, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run is launch returning the harness's failure (its exit status and
+// standard error) instead of failing t; t fails for a call that does not
+// match the kernel's parameters.
+func run(t *testing.T, name string, grid, block int, args ...any) error {
 	t.Helper()
 	path := buildHarness(t)
 	var k *kern.Kernel
@@ -189,11 +216,12 @@ func launch(t *testing.T, name string, grid, block int, args ...any) {
 		}
 	}
 	cmd := exec.Command(path)
+	cmd.Env = append(os.Environ(), kerntest.SanitizerEnv)
 	cmd.Stdin = &in
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: harness: %v %s", name, err, stderr.String())
+		return fmt.Errorf("%s: harness: %v %s", name, err, stderr.String())
 	}
 	for i, p := range k.Params {
 		if !p.Kind.Ptr() {
@@ -220,6 +248,31 @@ func launch(t *testing.T, name string, grid, block int, args ...any) {
 	}
 	if out.Len() != 0 {
 		t.Fatalf("%s: %d bytes of output left over", name, out.Len())
+	}
+	return nil
+}
+
+// TestHarnessSanitizers: a launch that writes past its array (spn_fill of
+// 10 values into 8) fails with AddressSanitizer's heap-buffer-overflow in
+// the kernel, where the harness has the sanitizers; the same launch within
+// its array passes.
+func TestHarnessSanitizers(t *testing.T) {
+	buildHarness(t)
+	if built.unsanitized != "" {
+		t.Skip("the harness has no sanitizers here: " + built.unsanitized)
+	}
+	y := make([]float32, 10)
+	if err := run(t, "spn_fill", cover(10, 4), 4, y, float32(1), 10); err != nil {
+		t.Fatalf("within the array: %v", err)
+	}
+	err := run(t, "spn_fill", cover(10, 4), 4, y[:8], float32(1), 10)
+	if err == nil {
+		t.Fatal("spn_fill wrote 10 values into 8 without a sanitizer's report")
+	}
+	for _, w := range []string{"AddressSanitizer: heap-buffer-overflow", "WRITE of size 4", "in spn_fill"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the report lacks %q:\n%v", w, err)
+		}
 	}
 }
 

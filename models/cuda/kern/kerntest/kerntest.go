@@ -14,7 +14,9 @@ package kerntest
 import (
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,6 +63,43 @@ void spn_emu_set_reverse(unsigned long long on) { spn_emu_reverse = on != 0; }
 func CFlags() []string {
 	return []string{"-std=c11", "-O2", "-ffp-contract=off", "-Werror=incompatible-pointer-types",
 		"-Werror=int-conversion", "-Werror=implicit-function-declaration"}
+}
+
+// Sanitizers are the options that build the kernels' test harness (a
+// process of its own per launch, its arrays each allocated to their
+// exact length) with AddressSanitizer and UndefinedBehaviorSanitizer,
+// stopping at the first finding: a kernel that reads or writes outside
+// its arrays, which a GPU may let pass inside a pooled allocation, or
+// that hits undefined behaviour (a signed overflow, a shift too far)
+// fails its test with the sanitizer's report naming the kernel. The
+// harness exits without freeing its arrays, so it runs with
+// SanitizerEnv.
+func Sanitizers() []string {
+	return []string{"-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"}
+}
+
+// SanitizerEnv is the environment entry a harness built with Sanitizers
+// runs with: no leak report at exit.
+const SanitizerEnv = "ASAN_OPTIONS=detect_leaks=0"
+
+// CheckSanitizers builds and runs, in dir, a C program with the C
+// compiler cc and Sanitizers, and returns why that failed (a compiler
+// without the sanitizers' runtime libraries, say) or nil.
+func CheckSanitizers(cc, dir string) error {
+	src, bin := filepath.Join(dir, "sanitizers.c"), filepath.Join(dir, "sanitizers")
+	if err := os.WriteFile(src, []byte("#include <stdlib.h>\nint main(void) { int* p = calloc(4, sizeof *p); return p[3]; }\n"), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command(cc, append(Sanitizers(), "-o", bin, src)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	run := exec.Command(bin)
+	run.Env = append(os.Environ(), SanitizerEnv)
+	if out, err := run.CombinedOutput(); err != nil {
+		return fmt.Errorf("a program built with %s: %v\n%s", strings.Join(Sanitizers(), " "), err, out)
+	}
+	return nil
 }
 
 // Compiler returns the system C compiler, or "" with the reason there is
