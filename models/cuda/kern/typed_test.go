@@ -64,17 +64,6 @@ func TestRelAggregate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// group returns xs[r0:r0+count] as the kernels' eight pointers.
-	group := func(xs [][]float32, r0, count int) []any {
-		args := make([]any, 8)
-		for k := range args {
-			args[k] = []float32(nil)
-			if k < count {
-				args[k] = xs[r0+k]
-			}
-		}
-		return args
-	}
 	ptr, idx := flat(t, b.Rel, n)
 	ptrT, idxT := flat(t, D.RelT, n)
 	// All R relations in one launch, and split in two launches (the
@@ -89,8 +78,8 @@ func TestRelAggregate(t *testing.T) {
 			}
 			for s := 0; s+1 < len(split); s++ {
 				r0, count := split[s], split[s+1]-split[s]
-				launch(t, "spn_rel_sum", cover(n*d, block), block, append(append([]any{ky}, group(xs, r0, count)...), ptr, idx, r0, count, n, d)...)
-				launch(t, "spn_rel_gather_t", cover(count*n*d, block), block, append(group(dx, r0, count), dy, ptrT, idxT, r0, count, n, d)...)
+				launch(t, "spn_rel_sum", cover(n*d, block), block, append(append([]any{ky}, group(xs[r0:r0+count])...), ptr, idx, r0, count, n, d)...)
+				launch(t, "spn_rel_gather_t", cover(count*n*d, block), block, append(group(dx[r0:r0+count]), dy, ptrT, idxT, r0, count, n, d)...)
 			}
 			equalBits(t, "y", ky, y)
 			for j := range dx {
