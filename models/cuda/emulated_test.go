@@ -136,11 +136,7 @@ func TestEmulatedDevice(t *testing.T) {
 	if err := ctx.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for what, name := range []string{"allocations", "modules", "cuBLAS handles", "primary context references", "events", "page-locked allocations", "pending copies", "streams"} {
-		if n := count(int32(what)); n != 0 {
-			t.Errorf("%d %s live after Close", n, name)
-		}
-	}
+	cudatest.LibOpener{Lib: lib}.CheckReleased(t)
 	if err := ctx.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
@@ -470,16 +466,8 @@ func BenchmarkLaunch(b *testing.B) {
 // Nothing stays retained.
 func TestComputeMode(t *testing.T) {
 	lib := emulator(t)
-	l, err := cuda.System().Open(lib)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var setMode func(uint64)
-	if err := l.Bind(&setMode, "spn_emu_set_compute_mode"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { setMode(0) })
-	count := live(t, lib)
+	emu := cudatest.LibOpener{Lib: lib}
+	t.Cleanup(func() { emu.SetComputeMode(t, 0) })
 	const dev = "Fake GPU (cuda:0, compute capability 9.0, 5.0 GiB, driver CUDA 13.0"
 	for _, c := range []struct {
 		mode         cuda.ComputeMode
@@ -491,7 +479,7 @@ func TestComputeMode(t *testing.T) {
 			"cuda: " + dev + ", compute mode prohibited): its compute mode is prohibited, so no process may use it (nvidia-smi -q -d COMPUTE shows the mode; an administrator changes it with nvidia-smi -c)",
 			"cuda: cuDevicePrimaryCtxRetain failed: CUDA_ERROR_UNKNOWN (999) (device " + dev + ", compute mode prohibited)): its compute mode is prohibited, so no process may use it (nvidia-smi -q -d COMPUTE shows the mode; an administrator changes it with nvidia-smi -c)"},
 	} {
-		setMode(uint64(c.mode))
+		emu.SetComputeMode(t, int(c.mode))
 		r, d := device0(t, lib)
 		if d.ComputeMode != c.mode {
 			t.Errorf("mode %v: the device reports %v", c.mode, d.ComputeMode)
@@ -508,7 +496,7 @@ func TestComputeMode(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := count(3); n != 0 {
+		if n := emu.Live(t, 3); n != 0 {
 			t.Errorf("mode %v: %d primary context references left", c.mode, n)
 		}
 	}

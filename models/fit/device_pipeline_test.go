@@ -181,11 +181,7 @@ func TestTrainPipelined(t *testing.T) {
 				if err := o.Close(); err != nil {
 					t.Fatal(err)
 				}
-				for what, name := range []string{"device allocations", "modules", "cuBLAS handles", "primary context references", "events", "page-locked allocations", "pending copies", "streams"} {
-					if n := lib.Live(t, what); n != 0 {
-						t.Errorf("%d %s after Close", n, name)
-					}
-				}
+				lib.CheckReleased(t)
 			})
 		}
 	}
@@ -293,11 +289,7 @@ func TestTrainCancelled(t *testing.T) {
 				if err := o.Close(); err != nil {
 					t.Fatal(err)
 				}
-				for what, name := range []string{"device allocations", "modules", "cuBLAS handles", "primary context references", "events", "page-locked allocations", "pending copies", "streams"} {
-					if n := lib.Live(t, what); n != 0 {
-						t.Errorf("%d %s after Close", n, name)
-					}
-				}
+				lib.CheckReleased(t)
 			}
 		})
 	}

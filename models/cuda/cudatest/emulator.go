@@ -161,6 +161,19 @@ func (o LibOpener) Live(t testing.TB, what int) int {
 	return int(live(int32(what)))
 }
 
+// CheckReleased fails t, naming each, for the kinds of object that Live
+// counts (0 to 7) of which the emulated device still holds any: after
+// the last Context's Close, a leak.
+func (o LibOpener) CheckReleased(t testing.TB) {
+	t.Helper()
+	for what, name := range [...]string{"device allocations", "modules", "cuBLAS handles", "primary context references",
+		"events", "page-locked allocations", "pending copies", "streams"} {
+		if n := o.Live(t, what); n != 0 {
+			t.Errorf("%d %s left on the emulated device", n, name)
+		}
+	}
+}
+
 // flag sets the emulated device's switch name (a setter of one integer
 // argument) to 1 (on) or 0.
 func (o LibOpener) flag(t testing.TB, name string, on bool) {
