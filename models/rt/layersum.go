@@ -256,32 +256,8 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 		}
 		dr, stride = DR, size
 	}
-	// The biases' gradients: for one chunk of rows eight readouts a
-	// launch (spn_readout_bias), else Engine.ColSums per readout.
-	oneChunk := n <= kernels.ChunkRows
-	if oneChunk {
-		err := engine.ForGroups(o.T1, func(t0, count int) error {
-			dg, err := dr.Slice(t0*stride, dr.Len()-t0*stride)
-			if err != nil {
-				return err
-			}
-			args := append(o.group(dIn, o.bias, t0), dg, count, n, o.c, stride)
-			return e.Launch("spn_readout_bias", count*o.c, args...)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if !oneChunk {
-		for t := range o.T1 {
-			drt, err := dr.Slice(t*stride, size)
-			if err != nil {
-				return err
-			}
-			if err := e.ColSums(dIn[o.bias(t)], drt, n, o.c); err != nil {
-				return err
-			}
-		}
+	if err := o.deviceBiasGrads(e, dr, stride, dIn); err != nil {
+		return err
 	}
 	dP, err := op.ScratchBuffer(e, o.T1*n*o.d)
 	if err != nil {
@@ -296,7 +272,7 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 		if err != nil {
 			return err
 		}
-		dg, err := dr.Slice(t0*stride, dr.Len()-t0*stride)
+		dg, err := readoutsFrom(dr, stride, t0)
 		if err != nil {
 			return err
 		}
@@ -308,4 +284,39 @@ func (o layerSum) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cud
 		return err
 	}
 	return o.pool.deviceBackwardMany(e, in[:o.T1], dP, dIn[:o.T1])
+}
+
+// deviceBiasGrads adds the readouts' bias gradients to dIn from their
+// output gradients dr (readout t's at t·stride): for at most
+// kernels.ChunkRows graphs (one chunk of rows) eight readouts a launch
+// (spn_readout_bias), else Engine.ColSums per readout.
+func (o layerSum) deviceBiasGrads(e *engine.Engine, dr *cuda.Buffer, stride int, dIn []*cuda.Buffer) error {
+	n := o.bd.G
+	if n > kernels.ChunkRows {
+		for t := range o.T1 {
+			drt, err := dr.Slice(t*stride, n*o.c)
+			if err != nil {
+				return err
+			}
+			if err := e.ColSums(dIn[o.bias(t)], drt, n, o.c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return engine.ForGroups(o.T1, func(t0, count int) error {
+		dg, err := readoutsFrom(dr, stride, t0)
+		if err != nil {
+			return err
+		}
+		args := append(o.group(dIn, o.bias, t0), dg, count, n, o.c, stride)
+		return e.Launch("spn_readout_bias", count*o.c, args...)
+	})
+}
+
+// readoutsFrom is dr, the readouts' output gradients (readout t's at
+// t·stride), from readout t0 on: a group's for the kernels that take
+// dr with its stride.
+func readoutsFrom(dr *cuda.Buffer, stride, t0 int) (*cuda.Buffer, error) {
+	return dr.Slice(t0*stride, dr.Len()-t0*stride)
 }
