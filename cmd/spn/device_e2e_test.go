@@ -185,12 +185,11 @@ func TestRunOnTwoGPUs(t *testing.T) {
 	o := emulatedOpener(t)
 	o.SetDevices(t, 2)
 	t.Cleanup(func() { o.SetDevices(t, 1) })
-	two, cacheDir := runGPUs(t, o, "--jobs", "2", "--gpus", "all")
-	one, _ := runGPUs(t, o, "--jobs", "2")
-	if !reflect.DeepEqual(two, one) {
-		t.Errorf("the tables on two GPUs differ from those on one:\n%s\n%s", two["/main.csv"], one["/main.csv"])
+	two, one := runGPUs(t, o, "--jobs", "2", "--gpus", "all"), runGPUs(t, o, "--jobs", "2")
+	if !reflect.DeepEqual(two.tables, one.tables) {
+		t.Errorf("the tables on two GPUs differ from those on one:\n%s\n%s", two.tables["/main.csv"], one.tables["/main.csv"])
 	}
-	_, computes := trainComputes(t, cacheDir, 4)
+	_, computes := trainComputes(t, two.cache, 4)
 	used := map[string]int{}
 	for _, c := range computes {
 		used[c.Device]++
@@ -200,18 +199,25 @@ func TestRunOnTwoGPUs(t *testing.T) {
 	}
 }
 
+// gpuRun is what runGPUs returns: the run's tables, its cache dir and
+// its log (warnings and errors).
+type gpuRun struct {
+	tables        map[string]string
+	cache, stderr string
+}
+
 // runGPUs runs testdata/device_gpus.cue on the emulated device of o
-// with the flags extra, in a fresh cache, and returns its tables and the
-// cache dir.
-func runGPUs(t *testing.T, o cudatest.LibOpener, extra ...string) (map[string]string, string) {
+// with the flags extra, in a fresh cache, and fails t unless it
+// succeeds.
+func runGPUs(t *testing.T, o cudatest.LibOpener, extra ...string) gpuRun {
 	t.Helper()
 	dir := t.TempDir()
 	cacheDir, out := filepath.Join(dir, "cache"), filepath.Join(dir, "out")
-	r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--device", "cuda", "--out", out, "--log-level", "error", "--threads", "1"}, extra...)...)
+	r := spnOn(o, realEngine(), cacheDir, append([]string{"run", "testdata/device_gpus.cue", "--device", "cuda", "--out", out, "--log-level", "warn", "--threads", "1"}, extra...)...)
 	if r.code != exitOK {
 		t.Fatalf("run %v: exit %d: %s", extra, r.code, r.stderr)
 	}
-	return readTables(t, out), cacheDir
+	return gpuRun{readTables(t, out), cacheDir, r.stderr}
 }
 
 // TestRunStagesPerGPU runs the four train stages of testdata/device_gpus.cue
@@ -220,12 +226,11 @@ func runGPUs(t *testing.T, o cudatest.LibOpener, extra ...string) (map[string]st
 // and the device holds no allocation after.
 func TestRunStagesPerGPU(t *testing.T) {
 	o := emulatedOpener(t)
-	shared, cacheDir := runGPUs(t, o, "--jobs", "3", "--stages-per-gpu", "2")
-	alone, _ := runGPUs(t, o, "--jobs", "3")
-	if !reflect.DeepEqual(shared, alone) {
-		t.Errorf("the tables of two stages per GPU differ from one's:\n%s\n%s", shared["/main.csv"], alone["/main.csv"])
+	shared, alone := runGPUs(t, o, "--jobs", "3", "--stages-per-gpu", "2"), runGPUs(t, o, "--jobs", "3")
+	if !reflect.DeepEqual(shared.tables, alone.tables) {
+		t.Errorf("the tables of two stages per GPU differ from one's:\n%s\n%s", shared.tables["/main.csv"], alone.tables["/main.csv"])
 	}
-	_, computes := trainComputes(t, cacheDir, 4)
+	_, computes := trainComputes(t, shared.cache, 4)
 	for _, c := range computes {
 		if c.Device != "cuda:0" {
 			t.Errorf("a train stage ran on %s, want cuda:0", c.Device)
@@ -238,26 +243,20 @@ func TestRunStagesPerGPU(t *testing.T) {
 
 // TestRunStagesPerGPUOutOfMemory runs the four train stages of
 // testdata/device_gpus.cue two at a time on an emulated GPU of 7 MiB,
-// where one fits and two do not: the stages that run out of memory beside
-// another run again alone (the log says so), the run succeeds, and its
-// tables are the bytes of the run one stage at a time.
+// where one fits and two do not: the run succeeds, its tables are the
+// bytes of the run one stage at a time, and nothing is left on the
+// device. How many stages ran out of memory beside another and ran again
+// alone depends on how the stages happen to overlap, so it is logged,
+// not asserted (exec.TestOutOfGPUMemoryRunsAlone checks the rule without
+// timing).
 func TestRunStagesPerGPUOutOfMemory(t *testing.T) {
 	o := emulatedOpener(t)
 	o.SetMemory(t, 7<<20)
 	t.Cleanup(func() { o.SetMemory(t, 0) })
-	dir := t.TempDir()
-	r := spnOn(o, realEngine(), filepath.Join(dir, "cache"), "run", "testdata/device_gpus.cue", "--device", "cuda", "--out", filepath.Join(dir, "out"),
-		"--log-level", "warn", "--jobs", "3", "--threads", "1", "--stages-per-gpu", "2")
-	if r.code != exitOK {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	// Two stages that overlap run out of memory; on a loaded machine the
-	// four may happen not to overlap (the executor's test of the rule,
-	// exec.TestOutOfGPUMemoryRunsAlone, does not depend on timing).
-	t.Logf("%d stages ran again alone", strings.Count(r.stderr, "stage ran out of GPU memory beside other stages; running it again alone on a GPU"))
-	alone, _ := runGPUs(t, o, "--jobs", "3")
-	if shared := readTables(t, filepath.Join(dir, "out")); !reflect.DeepEqual(shared, alone) {
-		t.Errorf("the tables differ from one stage at a time:\n%s\n%s", shared["/main.csv"], alone["/main.csv"])
+	shared, alone := runGPUs(t, o, "--jobs", "3", "--stages-per-gpu", "2"), runGPUs(t, o, "--jobs", "3")
+	t.Logf("%d stages ran again alone", strings.Count(shared.stderr, "stage ran out of GPU memory beside other stages; running it again alone on a GPU"))
+	if !reflect.DeepEqual(shared.tables, alone.tables) {
+		t.Errorf("the tables differ from one stage at a time:\n%s\n%s", shared.tables["/main.csv"], alone.tables["/main.csv"])
 	}
 	if live := o.Live(t, 0); live != 0 {
 		t.Errorf("%d allocations left on the device", live)
