@@ -71,11 +71,11 @@ func (c *Context) NewBLAS() (*BLAS, error) {
 	}
 	b := &BLAS{ctx: c, api: api}
 	err := c.do(func() error {
-		if err := check("cublasCreate_v2", b.api.create(&b.h)); err != nil {
+		if err := c.blasCheck("cublasCreate_v2", b.api.create(&b.h)); err != nil {
 			return err
 		}
 		c.track(b)
-		return check("cublasSetStream_v2", b.api.setStream(b.h, c.stream))
+		return c.blasCheck("cublasSetStream_v2", b.api.setStream(b.h, c.stream))
 	})
 	if err != nil {
 		return nil, err
@@ -225,11 +225,30 @@ func (b *BLAS) gemm(batched, transA, transB bool, m, n, k int, alpha float32, A 
 		}
 		runtime.KeepAlive(&alpha)
 		runtime.KeepAlive(&beta)
-		if err := check(call, r); err != nil {
+		if err := b.ctx.blasCheck(call, r); err != nil {
 			return err
 		}
 		return b.ctx.profileEnd(GEMMName)
 	})
+}
+
+// blasCheck turns the status r of the cuBLAS call named call, made in
+// the context with its lock held, into an error, as check does. cuBLAS
+// reports a launch the driver refused as CUBLAS_STATUS_EXECUTION_FAILED
+// (13), or CUBLAS_STATUS_INTERNAL_ERROR (14), whatever the driver said;
+// so for those it asks the stream (cuStreamSynchronize), whose error,
+// joined to cuBLAS's, says what the driver did: a sticky error there
+// (an earlier kernel's fault) makes the whole ErrContextLost, as it
+// would be had a launch or copy met it first.
+func (c *Context) blasCheck(call string, r int32) error {
+	err := check(call, r)
+	if err == nil || r != 13 && r != 14 {
+		return err
+	}
+	if serr := check("cuStreamSynchronize", c.api.streamSynchronize(c.stream)); serr != nil {
+		return fmt.Errorf("%w; the stream: %w", err, serr)
+	}
+	return err
 }
 
 // extent returns the number of values batch matrices of rows×cols, rows

@@ -506,3 +506,47 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestBLASAfterFault: when a kernel has faulted and the first call to
+// meet the sticky error is a cuBLAS product, whose status is
+// CUBLAS_STATUS_EXECUTION_FAILED whatever the driver said, the error
+// joins the stream's (cuStreamSynchronize's CUDA_ERROR_ILLEGAL_ADDRESS),
+// so it is cuda.ErrContextLost, as a launch meeting it first would be;
+// a product refused for its operands is not.
+func TestBLASAfterFault(t *testing.T) {
+	r, ctx, lib := emuContext(t)
+	emu := cudatest.LibOpener{Lib: lib}
+	t.Cleanup(func() { emu.SetFault(t, 0) })
+	k := loadKernels(t, r, ctx, "spn_bias_relu")[0]
+	y, err := cuda.NewBuffer(ctx, []float32{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blas, err := ctx.NewBLAS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := blas.Sgemm(false, false, 1, 1, 1, 1, y, y, 0, y); err != nil {
+		t.Fatalf("Sgemm before the fault: %v", err)
+	}
+	emu.SetFault(t, 1)
+	if err := k.Launch(1, 2, y, y, y, int32(2), 1, 1); err != nil {
+		t.Fatalf("the faulting launch: %v (it should succeed, as on a GPU)", err)
+	}
+	err = blas.Sgemm(false, false, 1, 1, 1, 1, y, y, 0, y)
+	const want = "cuda: cublasSgemm_v2 failed: CUBLAS_STATUS_EXECUTION_FAILED (13); the stream: cuda: cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)"
+	if got := errString(err); got != want {
+		t.Errorf("Sgemm after the fault: %q, want %q", got, want)
+	}
+	if !errors.Is(err, cuda.ErrContextLost) {
+		t.Errorf("Sgemm after the fault: %v is not cuda.ErrContextLost", err)
+	}
+	err = blas.SgemmStridedBatched(false, false, 1, 1, 1, 1, y, 1, 0, y, 1, 0, 0, y, 1, 1, 2)
+	if !errors.Is(err, cuda.ErrContextLost) || !strings.Contains(err.Error(), "cublasSgemmStridedBatched failed: CUBLAS_STATUS_EXECUTION_FAILED (13); the stream:") {
+		t.Errorf("SgemmStridedBatched after the fault: %v, want cuda.ErrContextLost naming both calls", err)
+	}
+	var ce *cuda.CallError
+	if !errors.As(err, &ce) || ce.Call != "cublasSgemmStridedBatched" {
+		t.Errorf("SgemmStridedBatched after the fault: errors.As finds %+v, want the cuBLAS call first", ce)
+	}
+}

@@ -91,7 +91,9 @@ var ErrOutOfMemory = errors.New("cuda: out of device memory")
 // instruction, a failed launch) or the GPU had an uncorrectable memory
 // error: such an error is sticky, so every later call in the context
 // fails with it, for every user of the device's primary context, until
-// the context is released by all of them and made anew.
+// the context is released by all of them and made anew. A cuBLAS call
+// that meets such an error is ErrContextLost too: its error joins the
+// stream's (see Context.blasCheck).
 var ErrContextLost = errors.New("cuda: the GPU context is lost")
 
 // Is reports whether e is a failure that target names: ErrOutOfMemory
