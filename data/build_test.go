@@ -41,10 +41,7 @@ func TestFromEdges(t *testing.T) {
 			if err := g.Validate(&Dataset{}); err != nil {
 				t.Errorf("built graph is invalid: %v", err)
 			}
-			var back [][2]int
-			for _, e := range g.Edges() {
-				back = append(back, e)
-			}
+			back := append([][2]int(nil), g.Edges()...)
 			h, _ := FromEdges(tc.n, back)
 			if !slices.Equal(h.Adj.Idx, g.Adj.Idx) {
 				t.Error("Edges does not round-trip through FromEdges")

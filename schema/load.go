@@ -140,7 +140,8 @@ type loader struct {
 	mode   string
 	idx    *posIndex
 	root   cue.Value
-	schema cue.Value // the schema alone, for probing
+	ctx    *cue.Context // the context root, schema and user are built in
+	schema cue.Value    // the schema alone, for probing
 	errs   Errors
 	models ModelChecker
 	user   cue.Value // the user's file alone, for the model kinds in probe
@@ -195,10 +196,10 @@ func (l *loader) load(src []byte) (*Spec, Errors) {
 	if bi.ResolutionErr != nil {
 		return nil, l.convertCUE(bi.ResolutionErr)
 	}
-	ctx := cuecontext.New()
-	l.root = ctx.BuildInstance(bi)
-	l.schema = ctx.BuildFile(sf)
-	l.user = ctx.BuildFile(f)
+	l.ctx = cuecontext.New()
+	l.root = l.ctx.BuildInstance(bi)
+	l.schema = l.ctx.BuildFile(sf)
+	l.user = l.ctx.BuildFile(f)
 	// A mode the spec does not define leaves its mode branches out, and the
 	// errors that follow from that would hide the cause: report it alone.
 	if err := l.checkModes(); err != nil {
@@ -385,7 +386,7 @@ func (l *loader) probe(segs []string) cue.Value {
 		}
 		return map[string]any{segs[i]: sub}
 	}
-	shape := l.schema.Context().Encode(build(0))
+	shape := l.ctx.Encode(build(0))
 	return l.schema.Unify(shape).LookupPath(cue.MakePath(selsOf(segs)...))
 }
 

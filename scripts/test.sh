@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # spn's test command (the one the README gives and CI runs):
-# formatting, go vet, every spec under pipelines/ through `spn vet` and the
-# official `cue vet`, then `go test ./...` (unit, golden, gradient, fuzz-seed
+# formatting, go vet, staticcheck, every spec under pipelines/ through
+# `spn vet` and the official `cue vet`, then `go test ./...` (unit, golden, gradient, fuzz-seed
 # and real-data tests; real data comes from the offline mirror).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,11 @@ fi
 
 step "go vet ./..."
 go vet ./...
+
+# staticcheck (honnef.co/go/tools, pinned): bugs and misuses go vet does
+# not look for (a deprecated API, an unused function, a -0.0 literal).
+step "staticcheck ./..."
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 step "spn vet pipelines/"
 go run ./cmd/spn vet pipelines/

@@ -38,8 +38,6 @@ func TestOpGradient(t *testing.T) {
 	}
 }
 
-func degreeOf(b *data.Batch, u int) int { return int(b.Adj.Ptr[u+1] - b.Adj.Ptr[u]) }
-
 func refGAT(b *data.Batch, z, aSrc, aDst []float64, H, N, d int) []float64 {
 	dh := d / H
 	y := make([]float64, N*d)

@@ -242,7 +242,7 @@ func (a *DeviceAdam) Step() error {
 			}
 		}
 		if err := a.d.e.Launch("spn_adam", gr.n, bs[0], bs[1], bs[2], bs[3], gr.n, a.LR, a.Beta1, a.Beta2, a.Eps, a.WeightDecay, bc1, bc2, gr.decay, gr.frozen); err != nil {
-			return fmt.Errorf("Adam step: %w", err)
+			return fmt.Errorf("the Adam step: %w", err)
 		}
 	}
 	return nil

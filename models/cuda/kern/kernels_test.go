@@ -793,7 +793,7 @@ func TestBlocks(t *testing.T) {
 func TestSumBlocks(t *testing.T) {
 	const n, m = 5, 4
 	x := []float32{
-		1e8, -0.0, 3, 0.1, 7,
+		1e8, 0, 3, 0.1, 7, // x[1] is made -0 below
 		1, 0, -3, 0.2, 1e-3,
 		-1e8, 0, 5, 0.3, 2,
 		0.5, 0, 1e-7, 0.4, -9,
