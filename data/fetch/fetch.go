@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/spn-project/spn/data/known"
+	"github.com/spn-project/spn/internal/jsonpos"
 )
 
 // LockFile is the name of the lock file inside the data directory.
@@ -495,27 +498,66 @@ func hashFile(p string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
+// readLock reads the lock file at p (parseLock); a missing file is an
+// empty lock.
 func readLock(p string) (*lockData, error) {
-	lk := &lockData{Files: map[string]lockEntry{}, Version: 1}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return lk, nil
+		return &lockData{Files: map[string]lockEntry{}, Version: 1}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading lock file: %w", err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(lk); err != nil {
-		return nil, fmt.Errorf("reading lock file %s: %w", p, err)
+	return parseLock(p, b)
+}
+
+// parseLock decodes b, the lock file called name: one JSON object of
+// version 1 and nothing else, each entry's path a clean relative one, its
+// sha256 the 64 lowercase hex digits spn writes, its size not negative
+// and its URL given. A hand edit that breaks any of these is named with
+// its place, not met later as a checksum that cannot match.
+func parseLock(name string, b []byte) (*lockData, error) {
+	lk := &lockData{}
+	if err := jsonpos.Strict(name, b, lk); err != nil {
+		return nil, fmt.Errorf("reading lock file: %w", err)
 	}
 	if lk.Version != 1 {
-		return nil, fmt.Errorf("reading lock file %s: unsupported version %d", p, lk.Version)
+		return nil, fmt.Errorf("reading lock file: %s: unsupported version %d", name, lk.Version)
 	}
 	if lk.Files == nil {
 		lk.Files = map[string]lockEntry{}
 	}
+	for _, rel := range slices.Sorted(maps.Keys(lk.Files)) {
+		e := lk.Files[rel]
+		var why string
+		switch {
+		case rel == "" || path.IsAbs(rel) || path.Clean(rel) != rel || strings.HasPrefix(rel, "../") || rel == "..":
+			why = "is not a clean relative path"
+		case !isSHA256(e.SHA256):
+			why = fmt.Sprintf("has sha256 %q, want 64 lowercase hex digits", e.SHA256)
+		case e.Size < 0:
+			why = fmt.Sprintf("has size %d", e.Size)
+		case e.URL == "":
+			why = "has no url"
+		default:
+			continue
+		}
+		return nil, fmt.Errorf("reading lock file: %s: entry %q %s; correct it, or delete the entry and fetch the file again", name, rel, why)
+	}
 	return lk, nil
+}
+
+// isSHA256 reports whether s is a SHA-256 as hashFile writes it.
+func isSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // writeLock writes the lock file atomically, keys sorted (encoding/json

@@ -1,14 +1,11 @@
 package tu
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/jsonpos"
 )
 
 // errica is one fold of an Errica et al. split file.
@@ -26,38 +23,34 @@ func ReadSplitsFile(path string, n int) ([]data.Split, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading splits: %w", err)
 	}
-	s, err := ParseSplits(b, n)
+	s, err := ParseSplits(path, b, n)
 	if err != nil {
-		return nil, fmt.Errorf("reading splits %s: %w", path, err)
+		return nil, fmt.Errorf("reading splits: %w", err)
 	}
 	return s, nil
 }
 
-// ReadSplits reads an Errica split file from r for a dataset of n graphs.
-func ReadSplits(r io.Reader, n int) ([]data.Split, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("reading splits: %w", err)
-	}
-	return ParseSplits(b, n)
-}
-
-// ParseSplits decodes an Errica split file: a JSON list of folds
+// ParseSplits decodes b, the Errica split file called name: a JSON list
+// of folds
 // {"test": [...], "model_selection": [{"train": [...], "validation": [...]}]}
 // with exactly one model-selection entry each. It checks that indices lie
 // in 0..n-1, that each fold's train, validation and test parts are disjoint
 // and together hold every graph, and that every graph is tested in exactly
-// one fold.
-func ParseSplits(b []byte, n int) ([]data.Split, error) {
+// one fold. Errors start with name (and the line and column, for JSON's).
+func ParseSplits(name string, b []byte, n int) ([]data.Split, error) {
 	var folds []errica
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&folds); err != nil {
-		return nil, jsonError(b, err)
+	if err := jsonpos.Strict(name, b, &folds); err != nil {
+		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("line %d: trailing data after the list of folds", lineAt(b, dec.InputOffset()))
+	out, err := checkFolds(folds, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	return out, nil
+}
+
+// checkFolds returns the splits of folds, after ParseSplits's checks.
+func checkFolds(folds []errica, n int) ([]data.Split, error) {
 	if len(folds) == 0 {
 		return nil, fmt.Errorf("no folds")
 	}
@@ -85,23 +78,4 @@ func ParseSplits(b []byte, n int) ([]data.Split, error) {
 		}
 	}
 	return out, nil
-}
-
-// jsonError adds the line number to a JSON decoding error.
-func jsonError(b []byte, err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Errorf("line %d: %w", lineAt(b, se.Offset), err)
-	case errors.As(err, &te):
-		return fmt.Errorf("line %d: %w", lineAt(b, te.Offset), err)
-	}
-	return err
-}
-
-// lineAt returns the 1-based line of byte offset off.
-func lineAt(b []byte, off int64) int {
-	off = min(max(off, 0), int64(len(b)))
-	return bytes.Count(b[:off], []byte("\n")) + 1
 }

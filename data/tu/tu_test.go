@@ -252,7 +252,7 @@ func TestSplitErrorsGolden(t *testing.T) {
 	}
 	var out strings.Builder
 	for _, tc := range cases {
-		_, err := ParseSplits([]byte(tc.json), 3)
+		_, err := ParseSplits("splits.json", []byte(tc.json), 3)
 		if err == nil {
 			t.Errorf("%s: parsed without error", tc.name)
 			continue
@@ -290,7 +290,7 @@ func FuzzParseSplits(f *testing.F) {
 		if n < 0 || n > 1000 {
 			return
 		}
-		splits, err := ParseSplits(b, n)
+		splits, err := ParseSplits("f", b, n)
 		if err != nil {
 			return
 		}

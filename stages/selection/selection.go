@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/spn-project/spn/internal/jsonpos"
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -195,38 +196,10 @@ func DecodeFile(path string, vs ...any) error {
 	}
 	for _, v := range vs {
 		if err := json.Unmarshal(b, v); err != nil {
-			return fmt.Errorf("%s%s: %w", path, position(b, err), err)
+			return jsonpos.Wrap(path, b, err)
 		}
 	}
 	return nil
-}
-
-// position returns ":LINE:COL" for JSON errors that carry an offset: the
-// offending character of a syntax error, the last character of a value of
-// the wrong type.
-func position(b []byte, err error) string {
-	var off int64 = -1
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	}
-	if off < 1 || off > int64(len(b)) {
-		return ""
-	}
-	off--
-	line, col := 1, 1
-	for _, c := range b[:off] {
-		if c == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return fmt.Sprintf(":%d:%d", line, col)
 }
 
 // WriteResult writes v as indented JSON to dir/result.json.

@@ -389,7 +389,7 @@ func TestPrintTerminalErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "t.json"), []byte(`{"spn_table": 1, "name": "t", "header": ["a"], "rows": [{"cells": [`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := PrintTerminal(&bytes.Buffer{}, dir); err == nil || !strings.Contains(err.Error(), "t.json: corrupted JSON") {
+	if err := PrintTerminal(&bytes.Buffer{}, dir); err == nil || !strings.Contains(err.Error(), "t.json:1:67: corrupted JSON: unexpected end of JSON input") {
 		t.Errorf("corrupted table: error %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "t.json"), []byte(`{"spn_table": 1, "name": "t", "header": ["a", "b"], "rows": [{"cells": [{"text": "x"}]}]}`), 0o644); err != nil {

@@ -1,7 +1,6 @@
 package tabulate
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spn-project/spn/internal/jsonpos"
 	"github.com/spn-project/spn/stages"
 )
 
@@ -67,17 +67,15 @@ func readMatrix(path string) (m Matrix, ok bool, err error) {
 	if err := json.Unmarshal(b, &probe); err != nil || probe.SPNTable == nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return m, false, fmt.Errorf("%s: corrupted JSON at byte %d: %w", path, se.Offset, err)
+			return m, false, jsonpos.Wrap(path, b, fmt.Errorf("corrupted JSON: %w", err))
 		}
 		return m, false, nil
 	}
 	if *probe.SPNTable != MatrixVersion {
 		return m, false, fmt.Errorf("%s: table format %d, want %d", path, *probe.SPNTable, MatrixVersion)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return m, false, fmt.Errorf("%s: %w", path, err)
+	if err := jsonpos.Strict(path, b, &m); err != nil {
+		return m, false, err
 	}
 	for i, r := range m.Rows {
 		if len(r.Cells) != len(m.Header) {
