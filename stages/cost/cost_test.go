@@ -113,6 +113,15 @@ func TestBaselineEntry(t *testing.T) {
 	}
 }
 
+// TestParseCalibrationPlace: a calibration file that is not JSON is
+// named with the line and column of the fault.
+func TestParseCalibrationPlace(t *testing.T) {
+	const want = `calibration: cal.json:2:12: invalid character '}' looking for beginning of value`
+	if _, err := ParseCalibration("cal.json", []byte("{\"version\": 1,\n\"entries\": }")); err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
+	}
+}
+
 func FuzzParseCalibration(f *testing.F) {
 	f.Add([]byte(`{"version":1,"threads":1,"entries":[{"dataset":"tu(DD)","model":"spn","k":5,"layers":4,"hidden":64,"seconds_per_epoch":8.4}]}`))
 	f.Add([]byte(`{"version":1,"entries":[{"dataset":"x","model":"spn","layers":0,"hidden":1,"seconds_per_epoch":-1}]}`))
