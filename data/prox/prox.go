@@ -57,13 +57,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/proxcheck"
+	"github.com/spn-project/spn/internal/par"
 )
 
 // Config parameterises the generator; zero fields take the defaults.
@@ -178,42 +176,17 @@ func Generate(ctx context.Context, cfg Config) (*data.Dataset, error) {
 		reds[p] = 3 - p*3/pairs
 	}
 	graphs := make([]data.Graph, cfg.Graphs)
-	threads := cfg.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	threads = min(threads, pairs)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, threads)
-	for w := 0; w < threads; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for {
-				p := int(next.Add(1) - 1)
-				if p >= pairs {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					return
-				}
-				rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)))
-				pos, neg, err := pair(rng, cfg, reds[p])
-				if err != nil {
-					errs[w] = fmt.Errorf("pair %d: %w", p, err)
-					return
-				}
-				graphs[2*p], graphs[2*p+1] = pos, neg
-			}
-		}(w)
-	}
-	wg.Wait()
-	for _, err := range errs {
+	err = par.Each(ctx, pairs, cfg.Threads, func(p int) error {
+		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(p)))
+		pos, neg, err := pair(rng, cfg, reds[p])
 		if err != nil {
-			return nil, fmt.Errorf("generating h-proximity (h=%d): %w", cfg.H, err)
+			return fmt.Errorf("pair %d: %w", p, err)
 		}
+		graphs[2*p], graphs[2*p+1] = pos, neg
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("generating h-proximity (h=%d): %w", cfg.H, err)
 	}
 	if cfg.ColourBlind {
 		for i := range graphs {

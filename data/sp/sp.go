@@ -8,12 +8,10 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/par"
 )
 
 // DefaultKMax is the default largest hop distance.
@@ -34,41 +32,12 @@ func Compute(ctx context.Context, graphs []data.Graph, kmax int, keepUnreachable
 			return nil, fmt.Errorf("computing hop sets: graph %d: %w", i, err)
 		}
 	}
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	threads = min(threads, max(len(graphs), 1))
 	out := &data.Hops{KMax: kmax, Graphs: make([]data.GraphHops, len(graphs))}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, threads)
-	for w := 0; w < threads; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			var s scratch
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(graphs) {
-					return
-				}
-				if i%64 == 0 {
-					if err := ctx.Err(); err != nil {
-						errs[w] = fmt.Errorf("computing hop sets: %w", err)
-						return
-					}
-				}
-				out.Graphs[i] = s.graphHops(&graphs[i], kmax, keepUnreachable)
-			}
-		}(w)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	err := par.For(ctx, len(graphs), threads, func(s *scratch, i int) error {
+		out.Graphs[i] = s.graphHops(&graphs[i], kmax, keepUnreachable)
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("computing hop sets: %w", err)
 	}
 	out.RecordSymmetry()

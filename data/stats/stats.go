@@ -6,13 +6,11 @@ package stats
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/internal/par"
 )
 
 // Summary is the statistics of one dataset. Diameters are per graph the
@@ -48,40 +46,17 @@ func Compute(ctx context.Context, ds *data.Dataset, threads int) (Summary, error
 		return s, nil
 	}
 	per := make([]sp.GraphStats, len(ds.Graphs))
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, threads)
-	for w := 0; w < threads; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(ds.Graphs) {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					return
-				}
-				st, err := sp.Stats(&ds.Graphs[i])
-				if err != nil {
-					errs[w] = fmt.Errorf("graph %d: %w", i, err)
-					return
-				}
-				st.Eccentricity = nil // not needed here; keeps memory flat
-				per[i] = st
-			}
-		}(w)
-	}
-	wg.Wait()
-	for _, err := range errs {
+	err := par.Each(ctx, len(ds.Graphs), threads, func(i int) error {
+		st, err := sp.Stats(&ds.Graphs[i])
 		if err != nil {
-			return s, fmt.Errorf("statistics of %s: %w", ds.Name, err)
+			return fmt.Errorf("graph %d: %w", i, err)
 		}
+		st.Eccentricity = nil // not needed here; keeps memory flat
+		per[i] = st
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("statistics of %s: %w", ds.Name, err)
 	}
 	diam := make([]int, len(per))
 	var nodes, edges, conn, dsum int
