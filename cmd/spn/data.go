@@ -84,8 +84,7 @@ func cmdData(a *app, args []string) error {
 
 // dataOpts are the flags shared by the data subcommands.
 type dataOpts struct {
-	mirror, dataDir string
-	acceptMismatch  bool
+	dataSource
 	proxH, graphs   int
 	folds           int
 	seed            int64
@@ -95,9 +94,7 @@ type dataOpts struct {
 
 func (a *app) dataFlags(fs *flag.FlagSet, withProx bool) *dataOpts {
 	o := &dataOpts{}
-	fs.StringVar(&o.mirror, "mirror", "", "local mirror `dir` of upstream data files (env "+envMirror+")")
-	fs.StringVar(&o.dataDir, "data-dir", "", "`dir` for downloaded and imported data (env "+envDataDir+", default "+defaultDataDir+")")
-	fs.BoolVar(&o.acceptMismatch, "accept-data-mismatch", false, "accept upstream files whose content differs from spn's built-in figures (a warning instead of an error)")
+	o.dataSource.flags(fs, "`dir` for downloaded and imported data", "accept upstream files whose content differs from spn's built-in figures (a warning instead of an error)")
 	if withProx {
 		fs.IntVar(&o.proxH, "prox-h", 3, "`h` of the generated h-Proximity dataset (NAME prox)")
 		fs.IntVar(&o.graphs, "graphs", prox.DefaultGraphs, "number of generated h-Proximity graphs")
@@ -110,7 +107,25 @@ func (a *app) dataFlags(fs *flag.FlagSet, withProx bool) *dataOpts {
 	return o
 }
 
-func (o *dataOpts) resolve(a *app) {
+// dataSource is where data files come from: the flags --mirror,
+// --data-dir and --accept-data-mismatch, which spn's data and stage
+// commands share.
+type dataSource struct {
+	mirror, dataDir string
+	acceptMismatch  bool
+}
+
+// flags registers the flags on fs, --data-dir's and
+// --accept-data-mismatch's usage (the command's use of them) given.
+func (o *dataSource) flags(fs *flag.FlagSet, dataDirUsage, mismatchUsage string) {
+	fs.StringVar(&o.mirror, "mirror", "", "local mirror `dir` of upstream data files (env "+envMirror+")")
+	fs.StringVar(&o.dataDir, "data-dir", "", dataDirUsage+" (env "+envDataDir+", default "+defaultDataDir+")")
+	fs.BoolVar(&o.acceptMismatch, "accept-data-mismatch", false, mismatchUsage)
+}
+
+// resolve fills what the flags left unset from the environment and the
+// default data dir.
+func (o *dataSource) resolve(a *app) {
 	if o.mirror == "" {
 		o.mirror = a.getenv(envMirror)
 	}

@@ -60,9 +60,9 @@ func cmdTable(a *app, args []string) error { return a.table(realEngine(), args) 
 
 // envOpts are the flags shared by commands that plan or run stages.
 type envOpts struct {
-	cache, mirror, dataDir, mode, logLevel string
-	logJSON                                bool
-	acceptDataMismatch                     bool
+	dataSource
+	cache, mode, logLevel string
+	logJSON               bool
 	// device is --device, of the commands that train ("": the spec's).
 	device string
 }
@@ -72,12 +72,10 @@ type envOpts struct {
 func (a *app) envFlags(fs *flag.FlagSet) *envOpts {
 	o := &envOpts{}
 	fs.StringVar(&o.cache, "cache", "", "stage cache `dir` (env "+cache.EnvVar+", default "+cache.DefaultDir+")")
-	fs.StringVar(&o.mirror, "mirror", "", "local mirror `dir` of upstream data files (env "+envMirror+")")
-	fs.StringVar(&o.dataDir, "data-dir", "", "`dir` for downloaded data (env "+envDataDir+", default "+defaultDataDir+")")
+	o.dataSource.flags(fs, "`dir` for downloaded data", "accept upstream data files whose content differs from spn's built-in figures (recorded in the stage results)")
 	fs.StringVar(&o.mode, "mode", "", "override the spec's mode: full, smoke, paper-1split or evidence")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: trace, debug, info, warn or error")
 	fs.BoolVar(&o.logJSON, "log-json", false, "write logs as JSON lines")
-	fs.BoolVar(&o.acceptDataMismatch, "accept-data-mismatch", false, "accept upstream data files whose content differs from spn's built-in figures (recorded in the stage results)")
 	return o
 }
 
@@ -85,15 +83,7 @@ func (a *app) envFlags(fs *flag.FlagSet) *envOpts {
 // the log level.
 func (o *envOpts) resolve(a *app) error {
 	o.cache = cache.Resolve(o.cache, a.getenv, ".")
-	if o.mirror == "" {
-		o.mirror = a.getenv(envMirror)
-	}
-	if o.dataDir == "" {
-		o.dataDir = a.getenv(envDataDir)
-	}
-	if o.dataDir == "" {
-		o.dataDir = defaultDataDir
-	}
+	o.dataSource.resolve(a)
 	// Stages get absolute paths: they must not depend on the working dir.
 	for _, p := range []*string{&o.cache, &o.dataDir, &o.mirror} {
 		if *p == "" {
@@ -125,7 +115,7 @@ func (o *envOpts) logger(w io.Writer) hclog.Logger {
 
 // env is the stages.Env the flags describe (Threads is set by the executor).
 func (o *envOpts) env() stages.Env {
-	return stages.Env{DataDir: o.dataDir, Mirror: o.mirror, AcceptDataMismatch: o.acceptDataMismatch, SPNVersion: version}
+	return stages.Env{DataDir: o.dataDir, Mirror: o.mirror, AcceptDataMismatch: o.acceptMismatch, SPNVersion: version}
 }
 
 // parseArgs parses flags that may come before or after positional

@@ -238,7 +238,7 @@ func (o *envOpts) stageArgs(cacheRoot string) []string {
 	if o.mirror != "" {
 		args = append(args, "--mirror", o.mirror)
 	}
-	if o.acceptDataMismatch {
+	if o.acceptMismatch {
 		args = append(args, "--accept-data-mismatch")
 	}
 	return args

@@ -18,9 +18,9 @@ func TestSlurmStageArgs(t *testing.T) {
 		o    envOpts
 		want []string
 	}{
-		{"plain", envOpts{dataDir: "/d", logLevel: "info"},
+		{"plain", envOpts{dataSource: dataSource{dataDir: "/d"}, logLevel: "info"},
 			[]string{"--cache", "/c", "--data-dir", "/d", "--log-level", "info"}},
-		{"mirror and override", envOpts{dataDir: "/d", logLevel: "warn", mirror: "/m", acceptDataMismatch: true},
+		{"mirror and override", envOpts{dataSource: dataSource{dataDir: "/d", mirror: "/m", acceptMismatch: true}, logLevel: "warn"},
 			[]string{"--cache", "/c", "--data-dir", "/d", "--log-level", "warn", "--mirror", "/m", "--accept-data-mismatch"}},
 	} {
 		if got := tc.o.stageArgs("/c"); !slices.Equal(got, tc.want) {
