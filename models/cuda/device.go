@@ -380,6 +380,23 @@ func (b *Buffer) Slice(off, n int) (*Buffer, error) {
 	return &Buffer{ctx: b.ctx, ptr: b.ptr + uint64(off*sizeOf(b.kind)), n: n, kind: b.kind, of: of}, nil
 }
 
+// View returns a view of n values of type T from byte off of b's memory
+// on (off a multiple of T's size), whatever b's own type: one allocation
+// holding values of several types, as the device engine's arena does.
+// It lives as long as b's memory does (freeing it does nothing).
+func View[T Elem](b *Buffer, off, n int) (*Buffer, error) {
+	k := kindOf[T]()
+	size := sizeOf(k)
+	if total := b.n * sizeOf(b.kind); off < 0 || n < 0 || off%size != 0 || off > total || n > (total-off)/size {
+		return nil, fmt.Errorf("cuda: %d values of %s from byte %d of a buffer of %d bytes", n, k.C()[:len(k.C())-1], off, total)
+	}
+	of := b
+	if b.of != nil {
+		of = b.of
+	}
+	return &Buffer{ctx: b.ctx, ptr: b.ptr + uint64(off), n: n, kind: k, of: of}, nil
+}
+
 // Alloc allocates device memory for n values of type T. The memory is
 // not initialised. A buffer of 0 values still holds one allocation (of
 // one value), so that it never passes as a null pointer.

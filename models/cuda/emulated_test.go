@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -548,5 +549,49 @@ func TestBLASAfterFault(t *testing.T) {
 	var ce *cuda.CallError
 	if !errors.As(err, &ce) || ce.Call != "cublasSgemmStridedBatched" {
 		t.Errorf("SgemmStridedBatched after the fault: errors.As finds %+v, want the cuBLAS call first", ce)
+	}
+}
+
+// TestView: cuda.View carves values of another type from a buffer's
+// bytes (float64 from float32 memory, as the engine's arena does); they
+// read and write that memory, and a view past the buffer, at a negative
+// or misaligned offset, or of a negative length is refused.
+func TestView(t *testing.T) {
+	_, ctx, _ := emuContext(t)
+	b, err := cuda.Alloc[float32](ctx, 64) // 256 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cuda.View[float64](b, 8, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 3 || d.Kind() != kern.F64Ptr {
+		t.Fatalf("a view of 3 doubles is %v", d)
+	}
+	if err := cuda.Upload(d, []float64{1.5, -2, 1e300}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float64, 3)
+	if err := cuda.Download(got, d); err != nil || got[0] != 1.5 || got[1] != -2 || got[2] != 1e300 {
+		t.Errorf("the view's values back: %v, %v", got, err)
+	}
+	f := make([]float32, 64)
+	if err := cuda.Download(f, b); err != nil {
+		t.Fatal(err)
+	}
+	if bits := math.Float64bits(-2); math.Float32bits(f[4]) != uint32(bits) || math.Float32bits(f[5]) != uint32(bits>>32) {
+		t.Errorf("the buffer's values 4 and 5 are %v, %v: not the view's second double", f[4], f[5])
+	}
+	if _, err := cuda.View[float64](b, 248, 1); err != nil {
+		t.Errorf("the buffer's last double: %v", err)
+	}
+	for _, c := range []struct{ off, n int }{{256, 1}, {248, 2}, {-8, 1}, {4, 1}, {0, -1}, {0, 1 << 60}} {
+		if _, err := cuda.View[float64](b, c.off, c.n); err == nil {
+			t.Errorf("%d doubles from byte %d of 256: no error", c.n, c.off)
+		}
+	}
+	if _, err := cuda.View[float64](b, 4, 1); err == nil || err.Error() != "cuda: 1 values of double from byte 4 of a buffer of 256 bytes" {
+		t.Errorf("a misaligned view: %v", err)
 	}
 }

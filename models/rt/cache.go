@@ -56,7 +56,7 @@ func (c *Cache[K, V]) Put(k K, v V, g *G.ExprGraph, vm G.VM) {
 
 // OnDevice sets the limits of a cache of device graphs: MaxCachedDeviceGraphs
 // graphs and no bound on their GraphBytes, whose values are the device
-// engine's pooled memory, not the graphs'.
+// engine's arena, not the graphs'.
 func (c *Cache[K, V]) OnDevice() { c.Limit(MaxCachedDeviceGraphs, math.MaxInt64) }
 
 // Limit sets MaxGraphs and MaxBytes and drops the oldest graphs beyond

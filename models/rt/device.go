@@ -26,7 +26,7 @@ type DevicePreparer interface {
 // An asynchronous step (StepAsync) leaves its work on the device when it
 // returns, and the next step reuses what it used: the compiled Program
 // of the same padded sizes (the graph cache), the engine's scratch
-// memory (engine.Reset gives it back to the pool at the end of the
+// memory (engine.Reset gives it back to the arena at the end of the
 // step), the packed device buffer. That is safe because everything a
 // step does on the device, the copies of its loss and outputs back to
 // the host included, is enqueued on the default stream during the step,
@@ -119,7 +119,7 @@ func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, d.done(p))
+			d.end(p, &err)
 		}
 	}()
 	d.pk.Reset()
@@ -200,6 +200,16 @@ func (d *deviceState) prepare(a Arch, p *Program, o Opts) (err error) {
 	return nil
 }
 
+// end ends the run of p (done), setting *err to done's error unless
+// the run failed already: after a failure (a kernel's fault spoils the
+// context) the driver calls of ending it fail too, and the run's error
+// is the one that says what happened.
+func (d *deviceState) end(p *Program, err *error) {
+	if derr := d.done(p); *err == nil {
+		*err = derr
+	}
+}
+
 // done frees what one run put on the device (its scratch tensors; the
 // packed buffer stays for the next run) and drops the references to it.
 func (d *deviceState) done(p *Program) error {
@@ -244,7 +254,7 @@ func (d *deviceState) outputBuffer(p *Program, c int) (*cuda.Buffer, error) {
 // forward runs p (a graph without a gradient, built by prepare) and
 // returns the first g×c outputs, the one copy back to the host.
 func (d *deviceState) forward(p *Program, c int) (out []float32, err error) {
-	defer func() { err = errors.Join(err, d.done(p)) }()
+	defer d.end(p, &err)
 	if err := p.run(); err != nil {
 		return nil, err
 	}
@@ -302,7 +312,7 @@ func (d *deviceState) run(p *Program, ps []*param.Param) error {
 // first g×c outputs, copied back when the step is done (neither when c
 // is 0: the adaptor's Backward, whose graph has no loss).
 func (d *deviceState) step(p *Program, ps []*param.Param, c int) (loss float64, out []float32, err error) {
-	defer func() { err = errors.Join(err, d.done(p)) }()
+	defer d.end(p, &err)
 	if err := d.run(p, ps); err != nil {
 		return 0, nil, err
 	}
@@ -443,9 +453,9 @@ func (d *deviceState) result(n int) (*stepResult, error) {
 // g×c outputs into a page-locked buffer of results and records the
 // buffer's event after them, and returns what resolves them. The copies
 // are enqueued before done gives the step's scratch memory back to the
-// engine's pool, so they run before the next step's kernels reuse it.
+// engine's arena, so they run before the next step's kernels reuse it.
 func (d *deviceState) stepAsync(p *Program, ps []*param.Param, c int) (resolve func() (float64, []float32, error), err error) {
-	defer func() { err = errors.Join(err, d.done(p)) }()
+	defer d.end(p, &err)
 	if err := d.run(p, ps); err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import (
 // bytes (GraphBytes: every node's tensor, an upper bound of the values a
 // graph holds after a run) add up to at most MaxCachedBytes; the oldest
 // is dropped first (Cache). On the device path (UseDevice) a graph's
-// values live in the device engine's pooled memory only while it runs,
+// values live in the device engine's arena only while it runs,
 // so a cached graph holds just its host structures (its nodes and tape,
 // about 0.3 to 0.5 MB at the paper's widths): a model there keeps up to
 // MaxCachedDeviceGraphs, with no bound on GraphBytes (Cache.OnDevice).

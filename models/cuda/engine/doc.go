@@ -27,14 +27,20 @@
 // adaptor of a primitive's device math, as Op and Apply are of its CPU
 // math.
 //
-// Scratch memory is pooled: Reset returns its allocations to the
-// engine's pool by size class (quarter-powers of two, at least 1 KiB),
-// and the next run's scratch of a class takes them, so that after the
-// first run of a batch shape a training step makes no cuMemAlloc or
-// cuMemFree (synchronous calls; cuMemFree waits for the device), as
-// PyTorch's caching allocator. An allocation that finds the device full
-// frees the pool and tries once more; Trim frees it on demand, Pooled
-// says what it holds, and the context's Memory counts it as allocated.
+// Scratch memory is an arena: a run carves its scratch values one after
+// another from one allocation, and Reset gives the whole of it back for
+// the next run, so that a training step makes no cuMemAlloc or cuMemFree
+// (synchronous calls; cuMemFree waits for the device) once the arena
+// holds the largest run so far, as PyTorch's caching allocator does
+// after its warm-up. A run that does not fit allocates the rest value by
+// value, and Reset frees those and grows the arena to that run's size
+// (rounded up to a quarter-power of two). The device thus holds about
+// one run's scratch, where a pool of allocations by size class would
+// hold one for every size the batches reached (docs/performance.md,
+// "Memory"). A non-scratch allocation
+// that finds the device full frees the idle arena and tries once more;
+// Trim frees it on demand, Kept says how large it is, and the context's
+// Memory counts it as allocated.
 //
 // Device math exists for every op of the spn graph (classification, sum
 // or mean pooling, without the global readout), each beside its CPU math

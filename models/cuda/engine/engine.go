@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"gorgonia.org/tensor"
 
@@ -30,11 +31,10 @@ type Memory struct {
 	size    uintptr
 	buf     *cuda.Buffer
 	scratch bool
-	// borrowed memory (View, Alias) is another's: freeing it forgets it.
+	// borrowed memory (View, Alias) is another's, and scratch memory
+	// the run's (the arena's, or a spill Reset frees): freeing either
+	// forgets it.
 	borrowed bool
-	// block, for scratch memory, is the pooled allocation buf is the
-	// first values of: freeing the memory returns block to the pool.
-	block *cuda.Buffer
 }
 
 // Uintptr implements tensor.Memory: the memory's address in the engine's
@@ -63,34 +63,29 @@ type Engine struct {
 	blas  *cuda.BLAS   // made on first use
 	next  uintptr
 	mem   map[uintptr]*Memory
-	// pool holds the allocations of freed scratch memory by size class
-	// (sizeClass), most recently freed last, for the next run's scratch
-	// memory of that class, or of a class down to half its size when
-	// that one's are in use (take): a caching allocator, as PyTorch's.
-	// cuMemAlloc and cuMemFree are synchronous driver calls (cuMemFree
-	// waits for the device), and a run's scratch values are the same
-	// sizes from step to step, so after the first run of a batch shape a
-	// run makes no allocation. Trim frees the pool.
-	pool map[poolKey][]*cuda.Buffer
-	// scratch is the run's scratch memory in the order it was made, which
-	// Reset frees in that order (into the pool: which allocation the next
-	// run's tensors get does not depend on a map's order).
+	// arena is the memory of the runs' scratch values (Scratch,
+	// Scratch32, Scratch64, Zeros' chunks, the built-ins' results): one
+	// allocation, from which a run carves its values one after another
+	// in the order it asks for them, and which Reset gives back whole
+	// for the next run to carve anew. used counts the bytes the run has
+	// asked for so far. A value that does not fit is an allocation of
+	// its own (spill), which Reset frees; Reset then makes the arena as
+	// large as the largest run so far asked for (want, rounded up to a
+	// quarter-power of two). So once the largest batch has run, a run
+	// makes no cuMemAlloc or cuMemFree (synchronous calls; cuMemFree
+	// waits for the device), and the device holds about one run's
+	// scratch, not an allocation for every size the batches reached. A
+	// value freed during the run (Free) keeps its bytes until Reset.
+	arena      *cuda.Buffer
+	used, want int
+	spill      []*cuda.Buffer
+	// scratch is the run's scratch memory, which Reset forgets.
 	scratch []*Memory
-	// runBufs are the run's pooled buffers that are not tensors
-	// (Scratch32's, Scratch64's, Zeros' chunks), which Reset returns to
-	// the pool.
-	runBufs []*cuda.Buffer
 	// zeros is the run's zeroed chunk Zeros carves from (nil: none yet),
 	// zeroOff the values of it taken; zeroRun counts the values Zeros
 	// gave this run, zeroMost the most it gave a run.
 	zeros                      *cuda.Buffer
 	zeroOff, zeroRun, zeroMost int
-}
-
-// poolKey is a pool's class: the kind of the values and their number.
-type poolKey struct {
-	kind  kern.Kind
-	class int
 }
 
 var (
@@ -101,7 +96,7 @@ var (
 // New returns the engine of ctx, launching the kernels of mod (a module
 // of models/cuda/kern's Source).
 func New(ctx *cuda.Context, mod *cuda.Module) (*Engine, error) {
-	e := &Engine{ctx: ctx, mod: mod, ks: map[string]*cuda.Kernel{}, next: addrBase, mem: map[uintptr]*Memory{}, pool: map[poolKey][]*cuda.Buffer{}}
+	e := &Engine{ctx: ctx, mod: mod, ks: map[string]*cuda.Kernel{}, next: addrBase, mem: map[uintptr]*Memory{}}
 	var err error
 	if e.add, err = e.Kernel("spn_bias_relu"); err != nil {
 		return nil, err
@@ -179,12 +174,11 @@ func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
 	n := int(size / 4)
 	m := &Memory{addr: e.next, size: uintptr(size), scratch: scratch}
 	if scratch {
-		block, err := take[float32](e, sizeClass(n))
+		buf, err := carve[float32](e, n)
 		if err != nil {
 			return nil, fmt.Errorf("device engine: %w", err)
 		}
-		m.block = block
-		m.buf, _ = block.Slice(0, n) // n ≤ the class
+		m.buf = buf
 	} else {
 		buf, err := allocate[float32](e, n)
 		if err != nil {
@@ -197,46 +191,43 @@ func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
 	return m, nil
 }
 
-// take returns an allocation of at least class values of type T: from
-// the pool, the most recently freed one of the smallest class from class
-// up to twice it that holds one, else a new one of class values. Taking
-// a larger class when class's own are all in use lets the scratch of a
-// batch larger than the last reuse what a smaller batch left in the
-// pool, instead of every class that the batches' sizes reach holding
-// allocations of its own (a caller uses the first values it asked for;
-// give returns the allocation to its own class).
-func take[T float32 | float64](e *Engine, class int) (*cuda.Buffer, error) {
+// arenaAlign is the alignment, in bytes, of the values carved from the
+// arena: cuMemAlloc's, which cuBLAS and coalesced loads want.
+const arenaAlign = 256
+
+// carve returns n values of type T of the run's scratch memory: the
+// arena's next bytes, or an allocation of its own where the arena is
+// too small (see Engine.arena).
+func carve[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
 	var zero T
-	kind := kern.F32Ptr
-	if _, ok := any(zero).(float64); ok {
-		kind = kern.F64Ptr
+	off := (e.used + arenaAlign - 1) / arenaAlign * arenaAlign
+	e.used = off + max(n, 1)*int(unsafe.Sizeof(zero))
+	if e.arena != nil && e.used <= e.arenaBytes() {
+		return cuda.View[T](e.arena, off, n)
 	}
-	for c := class; c <= 2*class; c = sizeClass(c + 1) {
-		key := poolKey{kind, c}
-		if free := e.pool[key]; len(free) > 0 {
-			b := free[len(free)-1]
-			e.pool[key] = free[:len(free)-1]
-			return b, nil
-		}
+	b, err := cuda.Alloc[T](e.ctx, n)
+	if err != nil {
+		return nil, err
 	}
-	return allocate[T](e, class)
+	e.spill = append(e.spill, b)
+	return b, nil
 }
 
-// give returns b, an allocation of the pool's classes, to the pool.
-func (e *Engine) give(b *cuda.Buffer) {
-	key := poolKey{b.Kind(), b.Len()}
-	e.pool[key] = append(e.pool[key], b)
+// arenaBytes is the arena's size (0 without one).
+func (e *Engine) arenaBytes() int {
+	if e.arena == nil {
+		return 0
+	}
+	return 4 * e.arena.Len()
 }
 
 // allocate allocates n values on the device; when the device is out of
-// memory and the pool holds allocations, it frees them and tries again.
+// memory and the arena is idle (between runs), it frees the arena and
+// tries again.
 func allocate[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
 	b, err := cuda.Alloc[T](e.ctx, n)
-	if err == nil || !errors.Is(err, cuda.ErrOutOfMemory) {
+	if err == nil || !errors.Is(err, cuda.ErrOutOfMemory) || e.arena == nil || e.used > 0 {
 		return b, err
-	}
-	if blocks, _ := e.Pooled(); blocks == 0 {
-		return nil, err
 	}
 	if terr := e.Trim(); terr != nil {
 		return nil, errors.Join(err, terr)
@@ -262,17 +253,15 @@ func (e *Engine) Scratch32(n int) (*cuda.Buffer, error) {
 	return b.Slice(0, n)
 }
 
-// scratchBuffer takes a pooled buffer of at least n values of T for the
-// run (runBufs, which Reset returns to the pool).
+// scratchBuffer returns n values of T of the run's scratch memory.
 func scratchBuffer[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("device engine: a scratch buffer of %d values", n)
 	}
-	b, err := take[T](e, sizeClass(n))
+	b, err := carve[T](e, n)
 	if err != nil {
 		return nil, fmt.Errorf("device engine: %w", err)
 	}
-	e.runBufs = append(e.runBufs, b)
 	return b, nil
 }
 
@@ -285,11 +274,12 @@ func (e *Engine) Zeros(n int) (*cuda.Buffer, error) {
 		return nil, fmt.Errorf("device engine: %d zeroed values", n)
 	}
 	if e.zeros == nil || e.zeroOff+n > e.zeros.Len() {
-		b, err := take[float32](e, sizeClass(max(n, e.zeroMost-e.zeroRun)))
+		// Rounded up, so that a run a little larger than the largest
+		// before it still zeroes once.
+		b, err := carve[float32](e, sizeClass(max(n, e.zeroMost-e.zeroRun)))
 		if err != nil {
 			return nil, fmt.Errorf("device engine: %w", err)
 		}
-		e.runBufs = append(e.runBufs, b)
 		if err := e.fill(b, 0); err != nil {
 			return nil, err
 		}
@@ -304,11 +294,9 @@ func (e *Engine) Zeros(n int) (*cuda.Buffer, error) {
 	return z, nil
 }
 
-// sizeClass is the number of values of the pooled allocation that holds
-// n: at least 256 values (1 KiB), else n rounded up to a quarter-power
-// of two (2^e, 1.25·2^e, 1.5·2^e, 1.75·2^e), which wastes less than a
-// fifth and lets the scratch of batches of different sizes share
-// allocations.
+// sizeClass is n rounded up to a quarter-power of two (2^e, 1.25·2^e,
+// 1.5·2^e, 1.75·2^e), at least 256: the arena's size for runs that
+// asked for n bytes, with room for a somewhat larger batch.
 func sizeClass(n int) int {
 	const least = 256
 	if n <= least {
@@ -318,32 +306,23 @@ func sizeClass(n int) int {
 	return (n + step - 1) / step * step
 }
 
-// Trim frees the allocations the pool holds (those of freed scratch
-// memory): device memory the engine keeps for its next runs.
+// Trim frees the arena, the device memory the engine keeps for its next
+// runs; between runs only (after Reset), as the run's values are in it.
 func (e *Engine) Trim() error {
-	var errs []error
-	for key, free := range e.pool {
-		for _, b := range free {
-			errs = append(errs, b.Free())
-		}
-		delete(e.pool, key)
+	if e.used > 0 {
+		return errors.New("device engine: Trim during a run")
 	}
-	return errors.Join(errs...)
+	if e.arena == nil {
+		return nil
+	}
+	err := e.arena.Free()
+	e.arena = nil
+	return err
 }
 
-// Pooled returns the number of allocations the pool holds and their
-// bytes: device memory that is neither a tensor's nor free.
-func (e *Engine) Pooled() (blocks int, bytes int64) {
-	for key, free := range e.pool {
-		size := int64(4)
-		if key.kind == kern.F64Ptr {
-			size = 8
-		}
-		blocks += len(free)
-		bytes += int64(len(free)) * int64(key.class) * size
-	}
-	return blocks, bytes
-}
+// Kept returns the bytes of device memory the engine keeps for its runs'
+// scratch values (the arena): neither a tensor's nor free.
+func (e *Engine) Kept() int64 { return int64(e.arenaBytes()) }
 
 // memory returns the engine's memory at address addr.
 func (e *Engine) memory(addr uintptr, what string) (*Memory, error) {
@@ -364,11 +343,7 @@ func (e *Engine) Free(mem tensor.Memory, size int64) error {
 		return fmt.Errorf("device engine: freeing %d bytes of a block of %d", size, m.size)
 	}
 	delete(e.mem, m.addr)
-	switch {
-	case m.borrowed:
-		return nil
-	case m.block != nil:
-		e.give(m.block)
+	if m.borrowed || m.scratch {
 		return nil
 	}
 	return m.buf.Free()
@@ -571,23 +546,37 @@ func (e *Engine) FreeTensor(t tensor.Tensor) error {
 	return e.Free(m, int64(m.size))
 }
 
-// Reset frees every scratch tensor (Scratch, and the results of Add and
-// the built-ins) into the pool, for the next run.
+// Reset ends a run: it forgets the run's scratch tensors (Scratch, and
+// the results of Add and the built-ins) and gives the arena back for the
+// next run. If values of the run did not fit the arena, it frees them
+// and makes the arena as large as the largest run so far asked for; if
+// the device has no room for that, the next run tries again.
 func (e *Engine) Reset() error {
-	for _, b := range e.runBufs {
-		e.give(b)
-	}
-	e.runBufs = e.runBufs[:0]
 	e.zeroMost = max(e.zeroMost, e.zeroRun)
 	e.zeros, e.zeroOff, e.zeroRun = nil, 0, 0
-	var errs []error
 	for _, m := range e.scratch {
-		if _, live := e.mem[m.addr]; live { // not freed during the run
-			errs = append(errs, e.Free(m, int64(m.size)))
-		}
+		delete(e.mem, m.addr) // whether or not it was freed during the run
 	}
 	clear(e.scratch)
 	e.scratch = e.scratch[:0]
+	e.want = max(e.want, e.used)
+	e.used = 0
+	var errs []error
+	for _, b := range e.spill {
+		errs = append(errs, b.Free())
+	}
+	clear(e.spill)
+	e.spill = e.spill[:0]
+	if e.want > e.arenaBytes() {
+		errs = append(errs, e.Trim())
+		b, err := cuda.Alloc[float32](e.ctx, sizeClass(e.want)/4)
+		switch {
+		case err == nil:
+			e.arena = b
+		case !errors.Is(err, cuda.ErrOutOfMemory):
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -601,7 +590,7 @@ func (e *Engine) Live() (blocks int, bytes int64) {
 	return blocks, bytes
 }
 
-// Close frees all the engine's memory, the pool's and its cuBLAS handle.
+// Close frees all the engine's memory, the arena and its cuBLAS handle.
 func (e *Engine) Close() error {
 	var errs []error
 	if e.blas != nil {
@@ -611,11 +600,11 @@ func (e *Engine) Close() error {
 	for _, m := range e.mem {
 		errs = append(errs, e.Free(m, int64(m.size)))
 	}
-	e.scratch = nil
-	for _, b := range e.runBufs {
-		e.give(b)
+	e.scratch, e.zeros, e.used = nil, nil, 0
+	for _, b := range e.spill {
+		errs = append(errs, b.Free())
 	}
-	e.runBufs, e.zeros = nil, nil
+	e.spill = nil
 	errs = append(errs, e.Trim())
 	return errors.Join(errs...)
 }

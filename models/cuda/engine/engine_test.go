@@ -16,6 +16,7 @@ import (
 	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 	"github.com/spn-project/spn/models/kernels"
 )
@@ -304,11 +305,13 @@ func TestView(t *testing.T) {
 	}
 }
 
-// TestPool checks the engine's caching of scratch memory on the emulated
-// device: after a Reset, scratch tensors of the same sizes, or of other
-// sizes of the same class, take the pooled allocations without a driver
-// call; Trim frees the pool, and Close leaves no device memory.
-func TestPool(t *testing.T) {
+// TestArena checks the engine's scratch memory on the emulated device:
+// a first run allocates its values one by one and Reset frees them and
+// makes an arena as large as the run asked for (rounded up to a
+// quarter-power of two); runs that fit it make no driver call; a larger
+// run allocates what does not fit, and Reset grows the arena; Trim frees
+// it, between runs only, and Close leaves no device memory.
+func TestArena(t *testing.T) {
 	e := enginetest.Emulated(t)
 	calls := func() cuda.Calls { return e.Context().Calls() }
 	run := func(shapes ...[]int) {
@@ -318,57 +321,60 @@ func TestPool(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.Scratch64(100); err != nil {
-			t.Fatal(err)
+		if b, err := e.Scratch64(100); err != nil || b.Len() != 100 || b.Kind() != kern.F64Ptr {
+			t.Fatalf("Scratch64(100) = %v, %v; want 100 doubles", b, err)
 		}
 		if b, err := e.Scratch32(5); err != nil || b.Len() != 5 {
 			t.Fatalf("Scratch32(5) = %v, %v; want 5 values", b, err)
+		}
+		if err := e.Trim(); err == nil {
+			t.Error("Trim during a run: no error")
 		}
 		if err := e.Reset(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c0 := calls()
+	// Bytes carved at multiples of 256: 2560 from 0, 12 from 2560, 4000
+	// from 2816, 800 from 6912 and 20 from 7936: 7956, whose arena is
+	// 8192 bytes.
 	run([]int{10, 64}, []int{3}, []int{1000})
-	if c := calls().Sub(c0); c.Allocs != 5 || c.Frees != 0 {
-		t.Fatalf("a first run of 5 scratch buffers made %d allocations and %d frees, want 5 and 0", c.Allocs, c.Frees)
+	if c := calls().Sub(c0); c.Allocs != 6 || c.Frees != 5 {
+		t.Fatalf("a first run of 5 scratch values made %d allocations and %d frees, want 6 (the values', the arena) and 5", c.Allocs, c.Frees)
 	}
-	if blocks, bytes := e.Pooled(); blocks != 5 || bytes != (640+256+1024+256)*4+256*8 {
-		t.Errorf("the pool holds %d allocations of %d bytes, want 5 of %d", blocks, bytes, (640+256+1024+256)*4+256*8)
+	if got := e.Kept(); got != 8192 {
+		t.Errorf("an arena of %d bytes, want 8192", got)
 	}
 	c1 := calls()
-	// 600 and 1000 values share the class of 640 and of 1024 values;
-	// 3 and 7 that of 256.
 	run([]int{600}, []int{7}, []int{1000})
 	if c := calls().Sub(c1); c.Allocs != 0 || c.Frees != 0 {
-		t.Errorf("a second run made %d allocations and %d frees, want none", c.Allocs, c.Frees)
+		t.Errorf("a run that fits made %d allocations and %d frees, want none", c.Allocs, c.Frees)
 	}
 	if blocks, _ := e.Live(); blocks != 0 {
 		t.Errorf("%d tensors live after Reset, want 0", blocks)
 	}
 	c2 := calls()
-	// 500 values (the class of 512, of which the pool holds none) take
-	// the pooled 640, the next class up; 2000 (the class of 2048) find
-	// nothing up to twice their class and allocate.
+	// 2000 bytes from 0 fit; 8000 from 2048, 800 from 10240 and 20 from
+	// 11264 do not: 11284 bytes, an arena of 12288.
 	run([]int{500}, []int{2000})
-	if c := calls().Sub(c2); c.Allocs != 1 || c.Frees != 0 {
-		t.Errorf("a run of 500 and 2000 values made %d allocations and %d frees, want 1 (the 2000) and 0", c.Allocs, c.Frees)
+	if c := calls().Sub(c2); c.Allocs != 4 || c.Frees != 4 {
+		t.Errorf("a larger run made %d allocations and %d frees, want 4 (3 values, the arena) and 4 (3 values, the arena)", c.Allocs, c.Frees)
 	}
-	if blocks, bytes := e.Pooled(); blocks != 6 || bytes != (640+256+1024+256+2048)*4+256*8 {
-		t.Errorf("the pool holds %d allocations of %d bytes, want 6 of %d (each in its own class)", blocks, bytes, (640+256+1024+256+2048)*4+256*8)
+	if got := e.Kept(); got != 12288 {
+		t.Errorf("an arena of %d bytes, want 12288", got)
+	}
+	if m := e.Context().Memory(); m.Live != 12288 {
+		t.Errorf("%d bytes of device memory live between runs, want the arena's 12288", m.Live)
 	}
 	if err := e.Trim(); err != nil {
 		t.Fatal(err)
 	}
-	if c := calls().Sub(c1); c.Frees != 6 {
-		t.Errorf("Trim made %d frees, want the pool's 6", c.Frees)
-	}
-	if m := e.Context().Memory(); m.Live != 0 {
-		t.Errorf("%d bytes of device memory live after Trim, want 0", m.Live)
+	if m := e.Context().Memory(); m.Live != 0 || e.Kept() != 0 {
+		t.Errorf("%d bytes of device memory live after Trim (%d kept), want 0", m.Live, e.Kept())
 	}
 }
 
-// TestSizeClass checks the pool's classes: at least 256 values, else a
+// TestSizeClass checks the arena's sizes: at least 256, else a
 // quarter-power of two at least the size and less than 1.25 times it.
 func TestSizeClass(t *testing.T) {
 	for _, c := range []struct{ n, want int }{
@@ -385,11 +391,13 @@ func TestSizeClass(t *testing.T) {
 	}
 }
 
-// TestPoolOutOfMemory fills the emulated device's memory with pooled
-// allocations: a scratch tensor of another class then frees the pool and
-// is allocated, and one larger than the device fails with an error that
-// is cuda.ErrOutOfMemory and reports the device's memory.
-func TestPoolOutOfMemory(t *testing.T) {
+// TestArenaOutOfMemory runs out of the emulated device's 64 KiB: a
+// tensor that does not fit beside the idle arena frees the arena and is
+// allocated; a scratch value larger than the device fails with an error
+// that is cuda.ErrOutOfMemory and reports the device's memory; and the
+// arena the failed run would need does not fit either, so Reset leaves
+// none, and the runs after it still run.
+func TestArenaOutOfMemory(t *testing.T) {
 	lib := cudatest.Emulator(t)
 	r, err := cuda.Probe(lib)
 	if err != nil {
@@ -398,30 +406,55 @@ func TestPoolOutOfMemory(t *testing.T) {
 	e := enginetest.Open(t, r)
 	lib.SetMemory(t, 64<<10)
 	t.Cleanup(func() { lib.SetMemory(t, 0) })
-	for _, n := range []int{4096, 4096, 4096} { // 48 KiB
-		if _, err := e.Scratch(n); err != nil {
-			t.Fatal(err)
+	scratch := func(ns ...int) error {
+		for _, n := range ns {
+			if _, err := e.Scratch(n); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	if err := scratch(4096, 4096, 4096); err != nil { // 48 KiB
+		t.Fatal(err)
 	}
 	if err := e.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Scratch(8192); err != nil { // 32 KiB: fits once the pool is freed
-		t.Fatalf("a scratch tensor after freeing the pool: %v", err)
+	if e.Kept() != 48<<10 {
+		t.Fatalf("an arena of %d bytes, want 48 KiB", e.Kept())
 	}
-	if blocks, _ := e.Pooled(); blocks != 0 {
-		t.Errorf("the pool holds %d allocations after running out of memory, want 0", blocks)
+	x, err := e.Tensor(8192) // 32 KiB: fits once the arena is freed
+	if err != nil {
+		t.Fatalf("a tensor beside the idle arena: %v", err)
 	}
-	_, err = e.Scratch(1 << 20)
+	if e.Kept() != 0 {
+		t.Errorf("an arena of %d bytes after running out of memory, want none", e.Kept())
+	}
+	if err := e.FreeTensor(x); err != nil {
+		t.Fatal(err)
+	}
+	err = scratch(4096, 1<<20)
 	if !errors.Is(err, cuda.ErrOutOfMemory) {
 		t.Fatalf("4 MiB on a device of 64 KiB: %v, want an error that is cuda.ErrOutOfMemory", err)
 	}
 	// The error says what was asked for, what is free and what spn holds
-	// (the 32 KiB scratch tensor): a model too large for the device, not
-	// a device other processes fill.
-	const want = "device engine: cuda: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2) (4.0 MiB asked for on Fake GPU: 32.0 KiB free of 64.0 KiB, 32.0 KiB of it held by spn)"
+	// (the run's 16 KiB): a model too large for the device, not a device
+	// other processes fill.
+	const want = "device engine: cuda: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2) (4.0 MiB asked for on Fake GPU: 48.0 KiB free of 64.0 KiB, 16.0 KiB of it held by spn)"
 	if err.Error() != want {
 		t.Errorf("4 MiB on a device of 64 KiB:\n%v\nwant\n%s", err, want)
+	}
+	if err := e.Reset(); err != nil {
+		t.Errorf("Reset after the failed run, whose arena does not fit: %v", err)
+	}
+	if m := e.Context().Memory(); e.Kept() != 0 || m.Live != 0 {
+		t.Errorf("after the failed run: an arena of %d bytes, %d bytes live; want none", e.Kept(), m.Live)
+	}
+	if err := scratch(4096); err != nil {
+		t.Errorf("a run after the failed one: %v", err)
+	}
+	if err := e.Reset(); err != nil {
+		t.Fatal(err)
 	}
 }
 
