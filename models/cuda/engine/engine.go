@@ -235,9 +235,9 @@ func allocate[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
 	return cuda.Alloc[T](e.ctx, n)
 }
 
-// Scratch64 returns a float64 device buffer of at least n values (not
-// initialised; its first n values are the op's) that Reset gives back:
-// a device op's partial sums, which live for one run.
+// Scratch64 returns a float64 device buffer of n values (not
+// initialised) that Reset gives back: a device op's partial sums, which
+// live for one run.
 func (e *Engine) Scratch64(n int) (*cuda.Buffer, error) { return scratchBuffer[float64](e, n) }
 
 // Scratch32 returns a float32 device buffer of n values (not
@@ -245,13 +245,7 @@ func (e *Engine) Scratch64(n int) (*cuda.Buffer, error) { return scratchBuffer[f
 // op's math, which lives for one run. Unlike Scratch it makes no tensor
 // (Gorgonia never sees it), which spares the host the tensor's making
 // and the engine's bookkeeping of it.
-func (e *Engine) Scratch32(n int) (*cuda.Buffer, error) {
-	b, err := scratchBuffer[float32](e, n)
-	if err != nil {
-		return nil, err
-	}
-	return b.Slice(0, n)
-}
+func (e *Engine) Scratch32(n int) (*cuda.Buffer, error) { return scratchBuffer[float32](e, n) }
 
 // scratchBuffer returns n values of T of the run's scratch memory.
 func scratchBuffer[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
@@ -295,8 +289,9 @@ func (e *Engine) Zeros(n int) (*cuda.Buffer, error) {
 }
 
 // sizeClass is n rounded up to a quarter-power of two (2^e, 1.25·2^e,
-// 1.5·2^e, 1.75·2^e), at least 256: the arena's size for runs that
-// asked for n bytes, with room for a somewhat larger batch.
+// 1.5·2^e, 1.75·2^e), at least 256, which adds less than a quarter: the
+// arena's bytes for runs that asked for n bytes, and a zero chunk's
+// values for n values, with room to spare for a somewhat larger run.
 func sizeClass(n int) int {
 	const least = 256
 	if n <= least {
