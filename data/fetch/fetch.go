@@ -65,13 +65,20 @@ func LocalPath(url string) (rel string, ok bool) {
 	for _, m := range mirrorTable {
 		if rest, found := strings.CutPrefix(url, m.prefix); found {
 			rel = m.sub + rest
-			if rest == "" || strings.Contains(rest, "?") || path.Clean(rel) != rel || strings.Contains(rel, "..") {
+			if rest == "" || strings.Contains(rest, "?") || !cleanRel(rel) {
 				return "", false
 			}
 			return rel, true
 		}
 	}
 	return "", false
+}
+
+// cleanRel reports whether rel is a path LocalPath may give: relative,
+// clean, and without "..", so that it stays inside the directory it is
+// joined to.
+func cleanRel(rel string) bool {
+	return rel != "" && !path.IsAbs(rel) && path.Clean(rel) == rel && !strings.Contains(rel, "..")
 }
 
 // Fetcher fetches files into DataDir. The zero Log discards messages.
@@ -531,7 +538,7 @@ func parseLock(name string, b []byte) (*lockData, error) {
 		e := lk.Files[rel]
 		var why string
 		switch {
-		case rel == "" || path.IsAbs(rel) || path.Clean(rel) != rel || strings.HasPrefix(rel, "../") || rel == "..":
+		case !cleanRel(rel):
 			why = "is not a clean relative path"
 		case !isSHA256(e.SHA256):
 			why = fmt.Sprintf("has sha256 %q, want 64 lowercase hex digits", e.SHA256)
@@ -547,17 +554,11 @@ func parseLock(name string, b []byte) (*lockData, error) {
 	return lk, nil
 }
 
-// isSHA256 reports whether s is a SHA-256 as hashFile writes it.
+// isSHA256 reports whether s is a SHA-256 as hashFile writes it
+// (hex.EncodeToString's lowercase digits).
 func isSHA256(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == sha256.Size && hex.EncodeToString(b) == s
 }
 
 // writeLock writes the lock file atomically, keys sorted (encoding/json
