@@ -180,7 +180,7 @@ func (e *Engine) alloc(size int64, scratch bool) (*Memory, error) {
 		}
 		m.buf = buf
 	} else {
-		buf, err := allocate[float32](e, n)
+		buf, err := e.allocate(n)
 		if err != nil {
 			return nil, fmt.Errorf("device engine: %w", err)
 		}
@@ -221,18 +221,18 @@ func (e *Engine) arenaBytes() int {
 	return 4 * e.arena.Len()
 }
 
-// allocate allocates n values on the device; when the device is out of
-// memory and the arena is idle (between runs), it frees the arena and
-// tries again.
-func allocate[T float32 | float64](e *Engine, n int) (*cuda.Buffer, error) {
-	b, err := cuda.Alloc[T](e.ctx, n)
+// allocate allocates n float32 values on the device, memory of their
+// own (a kept tensor's); when the device is out of memory and the arena
+// is idle (between runs), it frees the arena and tries again.
+func (e *Engine) allocate(n int) (*cuda.Buffer, error) {
+	b, err := cuda.Alloc[float32](e.ctx, n)
 	if err == nil || !errors.Is(err, cuda.ErrOutOfMemory) || e.arena == nil || e.used > 0 {
 		return b, err
 	}
 	if terr := e.Trim(); terr != nil {
 		return nil, errors.Join(err, terr)
 	}
-	return cuda.Alloc[T](e.ctx, n)
+	return cuda.Alloc[float32](e.ctx, n)
 }
 
 // Scratch64 returns a float64 device buffer of n values (not
@@ -545,7 +545,8 @@ func (e *Engine) FreeTensor(t tensor.Tensor) error {
 // the results of Add and the built-ins) and gives the arena back for the
 // next run. If values of the run did not fit the arena, it frees them
 // and makes the arena as large as the largest run so far asked for; if
-// the device has no room for that, the next run tries again.
+// the device has no room for that, the next run allocates its values
+// apart as this one did, and the Reset after it tries again.
 func (e *Engine) Reset() error {
 	e.zeroMost = max(e.zeroMost, e.zeroRun)
 	e.zeros, e.zeroOff, e.zeroRun = nil, 0, 0
