@@ -372,6 +372,21 @@ func TestArena(t *testing.T) {
 	if m := e.Context().Memory(); m.Live != 0 || e.Kept() != 0 {
 		t.Errorf("%d bytes of device memory live after Trim (%d kept), want 0", m.Live, e.Kept())
 	}
+	// A run after Trim makes the arena again; Close frees it, and a
+	// tensor kept beside it.
+	run([]int{600})
+	if _, err := e.Tensor(10); err != nil {
+		t.Fatal(err)
+	}
+	if e.Kept() == 0 {
+		t.Fatal("no arena after a run that followed Trim")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.Context().Memory(); m.Live != 0 {
+		t.Errorf("%d bytes of device memory live after Close, want 0", m.Live)
+	}
 }
 
 // TestSizeClass checks the arena's sizes: at least 256, else a
