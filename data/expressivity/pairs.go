@@ -1,9 +1,7 @@
 package expressivity
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -47,13 +45,8 @@ func ReadPairs(r io.Reader, file string) ([]Pair, error) {
 
 func parsePair(line []byte, no int) (Pair, error) {
 	var rec pairRecord
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rec); err != nil {
-		return Pair{}, fmt.Errorf("bad JSON: %w", err)
-	}
-	if dec.More() {
-		return Pair{}, errors.New("more than one JSON value on the line")
+	if err := jsonl.DecodeLine(line, &rec); err != nil {
+		return Pair{}, err
 	}
 	p := Pair{Name: rec.Name}
 	if p.Name == "" {

@@ -262,17 +262,28 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
+// DecodeLine decodes line, one record of a JSON Lines file, into v: one
+// JSON value whose fields v all has. Its errors ("bad JSON: …", "more
+// than one JSON value on the line") are the line's; the reader adds the
+// file and line number.
+func DecodeLine(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
+}
+
 // parseLine decodes and checks one record; ds supplies and collects the
 // attribute and target widths.
 func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, string, error) {
 	var rec record
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rec); err != nil {
-		return data.Graph{}, "", fmt.Errorf("bad JSON: %w", err)
-	}
-	if dec.More() {
-		return data.Graph{}, "", errors.New("more than one JSON value on the line")
+	if err := DecodeLine(line, &rec); err != nil {
+		return data.Graph{}, "", err
 	}
 	// record's types cannot tell a missing "nodes" from 0, nor an edge
 	// [0] from [0, 0] (or [0, 1, 2] from [0, 1]): look at the shape.

@@ -16,8 +16,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/known"
 )
 
@@ -241,13 +240,8 @@ func ReadN(r io.Reader, file string, limit int) (*data.Dataset, error) {
 
 func parse(line []byte) (data.Graph, error) {
 	var m molecule
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return data.Graph{}, fmt.Errorf("bad JSON: %w", err)
-	}
-	if dec.More() {
-		return data.Graph{}, errors.New("more than one JSON value on the line")
+	if err := jsonl.DecodeLine(line, &m); err != nil {
+		return data.Graph{}, err
 	}
 	n := len(m.Features)
 	if n == 0 || n > maxNodes {
