@@ -91,7 +91,7 @@ func (a *app) predict(en *engine, args []string) error {
 		var ge *predict.GraphError
 		switch {
 		case errors.As(err, &le):
-			return usageErrf("predict", "%s:%d: %w", le.File, le.Line, le.Err)
+			return usageErr("predict", le)
 		case errors.As(err, &ge) && ge.Graph >= 0 && ge.Graph < len(lines):
 			return usageErrf("predict", "%s:%d: graph %d: %w", name, lines[ge.Graph], ge.Graph, ge.Err)
 		}

@@ -81,7 +81,8 @@ func (l *lineReader) next() ([]string, error) {
 		}
 	}
 	if err := l.s.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", l.no+1, err)
+		l.no++ // the line that could not be read
+		return nil, err
 	}
 	return nil, io.ErrUnexpectedEOF
 }
@@ -105,9 +106,9 @@ func Read(r io.Reader, name string) (*data.Dataset, error) {
 	lr := &lineReader{s: sc}
 	wrap := func(err error) error {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("%s line %d: unexpected end of file", name, lr.no+1)
+			return fmt.Errorf("%s:%d: unexpected end of file", name, lr.no+1)
 		}
-		return fmt.Errorf("%s line %d: %w", name, lr.no, err)
+		return fmt.Errorf("%s:%d: %w", name, lr.no, err)
 	}
 	f, err := lr.next()
 	if err != nil {
@@ -162,7 +163,7 @@ func Read(r io.Reader, name string) (*data.Dataset, error) {
 		graphs = append(graphs, g)
 	}
 	if _, err := lr.next(); err == nil {
-		return nil, fmt.Errorf("%s line %d: data after the last of %d graphs", name, lr.no, ng)
+		return nil, fmt.Errorf("%s:%d: data after the last of %d graphs", name, lr.no, ng)
 	}
 	labels, nl := data.Rank(feats)
 	ys, nc := data.Rank(glabels)

@@ -34,14 +34,20 @@ func TestReadPairs(t *testing.T) {
 func TestReadPairsErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"", "f.jsonl: no pairs"},
-		{"{", "f.jsonl line 1: bad JSON"},
-		{`{"a": {"nodes": 1, "edges": []}}`, `f.jsonl line 1: missing graph "b"`},
-		{`{"a": {"nodes": 1, "edges": []}, "b": {"nodes": 1, "edges": []}, "c": 1}`, `f.jsonl line 1: bad JSON: json: unknown field "c"`},
-		{"\n" + `{"a": {"nodes": 2, "edges": [[0,2]]}, "b": {"nodes": 1, "edges": []}}`, `f.jsonl line 2: graph "a": edge 0 [0,2]: node id out of range 0..1`},
+		{"{", "f.jsonl:1: bad JSON"},
+		{`{"a": {"nodes": 1, "edges": []}}`, `f.jsonl:1: missing graph "b"`},
+		{`{"a": {"nodes": 1, "edges": []}, "b": {"nodes": 1, "edges": []}, "c": 1}`, `f.jsonl:1: bad JSON: json: unknown field "c"`},
+		{"\n" + `{"a": {"nodes": 2, "edges": [[0,2]]}, "b": {"nodes": 1, "edges": []}}`, `f.jsonl:2: graph "a": edge 0 [0,2]: node id out of range 0..1`},
 		{`{"a": {"nodes": 2, "edges": [[0,0]]}, "b": {"nodes": 1, "edges": []}}`, `graph "a": edge 0 [0,0]: self loop`},
 		{`{"a": {"nodes": 1, "edges": []}, "b": {"nodes": 2, "edges": [], "x": [1]}}`, `graph "b": 1 labels in "x" for 2 nodes`},
-		{`{"a": {"nodes": 1, "edges": []}, "b": 5}`, `graph "b": bad JSON`},
-		{`{"a": {"nodes": 1, "edges": []}, "b": {"nodes": 1, "edges": []}} {}`, "more than one JSON value"},
+		{`{"a": {"nodes": 1, "edges": []}, "b": 5}`, `f.jsonl:1: graph "b": bad JSON`},
+		// A JSON error inside a graph has no column: ParseGraph's input is
+		// not the line.
+		{`{"a": {"nodes": "x", "edges": []}, "b": {"nodes": 1, "edges": []}}`, `f.jsonl:1: graph "a": bad JSON: json: cannot unmarshal string`},
+		// One in the line has, counting the indentation: that of "b".
+		{`  {"a": {"nodes": 1, "edges": []} "b": 1}`, `f.jsonl:1:35: bad JSON: invalid character '"' after object key:value pair`},
+		{`{"a": {"nodes": 1, "edges": []}, "b": {"nodes": 1, "edges": []}} {}`, "f.jsonl:1:66: bad JSON: data after the JSON value"},
+		{`{"a": {"nodes": 1, "edges": []}, "b": {"nodes": 1, "edges": []}}]`, "f.jsonl:1:65: bad JSON: data after the JSON value"},
 	}
 	for _, tt := range tests {
 		_, err := ReadPairs(strings.NewReader(tt.src), "f.jsonl")

@@ -30,8 +30,10 @@ import (
 	"io"
 	"math"
 	"slices"
+	"unicode"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/jsonpos"
 )
 
 // record is one line.
@@ -174,7 +176,7 @@ func checkClasses(ds *data.Dataset, name string, lines []int) error {
 		case 0:
 			return fmt.Errorf("%s: class %d has no graph: the classes are 0..%d (the largest \"y\"), each needs at least 2 graphs", name, k, ds.NumClasses-1)
 		case 1:
-			return &LineError{name, at[k], fmt.Errorf("class %d has only this graph: each class needs at least 2 graphs", k)}
+			return &LineError{File: name, Line: at[k], Err: fmt.Errorf("class %d has only this graph: each class needs at least 2 graphs", k)}
 		}
 	}
 	return nil
@@ -263,20 +265,31 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 }
 
 // DecodeLine decodes line, one record of a JSON Lines file, into v: one
-// JSON value whose fields v all has. Its errors ("bad JSON: …", "more
-// than one JSON value on the line") are the line's; the reader adds the
-// file and line number.
+// JSON value whose fields v all has, and nothing after it (as
+// jsonpos.Decode). Its errors ("bad JSON: …") are the line's; where
+// encoding/json places one in the line, Lines adds its column to the file
+// and line number.
 func DecodeLine(line []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("bad JSON: %w", err)
+	err := jsonpos.Decode(line, v)
+	if err == nil {
+		return nil
 	}
-	if dec.More() {
-		return errors.New("more than one JSON value on the line")
+	err = fmt.Errorf("bad JSON: %w", err)
+	if _, col, ok := jsonpos.Of(line, err); ok {
+		return &columnError{col, err}
 	}
-	return nil
+	return err
 }
+
+// columnError is an error at a byte column (from 1) of the line that
+// Lines passed on.
+type columnError struct {
+	col int
+	err error
+}
+
+func (e *columnError) Error() string { return e.err.Error() }
+func (e *columnError) Unwrap() error { return e.err }
 
 // parseLine decodes and checks one record; ds supplies and collects the
 // attribute and target widths.
@@ -461,13 +474,13 @@ func complete(ds *data.Dataset, name string, lines []int) error {
 		g := &ds.Graphs[i]
 		if len(ds.NodeCatVocab) > 0 && g.NodeCat == nil {
 			if g.N > 0 {
-				return &LineError{name, lines[i], errors.New(`missing "node_feat" (other graphs have it)`)}
+				return &LineError{File: name, Line: lines[i], Err: errors.New(`missing "node_feat" (other graphs have it)`)}
 			}
 			g.NodeCat = []int32{}
 		}
 		if len(ds.EdgeFeatVocab) > 0 && g.EdgeFeat == nil {
 			if len(g.Adj.Idx) > 0 {
-				return &LineError{name, lines[i], errors.New(`missing "edge_feat" (other graphs have it)`)}
+				return &LineError{File: name, Line: lines[i], Err: errors.New(`missing "edge_feat" (other graphs have it)`)}
 			}
 			g.EdgeFeat = []int32{}
 		}
@@ -477,21 +490,33 @@ func complete(ds *data.Dataset, name string, lines []int) error {
 
 // ParseGraph decodes one graph object of the format, such as a graph
 // embedded in another record: "y" and "target" are optional, and the
-// attribute width is the graph's own.
+// attribute width is the graph's own. Its errors have no column: raw is
+// not the line Lines passed on.
 func ParseGraph(raw []byte) (data.Graph, error) {
 	g, _, err := parseLine(bytes.TrimSpace(raw), &data.Dataset{}, true)
+	var ce *columnError
+	if errors.As(err, &ce) {
+		err = ce.err
+	}
 	return g, err
 }
 
-// LineError is an error at a line of a JSONL file.
+// LineError is an error at a line of a JSONL file, and at a column (from
+// 1, in bytes) of it where the error has one.
 type LineError struct {
 	File string
 	Line int
+	Col  int // 0: none
 	Err  error
 }
 
-// Error returns "file line N: error".
-func (e *LineError) Error() string { return fmt.Sprintf("%s line %d: %v", e.File, e.Line, e.Err) }
+// Error returns "file:line: error", or "file:line:col: error".
+func (e *LineError) Error() string {
+	if e.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %v", e.File, e.Line, e.Col, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+}
 
 // Unwrap returns the error at the line.
 func (e *LineError) Unwrap() error { return e.Err }
@@ -499,7 +524,8 @@ func (e *LineError) Unwrap() error { return e.Err }
 // Lines calls fn with every non-blank line of r (at most MaxLine bytes,
 // surrounding white space trimmed) and its 1-based line number, in order,
 // as Read does. An error, from reading or from fn, stops it and is returned
-// as "file line N: error".
+// as a *LineError: "file:line: error", with the column where DecodeLine
+// placed the error.
 func Lines(r io.Reader, file string, fn func(no int, line []byte) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for no := 1; ; no++ {
@@ -508,14 +534,23 @@ func Lines(r io.Reader, file string, fn func(no int, line []byte) error) error {
 			return nil
 		}
 		if err != nil && err != io.EOF {
-			return &LineError{file, no, err}
+			return &LineError{File: file, Line: no, Err: err}
 		}
+		lead := len(line) - len(bytes.TrimLeftFunc(line, unicode.IsSpace)) // as TrimSpace
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
 		if err := fn(no, line); err != nil {
-			return &LineError{file, no, err}
+			le := &LineError{File: file, Line: no, Err: err}
+			var ce *columnError
+			if errors.As(err, &ce) {
+				le.Col = lead + ce.col
+				if ce == err {
+					le.Err = ce.err
+				}
+			}
+			return le
 		}
 	}
 }

@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bytes"
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -113,6 +114,9 @@ func TestReadErrorsGolden(t *testing.T) {
 		{"bad json", ok + `{"nodes":2,"edges":[[0,1]`},
 		{"unknown field", `{"nodes":1,"edges":[],"colour":3,"y":0}`},
 		{"two values", `{"nodes":1,"edges":[],"y":0} {}`},
+		{"a bracket after the value", `{"nodes":1,"edges":[],"y":0} ]`},
+		{"syntax error after indentation", ok + "\t  " + `{"nodes":1,"edges":[],,"y":0}`},
+		{"wrong type", `{"nodes":"two","edges":[],"y":0}`},
 		{"edge out of range", ok + ok + `{"nodes":2,"edges":[[0,2]],"y":0}`},
 		{"self loop", `{"nodes":2,"edges":[[1,1]],"y":0}`},
 		{"duplicate edge", `{"nodes":2,"edges":[[0,1],[1,0]],"y":0}`},
@@ -157,6 +161,14 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ds, err := Read(bytes.NewReader(b), "fuzz")
 		if err != nil {
+			// A line and column named lie in the input.
+			var le *LineError
+			if errors.As(err, &le) {
+				lines := bytes.Split(b, []byte("\n"))
+				if le.Line < 1 || le.Line > len(lines) || le.Col < 0 || le.Col > len(lines[le.Line-1]) {
+					t.Fatalf("%v: no such place in the input", err)
+				}
+			}
 			return
 		}
 		if err := ds.Validate(); err != nil {
@@ -183,8 +195,8 @@ func TestReadUnlabelled(t *testing.T) {
 	}{
 		{"no labels", "{\"nodes\": 2, \"edges\": [[0,1]], \"x\": [0,1]}\n{\"nodes\": 1, \"edges\": [], \"x\": [2]}\n", ""},
 		{"labels kept", "{\"nodes\": 2, \"edges\": [[0,1]], \"x\": [0,1], \"y\": 1}\n", ""},
-		{"mixed", "{\"nodes\": 2, \"edges\": [[0,1]], \"x\": [0,1], \"y\": 1}\n{\"nodes\": 1, \"edges\": [], \"x\": [2]}\n", "line 2: graph has \"none\" but earlier graphs have \"y\""},
-		{"bad edge still caught", "{\"nodes\": 2, \"edges\": [[0,2]], \"x\": [0,1]}\n", "line 1:"},
+		{"mixed", "{\"nodes\": 2, \"edges\": [[0,1]], \"x\": [0,1], \"y\": 1}\n{\"nodes\": 1, \"edges\": [], \"x\": [2]}\n", ":2: graph has \"none\" but earlier graphs have \"y\""},
+		{"bad edge still caught", "{\"nodes\": 2, \"edges\": [[0,2]], \"x\": [0,1]}\n", "g.jsonl:1: edge 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,16 +226,16 @@ func TestReadUnlabelled(t *testing.T) {
 func TestReadRejects(t *testing.T) {
 	two := "{\"nodes\": 2, \"edges\": [[0,1]], \"y\": 0}\n{\"nodes\": 2, \"edges\": [[0,1]], \"y\": 0}\n"
 	for _, tc := range []struct{ name, in, want string }{
-		{"no edges key", "{\"nodes\": 2, \"edges\": [[0,1]], \"y\": 0}\n{\"nodes\": 2, \"y\": 0}\n", `g.jsonl line 2: no "edges"`},
-		{"edges null", "{\"nodes\": 2, \"edges\": null, \"y\": 0}\n", `g.jsonl line 1: no "edges"`},
-		{"singleton class", two + "{\"nodes\": 1, \"edges\": [], \"y\": 1}\n", "g.jsonl line 3: class 1 has only this graph"},
+		{"no edges key", "{\"nodes\": 2, \"edges\": [[0,1]], \"y\": 0}\n{\"nodes\": 2, \"y\": 0}\n", `g.jsonl:2: no "edges"`},
+		{"edges null", "{\"nodes\": 2, \"edges\": null, \"y\": 0}\n", `g.jsonl:1: no "edges"`},
+		{"singleton class", two + "{\"nodes\": 1, \"edges\": [], \"y\": 1}\n", "g.jsonl:3: class 1 has only this graph"},
 		{"unused class", two + "{\"nodes\": 1, \"edges\": [], \"y\": 2}\n{\"nodes\": 1, \"edges\": [], \"y\": 2}\n", "g.jsonl: class 1 has no graph"},
 	} {
 		if _, err := Read(strings.NewReader(tc.in), "g.jsonl"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, _, err := ReadUnlabelled(strings.NewReader("{\"nodes\": 2}\n"), "g.jsonl"); err == nil || !strings.Contains(err.Error(), `g.jsonl line 1: no "edges"`) {
+	if _, _, err := ReadUnlabelled(strings.NewReader("{\"nodes\": 2}\n"), "g.jsonl"); err == nil || !strings.Contains(err.Error(), `g.jsonl:1: no "edges"`) {
 		t.Errorf("unlabelled without edges: %v", err)
 	}
 	if _, err := Read(strings.NewReader(two+"{\"nodes\": 1, \"edges\": [], \"y\": 1}\n{\"nodes\": 3, \"edges\": [], \"y\": 1}\n"), "g.jsonl"); err != nil {

@@ -66,7 +66,7 @@ func TestCorruptFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(trunc, "valid")
-	if err == nil || !regexp.MustCompile(regexp.QuoteMeta(trunc)+` line [0-9]+: `).MatchString(err.Error()) {
+	if err == nil || !regexp.MustCompile(regexp.QuoteMeta(trunc)+`:[0-9]+: `).MatchString(err.Error()) {
 		t.Fatalf("truncated file: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.jsonl.gz")
@@ -78,7 +78,7 @@ func TestCorruptFiles(t *testing.T) {
 	zw.Write([]byte(mol + "\n" + mol + "\n" + strings.Replace(mol, `"graph"`, `"graf"`, 1) + "\n"))
 	zw.Close()
 	fh.Close()
-	if _, err := Load(bad, "bad"); err == nil || !strings.Contains(err.Error(), bad+" line 3: bad JSON") {
+	if _, err := Load(bad, "bad"); err == nil || !strings.Contains(err.Error(), bad+":3: bad JSON") {
 		t.Fatalf("corrupt line: %v", err)
 	}
 	// A file that is not the pinned one is refused by Fetch.

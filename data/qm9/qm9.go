@@ -12,10 +12,9 @@
 package qm9
 
 import (
-	"bufio"
-	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -212,25 +211,21 @@ func Read(r io.Reader, file string) (*data.Dataset, error) { return ReadN(r, fil
 // ReadN is Read stopping after limit molecules when limit > 0.
 func ReadN(r io.Reader, file string, limit int) (*data.Dataset, error) {
 	ds := &data.Dataset{Name: file, AttrDim: NumFeatures, NumEdgeTypes: NumEdgeTypes, NumTargets: NumTargets, Task: data.TaskRegression}
-	br := bufio.NewReaderSize(r, 1<<16)
-	for no := 1; ; no++ {
-		line, err := br.ReadBytes('\n')
-		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("%s line %d: %w", file, no, err)
+	// enough stops the reading once limit molecules are read.
+	enough := errors.New("enough molecules")
+	err := jsonl.Lines(r, file, func(_ int, line []byte) error {
+		g, err := parse(line)
+		if err != nil {
+			return err
 		}
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			g, perr := parse(t)
-			if perr != nil {
-				return nil, fmt.Errorf("%s line %d: %w", file, no, perr)
-			}
-			ds.Graphs = append(ds.Graphs, g)
-			if limit > 0 && len(ds.Graphs) == limit {
-				break
-			}
+		ds.Graphs = append(ds.Graphs, g)
+		if limit > 0 && len(ds.Graphs) == limit {
+			return enough
 		}
-		if err == io.EOF {
-			break
-		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, enough) {
+		return nil, err
 	}
 	if len(ds.Graphs) == 0 {
 		return nil, fmt.Errorf("%s: no molecules", file)

@@ -61,7 +61,7 @@ func TestReadErrors(t *testing.T) {
 	}
 	for name, in := range cases {
 		_, err := Read(strings.NewReader("\n"+in), "m.jsonl")
-		if err == nil || !strings.Contains(err.Error(), "m.jsonl line 2") {
+		if err == nil || !strings.Contains(err.Error(), "m.jsonl:2:") {
 			t.Errorf("%s: error %v does not name line 2", name, err)
 		}
 	}

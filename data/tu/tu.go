@@ -173,7 +173,7 @@ func (e *Entry) lines(fn func(no int, line []byte) error) error {
 			continue
 		}
 		if err := fn(no, line); err != nil {
-			return fmt.Errorf("entry %s line %d: %w", e.Name, no, err)
+			return fmt.Errorf("entry %s:%d: %w", e.Name, no, err)
 		}
 	}
 	return nil

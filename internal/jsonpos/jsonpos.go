@@ -57,17 +57,24 @@ func Wrap(name string, b []byte, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
-// Strict decodes b, the content of the file called name, into v: one
-// JSON value, with no field v has no place for and nothing after it but
-// white space. Its errors are Wrap's.
+// Strict decodes b, the content of the file called name, into v as
+// Decode does. Its errors are Wrap's.
 func Strict(name string, b []byte, v any) error {
+	return Wrap(name, b, Decode(b, v))
+}
+
+// Decode decodes b into v: one JSON value, with no field v has no place
+// for and nothing after it but white space. Its errors are
+// encoding/json's, a *TrailingError, or one for empty input; Of places
+// them in b.
+func Decode(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if err == io.EOF {
-			err = errors.New("no JSON value: the file is empty")
+			err = errors.New("no JSON value, only white space")
 		}
-		return Wrap(name, b, err)
+		return err
 	}
 	off := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
@@ -75,7 +82,7 @@ func Strict(name string, b []byte, v any) error {
 		// the white space there.
 		rest := b[off:]
 		off += int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
-		return Wrap(name, b, &TrailingError{Offset: off})
+		return &TrailingError{Offset: off}
 	}
 	return nil
 }

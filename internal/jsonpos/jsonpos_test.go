@@ -30,7 +30,7 @@ func TestStrict(t *testing.T) {
 		{"trailing", "{\"a\": 1}\n  {\"a\": 2}", `f.json:2:3: data after the JSON value`},
 		{"trailing on the line", `{"a": 1} x`, `f.json:1:10: data after the JSON value`},
 		{"truncated", `{"a": 1`, `f.json: unexpected EOF`},
-		{"empty", " \n", `f.json: no JSON value: the file is empty`},
+		{"empty", " \n", `f.json: no JSON value, only white space`},
 		{"multibyte before", "{\"b\": [\"é\"], ]", `f.json:1:15: invalid character ']' looking for beginning of object key string`},
 	} {
 		var d doc

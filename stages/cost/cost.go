@@ -81,7 +81,7 @@ func ReadCalibration(path string) (*Calibration, error) {
 func ParseCalibration(name string, b []byte) (*Calibration, error) {
 	var c Calibration
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("calibration: %w", jsonpos.Wrap(name, b, err))
+		return nil, fmt.Errorf("calibration %w", jsonpos.Wrap(name, b, err))
 	}
 	if c.Version != CalibrationVersion {
 		return nil, fmt.Errorf("calibration %s: format version %d, this spn reads %d", name, c.Version, CalibrationVersion)

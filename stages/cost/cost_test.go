@@ -116,7 +116,7 @@ func TestBaselineEntry(t *testing.T) {
 // TestParseCalibrationPlace: a calibration file that is not JSON is
 // named with the line and column of the fault.
 func TestParseCalibrationPlace(t *testing.T) {
-	const want = `calibration: cal.json:2:12: invalid character '}' looking for beginning of value`
+	const want = `calibration cal.json:2:12: invalid character '}' looking for beginning of value`
 	if _, err := ParseCalibration("cal.json", []byte("{\"version\": 1,\n\"entries\": }")); err == nil || err.Error() != want {
 		t.Errorf("%v, want %q", err, want)
 	}

@@ -91,7 +91,7 @@ func ReadPlanFile(path string) (*PlanFile, error) {
 func ParsePlanFile(name string, b []byte) (*PlanFile, error) {
 	var f PlanFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("plan file: %w", jsonpos.Wrap(name, b, err))
+		return nil, fmt.Errorf("plan file %w", jsonpos.Wrap(name, b, err))
 	}
 	if f.Version != PlanFileVersion {
 		return nil, fmt.Errorf("plan file %s: format version %d, this spn reads %d", name, f.Version, PlanFileVersion)

@@ -72,7 +72,7 @@ func TestParsePlanFileErrors(t *testing.T) {
 	if _, err := exec.ParsePlanFile("f", []byte(`{"version":1,"nodes":[]}`)); err != nil {
 		t.Errorf("empty plan file rejected: %v", err)
 	}
-	const want = `plan file: plan.json:3:14: json: cannot unmarshal string into Go struct field PlanFile.version of type int`
+	const want = `plan file plan.json:3:14: json: cannot unmarshal string into Go struct field PlanFile.version of type int`
 	if _, err := exec.ParsePlanFile("plan.json", []byte("{\n\"nodes\": [],\n\"version\": \"1\"}")); err == nil || err.Error() != want {
 		t.Errorf("a version of the wrong type: %v, want %q", err, want)
 	}
