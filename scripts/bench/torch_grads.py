@@ -1,32 +1,51 @@
 #!/usr/bin/env python3
 """PyTorch's loss and gradients for batches of graphs at an spn model
-checkpoint: torch_spn.py's SPN, given the checkpoint's parameters.
+checkpoint, for the SPN kinds spn, gin, rspn and espn: an implementation
+of their equations (docs/models.md) independent of spn's.
 
-spn's test models/spn (TestSameGradientsAsPyTorch) writes the three
+spn's test models/kinds (TestSameGradientsAsPyTorch) writes the three
 inputs, runs this script and compares each batch's loss and gradients
-with its own: an independent implementation of the model that the speed
-comparison times (scripts/bench/torch_spn.py), checked to compute what
-spn computes.
+with its own. spn and gin are torch_spn.py's SPN, the model the speed
+comparison times (GIN is the SPN with k = 1: the nodes at distance 1 are
+the neighbours); rspn and espn are written here:
 
-    torch_grads.py GRAPHS.jsonl CHECKPOINT.json BATCHES.json [--threads 1]
+  rspn  h_u <- (1+eps) MLP_s(h_u) + a_1 sum_j sum_{v: r_j(u,v)} MLP_j(h_v)
+                + sum_{i>=2} a_i sum_{v in N_i(u)} MLP_h(h_v)
+  espn  h_u <- MLP((1+eps) h_u + a_1 sum_{v in N(u)} ReLU(h_v + e_uv)
+                + sum_{i>=2} a_i sum_{v in N_i(u)} h_v)
 
-GRAPHS.jsonl: graphs of spn's JSON Lines format (`spn data export`).
-CHECKPOINT.json: an spn checkpoint of kind "spn" or "gin" (sum pooling,
-learnable eps, dropout 0, none of global_readout, gated_readout, linear):
-its config gives k and the layers, its parameters the model's (spn
-stores a linear map's weight as in x out, PyTorch as out x in). GIN is
-the SPN with k = 1: the nodes at distance 1 are the neighbours.
-BATCHES.json: a list of batches, each a list of graph indices (from 0,
-in GRAPHS.jsonl's order).
+with a = softmax of k logits, MLP = Linear, BatchNorm, ReLU, Linear,
+BatchNorm, ReLU (batch statistics over the batch's nodes), rspn's input a
+linear map of the node attributes, espn's h0 the sum of one embedding
+per atom feature plus a bias and e_uv the sum of one embedding per bond
+feature (a table per layer), and the readout sum_t Linear_t(sum-pool(h^t))
+over the input and every layer. The loss is the mean cross-entropy
+(classification), the mean squared error over every target (regression)
+or the mean binary cross-entropy with logits over the labelled entries
+(multi-task binary; a missing label is null).
+
+    torch_grads.py GRAPHS.json CHECKPOINT.json BATCHES.json [--threads 1]
+
+GRAPHS.json: a list of graphs, {"n": N, "adj": [[u, v], ...] (every
+directed entry: v is a neighbour of u), "edge_type": [...] or
+"edge_feat": [[...], ...] (parallel to adj), "x": [...] (node labels) or
+"attrs": [[...], ...] or "node_cat": [[...], ...], and "y": class or
+"target": [...]}.
+CHECKPOINT.json: an spn checkpoint (sum pooling, learnable eps, dropout
+0, none of global_readout, gated_readout, linear): its config gives the
+kind, k, the layers, the task and the vocabularies, its parameters the
+model's (spn stores a linear map's weight as in x out, PyTorch as
+out x in; rspn's 2 + R MLPs are stacked, block b being MLP b's: MLP_s,
+MLP_h, MLP_1..MLP_R).
+BATCHES.json: a list of batches, each a list of graph indices (from 0).
 
 Output: one JSON line per batch, {"batch": i, "loss": x, "grads": {NAME:
-[...]}, "loss_err32": e, "grad_err32": {NAME: e}}: the mean cross-entropy
-of the batch in training mode (batch statistics) and the gradient of
-every parameter, by the checkpoint's names and in its layout, computed in
-float64; and how far the same computed in float32 is from them (the
-Euclidean norm of the difference), which measures how much float32
-rounding the batch's figures suffer. The parameters do not change
-between batches.
+[...]}, "loss_err32": e, "grad_err32": {NAME: e}}: the batch's loss in
+training mode and the gradient of every parameter, by the checkpoint's
+names and in its layout, computed in float64; and how far the same
+computed in float32 is from them (the Euclidean norm of the difference),
+which measures how much float32 rounding the batch's figures suffer. The
+parameters do not change between batches.
 """
 
 import argparse
@@ -35,34 +54,191 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_spn  # noqa: E402 (the model, its collation and hop sets)
+import torch_spn  # noqa: E402 (the benchmark's SPN and its hop sets)
 import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 
-def pairs(model, layers):
-    """Yields (checkpoint name, the model's parameter, transposed) for
-    every parameter of torch_spn.SPN."""
-    yield "enc.emb", model.enc.weight, True
-    yield "enc.b", model.enc.bias, False
-    for l, layer in enumerate(model.layers):
-        ck = f"layer{l + 1}"
-        yield f"{ck}.agg.alpha_logits", layer.alpha, False
-        yield f"{ck}.agg.eps", layer.eps, False
-        # mlp: 0 Linear, 1 BatchNorm, 2 ReLU, 3 Linear, 4 BatchNorm, 5 ReLU.
-        for i, (lin, bn) in enumerate([(0, 1), (3, 4)], 1):
-            yield f"{ck}.lin{i}.w", layer.mlp[lin].weight, True
-            yield f"{ck}.lin{i}.b", layer.mlp[lin].bias, False
-            yield f"{ck}.bn{i}.gamma", layer.mlp[bn].weight, False
-            yield f"{ck}.bn{i}.beta", layer.mlp[bn].bias, False
-    for t, lin in enumerate(model.readout):
-        yield f"readout{t}.w", lin.weight, True
-        yield f"readout{t}.b", lin.bias, False
+def mlp(d):
+    return nn.Sequential(nn.Linear(d, d), nn.BatchNorm1d(d), nn.ReLU(), nn.Linear(d, d), nn.BatchNorm1d(d), nn.ReLU())
+
+
+def mlp_pairs(prefix, mlps):
+    """The checkpoint names of MLPs stacked block by block (one MLP: one
+    block): (name, [(tensor, transposed)] per block)."""
+    for i, (lin, bn) in enumerate([(0, 1), (3, 4)], 1):
+        yield f"{prefix}.lin{i}.w", [(m[lin].weight, True) for m in mlps]
+        yield f"{prefix}.lin{i}.b", [(m[lin].bias, False) for m in mlps]
+        yield f"{prefix}.bn{i}.gamma", [(m[bn].weight, False) for m in mlps]
+        yield f"{prefix}.bn{i}.beta", [(m[bn].bias, False) for m in mlps]
+
+
+def readout_pairs(readout):
+    for t, lin in enumerate(readout):
+        yield f"readout{t}.w", [(lin.weight, True)]
+        yield f"readout{t}.b", [(lin.bias, False)]
+
+
+def hop_sum(h, hop):
+    """sum_{v in N_i(u)} h_v for every u; hop is (src v, dst u)."""
+    src, dst = hop
+    return torch.zeros_like(h).index_add_(0, dst, h[src])
+
+
+def readout(model, hs, b):
+    return sum(lin(torch.zeros(b["graphs"], h.shape[1], dtype=h.dtype).index_add_(0, b["batch"], h))
+               for h, lin in zip(hs, model.readout))
+
+
+class SPN(nn.Module):
+    """torch_spn.SPN, fed a collated batch."""
+
+    def __init__(self, cfg, d, out):
+        super().__init__()
+        self.labels = cfg["num_labels"]
+        m = cfg["model"]
+        self.net = torch_spn.SPN(self.labels, d, out, m["layers"], m["k"], 0.0)
+
+    def pairs(self):
+        n = self.net
+        yield "enc.emb", [(n.enc.weight, True)]
+        yield "enc.b", [(n.enc.bias, False)]
+        for l, layer in enumerate(n.layers, 1):
+            yield f"layer{l}.agg.alpha_logits", [(layer.alpha, False)]
+            yield f"layer{l}.agg.eps", [(layer.eps, False)]
+            yield from mlp_pairs(f"layer{l}", [layer.mlp])
+        yield from readout_pairs(n.readout)
+
+    def forward(self, b):
+        x = F.one_hot(b["x"], self.labels).to(self.net.enc.weight.dtype)
+        return self.net(x, b["hops"], b["batch"], b["graphs"])
+
+
+class RSPN(nn.Module):
+    def __init__(self, cfg, d, out):
+        super().__init__()
+        m = cfg["model"]
+        self.k, self.rels = m["k"], cfg["num_edge_types"]
+        self.enc = nn.Linear(cfg["attr_dim"], d)
+        self.alpha = nn.ParameterList(nn.Parameter(torch.zeros(self.k)) for _ in range(m["layers"]))
+        self.eps = nn.ParameterList(nn.Parameter(torch.zeros(1)) for _ in range(m["layers"]))
+        self.mlps = nn.ModuleList(nn.ModuleList(mlp(d) for _ in range(2 + self.rels)) for _ in range(m["layers"]))
+        self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
+
+    def pairs(self):
+        yield "enc.attr_w", [(self.enc.weight, True)]
+        yield "enc.b", [(self.enc.bias, False)]
+        for l in range(len(self.mlps)):
+            yield f"layer{l + 1}.agg.alpha_logits", [(self.alpha[l], False)]
+            yield f"layer{l + 1}.agg.eps", [(self.eps[l], False)]
+            yield from mlp_pairs(f"layer{l + 1}.mlps", self.mlps[l])
+        yield from readout_pairs(self.readout)
+
+    def forward(self, b):
+        h = self.enc(b["attrs"])
+        hs = [h]
+        u, v, r = b["adj_u"], b["adj_v"], b["edge_type"]
+        for alpha, eps, mlps in zip(self.alpha, self.eps, self.mlps):
+            a = torch.softmax(alpha, 0)
+            s, hh, rel = mlps[0](h), mlps[1](h), [m(h) for m in mlps[2:]]
+            first = torch.zeros_like(h)
+            for j in range(self.rels):
+                on = r == j
+                first.index_add_(0, u[on], rel[j][v[on]])
+            h = (1 + eps) * s + a[0] * first
+            for i in range(1, self.k):
+                h = h + a[i] * hop_sum(hh, b["hops"][i])
+            hs.append(h)
+        return readout(self, hs, b)
+
+
+class ESPN(nn.Module):
+    def __init__(self, cfg, d, out):
+        super().__init__()
+        m = cfg["model"]
+        self.k = m["k"]
+        nv, ev = cfg["node_cat_vocab"], cfg["edge_feat_vocab"]
+        self.node_off = torch.tensor([sum(nv[:c]) for c in range(len(nv))])
+        self.edge_off = torch.tensor([sum(ev[:c]) for c in range(len(ev))])
+        self.atom = nn.Parameter(torch.zeros(sum(nv), d))
+        self.enc_b = nn.Parameter(torch.zeros(d))
+        self.alpha = nn.ParameterList(nn.Parameter(torch.zeros(self.k)) for _ in range(m["layers"]))
+        self.eps = nn.ParameterList(nn.Parameter(torch.zeros(1)) for _ in range(m["layers"]))
+        self.bond = nn.ParameterList(nn.Parameter(torch.zeros(sum(ev), d)) for _ in range(m["layers"]))
+        self.mlps = nn.ModuleList(mlp(d) for _ in range(m["layers"]))
+        self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
+
+    def pairs(self):
+        yield "enc.atom", [(self.atom, False)]
+        yield "enc.b", [(self.enc_b, False)]
+        for l in range(len(self.mlps)):
+            yield f"layer{l + 1}.agg.alpha_logits", [(self.alpha[l], False)]
+            yield f"layer{l + 1}.agg.eps", [(self.eps[l], False)]
+            yield f"layer{l + 1}.bond", [(self.bond[l], False)]
+            yield from mlp_pairs(f"layer{l + 1}", [self.mlps[l]])
+        yield from readout_pairs(self.readout)
+
+    def forward(self, b):
+        h = self.atom[b["node_cat"] + self.node_off].sum(1) + self.enc_b
+        hs = [h]
+        u, v = b["adj_u"], b["adj_v"]
+        for alpha, eps, bond, m in zip(self.alpha, self.eps, self.bond, self.mlps):
+            a = torch.softmax(alpha, 0)
+            e = bond[b["edge_feat"] + self.edge_off].sum(1)
+            agg = (1 + eps) * h + a[0] * torch.zeros_like(h).index_add_(0, u, F.relu(h[v] + e))
+            for i in range(1, self.k):
+                agg = agg + a[i] * hop_sum(h, b["hops"][i])
+            h = m(agg)
+            hs.append(h)
+        return readout(self, hs, b)
+
+
+KINDS = {"spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN}
+
+
+def collate(graphs, hops, idx, k):
+    """One batch of graphs[idx]: node offsets applied to the adjacency and
+    the hop sets, node and edge inputs concatenated."""
+    cat = {key: [] for key in ("adj_u", "adj_v", "edge_type", "edge_feat", "x", "attrs", "node_cat", "batch", "y", "target")}
+    hs = [([], []) for _ in range(k)]
+    off = 0
+    for gi, j in enumerate(idx):
+        g = graphs[j]
+        cat["adj_u"] += [u + off for u, _ in g["adj"]]
+        cat["adj_v"] += [v + off for _, v in g["adj"]]
+        for key in ("edge_type", "edge_feat", "x", "attrs", "node_cat"):
+            cat[key] += g.get(key, [])
+        cat["batch"] += [gi] * g["n"]
+        if "y" in g:
+            cat["y"].append(g["y"])
+        if "target" in g:
+            cat["target"].append([float("nan") if t is None else t for t in g["target"]])
+        for i, (s, d) in enumerate(hops[j]):
+            hs[i][0].append(s + off)
+            hs[i][1].append(d + off)
+        off += g["n"]
+    b = {key: torch.tensor(v, dtype=torch.float64 if key in ("attrs", "target") else torch.long) for key, v in cat.items()}
+    b["hops"] = [(torch.cat(s), torch.cat(d)) for s, d in hs]
+    b["graphs"] = len(idx)
+    return b
+
+
+def loss_of(task, out, b):
+    if task == "classification":
+        return F.cross_entropy(out, b["y"])
+    t = b["target"].to(out.dtype)
+    if task == "regression":
+        return F.mse_loss(out, t)
+    if task == "binary":
+        on = ~torch.isnan(t)
+        return F.binary_cross_entropy_with_logits(out[on], t[on])
+    sys.exit(f"task {task!r}: want classification, regression or binary")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("jsonl")
+    p.add_argument("graphs")
     p.add_argument("checkpoint")
     p.add_argument("batches")
     p.add_argument("--threads", type=int, default=1)
@@ -73,51 +249,58 @@ def main():
         ck = json.load(f)
     if ck.get("format") != "spn-model":
         sys.exit(f"{a.checkpoint}: not an spn model checkpoint")
-    m = ck["config"]["model"]
-    if m.get("kind") not in ("spn", "gin") or m.get("pool") != "sum" or not m.get("learn_eps") or m.get("dropout") \
+    cfg = ck["config"]
+    m = cfg["model"]
+    if m.get("kind") not in KINDS or m.get("pool") != "sum" or not m.get("learn_eps") or m.get("dropout") \
             or any(m.get(f) for f in ("global_readout", "gated_readout", "linear")):
-        sys.exit(f"{a.checkpoint}: want kind spn or gin, pool sum, learn_eps, dropout 0, "
+        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, learn_eps, dropout 0, "
                  f"none of global_readout, gated_readout, linear; got {m}")
-    params = {p["name"]: torch.tensor(p["values"], dtype=torch.float32).reshape(p["shape"]) for p in ck["params"]}
-    k, layers = m["k"], m["layers"]
-    labels, hidden = params["enc.emb"].shape
-    classes = params["readout0.b"].shape[0]
+    params = {p["name"]: torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"]) for p in ck["params"]}
+    k, d, out = m["k"], m["hidden"], cfg["out"]
 
-    graphs = torch_spn.load(a.jsonl)
+    with open(a.graphs) as f:
+        graphs = json.load(f)
     cpu = torch.device("cpu")
-    items = [(n, torch.tensor(x, dtype=torch.long), y, torch_spn.hop_sets(n, e, k, cpu)) for n, e, x, y in graphs]
+    hops = [torch_spn.hop_sets(g["n"], g["adj"], k, cpu) for g in graphs]
     with open(a.batches) as f:
         batches = json.load(f)
+
     # The model twice: in float64, the reference, and in float32, whose
     # distance from it says how much float32 rounding the batch's
-    # gradients suffer (a batch norm divides by a feature's spread).
+    # figures suffer (a batch norm divides by a feature's spread).
     models = {}
     for dtype in (torch.float64, torch.float32):
-        model = torch_spn.SPN(labels, hidden, classes, layers, k, 0.0).to(dtype)
-        mapped = list(pairs(model, layers))
-        if sorted(n for n, _, _ in mapped) != sorted(params) or len(mapped) != len(list(model.parameters())):
-            sys.exit(f"{a.checkpoint}: parameters {sorted(params)} do not map onto torch_spn.SPN's")
+        model = KINDS[m["kind"]](cfg, d, out).to(dtype)
+        mapped = list(model.pairs())
+        if sorted(n for n, _ in mapped) != sorted(params) or sum(len(b) for _, b in mapped) != len(list(model.parameters())):
+            sys.exit(f"{a.checkpoint}: parameters {sorted(params)} do not map onto the {m['kind']} model's")
         with torch.no_grad():
-            for name, t, tr in mapped:
-                v = params[name].T if tr else params[name]
-                if t.shape != v.shape:
-                    sys.exit(f"{a.checkpoint}: {name}: shape {tuple(params[name].shape)} does not fit {tuple(t.shape)}")
-                t.copy_(v)
+            for name, blocks in mapped:
+                chunks = params[name].chunk(len(blocks), 0)
+                for (t, tr), v in zip(blocks, chunks):
+                    v = v.T if tr else v
+                    if t.shape != v.shape:
+                        sys.exit(f"{a.checkpoint}: {name}: shape {tuple(params[name].shape)} does not fit {len(blocks)} x {tuple(t.shape)}")
+                    t.copy_(v)
         model.train()
         models[dtype] = (model, mapped)
 
     for i, idx in enumerate(batches):
-        x, hops, batch, y = torch_spn.collate([items[j] for j in idx], labels, k, cpu)
-        out = {}
+        b = collate(graphs, hops, idx, k)
+        res = {}
         for dtype, (model, mapped) in models.items():
+            bd = dict(b, attrs=b["attrs"].to(dtype))
             model.zero_grad()
-            loss = F.cross_entropy(model(x.to(dtype), hops, batch, len(idx)), y)
+            loss = loss_of(cfg["task"], model(bd), bd)
             loss.backward()
-            out[dtype] = loss.item(), {name: (t.grad.T if tr else t.grad).flatten().double() for name, t, tr in mapped}
-        (l64, g64), (l32, g32) = out[torch.float64], out[torch.float32]
+            grads = {name: torch.cat([(t.grad.T if tr else t.grad).reshape(-1) for t, tr in blocks]).double()
+                     for name, blocks in mapped}
+            res[dtype] = loss.item(), grads
+        (l64, g64), (l32, g32) = res[torch.float64], res[torch.float32]
         print(json.dumps({"batch": i, "loss": l64, "loss_err32": abs(l32 - l64),
                           "grads": {n: g.tolist() for n, g in g64.items()},
                           "grad_err32": {n: (g32[n] - g).norm().item() for n, g in g64.items()}}), flush=True)
+
 
 if __name__ == "__main__":
     main()

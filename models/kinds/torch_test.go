@@ -1,8 +1,9 @@
-package spn
+package kinds
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -13,7 +14,11 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/jsonl"
+	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/data/ogb"
+	"github.com/spn-project/spn/data/qm9"
+	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/data/tu"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
@@ -66,52 +71,97 @@ const (
 	torchNoiseTol  = 1e-3
 )
 
+// torchCase is one model of TestSameGradientsAsPyTorch and its data.
+type torchCase struct {
+	kind, data string
+	k          int
+	load       func(t *testing.T, mirror string) *data.Dataset
+}
+
+// torchCases: SPN (k = 3) and GIN on NCI1 (classification), R-SPN
+// (k = 3) on QM9's valid file (13 regression targets, 4 bond types),
+// E-SPN (k = 3) on OGB's tox21 (12 binary tasks with missing labels).
+var torchCases = []torchCase{
+	{"spn", "NCI1", 3, loadTU},
+	{"gin", "NCI1", 1, loadTU},
+	{"rspn", "QM9-valid", 3, func(t *testing.T, mirror string) *data.Dataset {
+		ds, err := qm9.LoadN(filepath.Join(mirror, "qm9", "valid.jsonl.gz"), "QM9-valid", torchGraphs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}},
+	{"espn", "tox21", 3, func(t *testing.T, mirror string) *data.Dataset {
+		ds, err := ogb.Load(filepath.Join(mirror, "ogb", "tox21.zip"), "tox21")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}},
+}
+
+func loadTU(t *testing.T, mirror string) *data.Dataset {
+	ds, err := tu.Load(filepath.Join(mirror, "tu", "NCI1.zip"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// The batches of TestSameGradientsAsPyTorch: 20 of 16 of a dataset's
+// first 320 graphs, shuffled (NCI1's file lists its classes one after
+// the other).
+const (
+	torchGraphs  = 320
+	torchBatch   = 16
+	torchBatches = 20
+)
+
 // TestSameGradientsAsPyTorch computes the loss and every parameter's
-// gradient of spn's SPN (k = 3, 2 layers, hidden 16, sum pooling, no
-// dropout) and of GIN on 20 batches of 16 NCI1 graphs, and PyTorch's
-// for the SPN of scripts/bench/torch_spn.py (the model the speed
-// comparison times), with the same parameters on the same batches
-// (scripts/bench/torch_grads.py). The two share no code: PyTorch's
-// BatchNorm1d, index_add_, softmax and cross-entropy, and its autograd,
-// against spn's ops, its padded batches and its batch norm over the real
-// nodes only. The parameters are drawn away from their initial values
-// (α logits, ε, the batch norms' scale and shift), so that a term of the
-// update the initial values hide (α_i in another order, ε's sign) shows.
+// gradient of spn's SPN, GIN, R-SPN and E-SPN (2 layers, hidden 16, sum
+// pooling, no dropout; torchCases) on 20 batches of 16 graphs, and
+// PyTorch's for the same models (scripts/bench/torch_grads.py: for SPN
+// and GIN the model of scripts/bench/torch_spn.py, which the speed
+// comparison times; R-SPN and E-SPN written there from the equations of
+// docs/models.md), with the same parameters on the same batches. The two
+// share no code: PyTorch's BatchNorm1d, index_add_, embeddings, softmax,
+// losses and autograd against spn's ops, its padded batches and its
+// batch norm over the real nodes only. The parameters are drawn away
+// from their initial values (α logits, ε, the batch norms' scale and
+// shift), so that a term the initial values hide (α_i in another order,
+// ε's sign) shows.
 //
-// It compares gradients at fixed parameters, not training trajectories:
-// Adam's first step moves every parameter by ±lr whatever the size of
-// its gradient, so a component that cancels to rounding noise in both
-// (one of GIN's label embeddings on these batches) moves two equally
-// right implementations apart by 2·lr, and training amplifies that.
+// It compares gradients at fixed parameters, not training runs: Adam's
+// first step moves every parameter by ±lr whatever the size of its
+// gradient, so a component that cancels to rounding noise in both (one
+// of GIN's label embeddings on these batches) sends two equally right
+// implementations 2·lr apart, and training amplifies that.
 func TestSameGradientsAsPyTorch(t *testing.T) { sameGradientsAsPyTorch(t, nil) }
 
 // TestSameGradientsAsPyTorchOnDevice is TestSameGradientsAsPyTorch with
-// spn's model on the emulated device.
+// spn's models on the emulated device.
 func TestSameGradientsAsPyTorchOnDevice(t *testing.T) {
 	sameGradientsAsPyTorch(t, enginetest.Emulated(t))
 }
 
 // TestGPUSameGradientsAsPyTorch is TestSameGradientsAsPyTorch with spn's
-// model on GPU 0 (it skips without one).
+// models on GPU 0 (it skips without one).
 func TestGPUSameGradientsAsPyTorch(t *testing.T) {
 	sameGradientsAsPyTorch(t, enginetest.GPU(t))
 }
 
-// sameGradientsAsPyTorch runs TestSameGradientsAsPyTorch with spn's model
+// sameGradientsAsPyTorch runs TestSameGradientsAsPyTorch with spn's models
 // on the CPU (e nil) or on e's device.
 func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 	py := pythonWithTorch(t)
-	ds, hops := tuDataset(t, "NCI1.zip")
-	for _, c := range []struct {
-		kind string
-		k    int
-	}{{"spn", 3}, {"gin", 1}} {
-		t.Run(c.kind, func(t *testing.T) { gradientsAsPyTorch(t, e, py, ds, hops, c.kind, c.k) })
+	mirror := mirrortest.Dir(t)
+	for _, c := range torchCases {
+		t.Run(c.kind+"/"+c.data, func(t *testing.T) { gradientsAsPyTorch(t, e, py, c, c.load(t, mirror)) })
 	}
 }
 
-// torchBatch is one line of torch_grads.py's output.
-type torchBatch struct {
+// torchBatchOut is one line of torch_grads.py's output.
+type torchBatchOut struct {
 	Batch     int                  `json:"batch"`
 	Loss      float64              `json:"loss"`
 	LossErr32 float64              `json:"loss_err32"`
@@ -119,15 +169,63 @@ type torchBatch struct {
 	GradErr32 map[string]float64   `json:"grad_err32"`
 }
 
-// gradientsAsPyTorch is sameGradientsAsPyTorch for one model kind with k
-// hops.
-func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, ds *data.Dataset, hops *data.Hops, kind string, k int) {
-	const graphs, size, nbatch = 320, 16, 20
-	cfg, err := models.ConfigFor(modelspec.Model{Kind: kind, K: k, Layers: 2, Hidden: 16, Pool: models.PoolSum, LearnEps: true}, ds)
+// torchGraph is a graph as torch_grads.py reads it.
+type torchGraph struct {
+	N        int         `json:"n"`
+	Adj      [][2]int32  `json:"adj"`
+	EdgeType []int32     `json:"edge_type,omitempty"`
+	EdgeFeat [][]int32   `json:"edge_feat,omitempty"`
+	X        []int32     `json:"x,omitempty"`
+	Attrs    [][]float32 `json:"attrs,omitempty"`
+	NodeCat  [][]int32   `json:"node_cat,omitempty"`
+	Y        *int        `json:"y,omitempty"`
+	Target   []*float64  `json:"target,omitempty"`
+}
+
+// torchGraphOf writes g of ds as torch_grads.py reads it.
+func torchGraphOf(ds *data.Dataset, g *data.Graph) torchGraph {
+	rows := func(v []int32, w int) [][]int32 {
+		var out [][]int32
+		for i := 0; w > 0 && i < len(v); i += w {
+			out = append(out, v[i:i+w])
+		}
+		return out
+	}
+	tg := torchGraph{N: g.N, Adj: [][2]int32{}, EdgeType: g.EdgeType, X: g.Labels,
+		EdgeFeat: rows(g.EdgeFeat, len(ds.EdgeFeatVocab)), NodeCat: rows(g.NodeCat, len(ds.NodeCatVocab))}
+	for u := 0; u < g.N; u++ {
+		for _, v := range g.Adj.Row(u) {
+			tg.Adj = append(tg.Adj, [2]int32{int32(u), v})
+		}
+		if ds.AttrDim > 0 {
+			tg.Attrs = append(tg.Attrs, g.Attrs[u*ds.AttrDim:(u+1)*ds.AttrDim])
+		}
+	}
+	if ds.NumClasses > 0 {
+		tg.Y = &g.Y
+	}
+	for _, v := range g.Target {
+		if math.IsNaN(v) {
+			tg.Target = append(tg.Target, nil)
+		} else {
+			tg.Target = append(tg.Target, &v)
+		}
+	}
+	return tg
+}
+
+// gradientsAsPyTorch is sameGradientsAsPyTorch for one case.
+func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, ds *data.Dataset) {
+	ds.Graphs = ds.Graphs[:torchGraphs]
+	hops, err := sp.Compute(context.Background(), ds.Graphs, c.k, false, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(cfg, 1, kernels.CPU{Threads: 1})
+	cfg, err := models.ConfigFor(modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: models.PoolSum, LearnEps: true}, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newModel(cfg, 1, kernels.CPU{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,63 +244,63 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, ds *data.Data
 			p.Uniform(rng, 0.2)
 		}
 	}
-	dir := t.TempDir()
 	var ck bytes.Buffer
 	if err := models.WriteCheckpoint(&ck, m); err != nil {
 		t.Fatal(err)
 	}
 	if e != nil {
-		if err := m.UseDevice(e); err != nil {
+		if err := m.(interface{ UseDevice(*engine.Engine) error }).UseDevice(e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sub := &data.Dataset{Name: ds.Name, Graphs: ds.Graphs[:graphs], NumLabels: ds.NumLabels, NumClasses: ds.NumClasses}
-	var lines bytes.Buffer
-	if err := jsonl.Write(&lines, sub); err != nil {
-		t.Fatal(err)
+	graphs := make([]torchGraph, len(ds.Graphs))
+	for i := range ds.Graphs {
+		graphs[i] = torchGraphOf(ds, &ds.Graphs[i])
 	}
-	// NCI1's file lists its classes one after the other: shuffled
-	// batches hold both.
-	order := rand.New(rand.NewPCG(1, 2)).Perm(graphs)
-	batches := make([][]int, nbatch)
+	order := rand.New(rand.NewPCG(1, 2)).Perm(torchGraphs)
+	batches := make([][]int, torchBatches)
 	for i := range batches {
-		batches[i] = order[i*size : (i+1)*size]
+		batches[i] = order[i*torchBatch : (i+1)*torchBatch]
 	}
-	idx, err := json.Marshal(batches)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{"graphs.jsonl": lines.Bytes(), "model.json": ck.Bytes(), "batches.json": idx} {
+	dir := t.TempDir()
+	for name, v := range map[string]any{"graphs.json": graphs, "batches.json": batches} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(dir, "model.json"), ck.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	cmd := exec.Command(py, filepath.Join("..", "..", "scripts", "bench", "torch_grads.py"),
-		filepath.Join(dir, "graphs.jsonl"), filepath.Join(dir, "model.json"), filepath.Join(dir, "batches.json"))
+		filepath.Join(dir, "graphs.json"), filepath.Join(dir, "model.json"), filepath.Join(dir, "batches.json"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("torch_grads.py: %v\n%s", err, stderr.Bytes())
 	}
-	var want []torchBatch
+	var want []torchBatchOut
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
-		var b torchBatch
+		var b torchBatchOut
 		if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.Batch != len(want) {
-			t.Fatalf("torch_grads.py: line %d: want {\"batch\": %d, \"loss\": x, \"grads\": {...}} (%v)", len(want)+1, len(want), err)
+			t.Fatalf("torch_grads.py: line %d: want {\"batch\": %d, \"loss\": x, \"grads\": {...}, ...} (%v)", len(want)+1, len(want), err)
 		}
 		want = append(want, b)
 	}
-	if len(want) != nbatch {
-		t.Fatalf("torch_grads.py printed %d batches, want %d", len(want), nbatch)
+	if len(want) != torchBatches {
+		t.Fatalf("torch_grads.py printed %d batches, want %d", len(want), torchBatches)
 	}
 
 	var worstLoss, worstGrad float64
 	for i, gs := range batches {
-		bt, err := data.NewBatch(ds, hops, gs, k)
+		bt, err := data.NewBatch(ds, hops, gs, c.k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,12 +339,13 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, ds *data.Data
 			}
 		}
 	}
-	t.Logf("%d batches: largest difference from PyTorch's float64 figures: loss %.1e of 1 + |loss|, a gradient %.1e of its norm", nbatch, worstLoss, worstGrad)
+	t.Logf("%d batches: largest difference from PyTorch's float64 figures: loss %.1e of 1 + |loss|, a gradient %.1e of its norm", torchBatches, worstLoss, worstGrad)
 }
 
 // preNormBias reports whether the parameter called name is the bias of a
-// linear map that feeds a batch norm (layerL.linI.b: the MLP is Linear,
-// BatchNorm, ReLU, Linear, BatchNorm, ReLU), and returns the map's name.
+// linear map that feeds a batch norm (layerL.linI.b or, R-SPN's stacked
+// MLPs, layerL.mlps.linI.b: every MLP is Linear, BatchNorm, ReLU, Linear,
+// BatchNorm, ReLU), and returns the map's name.
 func preNormBias(name string) (string, bool) {
 	base, ok := strings.CutSuffix(name, ".b")
 	return base, ok && strings.HasPrefix(base, "layer") && strings.Contains(base, ".lin")
