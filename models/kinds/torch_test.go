@@ -52,9 +52,19 @@ func pythonWithTorch(t *testing.T) string {
 	return ""
 }
 
-// Tolerances of TestSameGradientsAsPyTorch. The reference is PyTorch's
-// float64 figures; spn computes in float32, whose rounding a batch's
-// figures suffer more or less (a batch norm divides by a feature's
+// Tolerances of TestSameGradientsAsPyTorch.
+//
+// ReLU's derivative jumps at 0 (LeakyReLU's too): where an input lies
+// within float32 rounding of 0, spn's and PyTorch's may fall on either
+// side, and their gradients then differ by that node's whole term (on
+// one GAT batch an input at 1.4e-7 of its root mean square moves some
+// gradients by 0.3 %). torch_grads.py reports the closest input ("kink");
+// a batch with one closer than torchKink has its loss compared but not
+// its gradients, and at least torchMinChecked batches of each model must
+// have theirs compared.
+//
+// The reference is PyTorch's float64 figures. spn computes in float32,
+// whose rounding a batch's figures suffer more or less (a batch norm divides by a feature's
 // spread over the batch: on one of the NCI1 batches PyTorch's own
 // float32 gradients of the first layer are 0.5 % from its float64
 // ones). PyTorch's float32 error on the batch, e32, is the yardstick:
@@ -66,9 +76,11 @@ func pythonWithTorch(t *testing.T) string {
 // norm subtracts the mean): spn's must be rounding noise, below
 // torchNoiseTol·‖its map's weight gradient‖.
 const (
-	torchTol       = 1e-5
-	torchErrFactor = 4
-	torchNoiseTol  = 1e-3
+	torchTol        = 1e-5
+	torchErrFactor  = 4
+	torchNoiseTol   = 1e-3
+	torchKink       = 1e-6
+	torchMinChecked = 15
 )
 
 // torchCase is one model of TestSameGradientsAsPyTorch and its data.
@@ -76,22 +88,29 @@ type torchCase struct {
 	kind, data string
 	k          int
 	load       func(t *testing.T, mirror string) *data.Dataset
+	// linear and heads are model.linear and model.heads (GCN, GAT).
+	linear bool
+	heads  int
 }
 
 // torchCases: SPN (k = 3) and GIN on NCI1 (classification), R-SPN
 // (k = 3) on QM9's valid file (13 regression targets, 4 bond types),
 // E-SPN (k = 3) on OGB's tox21 (12 binary tasks with missing labels).
 var torchCases = []torchCase{
-	{"spn", "NCI1", 3, loadTU},
-	{"gin", "NCI1", 1, loadTU},
-	{"rspn", "QM9-valid", 3, func(t *testing.T, mirror string) *data.Dataset {
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU},
+	{kind: "gin", data: "NCI1", k: 1, load: loadTU},
+	{kind: "gcn", data: "NCI1", k: 1, load: loadTU},
+	{kind: "gcn", data: "NCI1", k: 1, load: loadTU, linear: true},
+	{kind: "gat", data: "NCI1", k: 1, load: loadTU, heads: 4},
+	{kind: "gat", data: "NCI1", k: 1, load: loadTU, heads: 2, linear: true},
+	{kind: "rspn", data: "QM9-valid", k: 3, load: func(t *testing.T, mirror string) *data.Dataset {
 		ds, err := qm9.LoadN(filepath.Join(mirror, "qm9", "valid.jsonl.gz"), "QM9-valid", torchGraphs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ds
 	}},
-	{"espn", "tox21", 3, func(t *testing.T, mirror string) *data.Dataset {
+	{kind: "espn", data: "tox21", k: 3, load: func(t *testing.T, mirror string) *data.Dataset {
 		ds, err := ogb.Load(filepath.Join(mirror, "ogb", "tox21.zip"), "tox21")
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +175,11 @@ func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 	py := pythonWithTorch(t)
 	mirror := mirrortest.Dir(t)
 	for _, c := range torchCases {
-		t.Run(c.kind+"/"+c.data, func(t *testing.T) { gradientsAsPyTorch(t, e, py, c, c.load(t, mirror)) })
+		name := c.kind
+		if c.linear {
+			name += "-linear"
+		}
+		t.Run(name+"/"+c.data, func(t *testing.T) { gradientsAsPyTorch(t, e, py, c, c.load(t, mirror)) })
 	}
 }
 
@@ -167,6 +190,7 @@ type torchBatchOut struct {
 	LossErr32 float64              `json:"loss_err32"`
 	Grads     map[string][]float64 `json:"grads"`
 	GradErr32 map[string]float64   `json:"grad_err32"`
+	Kink      *float64             `json:"kink"`
 }
 
 // torchGraph is a graph as torch_grads.py reads it.
@@ -221,7 +245,9 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := models.ConfigFor(modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: models.PoolSum, LearnEps: true}, ds)
+	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: models.PoolSum, Linear: c.linear, Heads: c.heads}
+	spec.LearnEps = c.kind != "gcn" && c.kind != "gat"
+	cfg, err := models.ConfigFor(spec, ds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +325,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	}
 
 	var worstLoss, worstGrad float64
+	checked := 0
 	for i, gs := range batches {
 		bt, err := data.NewBatch(ds, hops, gs, c.k)
 		if err != nil {
@@ -317,6 +344,11 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		if !(d <= torchTol*(1+math.Abs(w.Loss))+torchErrFactor*w.LossErr32) {
 			t.Errorf("batch %d: spn's loss %.7f, PyTorch's %.7f (float64; its float32 one is %.1e from it)", i, loss, w.Loss, w.LossErr32)
 		}
+		if w.Kink != nil && *w.Kink < torchKink {
+			t.Logf("batch %d: a ReLU input at %.1e of its root mean square from 0: gradients not compared", i, *w.Kink)
+			continue
+		}
+		checked++
 		scale := 0.0
 		for _, g := range w.Grads {
 			scale = max(scale, norm(g, nil))
@@ -333,22 +365,28 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 				continue
 			}
 			diff, ref, e32 := norm(g, p.G), norm(g, nil), w.GradErr32[p.Name]
-			worstGrad = max(worstGrad, diff/max(ref, 1e-6*scale))
+			if ref >= 1e-2*scale {
+				worstGrad = max(worstGrad, diff/ref)
+			}
 			if !(diff <= torchTol*ref+1e-6*scale+torchErrFactor*e32) {
 				t.Errorf("batch %d: %s: spn's gradient %.3g from PyTorch's (float64, of norm %.3g; its float32 one is %.3g from it)", i, p.Name, diff, ref, e32)
 			}
 		}
 	}
-	t.Logf("%d batches: largest difference from PyTorch's float64 figures: loss %.1e of 1 + |loss|, a gradient %.1e of its norm", torchBatches, worstLoss, worstGrad)
+	if checked < torchMinChecked {
+		t.Errorf("the gradients of %d batches compared, want at least %d", checked, torchMinChecked)
+	}
+	t.Logf("%d batches (gradients of %d): largest difference from PyTorch's float64 figures: loss %.1e of 1 + |loss|, a gradient (of norm ≥ 1 %% of the largest) %.1e of its norm", torchBatches, checked, worstLoss, worstGrad)
 }
 
 // preNormBias reports whether the parameter called name is the bias of a
-// linear map that feeds a batch norm (layerL.linI.b or, R-SPN's stacked
-// MLPs, layerL.mlps.linI.b: every MLP is Linear, BatchNorm, ReLU, Linear,
-// BatchNorm, ReLU), and returns the map's name.
+// linear map that feeds a batch norm (an MLP's layerL.lin1.b or
+// layerL.lin2.b, R-SPN's stacked layerL.mlps.lin1.b and lin2.b: every MLP
+// is Linear, BatchNorm, ReLU, Linear, BatchNorm, ReLU; not linear GCN's
+// layerL.lin.b), and returns the map's name.
 func preNormBias(name string) (string, bool) {
 	base, ok := strings.CutSuffix(name, ".b")
-	return base, ok && strings.HasPrefix(base, "layer") && strings.Contains(base, ".lin")
+	return base, ok && strings.HasPrefix(base, "layer") && (strings.HasSuffix(base, ".lin1") || strings.HasSuffix(base, ".lin2"))
 }
 
 // norm32 returns ‖a‖₂.

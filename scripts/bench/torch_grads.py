@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's loss and gradients for batches of graphs at an spn model
-checkpoint, for the SPN kinds spn, gin, rspn and espn: an implementation
-of their equations (docs/models.md) independent of spn's.
+checkpoint, for the kinds spn, gin, rspn, espn, gcn and gat: an
+implementation of their equations (docs/models.md) independent of spn's.
 
 spn's test models/kinds (TestSameGradientsAsPyTorch) writes the three
 inputs, runs this script and compares each batch's loss and gradients
@@ -14,9 +14,15 @@ the neighbours); rspn and espn are written here:
   espn  h_u <- MLP((1+eps) h_u + a_1 sum_{v in N(u)} ReLU(h_v + e_uv)
                 + sum_{i>=2} a_i sum_{v in N_i(u)} h_v)
 
+  gcn   h <- MLP(D^-1/2 (A+I) D^-1/2 h)   (linear: D^-1/2 (A+I) D^-1/2 h Theta + b)
+  gat   h_u <- MLP(concat over heads of sum_{v in N(u)+u} a_uv z_v)   (linear: no MLP)
+        z = h W + b, a_uv = softmax_v LeakyReLU_0.2(<a_dst, z_u> + <a_src, z_v>)
+
 with a = softmax of k logits, MLP = Linear, BatchNorm, ReLU, Linear,
-BatchNorm, ReLU (batch statistics over the batch's nodes), rspn's input a
-linear map of the node attributes, espn's h0 the sum of one embedding
+BatchNorm, ReLU (batch statistics over the batch's nodes), D the
+degrees counting the self loop, the input of spn, gin, gcn and gat a
+linear map of the one-hot node label, rspn's a linear map of the node
+attributes, espn's h0 the sum of one embedding
 per atom feature plus a bias and e_uv the sum of one embedding per bond
 feature (a table per layer), and the readout sum_t Linear_t(sum-pool(h^t))
 over the input and every layer. The loss is the mean cross-entropy
@@ -31,8 +37,9 @@ directed entry: v is a neighbour of u), "edge_type": [...] or
 "edge_feat": [[...], ...] (parallel to adj), "x": [...] (node labels) or
 "attrs": [[...], ...] or "node_cat": [[...], ...], and "y": class or
 "target": [...]}.
-CHECKPOINT.json: an spn checkpoint (sum pooling, learnable eps, dropout
-0, none of global_readout, gated_readout, linear): its config gives the
+CHECKPOINT.json: an spn checkpoint (sum pooling, dropout 0, neither
+global_readout nor gated_readout; learnable eps and not linear for the
+SPN kinds): its config gives the
 kind, k, the layers, the task and the vocabularies, its parameters the
 model's (spn stores a linear map's weight as in x out, PyTorch as
 out x in; rspn's 2 + R MLPs are stacked, block b being MLP b's: MLP_s,
@@ -40,11 +47,16 @@ MLP_h, MLP_1..MLP_R).
 BATCHES.json: a list of batches, each a list of graph indices (from 0).
 
 Output: one JSON line per batch, {"batch": i, "loss": x, "grads": {NAME:
-[...]}, "loss_err32": e, "grad_err32": {NAME: e}}: the batch's loss in
-training mode and the gradient of every parameter, by the checkpoint's
-names and in its layout, computed in float64; and how far the same
-computed in float32 is from them (the Euclidean norm of the difference),
-which measures how much float32 rounding the batch's figures suffer. The
+[...]}, "loss_err32": e, "grad_err32": {NAME: e}, "kink": q}: the batch's
+loss in training mode and the gradient of every parameter, by the
+checkpoint's names and in its layout, computed in float64; how far the
+same computed in float32 is from them (the Euclidean norm of the
+difference), which measures how much float32 rounding the batch's
+figures suffer; and the smallest |input| of a ReLU or LeakyReLU relative
+to the root mean square of that input (Kinks): near 0, float32 rounding
+may put an input on the other side of the kink, and the gradients of
+two right implementations then differ by that node's whole term (null
+for a model without either). The
 parameters do not change between batches.
 """
 
@@ -58,6 +70,31 @@ import torch_spn  # noqa: E402 (the benchmark's SPN and its hop sets)
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+
+class Kinks:
+    """The smallest distance of a ReLU's or LeakyReLU's input from 0, where
+    its derivative jumps, relative to the root mean square of that input,
+    over one forward pass: a float32 input that close to 0 may fall on
+    either side, and a gradient through it may then differ by a whole
+    term."""
+
+    def __init__(self):
+        self.min = float("inf")
+
+    def see(self, x):
+        x = x.detach()
+        if x.numel():
+            rms = x.pow(2).mean().sqrt()
+            if rms > 0:
+                self.min = min(self.min, (x.abs().min() / rms).item())
+
+
+def watch_relus(model, kinks):
+    """Records the input of every nn.ReLU of model in kinks."""
+    for mod in model.modules():
+        if isinstance(mod, nn.ReLU):
+            mod.register_forward_pre_hook(lambda _m, inp: kinks.see(inp[0]))
 
 
 def mlp(d):
@@ -186,7 +223,9 @@ class ESPN(nn.Module):
         for alpha, eps, bond, m in zip(self.alpha, self.eps, self.bond, self.mlps):
             a = torch.softmax(alpha, 0)
             e = bond[b["edge_feat"] + self.edge_off].sum(1)
-            agg = (1 + eps) * h + a[0] * torch.zeros_like(h).index_add_(0, u, F.relu(h[v] + e))
+            msg = h[v] + e
+            self.kinks.see(msg)
+            agg = (1 + eps) * h + a[0] * torch.zeros_like(h).index_add_(0, u, F.relu(msg))
             for i in range(1, self.k):
                 agg = agg + a[i] * hop_sum(h, b["hops"][i])
             h = m(agg)
@@ -194,7 +233,95 @@ class ESPN(nn.Module):
         return readout(self, hs, b)
 
 
-KINDS = {"spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN}
+class Direct(nn.Module):
+    """GCN and GAT: the SPN's input encoder and readout around a layer
+    over N(u) and u, followed by the SPN's MLP or, with model.linear,
+    by nothing."""
+
+    def __init__(self, cfg, d, out):
+        super().__init__()
+        m = cfg["model"]
+        self.labels, self.linear = cfg["num_labels"], bool(m.get("linear"))
+        self.enc = nn.Linear(self.labels, d)
+        self.mlps = nn.ModuleList(mlp(d) for _ in range(m["layers"])) if not self.linear else None
+        self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
+
+    def pairs(self):
+        yield "enc.emb", [(self.enc.weight, True)]
+        yield "enc.b", [(self.enc.bias, False)]
+        for l in range(len(self.readout) - 1):
+            yield from self.layer_pairs(l)
+            if self.mlps is not None:
+                yield from mlp_pairs(f"layer{l + 1}", [self.mlps[l]])
+        yield from readout_pairs(self.readout)
+
+    def forward(self, b):
+        h = self.enc(F.one_hot(b["x"], self.labels).to(self.enc.weight.dtype))
+        hs = [h]
+        for l in range(len(self.readout) - 1):
+            h = self.propagate(l, h, b)
+            if self.mlps is not None:
+                h = self.mlps[l](h)
+            hs.append(h)
+        return readout(self, hs, b)
+
+
+class GCN(Direct):
+    """h <- MLP(D^-1/2 (A+I) D^-1/2 h), or with model.linear
+    D^-1/2 (A+I) D^-1/2 h Theta + b; D the degrees with the self loop."""
+
+    def __init__(self, cfg, d, out):
+        super().__init__(cfg, d, out)
+        self.lins = nn.ModuleList(nn.Linear(d, d) for _ in range(cfg["model"]["layers"])) if self.linear else None
+
+    def layer_pairs(self, l):
+        if self.lins is not None:
+            yield f"layer{l + 1}.lin.w", [(self.lins[l].weight, True)]
+            yield f"layer{l + 1}.lin.b", [(self.lins[l].bias, False)]
+
+    def propagate(self, l, h, b):
+        u, v = b["adj_u"], b["adj_v"]
+        deg = torch.ones(h.shape[0], dtype=h.dtype).index_add_(0, u, torch.ones(u.shape[0], dtype=h.dtype))
+        w = (deg[u] * deg[v]).rsqrt()
+        agg = h / deg[:, None] + torch.zeros_like(h).index_add_(0, u, w[:, None] * h[v])
+        return self.lins[l](agg) if self.lins is not None else agg
+
+
+class GAT(Direct):
+    """z = h W + b; per head (d/heads columns)
+    a_uv = softmax over v in N(u) and u of LeakyReLU_0.2(<a_dst, z_u> + <a_src, z_v>);
+    h_u <- MLP(concat of the heads' sum_v a_uv z_v), or with model.linear
+    the concatenation itself."""
+
+    def __init__(self, cfg, d, out):
+        super().__init__(cfg, d, out)
+        layers, self.heads = cfg["model"]["layers"], cfg["model"]["heads"]
+        self.att = nn.ModuleList(nn.Linear(d, d) for _ in range(layers))
+        self.a_src = nn.ParameterList(nn.Parameter(torch.zeros(self.heads, d // self.heads)) for _ in range(layers))
+        self.a_dst = nn.ParameterList(nn.Parameter(torch.zeros(self.heads, d // self.heads)) for _ in range(layers))
+
+    def layer_pairs(self, l):
+        yield f"layer{l + 1}.att.w", [(self.att[l].weight, True)]
+        yield f"layer{l + 1}.att.b", [(self.att[l].bias, False)]
+        yield f"layer{l + 1}.att.a_src", [(self.a_src[l], False)]
+        yield f"layer{l + 1}.att.a_dst", [(self.a_dst[l], False)]
+
+    def propagate(self, l, h, b):
+        n = h.shape[0]
+        loops = torch.arange(n)
+        u, v = torch.cat([b["adj_u"], loops]), torch.cat([b["adj_v"], loops])
+        z = self.att[l](h).view(n, self.heads, -1)
+        src, dst = (z * self.a_src[l]).sum(-1), (z * self.a_dst[l]).sum(-1)
+        e = dst[u] + src[v]
+        self.kinks.see(e)
+        e = F.leaky_relu(e, 0.2)
+        e = (e - e.max()).exp()
+        den = torch.zeros(n, self.heads, dtype=h.dtype).index_add_(0, u, e)
+        a = e / den[u]
+        return torch.zeros_like(z).index_add_(0, u, a[:, :, None] * z[v]).reshape(n, -1)
+
+
+KINDS = {"spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN, "gcn": GCN, "gat": GAT}
 
 
 def collate(graphs, hops, idx, k):
@@ -251,10 +378,12 @@ def main():
         sys.exit(f"{a.checkpoint}: not an spn model checkpoint")
     cfg = ck["config"]
     m = cfg["model"]
-    if m.get("kind") not in KINDS or m.get("pool") != "sum" or not m.get("learn_eps") or m.get("dropout") \
-            or any(m.get(f) for f in ("global_readout", "gated_readout", "linear")):
-        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, learn_eps, dropout 0, "
-                 f"none of global_readout, gated_readout, linear; got {m}")
+    spnlike = m.get("kind") in ("spn", "gin", "rspn", "espn")
+    if m.get("kind") not in KINDS or m.get("pool") != "sum" or m.get("dropout") \
+            or (spnlike and (not m.get("learn_eps") or m.get("linear"))) \
+            or any(m.get(f) for f in ("global_readout", "gated_readout")):
+        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, dropout 0, neither global_readout "
+                 f"nor gated_readout, and for spn, gin, rspn and espn learn_eps and not linear; got {m}")
     params = {p["name"]: torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"]) for p in ck["params"]}
     k, d, out = m["k"], m["hidden"], cfg["out"]
 
@@ -271,6 +400,8 @@ def main():
     models = {}
     for dtype in (torch.float64, torch.float32):
         model = KINDS[m["kind"]](cfg, d, out).to(dtype)
+        model.kinks = Kinks()
+        watch_relus(model, model.kinks)
         mapped = list(model.pairs())
         if sorted(n for n, _ in mapped) != sorted(params) or sum(len(b) for _, b in mapped) != len(list(model.parameters())):
             sys.exit(f"{a.checkpoint}: parameters {sorted(params)} do not map onto the {m['kind']} model's")
@@ -290,14 +421,16 @@ def main():
         res = {}
         for dtype, (model, mapped) in models.items():
             bd = dict(b, attrs=b["attrs"].to(dtype))
+            model.kinks.min = float("inf")
             model.zero_grad()
             loss = loss_of(cfg["task"], model(bd), bd)
             loss.backward()
             grads = {name: torch.cat([(t.grad.T if tr else t.grad).reshape(-1) for t, tr in blocks]).double()
                      for name, blocks in mapped}
-            res[dtype] = loss.item(), grads
-        (l64, g64), (l32, g32) = res[torch.float64], res[torch.float32]
+            res[dtype] = loss.item(), grads, model.kinks.min
+        (l64, g64, kink), (l32, g32, _) = res[torch.float64], res[torch.float32]
         print(json.dumps({"batch": i, "loss": l64, "loss_err32": abs(l32 - l64),
+                          "kink": None if kink == float("inf") else kink,
                           "grads": {n: g.tolist() for n, g in g64.items()},
                           "grad_err32": {n: (g32[n] - g).norm().item() for n, g in g64.items()}}), flush=True)
 
