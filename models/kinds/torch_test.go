@@ -88,14 +88,17 @@ type torchCase struct {
 	kind, data string
 	k          int
 	load       func(t *testing.T, mirror string) *data.Dataset
-	// linear and heads are model.linear and model.heads (GCN, GAT).
-	linear bool
-	heads  int
+	// linear, heads and maxDist are model.linear, model.heads (GCN,
+	// GAT, Graphormer) and model.max_dist (Graphormer).
+	linear         bool
+	heads, maxDist int
 }
 
-// torchCases: SPN (k = 3) and GIN on NCI1 (classification), R-SPN
-// (k = 3) on QM9's valid file (13 regression targets, 4 bond types),
-// E-SPN (k = 3) on OGB's tox21 (12 binary tasks with missing labels).
+// torchCases: SPN (k = 3), GIN, GCN and GAT (each variant) and
+// Graphormer (max_dist = 3, some graphs disconnected) on NCI1
+// (classification), R-SPN (k = 3) on QM9's valid file (13 regression
+// targets, 4 bond types), E-SPN (k = 3) on OGB's tox21 (12 binary tasks
+// with missing labels).
 var torchCases = []torchCase{
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU},
 	{kind: "gin", data: "NCI1", k: 1, load: loadTU},
@@ -103,6 +106,7 @@ var torchCases = []torchCase{
 	{kind: "gcn", data: "NCI1", k: 1, load: loadTU, linear: true},
 	{kind: "gat", data: "NCI1", k: 1, load: loadTU, heads: 4},
 	{kind: "gat", data: "NCI1", k: 1, load: loadTU, heads: 2, linear: true},
+	{kind: "graphormer", data: "NCI1", k: 3, load: loadTU, heads: 2, maxDist: 3},
 	{kind: "rspn", data: "QM9-valid", k: 3, load: func(t *testing.T, mirror string) *data.Dataset {
 		ds, err := qm9.LoadN(filepath.Join(mirror, "qm9", "valid.jsonl.gz"), "QM9-valid", torchGraphs)
 		if err != nil {
@@ -137,18 +141,19 @@ const (
 )
 
 // TestSameGradientsAsPyTorch computes the loss and every parameter's
-// gradient of spn's SPN, GIN, R-SPN and E-SPN (2 layers, hidden 16, sum
-// pooling, no dropout; torchCases) on 20 batches of 16 graphs, and
-// PyTorch's for the same models (scripts/bench/torch_grads.py: for SPN
-// and GIN the model of scripts/bench/torch_spn.py, which the speed
-// comparison times; R-SPN and E-SPN written there from the equations of
-// docs/models.md), with the same parameters on the same batches. The two
+// gradient of spn's SPN, GIN, GCN and GAT (both variants), Graphormer,
+// R-SPN and E-SPN (2 layers, hidden 16, sum pooling, no dropout;
+// torchCases) on 20 batches of 16 graphs, and PyTorch's for the same
+// models (scripts/bench/torch_grads.py: for SPN and GIN the model of
+// scripts/bench/torch_spn.py, which the speed comparison times; the
+// others written there from the equations of docs/models.md), with the
+// same parameters on the same batches. The two
 // share no code: PyTorch's BatchNorm1d, index_add_, embeddings, softmax,
 // losses and autograd against spn's ops, its padded batches and its
 // batch norm over the real nodes only. The parameters are drawn away
-// from their initial values (α logits, ε, the batch norms' scale and
-// shift), so that a term the initial values hide (α_i in another order,
-// ε's sign) shows.
+// from their initial values (α logits, ε, the batch and layer norms'
+// scale and shift, Graphormer's spatial bias), so that a term the initial
+// values hide (α_i in another order, ε's sign, a distance bucket) shows.
 //
 // It compares gradients at fixed parameters, not training runs: Adam's
 // first step moves every parameter by ±lr whatever the size of its
@@ -158,7 +163,8 @@ const (
 func TestSameGradientsAsPyTorch(t *testing.T) { sameGradientsAsPyTorch(t, nil) }
 
 // TestSameGradientsAsPyTorchOnDevice is TestSameGradientsAsPyTorch with
-// spn's models on the emulated device.
+// spn's models on the emulated device (Graphormer, which has no device
+// math, skips).
 func TestSameGradientsAsPyTorchOnDevice(t *testing.T) {
 	sameGradientsAsPyTorch(t, enginetest.Emulated(t))
 }
@@ -245,11 +251,16 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: models.PoolSum, Linear: c.linear, Heads: c.heads}
-	spec.LearnEps = c.kind != "gcn" && c.kind != "gat"
+	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: models.PoolSum, Linear: c.linear, Heads: c.heads, MaxDist: c.maxDist}
+	spec.LearnEps = c.kind == "spn" || c.kind == "gin" || c.kind == "rspn" || c.kind == "espn"
 	cfg, err := models.ConfigFor(spec, ds)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if e != nil {
+		if err := All().CheckDevice(cfg, "cuda:0"); err != nil {
+			t.Skip(err)
+		}
 	}
 	m, err := newModel(cfg, 1, kernels.CPU{Threads: 1})
 	if err != nil {
@@ -268,6 +279,8 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 			}
 		case strings.HasSuffix(p.Name, ".beta"):
 			p.Uniform(rng, 0.2)
+		case strings.HasSuffix(p.Name, ".spatial_bias"):
+			p.Normal(rng)
 		}
 	}
 	var ck bytes.Buffer

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's loss and gradients for batches of graphs at an spn model
-checkpoint, for the kinds spn, gin, rspn, espn, gcn and gat: an
-implementation of their equations (docs/models.md) independent of spn's.
+checkpoint, for the kinds spn, gin, rspn, espn, gcn, gat and graphormer:
+an implementation of their equations (docs/models.md) independent of spn's.
 
 spn's test models/kinds (TestSameGradientsAsPyTorch) writes the three
 inputs, runs this script and compares each batch's loss and gradients
@@ -17,6 +17,8 @@ the neighbours); rspn and espn are written here:
   gcn   h <- MLP(D^-1/2 (A+I) D^-1/2 h)   (linear: D^-1/2 (A+I) D^-1/2 h Theta + b)
   gat   h_u <- MLP(concat over heads of sum_{v in N(u)+u} a_uv z_v)   (linear: no MLP)
         z = h W + b, a_uv = softmax_v LeakyReLU_0.2(<a_dst, z_u> + <a_src, z_v>)
+  graphormer  pre-LN transformer blocks over each graph's node pairs with a
+        spatial bias per distance bucket and head (class Graphormer)
 
 with a = softmax of k logits, MLP = Linear, BatchNorm, ReLU, Linear,
 BatchNorm, ReLU (batch statistics over the batch's nodes), D the
@@ -321,10 +323,90 @@ class GAT(Direct):
         return torch.zeros_like(z).index_add_(0, u, a[:, :, None] * z[v]).reshape(n, -1)
 
 
-KINDS = {"spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN, "gcn": GCN, "gat": GAT}
+class Graphormer(nn.Module):
+    """h0 = Enc(label) + E[min(degree, 32)]; per block
+    a = LN1(h), h += Wo Attn(Wq a, Wk a, Wv a), h += W2 ReLU(W1 LN2(h)),
+    the attention per head over the node pairs of each graph, with
+    scores q_u.k_v / sqrt(d/heads) + bias[bucket(u, v), head]: the bucket
+    is the shortest-path distance clamped to max_dist, max_dist + 1 for
+    an unreachable pair."""
+
+    max_degree = 32
+
+    def __init__(self, cfg, d, out):
+        super().__init__()
+        m = cfg["model"]
+        self.labels, self.heads, self.max_dist = cfg["num_labels"], m["heads"], m["max_dist"]
+        self.enc = nn.Linear(self.labels, d)
+        self.degree = nn.Parameter(torch.zeros(self.max_degree + 1, d))
+        self.blocks = nn.ModuleList(nn.ModuleDict({
+            "ln1": nn.LayerNorm(d, eps=1e-5), "q": nn.Linear(d, d), "k": nn.Linear(d, d), "v": nn.Linear(d, d),
+            "o": nn.Linear(d, d), "ln2": nn.LayerNorm(d, eps=1e-5), "ffn1": nn.Linear(d, d), "relu": nn.ReLU(),
+            "ffn2": nn.Linear(d, d)}) for _ in range(m["layers"]))
+        self.bias = nn.ParameterList(nn.Parameter(torch.zeros(self.max_dist + 2, self.heads)) for _ in range(m["layers"]))
+        self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
+
+    def pairs(self):
+        yield "enc.emb", [(self.enc.weight, True)]
+        yield "enc.b", [(self.enc.bias, False)]
+        yield "enc.degree", [(self.degree, False)]
+        for l, blk in enumerate(self.blocks, 1):
+            for ln in ("ln1", "ln2"):
+                yield f"layer{l}.{ln}.gamma", [(blk[ln].weight, False)]
+                yield f"layer{l}.{ln}.beta", [(blk[ln].bias, False)]
+            for lin, ck in (("q", "attn.q"), ("k", "attn.k"), ("v", "attn.v"), ("o", "attn.o"), ("ffn1", "ffn1"), ("ffn2", "ffn2")):
+                yield f"layer{l}.{ck}.w", [(blk[lin].weight, True)]
+                yield f"layer{l}.{ck}.b", [(blk[lin].bias, False)]
+            yield f"layer{l}.attn.spatial_bias", [(self.bias[l - 1], False)]
+        yield from readout_pairs(self.readout)
+
+    def forward(self, b):
+        n = b["batch"].shape[0]
+        deg = torch.zeros(n, dtype=torch.long).index_add_(0, b["adj_u"], torch.ones_like(b["adj_u"]))
+        h = self.enc(F.one_hot(b["x"], self.labels).to(self.enc.weight.dtype)) + self.degree[deg.clamp(max=self.max_degree)]
+        hs = [h]
+        same = b["batch"][:, None] == b["batch"][None, :]
+        bucket = b["dist"].clamp(max=self.max_dist)
+        bucket[b["dist"] < 0] = self.max_dist + 1
+        dh = h.shape[1] // self.heads
+        for blk, bias in zip(self.blocks, self.bias):
+            a = blk["ln1"](h)
+            q, k, v = (blk[x](a).view(n, self.heads, dh).transpose(0, 1) for x in ("q", "k", "v"))
+            s = q @ k.transpose(1, 2) / dh ** 0.5 + bias[bucket].permute(2, 0, 1)
+            s = s.masked_fill(~same, float("-inf"))
+            att = (torch.softmax(s, -1) @ v).transpose(0, 1).reshape(n, -1)
+            h = h + blk["o"](att)
+            h = h + blk["ffn2"](blk["relu"](blk["ffn1"](blk["ln2"](h))))
+            hs.append(h)
+        return readout(self, hs, b)
 
 
-def collate(graphs, hops, idx, k):
+def distances(n, adj):
+    """All-pairs shortest-path distances of one graph by BFS, -1 for an
+    unreachable pair."""
+    nb = [[] for _ in range(n)]
+    for u, v in adj:
+        nb[u].append(v)
+    dist = torch.full((n, n), -1, dtype=torch.long)
+    for s in range(n):
+        dist[s, s] = 0
+        frontier, d = [s], 0
+        while frontier:
+            d += 1
+            nxt = []
+            for u in frontier:
+                for v in nb[u]:
+                    if dist[s, v] < 0:
+                        dist[s, v] = d
+                        nxt.append(v)
+            frontier = nxt
+    return dist
+
+
+KINDS = {"spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN, "gcn": GCN, "gat": GAT, "graphormer": Graphormer}
+
+
+def collate(graphs, hops, idx, k, dists=None):
     """One batch of graphs[idx]: node offsets applied to the adjacency and
     the hop sets, node and edge inputs concatenated."""
     cat = {key: [] for key in ("adj_u", "adj_v", "edge_type", "edge_feat", "x", "attrs", "node_cat", "batch", "y", "target")}
@@ -348,6 +430,8 @@ def collate(graphs, hops, idx, k):
     b = {key: torch.tensor(v, dtype=torch.float64 if key in ("attrs", "target") else torch.long) for key, v in cat.items()}
     b["hops"] = [(torch.cat(s), torch.cat(d)) for s, d in hs]
     b["graphs"] = len(idx)
+    if dists is not None:
+        b["dist"] = torch.block_diag(*[dists[j] + 1 for j in idx]) - 1
     return b
 
 
@@ -391,6 +475,7 @@ def main():
         graphs = json.load(f)
     cpu = torch.device("cpu")
     hops = [torch_spn.hop_sets(g["n"], g["adj"], k, cpu) for g in graphs]
+    dists = [distances(g["n"], g["adj"]) for g in graphs] if m["kind"] == "graphormer" else None
     with open(a.batches) as f:
         batches = json.load(f)
 
@@ -417,7 +502,7 @@ def main():
         models[dtype] = (model, mapped)
 
     for i, idx in enumerate(batches):
-        b = collate(graphs, hops, idx, k)
+        b = collate(graphs, hops, idx, k, dists)
         res = {}
         for dtype, (model, mapped) in models.items():
             bd = dict(b, attrs=b["attrs"].to(dtype))
