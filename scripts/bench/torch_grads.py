@@ -27,7 +27,11 @@ linear map of the one-hot node label, rspn's a linear map of the node
 attributes, espn's h0 the sum of one embedding
 per atom feature plus a bias and e_uv the sum of one embedding per bond
 feature (a table per layer), and the readout sum_t Linear_t(sum-pool(h^t))
-over the input and every layer. The loss is the mean cross-entropy
+over the input and every layer. model.global_readout adds
+(sum_{v in G} h_v) W_l, from the layer's input h, to the aggregate
+(inside the MLP's input for spn, gin and espn, to rspn's sum);
+model.gated_readout (rspn) is GNN-FiLM's gated sum instead,
+sum_v sigmoid(W_g [h0_v, hT_v] + b_g) * (W_t hT_v + b_t). The loss is the mean cross-entropy
 (classification), the mean squared error over every target (regression)
 or the mean binary cross-entropy with logits over the labelled entries
 (multi-task binary; a missing label is null).
@@ -39,9 +43,9 @@ directed entry: v is a neighbour of u), "edge_type": [...] or
 "edge_feat": [[...], ...] (parallel to adj), "x": [...] (node labels) or
 "attrs": [[...], ...] or "node_cat": [[...], ...], and "y": class or
 "target": [...]}.
-CHECKPOINT.json: an spn checkpoint (sum pooling, dropout 0, neither
-global_readout nor gated_readout; learnable eps and not linear for the
-SPN kinds): its config gives the
+CHECKPOINT.json: an spn checkpoint (sum pooling, dropout 0; learnable
+eps and not linear for the SPN kinds, which alone may have
+global_readout; gated_readout for rspn only): its config gives the
 kind, k, the layers, the task and the vocabularies, its parameters the
 model's (spn stores a linear map's weight as in x out, PyTorch as
 out x in; rspn's 2 + R MLPs are stacked, block b being MLP b's: MLP_s,
@@ -119,6 +123,26 @@ def readout_pairs(readout):
         yield f"readout{t}.b", [(lin.bias, False)]
 
 
+def global_read(h, b, w):
+    """The global readout (sum_{v in G} h_v) W of each node's graph G."""
+    pooled = torch.zeros(b["graphs"], h.shape[1], dtype=h.dtype).index_add_(0, b["batch"], h)
+    return (pooled @ w)[b["batch"]]
+
+
+def global_params(cfg, d):
+    """model.global_readout's d x d map per layer (spn's layout: in x out),
+    or None."""
+    m = cfg["model"]
+    if not m.get("global_readout"):
+        return None
+    return nn.ParameterList(nn.Parameter(torch.zeros(d, d)) for _ in range(m["layers"]))
+
+
+def global_pairs(glob):
+    for l, w in enumerate(glob or [], 1):
+        yield f"layer{l}.global_readout.w", [(w, False)]
+
+
 def hop_sum(h, hop):
     """sum_{v in N_i(u)} h_v for every u; hop is (src v, dst u)."""
     src, dst = hop
@@ -138,6 +162,7 @@ class SPN(nn.Module):
         self.labels = cfg["num_labels"]
         m = cfg["model"]
         self.net = torch_spn.SPN(self.labels, d, out, m["layers"], m["k"], 0.0)
+        self.glob = global_params(cfg, d)
 
     def pairs(self):
         n = self.net
@@ -148,10 +173,23 @@ class SPN(nn.Module):
             yield f"layer{l}.agg.eps", [(layer.eps, False)]
             yield from mlp_pairs(f"layer{l}", [layer.mlp])
         yield from readout_pairs(n.readout)
+        yield from global_pairs(self.glob)
 
     def forward(self, b):
         x = F.one_hot(b["x"], self.labels).to(self.net.enc.weight.dtype)
-        return self.net(x, b["hops"], b["batch"], b["graphs"])
+        if self.glob is None:
+            return self.net(x, b["hops"], b["batch"], b["graphs"])
+        # torch_spn's layer with the global readout added to its aggregate.
+        h = self.net.enc(x)
+        hs = [h]
+        for layer, w in zip(self.net.layers, self.glob):
+            a = torch.softmax(layer.alpha, 0)
+            agg = (1 + layer.eps) * h + global_read(h, b, w)
+            for i, hop in enumerate(b["hops"]):
+                agg = agg + a[i] * hop_sum(h, hop)
+            h = layer.mlp(agg)
+            hs.append(h)
+        return readout(self.net, hs, b)
 
 
 class RSPN(nn.Module):
@@ -163,7 +201,12 @@ class RSPN(nn.Module):
         self.alpha = nn.ParameterList(nn.Parameter(torch.zeros(self.k)) for _ in range(m["layers"]))
         self.eps = nn.ParameterList(nn.Parameter(torch.zeros(1)) for _ in range(m["layers"]))
         self.mlps = nn.ModuleList(nn.ModuleList(mlp(d) for _ in range(2 + self.rels)) for _ in range(m["layers"]))
-        self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
+        self.glob = global_params(cfg, d)
+        self.gated = bool(m.get("gated_readout"))
+        if self.gated:
+            self.gate, self.transform = nn.Linear(2 * d, out), nn.Linear(d, out)
+        else:
+            self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
 
     def pairs(self):
         yield "enc.attr_w", [(self.enc.weight, True)]
@@ -172,7 +215,13 @@ class RSPN(nn.Module):
             yield f"layer{l + 1}.agg.alpha_logits", [(self.alpha[l], False)]
             yield f"layer{l + 1}.agg.eps", [(self.eps[l], False)]
             yield from mlp_pairs(f"layer{l + 1}.mlps", self.mlps[l])
-        yield from readout_pairs(self.readout)
+        yield from global_pairs(self.glob)
+        if self.gated:
+            for name, lin in (("gate", self.gate), ("transform", self.transform)):
+                yield f"readout.{name}.w", [(lin.weight, True)]
+                yield f"readout.{name}.b", [(lin.bias, False)]
+        else:
+            yield from readout_pairs(self.readout)
 
     def forward(self, b):
         h = self.enc(b["attrs"])
@@ -185,10 +234,18 @@ class RSPN(nn.Module):
             for j in range(self.rels):
                 on = r == j
                 first.index_add_(0, u[on], rel[j][v[on]])
-            h = (1 + eps) * s + a[0] * first
+            new = (1 + eps) * s + a[0] * first
             for i in range(1, self.k):
-                h = h + a[i] * hop_sum(hh, b["hops"][i])
+                new = new + a[i] * hop_sum(hh, b["hops"][i])
+            if self.glob is not None:
+                new = new + global_read(h, b, self.glob[len(hs) - 1])
+            h = new
             hs.append(h)
+        if self.gated:
+            # GNN-FiLM's gated sum over the last layer's nodes, the gate
+            # reading [h0_v, hT_v].
+            g = torch.sigmoid(self.gate(torch.cat([hs[0], h], 1))) * self.transform(h)
+            return torch.zeros(b["graphs"], g.shape[1], dtype=g.dtype).index_add_(0, b["batch"], g)
         return readout(self, hs, b)
 
 
@@ -207,8 +264,10 @@ class ESPN(nn.Module):
         self.bond = nn.ParameterList(nn.Parameter(torch.zeros(sum(ev), d)) for _ in range(m["layers"]))
         self.mlps = nn.ModuleList(mlp(d) for _ in range(m["layers"]))
         self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
+        self.glob = global_params(cfg, d)
 
     def pairs(self):
+        yield from global_pairs(self.glob)
         yield "enc.atom", [(self.atom, False)]
         yield "enc.b", [(self.enc_b, False)]
         for l in range(len(self.mlps)):
@@ -230,6 +289,8 @@ class ESPN(nn.Module):
             agg = (1 + eps) * h + a[0] * torch.zeros_like(h).index_add_(0, u, F.relu(msg))
             for i in range(1, self.k):
                 agg = agg + a[i] * hop_sum(h, b["hops"][i])
+            if self.glob is not None:
+                agg = agg + global_read(h, b, self.glob[len(hs) - 1])
             h = m(agg)
             hs.append(h)
         return readout(self, hs, b)
@@ -465,9 +526,9 @@ def main():
     spnlike = m.get("kind") in ("spn", "gin", "rspn", "espn")
     if m.get("kind") not in KINDS or m.get("pool") != "sum" or m.get("dropout") \
             or (spnlike and (not m.get("learn_eps") or m.get("linear"))) \
-            or any(m.get(f) for f in ("global_readout", "gated_readout")):
-        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, dropout 0, neither global_readout "
-                 f"nor gated_readout, and for spn, gin, rspn and espn learn_eps and not linear; got {m}")
+            or (m.get("global_readout") and not spnlike) or (m.get("gated_readout") and m.get("kind") != "rspn"):
+        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, dropout 0; for spn, gin, rspn and espn "
+                 f"learn_eps and not linear, global_readout only there, gated_readout only for rspn; got {m}")
     params = {p["name"]: torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"]) for p in ck["params"]}
     k, d, out = m["k"], m["hidden"], cfg["out"]
 
