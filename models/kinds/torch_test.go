@@ -214,6 +214,13 @@ type torchBatchOut struct {
 	Kink      *float64             `json:"kink"`
 }
 
+// torchEvalOut is one line of torch_grads.py's evaluation-mode output.
+type torchEvalOut struct {
+	EvalBatch *int      `json:"eval_batch"`
+	Out       []float64 `json:"out"`
+	OutErr32  float64   `json:"out_err32"`
+}
+
 // torchGraph is a graph as torch_grads.py reads it.
 type torchGraph struct {
 	N        int         `json:"n"`
@@ -340,17 +347,26 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		t.Fatalf("torch_grads.py: %v\n%s", err, stderr.Bytes())
 	}
 	var want []torchBatchOut
+	var wantEval []torchEvalOut
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var b torchBatchOut
-		if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.Batch != len(want) {
-			t.Fatalf("torch_grads.py: line %d: want {\"batch\": %d, \"loss\": x, \"grads\": {...}, ...} (%v)", len(want)+1, len(want), err)
+	for no := 1; sc.Scan(); no++ {
+		if len(want) < torchBatches {
+			var b torchBatchOut
+			if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.Batch != len(want) {
+				t.Fatalf("torch_grads.py: line %d: want {\"batch\": %d, \"loss\": x, \"grads\": {...}, ...} (%v)", no, len(want), err)
+			}
+			want = append(want, b)
+			continue
 		}
-		want = append(want, b)
+		var b torchEvalOut
+		if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.EvalBatch == nil || *b.EvalBatch != len(wantEval) {
+			t.Fatalf("torch_grads.py: line %d: want {\"eval_batch\": %d, \"out\": [...], ...} (%v)", no, len(wantEval), err)
+		}
+		wantEval = append(wantEval, b)
 	}
-	if len(want) != torchBatches {
-		t.Fatalf("torch_grads.py printed %d batches, want %d", len(want), torchBatches)
+	if len(want) != torchBatches || len(wantEval) != torchBatches {
+		t.Fatalf("torch_grads.py printed %d batches and %d in evaluation mode, want %d of each", len(want), len(wantEval), torchBatches)
 	}
 
 	var worstLoss, worstGrad float64
@@ -402,10 +418,35 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 			}
 		}
 	}
+	// Evaluation mode: the batch norms' running statistics of the 20
+	// training-mode passes above (momentum, the unbiased variance).
+	var worstOut float64
+	for i, gs := range batches {
+		bt, err := data.NewBatch(ds, hops, gs, c.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Predict(bt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := wantEval[i]
+		if len(got) != len(w.Out) {
+			t.Fatalf("evaluation, batch %d: spn has %d outputs, PyTorch %d", i, len(got), len(w.Out))
+		}
+		for j, v := range w.Out {
+			d := math.Abs(float64(got[j]) - v)
+			worstOut = max(worstOut, d/(1+math.Abs(v)))
+			if !(d <= torchTol*(1+math.Abs(v))+torchErrFactor*w.OutErr32) {
+				t.Errorf("evaluation, batch %d: output %d is %.7g, PyTorch's %.7g (float64; its float32 ones are up to %.1e from them)", i, j, got[j], v, w.OutErr32)
+				break
+			}
+		}
+	}
 	if checked < torchMinChecked {
 		t.Errorf("the gradients of %d batches compared, want at least %d", checked, torchMinChecked)
 	}
-	t.Logf("%d batches (gradients of %d): largest difference from PyTorch's float64 figures: loss %.1e of 1 + |loss|, a gradient (of norm ≥ 1 %% of the largest) %.1e of its norm", torchBatches, checked, worstLoss, worstGrad)
+	t.Logf("%d batches (gradients of %d): largest difference from PyTorch's float64 figures: loss %.1e of 1 + |loss|, a gradient (of norm ≥ 1 %% of the largest) %.1e of its norm, an evaluation output %.1e of 1 + |output|", torchBatches, checked, worstLoss, worstGrad, worstOut)
 }
 
 // preNormBias reports whether the parameter called name is the bias of a

@@ -62,8 +62,12 @@ figures suffer; and the smallest |input| of a ReLU or LeakyReLU relative
 to the root mean square of that input (Kinks): near 0, float32 rounding
 may put an input on the other side of the kink, and the gradients of
 two right implementations then differ by that node's whole term (null
-for a model without either). The
-parameters do not change between batches.
+for a model without either). The parameters do not change between
+batches; the batch norms' running statistics do, as in training. Then
+one JSON line per batch in evaluation mode (the running statistics of
+all those passes), {"eval_batch": i, "out": [...], "out_err32": e}: the
+outputs, graph by graph, in float64, and the largest distance of the
+float32 ones from them.
 """
 
 import argparse
@@ -579,6 +583,17 @@ def main():
                           "kink": None if kink == float("inf") else kink,
                           "grads": {n: g.tolist() for n, g in g64.items()},
                           "grad_err32": {n: (g32[n] - g).norm().item() for n, g in g64.items()}}), flush=True)
+
+    # Evaluation mode after those training-mode passes, each of which
+    # updated the batch norms' running statistics (as spn's steps do).
+    for model, _ in models.values():
+        model.eval()
+    for i, idx in enumerate(batches):
+        b = collate(graphs, hops, idx, k, dists)
+        with torch.no_grad():
+            out = {dtype: model(dict(b, attrs=b["attrs"].to(dtype))).double() for dtype, (model, _) in models.items()}
+        o64, o32 = out[torch.float64], out[torch.float32]
+        print(json.dumps({"eval_batch": i, "out": o64.flatten().tolist(), "out_err32": (o32 - o64).abs().max().item()}), flush=True)
 
 
 if __name__ == "__main__":
