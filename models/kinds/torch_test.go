@@ -3,6 +3,7 @@ package kinds
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
@@ -93,6 +94,8 @@ type torchCase struct {
 	// model.global_readout and model.gated_readout.
 	linear, global, gated bool
 	heads, maxDist        int
+	// pool is model.pool ("" for sum).
+	pool string
 }
 
 // torchCases: SPN (k = 3), GIN, GCN and GAT (each variant) and
@@ -100,10 +103,12 @@ type torchCase struct {
 // (classification), R-SPN (k = 3; also with Table 4's gated readout) on
 // QM9's valid file (13 regression targets, 4 bond types), E-SPN (k = 3)
 // on OGB's tox21 (12 binary tasks with missing labels); SPN, R-SPN and
-// E-SPN also with the global readout.
+// E-SPN also with the global readout, SPN also with mean and max pooling.
 var torchCases = []torchCase{
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU},
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU, global: true},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU, pool: models.PoolMean},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU, pool: models.PoolMax},
 	{kind: "gin", data: "NCI1", k: 1, load: loadTU},
 	{kind: "gcn", data: "NCI1", k: 1, load: loadTU},
 	{kind: "gcn", data: "NCI1", k: 1, load: loadTU, linear: true},
@@ -189,13 +194,21 @@ func TestGPUSameGradientsAsPyTorch(t *testing.T) {
 // on the CPU (e nil) or on e's device.
 func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 	py := pythonWithTorch(t)
+	// The scripts are inputs of the test: reading them here makes go
+	// test's result cache see an edit of them (it does not see what the
+	// Python process reads).
+	for _, f := range []string{"torch_grads.py", "torch_spn.py"} {
+		if _, err := os.ReadFile(filepath.Join(torchScripts, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mirror := mirrortest.Dir(t)
 	for _, c := range torchCases {
 		name := c.kind
 		for _, o := range []struct {
 			on   bool
 			name string
-		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}} {
+		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}} {
 			if o.on {
 				name += o.name
 			}
@@ -203,6 +216,9 @@ func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 		t.Run(name+"/"+c.data, func(t *testing.T) { gradientsAsPyTorch(t, e, py, c, c.load(t, mirror)) })
 	}
 }
+
+// torchScripts is the folder of torch_grads.py and torch_spn.py.
+const torchScripts = "../../scripts/bench"
 
 // torchBatchOut is one line of torch_grads.py's output.
 type torchBatchOut struct {
@@ -273,7 +289,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: models.PoolSum, Linear: c.linear, Heads: c.heads, MaxDist: c.maxDist,
+	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: cmp.Or(c.pool, models.PoolSum), Linear: c.linear, Heads: c.heads, MaxDist: c.maxDist,
 		GlobalReadout: c.global, GatedReadout: c.gated}
 	spec.LearnEps = c.kind == "spn" || c.kind == "gin" || c.kind == "rspn" || c.kind == "espn"
 	cfg, err := models.ConfigFor(spec, ds)
@@ -338,7 +354,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(py, filepath.Join("..", "..", "scripts", "bench", "torch_grads.py"),
+	cmd := exec.Command(py, filepath.Join(torchScripts, "torch_grads.py"),
 		filepath.Join(dir, "graphs.json"), filepath.Join(dir, "model.json"), filepath.Join(dir, "batches.json"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -26,8 +26,9 @@ degrees counting the self loop, the input of spn, gin, gcn and gat a
 linear map of the one-hot node label, rspn's a linear map of the node
 attributes, espn's h0 the sum of one embedding
 per atom feature plus a bias and e_uv the sum of one embedding per bond
-feature (a table per layer), and the readout sum_t Linear_t(sum-pool(h^t))
-over the input and every layer. model.global_readout adds
+feature (a table per layer), and the readout sum_t Linear_t(pool(h^t))
+over the input and every layer, pool the sum, mean or max over a
+graph's nodes (model.pool). model.global_readout adds
 (sum_{v in G} h_v) W_l, from the layer's input h, to the aggregate
 (inside the MLP's input for spn, gin and espn, to rspn's sum);
 model.gated_readout (rspn) is GNN-FiLM's gated sum instead,
@@ -43,7 +44,7 @@ directed entry: v is a neighbour of u), "edge_type": [...] or
 "edge_feat": [[...], ...] (parallel to adj), "x": [...] (node labels) or
 "attrs": [[...], ...] or "node_cat": [[...], ...], and "y": class or
 "target": [...]}.
-CHECKPOINT.json: an spn checkpoint (sum pooling, dropout 0; learnable
+CHECKPOINT.json: an spn checkpoint (pool sum, mean or max, dropout 0; learnable
 eps and not linear for the SPN kinds, which alone may have
 global_readout; gated_readout for rspn only): its config gives the
 kind, k, the layers, the task and the vocabularies, its parameters the
@@ -153,9 +154,21 @@ def hop_sum(h, hop):
     return torch.zeros_like(h).index_add_(0, dst, h[src])
 
 
+def pool(h, b, how):
+    """Each graph's sum, mean or max of h over its nodes."""
+    s = torch.zeros(b["graphs"], h.shape[1], dtype=h.dtype).index_add_(0, b["batch"], h)
+    if how == "sum":
+        return s
+    if how == "mean":
+        n = torch.zeros(b["graphs"], dtype=h.dtype).index_add_(0, b["batch"], torch.ones_like(h[:, 0]))
+        return s / n.clamp(min=1)[:, None]
+    if how == "max":
+        return torch.stack([h[b["batch"] == g].max(0).values for g in range(b["graphs"])])
+    sys.exit(f"pool {how!r}: want sum, mean or max")
+
+
 def readout(model, hs, b):
-    return sum(lin(torch.zeros(b["graphs"], h.shape[1], dtype=h.dtype).index_add_(0, b["batch"], h))
-               for h, lin in zip(hs, model.readout))
+    return sum(lin(pool(h, b, b["pool"])) for h, lin in zip(hs, model.readout))
 
 
 class SPN(nn.Module):
@@ -181,14 +194,17 @@ class SPN(nn.Module):
 
     def forward(self, b):
         x = F.one_hot(b["x"], self.labels).to(self.net.enc.weight.dtype)
-        if self.glob is None:
+        if self.glob is None and b["pool"] == "sum":
             return self.net(x, b["hops"], b["batch"], b["graphs"])
-        # torch_spn's layer with the global readout added to its aggregate.
+        # torch_spn's layer, with the global readout added to its
+        # aggregate, and the readout pooling as the model does.
         h = self.net.enc(x)
         hs = [h]
-        for layer, w in zip(self.net.layers, self.glob):
+        for l, layer in enumerate(self.net.layers):
             a = torch.softmax(layer.alpha, 0)
-            agg = (1 + layer.eps) * h + global_read(h, b, w)
+            agg = (1 + layer.eps) * h
+            if self.glob is not None:
+                agg = agg + global_read(h, b, self.glob[l])
             for i, hop in enumerate(b["hops"]):
                 agg = agg + a[i] * hop_sum(h, hop)
             h = layer.mlp(agg)
@@ -528,10 +544,10 @@ def main():
     cfg = ck["config"]
     m = cfg["model"]
     spnlike = m.get("kind") in ("spn", "gin", "rspn", "espn")
-    if m.get("kind") not in KINDS or m.get("pool") != "sum" or m.get("dropout") \
+    if m.get("kind") not in KINDS or m.get("pool") not in ("sum", "mean", "max") or m.get("dropout") \
             or (spnlike and (not m.get("learn_eps") or m.get("linear"))) \
             or (m.get("global_readout") and not spnlike) or (m.get("gated_readout") and m.get("kind") != "rspn"):
-        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, dropout 0; for spn, gin, rspn and espn "
+        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, mean or max, dropout 0; for spn, gin, rspn and espn "
                  f"learn_eps and not linear, global_readout only there, gated_readout only for rspn; got {m}")
     params = {p["name"]: torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"]) for p in ck["params"]}
     k, d, out = m["k"], m["hidden"], cfg["out"]
@@ -568,6 +584,7 @@ def main():
 
     for i, idx in enumerate(batches):
         b = collate(graphs, hops, idx, k, dists)
+        b["pool"] = m["pool"]
         res = {}
         for dtype, (model, mapped) in models.items():
             bd = dict(b, attrs=b["attrs"].to(dtype))
@@ -590,6 +607,7 @@ def main():
         model.eval()
     for i, idx in enumerate(batches):
         b = collate(graphs, hops, idx, k, dists)
+        b["pool"] = m["pool"]
         with torch.no_grad():
             out = {dtype: model(dict(b, attrs=b["attrs"].to(dtype))).double() for dtype, (model, _) in models.items()}
         o64, o32 = out[torch.float64], out[torch.float32]
