@@ -23,6 +23,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/schema/modelspec"
 )
@@ -98,13 +99,16 @@ type torchCase struct {
 	pool string
 }
 
-// torchCases: SPN (k = 3), GIN, GCN and GAT (each variant) and
+// torchCases: the baseline's two forms (NCI1: labels; ENZYMES: labels
+// and attributes), SPN (k = 3), GIN, GCN and GAT (each variant) and
 // Graphormer (max_dist = 3, some graphs disconnected) on NCI1
 // (classification), R-SPN (k = 3; also with Table 4's gated readout) on
 // QM9's valid file (13 regression targets, 4 bond types), E-SPN (k = 3)
 // on OGB's tox21 (12 binary tasks with missing labels); SPN, R-SPN and
 // E-SPN also with the global readout, SPN also with mean and max pooling.
 var torchCases = []torchCase{
+	{kind: "baseline", data: "NCI1", k: 1, load: loadTU},
+	{kind: "baseline", data: "ENZYMES", k: 1, load: loadENZYMES},
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU},
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU, global: true},
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU, pool: models.PoolMean},
@@ -120,6 +124,14 @@ var torchCases = []torchCase{
 	{kind: "rspn", data: "QM9-valid", k: 3, load: loadQM9, global: true},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21, global: true},
+}
+
+func loadENZYMES(t *testing.T, mirror string) *data.Dataset {
+	ds, err := tu.Load(filepath.Join(mirror, "tu", "ENZYMES.zip"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
 }
 
 func loadQM9(t *testing.T, mirror string) *data.Dataset {
@@ -156,9 +168,9 @@ const (
 )
 
 // TestSameGradientsAsPyTorch computes the loss and every parameter's
-// gradient of spn's SPN, GIN, GCN and GAT (both variants), Graphormer,
-// R-SPN and E-SPN (2 layers, hidden 16, sum pooling, no dropout;
-// torchCases) on 20 batches of 16 graphs, and PyTorch's for the same
+// gradient of every kind: spn's SPN, GIN, GCN and GAT (both variants),
+// Graphormer, R-SPN, E-SPN and the baseline (2 layers, hidden 16, sum
+// pooling, no dropout; torchCases) on 20 batches of 16 graphs, and PyTorch's for the same
 // models (scripts/bench/torch_grads.py: for SPN and GIN the model of
 // scripts/bench/torch_spn.py, which the speed comparison times; the
 // others written there from the equations of docs/models.md), with the
@@ -301,10 +313,15 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 			t.Skip(err)
 		}
 	}
-	m, err := newModel(cfg, 1, kernels.CPU{Threads: 1})
+	kind, err := All().Lookup(c.kind)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m, err := kind.New(cfg, 1, kernels.CPU{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, predict := stepsOf(m)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, p := range m.Params() {
 		switch {
@@ -395,7 +412,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		for _, p := range m.Params() {
 			p.ZeroGrad()
 		}
-		loss, _, err := m.Step(bt)
+		loss, err := step(bt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +459,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := m.Predict(bt)
+		got, err := predict(bt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -463,6 +480,30 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		t.Errorf("the gradients of %d batches compared, want at least %d", checked, torchMinChecked)
 	}
 	t.Logf("%d batches (gradients of %d): largest difference from PyTorch's float64 figures: loss %.1e of 1 + |loss|, a gradient (of norm ≥ 1 %% of the largest) %.1e of its norm, an evaluation output %.1e of 1 + |output|", torchBatches, checked, worstLoss, worstGrad, worstOut)
+}
+
+// stepsOf returns a training-mode step of m (its loss; the gradients are
+// added to the parameters' G) and its evaluation-mode outputs: m's own
+// Step and Predict where it has them, else Forward and Backward with the
+// cross-entropy (the baseline, a classifier).
+func stepsOf(m models.Model) (step func(*data.Batch) (float64, error), predict func(*data.Batch) ([]float32, error)) {
+	if g, ok := m.(gorgonia); ok {
+		step = func(b *data.Batch) (float64, error) {
+			loss, _, err := g.Step(b)
+			return loss, err
+		}
+		return step, g.Predict
+	}
+	step = func(b *data.Batch) (float64, error) {
+		out, err := m.Forward(b, true)
+		if err != nil {
+			return 0, err
+		}
+		loss, grad, _ := modeltest.CE(out, b.Y, m.Config().Out)
+		m.Backward(grad)
+		return loss, nil
+	}
+	return step, func(b *data.Batch) ([]float32, error) { return m.Forward(b, false) }
 }
 
 // preNormBias reports whether the parameter called name is the bias of a

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's loss and gradients for batches of graphs at an spn model
-checkpoint, for the kinds spn, gin, rspn, espn, gcn, gat and graphormer:
-an implementation of their equations (docs/models.md) independent of spn's.
+checkpoint, for every kind (baseline, spn, gin, rspn, espn, gcn, gat,
+graphormer): an implementation of their equations (docs/models.md) independent of spn's.
 
 spn's test models/kinds (TestSameGradientsAsPyTorch) writes the three
 inputs, runs this script and compares each batch's loss and gradients
@@ -19,6 +19,7 @@ the neighbours); rspn and espn are written here:
         z = h W + b, a_uv = softmax_v LeakyReLU_0.2(<a_dst, z_u> + <a_src, z_v>)
   graphormer  pre-LN transformer blocks over each graph's node pairs with a
         spatial bias per distance bucket and head (class Graphormer)
+  baseline  Errica et al.'s structure-agnostic baseline (class Baseline)
 
 with a = softmax of k logits, MLP = Linear, BatchNorm, ReLU, Linear,
 BatchNorm, ReLU (batch statistics over the batch's nodes), D the
@@ -484,7 +485,41 @@ def distances(n, adj):
     return dist
 
 
-KINDS = {"spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN, "gcn": GCN, "gat": GAT, "graphormer": Graphormer}
+class Baseline(nn.Module):
+    """Errica et al.'s structure-agnostic baseline over x_v = onehot(label_v)
+    + attrs_v (concatenated): with node attributes DeepMultisets,
+    out = W3 ReLU(W2 sum_v ReLU(W1 x_v + b1) + b2) + b3; otherwise the
+    fingerprint, out = ReLU(W2 ReLU(W1 sum_v x_v + b1) + b2)."""
+
+    def __init__(self, cfg, d, out):
+        super().__init__()
+        self.labels, attrs = cfg["num_labels"], cfg["attr_dim"]
+        f = self.labels + attrs
+        self.deep = attrs > 0
+        names = ("vertex", "global1", "global2") if self.deep else ("mlp1", "mlp2")
+        sizes = (f, d, d, out) if self.deep else (f, d, out)
+        self.lins = nn.ModuleDict({n: nn.Linear(a, b) for n, a, b in zip(names, sizes, sizes[1:])})
+        self.relu = nn.ReLU()
+
+    def pairs(self):
+        for name, lin in self.lins.items():
+            yield f"{name}.w", [(lin.weight, True)]
+            yield f"{name}.b", [(lin.bias, False)]
+
+    def forward(self, b):
+        parts = []
+        if self.labels > 0:
+            parts.append(F.one_hot(b["x"], self.labels).to(self.lins[next(iter(self.lins))].weight.dtype))
+        if self.deep:
+            parts.append(b["attrs"].to(parts[0].dtype if parts else torch.float64))
+        x = torch.cat(parts, 1)
+        if self.deep:
+            h = pool(self.relu(self.lins["vertex"](x)), b, "sum")
+            return self.lins["global2"](self.relu(self.lins["global1"](h)))
+        return self.relu(self.lins["mlp2"](self.relu(self.lins["mlp1"](pool(x, b, "sum")))))
+
+
+KINDS = {"baseline": Baseline, "spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN, "gcn": GCN, "gat": GAT, "graphormer": Graphormer}
 
 
 def collate(graphs, hops, idx, k, dists=None):
@@ -544,7 +579,7 @@ def main():
     cfg = ck["config"]
     m = cfg["model"]
     spnlike = m.get("kind") in ("spn", "gin", "rspn", "espn")
-    if m.get("kind") not in KINDS or m.get("pool") not in ("sum", "mean", "max") or m.get("dropout") \
+    if m.get("kind") not in KINDS or (m.get("kind") != "baseline" and m.get("pool") not in ("sum", "mean", "max")) or m.get("dropout") \
             or (spnlike and (not m.get("learn_eps") or m.get("linear"))) \
             or (m.get("global_readout") and not spnlike) or (m.get("gated_readout") and m.get("kind") != "rspn"):
         sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, mean or max, dropout 0; for spn, gin, rspn and espn "
