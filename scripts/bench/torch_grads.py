@@ -131,8 +131,7 @@ def readout_pairs(readout):
 
 def global_read(h, b, w):
     """The global readout (sum_{v in G} h_v) W of each node's graph G."""
-    pooled = torch.zeros(b["graphs"], h.shape[1], dtype=h.dtype).index_add_(0, b["batch"], h)
-    return (pooled @ w)[b["batch"]]
+    return (pool(h, b, "sum") @ w)[b["batch"]]
 
 
 def global_params(cfg, d):
@@ -266,7 +265,7 @@ class RSPN(nn.Module):
             # GNN-FiLM's gated sum over the last layer's nodes, the gate
             # reading [h0_v, hT_v].
             g = torch.sigmoid(self.gate(torch.cat([hs[0], h], 1))) * self.transform(h)
-            return torch.zeros(b["graphs"], g.shape[1], dtype=g.dtype).index_add_(0, b["batch"], g)
+            return pool(g, b, "sum")
         return readout(self, hs, b)
 
 
