@@ -66,10 +66,10 @@ func pythonWithTorch(t *testing.T) string {
 // have theirs compared.
 //
 // The reference is PyTorch's float64 figures. spn computes in float32,
-// whose rounding a batch's figures suffer more or less (a batch norm divides by a feature's
-// spread over the batch: on one of the NCI1 batches PyTorch's own
-// float32 gradients of the first layer are 0.5 % from its float64
-// ones). PyTorch's float32 error on the batch, e32, is the yardstick:
+// whose rounding a batch's figures suffer more or less (a batch norm
+// divides by a feature's spread over the batch: on one of the NCI1
+// batches PyTorch's own float32 gradients of the first layer are 0.5 %
+// from its float64 ones). PyTorch's float32 error on the batch, e32, is the yardstick:
 // spn's loss must be within torchTol·(1 + |loss|) + torchErrFactor·e32
 // of the reference, and each parameter's gradient within
 // torchTol·‖reference‖ + 1e-6·(the largest gradient norm) +
@@ -107,31 +107,23 @@ type torchCase struct {
 // on OGB's tox21 (12 binary tasks with missing labels); SPN, R-SPN and
 // E-SPN also with the global readout, SPN also with mean and max pooling.
 var torchCases = []torchCase{
-	{kind: "baseline", data: "NCI1", k: 1, load: loadTU},
-	{kind: "baseline", data: "ENZYMES", k: 1, load: loadENZYMES},
-	{kind: "spn", data: "NCI1", k: 3, load: loadTU},
-	{kind: "spn", data: "NCI1", k: 3, load: loadTU, global: true},
-	{kind: "spn", data: "NCI1", k: 3, load: loadTU, pool: models.PoolMean},
-	{kind: "spn", data: "NCI1", k: 3, load: loadTU, pool: models.PoolMax},
-	{kind: "gin", data: "NCI1", k: 1, load: loadTU},
-	{kind: "gcn", data: "NCI1", k: 1, load: loadTU},
-	{kind: "gcn", data: "NCI1", k: 1, load: loadTU, linear: true},
-	{kind: "gat", data: "NCI1", k: 1, load: loadTU, heads: 4},
-	{kind: "gat", data: "NCI1", k: 1, load: loadTU, heads: 2, linear: true},
-	{kind: "graphormer", data: "NCI1", k: 3, load: loadTU, heads: 2, maxDist: 3},
+	{kind: "baseline", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
+	{kind: "baseline", data: "ENZYMES", k: 1, load: loadTU("ENZYMES.zip")},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip")},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), global: true},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), pool: models.PoolMean},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), pool: models.PoolMax},
+	{kind: "gin", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
+	{kind: "gcn", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
+	{kind: "gcn", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), linear: true},
+	{kind: "gat", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), heads: 4},
+	{kind: "gat", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), heads: 2, linear: true},
+	{kind: "graphormer", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), heads: 2, maxDist: 3},
 	{kind: "rspn", data: "QM9-valid", k: 3, load: loadQM9},
 	{kind: "rspn", data: "QM9-valid", k: 3, load: loadQM9, gated: true},
 	{kind: "rspn", data: "QM9-valid", k: 3, load: loadQM9, global: true},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21, global: true},
-}
-
-func loadENZYMES(t *testing.T, mirror string) *data.Dataset {
-	ds, err := tu.Load(filepath.Join(mirror, "tu", "ENZYMES.zip"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ds
 }
 
 func loadQM9(t *testing.T, mirror string) *data.Dataset {
@@ -150,12 +142,15 @@ func loadTox21(t *testing.T, mirror string) *data.Dataset {
 	return ds
 }
 
-func loadTU(t *testing.T, mirror string) *data.Dataset {
-	ds, err := tu.Load(filepath.Join(mirror, "tu", "NCI1.zip"), "")
-	if err != nil {
-		t.Fatal(err)
+// loadTU returns the loader of the mirror's TU dataset file.
+func loadTU(file string) func(t *testing.T, mirror string) *data.Dataset {
+	return func(t *testing.T, mirror string) *data.Dataset {
+		ds, err := tu.Load(filepath.Join(mirror, "tu", file), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
 	}
-	return ds
 }
 
 // The batches of TestSameGradientsAsPyTorch: 20 of 16 of a dataset's
