@@ -166,6 +166,9 @@ func TestDataErrorsGolden(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
 	os.WriteFile(bad, []byte("{\"nodes\":2,\"edges\":[[0,1]],\"y\":0}\n{\"nodes\":2,\"edges\":[[0,5]],\"y\":0}\n"), 0o644)
+	// A line whose JSON breaks at line 3, column 25 (after the indentation).
+	badJSON := filepath.Join(filepath.Dir(bad), "bad_json.jsonl")
+	os.WriteFile(badJSON, []byte("{\"nodes\":1,\"edges\":[],\"y\":0}\n\n  {\"nodes\":1,\"edges\":[] \"y\":0}\n"), 0o644)
 	cases := []struct {
 		name string
 		code int
@@ -180,6 +183,7 @@ func TestDataErrorsGolden(t *testing.T) {
 		{"export bad format", exitUsage, []string{"export", "prox", "--format", "csv"}},
 		{"import without name", exitUsage, []string{"import", bad}},
 		{"import bad line", exitUsage, []string{"import", bad, "--name", "bad"}},
+		{"import malformed line", exitUsage, []string{"import", badJSON, "--name", "bad"}},
 		{"import missing file", exitUsage, []string{"import", "nope.jsonl", "--name", "x"}},
 		{"bad prox config", exitUsage, []string{"stats", "prox", "--graphs", "7"}},
 		{"bad prox negatives", exitUsage, []string{"stats", "prox", "--negatives", "loose"}},
