@@ -25,6 +25,7 @@ import (
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 
@@ -95,8 +96,9 @@ type torchCase struct {
 	// model.global_readout and model.gated_readout.
 	linear, global, gated bool
 	heads, maxDist        int
-	// pool is model.pool ("" for sum).
-	pool string
+	// pool is model.pool ("" for sum), dropout model.dropout.
+	pool    string
+	dropout float64
 }
 
 // torchCases: the baseline's two forms (NCI1: labels; ENZYMES: labels
@@ -105,7 +107,9 @@ type torchCase struct {
 // (classification), R-SPN (k = 3; also with Table 4's gated readout) on
 // QM9's valid file (13 regression targets, 4 bond types), E-SPN (k = 3)
 // on OGB's tox21 (12 binary tasks with missing labels); SPN, R-SPN and
-// E-SPN also with the global readout, SPN also with mean and max pooling.
+// E-SPN also with the global readout, SPN also with mean and max pooling,
+// SPN, GAT and E-SPN also with dropout (the masks spn draws, given to
+// PyTorch).
 var torchCases = []torchCase{
 	{kind: "baseline", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
 	{kind: "baseline", data: "ENZYMES", k: 1, load: loadTU("ENZYMES.zip")},
@@ -113,10 +117,12 @@ var torchCases = []torchCase{
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), global: true},
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), pool: models.PoolMean},
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), pool: models.PoolMax},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), dropout: 0.5},
 	{kind: "gin", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
 	{kind: "gcn", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
 	{kind: "gcn", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), linear: true},
 	{kind: "gat", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), heads: 4},
+	{kind: "gat", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), heads: 4, dropout: 0.3},
 	{kind: "gat", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), heads: 2, linear: true},
 	{kind: "graphormer", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), heads: 2, maxDist: 3},
 	{kind: "rspn", data: "QM9-valid", k: 3, load: loadQM9},
@@ -124,6 +130,7 @@ var torchCases = []torchCase{
 	{kind: "rspn", data: "QM9-valid", k: 3, load: loadQM9, global: true},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21, global: true},
+	{kind: "espn", data: "tox21", k: 3, load: loadTox21, dropout: 0.5},
 }
 
 func loadQM9(t *testing.T, mirror string) *data.Dataset {
@@ -165,7 +172,7 @@ const (
 // TestSameGradientsAsPyTorch computes the loss and every parameter's
 // gradient of every kind: spn's SPN, GIN, GCN and GAT (both variants),
 // Graphormer, R-SPN, E-SPN and the baseline (2 layers, hidden 16, sum
-// pooling, no dropout; torchCases) on 20 batches of 16 graphs, and PyTorch's for the same
+// pooling; torchCases) on 20 batches of 16 graphs, and PyTorch's for the same
 // models (scripts/bench/torch_grads.py: for SPN and GIN the model of
 // scripts/bench/torch_spn.py, which the speed comparison times; the
 // others written there from the equations of docs/models.md), with the
@@ -215,7 +222,7 @@ func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 		for _, o := range []struct {
 			on   bool
 			name string
-		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}} {
+		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}, {c.dropout > 0, "-dropout"}} {
 			if o.on {
 				name += o.name
 			}
@@ -297,7 +304,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		t.Fatal(err)
 	}
 	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: cmp.Or(c.pool, models.PoolSum), Linear: c.linear, Heads: c.heads, MaxDist: c.maxDist,
-		GlobalReadout: c.global, GatedReadout: c.gated}
+		GlobalReadout: c.global, GatedReadout: c.gated, Dropout: c.dropout}
 	spec.LearnEps = c.kind == "spn" || c.kind == "gin" || c.kind == "rspn" || c.kind == "espn"
 	cfg, err := models.ConfigFor(spec, ds)
 	if err != nil {
@@ -352,8 +359,18 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	for i := range batches {
 		batches[i] = order[i*torchBatch : (i+1)*torchBatch]
 	}
+	// The dropout masks spn's steps draw, in step order (none when
+	// dropout is off): one per readout term, the input's and each
+	// layer's.
+	var masks [][][]float32
+	if c.dropout > 0 {
+		rng := rt.MaskStream(1)
+		for _, gs := range batches {
+			masks = append(masks, rt.DrawMasks(rng, c.dropout, spec.Layers+1, len(gs), cfg.Out))
+		}
+	}
 	dir := t.TempDir()
-	for name, v := range map[string]any{"graphs.json": graphs, "batches.json": batches} {
+	for name, v := range map[string]any{"graphs.json": graphs, "batches.json": batches, "masks.json": masks} {
 		b, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
@@ -366,8 +383,12 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(py, filepath.Join(torchScripts, "torch_grads.py"),
-		filepath.Join(dir, "graphs.json"), filepath.Join(dir, "model.json"), filepath.Join(dir, "batches.json"))
+	args := []string{filepath.Join(torchScripts, "torch_grads.py"),
+		filepath.Join(dir, "graphs.json"), filepath.Join(dir, "model.json"), filepath.Join(dir, "batches.json")}
+	if masks != nil {
+		args = append(args, "--masks", filepath.Join(dir, "masks.json"))
+	}
+	cmd := exec.Command(py, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -72,7 +72,7 @@ type Engine struct {
 // dropout generator of the reference SPN (models/internal/ref) and an empty cache (NewCache). The
 // caller sets Arch, Enc and Readout.
 func NewEngine(cfg models.Config, seed uint64, be kernels.Backend) Engine {
-	return Engine{Cfg: cfg, be: be, rng: rand.New(rand.NewPCG(seed, 0xd209)), ar: &arena{},
+	return Engine{Cfg: cfg, be: be, rng: MaskStream(seed), ar: &arena{},
 		cache: NewCache[Key, *Program]()}
 }
 
@@ -249,19 +249,29 @@ func (e *Engine) Backward(dOut []float32) {
 }
 
 // drawMasks draws the inverted-dropout masks of the T+1 readouts for g
-// graphs, in the order and from the generator of the reference SPN (models/internal/ref) (nil when
-// dropout is off).
+// graphs from the model's generator (DrawMasks).
 func (e *Engine) drawMasks(g int) [][]float32 {
-	pd := e.Cfg.Model.Dropout
-	if pd <= 0 {
+	return DrawMasks(e.rng, e.Cfg.Model.Dropout, len(e.Readout), g, e.Cfg.Out)
+}
+
+// MaskStream returns the generator of the dropout masks of a model built
+// from seed, the reference SPN's (models/internal/ref): each training
+// step draws its masks from it (DrawMasks), in step order.
+func MaskStream(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xd209)) }
+
+// DrawMasks draws from rng the inverted-dropout masks of a step at rate
+// p: one per readout term, g×out values each, 1/(1−p) with probability
+// 1−p and 0 otherwise, term by term and row-major (nil when p ≤ 0).
+func DrawMasks(rng *rand.Rand, p float64, readouts, g, out int) [][]float32 {
+	if p <= 0 {
 		return nil
 	}
-	keep := float32(1 / (1 - pd))
-	masks := make([][]float32, len(e.Readout))
+	keep := float32(1 / (1 - p))
+	masks := make([][]float32, readouts)
 	for t := range masks {
-		mk := make([]float32, g*e.Cfg.Out)
+		mk := make([]float32, g*out)
 		for i := range mk {
-			if e.rng.Float64() >= pd {
+			if rng.Float64() >= p {
 				mk[i] = keep
 			}
 		}

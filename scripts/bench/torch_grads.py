@@ -38,14 +38,15 @@ sum_v sigmoid(W_g [h0_v, hT_v] + b_g) * (W_t hT_v + b_t). The loss is the mean c
 or the mean binary cross-entropy with logits over the labelled entries
 (multi-task binary; a missing label is null).
 
-    torch_grads.py GRAPHS.json CHECKPOINT.json BATCHES.json [--threads 1]
+    torch_grads.py GRAPHS.json CHECKPOINT.json BATCHES.json [--masks MASKS.json] [--threads 1]
 
 GRAPHS.json: a list of graphs, {"n": N, "adj": [[u, v], ...] (every
 directed entry: v is a neighbour of u), "edge_type": [...] or
 "edge_feat": [[...], ...] (parallel to adj), "x": [...] (node labels) or
 "attrs": [[...], ...] or "node_cat": [[...], ...], and "y": class or
 "target": [...]}.
-CHECKPOINT.json: an spn checkpoint (pool sum, mean or max, dropout 0; learnable
+CHECKPOINT.json: an spn checkpoint (pool sum, mean or max; dropout 0, or
+given --masks; learnable
 eps and not linear for the SPN kinds, which alone may have
 global_readout; gated_readout for rspn only): its config gives the
 kind, k, the layers, the task and the vocabularies, its parameters the
@@ -53,6 +54,9 @@ model's (spn stores a linear map's weight as in x out, PyTorch as
 out x in; rspn's 2 + R MLPs are stacked, block b being MLP b's: MLP_s,
 MLP_h, MLP_1..MLP_R).
 BATCHES.json: a list of batches, each a list of graph indices (from 0).
+MASKS.json (a checkpoint with dropout > 0): per batch, the dropout masks
+spn drew for its readout terms (per term g x out values, 0 or 1/(1-p),
+row-major), applied in training mode as spn applies them.
 
 Output: one JSON line per batch, {"batch": i, "loss": x, "grads": {NAME:
 [...]}, "loss_err32": e, "grad_err32": {NAME: e}, "kink": q}: the batch's
@@ -168,7 +172,13 @@ def pool(h, b, how):
 
 
 def readout(model, hs, b):
-    return sum(lin(pool(h, b, b["pool"])) for h, lin in zip(hs, model.readout))
+    """sum_t Dropout(Linear_t(pool(h^t))), the dropout masks spn's (b["masks"],
+    inverted: 0 or 1/(1-p)) in training mode and none in evaluation."""
+    masks = b.get("masks") if model.training else None
+    terms = [lin(pool(h, b, b["pool"])) for h, lin in zip(hs, model.readout)]
+    if masks is not None:
+        terms = [x * m.to(x.dtype) for x, m in zip(terms, masks)]
+    return sum(terms)
 
 
 class SPN(nn.Module):
@@ -194,10 +204,11 @@ class SPN(nn.Module):
 
     def forward(self, b):
         x = F.one_hot(b["x"], self.labels).to(self.net.enc.weight.dtype)
-        if self.glob is None and b["pool"] == "sum":
+        if self.glob is None and b["pool"] == "sum" and not (self.training and b.get("masks") is not None):
             return self.net(x, b["hops"], b["batch"], b["graphs"])
         # torch_spn's layer, with the global readout added to its
-        # aggregate, and the readout pooling as the model does.
+        # aggregate, and the readout pooling and dropping as the model
+        # does.
         h = self.net.enc(x)
         hs = [h]
         for l, layer in enumerate(self.net.layers):
@@ -567,6 +578,7 @@ def main():
     p.add_argument("graphs")
     p.add_argument("checkpoint")
     p.add_argument("batches")
+    p.add_argument("--masks", help="JSON: per batch, per readout term, the g x out dropout mask spn drew")
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
@@ -578,10 +590,11 @@ def main():
     cfg = ck["config"]
     m = cfg["model"]
     spnlike = m.get("kind") in ("spn", "gin", "rspn", "espn")
-    if m.get("kind") not in KINDS or (m.get("kind") != "baseline" and m.get("pool") not in ("sum", "mean", "max")) or m.get("dropout") \
+    if m.get("kind") not in KINDS or (m.get("kind") != "baseline" and m.get("pool") not in ("sum", "mean", "max")) \
+            or (m.get("dropout") and (not a.masks or m.get("kind") == "baseline" or m.get("gated_readout"))) \
             or (spnlike and (not m.get("learn_eps") or m.get("linear"))) \
             or (m.get("global_readout") and not spnlike) or (m.get("gated_readout") and m.get("kind") != "rspn"):
-        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, mean or max, dropout 0; for spn, gin, rspn and espn "
+        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, mean or max, dropout 0 or --masks; for spn, gin, rspn and espn "
                  f"learn_eps and not linear, global_readout only there, gated_readout only for rspn; got {m}")
     params = {p["name"]: torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"]) for p in ck["params"]}
     k, d, out = m["k"], m["hidden"], cfg["out"]
@@ -593,6 +606,12 @@ def main():
     dists = [distances(g["n"], g["adj"]) for g in graphs] if m["kind"] == "graphormer" else None
     with open(a.batches) as f:
         batches = json.load(f)
+    masks = None
+    if a.masks:
+        with open(a.masks) as f:
+            masks = json.load(f)
+        if len(masks) != len(batches):
+            sys.exit(f"{a.masks}: {len(masks)} batches of masks for {len(batches)} batches")
 
     # The model twice: in float64, the reference, and in float32, whose
     # distance from it says how much float32 rounding the batch's
@@ -619,6 +638,8 @@ def main():
     for i, idx in enumerate(batches):
         b = collate(graphs, hops, idx, k, dists)
         b["pool"] = m["pool"]
+        if masks is not None:
+            b["masks"] = [torch.tensor(mk, dtype=torch.float64).reshape(len(idx), out) for mk in masks[i]]
         res = {}
         for dtype, (model, mapped) in models.items():
             bd = dict(b, attrs=b["attrs"].to(dtype))
