@@ -369,62 +369,17 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 			masks = append(masks, rt.DrawMasks(rng, c.dropout, spec.Layers+1, len(gs), cfg.Out))
 		}
 	}
-	dir := t.TempDir()
-	for name, v := range map[string]any{"graphs.json": graphs, "batches.json": batches, "masks.json": masks} {
-		b, err := json.Marshal(v)
-		if err != nil {
+	want, wantEval := runTorchGrads(t, py, torchInputs{graphs: graphs, checkpoint: ck.Bytes(), batches: batches, masks: masks})
+	bts := make([]*data.Batch, len(batches))
+	for i, gs := range batches {
+		if bts[i], err = data.NewBatch(ds, hops, gs, c.k); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "model.json"), ck.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	args := []string{filepath.Join(torchScripts, "torch_grads.py"),
-		filepath.Join(dir, "graphs.json"), filepath.Join(dir, "model.json"), filepath.Join(dir, "batches.json")}
-	if masks != nil {
-		args = append(args, "--masks", filepath.Join(dir, "masks.json"))
-	}
-	cmd := exec.Command(py, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("torch_grads.py: %v\n%s", err, stderr.Bytes())
-	}
-	var want []torchBatchOut
-	var wantEval []torchEvalOut
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<24)
-	for no := 1; sc.Scan(); no++ {
-		if len(want) < torchBatches {
-			var b torchBatchOut
-			if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.Batch != len(want) {
-				t.Fatalf("torch_grads.py: line %d: want {\"batch\": %d, \"loss\": x, \"grads\": {...}, ...} (%v)", no, len(want), err)
-			}
-			want = append(want, b)
-			continue
-		}
-		var b torchEvalOut
-		if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.EvalBatch == nil || *b.EvalBatch != len(wantEval) {
-			t.Fatalf("torch_grads.py: line %d: want {\"eval_batch\": %d, \"out\": [...], ...} (%v)", no, len(wantEval), err)
-		}
-		wantEval = append(wantEval, b)
-	}
-	if len(want) != torchBatches || len(wantEval) != torchBatches {
-		t.Fatalf("torch_grads.py printed %d batches and %d in evaluation mode, want %d of each", len(want), len(wantEval), torchBatches)
 	}
 
 	var worstLoss, worstGrad float64
 	checked := 0
-	for i, gs := range batches {
-		bt, err := data.NewBatch(ds, hops, gs, c.k)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, bt := range bts {
 		for _, p := range m.Params() {
 			p.ZeroGrad()
 		}
@@ -470,11 +425,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	// Evaluation mode: the batch norms' running statistics of the 20
 	// training-mode passes above (momentum, the unbiased variance).
 	var worstOut float64
-	for i, gs := range batches {
-		bt, err := data.NewBatch(ds, hops, gs, c.k)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, bt := range bts {
 		got, err := predict(bt)
 		if err != nil {
 			t.Fatal(err)
@@ -496,6 +447,73 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		t.Errorf("the gradients of %d batches compared, want at least %d", checked, torchMinChecked)
 	}
 	t.Logf("%d batches (gradients of %d): largest difference from PyTorch's float64 figures: loss %.1e of 1 + |loss|, a gradient (of norm ≥ 1 %% of the largest) %.1e of its norm, an evaluation output %.1e of 1 + |output|", torchBatches, checked, worstLoss, worstGrad, worstOut)
+}
+
+// torchInputs are what torch_grads.py reads: the graphs, the checkpoint,
+// the batches (graph indices) and the dropout masks spn draws for them
+// (nil without dropout).
+type torchInputs struct {
+	graphs     []torchGraph
+	checkpoint []byte
+	batches    [][]int
+	masks      [][][]float32
+}
+
+// runTorchGrads runs torch_grads.py with py on in and returns its lines:
+// one per batch in training mode, then one per batch in evaluation mode.
+func runTorchGrads(t *testing.T, py string, in torchInputs) ([]torchBatchOut, []torchEvalOut) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, v any) string {
+		b, ok := v.([]byte)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	args := []string{filepath.Join(torchScripts, "torch_grads.py"),
+		write("graphs.json", in.graphs), write("model.json", in.checkpoint), write("batches.json", in.batches)}
+	if in.masks != nil {
+		args = append(args, "--masks", write("masks.json", in.masks))
+	}
+	cmd := exec.Command(py, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("torch_grads.py: %v\n%s", err, stderr.Bytes())
+	}
+	n := len(in.batches)
+	var want []torchBatchOut
+	var wantEval []torchEvalOut
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for no := 1; sc.Scan(); no++ {
+		if len(want) < n {
+			var b torchBatchOut
+			if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.Batch != len(want) {
+				t.Fatalf("torch_grads.py: line %d: want {\"batch\": %d, \"loss\": x, \"grads\": {...}, ...} (%v)", no, len(want), err)
+			}
+			want = append(want, b)
+			continue
+		}
+		var b torchEvalOut
+		if err := json.Unmarshal(sc.Bytes(), &b); err != nil || b.EvalBatch == nil || *b.EvalBatch != len(wantEval) {
+			t.Fatalf("torch_grads.py: line %d: want {\"eval_batch\": %d, \"out\": [...], ...} (%v)", no, len(wantEval), err)
+		}
+		wantEval = append(wantEval, b)
+	}
+	if len(want) != n || len(wantEval) != n {
+		t.Fatalf("torch_grads.py printed %d batches and %d in evaluation mode, want %d of each", len(want), len(wantEval), n)
+	}
+	return want, wantEval
 }
 
 // stepsOf returns a training-mode step of m (its loss; the gradients are

@@ -106,11 +106,19 @@ class Kinks:
                 self.min = min(self.min, (x.abs().min() / rms).item())
 
 
-def watch_relus(model, kinks):
-    """Records the input of every nn.ReLU of model in kinks."""
-    for mod in model.modules():
-        if isinstance(mod, nn.ReLU):
-            mod.register_forward_pre_hook(lambda _m, inp: kinks.see(inp[0]))
+class Model(nn.Module):
+    """The base of the models here: kinks records the inputs of their
+    ReLUs (every nn.ReLU, once watch() is called) and of the ReLUs and
+    LeakyReLUs they apply as functions (which call kinks.see)."""
+
+    def __init__(self):
+        super().__init__()
+        self.kinks = Kinks()
+
+    def watch(self):
+        for mod in self.modules():
+            if isinstance(mod, nn.ReLU):
+                mod.register_forward_pre_hook(lambda _m, inp: self.kinks.see(inp[0]))
 
 
 def mlp(d):
@@ -181,7 +189,7 @@ def readout(model, hs, b):
     return sum(terms)
 
 
-class SPN(nn.Module):
+class SPN(Model):
     """torch_spn.SPN, fed a collated batch."""
 
     def __init__(self, cfg, d, out):
@@ -223,7 +231,7 @@ class SPN(nn.Module):
         return readout(self.net, hs, b)
 
 
-class RSPN(nn.Module):
+class RSPN(Model):
     def __init__(self, cfg, d, out):
         super().__init__()
         m = cfg["model"]
@@ -280,7 +288,7 @@ class RSPN(nn.Module):
         return readout(self, hs, b)
 
 
-class ESPN(nn.Module):
+class ESPN(Model):
     def __init__(self, cfg, d, out):
         super().__init__()
         m = cfg["model"]
@@ -327,7 +335,7 @@ class ESPN(nn.Module):
         return readout(self, hs, b)
 
 
-class Direct(nn.Module):
+class Direct(Model):
     """GCN and GAT: the SPN's input encoder and readout around a layer
     over N(u) and u, followed by the SPN's MLP or, with model.linear,
     by nothing."""
@@ -415,7 +423,7 @@ class GAT(Direct):
         return torch.zeros_like(z).index_add_(0, u, a[:, :, None] * z[v]).reshape(n, -1)
 
 
-class Graphormer(nn.Module):
+class Graphormer(Model):
     """h0 = Enc(label) + E[min(degree, 32)]; per block
     a = LN1(h), h += Wo Attn(Wq a, Wk a, Wv a), h += W2 ReLU(W1 LN2(h)),
     the attention per head over the node pairs of each graph, with
@@ -495,7 +503,7 @@ def distances(n, adj):
     return dist
 
 
-class Baseline(nn.Module):
+class Baseline(Model):
     """Errica et al.'s structure-agnostic baseline over x_v = onehot(label_v)
     + attrs_v (concatenated): with node attributes DeepMultisets,
     out = W3 ReLU(W2 sum_v ReLU(W1 x_v + b1) + b2) + b3; otherwise the
@@ -573,6 +581,26 @@ def loss_of(task, out, b):
     sys.exit(f"task {task!r}: want classification, regression or binary")
 
 
+def unsupported(m, masks):
+    """Why this script cannot compute the model section m ("" if it can);
+    masks is the --masks file, if any."""
+    kind = m.get("kind")
+    spnlike = kind in ("spn", "gin", "rspn", "espn")
+    for bad, why in (
+        (kind not in KINDS, f"kind {kind!r}: want one of {', '.join(KINDS)}"),
+        (kind != "baseline" and m.get("pool") not in ("sum", "mean", "max"), "want pool sum, mean or max"),
+        (m.get("dropout") and not masks, "dropout needs --masks"),
+        (m.get("dropout") and (kind == "baseline" or m.get("gated_readout")), "dropout only on the layer readout"),
+        (spnlike and not m.get("learn_eps"), "want learn_eps"),
+        (spnlike and m.get("linear"), "linear is GCN's and GAT's"),
+        (m.get("global_readout") and not spnlike, "global_readout is spn's, gin's, rspn's and espn's"),
+        (m.get("gated_readout") and kind != "rspn", "gated_readout is rspn's"),
+    ):
+        if bad:
+            return why
+    return ""
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("graphs")
@@ -589,13 +617,8 @@ def main():
         sys.exit(f"{a.checkpoint}: not an spn model checkpoint")
     cfg = ck["config"]
     m = cfg["model"]
-    spnlike = m.get("kind") in ("spn", "gin", "rspn", "espn")
-    if m.get("kind") not in KINDS or (m.get("kind") != "baseline" and m.get("pool") not in ("sum", "mean", "max")) \
-            or (m.get("dropout") and (not a.masks or m.get("kind") == "baseline" or m.get("gated_readout"))) \
-            or (spnlike and (not m.get("learn_eps") or m.get("linear"))) \
-            or (m.get("global_readout") and not spnlike) or (m.get("gated_readout") and m.get("kind") != "rspn"):
-        sys.exit(f"{a.checkpoint}: want kind {', '.join(KINDS)}, pool sum, mean or max, dropout 0 or --masks; for spn, gin, rspn and espn "
-                 f"learn_eps and not linear, global_readout only there, gated_readout only for rspn; got {m}")
+    if why := unsupported(m, a.masks):
+        sys.exit(f"{a.checkpoint}: {why}; got {m}")
     params = {p["name"]: torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"]) for p in ck["params"]}
     k, d, out = m["k"], m["hidden"], cfg["out"]
 
@@ -619,8 +642,7 @@ def main():
     models = {}
     for dtype in (torch.float64, torch.float32):
         model = KINDS[m["kind"]](cfg, d, out).to(dtype)
-        model.kinks = Kinks()
-        watch_relus(model, model.kinks)
+        model.watch()
         mapped = list(model.pairs())
         if sorted(n for n, _ in mapped) != sorted(params) or sum(len(b) for _, b in mapped) != len(list(model.parameters())):
             sys.exit(f"{a.checkpoint}: parameters {sorted(params)} do not map onto the {m['kind']} model's")
@@ -635,11 +657,15 @@ def main():
         model.train()
         models[dtype] = (model, mapped)
 
+    collated = []
     for i, idx in enumerate(batches):
         b = collate(graphs, hops, idx, k, dists)
         b["pool"] = m["pool"]
         if masks is not None:
             b["masks"] = [torch.tensor(mk, dtype=torch.float64).reshape(len(idx), out) for mk in masks[i]]
+        collated.append(b)
+
+    for i, b in enumerate(collated):
         res = {}
         for dtype, (model, mapped) in models.items():
             bd = dict(b, attrs=b["attrs"].to(dtype))
@@ -658,14 +684,12 @@ def main():
 
     # Evaluation mode after those training-mode passes, each of which
     # updated the batch norms' running statistics (as spn's steps do).
+    # (The readout ignores the masks in evaluation mode.)
     for model, _ in models.values():
         model.eval()
-    for i, idx in enumerate(batches):
-        b = collate(graphs, hops, idx, k, dists)
-        b["pool"] = m["pool"]
+    for i, b in enumerate(collated):
         with torch.no_grad():
-            out = {dtype: model(dict(b, attrs=b["attrs"].to(dtype))).double() for dtype, (model, _) in models.items()}
-        o64, o32 = out[torch.float64], out[torch.float32]
+            o64, o32 = (models[dt][0](dict(b, attrs=b["attrs"].to(dt))).double() for dt in (torch.float64, torch.float32))
         print(json.dumps({"eval_batch": i, "out": o64.flatten().tolist(), "out_err32": (o32 - o64).abs().max().item()}), flush=True)
 
 
