@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/ogb"
@@ -400,7 +402,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		checked++
 		scale := 0.0
 		for _, g := range w.Grads {
-			scale = max(scale, norm(g, nil))
+			scale = max(scale, floats.Norm(g, 2))
 		}
 		for _, p := range m.Params() {
 			g, ok := w.Grads[p.Name]
@@ -408,12 +410,12 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 				t.Fatalf("batch %d: PyTorch has no gradient of %s %v", i, p.Name, p.Shape)
 			}
 			if base, ok := preNormBias(p.Name); ok {
-				if b, bound := norm32(p.G), torchNoiseTol*norm(w.Grads[base+".w"], nil); !(b <= bound) {
+				if b, bound := floats.Norm(to64(p.G), 2), torchNoiseTol*floats.Norm(w.Grads[base+".w"], 2); !(b <= bound) {
 					t.Errorf("batch %d: %s, before a batch norm: gradient norm %.3g, want rounding noise below %.3g", i, p.Name, b, bound)
 				}
 				continue
 			}
-			diff, ref, e32 := norm(g, p.G), norm(g, nil), w.GradErr32[p.Name]
+			diff, ref, e32 := floats.Distance(g, to64(p.G), 2), floats.Norm(g, 2), w.GradErr32[p.Name]
 			if ref >= 1e-2*scale {
 				worstGrad = max(worstGrad, diff/ref)
 			}
@@ -550,23 +552,11 @@ func preNormBias(name string) (string, bool) {
 	return base, ok && strings.HasPrefix(base, "layer") && (strings.HasSuffix(base, ".lin1") || strings.HasSuffix(base, ".lin2"))
 }
 
-// norm32 returns ‖a‖₂.
-func norm32(a []float32) float64 {
-	s := 0.0
-	for _, v := range a {
-		s += float64(v) * float64(v)
+// to64 returns v as float64 values.
+func to64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
 	}
-	return math.Sqrt(s)
-}
-
-// norm returns ‖a − b‖₂, or ‖a‖₂ for nil b.
-func norm(a []float64, b []float32) float64 {
-	s := 0.0
-	for i, v := range a {
-		if b != nil {
-			v -= float64(b[i])
-		}
-		s += v * v
-	}
-	return math.Sqrt(s)
+	return out
 }
