@@ -36,10 +36,11 @@ import (
 	"github.com/spn-project/spn/internal/jsonpos"
 )
 
-// record is one line.
+// record is one line. "nodes" and "edges" are read as written, so that
+// a missing key (nil) and an edge that is not a pair show.
 type record struct {
-	Nodes    int         `json:"nodes"`
-	Edges    [][2]int    `json:"edges"`
+	Nodes    *int        `json:"nodes"`
+	Edges    [][]int     `json:"edges"`
 	X        []int32     `json:"x,omitempty"`
 	NodeFeat [][]int32   `json:"node_feat,omitempty"`
 	EdgeFeat [][]int32   `json:"edge_feat,omitempty"`
@@ -98,9 +99,10 @@ func Write(w io.Writer, ds *data.Dataset) error {
 	enc := json.NewEncoder(bw)
 	for i := range ds.Graphs {
 		g := &ds.Graphs[i]
-		rec := record{Nodes: g.N, Edges: g.Edges(), X: g.Labels}
-		if rec.Edges == nil {
-			rec.Edges = [][2]int{}
+		n := g.N
+		rec := record{Nodes: &n, Edges: [][]int{}, X: g.Labels}
+		for _, e := range g.Edges() {
+			rec.Edges = append(rec.Edges, e[:])
 		}
 		if w := len(ds.NodeCatVocab); g.NodeCat != nil && w > 0 {
 			rec.NodeFeat = make([][]int32, g.N)
@@ -298,25 +300,18 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	if err := DecodeLine(line, &rec); err != nil {
 		return data.Graph{}, "", err
 	}
-	// record's types cannot tell a missing "nodes" from 0, nor an edge
-	// [0] from [0, 0] (or [0, 1, 2] from [0, 1]): look at the shape.
-	var shape struct {
-		Nodes *int     `json:"nodes"`
-		Edges *[][]int `json:"edges"`
-	}
-	if err := json.Unmarshal(line, &shape); err != nil {
-		return data.Graph{}, "", fmt.Errorf("bad JSON: %w", err)
-	}
-	if shape.Nodes == nil {
+	if rec.Nodes == nil {
 		return data.Graph{}, "", errors.New(`no "nodes": every line needs the node count, e.g. {"nodes": 3, "edges": [[0, 1], [1, 2]]}`)
 	}
-	if shape.Edges == nil {
+	if rec.Edges == nil {
 		return data.Graph{}, "", errors.New(`no "edges": every line needs its edge list, [] for a graph without edges, e.g. {"nodes": 1, "edges": []}`)
 	}
-	for i, e := range *shape.Edges {
+	nodes, edges := *rec.Nodes, make([][2]int, len(rec.Edges))
+	for i, e := range rec.Edges {
 		if len(e) != 2 {
 			return data.Graph{}, "", fmt.Errorf("edge %d %v: an edge is a pair of node ids [u, v], this one has %d", i, e, len(e))
 		}
+		edges[i] = [2]int(e)
 	}
 	for u, row := range rec.Attrs {
 		for j, v := range row {
@@ -325,17 +320,17 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 			}
 		}
 	}
-	if rec.Nodes < 0 || rec.Nodes > 1<<24 {
-		return data.Graph{}, "", fmt.Errorf("node count %d out of range 0..%d", rec.Nodes, 1<<24)
+	if nodes < 0 || nodes > 1<<24 {
+		return data.Graph{}, "", fmt.Errorf("node count %d out of range 0..%d", nodes, 1<<24)
 	}
-	seen := make(map[[2]int]bool, len(rec.Edges))
-	for i, e := range rec.Edges {
+	seen := make(map[[2]int]bool, len(edges))
+	for i, e := range edges {
 		u, v := min(e[0], e[1]), max(e[0], e[1])
-		if u < 0 || v >= rec.Nodes {
-			if rec.Nodes == 0 {
+		if u < 0 || v >= nodes {
+			if nodes == 0 {
 				return data.Graph{}, "", fmt.Errorf("edge %d [%d,%d]: the graph has \"nodes\": 0, so no edge can exist", i, e[0], e[1])
 			}
-			return data.Graph{}, "", fmt.Errorf("edge %d [%d,%d]: node id out of range 0..%d", i, e[0], e[1], rec.Nodes-1)
+			return data.Graph{}, "", fmt.Errorf("edge %d [%d,%d]: node id out of range 0..%d", i, e[0], e[1], nodes-1)
 		}
 		if u == v {
 			return data.Graph{}, "", fmt.Errorf("edge %d [%d,%d]: self loop", i, e[0], e[1])
@@ -345,16 +340,16 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 		}
 		seen[[2]int{u, v}] = true
 	}
-	g, err := data.FromEdges(rec.Nodes, rec.Edges)
+	g, err := data.FromEdges(nodes, edges)
 	if err != nil {
 		return data.Graph{}, "", err
 	}
-	if err := categorical(&g, rec, ds); err != nil {
+	if err := categorical(&g, rec, nodes, edges, ds); err != nil {
 		return data.Graph{}, "", err
 	}
 	if rec.X != nil {
-		if len(rec.X) != rec.Nodes {
-			return data.Graph{}, "", fmt.Errorf("%d labels in \"x\" for %d nodes", len(rec.X), rec.Nodes)
+		if len(rec.X) != nodes {
+			return data.Graph{}, "", fmt.Errorf("%d labels in \"x\" for %d nodes", len(rec.X), nodes)
 		}
 		for u, l := range rec.X {
 			if l < 0 {
@@ -364,8 +359,8 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 		g.Labels = rec.X
 	}
 	if rec.Attrs != nil {
-		if len(rec.Attrs) != rec.Nodes {
-			return data.Graph{}, "", fmt.Errorf("%d attribute rows for %d nodes", len(rec.Attrs), rec.Nodes)
+		if len(rec.Attrs) != nodes {
+			return data.Graph{}, "", fmt.Errorf("%d attribute rows for %d nodes", len(rec.Attrs), nodes)
 		}
 		for u, row := range rec.Attrs {
 			if ds.AttrDim == 0 && len(ds.Graphs) == 0 && u == 0 {
@@ -376,7 +371,7 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 			}
 			g.Attrs = append(g.Attrs, row...)
 		}
-	} else if ds.AttrDim > 0 && rec.Nodes > 0 {
+	} else if ds.AttrDim > 0 && nodes > 0 {
 		return data.Graph{}, "", errors.New("missing \"attrs\"")
 	}
 	switch {
@@ -409,8 +404,9 @@ const maxFeat = 1 << 20
 
 // categorical checks and stores the record's categorical node and edge
 // features; the first graph that has rows fixes each width, later graphs
-// must match it (graphs read before are checked by complete).
-func categorical(g *data.Graph, rec record, ds *data.Dataset) error {
+// must match it (graphs read before are checked by complete). nodes and
+// edges are the record's, checked.
+func categorical(g *data.Graph, rec record, nodes int, edges [][2]int, ds *data.Dataset) error {
 	rows := func(what, of string, rs [][]int32, n int, width *[]int) ([]int32, error) {
 		if rs == nil {
 			if len(*width) > 0 && n > 0 {
@@ -445,17 +441,17 @@ func categorical(g *data.Graph, rec record, ds *data.Dataset) error {
 		return out, nil
 	}
 	var err error
-	if g.NodeCat, err = rows("node_feat", "nodes", rec.NodeFeat, rec.Nodes, &ds.NodeCatVocab); err != nil {
+	if g.NodeCat, err = rows("node_feat", "nodes", rec.NodeFeat, nodes, &ds.NodeCatVocab); err != nil {
 		return err
 	}
-	ef, err := rows("edge_feat", "edges", rec.EdgeFeat, len(rec.Edges), &ds.EdgeFeatVocab)
+	ef, err := rows("edge_feat", "edges", rec.EdgeFeat, len(edges), &ds.EdgeFeatVocab)
 	if err != nil || ef == nil {
 		return err
 	}
 	// Both directed entries of edge i carry its features.
 	w := len(ds.EdgeFeatVocab)
 	g.EdgeFeat = make([]int32, len(g.Adj.Idx)*w)
-	for i, e := range rec.Edges {
+	for i, e := range edges {
 		for _, p := range [2][2]int{{e[0], e[1]}, {e[1], e[0]}} {
 			row := g.Adj.Row(p[0])
 			j, _ := slices.BinarySearch(row, int32(p[1]))
