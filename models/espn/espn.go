@@ -88,7 +88,7 @@ var (
 // New builds the E-SPN of cfg from seed.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{rt.HopNet{TD: &nbop.Data{}, Typed: nbop.Need{Edges: true}}}
-	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
+	readInit, logitInit := param.GlobalReadInit(seed), param.HopLogitInit(seed)
 	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {

@@ -27,6 +27,7 @@ import (
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
 	"github.com/spn-project/spn/schema/modelspec"
 )
@@ -366,7 +367,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	// layer's.
 	var masks [][][]float32
 	if c.dropout > 0 {
-		rng := rt.MaskStream(1)
+		rng := param.MaskStream(1)
 		for _, gs := range batches {
 			masks = append(masks, rt.DrawMasks(rng, c.dropout, spec.Layers+1, len(gs), cfg.Out))
 		}

@@ -76,12 +76,3 @@ func (p *Param) CheckFinite() error {
 	}
 	return nil
 }
-
-// initStream is the PCG stream of parameter initialisation.
-const initStream = 0x5eed1
-
-// NewInit returns the generator every model kind (and the reference SPN
-// of models/internal/ref) draws its initial parameters from: PCG seeded
-// with the model seed on a fixed stream, so that the same seed gives the
-// same parameters.
-func NewInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, initStream)) }

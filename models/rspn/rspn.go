@@ -105,7 +105,7 @@ var (
 // GNN-FiLM's gated sum (rt.Gated) replaces the layer readout.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{rt.HopNet{TD: &nbop.Data{}, Typed: nbop.Need{Relations: true}}}
-	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
+	readInit, logitInit := param.GlobalReadInit(seed), param.HopLogitInit(seed)
 	parts := rt.Parts{
 		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {

@@ -72,7 +72,7 @@ type Engine struct {
 // dropout generator of the reference SPN (models/internal/ref) and an empty cache (NewCache). The
 // caller sets Arch, Enc and Readout.
 func NewEngine(cfg models.Config, seed uint64, be kernels.Backend) Engine {
-	return Engine{Cfg: cfg, be: be, rng: MaskStream(seed), ar: &arena{},
+	return Engine{Cfg: cfg, be: be, rng: param.MaskStream(seed), ar: &arena{},
 		cache: NewCache[Key, *Program]()}
 }
 
@@ -253,11 +253,6 @@ func (e *Engine) Backward(dOut []float32) {
 func (e *Engine) drawMasks(g int) [][]float32 {
 	return DrawMasks(e.rng, e.Cfg.Model.Dropout, len(e.Readout), g, e.Cfg.Out)
 }
-
-// MaskStream returns the generator of the dropout masks of a model built
-// from seed, the reference SPN's (models/internal/ref): each training
-// step draws its masks from it (DrawMasks), in step order.
-func MaskStream(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xd209)) }
 
 // DrawMasks draws from rng the inverted-dropout masks of a step at rate
 // p: one per readout term, g×out values each, 1/(1−p) with probability

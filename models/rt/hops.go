@@ -18,14 +18,9 @@ type Hops struct {
 	Read *param.Param
 }
 
-// HopLogitInit returns the generator of the N(0, 1) hop-weight logits: a
-// stream of its own, so that model.alpha_init leaves every other
-// parameter's initialisation unchanged.
-func HopLogitInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xa1fa)) }
-
 // NewHops returns layer name's hop weights for m, W drawn from readInit
-// (GlobalReadInit): ε = m.Eps, the logits zero or, with m.AlphaInit
-// "normal", drawn from logitInit (HopLogitInit; one generator per model,
+// (param.GlobalReadInit): ε = m.Eps, the logits zero or, with m.AlphaInit
+// "normal", drawn from logitInit (param.HopLogitInit; one generator per model,
 // layers in order).
 func NewHops(name string, m modelspec.Model, readInit, logitInit *rand.Rand) Hops {
 	h := Hops{

@@ -30,11 +30,6 @@ func GlobalRead(bdr *Builder, be Env, gd *nbop.Data, name string, w, x, h *G.Nod
 	return y
 }
 
-// GlobalReadInit returns the generator of the global readout maps: a
-// stream of its own, so that switching model.global_readout on leaves
-// every other parameter's initialisation unchanged.
-func GlobalReadInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x91ead)) }
-
 // NewGlobalRead returns the global readout map W (d×d) of layer name,
 // uniform in ±1/√d as a linear layer's weights, or nil when m has no
 // global readout.

@@ -97,7 +97,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	}
 	useAdj := cfg.Model.Kind == "gin"
 	md := &Model{useAdj: useAdj, gd: &nbop.Data{}}
-	readInit, logitInit := rt.GlobalReadInit(seed), rt.HopLogitInit(seed)
+	readInit, logitInit := param.GlobalReadInit(seed), param.HopLogitInit(seed)
 	err := md.Init(md, "spn", Kind{GIN: useAdj}, cfg, seed, be, rt.Parts{
 		What: "model",
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {

@@ -115,7 +115,7 @@ func newSPN(cfg models.Config, seed uint64, be kernels.Backend, useAdj bool) (*S
 			size, MaxParams, m.Layers, m.Hidden, m.K, cfg.NumLabels, cfg.AttrDim, cfg.Out)
 	}
 	init := param.NewInit(seed)
-	s := &SPN{cfg: cfg, be: be, useAdj: useAdj, rng: rand.New(rand.NewPCG(seed, 0xd209))}
+	s := &SPN{cfg: cfg, be: be, useAdj: useAdj, rng: param.MaskStream(seed)}
 	d := m.Hidden
 	s.Enc = NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	for t := 1; t <= m.Layers; t++ {
