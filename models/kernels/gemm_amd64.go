@@ -8,38 +8,36 @@ import "golang.org/x/sys/cpu"
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasAVX
 
 // Row kernels (gemm_amd64.s): c[0:W] = (zero ? +0 : c[0:W]) +
-// Σ_{l<k, a[l·astride] ≠ 0} a[l·astride]·b[l·ldb : l·ldb+W], W = 64, 32, 8,
-// in l order, each product rounded before it is added.
+// Σ_{l<k, a[l·astride] ≠ 0} a[l·astride]·b[l·ldb : l·ldb+W], in l order,
+// each product rounded before it is added: axpyRow64 on W = 64 columns,
+// axpyRowTail on W = 8·n8 + r < 64, the last r through the lanes of mask
+// that are all ones bits (tailMask).
 
 //go:noescape
 func axpyRow64(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
 
 //go:noescape
-func axpyRow32(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
+func axpyRowTail(c, a *float32, astride, k int, b *float32, ldb int, zero bool, n8 int, mask *uint32)
 
-//go:noescape
-func axpyRow8(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
+// tailMask holds, from index 8−r, the VMASKMOVPS mask of a block of r < 8
+// columns: r lanes of all ones bits, then 8−r zeros. It is never written.
+var tailMask = [16]uint32{
+	0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+	0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+}
 
 // axpyRow sets c[j] += Σ_l a[l·astride]·b[l·ldb+j] for j < len(c) (c[j] =
 // +0 + … with zero: c need not be cleared), terms with a zero a skipped:
-// the AVX2 kernels over blocks of 64, 32 and 8 columns, the rest in Go
-// with the same order and rounding.
+// the AVX2 kernels over blocks of 64 columns and then the rest, with the
+// same order and rounding as axpyRowGo.
 func axpyRow(c, a []float32, astride, k int, b []float32, ldb int, zero bool) {
 	n, j := len(c), 0
 	for ; j+64 <= n; j += 64 {
 		axpyRow64(&c[j], &a[0], astride, k, &b[j], ldb, zero)
 	}
-	for ; j+32 <= n; j += 32 {
-		axpyRow32(&c[j], &a[0], astride, k, &b[j], ldb, zero)
-	}
-	for ; j+8 <= n; j += 8 {
-		axpyRow8(&c[j], &a[0], astride, k, &b[j], ldb, zero)
-	}
 	if j < n {
-		if zero {
-			clear(c[j:])
-		}
-		axpyRowGo(c[j:], a, astride, k, b[j:], ldb)
+		r := n - j
+		axpyRowTail(&c[j], &a[0], astride, k, &b[j], ldb, zero, r/8, &tailMask[8-r%8])
 	}
 }
 

@@ -81,8 +81,12 @@ axpyRow64_store:
 	VZEROUPPER
 	RET
 
-// func axpyRow32(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
-TEXT ·axpyRow32(SB), NOSPLIT, $0-49
+// func axpyRowTail(c, a *float32, astride, k int, b *float32, ldb int, zero bool, n8 int, mask *uint32)
+// The row kernel on the last 8·n8+r < 64 columns of a row (n8 ≤ 7, r < 8):
+// n8 blocks of 8 columns in Y1..Y7 and a block of the r columns whose
+// lanes of mask (8 values) are all ones bits in Y8, loaded and stored
+// through VMASKMOVPS (its other lanes are neither read nor written).
+TEXT ·axpyRowTail(SB), NOSPLIT, $0-72
 	MOVQ c+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ astride+16(FP), R8
@@ -91,82 +95,113 @@ TEXT ·axpyRow32(SB), NOSPLIT, $0-49
 	MOVQ ldb+40(FP), R9
 	SHLQ $2, R8 // strides in bytes
 	SHLQ $2, R9
-	MOVBLZX zero+48(FP), AX
-	TESTL AX, AX
-	JNZ axpyRow32_zero
-	VMOVUPS 0(DI), Y1
-	VMOVUPS 32(DI), Y2
-	VMOVUPS 64(DI), Y3
-	VMOVUPS 96(DI), Y4
-	JMP axpyRow32_start
-axpyRow32_zero: // C starts at +0, as gonum zeroes it for beta = 0
-	VXORPS Y1, Y1, Y1
+	MOVQ n8+56(FP), R10
+	MOVQ mask+64(FP), R11
+	VMOVUPS (R11), Y15
+	MOVQ R10, R12
+	SHLQ $5, R12 // byte offset of the masked block
+	VXORPS Y1, Y1, Y1 // C starts at +0, as gonum zeroes it for beta = 0
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
-axpyRow32_start:
-	TESTQ CX, CX
-	JZ axpyRow32_store
-axpyRow32_loop:
-	MOVL (SI), AX
-	ANDL $0x7fffffff, AX // a = ±0: no term (gonum skips it too)
-	JZ axpyRow32_next
-	VBROADCASTSS (SI), Y0
-	VMULPS 0(DX), Y0, Y9
-	VADDPS Y9, Y1, Y1
-	VMULPS 32(DX), Y0, Y10
-	VADDPS Y10, Y2, Y2
-	VMULPS 64(DX), Y0, Y11
-	VADDPS Y11, Y3, Y3
-	VMULPS 96(DX), Y0, Y12
-	VADDPS Y12, Y4, Y4
-axpyRow32_next:
-	ADDQ R8, SI
-	ADDQ R9, DX
-	DECQ CX
-	JNZ axpyRow32_loop
-axpyRow32_store:
-	VMOVUPS Y1, 0(DI)
-	VMOVUPS Y2, 32(DI)
-	VMOVUPS Y3, 64(DI)
-	VMOVUPS Y4, 96(DI)
-	VZEROUPPER
-	RET
-
-// func axpyRow8(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
-TEXT ·axpyRow8(SB), NOSPLIT, $0-49
-	MOVQ c+0(FP), DI
-	MOVQ a+8(FP), SI
-	MOVQ astride+16(FP), R8
-	MOVQ k+24(FP), CX
-	MOVQ b+32(FP), DX
-	MOVQ ldb+40(FP), R9
-	SHLQ $2, R8 // strides in bytes
-	SHLQ $2, R9
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
 	MOVBLZX zero+48(FP), AX
 	TESTL AX, AX
-	JNZ axpyRow8_zero
+	JNZ axpyRowTail_start
+	CMPQ R10, $1
+	JB axpyRowTail_lm
 	VMOVUPS 0(DI), Y1
-	JMP axpyRow8_start
-axpyRow8_zero: // C starts at +0, as gonum zeroes it for beta = 0
-	VXORPS Y1, Y1, Y1
-axpyRow8_start:
+	CMPQ R10, $2
+	JB axpyRowTail_lm
+	VMOVUPS 32(DI), Y2
+	CMPQ R10, $3
+	JB axpyRowTail_lm
+	VMOVUPS 64(DI), Y3
+	CMPQ R10, $4
+	JB axpyRowTail_lm
+	VMOVUPS 96(DI), Y4
+	CMPQ R10, $5
+	JB axpyRowTail_lm
+	VMOVUPS 128(DI), Y5
+	CMPQ R10, $6
+	JB axpyRowTail_lm
+	VMOVUPS 160(DI), Y6
+	CMPQ R10, $7
+	JB axpyRowTail_lm
+	VMOVUPS 192(DI), Y7
+axpyRowTail_lm:
+	VMASKMOVPS (DI)(R12*1), Y15, Y8
+axpyRowTail_start:
 	TESTQ CX, CX
-	JZ axpyRow8_store
-axpyRow8_loop:
+	JZ axpyRowTail_store
+axpyRowTail_loop:
 	MOVL (SI), AX
 	ANDL $0x7fffffff, AX // a = ±0: no term (gonum skips it too)
-	JZ axpyRow8_next
+	JZ axpyRowTail_next
 	VBROADCASTSS (SI), Y0
+	VMASKMOVPS (DX)(R12*1), Y15, Y9
+	VMULPS Y9, Y0, Y9
+	VADDPS Y9, Y8, Y8
+	CMPQ R10, $1
+	JB axpyRowTail_next
 	VMULPS 0(DX), Y0, Y9
 	VADDPS Y9, Y1, Y1
-axpyRow8_next:
+	CMPQ R10, $2
+	JB axpyRowTail_next
+	VMULPS 32(DX), Y0, Y9
+	VADDPS Y9, Y2, Y2
+	CMPQ R10, $3
+	JB axpyRowTail_next
+	VMULPS 64(DX), Y0, Y9
+	VADDPS Y9, Y3, Y3
+	CMPQ R10, $4
+	JB axpyRowTail_next
+	VMULPS 96(DX), Y0, Y9
+	VADDPS Y9, Y4, Y4
+	CMPQ R10, $5
+	JB axpyRowTail_next
+	VMULPS 128(DX), Y0, Y9
+	VADDPS Y9, Y5, Y5
+	CMPQ R10, $6
+	JB axpyRowTail_next
+	VMULPS 160(DX), Y0, Y9
+	VADDPS Y9, Y6, Y6
+	CMPQ R10, $7
+	JB axpyRowTail_next
+	VMULPS 192(DX), Y0, Y9
+	VADDPS Y9, Y7, Y7
+axpyRowTail_next:
 	ADDQ R8, SI
 	ADDQ R9, DX
 	DECQ CX
-	JNZ axpyRow8_loop
-axpyRow8_store:
+	JNZ axpyRowTail_loop
+axpyRowTail_store:
+	VMASKMOVPS Y8, Y15, (DI)(R12*1)
+	CMPQ R10, $1
+	JB axpyRowTail_done
 	VMOVUPS Y1, 0(DI)
+	CMPQ R10, $2
+	JB axpyRowTail_done
+	VMOVUPS Y2, 32(DI)
+	CMPQ R10, $3
+	JB axpyRowTail_done
+	VMOVUPS Y3, 64(DI)
+	CMPQ R10, $4
+	JB axpyRowTail_done
+	VMOVUPS Y4, 96(DI)
+	CMPQ R10, $5
+	JB axpyRowTail_done
+	VMOVUPS Y5, 128(DI)
+	CMPQ R10, $6
+	JB axpyRowTail_done
+	VMOVUPS Y6, 160(DI)
+	CMPQ R10, $7
+	JB axpyRowTail_done
+	VMOVUPS Y7, 192(DI)
+axpyRowTail_done:
 	VZEROUPPER
 	RET
 

@@ -25,6 +25,7 @@ func gemmCases() []gemmCase {
 		for _, mnk := range [][3]int{
 			{1, 1, 1}, {128, 64, 64}, {37, 64, 64}, {128, 2, 64}, {128, 64, 3}, {5, 64, 37},
 			{64, 64, 128}, {7, 101, 13}, {3, 8, 0}, {2, 33, 5}, {128, 72, 64}, {4, 200, 9},
+			{6, 300, 17}, {3, 12, 5}, {2, 7, 4},
 		} {
 			for _, beta := range []float32{0, 1, 0.5} {
 				m, n, k := mnk[0], mnk[1], mnk[2]
@@ -197,7 +198,8 @@ func TestSgemmExactDeclines(t *testing.T) {
 }
 
 // BenchmarkSgemm compares gonum's Sgemm with sgemmExact on the kernels'
-// shapes: a 128-row chunk (or a few rows) by hidden 64.
+// shapes: a 128-row chunk (or a few rows) by hidden 64, and by E-SPN's
+// hidden 300 (four blocks of 64 columns and a tail of 44).
 func BenchmarkSgemm(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, s := range []struct {
@@ -210,6 +212,8 @@ func BenchmarkSgemm(b *testing.B) {
 		{"NN/128x2x64", false, false, 128, 2, 64},
 		{"TN/64x64x128", true, false, 64, 64, 128},
 		{"NT/128x64x64", false, true, 128, 64, 64},
+		{"NN/128x300x300", false, false, 128, 300, 300},
+		{"TN/300x300x128", true, false, 300, 300, 128},
 	} {
 		lda, ldb := s.k, s.n
 		if s.tA {
@@ -328,6 +332,54 @@ func TestDotUnitaryGo(t *testing.T) {
 			}
 			if math.Abs(float64(got)-ref) > float64(k+1)*6e-8*mag {
 				t.Fatalf("k=%d shift=%d: %v, float64 reference %v", k, shift, got, ref)
+			}
+		}
+	}
+}
+
+// TestAxpyRowWidths checks the row kernel on every width up to 130 (the
+// blocks of 64 and each tail of 8·n8 + r columns), with and without zero,
+// strided a and zeros among its values, bit for bit against the Go row
+// kernel; the columns after the row hold sentinels in c (which must stay)
+// and NaNs in b (which must not reach the row).
+func TestAxpyRowWidths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const pad = 9
+	for n := 1; n <= 130; n++ {
+		for _, k := range []int{1, 7, 70} {
+			for _, zero := range []bool{false, true} {
+				astride, ldb := 3, n+pad
+				a := make([]float32, k*astride)
+				for i := range a {
+					if rng.IntN(4) > 0 {
+						a[i] = float32(rng.NormFloat64())
+					}
+				}
+				b := make([]float32, k*ldb)
+				for l := 0; l < k; l++ {
+					for j := 0; j < ldb; j++ {
+						b[l*ldb+j] = float32(rng.NormFloat64())
+						if j >= n {
+							b[l*ldb+j] = float32(math.NaN())
+						}
+					}
+				}
+				c := make([]float32, n+pad)
+				for j := range c {
+					c[j] = float32(rng.NormFloat64())
+				}
+				want := append([]float32(nil), c...)
+				if zero {
+					clear(want[:n])
+				}
+				axpyRowGo(want[:n], a, astride, k, b, ldb)
+				got := append([]float32(nil), c...)
+				axpyRow(got[:n], a, astride, k, b, ldb, zero)
+				for j := range got {
+					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+						t.Fatalf("n=%d k=%d zero=%v: c[%d] = %v, Go row kernel %v", n, k, zero, j, got[j], want[j])
+					}
+				}
 			}
 		}
 	}
