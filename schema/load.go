@@ -268,7 +268,17 @@ func (l *loader) validate(v cue.Value) Errors {
 		}
 	}
 	walk(v, 0)
-	for _, e := range l.unknownFields() {
+	// unknownFields' errors replace CUE's own "field not allowed" at the
+	// same place (theirs name the allowed fields).
+	unknown := l.unknownFields()
+	replaced := map[string]bool{}
+	for _, e := range unknown {
+		replaced[fmt.Sprintf("%d:%d:%s", e.Line, e.Col, e.Path)] = true
+	}
+	out = slices.DeleteFunc(out, func(e Error) bool {
+		return e.Msg == "field not allowed" && replaced[fmt.Sprintf("%d:%d:%s", e.Line, e.Col, e.Path)]
+	})
+	for _, e := range unknown {
 		if k := e.Error(); !seen[k] {
 			seen[k] = true
 			out = append(out, e)
@@ -350,10 +360,68 @@ func (l *loader) unknownFields() Errors {
 		}
 		if !parent.Allows(cue.Str(f.label)) {
 			segs := append(slices.Clone(f.parent), f.label)
-			out = append(out, l.at(f.pos, displayPath(segs...), "field not allowed"))
+			out = append(out, l.at(f.pos, displayPath(segs...), "field not allowed"+allowedHint(parent, f.label, f.parent)))
 		}
 	}
 	return out
+}
+
+// allowedHint names the fields the schema allows in parent, for the error
+// about label: the closest one first when label looks like a misspelling
+// of it, and the model kind the list is for when parent is a model.
+func allowedHint(parent cue.Value, label string, parentPath []string) string {
+	it, err := parent.Fields(cue.Optional(true))
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for it.Next() {
+		if sel := it.Selector(); sel.IsString() {
+			names = append(names, sel.Unquoted())
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	hint := ""
+	best, bestD := "", 3 // at most 2 edits away
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(label), strings.ToLower(n)); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		hint = fmt.Sprintf("; did you mean %q?", best)
+	}
+	where := "here"
+	if len(parentPath) > 0 && parentPath[len(parentPath)-1] == "model" {
+		if k, err := parent.LookupPath(cue.ParsePath("kind")).String(); err == nil {
+			where = fmt.Sprintf("in a %q model", k)
+		}
+	}
+	return fmt.Sprintf("%s (allowed %s: %s)", hint, where, strings.Join(names, ", "))
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // probe returns the schema's value at segs, reached through empty structs

@@ -304,3 +304,28 @@ func TestModes(t *testing.T) {
 		t.Errorf("declared paper-1split only, loaded in full: %v", err)
 	}
 }
+
+// TestEditDistance checks the distance behind "did you mean": the
+// Levenshtein distance, symmetric, 0 only for equal labels.
+func TestEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"layers", "layers", 0},
+		{"layer", "layers", 1},
+		{"hiden", "hidden", 1},
+		{"lerning_rate", "lr", 10},
+		{"kind", "k", 3},
+		{"epcohs", "epochs", 2},
+		{"", "pool", 4},
+	} {
+		if got := editDistance(c.a, c.b); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+		if got := editDistance(c.b, c.a); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.b, c.a, got, c.want)
+		}
+	}
+}
