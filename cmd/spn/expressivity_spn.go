@@ -109,7 +109,7 @@ func separateSPN(ctx context.Context, pairs []expressivity.Pair, results []*expr
 			if err != nil {
 				return nil, fmt.Errorf("SPN k=%d: %w", k, err)
 			}
-			preds, err := predict.Graphs(ctx, m, graphs, 1)
+			preds, err := predict.Graphs(ctx, m, graphs, 1, 0)
 			if err != nil {
 				return nil, fmt.Errorf("SPN k=%d: %w", k, err)
 			}

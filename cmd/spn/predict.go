@@ -44,6 +44,7 @@ func (a *app) predict(en *engine, args []string) error {
 	split := fs.Int("split", 0, "`split` (fold) whose model predicts")
 	run := fs.Int("run", 0, "`run` whose model predicts")
 	point := fs.Int("point", -1, "grid `point` (holdout; default: the evaluated winner, or the only point)")
+	maxHop := fs.Int64("max-hop-entries", 1<<28, "most hop-set entries (N_1..N_k together, 4 bytes each) one input `graph` may have")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("predict", err)
@@ -104,7 +105,10 @@ func (a *app) predict(en *engine, args []string) error {
 	if err := checkPredictInput(ds, m.Config()); err != nil {
 		return inputErr(err)
 	}
-	preds, err := predict.Graphs(context.Background(), m, ds.Graphs, threads)
+	if *maxHop < 1 {
+		return usageErrf("predict", "--max-hop-entries must be positive, got %d", *maxHop)
+	}
+	preds, err := predict.Graphs(context.Background(), m, ds.Graphs, threads, *maxHop)
 	if err != nil {
 		var ge *predict.GraphError
 		if errors.As(err, &ge) {

@@ -124,19 +124,25 @@ func TestPredict(t *testing.T) {
 	// Invalid input graphs are errors naming the file and line, exit 2.
 	good := `{"nodes": 2, "edges": [[0, 1]], "x": [0, 0]}` + "\n"
 	goodY := `{"nodes": 2, "edges": [[0, 1]], "x": [0, 0], "y": 1}` + "\n"
-	for _, tc := range []struct{ name, in, want string }{
-		{"no edges key", good + `{"nodes": 2, "x": [0, 0]}`, `:2: no "edges"`},
-		{"no nodes", good + good + `{"nodes": 0, "edges": [], "x": []}`, `:3: graph 2: "nodes": 0: a graph without nodes has no prediction`},
-		{"y out of range", goodY + `{"nodes": 2, "edges": [[0, 1]], "x": [0, 0], "y": 2}`, `:2: graph 1: "y": 2 is outside the model's classes 0..1`},
-		{"target for a classifier", `{"nodes": 2, "edges": [[0, 1]], "x": [0, 0], "target": [1.5]}`, `:1: graph 0: "target" given, but the model predicts a class`},
-		{"label outside the vocabulary", good + `{"nodes": 2, "edges": [[0, 1]], "x": [0, 99]}`, `:2: graph 1: node 1 has label 99`},
-		{"bad JSON", good + `{"nodes": 2,`, `:2: bad JSON`},
+	for _, tc := range []struct {
+		name, in, want string
+		flags          []string
+	}{
+		{"no edges key", good + `{"nodes": 2, "x": [0, 0]}`, `:2: no "edges"`, nil},
+		{"no nodes", good + good + `{"nodes": 0, "edges": [], "x": []}`, `:3: graph 2: "nodes": 0: a graph without nodes has no prediction`, nil},
+		{"y out of range", goodY + `{"nodes": 2, "edges": [[0, 1]], "x": [0, 0], "y": 2}`, `:2: graph 1: "y": 2 is outside the model's classes 0..1`, nil},
+		{"target for a classifier", `{"nodes": 2, "edges": [[0, 1]], "x": [0, 0], "target": [1.5]}`, `:1: graph 0: "target" given, but the model predicts a class`, nil},
+		{"label outside the vocabulary", good + `{"nodes": 2, "edges": [[0, 1]], "x": [0, 99]}`, `:2: graph 1: node 1 has label 99`, nil},
+		{"bad JSON", good + `{"nodes": 2,`, `:2: bad JSON`, nil},
+		// A star of 5 leaves: 10 entries in N_1, 20 in N_2, none in N_3.
+		{"hop sets over --max-hop-entries", good + `{"nodes": 6, "edges": [[0, 1], [0, 2], [0, 3], [0, 4], [0, 5]], "x": [0, 0, 0, 0, 0, 0]}`,
+			`:2: graph 1: its hop sets N_1..N_3 have more than 29 entries`, []string{"--max-hop-entries", "29"}},
 	} {
 		f := filepath.Join(dir, "bad.jsonl")
 		os.WriteFile(f, []byte(tc.in+"\n"), 0o644)
 		errb.Reset()
 		out.Reset()
-		code := a.main([]string{"predict", spec, "--experiment", "spn", "--input", f, "--cache", cacheDir})
+		code := a.main(append([]string{"predict", spec, "--experiment", "spn", "--input", f, "--cache", cacheDir}, tc.flags...))
 		if code != exitUsage || !strings.HasPrefix(errb.String(), "spn predict: "+f+tc.want) || out.Len() != 0 {
 			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit %d and %q", tc.name, code, errb.String(), out.String(), exitUsage, f+tc.want)
 		}

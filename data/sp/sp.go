@@ -7,6 +7,7 @@ package sp
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 
@@ -22,11 +23,23 @@ const DefaultKMax = 10
 // symmetry recorded (data.Hops.RecordSymmetry). Graphs are
 // processed by up to threads goroutines (threads <= 0 means GOMAXPROCS);
 // each result is stored at its graph's index, so the output does not depend
-// on scheduling.
+// on scheduling. A graph may have at most MaxEntries entries (ComputeLimit).
 func Compute(ctx context.Context, graphs []data.Graph, kmax int, keepUnreachable bool, threads int) (*data.Hops, error) {
+	return ComputeLimit(ctx, graphs, kmax, keepUnreachable, threads, MaxEntries)
+}
+
+// MaxEntries is the most hop-set entries one graph may have, its N_1..N_kmax
+// (and N_∞) together: the row offsets of a data.CSR are int32.
+const MaxEntries = math.MaxInt32
+
+// ComputeLimit is Compute for at most limit (≤ MaxEntries) entries per
+// graph. A graph with more is a *LimitError, found before its hop sets are
+// built past the limit: a hub's N_2 grows with the square of its size.
+func ComputeLimit(ctx context.Context, graphs []data.Graph, kmax int, keepUnreachable bool, threads int, limit int64) (*data.Hops, error) {
 	if kmax < 1 {
 		return nil, fmt.Errorf("computing hop sets: kmax must be >= 1, got %d", kmax)
 	}
+	limit = min(limit, MaxEntries)
 	for i := range graphs {
 		if err := checkAdj(&graphs[i]); err != nil {
 			return nil, fmt.Errorf("computing hop sets: graph %d: %w", i, err)
@@ -34,7 +47,12 @@ func Compute(ctx context.Context, graphs []data.Graph, kmax int, keepUnreachable
 	}
 	out := &data.Hops{KMax: kmax, Graphs: make([]data.GraphHops, len(graphs))}
 	err := par.For(ctx, len(graphs), threads, func(s *scratch, i int) error {
-		out.Graphs[i] = s.graphHops(&graphs[i], kmax, keepUnreachable)
+		s.limit = limit
+		gh, ok := s.graphHops(&graphs[i], kmax, keepUnreachable)
+		if !ok {
+			return &LimitError{Graph: i, Limit: limit}
+		}
+		out.Graphs[i] = gh
 		return nil
 	})
 	if err != nil {
@@ -42,6 +60,16 @@ func Compute(ctx context.Context, graphs []data.Graph, kmax int, keepUnreachable
 	}
 	out.RecordSymmetry()
 	return out, nil
+}
+
+// LimitError says that graph Graph has more than Limit hop-set entries.
+type LimitError struct {
+	Graph int
+	Limit int64
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("graph %d: its hop sets have more than %d entries", e.Graph, e.Limit)
 }
 
 // checkAdj verifies the adjacency is a well-formed CSR over g.N nodes, so
@@ -74,6 +102,10 @@ type scratch struct {
 	// raw[d] collects the entries of N_{d+1} of the current graph; it is
 	// reused across graphs and copied out at exact size.
 	raw [][]int32
+	// entries counts those of the current graph; past limit, emit stops
+	// and sets over.
+	entries, limit int64
+	over           bool
 }
 
 func (s *scratch) reset(n int) {
@@ -138,16 +170,22 @@ func bfsLevel(ptr, idx []int32, frontier, seen, next []uint64) uint64 {
 // Rows b0..b0+63 of N_d are then filled by scanning v in increasing order,
 // so every row comes out sorted without a sort, and batches are appended
 // in source order.
-func (s *scratch) graphHops(g *data.Graph, kmax int, keepUnreachable bool) data.GraphHops {
+// graphHops returns g's hop sets, or false when they have more than
+// s.limit entries.
+func (s *scratch) graphHops(g *data.Graph, kmax int, keepUnreachable bool) (data.GraphHops, bool) {
 	return s.graphHopsBy(g, kmax, keepUnreachable, g.N > sparseFrom)
 }
 
 // graphHopsBy is graphHops with the BFS variant chosen by the caller
 // (tests compare the two).
-func (s *scratch) graphHopsBy(g *data.Graph, kmax int, keepUnreachable, sparse bool) data.GraphHops {
+func (s *scratch) graphHopsBy(g *data.Graph, kmax int, keepUnreachable, sparse bool) (data.GraphHops, bool) {
 	n := g.N
 	s.reset(n)
 	s.resetRaw(kmax)
+	s.entries, s.over = 0, false
+	if s.limit == 0 {
+		s.limit = MaxEntries
+	}
 	ptr, idx := g.Adj.Ptr, g.Adj.Idx
 	hops := make([]data.CSR, kmax)
 	for i := range hops {
@@ -157,10 +195,10 @@ func (s *scratch) graphHopsBy(g *data.Graph, kmax int, keepUnreachable, sparse b
 	if sparse {
 		s.sparseHops(g, kmax, hops)
 	}
-	for b0 := 0; !sparse && b0 < n; b0 += 64 {
+	for b0 := 0; !sparse && !s.over && b0 < n; b0 += 64 {
 		k := startBlock(seen, frontier, b0)
 		d := 1
-		for ; d <= kmax; d++ {
+		for ; d <= kmax && !s.over; d++ {
 			any := bfsLevel(ptr, idx, frontier, seen, next)
 			s.raw[d-1] = s.emit(hops[d-1].Ptr, s.raw[d-1], next, b0, k)
 			if any == 0 {
@@ -175,6 +213,9 @@ func (s *scratch) graphHopsBy(g *data.Graph, kmax int, keepUnreachable, sparse b
 			}
 		}
 	}
+	if s.over {
+		return data.GraphHops{}, false
+	}
 	for d := range hops {
 		if len(s.raw[d]) > 0 {
 			hops[d].Idx = slices.Clone(s.raw[d])
@@ -182,10 +223,24 @@ func (s *scratch) graphHopsBy(g *data.Graph, kmax int, keepUnreachable, sparse b
 	}
 	gh := data.GraphHops{Hop: hops}
 	if keepUnreachable {
-		c := s.unreachable(g)
+		c, ok := s.unreachable(g)
+		if !ok {
+			return data.GraphHops{}, false
+		}
 		gh.Unreachable = &c
 	}
-	return gh
+	return gh, true
+}
+
+// take counts total more entries of the current graph and reports whether
+// they fit its limit (setting over when not).
+func (s *scratch) take(total int64) bool {
+	if s.over || s.entries+total > s.limit {
+		s.over = true
+		return false
+	}
+	s.entries += total
+	return true
 }
 
 // sparseFrom is the node count above which graphHops visits only the
@@ -236,6 +291,9 @@ func (s *scratch) sparseHops(g *data.Graph, kmax int, hops []data.CSR) {
 			}
 			slices.Sort(reached)
 			s.raw[d-1] = s.emitList(hops[d-1].Ptr, s.raw[d-1], next, reached, b0, k)
+			if s.over {
+				return
+			}
 			for _, v := range front {
 				frontier[v] = 0
 			}
@@ -274,6 +332,13 @@ func (s *scratch) emitList(ptr, idx []int32, level []uint64, list []int32, b0, k
 			cnt[bits.TrailingZeros64(m)]++
 		}
 	}
+	var sum int64
+	for j := 0; j < k; j++ {
+		sum += int64(cnt[j])
+	}
+	if !s.take(sum) {
+		return idx
+	}
 	base := int32(len(idx))
 	total := int32(0)
 	for j := 0; j < k; j++ {
@@ -306,6 +371,13 @@ func (s *scratch) emit(ptr, idx []int32, level []uint64, b0, k int) []int32 {
 			m &= m - 1
 		}
 	}
+	var sum int64
+	for j := 0; j < k; j++ {
+		sum += int64(cnt[j])
+	}
+	if !s.take(sum) {
+		return idx
+	}
 	base := int32(len(idx))
 	total := int32(0)
 	for j := 0; j < k; j++ {
@@ -330,13 +402,25 @@ func (s *scratch) emit(ptr, idx []int32, level []uint64, b0, k int) []int32 {
 }
 
 // unreachable returns N_∞(u) for every u: the nodes of other components.
-func (s *scratch) unreachable(g *data.Graph) data.CSR {
+func (s *scratch) unreachable(g *data.Graph) (data.CSR, bool) {
 	n := g.N
 	comp, ncomp := components(g, &s.comp, s.queue)
 	out := data.CSR{Ptr: make([]int32, n+1)}
 	if ncomp <= 1 {
-		return out
+		return out, true
 	}
+	size := make([]int64, ncomp)
+	for _, c := range comp {
+		size[c]++
+	}
+	var total int64
+	for _, c := range comp {
+		total += int64(n) - size[c]
+	}
+	if !s.take(total) {
+		return data.CSR{}, false
+	}
+	out.Idx = make([]int32, 0, total)
 	for u := 0; u < n; u++ {
 		for v := 0; v < n; v++ {
 			if comp[v] != comp[u] {
@@ -345,7 +429,7 @@ func (s *scratch) unreachable(g *data.Graph) data.CSR {
 		}
 		out.Ptr[u+1] = int32(len(out.Idx))
 	}
-	return out
+	return out, true
 }
 
 // components labels the connected components of g 0..k-1 in order of their

@@ -2,6 +2,7 @@ package sp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -193,8 +194,11 @@ func TestSparseMatchesDense(t *testing.T) {
 		}
 		kmax := 1 + rng.IntN(12)
 		var s1, s2 scratch
-		dense := s1.graphHopsBy(&g, kmax, trial%2 == 0, false)
-		sparse := s2.graphHopsBy(&g, kmax, trial%2 == 0, true)
+		dense, ok1 := s1.graphHopsBy(&g, kmax, trial%2 == 0, false)
+		sparse, ok2 := s2.graphHopsBy(&g, kmax, trial%2 == 0, true)
+		if !ok1 || !ok2 {
+			t.Fatalf("trial %d: over the default limit", trial)
+		}
 		if !reflect.DeepEqual(dense, sparse) {
 			t.Fatalf("trial %d (n=%d, m=%d, kmax=%d): sparse hop sets differ from dense", trial, n, len(edges), kmax)
 		}
@@ -220,5 +224,56 @@ func BenchmarkPathGraph(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestComputeLimit checks the entry limit of a graph's hop sets: a graph
+// of exactly limit entries (N_1..N_kmax, and N_∞ when kept) is computed,
+// one entry fewer allowed is a *LimitError naming the lowest graph over
+// it, on both BFS variants.
+func TestComputeLimit(t *testing.T) {
+	star, err := data.FromEdges(6, [][2]int{{0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two components: a path 0-1-2 and an edge 3-4.
+	two, err := data.FromEdges(5, [][2]int{{0, 1}, {1, 2}, {3, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := data.FromEdges(2, [][2]int{{0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		g       data.Graph
+		kmax    int
+		unreach bool
+		entries int64
+	}{
+		// N_1: 5+5 (star edges both ways); N_2: the 5 leaves see 4 others.
+		{"star k=2", star, 2, false, 10 + 20},
+		// N_1: 4+2 = 6 entries; N_2: 0↔2 = 2; N_∞: 3·2 + 2·3 = 12.
+		{"two components, N_∞", two, 2, true, 6 + 2 + 12},
+	} {
+		for _, sparse := range []bool{false, true} {
+			for _, limit := range []int64{c.entries, c.entries - 1} {
+				var s scratch
+				s.limit = limit
+				_, ok := s.graphHopsBy(&c.g, c.kmax, c.unreach, sparse)
+				if want := limit >= c.entries; ok != want {
+					t.Errorf("%s, sparse %v, limit %d: fits = %v, want %v", c.name, sparse, limit, ok, want)
+				}
+			}
+		}
+		_, err := ComputeLimit(context.Background(), []data.Graph{small, c.g, c.g}, c.kmax, c.unreach, 2, c.entries-1)
+		var le *LimitError
+		if !errors.As(err, &le) || le.Graph != 1 || le.Limit != c.entries-1 {
+			t.Errorf("%s: ComputeLimit error %v, want a LimitError for graph 1 at %d", c.name, err, c.entries-1)
+		}
+		if _, err := ComputeLimit(context.Background(), []data.Graph{small, c.g}, c.kmax, c.unreach, 2, c.entries); err != nil {
+			t.Errorf("%s: at its entry count: %v", c.name, err)
+		}
 	}
 }

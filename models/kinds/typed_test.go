@@ -102,7 +102,7 @@ func TestTypedPredict(t *testing.T) {
 		for _, j := range task.Test {
 			graphs = append(graphs, task.DS.Graphs[j])
 		}
-		preds, err := predict.Graphs(context.Background(), m, graphs, 1)
+		preds, err := predict.Graphs(context.Background(), m, graphs, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

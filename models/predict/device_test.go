@@ -74,11 +74,11 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 			for _, gi := range s.Test {
 				graphs = append(graphs, ds.Graphs[gi])
 			}
-			cp, err := Graphs(context.Background(), cpu, graphs, 2)
+			cp, err := Graphs(context.Background(), cpu, graphs, 2, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dp, err := Graphs(context.Background(), dev, graphs, 2)
+			dp, err := Graphs(context.Background(), dev, graphs, 2, 0)
 			if err != nil {
 				t.Fatalf("predicting on the device: %v", err)
 			}

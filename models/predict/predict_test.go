@@ -2,8 +2,10 @@ package predict
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/data"
@@ -76,11 +78,11 @@ func TestRelabellingInvariance(t *testing.T) {
 					orig = append(orig, g)
 					perm = append(perm, permuted(t, g, rng.Perm(g.N)))
 				}
-				p1, err := Graphs(context.Background(), mod, orig, 2)
+				p1, err := Graphs(context.Background(), mod, orig, 2, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
-				p2, err := Graphs(context.Background(), mod, perm, 2)
+				p2, err := Graphs(context.Background(), mod, perm, 2, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,11 +110,23 @@ func TestInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := data.FromEdges(3, [][2]int{{0, 1}, {1, 2}})
-	if _, err := Graphs(context.Background(), mod, []data.Graph{g}, 1); err == nil {
+	if _, err := Graphs(context.Background(), mod, []data.Graph{g}, 1, 0); err == nil {
 		t.Fatal("a graph without labels should fail for a labelled model")
 	}
 	g.Labels = []int32{0, 5, 1}
-	if _, err := Graphs(context.Background(), mod, []data.Graph{g}, 1); err == nil {
+	if _, err := Graphs(context.Background(), mod, []data.Graph{g}, 1, 0); err == nil {
 		t.Fatal("a label outside the vocabulary should fail")
+	}
+	// The path 0-1-2 has 4 entries in N_1 and 2 in N_2.
+	g.Labels = []int32{0, 2, 1}
+	one, _ := data.FromEdges(1, nil)
+	one.Labels = []int32{1}
+	if _, err := Graphs(context.Background(), mod, []data.Graph{one, g}, 1, 6); err != nil {
+		t.Fatalf("hop sets of 6 entries, at most 6 allowed: %v", err)
+	}
+	_, err = Graphs(context.Background(), mod, []data.Graph{one, g}, 1, 5)
+	var ge *GraphError
+	if !errors.As(err, &ge) || ge.Graph != 1 || !strings.Contains(err.Error(), "more than 5 entries") {
+		t.Fatalf("hop sets of 6 entries, at most 5 allowed: got %v, want a GraphError for graph 1", err)
 	}
 }
