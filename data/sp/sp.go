@@ -169,9 +169,8 @@ func bfsLevel(ptr, idx []int32, frontier, seen, next []uint64) uint64 {
 // level is next[v] = OR of frontier over v's neighbours, minus seen[v].
 // Rows b0..b0+63 of N_d are then filled by scanning v in increasing order,
 // so every row comes out sorted without a sort, and batches are appended
-// in source order.
-// graphHops returns g's hop sets, or false when they have more than
-// s.limit entries.
+// in source order. It returns false, and no hop sets, when they would
+// have more than s.limit entries.
 func (s *scratch) graphHops(g *data.Graph, kmax int, keepUnreachable bool) (data.GraphHops, bool) {
 	return s.graphHopsBy(g, kmax, keepUnreachable, g.N > sparseFrom)
 }
