@@ -6,7 +6,8 @@
 // · b[l·ldb : l·ldb+W] for l = 0..k-1 in order, each term a product rounded
 // to float32 and then added (VMULPS, VADDPS: no FMA), terms with a = ±0
 // skipped. That is the order and rounding of gonum's Sgemm (AxpyUnitary per
-// (row, l)), so results are bit-identical to it. W = 64, 32 or 8 columns;
+// (row, l)), so results are bit-identical to it. W = 64 columns, or a
+// tail of fewer (axpyRowTail);
 // the row of c stays in registers over the whole k loop.
 
 // func axpyRow64(c, a *float32, astride, k int, b *float32, ldb int, zero bool)
