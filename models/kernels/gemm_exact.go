@@ -48,12 +48,28 @@ func sgemmExact(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b
 	if k == 0 {
 		return true
 	}
-	// beta = 0: the row kernels start from +0 instead of a cleared C.
-	for i := 0; i < m; i++ {
-		axpyRow(c[i*ldc:i*ldc+n], a[i*rowStep:], astride, k, b, ldb, beta == 0)
+	// In blocks of kBlock values of l and 64 columns, so that the part of
+	// B one pass reads (kBlock rows of a 64-column strip, 16 KiB) stays in
+	// the L1 cache over all rows of C. C[i,j] still gets its products
+	// added in l order (kept in memory between blocks of l), so the bits do
+	// not depend on the blocking. beta = 0: the first block starts from +0
+	// instead of a cleared C.
+	for l0 := 0; l0 < k; l0 += kBlock {
+		kb := min(kBlock, k-l0)
+		for j := 0; j < n; j += 64 {
+			w := min(64, n-j)
+			for i := 0; i < m; i++ {
+				ci := i*ldc + j
+				axpyRow(c[ci:ci+w], a[i*rowStep+l0*astride:], astride, kb, b[l0*ldb+j:], ldb, beta == 0 && l0 == 0)
+			}
+		}
 	}
 	return true
 }
+
+// kBlock is the number of rows of B one pass of sgemmExact's row kernels
+// reads.
+const kBlock = 64
 
 // axpyRowGo is the portable row kernel: c[j] += a[l·astride]·b[l·ldb+j]
 // for l in order, zero a skipped, each product rounded (the float32

@@ -25,7 +25,7 @@ func gemmCases() []gemmCase {
 		for _, mnk := range [][3]int{
 			{1, 1, 1}, {128, 64, 64}, {37, 64, 64}, {128, 2, 64}, {128, 64, 3}, {5, 64, 37},
 			{64, 64, 128}, {7, 101, 13}, {3, 8, 0}, {2, 33, 5}, {128, 72, 64}, {4, 200, 9},
-			{6, 300, 17}, {3, 12, 5}, {2, 7, 4},
+			{6, 300, 17}, {3, 12, 5}, {2, 7, 4}, {5, 130, 150},
 		} {
 			for _, beta := range []float32{0, 1, 0.5} {
 				m, n, k := mnk[0], mnk[1], mnk[2]
@@ -198,8 +198,8 @@ func TestSgemmExactDeclines(t *testing.T) {
 }
 
 // BenchmarkSgemm compares gonum's Sgemm with sgemmExact on the kernels'
-// shapes: a 128-row chunk (or a few rows) by hidden 64, and by E-SPN's
-// hidden 300 (four blocks of 64 columns and a tail of 44).
+// shapes: a 128-row chunk (or a few rows) by hidden 64, R-SPN's 128 and
+// E-SPN's 300 (four blocks of 64 columns and a tail of 44).
 func BenchmarkSgemm(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, s := range []struct {
@@ -212,6 +212,8 @@ func BenchmarkSgemm(b *testing.B) {
 		{"NN/128x2x64", false, false, 128, 2, 64},
 		{"TN/64x64x128", true, false, 64, 64, 128},
 		{"NT/128x64x64", false, true, 128, 64, 64},
+		{"NN/128x128x128", false, false, 128, 128, 128},
+		{"TN/128x128x128", true, false, 128, 128, 128},
 		{"NN/128x300x300", false, false, 128, 300, 300},
 		{"TN/300x300x128", true, false, 300, 300, 128},
 	} {
