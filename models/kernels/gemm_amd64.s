@@ -82,6 +82,13 @@ axpyRow64_store:
 	VZEROUPPER
 	RET
 
+// Block q (1-based) of axpyRowTail's 8-column blocks, at byte offset off
+// and in register Y, when q ≤ n8 (R10): load it from c, add the term of
+// one l to it, store it to c.
+#define TAIL_LOAD(q, off, Y) CMPQ R10, $q; JB axpyRowTail_lm; VMOVUPS off(DI), Y
+#define TAIL_STEP(q, off, Y) CMPQ R10, $q; JB axpyRowTail_next; VMULPS off(DX), Y0, Y9; VADDPS Y9, Y, Y
+#define TAIL_STORE(q, off, Y) CMPQ R10, $q; JB axpyRowTail_done; VMOVUPS Y, off(DI)
+
 // func axpyRowTail(c, a *float32, astride, k int, b *float32, ldb int, zero bool, n8 int, mask *uint32)
 // The row kernel on the last 8·n8+r < 64 columns of a row (n8 ≤ 7, r < 8):
 // n8 blocks of 8 columns in Y1..Y7 and a block of the r columns whose
@@ -112,27 +119,13 @@ TEXT ·axpyRowTail(SB), NOSPLIT, $0-72
 	MOVBLZX zero+48(FP), AX
 	TESTL AX, AX
 	JNZ axpyRowTail_start
-	CMPQ R10, $1
-	JB axpyRowTail_lm
-	VMOVUPS 0(DI), Y1
-	CMPQ R10, $2
-	JB axpyRowTail_lm
-	VMOVUPS 32(DI), Y2
-	CMPQ R10, $3
-	JB axpyRowTail_lm
-	VMOVUPS 64(DI), Y3
-	CMPQ R10, $4
-	JB axpyRowTail_lm
-	VMOVUPS 96(DI), Y4
-	CMPQ R10, $5
-	JB axpyRowTail_lm
-	VMOVUPS 128(DI), Y5
-	CMPQ R10, $6
-	JB axpyRowTail_lm
-	VMOVUPS 160(DI), Y6
-	CMPQ R10, $7
-	JB axpyRowTail_lm
-	VMOVUPS 192(DI), Y7
+	TAIL_LOAD(1, 0, Y1)
+	TAIL_LOAD(2, 32, Y2)
+	TAIL_LOAD(3, 64, Y3)
+	TAIL_LOAD(4, 96, Y4)
+	TAIL_LOAD(5, 128, Y5)
+	TAIL_LOAD(6, 160, Y6)
+	TAIL_LOAD(7, 192, Y7)
 axpyRowTail_lm:
 	VMASKMOVPS (DI)(R12*1), Y15, Y8
 axpyRowTail_start:
@@ -146,34 +139,13 @@ axpyRowTail_loop:
 	VMASKMOVPS (DX)(R12*1), Y15, Y9
 	VMULPS Y9, Y0, Y9
 	VADDPS Y9, Y8, Y8
-	CMPQ R10, $1
-	JB axpyRowTail_next
-	VMULPS 0(DX), Y0, Y9
-	VADDPS Y9, Y1, Y1
-	CMPQ R10, $2
-	JB axpyRowTail_next
-	VMULPS 32(DX), Y0, Y9
-	VADDPS Y9, Y2, Y2
-	CMPQ R10, $3
-	JB axpyRowTail_next
-	VMULPS 64(DX), Y0, Y9
-	VADDPS Y9, Y3, Y3
-	CMPQ R10, $4
-	JB axpyRowTail_next
-	VMULPS 96(DX), Y0, Y9
-	VADDPS Y9, Y4, Y4
-	CMPQ R10, $5
-	JB axpyRowTail_next
-	VMULPS 128(DX), Y0, Y9
-	VADDPS Y9, Y5, Y5
-	CMPQ R10, $6
-	JB axpyRowTail_next
-	VMULPS 160(DX), Y0, Y9
-	VADDPS Y9, Y6, Y6
-	CMPQ R10, $7
-	JB axpyRowTail_next
-	VMULPS 192(DX), Y0, Y9
-	VADDPS Y9, Y7, Y7
+	TAIL_STEP(1, 0, Y1)
+	TAIL_STEP(2, 32, Y2)
+	TAIL_STEP(3, 64, Y3)
+	TAIL_STEP(4, 96, Y4)
+	TAIL_STEP(5, 128, Y5)
+	TAIL_STEP(6, 160, Y6)
+	TAIL_STEP(7, 192, Y7)
 axpyRowTail_next:
 	ADDQ R8, SI
 	ADDQ R9, DX
@@ -181,27 +153,13 @@ axpyRowTail_next:
 	JNZ axpyRowTail_loop
 axpyRowTail_store:
 	VMASKMOVPS Y8, Y15, (DI)(R12*1)
-	CMPQ R10, $1
-	JB axpyRowTail_done
-	VMOVUPS Y1, 0(DI)
-	CMPQ R10, $2
-	JB axpyRowTail_done
-	VMOVUPS Y2, 32(DI)
-	CMPQ R10, $3
-	JB axpyRowTail_done
-	VMOVUPS Y3, 64(DI)
-	CMPQ R10, $4
-	JB axpyRowTail_done
-	VMOVUPS Y4, 96(DI)
-	CMPQ R10, $5
-	JB axpyRowTail_done
-	VMOVUPS Y5, 128(DI)
-	CMPQ R10, $6
-	JB axpyRowTail_done
-	VMOVUPS Y6, 160(DI)
-	CMPQ R10, $7
-	JB axpyRowTail_done
-	VMOVUPS Y7, 192(DI)
+	TAIL_STORE(1, 0, Y1)
+	TAIL_STORE(2, 32, Y2)
+	TAIL_STORE(3, 64, Y3)
+	TAIL_STORE(4, 96, Y4)
+	TAIL_STORE(5, 128, Y5)
+	TAIL_STORE(6, 160, Y6)
+	TAIL_STORE(7, 192, Y7)
 axpyRowTail_done:
 	VZEROUPPER
 	RET
