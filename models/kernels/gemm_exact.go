@@ -154,9 +154,15 @@ func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32,
 		p := alignPrefix(&b[k0], lk)
 		rem := lk - p
 		nb, t4, t1 := rem/16, rem%16/4, rem%4
-		if n4 > 0 {
+		// Columns in blocks of jb rows of B (16 KiB of them, a multiple of
+		// 4), each over every pair of rows of C, so that the block stays
+		// in the L1 cache; every dot product is whole, so the bits do not
+		// depend on the blocking.
+		jb := max(4, 16384/(4*lk)/4*4)
+		for j0 := 0; j0 < n4; j0 += jb {
+			nq := min(jb, n4-j0) / 4
 			for i := 0; i < m2; i += 2 {
-				dot2x4(&c[i*ldc], ldc, &a[i*lda+k0], lda, &b[k0], ldb, p, nb, t4, t1, n4/4)
+				dot2x4(&c[i*ldc+j0], ldc, &a[i*lda+k0], lda, &b[j0*ldb+k0], ldb, p, nb, t4, t1, nq)
 			}
 		}
 		for i := 0; i < m; i++ {

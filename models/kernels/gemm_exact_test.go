@@ -215,6 +215,8 @@ func BenchmarkSgemm(b *testing.B) {
 		{"NN/128x128x128", false, false, 128, 128, 128},
 		{"TN/128x128x128", true, false, 128, 128, 128},
 		{"NN/128x300x300", false, false, 128, 300, 300},
+		{"NT/128x128x128", false, true, 128, 128, 128},
+		{"NT/128x300x300", false, true, 128, 300, 300},
 		{"TN/300x300x128", true, false, 300, 300, 128},
 	} {
 		lda, ldb := s.k, s.n
