@@ -220,6 +220,9 @@ func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 		}
 	}
 	mirror := mirrortest.Dir(t)
+	// Each dataset is read once and its first torchGraphs graphs shared
+	// by its cases (which only read them).
+	loaded := map[string]*data.Dataset{}
 	for _, c := range torchCases {
 		name := c.kind
 		for _, o := range []struct {
@@ -230,7 +233,15 @@ func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 				name += o.name
 			}
 		}
-		t.Run(name+"/"+c.data, func(t *testing.T) { gradientsAsPyTorch(t, e, py, c, c.load(t, mirror)) })
+		t.Run(name+"/"+c.data, func(t *testing.T) {
+			ds, ok := loaded[c.data]
+			if !ok {
+				ds = c.load(t, mirror)
+				ds.Graphs = ds.Graphs[:torchGraphs]
+				loaded[c.data] = ds
+			}
+			gradientsAsPyTorch(t, e, py, c, ds)
+		})
 	}
 }
 
@@ -299,9 +310,9 @@ func torchGraphOf(ds *data.Dataset, g *data.Graph) torchGraph {
 	return tg
 }
 
-// gradientsAsPyTorch is sameGradientsAsPyTorch for one case.
+// gradientsAsPyTorch is sameGradientsAsPyTorch for one case, on ds's
+// torchGraphs graphs.
 func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, ds *data.Dataset) {
-	ds.Graphs = ds.Graphs[:torchGraphs]
 	hops, err := sp.Compute(context.Background(), ds.Graphs, c.k, false, 2)
 	if err != nil {
 		t.Fatal(err)
