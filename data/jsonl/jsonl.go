@@ -100,9 +100,10 @@ func Write(w io.Writer, ds *data.Dataset) error {
 	for i := range ds.Graphs {
 		g := &ds.Graphs[i]
 		n := g.N
-		rec := record{Nodes: &n, Edges: [][]int{}, X: g.Labels}
-		for _, e := range g.Edges() {
-			rec.Edges = append(rec.Edges, e[:])
+		edges := g.Edges()
+		rec := record{Nodes: &n, Edges: make([][]int, len(edges)), X: g.Labels}
+		for i := range edges {
+			rec.Edges[i] = edges[i][:]
 		}
 		if w := len(ds.NodeCatVocab); g.NodeCat != nil && w > 0 {
 			rec.NodeFeat = make([][]int32, g.N)
@@ -532,7 +533,7 @@ func Lines(r io.Reader, file string, fn func(no int, line []byte) error) error {
 		if err != nil && err != io.EOF {
 			return &LineError{File: file, Line: no, Err: err}
 		}
-		lead := len(line) - len(bytes.TrimLeftFunc(line, unicode.IsSpace)) // as TrimSpace
+		raw := line
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
@@ -541,7 +542,8 @@ func Lines(r io.Reader, file string, fn func(no int, line []byte) error) error {
 			le := &LineError{File: file, Line: no, Err: err}
 			var ce *columnError
 			if errors.As(err, &ce) {
-				le.Col = lead + ce.col
+				// The column counts the white space TrimSpace took.
+				le.Col = len(raw) - len(bytes.TrimLeftFunc(raw, unicode.IsSpace)) + ce.col
 				if ce == err {
 					le.Err = ce.err
 				}
