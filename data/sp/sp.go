@@ -32,14 +32,17 @@ func Compute(ctx context.Context, graphs []data.Graph, kmax int, keepUnreachable
 // (and N_∞) together: the row offsets of a data.CSR are int32.
 const MaxEntries = math.MaxInt32
 
-// ComputeLimit is Compute for at most limit (≤ MaxEntries) entries per
-// graph. A graph with more is a *LimitError, found before its hop sets are
-// built past the limit: a hub's N_2 grows with the square of its size.
+// ComputeLimit is Compute for at most limit entries per graph (limit ≤ 0
+// or above MaxEntries: MaxEntries). A graph with more is a *LimitError,
+// found before its hop sets are built past the limit: a hub's N_2 grows
+// with the square of its size.
 func ComputeLimit(ctx context.Context, graphs []data.Graph, kmax int, keepUnreachable bool, threads int, limit int64) (*data.Hops, error) {
 	if kmax < 1 {
 		return nil, fmt.Errorf("computing hop sets: kmax must be >= 1, got %d", kmax)
 	}
-	limit = min(limit, MaxEntries)
+	if limit <= 0 || limit > MaxEntries {
+		limit = MaxEntries
+	}
 	for i := range graphs {
 		if err := checkAdj(&graphs[i]); err != nil {
 			return nil, fmt.Errorf("computing hop sets: graph %d: %w", i, err)

@@ -44,8 +44,8 @@ func (e *GraphError) Unwrap() error { return e.Err }
 
 // Graphs returns m's predictions (evaluation mode) for graphs, whose node
 // labels and attributes must fit the model's input vocabulary. threads
-// bounds the hop-set computation, and maxHopEntries (≤ 0: sp.MaxEntries)
-// the entries of one graph's hop sets N_1..N_k. A graph that does not fit
+// bounds the hop-set computation, and maxHopEntries the entries of one
+// graph's hop sets N_1..N_k (as sp.ComputeLimit's limit). A graph that does not fit
 // is a *GraphError.
 func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads int, maxHopEntries int64) ([]Prediction, error) {
 	cfg := m.Config()
@@ -91,9 +91,6 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 	var hops *data.Hops
 	if k := m.Hops(); k > 0 {
 		var err error
-		if maxHopEntries <= 0 {
-			maxHopEntries = sp.MaxEntries
-		}
 		if hops, err = sp.ComputeLimit(ctx, graphs, k, false, threads, maxHopEntries); err != nil {
 			if le := (*sp.LimitError)(nil); errors.As(err, &le) {
 				return nil, &GraphError{le.Graph, fmt.Errorf("its hop sets N_1..N_%d have more than %d entries", k, le.Limit)}
