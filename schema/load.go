@@ -270,13 +270,17 @@ func (l *loader) validate(v cue.Value) Errors {
 	walk(v, 0)
 	// unknownFields' errors replace CUE's own "field not allowed" at the
 	// same place (theirs name the allowed fields).
+	type place struct {
+		line, col int
+		path      string
+	}
 	unknown := l.unknownFields()
-	replaced := map[string]bool{}
+	replaced := map[place]bool{}
 	for _, e := range unknown {
-		replaced[fmt.Sprintf("%d:%d:%s", e.Line, e.Col, e.Path)] = true
+		replaced[place{e.Line, e.Col, e.Path}] = true
 	}
 	out = slices.DeleteFunc(out, func(e Error) bool {
-		return e.Msg == "field not allowed" && replaced[fmt.Sprintf("%d:%d:%s", e.Line, e.Col, e.Path)]
+		return e.Msg == "field not allowed" && replaced[place{e.Line, e.Col, e.Path}]
 	})
 	for _, e := range unknown {
 		if k := e.Error(); !seen[k] {
@@ -385,9 +389,9 @@ func allowedHint(parent cue.Value, label string, parentPath []string) string {
 	}
 	slices.Sort(names)
 	hint := ""
-	best, bestD := "", 3 // at most 2 edits away
+	best, bestD, lower := "", 3, strings.ToLower(label) // at most 2 edits away
 	for _, n := range names {
-		if d := editDistance(strings.ToLower(label), strings.ToLower(n)); d < bestD {
+		if d := editDistance(lower, strings.ToLower(n)); d < bestD {
 			best, bestD = n, d
 		}
 	}
