@@ -258,6 +258,37 @@ func BenchmarkSgemm(b *testing.B) {
 	}
 }
 
+// BenchmarkSgemmFreshZeros is y = x·W with x's ReLU-like zeros new at
+// every call, as in training: each call takes the next of 16 matrices,
+// too many for the CPU's branch predictor to learn where the zeros are,
+// which it does for BenchmarkSgemm's one repeated matrix (the row kernels
+// branch on every zero).
+func BenchmarkSgemmFreshZeros(b *testing.B) {
+	const variants = 16
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, d := range []int{64, 128, 300} {
+		const m = 128
+		xs := make([][]float32, variants)
+		for v := range xs {
+			xs[v] = make([]float32, m*d)
+			for i := range xs[v] {
+				xs[v][i] = max(0, float32(rng.NormFloat64()))
+			}
+		}
+		w := make([]float32, d*d)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		y := make([]float32, m*d)
+		b.Run(fmt.Sprintf("NN/%dx%dx%d", m, d, d), func(b *testing.B) {
+			for v := 0; b.Loop(); v++ {
+				sgemm(false, false, m, d, d, 1, xs[v%variants], d, w, d, 0, y, d)
+			}
+			b.ReportMetric(float64(2*m*d*d)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
 // TestSgemmExactNTMatchesGonum checks C = A·Bᵀ bit for bit against gonum's
 // Sgemm for every alignment of B's rows, inner dimensions around the
 // 16-element blocks and row and column counts around the 2×4 kernel.
