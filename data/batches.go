@@ -5,15 +5,15 @@ import (
 	"sync"
 )
 
-// Batches returns the batches of ds for the index groups (NewBatch with
-// hops and k), in order, each built on a goroutine one batch ahead of
+// Batches returns the batches of ds for the index groups (NewBatchWith
+// with hops and opt), in order, each built on a goroutine one batch ahead of
 // the caller: while the caller works on batch i, batch i+1 is built, so
 // that a training loop whose steps run elsewhere (on a GPU) does not add
-// the batches' building to its steps' time. The batches are NewBatch's,
+// the batches' building to its steps' time. The batches are NewBatchWith's,
 // bit for bit. An error ends the sequence after yielding it (with a nil
 // batch); when the caller stops early, the goroutine stops after the
 // batch it is building. ds and hops must not change meanwhile.
-func Batches(ds *Dataset, hops *Hops, groups [][]int, k int) iter.Seq2[*Batch, error] {
+func Batches(ds *Dataset, hops *Hops, groups [][]int, opt BatchOptions) iter.Seq2[*Batch, error] {
 	return func(yield func(*Batch, error) bool) {
 		type built struct {
 			b   *Batch
@@ -27,7 +27,7 @@ func Batches(ds *Dataset, hops *Hops, groups [][]int, k int) iter.Seq2[*Batch, e
 			defer wg.Done()
 			defer close(next)
 			for _, idx := range groups {
-				b, err := NewBatch(ds, hops, idx, k)
+				b, err := NewBatchWith(ds, hops, idx, opt)
 				select {
 				case next <- built{b, err}:
 				case <-stop:

@@ -15,7 +15,7 @@ func TestBatches(t *testing.T) {
 	ds, hops := pathDataset([]int{3, 2, 4, 1, 5}, 2)
 	groups := [][]int{{0, 1}, {2}, {3, 4, 0}, {1}}
 	var got []*Batch
-	for b, err := range Batches(ds, hops, groups, 2) {
+	for b, err := range Batches(ds, hops, groups, BatchOptions{K: 2}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestBatches(t *testing.T) {
 	bad := [][]int{{0}, {1}, {7}, {2}}
 	n := 0
 	var last error
-	for b, err := range Batches(ds, hops, bad, 2) {
+	for b, err := range Batches(ds, hops, bad, BatchOptions{K: 2}) {
 		if err != nil {
 			if b != nil {
 				t.Error("a batch with the error")
@@ -53,7 +53,7 @@ func TestBatches(t *testing.T) {
 
 	before := runtime.NumGoroutine()
 	for i := 0; i < 20; i++ {
-		for range Batches(ds, hops, groups, 2) {
+		for range Batches(ds, hops, groups, BatchOptions{K: 2}) {
 			break
 		}
 	}

@@ -114,26 +114,43 @@ func ReadHopsFile(path string) (*Hops, error) {
 	return h, err
 }
 
-// HopsFileKMax returns the kmax a hops file declares in its header,
-// reading nothing else (ReadHopsFile and ReadHopsFilePrefix verify the
-// whole file).
-func HopsFileKMax(path string) (int, error) {
+// HopsFileHeader returns the kmax a hops file declares in its header and
+// whether it holds N_∞ (the flag of its first graph: one precompute
+// keeps N_∞ of every graph or of none; true for a file of no graphs),
+// reading nothing after the first graph's flag (ReadHopsFile and
+// ReadHopsFilePrefix verify the whole file).
+func HopsFileHeader(path string) (kmax int, unreachable bool, err error) {
 	f, size, err := openSized(path)
 	if err != nil {
-		return 0, fmt.Errorf("reading hops: %w", err)
+		return 0, false, fmt.Errorf("reading hops: %w", err)
 	}
 	defer f.Close()
 	d, err := newDecoder(f, size, hopsMagic, hopsVersion, hopsVersionInt32)
 	if err == nil {
-		kmax := d.u32()
-		if err = d.err; err == nil && (kmax < 1 || kmax > 1<<16) {
-			err = fmt.Errorf("KMax %d out of range 1..65536", kmax)
+		k := d.u32()
+		if err = d.err; err == nil && (k < 1 || k > 1<<16) {
+			err = fmt.Errorf("KMax %d out of range 1..65536", k)
 		}
 		if err == nil {
-			return int(kmax), nil
+			perCSR, perNode := 8, 4
+			if d.version == hopsVersion {
+				perCSR, perNode = 2, 1
+			}
+			unreachable = true
+			if ng := d.count(5+perCSR*int(k), "graph count"); ng > 0 {
+				d.count(perNode*int(k), "node count")
+				flag := d.u8()
+				if d.err == nil && flag > 1 {
+					d.err = fmt.Errorf("graph 0: bad unreachable flag %d", flag)
+				}
+				unreachable = flag == 1
+			}
+			if err = d.err; err == nil {
+				return int(k), unreachable, nil
+			}
 		}
 	}
-	return 0, fmt.Errorf("reading hops %s: %w", path, err)
+	return 0, false, fmt.Errorf("reading hops %s: %w", path, err)
 }
 
 // ReadHopsFilePrefix reads and validates a hops file like ReadHopsFile but

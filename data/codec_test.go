@@ -447,17 +447,26 @@ func FuzzReadHops(f *testing.F) {
 
 // TestReadHopsFilePrefix checks that reading the first k hop sets of a file
 // (both format versions) gives what Prefix gives of the whole file, and
-// that HopsFileKMax reads the header's kmax.
+// that HopsFileHeader reads the header's kmax and the first graph's N_∞
+// flag.
 func TestReadHopsFilePrefix(t *testing.T) {
 	h := sampleHops(t)
 	v2 := filepath.Join(t.TempDir(), "hops.bin")
 	if err := WriteHopsFile(v2, h); err != nil {
 		t.Fatal(err)
 	}
+	all := &Hops{KMax: h.KMax, Graphs: []GraphHops{h.Graphs[1], h.Graphs[1]}}
+	v2all := filepath.Join(t.TempDir(), "all.bin")
+	if err := WriteHopsFile(v2all, all); err != nil {
+		t.Fatal(err)
+	}
+	if kmax, unr, err := HopsFileHeader(v2all); err != nil || kmax != h.KMax || !unr || !all.KeptUnreachable() {
+		t.Errorf("%s (N_∞ of every graph): HopsFileHeader = %d, %v, %v; KeptUnreachable %v; want %d, true", v2all, kmax, unr, err, all.KeptUnreachable(), h.KMax)
+	}
 	for _, path := range []string{v2, filepath.Join("testdata", "hops_v1.bin")} {
-		kmax, err := HopsFileKMax(path)
-		if err != nil || kmax != h.KMax {
-			t.Fatalf("%s: HopsFileKMax = %d, %v; want %d", path, kmax, err, h.KMax)
+		kmax, unr, err := HopsFileHeader(path)
+		if err != nil || kmax != h.KMax || unr || h.KeptUnreachable() {
+			t.Fatalf("%s: HopsFileHeader = %d, %v, %v; KeptUnreachable %v; want %d, false (graph 0 has no N_∞)", path, kmax, unr, err, h.KeptUnreachable(), h.KMax)
 		}
 		for k := -1; k <= h.KMax+1; k++ {
 			got, fileK, err := ReadHopsFilePrefix(path, k)
@@ -486,7 +495,7 @@ func TestReadHopsFilePrefix(t *testing.T) {
 	if _, _, err := ReadHopsFilePrefix(bad, 1); err == nil {
 		t.Error("a damaged file read without error when keeping one hop set")
 	}
-	if _, err := HopsFileKMax(filepath.Join(t.TempDir(), "missing.bin")); err == nil {
-		t.Error("HopsFileKMax of a missing file: no error")
+	if _, _, err := HopsFileHeader(filepath.Join(t.TempDir(), "missing.bin")); err == nil {
+		t.Error("HopsFileHeader of a missing file: no error")
 	}
 }

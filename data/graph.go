@@ -150,6 +150,17 @@ func (h *Hops) Symmetric(i int, idx []int) bool {
 	return true
 }
 
+// KeptUnreachable reports whether every graph of h has its N_∞
+// (Compute's keepUnreachable, dataset.unreachable).
+func (h *Hops) KeptUnreachable() bool {
+	for _, g := range h.Graphs {
+		if g.Unreachable == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // Prefix returns hop sets holding only N_1..N_k of h (and N_∞ where kept),
 // sharing the CSRs' arrays with h but not the per-graph slices of them: a
 // model that reads k < KMax hop sets keeps only those alive once h itself

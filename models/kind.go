@@ -164,9 +164,10 @@ func (r Registry) New(cfg Config, seed uint64, be kernels.Backend) (Model, error
 }
 
 // InfoFor returns what dataset ds provides, with hop sets precomputed up
-// to kmax (0: not known): the properties the model kinds check.
-func InfoFor(ds *data.Dataset, kmax int) modelspec.DatasetInfo {
-	return modelspec.DatasetInfo{Kind: ds.Name, Known: true, KMax: kmax, Relations: ds.NumEdgeTypes,
+// to kmax (0: not known) and N_∞ kept or not: the properties the model
+// kinds check.
+func InfoFor(ds *data.Dataset, kmax int, unreachable bool) modelspec.DatasetInfo {
+	return modelspec.DatasetInfo{Kind: ds.Name, Known: true, KMax: kmax, Unreachable: unreachable, Relations: ds.NumEdgeTypes,
 		EdgeFeatures: len(ds.EdgeFeatVocab) > 0, NodeCategories: len(ds.NodeCatVocab) > 0}
 }
 

@@ -139,3 +139,22 @@ type Backed interface {
 type HopWeights interface {
 	HopWeights() (alpha [][]float64, eps []float64)
 }
+
+// UnreachableReader is implemented by models that can aggregate over N_∞
+// (Batch.Unreachable, the nodes of a graph in other connected
+// components): ReadsUnreachable says whether this one does.
+type UnreachableReader interface {
+	ReadsUnreachable() bool
+}
+
+// BatchOptions returns the neighbourhoods m reads from a batch: its hop
+// sets N_1..N_k (Model.Hops) and N_∞ when it reads it
+// (UnreachableReader). Every place that builds batches for a model asks
+// here.
+func BatchOptions(m Model) data.BatchOptions {
+	o := data.BatchOptions{K: m.Hops()}
+	if u, ok := m.(UnreachableReader); ok {
+		o.Unreachable = u.ReadsUnreachable()
+	}
+	return o
+}

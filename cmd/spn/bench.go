@@ -155,6 +155,7 @@ func cmdBench(a *app, args []string) error {
 	_ = g.Value.Set("1000")
 	kind := fs.String("kind", "spn", "model `kind`")
 	k := fs.Int("k", 5, "hops `k` of the spn kinds")
+	unreachable := fs.Bool("unreachable", false, "the spn, rspn and espn kinds also aggregate over N_∞ (model.unreachable)")
 	layers := fs.Int("layers", 5, "message-passing `layers`")
 	hidden := fs.Int("hidden", 64, "`hidden` width")
 	pool := fs.String("pool", "sum", "graph readout `pool`ing")
@@ -199,7 +200,7 @@ func cmdBench(a *app, args []string) error {
 	if err != nil {
 		return usageErr("bench", err)
 	}
-	model := schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout}
+	model := schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout, Unreachable: *unreachable}
 	if device, err = a.resolveDevice("bench", "", device, (train.Kind{}).Registry(), []schema.Model{model}); err != nil {
 		return err
 	}
@@ -363,8 +364,8 @@ func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchRe
 	}
 	m := ms[0]
 	var hops *data.Hops
-	if kmax := m.Hops(); kmax > 0 {
-		if hops, err = sp.Compute(ctx, ds.Graphs, kmax, false, rep.Threads); err != nil {
+	if nb := models.BatchOptions(m); nb.K > 0 || nb.Unreachable {
+		if hops, err = sp.Compute(ctx, ds.Graphs, max(nb.K, 1), nb.Unreachable, rep.Threads); err != nil {
 			return benchRow{}, err
 		}
 	}
@@ -687,8 +688,12 @@ func renderBench(w io.Writer, rep benchReport) error {
 	if rep.Warmup > 0 {
 		epochs += fmt.Sprintf(" after %d warm-up", rep.Warmup)
 	}
-	if _, err := fmt.Fprintf(w, "%s k=%d L=%d hidden=%d pool=%s dropout=%g, batch %d, %s, %s%s, %s\n",
-		m.Kind, m.K, m.Layers, m.Hidden, m.Pool, m.Dropout, rep.Training.BatchSize, epochs,
+	unr := ""
+	if m.Unreachable {
+		unr = " unreachable"
+	}
+	if _, err := fmt.Fprintf(w, "%s k=%d%s L=%d hidden=%d pool=%s dropout=%g, batch %d, %s, %s%s, %s\n",
+		m.Kind, m.K, unr, m.Layers, m.Hidden, m.Pool, m.Dropout, rep.Training.BatchSize, epochs,
 		par, on, rep.GoVersion); err != nil {
 		return err
 	}

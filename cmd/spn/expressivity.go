@@ -274,7 +274,7 @@ func checkPairs(ctx context.Context, in *exprPairs, opt *exprOptions) (*exprRepo
 		for i, p := range rep.Pairs {
 			results[i] = p.Result
 		}
-		seps, err := separateSPN(ctx, in.pairs, results, opt.seeds)
+		seps, err := separateSPN(ctx, in.pairs, results, opt.seeds, opt.unreachable)
 		if err != nil {
 			return nil, runtimeErrf("expressivity", "%s: %w", in.source, err)
 		}
@@ -450,7 +450,11 @@ func (rep *exprReport) render(w io.Writer, perPair bool) error {
 		notes[0] = "SP-MPNN(k): colour refinement over N_1..N_k and N_∞, the upper bound of any SP-MPNN with hop limit k that also aggregates over N_∞."
 	}
 	if rep.SPNSeeds > 0 {
-		notes = append(notes, fmt.Sprintf("SPN(k): some of %d random SPNs (%s) separates the outputs by more than %g (relative).", rep.SPNSeeds, spnDescription, spnTolerance))
+		desc := spnDescription
+		if rep.Unreachable {
+			desc += ", N_∞ aggregated with α_∞"
+		}
+		notes = append(notes, fmt.Sprintf("SPN(k): some of %d random SPNs (%s) separates the outputs by more than %g (relative).", rep.SPNSeeds, desc, spnTolerance))
 	}
 	for _, n := range notes {
 		fmt.Fprintln(w, n)

@@ -54,8 +54,9 @@ func (s spnSeparation) Separates() bool { return s.Separating > 0 }
 // seed) and returns each pair's separations, parallel to pairs. results[i]
 // is pairs[i]'s refinement; the layers for k are one more than the most
 // rounds its SP-MPNN(k) refinement needed on any pair, within
-// spnMinLayers..spnMaxLayers.
-func separateSPN(ctx context.Context, pairs []expressivity.Pair, results []*expressivity.Result, seeds int) ([][]spnSeparation, error) {
+// spnMinLayers..spnMaxLayers. With unreachable the SPNs also aggregate
+// over N_∞ (model.unreachable), as results' refinement then does.
+func separateSPN(ctx context.Context, pairs []expressivity.Pair, results []*expressivity.Result, seeds int, unreachable bool) ([][]spnSeparation, error) {
 	var graphs []data.Graph
 	numLabels, attrDim := 1, -1
 	for pi := range pairs {
@@ -97,7 +98,7 @@ func separateSPN(ctx context.Context, pairs []expressivity.Pair, results []*expr
 	out := make([][]spnSeparation, len(pairs))
 	for _, k := range ks {
 		cfg := models.Config{
-			Model:     schema.Model{Kind: "spn", K: k, Layers: layers[k], Hidden: spnHidden, Pool: "sum"},
+			Model:     schema.Model{Kind: "spn", K: k, Layers: layers[k], Hidden: spnHidden, Pool: "sum", Unreachable: unreachable},
 			NumLabels: numLabels, AttrDim: attrDim, Task: models.TaskRegression, Out: spnOut,
 		}
 		seps := make([]spnSeparation, len(pairs))

@@ -60,8 +60,13 @@ func TestExpressivityGolden(t *testing.T) {
 // refinement on the paper's pairs and the test pairs: an SPN never
 // separates what SP-MPNN(k) refinement does not (it is the upper bound),
 // and SPN(k = 1), whose α has one entry, separates exactly what 1-WL does.
+// With --unreachable (SPNs and refinement over N_∞ too), SPN(k = 1)
+// separates exactly what its refinement does: C6 against two triangles,
+// which 1-WL does not.
 func TestExpressivityConcreteSPN(t *testing.T) {
-	for _, args := range [][]string{{"--paper"}, {filepath.Join("testdata", "expressivity", "pairs.jsonl")}} {
+	pairs := filepath.Join("testdata", "expressivity", "pairs.jsonl")
+	for _, args := range [][]string{{"--paper"}, {pairs}, {pairs, "--unreachable"}} {
+		unreachable := slices.Contains(args, "--unreachable")
 		code, stdout, stderr := exprRun(nil, append(args, "--json", "--spn-seeds", "3")...)
 		if code != exitOK {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
@@ -88,8 +93,15 @@ func TestExpressivityConcreteSPN(t *testing.T) {
 					t.Errorf("%s: k=%d: max diff %g above the tolerance but not separating", p.Name, s.K, s.MaxRelDiff)
 				}
 			}
-			if p.SPN[0].K == 1 && p.SPN[0].Separates() != p.WL {
+			switch {
+			case p.SPN[0].K != 1:
+			case !unreachable && p.SPN[0].Separates() != p.WL:
 				t.Errorf("%s: SPN(k=1) separates %v, 1-WL %v", p.Name, p.SPN[0].Separates(), p.WL)
+			case unreachable && p.SPN[0].Separates() != p.SPMPNN[0].Distinguishes:
+				t.Errorf("%s: SPN(k=1) with N_∞ separates %v, its refinement %v", p.Name, p.SPN[0].Separates(), p.SPMPNN[0].Distinguishes)
+			}
+			if unreachable && p.Name == "C6 vs 2xC3" && (p.WL || !p.SPN[0].Separates()) {
+				t.Errorf("%s with N_∞: 1-WL %v, SPN(k=1) %v; want no, yes", p.Name, p.WL, p.SPN[0].Separates())
 			}
 		}
 	}

@@ -380,7 +380,7 @@ func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 		return sn, nil
 	}
 	bi := 0
-	for b, err := range data.Batches(t.ds, t.hops, chunks(order, tr.BatchSize), t.m.Hops()) {
+	for b, err := range data.Batches(t.ds, t.hops, chunks(order, tr.BatchSize), models.BatchOptions(t.m)) {
 		if err == nil {
 			err = t.ctx.Err()
 		}
@@ -466,7 +466,7 @@ func (t *trainer) pipelineEpoch(epoch int, as models.AsyncStepper, sn *seen) err
 	}
 	var prev *inflight
 	bi := 0
-	for b, err := range data.Batches(t.ds, t.hops, chunks(t.order, t.o.Training.BatchSize), t.m.Hops()) {
+	for b, err := range data.Batches(t.ds, t.hops, chunks(t.order, t.o.Training.BatchSize), models.BatchOptions(t.m)) {
 		var cur *inflight
 		if err == nil {
 			err = t.ctx.Err()
@@ -643,7 +643,7 @@ func Predict(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, batch
 	cfg := m.Config()
 	out := make([]float32, 0, len(idx)*cfg.Out)
 	tgt := &data.Batch{NumGraphs: len(idx)}
-	for b, err := range data.Batches(ds, hops, chunks(idx, batchSize), m.Hops()) {
+	for b, err := range data.Batches(ds, hops, chunks(idx, batchSize), models.BatchOptions(m)) {
 		if err != nil {
 			return nil, nil, err
 		}

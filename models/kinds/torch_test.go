@@ -102,6 +102,8 @@ type torchCase struct {
 	// pool is model.pool ("" for sum), dropout model.dropout.
 	pool    string
 	dropout float64
+	// unreachable is model.unreachable (N_∞).
+	unreachable bool
 }
 
 // torchCases: the baseline's two forms (NCI1: labels; ENZYMES: labels
@@ -112,7 +114,8 @@ type torchCase struct {
 // on OGB's tox21 (12 binary tasks with missing labels); SPN, R-SPN and
 // E-SPN also with the global readout, SPN also with mean and max pooling,
 // SPN, GAT and E-SPN also with dropout (the masks spn draws, given to
-// PyTorch).
+// PyTorch); SPN, R-SPN and E-SPN also with N_∞ (model.unreachable; some
+// of NCI1's and tox21's graphs are disconnected, QM9's are not).
 var torchCases = []torchCase{
 	{kind: "baseline", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
 	{kind: "baseline", data: "ENZYMES", k: 1, load: loadTU("ENZYMES.zip")},
@@ -134,6 +137,9 @@ var torchCases = []torchCase{
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21, global: true},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21, dropout: 0.5},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), unreachable: true},
+	{kind: "rspn", data: "QM9-valid", k: 3, load: loadQM9, unreachable: true},
+	{kind: "espn", data: "tox21", k: 3, load: loadTox21, unreachable: true},
 }
 
 func loadQM9(t *testing.T, mirror string) *data.Dataset {
@@ -228,7 +234,7 @@ func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 		for _, o := range []struct {
 			on   bool
 			name string
-		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}, {c.dropout > 0, "-dropout"}} {
+		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}, {c.dropout > 0, "-dropout"}, {c.unreachable, "-unreachable"}} {
 			if o.on {
 				name += o.name
 			}
@@ -313,12 +319,12 @@ func torchGraphOf(ds *data.Dataset, g *data.Graph) torchGraph {
 // gradientsAsPyTorch is sameGradientsAsPyTorch for one case, on ds's
 // torchGraphs graphs.
 func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, ds *data.Dataset) {
-	hops, err := sp.Compute(context.Background(), ds.Graphs, c.k, false, 2)
+	hops, err := sp.Compute(context.Background(), ds.Graphs, c.k, c.unreachable, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: cmp.Or(c.pool, models.PoolSum), Linear: c.linear, Heads: c.heads, MaxDist: c.maxDist,
-		GlobalReadout: c.global, GatedReadout: c.gated, Dropout: c.dropout}
+		GlobalReadout: c.global, GatedReadout: c.gated, Dropout: c.dropout, Unreachable: c.unreachable}
 	spec.LearnEps = c.kind == "spn" || c.kind == "gin" || c.kind == "rspn" || c.kind == "espn"
 	cfg, err := models.ConfigFor(spec, ds)
 	if err != nil {
@@ -386,7 +392,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	want, wantEval := runTorchGrads(t, py, torchInputs{graphs: graphs, checkpoint: ck.Bytes(), batches: batches, masks: masks})
 	bts := make([]*data.Batch, len(batches))
 	for i, gs := range batches {
-		if bts[i], err = data.NewBatch(ds, hops, gs, c.k); err != nil {
+		if bts[i], err = data.NewBatchWith(ds, hops, gs, models.BatchOptions(m)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,7 +36,8 @@ type Data struct {
 	N, G int
 	// Ptr are the graph offsets (len G+1).
 	Ptr []int32
-	// Hops are N_2..N_k (Combine's higher hops), HopsT their transposes.
+	// Hops are N_2..N_k (Combine's higher hops), then N_∞ when the model
+	// reads it (Need.Unreachable), HopsT their transposes.
 	Hops, HopsT []data.CSR
 	// Hop1 is N_1 (or the adjacency) when Combine aggregates the first hop
 	// itself (Combine.Hop1), Hop1T its transpose.
@@ -76,8 +77,10 @@ type Data struct {
 
 // Need says which parts of a batch Set prepares.
 type Need struct {
-	// K is the hop count: Combine reads N_2..N_K.
-	K int
+	// K is the hop count: Combine reads N_2..N_K, then N_∞ with
+	// Unreachable.
+	K           int
+	Unreachable bool
 	// Relations, Edges: the relations (R-SPN), the adjacency with its
 	// edge features (E-SPN).
 	Relations, Edges bool
@@ -93,6 +96,13 @@ func (d *Data) Set(b *data.Batch, need Need) error {
 	for i := 1; i < need.K; i++ {
 		d.Hops = append(d.Hops, b.Hop[i])
 		d.HopsT = append(d.HopsT, hopTranspose(b, i, b.Hop[i]))
+	}
+	if need.Unreachable {
+		if b.Unreachable == nil {
+			return fmt.Errorf("batch carries no N_∞, need it")
+		}
+		d.Hops = append(d.Hops, *b.Unreachable)
+		d.HopsT = append(d.HopsT, kernels.Transpose(*b.Unreachable))
 	}
 	if need.Relations {
 		d.Rel = b.Rel

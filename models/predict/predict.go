@@ -89,11 +89,18 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 		}
 	}
 	var hops *data.Hops
-	if k := m.Hops(); k > 0 {
+	if o := models.BatchOptions(m); o.K > 0 || o.Unreachable {
 		var err error
-		if hops, err = sp.ComputeLimit(ctx, graphs, k, false, threads, maxHopEntries); err != nil {
+		if hops, err = sp.ComputeLimit(ctx, graphs, o.K, o.Unreachable, threads, maxHopEntries); err != nil {
 			if le := (*sp.LimitError)(nil); errors.As(err, &le) {
-				return nil, &GraphError{le.Graph, fmt.Errorf("its hop sets N_1..N_%d have more than %d entries", k, le.Limit)}
+				sets := fmt.Sprintf("N_1..N_%d", o.K)
+				if o.K == 1 {
+					sets = "N_1"
+				}
+				if o.Unreachable {
+					sets += " and N_∞"
+				}
+				return nil, &GraphError{le.Graph, fmt.Errorf("its hop sets %s have more than %d entries", sets, le.Limit)}
 			}
 			return nil, err
 		}

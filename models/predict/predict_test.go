@@ -130,3 +130,45 @@ func TestInputErrors(t *testing.T) {
 		t.Fatalf("hop sets of 6 entries, at most 5 allowed: got %v, want a GraphError for graph 1", err)
 	}
 }
+
+// TestUnreachable: a model that reads N_∞ (model.unreachable) gets it
+// from Graphs, counted against the hop-entry limit. With k = 1 it tells
+// C6 from two triangles, which an SPN over N_1 alone (1-WL) cannot.
+func TestUnreachable(t *testing.T) {
+	c6, _ := data.FromEdges(6, [][2]int{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 0}})
+	c3c3, _ := data.FromEdges(6, [][2]int{{0, 1}, {1, 2}, {2, 0}, {3, 4}, {4, 5}, {5, 3}})
+	for _, g := range []*data.Graph{&c6, &c3c3} {
+		g.Labels = make([]int32, g.N)
+	}
+	diff := func(unreachable bool, limit int64) (float64, error) {
+		cfg := models.Config{Model: modelspec.Model{Kind: "spn", K: 1, Layers: 2, Hidden: 8, Pool: "sum", Unreachable: unreachable},
+			NumLabels: 1, Task: models.TaskRegression, Out: 1}
+		m, err := kinds.All().New(cfg, 1, kernels.CPU{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := models.BatchOptions(m); got != (data.BatchOptions{K: 1, Unreachable: unreachable}) {
+			t.Errorf("BatchOptions = %+v, want k 1, N_∞ %v", got, unreachable)
+		}
+		p, err := Graphs(context.Background(), m, []data.Graph{c6, c3c3}, 1, limit)
+		if err != nil {
+			return 0, err
+		}
+		return math.Abs(p[0].Values[0] - p[1].Values[0]), nil
+	}
+	if d, err := diff(false, 0); err != nil || d > 1e-5 {
+		t.Errorf("without N_∞: outputs differ by %g (%v); want the same (1-WL cannot tell them apart)", d, err)
+	}
+	if d, err := diff(true, 0); err != nil || d < 1e-3 {
+		t.Errorf("with N_∞: outputs differ by %g (%v); want them told apart", d, err)
+	}
+	// Two triangles: 12 entries in N_1 and 18 in N_∞.
+	if _, err := diff(true, 30); err != nil {
+		t.Errorf("30 entries, at most 30 allowed: %v", err)
+	}
+	_, err := diff(true, 29)
+	var ge *GraphError
+	if !errors.As(err, &ge) || ge.Graph != 1 || !strings.Contains(err.Error(), "hop sets N_1 and N_∞ have more than 29 entries") {
+		t.Errorf("30 entries, at most 29 allowed: got %v, want a GraphError for graph 1 naming N_∞", err)
+	}
+}

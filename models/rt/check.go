@@ -53,7 +53,8 @@ func CheckHeads(errs []modelspec.FieldError, m modelspec.Model) []modelspec.Fiel
 }
 
 // CheckHops requires 1 ≤ k ≤ dataset.kmax of the kinds that aggregate
-// over N_1..N_k, and a known alpha_init.
+// over N_1..N_k, a known alpha_init, and dataset.unreachable of a model
+// that reads N_∞ (where the dataset's kmax is known).
 func CheckHops(errs []modelspec.FieldError, m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	switch m.AlphaInit {
 	case "", modelspec.AlphaZeros, modelspec.AlphaNormal:
@@ -65,6 +66,9 @@ func CheckHops(errs []modelspec.FieldError, m modelspec.Model, d modelspec.Datas
 		errs = append(errs, Errf("k", "k = %d: need at least 1 hop", m.K))
 	case d.KMax > 0 && m.K > d.KMax:
 		errs = append(errs, Errf("k", "k = %d exceeds dataset.kmax = %d (hops are precomputed up to kmax)", m.K, d.KMax))
+	}
+	if m.Unreachable && d.KMax > 0 && !d.Unreachable {
+		errs = append(errs, Errf("unreachable", "the model reads N_∞, which the precompute keeps only with dataset.unreachable: true"))
 	}
 	return errs
 }

@@ -24,7 +24,7 @@ type Hops struct {
 // layers in order).
 func NewHops(name string, m modelspec.Model, readInit, logitInit *rand.Rand) Hops {
 	h := Hops{
-		Agg:  param.NewHopAggregation(name+".agg", m.K, m.Hidden, m.Eps, m.LearnEps),
+		Agg:  param.NewHopAggregation(name+".agg", m.HopTerms(), m.Hidden, m.Eps, m.LearnEps),
 		Read: NewGlobalRead(name, m, readInit),
 	}
 	if m.AlphaInit == modelspec.AlphaNormal {

@@ -302,8 +302,11 @@ func (n *HopNet) Hops() int { return n.Cfg.Model.K }
 // layer a HopLayer).
 func (n *HopNet) HopWeights() (alpha [][]float64, eps []float64) { return NetHopWeights(n.Layers) }
 
-// need are the hop sets N_1..N_k.
-func (n *HopNet) need() Need { return Need{K: n.Cfg.Model.K} }
+// need are the hop sets N_1..N_k, and N_∞ with model.unreachable.
+func (n *HopNet) need() Need { return Need{K: n.Cfg.Model.K, Unreachable: n.Cfg.Model.Unreachable} }
+
+// ReadsUnreachable implements models.UnreachableReader: model.unreachable.
+func (n *HopNet) ReadsUnreachable() bool { return n.Cfg.Model.Unreachable }
 
 // CheckWith checks b's hop sets (CheckBatch), then its typed data with
 // the kind's typed, then its categorical node features.
@@ -321,7 +324,7 @@ func (n *HopNet) CheckWith(b *data.Batch, o Opts, typed func(*data.Batch) error)
 func (n *HopNet) Prepare(b *data.Batch) ([]data.CSR, error) {
 	hops := n.need().Sets(b)
 	need := n.Typed
-	need.K = n.Cfg.Model.K
+	need.K, need.Unreachable = n.Cfg.Model.K, n.Cfg.Model.Unreachable
 	if err := n.TD.Set(b, need); err != nil {
 		return nil, err
 	}

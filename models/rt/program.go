@@ -270,12 +270,18 @@ func (p *Program) accumulate(ps []*param.Param) error {
 }
 
 // Sets returns the neighbourhoods of b the model aggregates over (N_1..N_k,
-// or the adjacency); b has passed Check.
+// or the adjacency, then N_∞ with Unreachable); b has passed Check.
 func (h Need) Sets(b *data.Batch) []data.CSR {
+	var sets []data.CSR
 	if h.Adj {
-		return []data.CSR{b.Adj}
+		sets = []data.CSR{b.Adj}
+	} else {
+		sets = b.Hop[:h.K:h.K] // appending N_∞ copies, leaving b.Hop as it is
 	}
-	return b.Hop[:h.K]
+	if h.Unreachable {
+		sets = append(sets, *b.Unreachable)
+	}
+	return sets
 }
 
 // Check verifies that b carries the neighbourhoods the model aggregates
@@ -284,19 +290,28 @@ func (h Need) Check(b *data.Batch) error {
 	if !h.Adj && len(b.Hop) < h.K {
 		return fmt.Errorf("batch carries %d hop sets, model needs k = %d", len(b.Hop), h.K)
 	}
-	for i, c := range h.Sets(b) {
+	if h.Unreachable && b.Unreachable == nil {
+		return fmt.Errorf("batch carries no N_∞ (unreachable nodes), which the model reads (model.unreachable)")
+	}
+	sets := h.Sets(b)
+	for i, c := range sets {
+		name := fmt.Sprintf("hop set N_%d", i+1)
+		if h.Unreachable && i == len(sets)-1 {
+			name = "N_∞"
+		}
 		if err := data.CheckCSR(c, b.N); err != nil {
-			return fmt.Errorf("hop set N_%d: %w", i+1, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return nil
 }
 
 // Need is which neighbourhoods a model aggregates over: the adjacency
-// (adj) or the hop sets N_1..N_k.
+// (Adj) or the hop sets N_1..N_K, and N_∞ with Unreachable.
 type Need struct {
-	Adj bool
-	K   int
+	Adj         bool
+	K           int
+	Unreachable bool
 }
 
 // CheckBatch verifies batch b against the inputs of a model of

@@ -42,7 +42,7 @@ func HopsSize(m modelspec.Model) int64 {
 	if m.GlobalReadout {
 		read = param.Prod(m.Hidden, m.Hidden)
 	}
-	return param.Sum(param.HopAggregationSize(m.K), read)
+	return param.Sum(param.HopAggregationSize(m.HopTerms()), read)
 }
 
 // EmbedTablesSize is the size of EmbedTables(name, vocab, d, init).

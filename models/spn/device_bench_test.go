@@ -58,7 +58,7 @@ func BenchmarkDeviceStepHostDD(b *testing.B) {
 		for i, o := range order {
 			groups[i] = idx[o]
 		}
-		return data.Batches(ds, hops, groups, 5)
+		return data.Batches(ds, hops, groups, data.BatchOptions{K: 5})
 	}}, true)
 }
 

@@ -4,7 +4,9 @@
 //
 //	h_u ← MLP((1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v),  α = softmax(logits)
 //
-// with the logits zero at initialisation (uniform α) or, with
+// (with model.unreachable, plus α_∞ Σ_{v∈N_∞(u)} h_v over the nodes of
+// u's graph that u cannot reach, α then the softmax of k+1 logits: the
+// paper's appendix, for disconnected graphs) with the logits zero at initialisation (uniform α) or, with
 // model.alpha_init "normal", drawn from N(0, 1) as in the official code
 // (Model.BuildGraph, one line per term). The shared Gorgonia runtime
 // (models/rt) does the rest: input encoding, layer-sum readout, loss,
@@ -44,6 +46,9 @@ func (k Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.Fiel
 	errs := rt.CheckCommon(m)
 	if k.GIN && m.K != 1 {
 		return append(errs, rt.Errf("k", "gin requires k == 1 (GIN is SPN with k = 1), got k = %d", m.K))
+	}
+	if k.GIN && m.Unreachable {
+		return append(errs, rt.Errf("unreachable", "gin aggregates over direct neighbours only; use kind spn with k = 1 for N_1 and N_∞"))
 	}
 	return rt.CheckHops(errs, m, d)
 }
@@ -138,7 +143,12 @@ func (m *Model) HopWeights() (alpha [][]float64, eps []float64) { return rt.NetH
 func (m *Model) GradParams(*rt.Program) []*param.Param { return m.Params() }
 
 // need returns the neighbourhoods m aggregates over.
-func (m *Model) need() rt.Need { return rt.Need{Adj: m.useAdj, K: m.Cfg.Model.K} }
+func (m *Model) need() rt.Need {
+	return rt.Need{Adj: m.useAdj, K: m.Cfg.Model.K, Unreachable: m.Cfg.Model.Unreachable}
+}
+
+// ReadsUnreachable implements models.UnreachableReader: model.unreachable.
+func (m *Model) ReadsUnreachable() bool { return m.Cfg.Model.Unreachable }
 
 // CheckBatch implements rt.Arch.
 func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
@@ -146,15 +156,11 @@ func (m *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
 }
 
 // Prepare implements rt.Arch: the data of the layers' ops, N_1..N_k (the
-// adjacency for GIN; checked by CheckBatch) with their transposes and the
-// graphs of b for the global readout. No runtime op reads hop sets, so
-// it returns none.
+// adjacency for GIN), then N_∞ with model.unreachable (checked by
+// CheckBatch), with their transposes and the graphs of b for the global
+// readout. No runtime op reads hop sets, so it returns none.
 func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
-	hops := []data.CSR{b.Adj}
-	if !m.useAdj {
-		hops = b.Hop[:m.Cfg.Model.K]
-	}
-	m.gd.SetHop1(b, hops)
+	m.gd.SetHop1(b, m.need().Sets(b))
 	return nil, nil
 }
 
@@ -162,7 +168,9 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 //
 //	hᵗ_u = MLPᵗ((1+εᵗ)·hᵗ⁻¹_u + Σ_{i=1..k} αᵗ_i Σ_{v: dist(u,v)=i} hᵗ⁻¹_v [+ (Σ_{v∈G(u)} hᵗ⁻¹_v)·Wᵗ]),  αᵗ = softmax(logitsᵗ)
 //
-// with MLP = Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU and the
+// with MLP = Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU, with
+// model.unreachable one more hop term α_∞ Σ_{v∈N_∞(u)} h_v (N_∞ is the
+// last set Prepare gives Combine, α_∞ the last α), and the
 // bracketed term only with model.global_readout (SP-MPNN with global
 // readout, paper §3). rt.Net adds h⁰ = Enc(labels, attrs) before the
 // layers and the readout out = Σ_{t=0..T} Dropout(Wᵗ·pool(hᵗ) + bᵗ) after

@@ -37,6 +37,19 @@ type Model struct {
 	// AlphaInit is the SPN kinds' initial hop-weight logits: AlphaZeros
 	// (also "") or AlphaNormal.
 	AlphaInit string `json:"alpha_init,omitempty"`
+	// Unreachable adds the aggregation over N_∞(u), the nodes of u's
+	// graph in other connected components, with a hop weight α_∞ of its
+	// own (the paper's appendix, on disconnected graphs): kind spn.
+	Unreachable bool `json:"unreachable,omitempty"`
+}
+
+// HopTerms is the number of hop weights α of one layer of an SPN kind:
+// one per hop set N_1..N_k, and one for N_∞ with Unreachable.
+func (m Model) HopTerms() int {
+	if m.Unreachable {
+		return m.K + 1
+	}
+	return m.K
 }
 
 // Values of Model.AlphaInit: zero hop-weight logits (uniform α, the

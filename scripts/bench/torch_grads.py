@@ -32,6 +32,9 @@ over the input and every layer, pool the sum, mean or max over a
 graph's nodes (model.pool). model.global_readout adds
 (sum_{v in G} h_v) W_l, from the layer's input h, to the aggregate
 (inside the MLP's input for spn, gin and espn, to rspn's sum);
+model.unreachable (spn, rspn, espn) makes N_inf(u), the nodes of u's graph
+that u cannot reach, a (k+1)-th hop set after N_k, with a (k+1)-th logit
+(rspn's messages over it through MLP_h, as over N_2..N_k);
 model.gated_readout (rspn) is GNN-FiLM's gated sum instead,
 sum_v sigmoid(W_g [h0_v, hT_v] + b_g) * (W_t hT_v + b_t). The loss is the mean cross-entropy
 (classification), the mean squared error over every target (regression)
@@ -196,7 +199,7 @@ class SPN(Model):
         super().__init__()
         self.labels = cfg["num_labels"]
         m = cfg["model"]
-        self.net = torch_spn.SPN(self.labels, d, out, m["layers"], m["k"], 0.0)
+        self.net = torch_spn.SPN(self.labels, d, out, m["layers"], terms(m), 0.0)
         self.glob = global_params(cfg, d)
 
     def pairs(self):
@@ -235,7 +238,7 @@ class RSPN(Model):
     def __init__(self, cfg, d, out):
         super().__init__()
         m = cfg["model"]
-        self.k, self.rels = m["k"], cfg["num_edge_types"]
+        self.k, self.rels = terms(m), cfg["num_edge_types"]
         self.enc = nn.Linear(cfg["attr_dim"], d)
         self.alpha = nn.ParameterList(nn.Parameter(torch.zeros(self.k)) for _ in range(m["layers"]))
         self.eps = nn.ParameterList(nn.Parameter(torch.zeros(1)) for _ in range(m["layers"]))
@@ -292,7 +295,7 @@ class ESPN(Model):
     def __init__(self, cfg, d, out):
         super().__init__()
         m = cfg["model"]
-        self.k = m["k"]
+        self.k = terms(m)
         nv, ev = cfg["node_cat_vocab"], cfg["edge_feat_vocab"]
         self.node_off = torch.tensor([sum(nv[:c]) for c in range(len(nv))])
         self.edge_off = torch.tensor([sum(ev[:c]) for c in range(len(ev))])
@@ -481,6 +484,18 @@ class Graphormer(Model):
         return readout(self, hs, b)
 
 
+def terms(m):
+    """The hop sets a layer of model section m sums over: N_1..N_k, and
+    N_inf with model.unreachable."""
+    return m["k"] + (1 if m.get("unreachable") else 0)
+
+
+def unreachable_set(n, adj):
+    """N_inf of one graph as (src v, dst u): v not reachable from u."""
+    dst, src = (distances(n, adj) < 0).nonzero(as_tuple=True)
+    return src, dst
+
+
 def distances(n, adj):
     """All-pairs shortest-path distances of one graph by BFS, -1 for an
     unreachable pair."""
@@ -595,6 +610,7 @@ def unsupported(m, masks):
         (spnlike and m.get("linear"), "linear is GCN's and GAT's"),
         (m.get("global_readout") and not spnlike, "global_readout is spn's, gin's, rspn's and espn's"),
         (m.get("gated_readout") and kind != "rspn", "gated_readout is rspn's"),
+        (m.get("unreachable") and kind not in ("spn", "rspn", "espn"), "unreachable is spn's, rspn's and espn's"),
     ):
         if bad:
             return why
@@ -626,6 +642,9 @@ def main():
         graphs = json.load(f)
     cpu = torch.device("cpu")
     hops = [torch_spn.hop_sets(g["n"], g["adj"], k, cpu) for g in graphs]
+    if m.get("unreachable"):
+        for j, g in enumerate(graphs):
+            hops[j].append(unreachable_set(g["n"], g["adj"]))
     dists = [distances(g["n"], g["adj"]) for g in graphs] if m["kind"] == "graphormer" else None
     with open(a.batches) as f:
         batches = json.load(f)
@@ -659,7 +678,7 @@ def main():
 
     collated = []
     for i, idx in enumerate(batches):
-        b = collate(graphs, hops, idx, k, dists)
+        b = collate(graphs, hops, idx, terms(m), dists)
         b["pool"] = m["pool"]
         if masks is not None:
             b["masks"] = [torch.tensor(mk, dtype=torch.float64).reshape(len(idx), out) for mk in masks[i]]

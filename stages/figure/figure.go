@@ -184,9 +184,15 @@ func Diameters(ctx context.Context, ds *data.Dataset, f schema.Figure) (*Data, e
 	return out, nil
 }
 
+// hopAxisUnreachable is the x-axis label of a hop-weights figure of a
+// model that reads N_∞.
+const hopAxisUnreachable = "hop i (the last: N_∞)"
+
 // HopWeights averages, over runs, the hop weights α_1..α_k of each of
 // layers (1-based) at each run's selected epoch (TrainResult.BestEpoch),
-// with the paper's values of f.Paper (per layer) beside them.
+// with the paper's values of f.Paper (per layer) beside them. A model
+// that reads N_∞ (model.unreachable) has α_∞ last: its hop is "∞" in
+// the CSV, and k+1 on the plot's axis.
 func HopWeights(runs []selection.TrainRun, layers []int, f schema.Figure) (*Data, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("no train runs")
@@ -194,7 +200,11 @@ func HopWeights(runs []selection.TrainRun, layers []int, f schema.Figure) (*Data
 	if err := selection.SamePoint(runs); err != nil {
 		return nil, err
 	}
+	unreachable := runs[0].Result.Point.Model.Unreachable
 	out := &Data{XLabel: "hop i", YLabel: "hop weight α_i"}
+	if unreachable {
+		out.XLabel = hopAxisUnreachable
+	}
 	header := []string{"layer", "hop", "mean", "std", "runs"}
 	if len(f.Paper) > 0 {
 		header = append(header, "paper")
@@ -243,7 +253,11 @@ func HopWeights(runs []selection.TrainRun, layers []int, f schema.Figure) (*Data
 			ours.X = append(ours.X, float64(i+1))
 			ours.Y = append(ours.Y, mean)
 			ours.Err = append(ours.Err, std)
-			row := []string{strconv.Itoa(layer), strconv.Itoa(i + 1), num(mean), num(std), strconv.Itoa(len(per))}
+			hop := strconv.Itoa(i + 1)
+			if unreachable && i == k-1 {
+				hop = "∞"
+			}
+			row := []string{strconv.Itoa(layer), hop, num(mean), num(std), strconv.Itoa(len(per))}
 			switch {
 			case paper != nil:
 				ref.X = append(ref.X, float64(i+1))

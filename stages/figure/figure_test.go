@@ -83,6 +83,14 @@ func TestHopWeights(t *testing.T) {
 	if _, err := HopWeights(runs, []int{3}, f); err == nil || !strings.Contains(err.Error(), "records hop weights of 2 layers, asked for layer 3") {
 		t.Errorf("layer 3: %v", err)
 	}
+	// With N_∞ its weight is the last, hop "∞".
+	unr := []selection.TrainRun{run("r0", 1, [][]float64{{0.25, 0.75}})}
+	unr[0].Result.Point.Model.Unreachable = true
+	if d, err := HopWeights(unr, []int{1}, fig(schema.FigureHopWeights)); err != nil {
+		t.Error(err)
+	} else if got, want := csvString(t, d), "layer,hop,mean,std,runs\n1,1,0.25,0,1\n1,∞,0.75,0,1\n"; got != want || d.XLabel != "hop i (the last: N_∞)" {
+		t.Errorf("with N_∞: csv\n%s\nwant\n%s (x label %q)", got, want, d.XLabel)
+	}
 	bad := []selection.TrainRun{run("r0", 5, [][]float64{{1}})}
 	if _, err := HopWeights(bad, []int{1}, f); err == nil || !strings.Contains(err.Error(), "no record of the selected epoch 5") {
 		t.Errorf("missing epoch: %v", err)

@@ -203,10 +203,13 @@ func barWidth(p Panel) string {
 	return "5pt"
 }
 
-// texLabel writes the Greek α of axis labels in math mode.
+// texLabel writes the Greek α and N_∞ of axis labels in math mode.
 func texLabel(s string) string {
-	if s == "hop weight α_i" {
+	switch s {
+	case "hop weight α_i":
 		return "hop weight $\\alpha_i$"
+	case hopAxisUnreachable:
+		return "hop $i$ (the last: $N_\\infty$)"
 	}
 	return texEscape(s)
 }
@@ -214,7 +217,7 @@ func texLabel(s string) string {
 var texReplacer = strings.NewReplacer(
 	`\`, `\textbackslash{}`, `&`, `\&`, `%`, `\%`, `$`, `\$`, `#`, `\#`,
 	`_`, `\_`, `{`, `\{`, `}`, `\}`, `~`, `\textasciitilde{}`, `^`, `\textasciicircum{}`,
-	"α", `$\alpha$`, "±", `$\pm$`, "×", `$\times$`, "≤", `$\le$`,
+	"α", `$\alpha$`, "±", `$\pm$`, "×", `$\times$`, "≤", `$\le$`, "∞", `$\infty$`,
 )
 
 func texEscape(s string) string { return texReplacer.Replace(s) }

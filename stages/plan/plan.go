@@ -469,13 +469,17 @@ func DatasetLabel(d schema.Dataset) string {
 }
 
 // PointLabel is a short human label of a grid point, e.g.
-// "spn k=5 L=5 lr=0.001": the model kind, k and layers, then the other
-// grid values by the last element of their path.
+// "spn k=5 L=5 lr=0.001": the model kind, k and layers ("unreachable"
+// after them when the model reads N_∞), then the other grid values by the
+// last element of their path.
 func PointLabel(p schema.Point) string {
 	parts := []string{p.Model.Kind, "k=" + strconv.Itoa(p.Model.K), "L=" + strconv.Itoa(p.Model.Layers)}
+	if p.Model.Unreachable {
+		parts = append(parts, "unreachable")
+	}
 	for _, v := range p.Values {
 		switch v.Path {
-		case "model.kind", "model.k", "model.layers":
+		case "model.kind", "model.k", "model.layers", "model.unreachable":
 			continue
 		}
 		short := v.Path

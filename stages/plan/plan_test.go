@@ -202,6 +202,25 @@ func TestNodeNames(t *testing.T) {
 	}
 }
 
+// TestPointLabel: kind, k and layers, "unreachable" for a model that
+// reads N_∞, then the other grid values.
+func TestPointLabel(t *testing.T) {
+	for _, c := range []struct {
+		p    schema.Point
+		want string
+	}{
+		{schema.Point{Model: schema.Model{Kind: "spn", K: 5, Layers: 3}}, "spn k=5 L=3"},
+		{schema.Point{Model: schema.Model{Kind: "spn", K: 5, Layers: 3, Unreachable: true}}, "spn k=5 L=3 unreachable"},
+		{schema.Point{Model: schema.Model{Kind: "spn", K: 2, Layers: 3, Unreachable: true},
+			Values: []schema.GridValue{{Path: "model.k", Value: 2.0}, {Path: "model.unreachable", Value: true}, {Path: "training.lr", Value: 0.01}}},
+			"spn k=2 L=3 unreachable lr=0.01"},
+	} {
+		if got := PointLabel(c.p); got != c.want {
+			t.Errorf("PointLabel(%+v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}
+
 func TestSeeds(t *testing.T) {
 	for _, c := range []struct {
 		seeds []int64
@@ -261,6 +280,14 @@ func TestKeysChange(t *testing.T) {
 		{"hidden", func(s *schema.Spec) { s.Experiments[2].Points[0].Model.Hidden = 9 },
 			nil, []string{"select tu_spn split=1", "train tu_spn final split=0 run=0"},
 			[]string{"precompute tu(PROTEINS) kmax=2"}},
+		{"unreachable", func(s *schema.Spec) {
+			s.Experiments[2].Dataset.Unreachable = true
+			for i := range s.Experiments[2].Points {
+				s.Experiments[2].Points[i].Model.Unreachable = true
+			}
+		},
+			nil, []string{"precompute tu(PROTEINS) kmax=2", "train tu(PROTEINS) spn k=1 L=2 lr=0.01 select split=0", "select tu_spn split=0"},
+			[]string{"generate tu(PROTEINS)", "evaluate prox_spn"}},
 		{"runs", func(s *schema.Spec) { s.Experiments[0].Protocol.Runs = 3 },
 			nil, []string{"evaluate prox_gin"},
 			[]string{"train prox(h=3) spn k=1 L=2 lr=0.01 split=0 run=0", "evaluate prox_spn"}},

@@ -288,12 +288,12 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		// The kind's own check (spn vet and plan ran it against the
 		// spec's dataset section), here against the dataset and the
 		// artifact's kmax.
-		kmax, err := data.HopsFileKMax(hopsPath)
+		kmax, unreachable, err := data.HopsFileHeader(hopsPath)
 		if err != nil {
 			return nil, err
 		}
 		var errs []error
-		for _, fe := range reg.CheckModel(point.Model, models.InfoFor(ds, kmax)) {
+		for _, fe := range reg.CheckModel(point.Model, models.InfoFor(ds, kmax, unreachable)) {
 			errs = append(errs, fe)
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -325,8 +325,9 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	if err != nil {
 		return nil, err
 	}
-	if k := m.Hops(); k > 0 && hopsPath == "" {
-		return nil, fmt.Errorf("model reads %d hop sets, but there is no precomputed hop artifact", k)
+	nb := models.BatchOptions(m)
+	if (nb.K > 0 || nb.Unreachable) && hopsPath == "" {
+		return nil, fmt.Errorf("model reads %d hop sets (N_∞: %v), but there is no precomputed hop artifact", nb.K, nb.Unreachable)
 	}
 	var hops *data.Hops
 	if hopsPath != "" {
@@ -334,13 +335,17 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		// a dataset; N_1 at least, which Matches checks against the
 		// dataset): a k = 1 model of a kmax 10 artifact never holds the
 		// other nine.
-		if hops, _, err = data.ReadHopsFilePrefix(hopsPath, max(m.Hops(), 1)); err != nil {
+		if hops, _, err = data.ReadHopsFilePrefix(hopsPath, max(nb.K, 1)); err != nil {
 			return nil, err
 		}
 		if err := hops.Matches(ds); err != nil {
 			return nil, fmt.Errorf("hop sets of %s do not match dataset %q: %w", filepath.Dir(hopsPath), ds.Name, err)
 		}
-		hops = hops.Prefix(m.Hops())
+		if nb.Unreachable && !hops.KeptUnreachable() {
+			// The header's flag is the first graph's.
+			return nil, fmt.Errorf("model.unreachable: the model reads N_∞, but the hop sets of %s do not hold it for every graph", filepath.Dir(hopsPath))
+		}
+		hops = hops.Prefix(nb.K)
 	}
 	opts := fit.Options{
 		Training: point.Training,

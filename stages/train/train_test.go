@@ -11,6 +11,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
@@ -177,6 +178,8 @@ func TestFinalRoleUsesWinner(t *testing.T) {
 func TestErrors(t *testing.T) {
 	in := inputs(t)
 	bigK := point("spn", 5)
+	unr := point("spn", 2)
+	unr.Model.Unreachable = true
 	tests := []struct {
 		name string
 		p    stages.TrainParams
@@ -190,6 +193,7 @@ func TestErrors(t *testing.T) {
 		{"missing inputs", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy"}, in[:1]},
 		{"unknown metric", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "f1"}, in},
 		{"cuda device", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy", Device: "cuda"}, in},
+		{"N_∞ not kept", stages.TrainParams{Role: stages.RoleHoldout, Point: unr, Metric: "accuracy"}, in},
 	}
 	var out strings.Builder
 	for _, tc := range tests {
@@ -201,6 +205,38 @@ func TestErrors(t *testing.T) {
 		out.WriteString(tc.name + ": " + err.Error() + "\n")
 	}
 	golden.CheckString(t, "testdata/errors.golden", out.String())
+}
+
+// TestUnreachable trains an SPN that reads N_∞ (model.unreachable) on hop
+// sets that keep it: its α has k+1 entries per layer, α_∞ last.
+func TestUnreachable(t *testing.T) {
+	in := inputs(t)
+	ds, err := data.ReadDatasetFile(filepath.Join(in[0].Dir, stages.FileDataset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hops, err := sp.Compute(context.Background(), ds.Graphs, 3, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteHopsFile(filepath.Join(in[1].Dir, stages.FileHops), hops); err != nil {
+		t.Fatal(err)
+	}
+	p := point("spn", 2)
+	p.Model.Unreachable = true
+	j := job(t, stages.TrainParams{Role: stages.RoleHoldout, Point: p, Metric: "accuracy"}, in)
+	if err := (Kind{}).Run(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	r := readResult(t, j.Dir)
+	if !r.Point.Model.Unreachable || len(r.Epochs) == 0 {
+		t.Fatalf("result: point %+v, %d epochs", r.Point.Model, len(r.Epochs))
+	}
+	for l, a := range r.Epochs[0].Alpha {
+		if len(a) != 3 {
+			t.Errorf("layer %d: α %v, want k+1 = 3 weights", l+1, a)
+		}
+	}
 }
 
 // TestKindUsesItsRegistry checks that the kind builds models from the

@@ -95,6 +95,8 @@ func newSPN(cfg models.Config, seed uint64, be kernels.Backend, useAdj bool) (*S
 	switch {
 	case m.K < 1:
 		return nil, fmt.Errorf("model.k = %d: need at least 1 hop", m.K)
+	case m.Unreachable:
+		return nil, fmt.Errorf("model.unreachable: the hand-written reference SPN does not aggregate over N_∞")
 	case m.Layers < 1:
 		return nil, fmt.Errorf("model.layers = %d: need at least 1 layer", m.Layers)
 	case m.Hidden < 1:
