@@ -33,6 +33,20 @@ type SlurmResources struct {
 	Sbatch    []string `json:"sbatch,omitempty"`
 }
 
+// SlurmTimeAuto is the SlurmResources.Time that asks for a time limit
+// estimated from the calibration (package slurm, AutoTime).
+const SlurmTimeAuto = "auto"
+
+// AutoTime reports whether some stage kind's time limit is SlurmTimeAuto.
+func (s *Slurm) AutoTime() bool {
+	for _, r := range []SlurmResources{s.Generate, s.Precompute, s.Train, s.Select, s.Evaluate, s.Tabulate} {
+		if r.Time == SlurmTimeAuto {
+			return true
+		}
+	}
+	return false
+}
+
 // Group values of Slurm.Group.
 const (
 	SlurmGroupArray = "array"

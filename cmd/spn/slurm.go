@@ -11,6 +11,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/slurm"
 )
@@ -34,6 +35,7 @@ type slurmOpts struct {
 	group     string
 	maxArray  int
 	binary    string
+	calFile   string
 	poll      time.Duration
 	runner    slurm.Runner // tests may replace the Slurm commands
 }
@@ -50,6 +52,7 @@ func (a *app) slurmFlags(fs *flag.FlagSet) *slurmOpts {
 	fs.IntVar(&s.maxArray, "max-array", 0, "slurm: most tasks per job array (default the spec's, 1000)")
 	fs.StringVar(&s.binary, "spn-binary", "", "slurm: the spn `executable` jobs run, on the shared filesystem (default this one)")
 	fs.DurationVar(&s.poll, "poll", 5*time.Second, "slurm: how often --wait looks at the queue")
+	fs.StringVar(&s.calFile, "calibration", "", "slurm: calibration `file` for the kinds whose time is \"auto\" (default calibration.json beside the spec; spn calibrate writes it)")
 	return s
 }
 
@@ -63,8 +66,8 @@ func (s *slurmOpts) resolve(a *app) error {
 	}
 	switch s.executor {
 	case executorLocal:
-		if s.wait || s.hold || s.dryRun || s.partition != "" || s.group != "" || s.maxArray != 0 || s.binary != "" {
-			return fmt.Errorf("--wait, --hold, --dry-run, --partition, --group, --max-array and --spn-binary need --executor slurm")
+		if s.wait || s.hold || s.dryRun || s.partition != "" || s.group != "" || s.maxArray != 0 || s.binary != "" || s.calFile != "" {
+			return fmt.Errorf("--wait, --hold, --dry-run, --partition, --group, --max-array, --spn-binary and --calibration need --executor slurm")
 		}
 	case executorSlurm:
 		if s.hold && s.wait {
@@ -98,6 +101,25 @@ func (s *slurmOpts) config(spec *schema.Spec) schema.Slurm {
 		cfg.MaxArray = s.maxArray
 	}
 	return cfg
+}
+
+// estimates reads the calibration (--calibration, else calibration.json
+// beside the spec file) for the kinds whose time limit is "auto" and
+// returns its estimates of p's stages.
+func (s *slurmOpts) estimates(spec *schema.Spec, p *plan.Plan, file string) (*slurm.Estimates, error) {
+	f := s.calFile
+	if f == "" {
+		f = defaultCalibration(file)
+	}
+	cal, err := cost.ReadCalibration(f)
+	if err != nil {
+		return nil, runtimeErrf("run", "executor.slurm: a time is %q: %w (spn calibrate %s --out %s measures one)", schema.SlurmTimeAuto, err, file, f)
+	}
+	if err := cal.CheckDevice(spec.Device); err != nil {
+		return nil, runtimeErrf("run", "executor.slurm: a time is %q: %s: %w (spn calibrate %s --device %s --out FILE measures one)", schema.SlurmTimeAuto, f, err, file, spec.Device)
+	}
+	secs, _ := cal.Seconds(p)
+	return &slurm.Estimates{Seconds: secs, Threads: max(cal.Threads, 1), Source: f}, nil
 }
 
 // runSlurm submits the plan's missing stages to Slurm and, with --wait,
@@ -139,6 +161,13 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 			return runtimeErrf("run", "finding the spn executable for the jobs: %w (give --spn-binary)", err)
 		}
 	}
+	cfg := s.config(spec)
+	var est *slurm.Estimates
+	if cfg.AutoTime() {
+		if est, err = s.estimates(spec, p, file); err != nil {
+			return err
+		}
+	}
 	stageArgs := o.stageArgs(c.Root)
 	cached, _ := p.Counts()
 	queued := 0
@@ -149,8 +178,8 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 	}
 	start := time.Now()
 	sub, err := slurm.Submit(ctx, p, c, active, slurm.Options{
-		Config: s.config(spec), Binary: bin, StageArgs: stageArgs, Spec: spec.Name,
-		Hold: s.hold, DryRun: s.dryRun, Runner: runner,
+		Config: cfg, Binary: bin, StageArgs: stageArgs, Spec: spec.Name,
+		Hold: s.hold, DryRun: s.dryRun, Runner: runner, Estimates: est,
 	})
 	if sub != nil && s.dryRun {
 		for _, j := range sub.Jobs {

@@ -445,3 +445,66 @@ func TestSlurmGPURun(t *testing.T) {
 		t.Errorf("%d of %d job scripts ask for a GPU, want the one of the train stages", gpuScripts, len(scripts))
 	}
 }
+
+// With executor.slurm.train.time "auto", spn run submits the train jobs
+// with the limit the calibration gives (a hand-written calibration: 100 s
+// an epoch, 6 epochs, so 2 × 600 s + 10 min = 30 minutes), which Slurm
+// then holds as the jobs' TimeLimit; the other kinds keep the cluster's.
+func TestSlurmAutoTime(t *testing.T) {
+	needSlurm(t)
+	bin := buildSpn(t)
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/slurm_tiny.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "tiny.cue")
+	if err := os.WriteFile(spec, bytes.Replace(src, []byte(`time: "00:10:00"`), []byte(`time: "auto"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var entries []string
+	for _, e := range []struct {
+		model string
+		k     int
+	}{{"spn", 1}, {"spn", 3}, {"gin", 1}} {
+		entries = append(entries, fmt.Sprintf(`{"dataset": "prox(h=2)", "model": %q, "k": %d, "layers": 1, "hidden": 16, "graphs": 120, "seconds_per_epoch": 100}`, e.model, e.k))
+	}
+	cal := filepath.Join(dir, "cal.json")
+	if err := os.WriteFile(cal, []byte(`{"version": 1, "threads": 1, "entries": [`+strings.Join(entries, ", ")+`],
+		"stage_seconds": {"generate": {"prox(h=2)": 1}, "precompute": {"prox(h=2)": 1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := filepath.Join(dir, "cache")
+	// Without the calibration nothing is submitted.
+	if _, stderr, code := spnCmd(t, bin, dir, "run", spec, "--executor", "slurm", "--hold", "--cache", cacheDir); code == 0 || !strings.Contains(stderr, `executor.slurm: a time is "auto": reading calibration`) {
+		t.Fatalf("without a calibration: exit %d: %s", code, stderr)
+	}
+	if jobs := squeueJobs(t, cacheDir); len(jobs) != 0 {
+		t.Fatalf("submitted without a calibration: %v", jobs)
+	}
+	_, stderr, code := spnCmd(t, bin, dir, "run", spec, "--executor", "slurm", "--hold", "--cache", cacheDir, "--calibration", cal)
+	if code != 0 {
+		t.Fatalf("slurm run: exit %d: %s", code, stderr)
+	}
+	out, err := osexec.Command("squeue", "-h", "-o", "%i %j %l %k").Output()
+	if err != nil {
+		t.Fatalf("squeue: %v", err)
+	}
+	var ids []string
+	limits := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 4 && strings.Contains(f[3], "spn:"+cacheDir+"/") {
+			ids = append(ids, f[0])
+			if old, ok := limits[f[1]]; ok && old != f[2] {
+				t.Errorf("%s jobs with limits %s and %s", f[1], old, f[2])
+			}
+			limits[f[1]] = f[2]
+		}
+	}
+	defer osexec.Command("scancel", ids...).Run()
+	t.Logf("time limits by job name: %v", limits)
+	if limits["spn-train"] != "30:00" || limits["spn-select"] == "30:00" || limits["spn-select"] == "" {
+		t.Errorf("time limits by job name %v; want spn-train 30:00 and the others the cluster's", limits)
+	}
+}

@@ -236,15 +236,34 @@ func DatasetOf(n *plan.Node) (schema.Dataset, bool) {
 	return schema.Dataset{}, false
 }
 
-// Estimate computes the cost of every stage of p (Status from Resolve
-// decides what is still to run).
-func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
-	if c == nil {
-		return nil, errors.New("no calibration")
+// Seconds returns the estimated seconds of the stages of p it has a
+// measurement for, by stage key, on the calibration's device and threads
+// (Estimate's model), and, sorted, the names of the others: train stages
+// whose dataset, model kind and k were not calibrated (and final runs of
+// a fold with one), generate and precompute stages whose dataset was
+// not. Select, evaluate and tabulate stages cost 0 and are always
+// measured.
+func (c *Calibration) Seconds(p *plan.Plan) (map[string]float64, []string) {
+	secs, _, unmeasured := c.seconds(p)
+	out := make(map[string]float64, len(secs))
+	var missing []string
+	for n, s := range secs {
+		if unmeasured[n] {
+			missing = append(missing, n.Name)
+			continue
+		}
+		out[n.Key] = s
 	}
-	threads := float64(max(c.Threads, 1))
+	sort.Strings(missing)
+	return out, missing
+}
+
+// seconds is Seconds by node, with the dataset/model/k labels of the
+// uncalibrated train configurations and the unmeasured stages.
+func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, map[string]bool, map[*plan.Node]bool) {
 	seconds := make(map[*plan.Node]float64, len(p.Nodes))
 	missing := map[string]bool{}
+	unmeasured := map[*plan.Node]bool{}
 	var pointCost func(n *plan.Node) float64
 	pointCost = func(n *plan.Node) float64 {
 		tp, ok := n.Params.(stages.TrainParams)
@@ -270,6 +289,7 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 		e, ok := c.lookup(label, pt.Model.Kind, pt.Model.K)
 		if !ok {
 			missing[fmt.Sprintf("%s %s k=%d", label, pt.Model.Kind, pt.Model.K)] = true
+			unmeasured[n] = true
 			return 0
 		}
 		s := e.SecondsPerEpoch * float64(pt.Training.Epochs) *
@@ -279,20 +299,46 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 		}
 		return s
 	}
-	est := &Estimate{}
-	idx := map[string]int{}
-	total := KindCost{Kind: "total"}
 	for _, n := range p.Nodes {
 		var s float64
 		switch n.Kind {
 		case stages.KindTrain:
 			s = pointCost(n)
-		case stages.KindGenerate, stages.KindPrecompute:
-			if ds, ok := DatasetOf(n); ok {
-				s = c.StageSeconds[n.Kind][plan.DatasetLabel(ds)]
+			if tp, _ := n.Params.(stages.TrainParams); tp.Point == nil {
+				// A final run is measured when its fold's points are.
+				for _, d := range n.Deps {
+					for _, t := range d.Deps {
+						if d.Kind == stages.KindSelect && unmeasured[t] {
+							unmeasured[n] = true
+						}
+					}
+				}
 			}
+		case stages.KindGenerate, stages.KindPrecompute:
+			var ok bool
+			if ds, isDS := DatasetOf(n); isDS {
+				s, ok = c.StageSeconds[n.Kind][plan.DatasetLabel(ds)]
+			}
+			unmeasured[n] = !ok
 		}
 		seconds[n] = s
+	}
+	return seconds, missing, unmeasured
+}
+
+// Estimate computes the cost of every stage of p (Status from Resolve
+// decides what is still to run).
+func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
+	if c == nil {
+		return nil, errors.New("no calibration")
+	}
+	threads := float64(max(c.Threads, 1))
+	seconds, missing, _ := c.seconds(p)
+	est := &Estimate{}
+	idx := map[string]int{}
+	total := KindCost{Kind: "total"}
+	for _, n := range p.Nodes {
+		s := seconds[n]
 		i, ok := idx[n.Kind]
 		if !ok {
 			i = len(est.Kinds)

@@ -3,6 +3,7 @@ package cost
 import (
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/schema"
@@ -138,4 +139,39 @@ func FuzzParseCalibration(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSeconds: Seconds gives Estimate's seconds by stage key and names
+// the stages the calibration did not measure (an uncalibrated model, a
+// final run whose fold has one, a precompute of an unmeasured dataset).
+func TestSeconds(t *testing.T) {
+	ds := schema.Dataset{Kind: "prox", H: 3, Graphs: 2000}
+	node := func(key, kind string, params any, deps ...*plan.Node) *plan.Node {
+		return &plan.Node{Key: key, Name: key, Kind: kind, Params: params, Deps: deps}
+	}
+	gen := node("gen", stages.KindGenerate, stages.GenerateParams{Dataset: ds})
+	pre := node("pre", stages.KindPrecompute, stages.PrecomputeParams{KMax: 5}, gen)
+	t1 := node("t1", stages.KindTrain, stages.TrainParams{Role: stages.RoleSelect, Point: point("spn", 5, 4, 64, 100)}, gen, pre)
+	gat := node("gat", stages.KindTrain, stages.TrainParams{Role: stages.RoleSelect, Point: point("gat", 1, 2, 32, 10)}, gen, pre)
+	sel := node("sel", stages.KindSelect, nil, t1, gat)
+	fin := node("fin", stages.KindTrain, stages.TrainParams{Role: stages.RoleFinal}, gen, pre, sel)
+	p := &plan.Plan{Nodes: []*plan.Node{gen, pre, t1, gat, sel, fin}}
+	cal := &Calibration{Version: 1, Threads: 2,
+		Entries:      []Entry{{Dataset: "prox(h=3)", Model: "spn", K: 5, Layers: 4, Hidden: 64, Graphs: 1000, SecondsPerEpoch: 1.8}},
+		StageSeconds: map[string]map[string]float64{"generate": {"prox(h=3)": 72}}}
+	secs, missing := cal.Seconds(p)
+	// t1: 1.8 s × 100 epochs × 2 (graphs); pre, gat and the final run
+	// (whose fold holds gat) have none.
+	want := map[string]float64{"gen": 72, "t1": 360, "sel": 0}
+	for k, w := range want {
+		if math.Abs(secs[k]-w) > 1e-9 {
+			t.Errorf("%s: %g s, want %g", k, secs[k], w)
+		}
+	}
+	if len(secs) != len(want) {
+		t.Errorf("%d stages, want %d", len(secs), len(want))
+	}
+	if got := strings.Join(missing, ","); got != "fin,gat,pre" {
+		t.Errorf("missing %q, want fin,gat,pre", got)
+	}
 }

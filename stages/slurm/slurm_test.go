@@ -229,3 +229,83 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoTime: a job's estimated limit is its longest task's stages
+// summed, × AutoTimeFactor + AutoTimeSlack, in whole minutes, scaled up
+// when a task has fewer CPUs than the calibration's threads; a stage
+// without an estimate or an estimate beyond any limit is an error.
+func TestAutoTime(t *testing.T) {
+	n := func(key string) *plan.Node { return &plan.Node{Key: key, Name: "stage " + key} }
+	e := &Estimates{Seconds: map[string]float64{"a": 1000, "b": 2600, "c": 30, "z": 0, "huge": 1e12}, Threads: 2, Source: "cal.json"}
+	for _, c := range []struct {
+		tasks [][]*plan.Node
+		cpus  int
+		want  string
+	}{
+		// 2 × (1000 + 2600) s + 600 s = 7800 s = 130 min.
+		{[][]*plan.Node{{n("a"), n("b")}, {n("c")}}, 2, "0-02:10:00"},
+		// One CPU for a 2-thread calibration: 2 × 3600 × 2 + 600 s = 250 min.
+		{[][]*plan.Node{{n("c")}, {n("a"), n("b")}}, 1, "0-04:10:00"},
+		// More CPUs than the calibration's threads: not scaled down.
+		{[][]*plan.Node{{n("b")}}, 8, "0-01:37:00"}, // 5800 s = 96.7 min
+		{[][]*plan.Node{{n("z")}}, 1, "0-00:10:00"},
+		{[][]*plan.Node{{n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b"), n("b")}}, 2, "1-00:44:00"}, // 17 × 2600 × 2 + 600 s = 1483.3 min
+	} {
+		got, err := e.AutoTime(c.tasks, c.cpus)
+		if err != nil || got != c.want {
+			t.Errorf("AutoTime(%v, cpus %d) = %q, %v; want %q", shape([]*Job{{Tasks: c.tasks}}), c.cpus, got, err, c.want)
+		}
+	}
+	if _, err := e.AutoTime([][]*plan.Node{{n("a"), n("x")}}, 1); err == nil || !strings.Contains(err.Error(), "stage stage x has no estimate in cal.json") {
+		t.Errorf("missing estimate: %v", err)
+	}
+	if _, err := e.AutoTime([][]*plan.Node{{n("huge")}}, 1); err == nil || !strings.Contains(err.Error(), "beyond any time limit") {
+		t.Errorf("huge estimate: %v", err)
+	}
+}
+
+// TestSubmitAutoTime: train jobs with time "auto" get their estimated
+// limit on the sbatch line; without estimates, or with a stage that has
+// none, nothing is submitted.
+func TestSubmitAutoTime(t *testing.T) {
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := cfg("array", 1000, 2)
+	conf.Train.Time = schema.SlurmTimeAuto
+	secs := map[string]float64{}
+	for i, n := range testPlan().Nodes {
+		secs[n.Key] = float64(60 * i)
+	}
+	f := &fakeSlurm{}
+	opt := Options{Config: conf, Binary: "spn", Runner: f, Estimates: &Estimates{Seconds: secs, Threads: 2, Source: "cal.json"}}
+	sub, err := Submit(context.Background(), testPlan(), c, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Train tasks k02+k03, k04+k05, k06 (longest 4+5 min) and k08+k09
+	// (8+9 min): 2 × 9 + 10 = 28 and 2 × 17 + 10 = 44 minutes; the other
+	// kinds keep theirs (none).
+	var times []string
+	for _, j := range sub.Jobs {
+		times = append(times, j.Kind+"="+j.Time)
+	}
+	if got := strings.Join(times, " "); got != "generate= precompute= train=0-00:28:00 select= train=0-00:44:00 evaluate= tabulate=" {
+		t.Errorf("times %s", got)
+	}
+	if got := strings.Join(f.calls[2], " "); !strings.Contains(got, "--time=0-00:28:00 ") {
+		t.Errorf("train sbatch: %s", got)
+	}
+	for name, o := range map[string]Options{
+		"no calibration": {Config: conf, Binary: "spn", Runner: &fakeSlurm{}},
+		"no estimate":    {Config: conf, Binary: "spn", Runner: &fakeSlurm{}, Estimates: &Estimates{Seconds: map[string]float64{"k02": 1}, Source: "cal.json"}},
+	} {
+		sub, err := Submit(context.Background(), testPlan(), c, nil, o)
+		if err == nil || sub != nil || len(o.Runner.(*fakeSlurm).calls) != 0 {
+			t.Errorf("%s: submitted %v, %d sbatch calls, error %v; want an error and none", name, sub, len(o.Runner.(*fakeSlurm).calls), err)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}

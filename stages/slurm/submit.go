@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,62 @@ type Options struct {
 	DryRun bool
 	// Runner runs sbatch (default Commands).
 	Runner Runner
+	// Estimates are the stages' estimated seconds, for the kinds whose
+	// time is schema.SlurmTimeAuto (nil: none given; such a kind is then
+	// an error).
+	Estimates *Estimates
+}
+
+// Estimates are estimated stage durations (cost.Calibration.Seconds).
+type Estimates struct {
+	// Seconds of the stages that have an estimate, by key, measured with
+	// Threads kernel threads.
+	Seconds map[string]float64
+	Threads int
+	// Source names where they come from (the calibration file), for
+	// messages.
+	Source string
+}
+
+// The time limit of a job whose kind's time is "auto": its longest
+// array task's estimate (the stages of its bundle one after the other)
+// × AutoTimeFactor + AutoTimeSlack, in whole minutes. The estimate
+// counts the calibration's maximum epochs (an upper bound with early
+// stopping); the margin covers a slower node, a shared one and what the
+// calibration did not time (start-up, reading the data and hop sets).
+// A task with fewer CPUs than the calibration's threads gets its
+// estimate scaled up by threads/cpus.
+const (
+	AutoTimeFactor = 2
+	AutoTimeSlack  = 10 * time.Minute
+	// maxAutoMinutes bounds an estimated limit: ten years.
+	maxAutoMinutes = 10 * 365 * 24 * 60
+)
+
+// AutoTime returns the time limit of a job of tasks with cpus CPUs per
+// task (see AutoTimeFactor), as sbatch --time reads it: days-hours:minutes:00.
+func (e *Estimates) AutoTime(tasks [][]*plan.Node, cpus int) (string, error) {
+	longest := 0.0
+	for _, t := range tasks {
+		s := 0.0
+		for _, n := range t {
+			v, ok := e.Seconds[n.Key]
+			if !ok {
+				return "", fmt.Errorf("stage %s has no estimate in %s (spn calibrate measures it; or set the kind's time)", n.Name, e.Source)
+			}
+			s += v
+		}
+		longest = max(longest, s)
+	}
+	if cpus = max(cpus, 1); cpus < e.Threads {
+		longest *= float64(e.Threads) / float64(cpus)
+	}
+	m := math.Ceil((longest*AutoTimeFactor + AutoTimeSlack.Seconds()) / 60)
+	if !(m <= maxAutoMinutes) {
+		return "", fmt.Errorf("a task's estimate (%.3g s, from %s) is beyond any time limit", longest, e.Source)
+	}
+	mins := int64(m)
+	return fmt.Sprintf("%d-%02d:%02d:00", mins/(24*60), mins/60%24, mins%60), nil
 }
 
 // Job is one submitted job (an array of Tasks).
@@ -63,6 +120,9 @@ type Job struct {
 	After []string
 	// Dir holds the job's plan file, tasks file, batch script and logs.
 	PlanFile, TasksFile, Script string
+	// Time is the job's time limit (sbatch --time; "" for the cluster's
+	// default): its kind's, or estimated when that is "auto".
+	Time string
 	// Args are sbatch's arguments.
 	Args []string
 }
@@ -166,6 +226,23 @@ func Submit(ctx context.Context, p *plan.Plan, c *cache.Cache, active map[string
 	}
 	sub.Dir = filepath.Join(c.Root, "slurm", time.Now().UTC().Format("20060102-150405")+"-"+rand.Text()[:6])
 	sub.Jobs = Group(todo, opt.Config)
+	// Every job's time limit before any is submitted: a stage without an
+	// estimate fails the submission whole.
+	for _, j := range sub.Jobs {
+		res := opt.Config.Resources(j.Kind)
+		j.Time = res.Time
+		if res.Time != schema.SlurmTimeAuto {
+			continue
+		}
+		if opt.Estimates == nil {
+			return nil, fmt.Errorf("submitting to Slurm: executor.slurm.%s.time is %q, but no calibration was given", j.Kind, schema.SlurmTimeAuto)
+		}
+		t, err := opt.Estimates.AutoTime(j.Tasks, res.CPUs)
+		if err != nil {
+			return nil, fmt.Errorf("submitting to Slurm: executor.slurm.%s.time is %q: %w", j.Kind, schema.SlurmTimeAuto, err)
+		}
+		j.Time = t
+	}
 	jobOf := map[string]*Job{}
 	for _, j := range sub.Jobs {
 		for _, t := range j.Tasks {
@@ -293,8 +370,8 @@ exec %s --threads "${SLURM_CPUS_PER_TASK:-1}"
 	if res.Mem != "" {
 		args = append(args, "--mem="+res.Mem)
 	}
-	if res.Time != "" {
-		args = append(args, "--time="+res.Time)
+	if j.Time != "" {
+		args = append(args, "--time="+j.Time)
 	}
 	if part := cmpOr(res.Partition, cfg.Partition); part != "" {
 		args = append(args, "--partition="+part)
