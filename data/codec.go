@@ -125,7 +125,16 @@ func HopsFileHeader(path string) (kmax int, unreachable bool, err error) {
 		return 0, false, fmt.Errorf("reading hops: %w", err)
 	}
 	defer f.Close()
-	d, err := newDecoder(f, size, hopsMagic, hopsVersion, hopsVersionInt32)
+	kmax, unreachable, err = hopsHeader(f, size)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading hops %s: %w", path, err)
+	}
+	return kmax, unreachable, nil
+}
+
+// hopsHeader is HopsFileHeader of the size bytes of r.
+func hopsHeader(r io.Reader, size int64) (kmax int, unreachable bool, err error) {
+	d, err := newDecoder(r, size, hopsMagic, hopsVersion, hopsVersionInt32)
 	if err == nil {
 		k := d.u32()
 		if err = d.err; err == nil && (k < 1 || k > 1<<16) {
@@ -150,7 +159,7 @@ func HopsFileHeader(path string) (kmax int, unreachable bool, err error) {
 			}
 		}
 	}
-	return 0, false, fmt.Errorf("reading hops %s: %w", path, err)
+	return 0, false, err
 }
 
 // ReadHopsFilePrefix reads and validates a hops file like ReadHopsFile but

@@ -428,6 +428,11 @@ func FuzzReadHops(f *testing.F) {
 		if kmax != got.KMax || !reflect.DeepEqual(one, got.Prefix(1)) {
 			t.Fatalf("keeping N_1 gave kmax %d and %+v, want %d and %+v", kmax, one, got.KMax, got.Prefix(1))
 		}
+		// The header alone (HopsFileHeader) agrees with the whole read.
+		hk, hu, herr := hopsHeader(bytes.NewReader(b), int64(len(b)))
+		if wantU := len(got.Graphs) == 0 || got.Graphs[0].Unreachable != nil; herr != nil || hk != got.KMax || hu != wantU {
+			t.Fatalf("header: kmax %d, N_∞ %v, %v; the whole read: kmax %d, first graph's N_∞ %v", hk, hu, herr, got.KMax, wantU)
+		}
 		if err := got.Validate(); err != nil {
 			t.Fatalf("decoded hops are invalid: %v", err)
 		}
