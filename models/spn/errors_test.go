@@ -27,6 +27,7 @@ func TestErrorsGolden(t *testing.T) {
 	}{
 		{"unknown kind", func(c *models.Config) { c.Model.Kind = "gat" }, be},
 		{"gin with k=2", func(c *models.Config) { c.Model.Kind, c.Model.K = "gin", 2 }, be},
+		{"gin with N_∞", func(c *models.Config) { c.Model.Kind, c.Model.K, c.Model.Unreachable = "gin", 1, true }, be},
 		{"k=0", func(c *models.Config) { c.Model.K = 0 }, be},
 		{"no layers", func(c *models.Config) { c.Model.Layers = 0 }, be},
 		{"no width", func(c *models.Config) { c.Model.Hidden = 0 }, be},
@@ -51,6 +52,12 @@ func TestErrorsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	unrCfg := good
+	unrCfg.Model.Unreachable = true
+	unr, err := New(unrCfg, 1, be)
+	if err != nil {
+		t.Fatal(err)
+	}
 	batchCases := []struct {
 		name string
 		m    *Model
@@ -70,6 +77,8 @@ func TestErrorsGolden(t *testing.T) {
 			b.Hop = append([]data.CSR{h}, b.Hop[1:]...)
 		}},
 		{"regression targets missing", reg, func(b *data.Batch) { b.Target = nil }},
+		{"N_∞ missing", unr, func(b *data.Batch) { b.Unreachable = nil }},
+		{"N_∞ of the wrong size", unr, func(b *data.Batch) { b.Unreachable = &data.CSR{Ptr: []int32{0}} }},
 	}
 	for _, c := range batchCases {
 		bb := *b
