@@ -33,6 +33,29 @@ func TestPlanCost(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// Entries of another batch size (the spec's is 8) still estimate, and
+	// are listed.
+	b, err := os.ReadFile("testdata/tiny_calibration.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "cal.json")
+	if err := os.WriteFile(other, bytes.ReplaceAll(b, []byte(`"graphs": 120,`), []byte(`"graphs": 120, "batch_size": 32,`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := a.main([]string{"plan", "--cost", "testdata/slurm_tiny.cue", "--calibration", other, "--cache", t.TempDir()}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"       train       8       8              5.0                 5.0",
+		"estimated from another batch size: prox(h=2) gin k=1 batch 8 (from batch 32); run spn calibrate on this spec",
+		"estimated from another batch size: prox(h=2) spn k=3 batch 8 (from batch 32); run spn calibrate on this spec",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("with batch size 32 entries, output lacks %q:\n%s", want, out.String())
+		}
+	}
 	out.Reset()
 	errb.Reset()
 	code = a.main([]string{"plan", "--cost", "testdata/slurm_tiny.cue", "--calibration", "testdata/none.json"})

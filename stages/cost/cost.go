@@ -3,7 +3,9 @@
 // calibration file written by `spn calibrate`).
 //
 // The model: a train stage costs epochs × the seconds per epoch measured
-// for its dataset, model kind and k, scaled linearly in layers × hidden
+// for its dataset, model kind, k and batch size (an entry of another
+// batch size only when none of its own was measured: steps, and so
+// per-step costs, depend on it), scaled linearly in layers × hidden
 // (and, for generated h-Prox datasets, in the number of graphs) from the
 // calibrated configuration. The epochs are the configured maximum, so the
 // estimate is an upper bound when early stopping ends runs sooner. A final
@@ -63,6 +65,9 @@ type Entry struct {
 	Hidden  int    `json:"hidden"`
 	// Graphs is the h-Prox dataset size measured (0 for fixed datasets).
 	Graphs int `json:"graphs,omitempty"`
+	// BatchSize is the training batch size measured (0: not recorded,
+	// a calibration written before spn recorded it).
+	BatchSize int `json:"batch_size,omitempty"`
 	// SecondsPerEpoch is the median epoch time after the first epoch.
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
 }
@@ -87,7 +92,7 @@ func ParseCalibration(name string, b []byte) (*Calibration, error) {
 		return nil, fmt.Errorf("calibration %s: format version %d, this spn reads %d", name, c.Version, CalibrationVersion)
 	}
 	for i, e := range c.Entries {
-		if e.Dataset == "" || e.Model == "" || e.Layers < 0 || e.Hidden < 1 || e.K < 0 || e.Graphs < 0 ||
+		if e.Dataset == "" || e.Model == "" || e.Layers < 0 || e.Hidden < 1 || e.K < 0 || e.Graphs < 0 || e.BatchSize < 0 ||
 			!(e.SecondsPerEpoch >= 0) || math.IsInf(e.SecondsPerEpoch, 0) {
 			return nil, fmt.Errorf("calibration %s: entries[%d]: invalid entry %+v", name, i, e)
 		}
@@ -142,14 +147,15 @@ func (c *Calibration) Write(path string) error {
 func (c *Calibration) Merge(old *Calibration) {
 	type id struct {
 		ds, model string
-		k         int
+		k, batch  int
 	}
 	have := map[id]bool{}
 	for _, e := range c.Entries {
-		have[id{e.Dataset, e.Model, e.K}] = true
+		have[id{e.Dataset, e.Model, e.K, e.BatchSize}] = true
+		have[id{e.Dataset, e.Model, e.K, 0}] = true // an older entry without a batch size is replaced too
 	}
 	for _, e := range old.Entries {
-		if !have[id{e.Dataset, e.Model, e.K}] {
+		if !have[id{e.Dataset, e.Model, e.K, e.BatchSize}] {
 			c.Entries = append(c.Entries, e)
 		}
 	}
@@ -161,7 +167,10 @@ func (c *Calibration) Merge(old *Calibration) {
 		if a.Model != b.Model {
 			return a.Model < b.Model
 		}
-		return a.K < b.K
+		if a.K != b.K {
+			return a.K < b.K
+		}
+		return a.BatchSize < b.BatchSize
 	})
 	for kind, m := range old.StageSeconds {
 		if c.StageSeconds == nil {
@@ -178,16 +187,32 @@ func (c *Calibration) Merge(old *Calibration) {
 	}
 }
 
-// lookup finds the entry of dataset/model/k, else the same dataset and
-// model with the nearest k.
-func (c *Calibration) lookup(ds, model string, k int) (Entry, bool) {
+// lookup finds the entry of dataset/model/k/batch, else the same
+// dataset and model with the nearest k, preferring the batch size
+// (an entry without one counts as of every batch size) over k, and the
+// nearest batch size (by ratio) among the rest.
+func (c *Calibration) lookup(ds, model string, k, batch int) (Entry, bool) {
+	// rank orders candidates: batch size matched, then |Δk|, then how
+	// far the batch size is (its log ratio).
+	rank := func(e Entry) (bool, int, float64) {
+		if e.BatchSize == 0 || e.BatchSize == batch || batch <= 0 {
+			return false, abs(e.K - k), 0
+		}
+		return true, abs(e.K - k), math.Abs(math.Log(float64(e.BatchSize) / float64(batch)))
+	}
 	best, found := Entry{}, false
 	for _, e := range c.Entries {
 		if e.Dataset != ds || e.Model != model {
 			continue
 		}
-		if !found || abs(e.K-k) < abs(best.K-k) {
+		if !found {
 			best, found = e, true
+			continue
+		}
+		mb, kb, rb := rank(best)
+		me, ke, re := rank(e)
+		if me != mb && !me || me == mb && (ke < kb || ke == kb && re < rb) {
+			best = e
 		}
 	}
 	return best, found
@@ -220,6 +245,14 @@ type Estimate struct {
 	// Missing lists the dataset/model/k combinations without calibration
 	// (their train stages count 0).
 	Missing []string
+	// OtherBatch lists the dataset/model/k/batch combinations estimated
+	// from an entry of another batch size (none of theirs measured).
+	OtherBatch []string
+}
+
+// gaps are what a calibration lacks for a plan, by configuration label.
+type gaps struct {
+	missing, otherBatch map[string]bool
 }
 
 // DatasetOf returns the dataset of a stage from its generate input (or
@@ -258,11 +291,12 @@ func (c *Calibration) Seconds(p *plan.Plan) (map[string]float64, []string) {
 	return out, missing
 }
 
-// seconds is Seconds by node, with the dataset/model/k labels of the
-// uncalibrated train configurations and the unmeasured stages.
-func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, map[string]bool, map[*plan.Node]bool) {
+// seconds is Seconds by node, with the labels of the uncalibrated train
+// configurations and of those estimated from another batch size, and the
+// unmeasured stages.
+func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, gaps, map[*plan.Node]bool) {
 	seconds := make(map[*plan.Node]float64, len(p.Nodes))
-	missing := map[string]bool{}
+	g := gaps{missing: map[string]bool{}, otherBatch: map[string]bool{}}
 	unmeasured := map[*plan.Node]bool{}
 	var pointCost func(n *plan.Node) float64
 	pointCost = func(n *plan.Node) float64 {
@@ -286,11 +320,14 @@ func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, map[string]
 		}
 		pt := tp.Point
 		label := plan.DatasetLabel(ds)
-		e, ok := c.lookup(label, pt.Model.Kind, pt.Model.K)
+		e, ok := c.lookup(label, pt.Model.Kind, pt.Model.K, pt.Training.BatchSize)
 		if !ok {
-			missing[fmt.Sprintf("%s %s k=%d", label, pt.Model.Kind, pt.Model.K)] = true
+			g.missing[fmt.Sprintf("%s %s k=%d", label, pt.Model.Kind, pt.Model.K)] = true
 			unmeasured[n] = true
 			return 0
+		}
+		if b := pt.Training.BatchSize; e.BatchSize != 0 && e.BatchSize != b {
+			g.otherBatch[fmt.Sprintf("%s %s k=%d batch %d (from batch %d)", label, pt.Model.Kind, pt.Model.K, b, e.BatchSize)] = true
 		}
 		s := e.SecondsPerEpoch * float64(pt.Training.Epochs) *
 			float64(size(pt.Model.Layers, pt.Model.Hidden)) / float64(size(e.Layers, e.Hidden))
@@ -323,7 +360,7 @@ func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, map[string]
 		}
 		seconds[n] = s
 	}
-	return seconds, missing, unmeasured
+	return seconds, g, unmeasured
 }
 
 // Estimate computes the cost of every stage of p (Status from Resolve
@@ -333,7 +370,7 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 		return nil, errors.New("no calibration")
 	}
 	threads := float64(max(c.Threads, 1))
-	seconds, missing, _ := c.seconds(p)
+	seconds, g, _ := c.seconds(p)
 	est := &Estimate{}
 	idx := map[string]int{}
 	total := KindCost{Kind: "total"}
@@ -362,9 +399,13 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 		}
 	}
 	est.Kinds = append(est.Kinds, total)
-	for m := range missing {
+	for m := range g.missing {
 		est.Missing = append(est.Missing, m)
 	}
+	for m := range g.otherBatch {
+		est.OtherBatch = append(est.OtherBatch, m)
+	}
 	sort.Strings(est.Missing)
+	sort.Strings(est.OtherBatch)
 	return est, nil
 }

@@ -1,8 +1,10 @@
 package cost
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,5 +175,75 @@ func TestSeconds(t *testing.T) {
 	}
 	if got := strings.Join(missing, ","); got != "fin,gat,pre" {
 		t.Errorf("missing %q, want fin,gat,pre", got)
+	}
+}
+
+// TestLookupBatch: an entry of the stage's batch size wins over a nearer
+// k; among entries of other batch sizes the nearest k, then the nearest
+// batch size; an entry without a batch size (older files) matches every
+// one. Estimates from another batch size are listed.
+func TestLookupBatch(t *testing.T) {
+	cal := &Calibration{Version: 1, Threads: 1, Entries: []Entry{
+		{Dataset: "tu(DD)", Model: "spn", K: 5, Layers: 1, Hidden: 1, BatchSize: 32, SecondsPerEpoch: 10},
+		{Dataset: "tu(DD)", Model: "spn", K: 5, Layers: 1, Hidden: 1, BatchSize: 128, SecondsPerEpoch: 4},
+		{Dataset: "tu(DD)", Model: "spn", K: 3, Layers: 1, Hidden: 1, BatchSize: 32, SecondsPerEpoch: 8},
+		{Dataset: "tu(DD)", Model: "spn", K: 1, Layers: 1, Hidden: 1, BatchSize: 512, SecondsPerEpoch: 1},
+		{Dataset: "tu(DD)", Model: "gin", K: 1, Layers: 1, Hidden: 1, SecondsPerEpoch: 2},
+	}}
+	for _, c := range []struct {
+		model     string
+		k, batch  int
+		want      float64
+		otherFrom int // the batch size estimated from; 0: its own
+	}{
+		{"spn", 5, 128, 4, 0},
+		{"spn", 5, 32, 10, 0},
+		{"spn", 4, 128, 4, 0},   // the batch size over the nearer k = 3
+		{"spn", 3, 64, 8, 32},   // k first among other batch sizes
+		{"spn", 2, 256, 1, 512}, // k = 1 and 3 equally near: batch 512 is nearer 256 than 32
+		{"gin", 1, 64, 2, 0},    // no batch size recorded
+	} {
+		p := &plan.Plan{Nodes: []*plan.Node{{Key: "t", Name: "t", Kind: stages.KindTrain,
+			Params: stages.TrainParams{Role: stages.RoleHoldout, Point: &schema.Point{
+				Model:    schema.Model{Kind: c.model, K: c.k, Layers: 1, Hidden: 1},
+				Training: schema.Training{Epochs: 1, BatchSize: c.batch}}},
+			Deps: []*plan.Node{{Kind: stages.KindGenerate, Params: stages.GenerateParams{Dataset: schema.Dataset{Kind: "tu", Name: "DD"}}}}}}}
+		secs, missing := cal.Seconds(p)
+		if secs["t"] != c.want || len(missing) != 0 {
+			t.Errorf("%s k=%d batch %d: %g s (missing %v), want %g", c.model, c.k, c.batch, secs["t"], missing, c.want)
+		}
+		est, err := cal.Estimate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		if c.otherFrom != 0 {
+			want = []string{fmt.Sprintf("tu(DD) %s k=%d batch %d (from batch %d)", c.model, c.k, c.batch, c.otherFrom)}
+		}
+		if !slices.Equal(est.OtherBatch, want) {
+			t.Errorf("%s k=%d batch %d: other batch %q, want %q", c.model, c.k, c.batch, est.OtherBatch, want)
+		}
+	}
+}
+
+// TestMerge: the new calibration's entries win; an older one of another
+// batch size stays, an older one without a batch size goes when the same
+// dataset, model and k was measured again; stage seconds likewise; the
+// entries come out sorted.
+func TestMerge(t *testing.T) {
+	e := func(model string, k, batch int, s float64) Entry {
+		return Entry{Dataset: "tu(DD)", Model: model, K: k, Layers: 1, Hidden: 1, BatchSize: batch, SecondsPerEpoch: s}
+	}
+	c := &Calibration{Entries: []Entry{e("spn", 5, 32, 1), e("spn", 3, 128, 2)},
+		StageSeconds: map[string]map[string]float64{"generate": {"tu(DD)": 5}}}
+	old := &Calibration{Entries: []Entry{e("spn", 5, 32, 9), e("spn", 5, 128, 9), e("spn", 3, 0, 9), e("gin", 1, 0, 9)},
+		StageSeconds: map[string]map[string]float64{"generate": {"tu(DD)": 9, "tu(NCI1)": 9}, "precompute": {"tu(DD)": 9}}}
+	c.Merge(old)
+	want := []Entry{e("gin", 1, 0, 9), e("spn", 3, 128, 2), e("spn", 5, 32, 1), e("spn", 5, 128, 9)}
+	if !slices.Equal(c.Entries, want) {
+		t.Errorf("entries\n%+v\nwant\n%+v", c.Entries, want)
+	}
+	if got := fmt.Sprint(c.StageSeconds); got != "map[generate:map[tu(DD):5 tu(NCI1):9] precompute:map[tu(DD):9]]" {
+		t.Errorf("stage seconds %s", got)
 	}
 }
