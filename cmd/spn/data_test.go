@@ -216,6 +216,25 @@ func TestDataHops(t *testing.T) {
 	if code, _, _ := dataRun(dir, "", "hops", "prox", "--kmax", "0"); code != exitUsage {
 		t.Fatalf("--kmax 0: exit %d, want %d", code, exitUsage)
 	}
+	// N_∞: a node cut off from three others (6 ordered pairs), one from
+	// two (4); two graphs of one component.
+	in := filepath.Join(t.TempDir(), "split.jsonl")
+	src := `{"nodes":4,"edges":[[0,1],[2,1]],"x":[0,1,1,2],"y":1}
+{"nodes":2,"edges":[[0,1]],"x":[2,2],"y":0}
+{"nodes":3,"edges":[[0,2]],"x":[0,0,1],"y":1}
+{"nodes":1,"edges":[],"x":[1],"y":0}
+`
+	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := dataRun(dir, "", "import", in, "--name", "split"); code != exitOK {
+		t.Fatalf("import: exit %d: %s", code, errs)
+	}
+	code, stdout, errs = dataRun(dir, "", "hops", "split", "--kmax", "2", "--unreachable")
+	if code != exitOK || !strings.Contains(stdout, "split: 4 graphs, hop sets N_1..N_2 and N_∞") ||
+		!strings.Contains(stdout, "  N_∞: 10 (u,v) pairs, in 2 graphs of more than one component\n  total: 20 pairs\n") {
+		t.Fatalf("--unreachable: exit %d: %s\n%s", code, errs, stdout)
+	}
 }
 
 // TestDataFetchVerifies: spn data fetch of every dataset the mirror holds
