@@ -1,6 +1,7 @@
 // Package pipelines holds the experiment specs shipped with spn, embedded
-// in the binary: the quickstart that `spn run` runs without arguments and
-// the paper's pipelines.
+// in the binary: the quickstart that `spn run` runs without arguments, the
+// paper's pipelines (paper/) and specs that go beyond the paper
+// (extensions/).
 package pipelines
 
 import (
@@ -17,7 +18,7 @@ const QuickstartName = "pipelines/quickstart.cue"
 //go:embed quickstart.cue
 var Quickstart []byte
 
-//go:embed *.cue paper/*.cue
+//go:embed *.cue paper/*.cue extensions/*.cue
 var specs embed.FS
 
 // FS returns a read-only file system of every embedded spec (*.cue at the
