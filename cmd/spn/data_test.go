@@ -52,15 +52,18 @@ func TestDataStatsProx(t *testing.T) {
 	golden.Check(t, "testdata/data_stats_prox.golden", []byte(all.String()))
 }
 
-func TestDataImportShowExport(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(t.TempDir(), "tiny.jsonl")
-	src := `{"nodes":4,"edges":[[0,1],[2,1]],"x":[0,1,1,2],"y":1}
+// tinyJSONL is a dataset of four small graphs, two of them of more than
+// one component.
+const tinyJSONL = `{"nodes":4,"edges":[[0,1],[2,1]],"x":[0,1,1,2],"y":1}
 {"nodes":2,"edges":[[0,1]],"x":[2,2],"y":0}
 {"nodes":3,"edges":[[0,2]],"x":[0,0,1],"y":1}
 {"nodes":1,"edges":[],"x":[1],"y":0}
 `
-	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
+
+func TestDataImportShowExport(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(t.TempDir(), "tiny.jsonl")
+	if err := os.WriteFile(in, []byte(tinyJSONL), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := dataRun(dir, "", "import", in, "--name", "tiny")
@@ -219,12 +222,7 @@ func TestDataHops(t *testing.T) {
 	// N_∞: a node cut off from three others (6 ordered pairs), one from
 	// two (4); two graphs of one component.
 	in := filepath.Join(t.TempDir(), "split.jsonl")
-	src := `{"nodes":4,"edges":[[0,1],[2,1]],"x":[0,1,1,2],"y":1}
-{"nodes":2,"edges":[[0,1]],"x":[2,2],"y":0}
-{"nodes":3,"edges":[[0,2]],"x":[0,0,1],"y":1}
-{"nodes":1,"edges":[],"x":[1],"y":0}
-`
-	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
+	if err := os.WriteFile(in, []byte(tinyJSONL), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errs := dataRun(dir, "", "import", in, "--name", "split"); code != exitOK {

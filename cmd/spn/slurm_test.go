@@ -199,6 +199,24 @@ func TestSlurmRunMatchesLocal(t *testing.T) {
 	}
 }
 
+// tinySpec writes testdata/slurm_tiny.cue to dir/name with its first old
+// replaced by new, and returns the path; old must occur.
+func tinySpec(t *testing.T, dir, name, old, new string) string {
+	t.Helper()
+	src, err := os.ReadFile("testdata/slurm_tiny.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(src, []byte(old)) {
+		t.Fatalf("testdata/slurm_tiny.cue has no %q to replace", old)
+	}
+	spec := filepath.Join(dir, name)
+	if err := os.WriteFile(spec, bytes.Replace(src, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
 // squeueJobs lists spn's array tasks on cacheDir as "jobid_task state".
 func squeueJobs(t *testing.T, cacheDir string) []string {
 	t.Helper()
@@ -223,15 +241,8 @@ func TestSlurmCancelAndResume(t *testing.T) {
 	needSlurm(t)
 	bin := buildSpn(t)
 	dir := t.TempDir()
-	src, err := os.ReadFile("testdata/slurm_tiny.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Longer training, so that jobs are caught running.
-	spec := filepath.Join(dir, "slow.cue")
-	if err := os.WriteFile(spec, bytes.Replace(src, []byte("epochs: 6}"), []byte("epochs: 150}"), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spec := tinySpec(t, dir, "slow.cue", "epochs: 6}", "epochs: 150}")
 	want := localTables(t, bin, dir, spec)
 	cacheDir := filepath.Join(dir, "cache-slurm")
 	if _, stderr, code := spnCmd(t, bin, dir, "run", spec, "--executor", "slurm", "--cache", cacheDir); code != 0 {
@@ -454,14 +465,7 @@ func TestSlurmAutoTime(t *testing.T) {
 	needSlurm(t)
 	bin := buildSpn(t)
 	dir := t.TempDir()
-	src, err := os.ReadFile("testdata/slurm_tiny.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := filepath.Join(dir, "tiny.cue")
-	if err := os.WriteFile(spec, bytes.Replace(src, []byte(`time: "00:10:00"`), []byte(`time: "auto"`), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spec := tinySpec(t, dir, "tiny.cue", `time: "00:10:00"`, `time: "auto"`)
 	var entries []string
 	for _, e := range []struct {
 		model string
