@@ -53,8 +53,8 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 	for _, m := range est.Missing {
 		fmt.Fprintf(w, "not calibrated (counted as 0): %s; run spn calibrate on this spec\n", m)
 	}
-	for _, m := range est.OtherBatch {
-		fmt.Fprintf(w, "estimated from another batch size: %s; run spn calibrate on this spec\n", m)
+	for _, m := range est.Approximate {
+		fmt.Fprintf(w, "estimated from another configuration: %s; run spn calibrate on this spec\n", m)
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ func cmdCalibrate(a *app, args []string) error { return a.calibrate(realEngine()
 // the per-epoch times that spn plan --cost uses.
 func (a *app) calibrate(en *engine, args []string) error {
 	fs := a.newFlagSet("calibrate", "calibrate FILE [--out FILE] [--epochs N] [flags]\n\n"+
-		"Trains each dataset × model kind × k × batch size of the spec (its first grid point) for\n"+
+		"Trains each dataset × model kind × k × batch size × N_∞ of the spec (its first grid point) for\n"+
 		"--epochs epochs on one split, one stage at a time, and writes the measured\n"+
 		"seconds per epoch (and generate/precompute seconds) for spn plan --cost.\n"+
 		"Entries of an existing calibration file for other configurations are kept.")
@@ -123,11 +123,12 @@ func (a *app) calibrate(en *engine, args []string) error {
 type combo struct {
 	label, model string
 	k, batch     int
+	unreachable  bool
 }
 
 // measure builds one single-run holdout experiment per distinct dataset ×
-// model kind × k × batch size of spec, runs it locally and reads the
-// timings back.
+// model kind × k × batch size × N_∞ (model.unreachable) of spec, runs it
+// locally and reads the timings back.
 func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads, proxGraphs int, noWait bool) (*cost.Calibration, error) {
 	cspec := &schema.Spec{Name: spec.Name + "-calibration", Device: spec.Device, Mode: spec.Mode,
 		File: spec.File, Tables: []schema.Table{}, Executor: spec.Executor}
@@ -135,7 +136,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 	seen := map[combo]bool{}
 	for _, e := range spec.Experiments {
 		for _, pt := range e.Points {
-			cb := combo{plan.DatasetLabel(e.Dataset), pt.Model.Kind, pt.Model.K, pt.Training.BatchSize}
+			cb := combo{plan.DatasetLabel(e.Dataset), pt.Model.Kind, pt.Model.K, pt.Training.BatchSize, pt.Model.Unreachable}
 			if seen[cb] {
 				continue
 			}
@@ -215,7 +216,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 			}
 			slices.Sort(secs)
 			e := cost.Entry{Dataset: label, Model: tp.Point.Model.Kind, K: tp.Point.Model.K,
-				Layers: tp.Point.Model.Layers, Hidden: tp.Point.Model.Hidden, BatchSize: tp.Point.Training.BatchSize,
+				Layers: tp.Point.Model.Layers, Hidden: tp.Point.Model.Hidden, BatchSize: tp.Point.Training.BatchSize, Unreachable: tp.Point.Model.Unreachable,
 				SecondsPerEpoch: secs[len(secs)/2]}
 			if ds.Kind == "prox" {
 				e.Graphs = ds.Graphs

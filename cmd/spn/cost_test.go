@@ -49,8 +49,8 @@ func TestPlanCost(t *testing.T) {
 	}
 	for _, want := range []string{
 		"       train       8       8              5.0                 5.0",
-		"estimated from another batch size: prox(h=2) gin k=1 batch 8 (from batch 32); run spn calibrate on this spec",
-		"estimated from another batch size: prox(h=2) spn k=3 batch 8 (from batch 32); run spn calibrate on this spec",
+		"estimated from another configuration: prox(h=2) gin k=1 batch 8 (from batch 32); run spn calibrate on this spec",
+		"estimated from another configuration: prox(h=2) spn k=3 batch 8 (from batch 32); run spn calibrate on this spec",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("with batch size 32 entries, output lacks %q:\n%s", want, out.String())

@@ -3,9 +3,10 @@
 // calibration file written by `spn calibrate`).
 //
 // The model: a train stage costs epochs × the seconds per epoch measured
-// for its dataset, model kind, k and batch size (an entry of another
-// batch size only when none of its own was measured: steps, and so
-// per-step costs, depend on it), scaled linearly in layers × hidden
+// for its dataset, model kind, k, batch size and N_∞ (an entry of another
+// batch size, or with N_∞ where the stage has none or the reverse, only
+// when none of its own was measured: steps, and so per-step costs,
+// depend on the batch size; N_∞ adds entries to aggregate), scaled linearly in layers × hidden
 // (and, for generated h-Prox datasets, in the number of graphs) from the
 // calibrated configuration. The epochs are the configured maximum, so the
 // estimate is an upper bound when early stopping ends runs sooner. A final
@@ -68,6 +69,9 @@ type Entry struct {
 	// BatchSize is the training batch size measured (0: not recorded,
 	// a calibration written before spn recorded it).
 	BatchSize int `json:"batch_size,omitempty"`
+	// Unreachable is whether the measured model read N_∞
+	// (model.unreachable).
+	Unreachable bool `json:"unreachable,omitempty"`
 	// SecondsPerEpoch is the median epoch time after the first epoch.
 	SecondsPerEpoch float64 `json:"seconds_per_epoch"`
 }
@@ -148,14 +152,15 @@ func (c *Calibration) Merge(old *Calibration) {
 	type id struct {
 		ds, model string
 		k, batch  int
+		unr       bool
 	}
 	have := map[id]bool{}
 	for _, e := range c.Entries {
-		have[id{e.Dataset, e.Model, e.K, e.BatchSize}] = true
-		have[id{e.Dataset, e.Model, e.K, 0}] = true // an older entry without a batch size is replaced too
+		have[id{e.Dataset, e.Model, e.K, e.BatchSize, e.Unreachable}] = true
+		have[id{e.Dataset, e.Model, e.K, 0, e.Unreachable}] = true // an older entry without a batch size is replaced too
 	}
 	for _, e := range old.Entries {
-		if !have[id{e.Dataset, e.Model, e.K, e.BatchSize}] {
+		if !have[id{e.Dataset, e.Model, e.K, e.BatchSize, e.Unreachable}] {
 			c.Entries = append(c.Entries, e)
 		}
 	}
@@ -170,7 +175,10 @@ func (c *Calibration) Merge(old *Calibration) {
 		if a.K != b.K {
 			return a.K < b.K
 		}
-		return a.BatchSize < b.BatchSize
+		if a.BatchSize != b.BatchSize {
+			return a.BatchSize < b.BatchSize
+		}
+		return !a.Unreachable && b.Unreachable
 	})
 	for kind, m := range old.StageSeconds {
 		if c.StageSeconds == nil {
@@ -187,32 +195,45 @@ func (c *Calibration) Merge(old *Calibration) {
 	}
 }
 
-// lookup finds the entry of dataset/model/k/batch, else the same
-// dataset and model with the nearest k, preferring the batch size
-// (an entry without one counts as of every batch size) over k, and the
-// nearest batch size (by ratio) among the rest.
-func (c *Calibration) lookup(ds, model string, k, batch int) (Entry, bool) {
-	// rank orders candidates: batch size matched, then |Δk|, then how
-	// far the batch size is (its log ratio).
-	rank := func(e Entry) (bool, int, float64) {
-		if e.BatchSize == 0 || e.BatchSize == batch || batch <= 0 {
-			return false, abs(e.K - k), 0
+// lookup finds the entry of dataset/model/k/batch/N_∞, else the same
+// dataset and model, preferring in this order: the batch size (an entry
+// without one counts as of every batch size), N_∞ or not as asked, the
+// nearest k, the nearest batch size (by ratio).
+func (c *Calibration) lookup(ds, model string, k, batch int, unreachable bool) (Entry, bool) {
+	// key orders candidates, smaller first.
+	type key struct {
+		batchOff, unrOff int
+		dk               int
+		ratio            float64
+	}
+	rank := func(e Entry) key {
+		r := key{dk: abs(e.K - k)}
+		if e.BatchSize != 0 && e.BatchSize != batch && batch > 0 {
+			r.batchOff, r.ratio = 1, math.Abs(math.Log(float64(e.BatchSize)/float64(batch)))
 		}
-		return true, abs(e.K - k), math.Abs(math.Log(float64(e.BatchSize) / float64(batch)))
+		if e.Unreachable != unreachable {
+			r.unrOff = 1
+		}
+		return r
+	}
+	less := func(a, b key) bool {
+		switch {
+		case a.batchOff != b.batchOff:
+			return a.batchOff < b.batchOff
+		case a.unrOff != b.unrOff:
+			return a.unrOff < b.unrOff
+		case a.dk != b.dk:
+			return a.dk < b.dk
+		}
+		return a.ratio < b.ratio
 	}
 	best, found := Entry{}, false
 	for _, e := range c.Entries {
 		if e.Dataset != ds || e.Model != model {
 			continue
 		}
-		if !found {
+		if !found || less(rank(e), rank(best)) {
 			best, found = e, true
-			continue
-		}
-		mb, kb, rb := rank(best)
-		me, ke, re := rank(e)
-		if me != mb && !me || me == mb && (ke < kb || ke == kb && re < rb) {
-			best = e
 		}
 	}
 	return best, found
@@ -245,14 +266,15 @@ type Estimate struct {
 	// Missing lists the dataset/model/k combinations without calibration
 	// (their train stages count 0).
 	Missing []string
-	// OtherBatch lists the dataset/model/k/batch combinations estimated
-	// from an entry of another batch size (none of theirs measured).
-	OtherBatch []string
+	// Approximate lists the train configurations estimated from an entry
+	// of another batch size or N_∞ setting (none of theirs measured), each
+	// with what it was estimated from.
+	Approximate []string
 }
 
 // gaps are what a calibration lacks for a plan, by configuration label.
 type gaps struct {
-	missing, otherBatch map[string]bool
+	missing, approximate map[string]bool
 }
 
 // DatasetOf returns the dataset of a stage from its generate input (or
@@ -296,7 +318,7 @@ func (c *Calibration) Seconds(p *plan.Plan) (map[string]float64, []string) {
 // unmeasured stages.
 func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, gaps, map[*plan.Node]bool) {
 	seconds := make(map[*plan.Node]float64, len(p.Nodes))
-	g := gaps{missing: map[string]bool{}, otherBatch: map[string]bool{}}
+	g := gaps{missing: map[string]bool{}, approximate: map[string]bool{}}
 	unmeasured := map[*plan.Node]bool{}
 	var pointCost func(n *plan.Node) float64
 	pointCost = func(n *plan.Node) float64 {
@@ -320,14 +342,25 @@ func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, gaps, map[*
 		}
 		pt := tp.Point
 		label := plan.DatasetLabel(ds)
-		e, ok := c.lookup(label, pt.Model.Kind, pt.Model.K, pt.Training.BatchSize)
+		e, ok := c.lookup(label, pt.Model.Kind, pt.Model.K, pt.Training.BatchSize, pt.Model.Unreachable)
 		if !ok {
 			g.missing[fmt.Sprintf("%s %s k=%d", label, pt.Model.Kind, pt.Model.K)] = true
 			unmeasured[n] = true
 			return 0
 		}
+		var from []string
 		if b := pt.Training.BatchSize; e.BatchSize != 0 && e.BatchSize != b {
-			g.otherBatch[fmt.Sprintf("%s %s k=%d batch %d (from batch %d)", label, pt.Model.Kind, pt.Model.K, b, e.BatchSize)] = true
+			from = append(from, fmt.Sprintf("batch %d", e.BatchSize))
+		}
+		if e.Unreachable != pt.Model.Unreachable {
+			from = append(from, map[bool]string{true: "with N_∞", false: "without N_∞"}[e.Unreachable])
+		}
+		if len(from) > 0 {
+			unr := ""
+			if pt.Model.Unreachable {
+				unr = " N_∞"
+			}
+			g.approximate[fmt.Sprintf("%s %s k=%d batch %d%s (from %s)", label, pt.Model.Kind, pt.Model.K, pt.Training.BatchSize, unr, strings.Join(from, ", "))] = true
 		}
 		s := e.SecondsPerEpoch * float64(pt.Training.Epochs) *
 			float64(size(pt.Model.Layers, pt.Model.Hidden)) / float64(size(e.Layers, e.Hidden))
@@ -402,10 +435,10 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 	for m := range g.missing {
 		est.Missing = append(est.Missing, m)
 	}
-	for m := range g.otherBatch {
-		est.OtherBatch = append(est.OtherBatch, m)
+	for m := range g.approximate {
+		est.Approximate = append(est.Approximate, m)
 	}
 	sort.Strings(est.Missing)
-	sort.Strings(est.OtherBatch)
+	sort.Strings(est.Approximate)
 	return est, nil
 }

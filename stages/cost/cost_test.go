@@ -179,9 +179,10 @@ func TestSeconds(t *testing.T) {
 }
 
 // TestLookupBatch: an entry of the stage's batch size wins over a nearer
-// k; among entries of other batch sizes the nearest k, then the nearest
-// batch size; an entry without a batch size (older files) matches every
-// one. Estimates from another batch size are listed.
+// k, then one of its N_∞ setting; among entries of other batch sizes the
+// nearest k, then the nearest batch size; an entry without a batch size
+// (older files) matches every one. Estimates from another batch size or
+// N_∞ setting are listed.
 func TestLookupBatch(t *testing.T) {
 	cal := &Calibration{Version: 1, Threads: 1, Entries: []Entry{
 		{Dataset: "tu(DD)", Model: "spn", K: 5, Layers: 1, Hidden: 1, BatchSize: 32, SecondsPerEpoch: 10},
@@ -189,39 +190,50 @@ func TestLookupBatch(t *testing.T) {
 		{Dataset: "tu(DD)", Model: "spn", K: 3, Layers: 1, Hidden: 1, BatchSize: 32, SecondsPerEpoch: 8},
 		{Dataset: "tu(DD)", Model: "spn", K: 1, Layers: 1, Hidden: 1, BatchSize: 512, SecondsPerEpoch: 1},
 		{Dataset: "tu(DD)", Model: "gin", K: 1, Layers: 1, Hidden: 1, SecondsPerEpoch: 2},
+		{Dataset: "tu(DD)", Model: "spn", K: 3, Layers: 1, Hidden: 1, BatchSize: 32, Unreachable: true, SecondsPerEpoch: 9},
 	}}
 	for _, c := range []struct {
-		model     string
-		k, batch  int
-		want      float64
-		otherFrom int // the batch size estimated from; 0: its own
+		model    string
+		k, batch int
+		unr      bool
+		want     float64
+		from     string // what it was estimated from; "": its own configuration
 	}{
-		{"spn", 5, 128, 4, 0},
-		{"spn", 5, 32, 10, 0},
-		{"spn", 4, 128, 4, 0},   // the batch size over the nearer k = 3
-		{"spn", 3, 64, 8, 32},   // k first among other batch sizes
-		{"spn", 2, 256, 1, 512}, // k = 1 and 3 equally near: batch 512 is nearer 256 than 32
-		{"gin", 1, 64, 2, 0},    // no batch size recorded
+		{"spn", 5, 128, false, 4, ""},
+		{"spn", 5, 32, false, 10, ""},
+		{"spn", 4, 128, false, 4, ""},           // the batch size over the nearer k = 3
+		{"spn", 3, 64, false, 8, "batch 32"},    // k first among other batch sizes
+		{"spn", 2, 256, false, 1, "batch 512"},  // k = 1 and 3 equally near: batch 512 is nearer 256 than 32
+		{"gin", 1, 64, false, 2, ""},            // no batch size recorded
+		{"spn", 3, 32, true, 9, ""},             // N_∞ measured
+		{"spn", 5, 32, true, 9, ""},             // N_∞ over the nearer k
+		{"spn", 5, 128, true, 4, "without N_∞"}, // the batch size over N_∞
+		{"gin", 1, 64, true, 2, "without N_∞"},  // no entry with N_∞
+		{"spn", 3, 64, true, 9, "batch 32"},     // batch sizes off alike: N_∞ decides
 	} {
 		p := &plan.Plan{Nodes: []*plan.Node{{Key: "t", Name: "t", Kind: stages.KindTrain,
 			Params: stages.TrainParams{Role: stages.RoleHoldout, Point: &schema.Point{
-				Model:    schema.Model{Kind: c.model, K: c.k, Layers: 1, Hidden: 1},
+				Model:    schema.Model{Kind: c.model, K: c.k, Layers: 1, Hidden: 1, Unreachable: c.unr},
 				Training: schema.Training{Epochs: 1, BatchSize: c.batch}}},
 			Deps: []*plan.Node{{Kind: stages.KindGenerate, Params: stages.GenerateParams{Dataset: schema.Dataset{Kind: "tu", Name: "DD"}}}}}}}
 		secs, missing := cal.Seconds(p)
 		if secs["t"] != c.want || len(missing) != 0 {
-			t.Errorf("%s k=%d batch %d: %g s (missing %v), want %g", c.model, c.k, c.batch, secs["t"], missing, c.want)
+			t.Errorf("%s k=%d batch %d N_∞ %v: %g s (missing %v), want %g", c.model, c.k, c.batch, c.unr, secs["t"], missing, c.want)
 		}
 		est, err := cal.Estimate(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var want []string
-		if c.otherFrom != 0 {
-			want = []string{fmt.Sprintf("tu(DD) %s k=%d batch %d (from batch %d)", c.model, c.k, c.batch, c.otherFrom)}
+		if c.from != "" {
+			unr := ""
+			if c.unr {
+				unr = " N_∞"
+			}
+			want = []string{fmt.Sprintf("tu(DD) %s k=%d batch %d%s (from %s)", c.model, c.k, c.batch, unr, c.from)}
 		}
-		if !slices.Equal(est.OtherBatch, want) {
-			t.Errorf("%s k=%d batch %d: other batch %q, want %q", c.model, c.k, c.batch, est.OtherBatch, want)
+		if !slices.Equal(est.Approximate, want) {
+			t.Errorf("%s k=%d batch %d N_∞ %v: approximate %q, want %q", c.model, c.k, c.batch, c.unr, est.Approximate, want)
 		}
 	}
 }
@@ -236,10 +248,12 @@ func TestMerge(t *testing.T) {
 	}
 	c := &Calibration{Entries: []Entry{e("spn", 5, 32, 1), e("spn", 3, 128, 2)},
 		StageSeconds: map[string]map[string]float64{"generate": {"tu(DD)": 5}}}
-	old := &Calibration{Entries: []Entry{e("spn", 5, 32, 9), e("spn", 5, 128, 9), e("spn", 3, 0, 9), e("gin", 1, 0, 9)},
+	inf := e("spn", 5, 32, 9)
+	inf.Unreachable = true // N_∞ measured before: another configuration, kept
+	old := &Calibration{Entries: []Entry{e("spn", 5, 32, 9), e("spn", 5, 128, 9), e("spn", 3, 0, 9), e("gin", 1, 0, 9), inf},
 		StageSeconds: map[string]map[string]float64{"generate": {"tu(DD)": 9, "tu(NCI1)": 9}, "precompute": {"tu(DD)": 9}}}
 	c.Merge(old)
-	want := []Entry{e("gin", 1, 0, 9), e("spn", 3, 128, 2), e("spn", 5, 32, 1), e("spn", 5, 128, 9)}
+	want := []Entry{e("gin", 1, 0, 9), e("spn", 3, 128, 2), e("spn", 5, 32, 1), inf, e("spn", 5, 128, 9)}
 	if !slices.Equal(c.Entries, want) {
 		t.Errorf("entries\n%+v\nwant\n%+v", c.Entries, want)
 	}
