@@ -135,31 +135,21 @@ func HopsFileHeader(path string) (kmax int, unreachable bool, err error) {
 // hopsHeader is HopsFileHeader of the size bytes of r.
 func hopsHeader(r io.Reader, size int64) (kmax int, unreachable bool, err error) {
 	d, err := newDecoder(r, size, hopsMagic, hopsVersion, hopsVersionInt32)
-	if err == nil {
-		k := d.u32()
-		if err = d.err; err == nil && (k < 1 || k > 1<<16) {
-			err = fmt.Errorf("KMax %d out of range 1..65536", k)
-		}
-		if err == nil {
-			perCSR, perNode := 8, 4
-			if d.version == hopsVersion {
-				perCSR, perNode = 2, 1
-			}
-			unreachable = true
-			if ng := d.count(5+perCSR*int(k), "graph count"); ng > 0 {
-				d.count(perNode*int(k), "node count")
-				flag := d.u8()
-				if d.err == nil && flag > 1 {
-					d.err = fmt.Errorf("graph 0: bad unreachable flag %d", flag)
-				}
-				unreachable = flag == 1
-			}
-			if err = d.err; err == nil {
-				return int(k), unreachable, nil
-			}
-		}
+	if err != nil {
+		return 0, false, err
 	}
-	return 0, false, err
+	kmax, ng, err := d.hopsHead()
+	unreachable = true // a file of no graphs
+	if err == nil && ng > 0 {
+		_, unreachable, err = d.hopsGraphHead(0, kmax)
+	}
+	if err == nil {
+		err = d.err
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return kmax, unreachable, nil
 }
 
 // ReadHopsFilePrefix reads and validates a hops file like ReadHopsFile but
@@ -940,36 +930,57 @@ func decodeHops(r io.Reader, size int64, keep int) (*Hops, int, error) {
 	return h, kmax, nil
 }
 
-func (d *decoder) hops(keep int) (*Hops, int, error) {
-	kmax := d.u32()
-	if d.err == nil && (kmax < 1 || kmax > 1<<16) {
-		return nil, 0, fmt.Errorf("KMax %d out of range 1..65536", kmax)
+// hopsHead reads a hops file's kmax (1..65536) and graph count. Every
+// graph takes at least 5 + KMax*8 bytes in version 1, 5 + KMax*2 in
+// version 2, and every node 4*KMax resp. KMax bytes (hopsGraphHead).
+func (d *decoder) hopsHead() (kmax, ng int, err error) {
+	k := d.u32()
+	if d.err == nil && (k < 1 || k > 1<<16) {
+		return 0, 0, fmt.Errorf("KMax %d out of range 1..65536", k)
 	}
-	if keep < 0 || keep > int(kmax) {
-		keep = int(kmax)
+	perCSR := 8
+	if d.version == hopsVersion {
+		perCSR = 2
+	}
+	return int(k), d.count(5+perCSR*int(k), "graph count"), nil
+}
+
+// hopsGraphHead reads graph i's node count and whether its N_∞ follows.
+func (d *decoder) hopsGraphHead(i, kmax int) (n int, unreachable bool, err error) {
+	perNode := 4
+	if d.version == hopsVersion {
+		perNode = 1
+	}
+	n = d.count(perNode*kmax, "node count")
+	flag := d.u8()
+	if flag > 1 {
+		return 0, false, fmt.Errorf("graph %d: bad unreachable flag %d", i, flag)
+	}
+	return n, flag == 1, nil
+}
+
+func (d *decoder) hops(keep int) (*Hops, int, error) {
+	kmax, ng, err := d.hopsHead()
+	if err != nil {
+		return nil, 0, err
+	}
+	if keep < 0 || keep > kmax {
+		keep = kmax
 	}
 	h := &Hops{KMax: keep}
-	// Every graph takes at least 5 + KMax*8 bytes in version 1, 5 + KMax*2
-	// in version 2, and every node 4*KMax resp. KMax bytes.
-	perCSR, perNode := 8, 4
-	if d.version == hopsVersion {
-		perCSR, perNode = 2, 1
-	}
-	ng := d.count(5+perCSR*int(kmax), "graph count")
 	h.Graphs = make([]GraphHops, ng)
 	csr := d.csr
 	if d.version == hopsVersion {
 		csr = d.rowsCSR
 	}
 	for i := 0; i < ng && d.err == nil; i++ {
-		n := d.count(perNode*int(kmax), "node count")
-		flag := d.u8()
-		if flag > 1 {
-			return nil, 0, fmt.Errorf("graph %d: bad unreachable flag %d", i, flag)
+		n, unreachable, err := d.hopsGraphHead(i, kmax)
+		if err != nil {
+			return nil, 0, err
 		}
 		gh := &h.Graphs[i]
 		gh.Hop = make([]CSR, keep)
-		for k := range int(kmax) {
+		for k := range kmax {
 			c := csr(n, "hop")
 			if d.err == nil {
 				if err := ValidateCSR(c, n, n, true); err != nil {
@@ -980,7 +991,7 @@ func (d *decoder) hops(keep int) (*Hops, int, error) {
 				gh.Hop[k] = c
 			}
 		}
-		if flag == 1 {
+		if unreachable {
 			c := csr(n, "unreachable")
 			if d.err == nil {
 				if err := ValidateCSR(c, n, n, true); err != nil {
@@ -997,7 +1008,7 @@ func (d *decoder) hops(keep int) (*Hops, int, error) {
 		return nil, 0, d.err
 	}
 	h.RecordSymmetry()
-	return h, int(kmax), nil
+	return h, kmax, nil
 }
 
 // openSized opens path and returns its size.

@@ -324,6 +324,31 @@ func (s *scratch) sparseHops(g *data.Graph, kmax int, hops []data.CSR) {
 	}
 }
 
+// rows takes the entries counted in s.cnt[:k] against the graph's limit
+// and lays out rows b0..b0+k-1 of a hop CSR after idx's entries: their
+// row pointers in ptr, in s.pos where each row's next entry goes. It
+// returns idx grown to hold them and whether there are any to fill
+// (false, idx unchanged, also past the limit).
+func (s *scratch) rows(ptr, idx []int32, b0, k int) ([]int32, bool) {
+	var sum int64
+	for _, c := range s.cnt[:k] {
+		sum += int64(c)
+	}
+	if !s.take(sum) {
+		return idx, false
+	}
+	base, total := int32(len(idx)), int32(0)
+	for j := 0; j < k; j++ {
+		s.pos[j] = base + total
+		total += s.cnt[j]
+		ptr[b0+j+1] = base + total
+	}
+	if total == 0 {
+		return idx, false
+	}
+	return slices.Grow(idx, int(total))[:int(base+total)], true
+}
+
 // emitList is emit over the nodes of list only (sorted, the only nodes
 // whose level mask may be non-zero).
 func (s *scratch) emitList(ptr, idx []int32, level []uint64, list []int32, b0, k int) []int32 {
@@ -334,24 +359,10 @@ func (s *scratch) emitList(ptr, idx []int32, level []uint64, list []int32, b0, k
 			cnt[bits.TrailingZeros64(m)]++
 		}
 	}
-	var sum int64
-	for j := 0; j < k; j++ {
-		sum += int64(cnt[j])
-	}
-	if !s.take(sum) {
+	idx, fill := s.rows(ptr, idx, b0, k)
+	if !fill {
 		return idx
 	}
-	base := int32(len(idx))
-	total := int32(0)
-	for j := 0; j < k; j++ {
-		s.pos[j] = base + total
-		total += cnt[j]
-		ptr[b0+j+1] = base + total
-	}
-	if total == 0 {
-		return idx
-	}
-	idx = slices.Grow(idx, int(total))[:int(base+total)]
 	for _, v := range list {
 		for m := level[v]; m != 0; m &= m - 1 {
 			j := bits.TrailingZeros64(m)
@@ -373,29 +384,14 @@ func (s *scratch) emit(ptr, idx []int32, level []uint64, b0, k int) []int32 {
 			m &= m - 1
 		}
 	}
-	var sum int64
-	for j := 0; j < k; j++ {
-		sum += int64(cnt[j])
-	}
-	if !s.take(sum) {
+	idx, fill := s.rows(ptr, idx, b0, k)
+	if !fill {
 		return idx
 	}
-	base := int32(len(idx))
-	total := int32(0)
-	for j := 0; j < k; j++ {
-		s.pos[j] = base + total
-		total += cnt[j]
-		ptr[b0+j+1] = base + total
-	}
-	if total == 0 {
-		return idx
-	}
-	idx = slices.Grow(idx, int(total))[:int(base+total)]
-	out := idx
 	for v, m := range level {
 		for m != 0 {
 			j := bits.TrailingZeros64(m)
-			out[s.pos[j]] = int32(v)
+			idx[s.pos[j]] = int32(v)
 			s.pos[j]++
 			m &= m - 1
 		}
