@@ -25,6 +25,24 @@ func defaultCalibration(specFile string) string {
 	return filepath.Join(filepath.Dir(specFile), "calibration.json")
 }
 
+// readCalibration reads the calibration file calFile ("": the default
+// beside specFile) for the stages of a spec that run on device, and
+// returns it with the file's name; the errors say how to measure one.
+func readCalibration(specFile, calFile, device string) (*cost.Calibration, string, error) {
+	f := calFile
+	if f == "" {
+		f = defaultCalibration(specFile)
+	}
+	cal, err := cost.ReadCalibration(f)
+	if err != nil {
+		return nil, f, fmt.Errorf("%w (spn calibrate %s --out %s measures one)", err, specFile, f)
+	}
+	if err := cal.CheckDevice(device); err != nil {
+		return nil, f, fmt.Errorf("%s: %w (spn calibrate %s --device %s --out FILE measures one)", f, err, specFile, device)
+	}
+	return cal, f, nil
+}
+
 // writeCost prints the cost estimate of p.
 func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan) error {
 	est, err := cal.Estimate(p)

@@ -18,7 +18,6 @@ import (
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
-	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/sched"
@@ -236,16 +235,9 @@ func (a *app) plan(en *engine, args []string) error {
 		return runtimeErr("plan", err)
 	}
 	if *withCost {
-		f := *calFile
-		if f == "" {
-			f = defaultCalibration(pos[0])
-		}
-		cal, err := cost.ReadCalibration(f)
+		cal, f, err := readCalibration(pos[0], *calFile, spec.Device)
 		if err != nil {
-			return runtimeErrf("plan", "%w (spn calibrate %s --out %s measures one)", err, pos[0], f)
-		}
-		if err := cal.CheckDevice(spec.Device); err != nil {
-			return runtimeErrf("plan", "%s: %w (spn calibrate %s --device %s --out FILE measures one)", f, err, pos[0], spec.Device)
+			return runtimeErr("plan", err)
 		}
 		if err := writeCost(a.stdout, cal, f, p); err != nil {
 			return runtimeErr("plan", err)

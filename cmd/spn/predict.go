@@ -44,7 +44,7 @@ func (a *app) predict(en *engine, args []string) error {
 	split := fs.Int("split", 0, "`split` (fold) whose model predicts")
 	run := fs.Int("run", 0, "`run` whose model predicts")
 	point := fs.Int("point", -1, "grid `point` (holdout; default: the evaluated winner, or the only point)")
-	maxHop := fs.Int64("max-hop-entries", 1<<28, "most hop-set entries (N_1..N_k together, 4 bytes each) one input `graph` may have")
+	maxHop := fs.Int64("max-hop-entries", 1<<28, "most hop-set entries (N_1..N_k, and N_∞ for a model that reads it, together; 4 bytes each) one input `graph` may have")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("predict", err)

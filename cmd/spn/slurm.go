@@ -11,7 +11,6 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
-	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/slurm"
 )
@@ -107,16 +106,9 @@ func (s *slurmOpts) config(spec *schema.Spec) schema.Slurm {
 // beside the spec file) for the kinds whose time limit is "auto" and
 // returns its estimates of p's stages.
 func (s *slurmOpts) estimates(spec *schema.Spec, p *plan.Plan, file string) (*slurm.Estimates, error) {
-	f := s.calFile
-	if f == "" {
-		f = defaultCalibration(file)
-	}
-	cal, err := cost.ReadCalibration(f)
+	cal, f, err := readCalibration(file, s.calFile, spec.Device)
 	if err != nil {
-		return nil, runtimeErrf("run", "executor.slurm: a time is %q: %w (spn calibrate %s --out %s measures one)", schema.SlurmTimeAuto, err, file, f)
-	}
-	if err := cal.CheckDevice(spec.Device); err != nil {
-		return nil, runtimeErrf("run", "executor.slurm: a time is %q: %s: %w (spn calibrate %s --device %s --out FILE measures one)", schema.SlurmTimeAuto, f, err, file, spec.Device)
+		return nil, runtimeErrf("run", "executor.slurm: a time is %q: %w", schema.SlurmTimeAuto, err)
 	}
 	secs, _ := cal.Seconds(p)
 	return &slurm.Estimates{Seconds: secs, Threads: max(cal.Threads, 1), Source: f}, nil

@@ -45,8 +45,8 @@ func (e *GraphError) Unwrap() error { return e.Err }
 // Graphs returns m's predictions (evaluation mode) for graphs, whose node
 // labels and attributes must fit the model's input vocabulary. threads
 // bounds the hop-set computation, and maxHopEntries the entries of one
-// graph's hop sets N_1..N_k (as sp.ComputeLimit's limit). A graph that does not fit
-// is a *GraphError.
+// graph's hop sets N_1..N_k and, for a model that reads it, N_∞ (as
+// sp.ComputeLimit's limit). A graph that does not fit is a *GraphError.
 func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads int, maxHopEntries int64) ([]Prediction, error) {
 	cfg := m.Config()
 	graphs = slices.Clone(graphs) // the fields set below must not reach the caller

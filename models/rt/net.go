@@ -322,11 +322,11 @@ func (n *HopNet) CheckWith(b *data.Batch, o Opts, typed func(*data.Batch) error)
 
 // Prepare implements Arch: the hop sets, and the typed data of the batch.
 func (n *HopNet) Prepare(b *data.Batch) ([]data.CSR, error) {
-	hops := n.need().Sets(b)
+	hn := n.need()
 	need := n.Typed
-	need.K, need.Unreachable = n.Cfg.Model.K, n.Cfg.Model.Unreachable
+	need.K, need.Unreachable = hn.K, hn.Unreachable
 	if err := n.TD.Set(b, need); err != nil {
 		return nil, err
 	}
-	return hops, nil
+	return hn.Sets(b), nil
 }

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -377,10 +378,8 @@ func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, gaps, map[*
 			if tp, _ := n.Params.(stages.TrainParams); tp.Point == nil {
 				// A final run is measured when its fold's points are.
 				for _, d := range n.Deps {
-					for _, t := range d.Deps {
-						if d.Kind == stages.KindSelect && unmeasured[t] {
-							unmeasured[n] = true
-						}
+					if d.Kind == stages.KindSelect && slices.ContainsFunc(d.Deps, func(t *plan.Node) bool { return unmeasured[t] }) {
+						unmeasured[n] = true
 					}
 				}
 			}
