@@ -13,6 +13,7 @@ import (
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/slurm"
+	"github.com/spn-project/spn/stages/tabulate"
 )
 
 // envExecutor names the environment variable that picks the executor.
@@ -219,7 +220,8 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 
 // waitSlurm follows spn's jobs on the cache until none of the plan's
 // stages is queued or running, reports what did not complete, and writes
-// the tables when everything did.
+// the tables (cells of experiments that did not complete marked, as after
+// a local run with --keep-going).
 func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache,
 	runner slurm.Runner, poll time.Duration, out tablesDir) error {
 	last := ""
@@ -246,7 +248,13 @@ func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *p
 			errs = append(errs, runtimeErr("run", errors.New(m)))
 		}
 		errs = append(errs, runtimeErrf("run", "%d of %d stages did not complete; fix the cause and run again to resubmit them", toRun, len(p.Nodes)))
-		return joinErrs(errs)
+		// The jobs ran every stage that did not depend on a failure, as
+		// a local run with --keep-going does; so, as there, the tables
+		// are written with what completed.
+		err := joinErrs(errs)
+		fmt.Fprintln(a.stderr, err)
+		a.writePartialTables(en, "run", spec, p, c, out, tabulate.Failed)
+		return reported(exitCode(err))
 	}
 	return a.writeTables(en, spec, p, c, out)
 }

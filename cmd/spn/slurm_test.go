@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/exec"
@@ -197,6 +198,54 @@ func TestSlurmRunMatchesLocal(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(cacheDir, "tmp")); len(ents) != 0 {
 		t.Errorf("temp dirs left in the cache: %d", len(ents))
 	}
+}
+
+// A stage that fails in a Slurm job stops only the stages that depend on
+// it, although job arrays hold unrelated stages too ("generate qm9" fails
+// in the generate array that also holds h-Proximity's, and so on down):
+// --wait reports the failure and its dependents, exits non-zero, and
+// writes the tables as a local run with --keep-going does, byte for byte.
+func TestSlurmFailureStaysLocal(t *testing.T) {
+	needSlurm(t)
+	mirror := mirrortest.Dir(t)
+	bin := buildSpn(t)
+	dir := t.TempDir()
+	spec, err := filepath.Abs("testdata/slurm_fail.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...string) (string, int) {
+		out := filepath.Join(dir, "out-"+name)
+		args = append([]string{"run", spec, "--mirror", mirror, "--data-dir", filepath.Join(dir, "data-"+name),
+			"--cache", filepath.Join(dir, "cache-"+name), "--out", out}, args...)
+		_, stderr, code := spnCmd(t, bin, dir, args...)
+		if code == 0 {
+			t.Fatalf("%s run: exit 0, want a failure:\n%s", name, stderr)
+		}
+		return stderr, code
+	}
+	_, localCode := run("local", "--keep-going")
+	want := readFiles(t, filepath.Join(dir, "out-local"))
+	stderr, code := run("slurm", "--executor", "slurm", "--wait", "--poll", "500ms")
+	if code != localCode {
+		t.Errorf("exit %d, the local run's %d", code, localCode)
+	}
+	for _, w := range []string{
+		"spn run: failed generate qm9: QM9 with GNN-FiLM's split needs its training file train.jsonl.gz",
+		"spn run: skipped precompute qm9 kmax=2: input generate qm9 failed",
+		"spn run: skipped tabulate qm9: input evaluate qm9 was skipped (generate qm9 failed)",
+		"spn run: 5 of 11 stages did not complete",
+		"spn run: table prox: wrote ",
+		"spn run: table qm9: incomplete, 1 experiments missing (qm9)",
+	} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("slurm run's stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	if strings.Contains(stderr, "not run ") {
+		t.Errorf("a stage independent of the failure did not run:\n%s", stderr)
+	}
+	sameTables(t, readFiles(t, filepath.Join(dir, "out-slurm")), want)
 }
 
 // tinySpec writes testdata/slurm_tiny.cue to dir/name with its first old

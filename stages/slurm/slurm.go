@@ -5,8 +5,8 @@
 // job's stages, exec.PlanFile), a tasks file (one line per array task: the
 // keys of the stages it runs, in order) and a batch script into
 // <cache>/slurm/<submission>/, and submits the jobs with sbatch, each
-// waiting (--dependency=afterok) on the jobs that produce its inputs and
-// cancelled by Slurm when one of them fails (--kill-on-invalid-dep=yes).
+// waiting (--dependency) on the array tasks that produce its inputs, so
+// that a failure stops only its dependents (see dependency).
 // Every array task runs `spn stage run --plan FILE --tasks FILE`, which
 // runs its stages one by one under their per-stage locks (cache.LockStage),
 // so a stage never runs twice at once even when two submissions overlap.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,13 +130,14 @@ func TestSubmit(t *testing.T) {
 	}
 	train := strings.Join(f.calls[0], " ")
 	for _, want := range []string{"--array=0-4", "--cpus-per-task=2", "--mem=4G", "--time=01:00:00",
-		"--partition=cpu", "--dependency=afterok:77", "--kill-on-invalid-dep=yes", "--comment=spn:" + sub.Jobs[0].TasksFile} {
+		"--partition=cpu", "--dependency=afterok:77_0 ", "--kill-on-invalid-dep=yes", "--comment=spn:" + sub.Jobs[0].TasksFile} {
 		if !strings.Contains(train, want) {
 			t.Errorf("train sbatch call lacks %s: %s", want, train)
 		}
 	}
-	// The final trains wait on pre's running job (77) and the select job.
-	if got := strings.Join(f.calls[2], " "); !strings.Contains(got, "--dependency=afterok:77:102 ") {
+	// The final trains wait on pre's running task (77_0) and the select
+	// job.
+	if got := strings.Join(f.calls[2], " "); !strings.Contains(got, "--dependency=afterok:77_0:102 ") {
 		t.Errorf("final train sbatch: %s", got)
 	}
 	tasks, err := os.ReadFile(sub.Jobs[0].TasksFile)
@@ -165,6 +167,148 @@ func TestSubmit(t *testing.T) {
 	if StateOf(p.Nodes[2], c, got) != Running || StateOf(p.Nodes[5], c, got) != Queued || StateOf(p.Nodes[3], c, got) != ToRun {
 		t.Error("StateOf disagrees with the queue")
 	}
+}
+
+// twoSets is a DAG over two datasets a and b: gen a, gen b → pre a, pre b
+// → trains of each → a select per dataset (reading both sets' trains for
+// sel ab) → tab over the selects.
+func twoSets(trainsPerSet int) *plan.Plan {
+	p := &plan.Plan{}
+	add := func(kind, name string, deps ...*plan.Node) *plan.Node {
+		n := &plan.Node{Key: name, Kind: kind, Version: "1", Name: name,
+			JSON: []byte(`{}`), Deps: deps, Index: len(p.Nodes), Status: plan.ToRun}
+		p.Nodes = append(p.Nodes, n)
+		return n
+	}
+	ga, gb := add("generate", "gen-a"), add("generate", "gen-b")
+	pa, pb := add("precompute", "pre-a", ga), add("precompute", "pre-b", gb)
+	var ta, tb []*plan.Node
+	for i := 0; i < trainsPerSet; i++ {
+		ta = append(ta, add("train", fmt.Sprintf("train-a%d", i), ga, pa))
+	}
+	for i := 0; i < trainsPerSet; i++ {
+		tb = append(tb, add("train", fmt.Sprintf("train-b%d", i), gb, pb))
+	}
+	sa, sb := add("select", "sel-a", ta...), add("select", "sel-b", tb...)
+	add("tabulate", "tab", sa, sb)
+	return p
+}
+
+// TestDependency: a job waits with afterok only for the input tasks that
+// every one of its stages needs whole, with afterany for the others (so a
+// failure stops only its dependents); it names single array tasks when it
+// needs some of an upstream job's tasks, the whole job when it needs all of
+// them or more than MaxTaskDeps.
+func TestDependency(t *testing.T) {
+	setup := []string{"gen-a", "gen-b", "pre-a", "pre-b", "sel-b"} // cached
+	for _, tc := range []struct {
+		name   string
+		p      *plan.Plan
+		cfg    schema.Slurm
+		active map[string]Active
+		cached []string
+		want   []string // job: dependency
+	}{
+		{"arrays", twoSets(2), cfg("array", 1000, 1), nil, nil, []string{
+			"generate L0 [gen-a gen-b]: ",
+			// Each precompute needs its own set's task: afterany on all
+			// of the generate job.
+			"precompute L1 [pre-a pre-b]: afterany:dry-0",
+			"train L2 [train-a0 train-a1 train-b0 train-b1]: afterany:dry-0:dry-1",
+			// sel-a needs the a trains, sel-b the b trains.
+			"select L3 [sel-a sel-b]: afterany:dry-2",
+			// tab needs both selects: afterok.
+			"tabulate L4 [tab]: afterok:dry-3"}},
+		{"arrays of 2 tasks", twoSets(2), cfg("array", 2, 1), nil, nil, []string{
+			"generate L0 [gen-a gen-b]: ",
+			"precompute L1 [pre-a pre-b]: afterany:dry-0",
+			// An array of a's trains waits for a's tasks alone, with
+			// afterok: each of its stages needs both.
+			"train L2 [train-a0 train-a1]: afterok:dry-0_0:dry-1_0",
+			"train L2 [train-b0 train-b1]: afterok:dry-0_1:dry-1_1",
+			"select L3 [sel-a sel-b]: afterany:dry-2:dry-3",
+			"tabulate L4 [tab]: afterok:dry-4"}},
+		{"bundles", twoSets(2), cfg("array", 1000, 2), nil, nil, []string{
+			"generate L0 [gen-a gen-b]: ",
+			"precompute L1 [pre-a pre-b]: afterany:dry-0",
+			"train L2 [train-a0+train-a1 train-b0+train-b1]: afterany:dry-0:dry-1",
+			"select L3 [sel-a sel-b]: afterany:dry-2",
+			"tabulate L4 [tab]: afterok:dry-3"}},
+		{"one job per stage", twoSets(1), cfg("stage", 1000, 1), nil, nil, []string{
+			"generate L0 [gen-a]: ", "generate L0 [gen-b]: ",
+			"precompute L1 [pre-a]: afterok:dry-0", "precompute L1 [pre-b]: afterok:dry-1",
+			"train L2 [train-a0]: afterok:dry-0:dry-2", "train L2 [train-b0]: afterok:dry-1:dry-3",
+			"select L3 [sel-a]: afterok:dry-4", "select L3 [sel-b]: afterok:dry-5",
+			"tabulate L4 [tab]: afterok:dry-6:dry-7"}},
+		// Inputs in a queued array (job 7): its single tasks, by the
+		// same rule; a task that holds a stage some do not need is
+		// afterany.
+		{"queued inputs", twoSets(1), cfg("array", 1000, 1), map[string]Active{
+			"gen-a": {JobID: "7", Task: 0}, "gen-b": {JobID: "7", Task: 1},
+			"pre-a": {JobID: "8", Task: 0}, "pre-b": {JobID: "8", Task: 0}}, nil, []string{
+			"train L0 [train-a0 train-b0]: afterany:7_0:7_1:8_0",
+			"select L1 [sel-a sel-b]: afterany:dry-0",
+			"tabulate L2 [tab]: afterok:dry-1"}},
+		// MaxTaskDeps tasks of one upstream job are named one by one;
+		// more are the whole job.
+		{"at most MaxTaskDeps tasks", twoSets(MaxTaskDeps), cfg("array", 1000, 1), queuedTrains(MaxTaskDeps), setup, []string{
+			"select L0 [sel-a]: afterok:" + taskList("9", 0, MaxTaskDeps),
+			"tabulate L1 [tab]: afterok:dry-0"}},
+		{"more than MaxTaskDeps tasks", twoSets(MaxTaskDeps + 1), cfg("array", 1000, 1), queuedTrains(MaxTaskDeps + 1), setup, []string{
+			"select L0 [sel-a]: afterany:9",
+			"tabulate L1 [tab]: afterok:dry-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := cache.Open(t.TempDir())
+			for _, n := range tc.p.Nodes {
+				if slices.Contains(tc.cached, n.Key) {
+					n.Status = plan.Cached
+				}
+			}
+			sub, err := Submit(context.Background(), tc.p, c, tc.active, Options{Config: tc.cfg, Binary: "spn", DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i, j := range sub.Jobs {
+				s := shape([]*Job{j})[0]
+				if j.Stages() > 8 {
+					s = fmt.Sprintf("%s L%d [%d stages]", j.Kind, j.Level, j.Stages())
+				}
+				got = append(got, s+": "+j.Dependency)
+				dep := ""
+				if j.Dependency != "" {
+					dep = "--dependency=" + j.Dependency
+				}
+				if has := slices.Contains(j.Args, dep); dep != "" && !has {
+					t.Errorf("job %d's sbatch arguments lack %s: %q", i, dep, j.Args)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// queuedTrains puts twoSets' trains in the tasks of one queued array, job
+// 9: a's first.
+func queuedTrains(perSet int) map[string]Active {
+	m := map[string]Active{}
+	for i := 0; i < perSet; i++ {
+		m[fmt.Sprintf("train-a%d", i)] = Active{JobID: "9", Task: i}
+		m[fmt.Sprintf("train-b%d", i)] = Active{JobID: "9", Task: perSet + i}
+	}
+	return m
+}
+
+// taskList is "job_from:job_from+1:…" for n tasks.
+func taskList(job string, from, n int) string {
+	var l []string
+	for i := from; i < from+n; i++ {
+		l = append(l, fmt.Sprintf("%s_%d", job, i))
+	}
+	return strings.Join(l, ":")
 }
 
 // A dry run writes nothing and calls no sbatch.

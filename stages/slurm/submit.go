@@ -116,8 +116,9 @@ type Job struct {
 	Device string
 	// Tasks are the stages of each array task, in run order.
 	Tasks [][]*plan.Node
-	// After are the ids of the jobs it waits for.
-	After []string
+	// Dependency is its sbatch --dependency value: the array tasks it
+	// waits for ("" for none; see dependency).
+	Dependency string
 	// Dir holds the job's plan file, tasks file, batch script and logs.
 	PlanFile, TasksFile, Script string
 	// Time is the job's time limit (sbatch --time; "" for the cluster's
@@ -243,21 +244,22 @@ func Submit(ctx context.Context, p *plan.Plan, c *cache.Cache, active map[string
 		}
 		j.Time = t
 	}
-	jobOf := map[string]*Job{}
-	for _, j := range sub.Jobs {
-		for _, t := range j.Tasks {
-			for _, n := range t {
-				jobOf[n.Key] = j
-			}
-		}
+	// The array task of every input stage: those of queued or running
+	// jobs now, those of this submission as their jobs are submitted.
+	tasks := map[string]taskRef{}
+	members := map[taskRef][]string{}
+	for key, a := range active {
+		r := taskRef{a.JobID, a.Task}
+		members[r] = append(members[r], key)
 	}
+	sizes := map[string]int{}
 	if !opt.DryRun {
 		if err := os.MkdirAll(filepath.Join(sub.Dir, "logs"), 0o755); err != nil {
 			return nil, fmt.Errorf("submitting to Slurm: %w", err)
 		}
 	}
 	for i, j := range sub.Jobs {
-		j.After = dependencies(j, jobOf, active)
+		j.Dependency = dependency(j, tasks, active, members, sizes)
 		base := filepath.Join(sub.Dir, fmt.Sprintf("%03d-%s-L%d", i, j.Kind, j.Level))
 		j.TasksFile, j.Script = base+".tasks", base+".sh"
 		if err := j.prepare(base, sub.Dir, opt); err != nil {
@@ -265,6 +267,7 @@ func Submit(ctx context.Context, p *plan.Plan, c *cache.Cache, active map[string
 		}
 		if opt.DryRun {
 			j.ID = fmt.Sprintf("dry-%d", i)
+			j.index(tasks, members, sizes)
 			continue
 		}
 		out, err := opt.Runner.Run(ctx, "sbatch", j.Args...)
@@ -276,32 +279,142 @@ func Submit(ctx context.Context, p *plan.Plan, c *cache.Cache, active map[string
 			return sub, fmt.Errorf("sbatch printed %q, not a job id", strings.TrimSpace(string(out)))
 		}
 		j.ID = id
+		j.index(tasks, members, sizes)
 	}
 	return sub, nil
 }
 
-// dependencies lists the jobs j waits for: those that run or will run its
-// stages' inputs, in submission order.
-func dependencies(j *Job, jobOf map[string]*Job, active map[string]Active) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, t := range j.Tasks {
+// index records the submitted job's tasks for the dependencies of the jobs
+// after it.
+func (j *Job) index(tasks map[string]taskRef, members map[taskRef][]string, sizes map[string]int) {
+	sizes[j.ID] = len(j.Tasks)
+	for i, t := range j.Tasks {
+		r := taskRef{j.ID, i}
 		for _, n := range t {
-			for _, d := range n.Deps {
-				id := ""
-				if dj, ok := jobOf[d.Key]; ok && dj != j {
-					id = dj.ID
-				} else if a, ok := active[d.Key]; ok {
-					id = a.JobID
+			tasks[n.Key] = r
+			members[r] = append(members[r], n.Key)
+		}
+	}
+}
+
+// MaxTaskDeps bounds the array tasks of one upstream job that a job's
+// dependency names one by one; beyond it, the job waits for the whole
+// upstream job.
+const MaxTaskDeps = 64
+
+// taskRef is one array task: a job's id and the task's index, -1 for the
+// whole job.
+type taskRef struct {
+	job  string
+	task int
+}
+
+func (r taskRef) String() string {
+	if r.task < 0 {
+		return r.job
+	}
+	return r.job + "_" + strconv.Itoa(r.task)
+}
+
+// dependency returns the sbatch --dependency value of job j (empty when it
+// waits for nothing): the array tasks that run or will run its stages'
+// inputs, each named alone (JOB_TASK), or the whole job when j waits for
+// all of its tasks or for more than MaxTaskDeps of them.
+//
+// An input task that every stage of j needs whole (every stage of j
+// depends on every stage of that task) is waited for with afterok: when
+// it fails, none of j's stages can run, and Slurm cancels j
+// (--kill-on-invalid-dep). Any other input task is waited for with
+// afterany: its failure dooms only the stages of j that need it, which
+// `spn stage run` then finds missing from the cache and skips, while j's
+// other stages run. So a failed stage stops only what depends on it, as in
+// a local run, although a job array holds unrelated stages.
+//
+// tasks gives the task of every stage submitted now (jobs before j already
+// have ids); active those of queued or running jobs; sizes the number of
+// tasks of this submission's jobs by id.
+func dependency(j *Job, tasks map[string]taskRef, active map[string]Active, members map[taskRef][]string, sizes map[string]int) string {
+	var stages []*plan.Node
+	for _, t := range j.Tasks {
+		stages = append(stages, t...)
+	}
+	// needs[key]: how many of j's stages have the stage key as an input.
+	needs := map[string]int{}
+	var refs []taskRef
+	seen := map[taskRef]bool{}
+	for _, n := range stages {
+		for _, d := range n.Deps {
+			r, ok := tasks[d.Key]
+			if !ok {
+				a, act := active[d.Key]
+				if !act {
+					continue
 				}
-				if id != "" && !seen[id] {
-					seen[id] = true
-					out = append(out, id)
-				}
+				r = taskRef{a.JobID, a.Task}
+			}
+			if r.job == j.ID {
+				continue
+			}
+			needs[d.Key]++
+			if !seen[r] {
+				seen[r] = true
+				refs = append(refs, r)
 			}
 		}
 	}
-	return out
+	critical := func(r taskRef) bool {
+		for _, key := range members[r] {
+			if needs[key] != len(stages) {
+				return false
+			}
+		}
+		return true
+	}
+	// Per upstream job, in the order first met: its tasks, as afterok or
+	// afterany.
+	var jobs []string
+	byJob := map[string][2][]taskRef{}
+	for _, r := range refs {
+		g, ok := byJob[r.job]
+		if !ok {
+			jobs = append(jobs, r.job)
+		}
+		if critical(r) {
+			g[0] = append(g[0], r)
+		} else {
+			g[1] = append(g[1], r)
+		}
+		byJob[r.job] = g
+	}
+	var ok, any []string
+	for _, id := range jobs {
+		g := byJob[id]
+		for i := range g {
+			slices.SortFunc(g[i], func(a, b taskRef) int { return a.task - b.task })
+		}
+		n := len(g[0]) + len(g[1])
+		switch {
+		case len(g[1]) == 0 && n == sizes[id]:
+			ok = append(ok, id)
+		case n == sizes[id] || n > MaxTaskDeps:
+			any = append(any, id)
+		default:
+			for _, r := range g[0] {
+				ok = append(ok, r.String())
+			}
+			for _, r := range g[1] {
+				any = append(any, r.String())
+			}
+		}
+	}
+	var parts []string
+	if len(ok) > 0 {
+		parts = append(parts, "afterok:"+strings.Join(ok, ":"))
+	}
+	if len(any) > 0 {
+		parts = append(parts, "afterany:"+strings.Join(any, ":"))
+	}
+	return strings.Join(parts, ",")
 }
 
 // prepare writes the job's plan file, tasks file and script (unless dry
@@ -379,8 +492,8 @@ exec %s --threads "${SLURM_CPUS_PER_TASK:-1}"
 	if cfg.Account != "" {
 		args = append(args, "--account="+cfg.Account)
 	}
-	if len(j.After) > 0 {
-		args = append(args, "--dependency=afterok:"+strings.Join(j.After, ":"))
+	if j.Dependency != "" {
+		args = append(args, "--dependency="+j.Dependency)
 	}
 	if opt.Hold {
 		args = append(args, "--hold")
