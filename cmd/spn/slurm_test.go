@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/exec"
@@ -201,13 +200,14 @@ func TestSlurmRunMatchesLocal(t *testing.T) {
 }
 
 // A stage that fails in a Slurm job stops only the stages that depend on
-// it, although job arrays hold unrelated stages too ("generate qm9" fails
-// in the generate array that also holds h-Proximity's, and so on down):
-// --wait reports the failure and its dependents, exits non-zero, and
-// writes the tables as a local run with --keep-going does, byte for byte.
+// it, although job arrays hold unrelated stages too: the select, final
+// train, evaluate and tabulate arrays hold the stages of the experiment
+// whose selects fail for real (every grid point diverges) and of one that
+// does not. --wait reports the failures and their dependents, exits
+// non-zero, and writes the tables as a local run with --keep-going does,
+// byte for byte.
 func TestSlurmFailureStaysLocal(t *testing.T) {
 	needSlurm(t)
-	mirror := mirrortest.Dir(t)
 	bin := buildSpn(t)
 	dir := t.TempDir()
 	spec, err := filepath.Abs("testdata/slurm_fail.cue")
@@ -216,8 +216,7 @@ func TestSlurmFailureStaysLocal(t *testing.T) {
 	}
 	run := func(name string, args ...string) (string, int) {
 		out := filepath.Join(dir, "out-"+name)
-		args = append([]string{"run", spec, "--mirror", mirror, "--data-dir", filepath.Join(dir, "data-"+name),
-			"--cache", filepath.Join(dir, "cache-"+name), "--out", out}, args...)
+		args = append([]string{"run", spec, "--cache", filepath.Join(dir, "cache-"+name), "--out", out}, args...)
 		_, stderr, code := spnCmd(t, bin, dir, args...)
 		if code == 0 {
 			t.Fatalf("%s run: exit 0, want a failure:\n%s", name, stderr)
@@ -231,12 +230,13 @@ func TestSlurmFailureStaysLocal(t *testing.T) {
 		t.Errorf("exit %d, the local run's %d", code, localCode)
 	}
 	for _, w := range []string{
-		"spn run: failed generate qm9: QM9 with GNN-FiLM's split needs its training file train.jsonl.gz",
-		"spn run: skipped precompute qm9 kmax=2: input generate qm9 failed",
-		"spn run: skipped tabulate qm9: input evaluate qm9 was skipped (generate qm9 failed)",
-		"spn run: 5 of 11 stages did not complete",
-		"spn run: table prox: wrote ",
-		"spn run: table qm9: incomplete, 1 experiments missing (qm9)",
+		"spn run: failed select diverges split=0: every grid point diverged, nothing to select",
+		"spn run: failed select diverges split=1: every grid point diverged, nothing to select",
+		"spn run: skipped train diverges final split=1 run=0: input select diverges split=1 failed",
+		"spn run: skipped tabulate diverges: input evaluate diverges was skipped (select diverges split=0 failed)",
+		"spn run: 6 of 20 stages did not complete",
+		"spn run: table ok: wrote ",
+		"spn run: table diverges: incomplete, 1 experiments missing (diverges)",
 	} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("slurm run's stderr lacks %q:\n%s", w, stderr)

@@ -169,10 +169,11 @@ func TestSubmit(t *testing.T) {
 	}
 }
 
-// twoSets is a DAG over two datasets a and b: gen a, gen b → pre a, pre b
-// → trains of each → a select per dataset (reading both sets' trains for
-// sel ab) → tab over the selects.
-func twoSets(trainsPerSet int) *plan.Plan {
+// twoSets is a DAG of two experiments a and b: gen a, gen b → pre a, pre b
+// → trains of each → a select of each → tab over the selects. With
+// oneDataset, a and b share one dataset: gen a is gen b (two precomputes
+// of one dataset, for two kmax).
+func twoSets(trainsPerSet int, oneDataset bool) *plan.Plan {
 	p := &plan.Plan{}
 	add := func(kind, name string, deps ...*plan.Node) *plan.Node {
 		n := &plan.Node{Key: name, Kind: kind, Version: "1", Name: name,
@@ -180,7 +181,11 @@ func twoSets(trainsPerSet int) *plan.Plan {
 		p.Nodes = append(p.Nodes, n)
 		return n
 	}
-	ga, gb := add("generate", "gen-a"), add("generate", "gen-b")
+	ga := add("generate", "gen-a")
+	gb := ga
+	if !oneDataset {
+		gb = add("generate", "gen-b")
+	}
 	pa, pb := add("precompute", "pre-a", ga), add("precompute", "pre-b", gb)
 	var ta, tb []*plan.Node
 	for i := 0; i < trainsPerSet; i++ {
@@ -194,13 +199,26 @@ func twoSets(trainsPerSet int) *plan.Plan {
 	return p
 }
 
+// TestGroupBySources: the stages of two datasets go to separate jobs at
+// every level, up to the table that reads both.
+func TestGroupBySources(t *testing.T) {
+	want := []string{
+		"generate L0 [gen-a]", "generate L0 [gen-b]", "precompute L1 [pre-a]", "precompute L1 [pre-b]",
+		"train L2 [train-a0 train-a1]", "train L2 [train-b0 train-b1]", "select L3 [sel-a]", "select L3 [sel-b]",
+		"tabulate L4 [tab]"}
+	if got := shape(Group(twoSets(2, false).Nodes, cfg("array", 1000, 1))); !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
 // TestDependency: a job waits with afterok only for the input tasks that
 // every one of its stages needs whole, with afterany for the others (so a
 // failure stops only its dependents); it names single array tasks when it
 // needs some of an upstream job's tasks, the whole job when it needs all of
-// them or more than MaxTaskDeps.
+// them or more than MaxTaskDeps. The experiments a and b share a dataset,
+// so their stages share job arrays.
 func TestDependency(t *testing.T) {
-	setup := []string{"gen-a", "gen-b", "pre-a", "pre-b", "sel-b"} // cached
+	setup := []string{"gen-a", "pre-a", "pre-b", "sel-b"} // cached
 	for _, tc := range []struct {
 		name   string
 		p      *plan.Plan
@@ -209,52 +227,50 @@ func TestDependency(t *testing.T) {
 		cached []string
 		want   []string // job: dependency
 	}{
-		{"arrays", twoSets(2), cfg("array", 1000, 1), nil, nil, []string{
-			"generate L0 [gen-a gen-b]: ",
-			// Each precompute needs its own set's task: afterany on all
-			// of the generate job.
-			"precompute L1 [pre-a pre-b]: afterany:dry-0",
-			"train L2 [train-a0 train-a1 train-b0 train-b1]: afterany:dry-0:dry-1",
+		{"arrays", twoSets(2, true), cfg("array", 1000, 1), nil, nil, []string{
+			"generate L0 [gen-a]: ",
+			"precompute L1 [pre-a pre-b]: afterok:dry-0",
+			// Every train needs gen; each precompute task is needed by
+			// half of them.
+			"train L2 [train-a0 train-a1 train-b0 train-b1]: afterok:dry-0,afterany:dry-1",
 			// sel-a needs the a trains, sel-b the b trains.
 			"select L3 [sel-a sel-b]: afterany:dry-2",
 			// tab needs both selects: afterok.
 			"tabulate L4 [tab]: afterok:dry-3"}},
-		{"arrays of 2 tasks", twoSets(2), cfg("array", 2, 1), nil, nil, []string{
-			"generate L0 [gen-a gen-b]: ",
-			"precompute L1 [pre-a pre-b]: afterany:dry-0",
-			// An array of a's trains waits for a's tasks alone, with
-			// afterok: each of its stages needs both.
-			"train L2 [train-a0 train-a1]: afterok:dry-0_0:dry-1_0",
-			"train L2 [train-b0 train-b1]: afterok:dry-0_1:dry-1_1",
+		{"arrays of 2 tasks", twoSets(2, true), cfg("array", 2, 1), nil, nil, []string{
+			"generate L0 [gen-a]: ",
+			"precompute L1 [pre-a pre-b]: afterok:dry-0",
+			// An array of a's trains waits for a's precompute task
+			// alone, with afterok: each of its stages needs it.
+			"train L2 [train-a0 train-a1]: afterok:dry-0:dry-1_0",
+			"train L2 [train-b0 train-b1]: afterok:dry-0:dry-1_1",
 			"select L3 [sel-a sel-b]: afterany:dry-2:dry-3",
 			"tabulate L4 [tab]: afterok:dry-4"}},
-		{"bundles", twoSets(2), cfg("array", 1000, 2), nil, nil, []string{
-			"generate L0 [gen-a gen-b]: ",
-			"precompute L1 [pre-a pre-b]: afterany:dry-0",
-			"train L2 [train-a0+train-a1 train-b0+train-b1]: afterany:dry-0:dry-1",
+		{"bundles", twoSets(2, true), cfg("array", 1000, 2), nil, nil, []string{
+			"generate L0 [gen-a]: ",
+			"precompute L1 [pre-a pre-b]: afterok:dry-0",
+			"train L2 [train-a0+train-a1 train-b0+train-b1]: afterok:dry-0,afterany:dry-1",
 			"select L3 [sel-a sel-b]: afterany:dry-2",
 			"tabulate L4 [tab]: afterok:dry-3"}},
-		{"one job per stage", twoSets(1), cfg("stage", 1000, 1), nil, nil, []string{
-			"generate L0 [gen-a]: ", "generate L0 [gen-b]: ",
-			"precompute L1 [pre-a]: afterok:dry-0", "precompute L1 [pre-b]: afterok:dry-1",
-			"train L2 [train-a0]: afterok:dry-0:dry-2", "train L2 [train-b0]: afterok:dry-1:dry-3",
-			"select L3 [sel-a]: afterok:dry-4", "select L3 [sel-b]: afterok:dry-5",
-			"tabulate L4 [tab]: afterok:dry-6:dry-7"}},
-		// Inputs in a queued array (job 7): its single tasks, by the
-		// same rule; a task that holds a stage some do not need is
-		// afterany.
-		{"queued inputs", twoSets(1), cfg("array", 1000, 1), map[string]Active{
-			"gen-a": {JobID: "7", Task: 0}, "gen-b": {JobID: "7", Task: 1},
-			"pre-a": {JobID: "8", Task: 0}, "pre-b": {JobID: "8", Task: 0}}, nil, []string{
-			"train L0 [train-a0 train-b0]: afterany:7_0:7_1:8_0",
+		{"one job per stage", twoSets(1, true), cfg("stage", 1000, 1), nil, nil, []string{
+			"generate L0 [gen-a]: ",
+			"precompute L1 [pre-a]: afterok:dry-0", "precompute L1 [pre-b]: afterok:dry-0",
+			"train L2 [train-a0]: afterok:dry-0:dry-1", "train L2 [train-b0]: afterok:dry-0:dry-2",
+			"select L3 [sel-a]: afterok:dry-3", "select L3 [sel-b]: afterok:dry-4",
+			"tabulate L4 [tab]: afterok:dry-5:dry-6"}},
+		// Inputs in queued arrays: their single tasks, by the same rule;
+		// a task that holds a stage some do not need is afterany.
+		{"queued inputs", twoSets(1, true), cfg("array", 1000, 1), map[string]Active{
+			"gen-a": {JobID: "7", Task: 0}, "pre-a": {JobID: "8", Task: 0}, "pre-b": {JobID: "8", Task: 0}}, nil, []string{
+			"train L0 [train-a0 train-b0]: afterok:7_0,afterany:8_0",
 			"select L1 [sel-a sel-b]: afterany:dry-0",
 			"tabulate L2 [tab]: afterok:dry-1"}},
 		// MaxTaskDeps tasks of one upstream job are named one by one;
 		// more are the whole job.
-		{"at most MaxTaskDeps tasks", twoSets(MaxTaskDeps), cfg("array", 1000, 1), queuedTrains(MaxTaskDeps), setup, []string{
+		{"at most MaxTaskDeps tasks", twoSets(MaxTaskDeps, true), cfg("array", 1000, 1), queuedTrains(MaxTaskDeps), setup, []string{
 			"select L0 [sel-a]: afterok:" + taskList("9", 0, MaxTaskDeps),
 			"tabulate L1 [tab]: afterok:dry-0"}},
-		{"more than MaxTaskDeps tasks", twoSets(MaxTaskDeps + 1), cfg("array", 1000, 1), queuedTrains(MaxTaskDeps + 1), setup, []string{
+		{"more than MaxTaskDeps tasks", twoSets(MaxTaskDeps+1, true), cfg("array", 1000, 1), queuedTrains(MaxTaskDeps + 1), setup, []string{
 			"select L0 [sel-a]: afterany:9",
 			"tabulate L1 [tab]: afterok:dry-0"}},
 	} {

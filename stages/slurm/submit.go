@@ -148,11 +148,18 @@ type Submission struct {
 
 // Group splits the stages to run into jobs. todo is in plan order. Stages
 // are grouped by DAG level (0 for stages whose inputs are all cached or
-// queued, else one more than the highest level among their inputs) and
-// kind; with group "array" each group becomes job arrays of at most
-// MaxArray tasks of `bundle` stages each, with group "stage" every stage
-// is its own job. Jobs come out in submission order (a job after the jobs
-// it waits for).
+// queued, else one more than the highest level among their inputs), kind,
+// device and sources (the stages without inputs that they descend from:
+// the datasets they are made of); with group "array" each group becomes
+// job arrays of at most MaxArray tasks of `bundle` stages each, with group
+// "stage" every stage is its own job. Jobs come out in submission order (a
+// job after the jobs it waits for).
+//
+// Grouping by sources keeps the datasets' pipelines in separate jobs, so
+// that a dataset's later stages wait for its own earlier ones only (one
+// array of every dataset's selections would wait for every dataset's
+// trainings): the stages of a quick dataset finish while a slow one's
+// still train.
 func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 	inTodo := make(map[string]bool, len(todo))
 	for _, n := range todo {
@@ -160,10 +167,12 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 	}
 	level := make(map[string]int, len(todo))
 	type groupKey struct {
-		level  int
-		kind   string
-		device string
+		level   int
+		kind    string
+		device  string
+		sources string
 	}
+	src := sources{}
 	var order []groupKey
 	groups := map[groupKey][]*plan.Node{}
 	for _, n := range todo {
@@ -174,7 +183,7 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 			}
 		}
 		level[n.Key] = l
-		k := groupKey{l, n.Kind, n.Device()}
+		k := groupKey{l, n.Kind, n.Device(), src.of(n)}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -199,6 +208,29 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 		}
 	}
 	return jobs
+}
+
+// sources memoizes, per stage key, the keys of the stages without inputs
+// that a stage descends from (itself if it has no inputs), sorted and
+// joined.
+type sources map[string]string
+
+func (s sources) of(n *plan.Node) string {
+	if v, ok := s[n.Key]; ok {
+		return v
+	}
+	if len(n.Deps) == 0 {
+		s[n.Key] = n.Key
+		return n.Key
+	}
+	var keys []string
+	for _, d := range n.Deps {
+		keys = append(keys, strings.Split(s.of(d), " ")...)
+	}
+	slices.Sort(keys)
+	v := strings.Join(slices.Compact(keys), " ")
+	s[n.Key] = v
+	return v
 }
 
 // Submit submits the stages of p that are neither cached (call p.Resolve
