@@ -334,19 +334,14 @@ func (j *Job) index(tasks map[string]taskRef, members map[taskRef][]string, size
 // upstream job.
 const MaxTaskDeps = 64
 
-// taskRef is one array task: a job's id and the task's index, -1 for the
-// whole job.
+// taskRef is one array task: its job's id and its index.
 type taskRef struct {
 	job  string
 	task int
 }
 
-func (r taskRef) String() string {
-	if r.task < 0 {
-		return r.job
-	}
-	return r.job + "_" + strconv.Itoa(r.task)
-}
+// String is the task as Slurm names it: JOB_TASK.
+func (r taskRef) String() string { return r.job + "_" + strconv.Itoa(r.task) }
 
 // dependency returns the sbatch --dependency value of job j (empty when it
 // waits for nothing): the array tasks that run or will run its stages'
@@ -402,8 +397,8 @@ func dependency(j *Job, tasks map[string]taskRef, active map[string]Active, memb
 		}
 		return true
 	}
-	// Per upstream job, in the order first met: its tasks, as afterok or
-	// afterany.
+	// Per upstream job, in the order first met: its tasks waited for
+	// with afterok ([0]) and with afterany ([1]).
 	var jobs []string
 	byJob := map[string][2][]taskRef{}
 	for _, r := range refs {
@@ -418,7 +413,7 @@ func dependency(j *Job, tasks map[string]taskRef, active map[string]Active, memb
 		}
 		byJob[r.job] = g
 	}
-	var ok, any []string
+	var afterOK, afterAny []string
 	for _, id := range jobs {
 		g := byJob[id]
 		for i := range g {
@@ -427,24 +422,24 @@ func dependency(j *Job, tasks map[string]taskRef, active map[string]Active, memb
 		n := len(g[0]) + len(g[1])
 		switch {
 		case len(g[1]) == 0 && n == sizes[id]:
-			ok = append(ok, id)
+			afterOK = append(afterOK, id)
 		case n == sizes[id] || n > MaxTaskDeps:
-			any = append(any, id)
+			afterAny = append(afterAny, id)
 		default:
 			for _, r := range g[0] {
-				ok = append(ok, r.String())
+				afterOK = append(afterOK, r.String())
 			}
 			for _, r := range g[1] {
-				any = append(any, r.String())
+				afterAny = append(afterAny, r.String())
 			}
 		}
 	}
 	var parts []string
-	if len(ok) > 0 {
-		parts = append(parts, "afterok:"+strings.Join(ok, ":"))
+	if len(afterOK) > 0 {
+		parts = append(parts, "afterok:"+strings.Join(afterOK, ":"))
 	}
-	if len(any) > 0 {
-		parts = append(parts, "afterany:"+strings.Join(any, ":"))
+	if len(afterAny) > 0 {
+		parts = append(parts, "afterany:"+strings.Join(afterAny, ":"))
 	}
 	return strings.Join(parts, ",")
 }
