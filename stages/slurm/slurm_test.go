@@ -211,6 +211,25 @@ func TestGroupBySources(t *testing.T) {
 	}
 }
 
+// TestGroupManyDatasets: beyond MaxDatasetGroups datasets, datasets share
+// groups round-robin, a dataset's stages in the same slot at every level.
+func TestGroupManyDatasets(t *testing.T) {
+	p := &plan.Plan{}
+	n := MaxDatasetGroups + 2
+	for i := 0; i < n; i++ {
+		g := &plan.Node{Key: fmt.Sprintf("gen%02d", i), Kind: "generate", Index: len(p.Nodes)}
+		p.Nodes = append(p.Nodes, g)
+		p.Nodes = append(p.Nodes, &plan.Node{Key: fmt.Sprintf("train%02d", i), Kind: "train", Deps: []*plan.Node{g}, Index: len(p.Nodes)})
+	}
+	jobs := Group(p.Nodes, cfg("array", 1000, 1))
+	got := shape(jobs)
+	if len(jobs) != 2*MaxDatasetGroups || got[0] != fmt.Sprintf("generate L0 [gen00 gen%02d]", MaxDatasetGroups) ||
+		got[1] != fmt.Sprintf("generate L0 [gen01 gen%02d]", MaxDatasetGroups+1) || got[2] != "generate L0 [gen02]" ||
+		got[MaxDatasetGroups] != fmt.Sprintf("train L1 [train00 train%02d]", MaxDatasetGroups) {
+		t.Errorf("groups %q", got)
+	}
+}
+
 // TestDependency: a job waits with afterok only for the input tasks that
 // every one of its stages needs whole, with afterany for the others (so a
 // failure stops only its dependents); it names single array tasks when it

@@ -159,7 +159,8 @@ type Submission struct {
 // that a dataset's later stages wait for its own earlier ones only (one
 // array of every dataset's selections would wait for every dataset's
 // trainings): the stages of a quick dataset finish while a slow one's
-// still train.
+// still train. Beyond MaxDatasetGroups distinct sources, they share
+// groups.
 func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 	inTodo := make(map[string]bool, len(todo))
 	for _, n := range todo {
@@ -167,12 +168,13 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 	}
 	level := make(map[string]int, len(todo))
 	type groupKey struct {
-		level   int
-		kind    string
-		device  string
-		sources string
+		level  int
+		kind   string
+		device string
+		slot   int // of the stage's sources, mod MaxDatasetGroups
 	}
 	src := sources{}
+	slots := map[string]int{}
 	var order []groupKey
 	groups := map[groupKey][]*plan.Node{}
 	for _, n := range todo {
@@ -183,7 +185,13 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 			}
 		}
 		level[n.Key] = l
-		k := groupKey{l, n.Kind, n.Device(), src.of(n)}
+		ds := src.of(n)
+		slot, ok := slots[ds]
+		if !ok {
+			slot = len(slots) % MaxDatasetGroups
+			slots[ds] = slot
+		}
+		k := groupKey{l, n.Kind, n.Device(), slot}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -209,6 +217,12 @@ func Group(todo []*plan.Node, cfg schema.Slurm) []*Job {
 	}
 	return jobs
 }
+
+// MaxDatasetGroups bounds the groups that one DAG level, kind and device
+// splits into by sources: the i-th distinct sources met (in plan order)
+// go to group i mod MaxDatasetGroups, so that a plan over many datasets
+// is still a bounded number of jobs.
+const MaxDatasetGroups = 16
 
 // sources memoizes, per stage key, the keys of the stages without inputs
 // that a stage descends from (itself if it has no inputs), sorted and
