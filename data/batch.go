@@ -59,6 +59,9 @@ type Batch struct {
 	// block-diagonal CSR of N_∞: the nodes of the same graph in another
 	// connected component. Graphs never see each other's nodes.
 	Unreachable *CSR
+	// UnreachableSymmetric is HopSymmetric for Unreachable
+	// (Hops.UnreachableSymmetric).
+	UnreachableSymmetric bool
 	// Rel[j] holds the direct edges of relation j (Adj restricted to
 	// EdgeType == j), j = 0..NumEdgeTypes-1; nil for untyped edges.
 	Rel []CSR
@@ -181,6 +184,7 @@ func NewBatchWith(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (*Batch,
 	for i := range b.HopSymmetric {
 		b.HopSymmetric[i] = hops.Symmetric(i+1, idx)
 	}
+	b.UnreachableSymmetric = b.Unreachable != nil && hops.UnreachableSymmetric(idx)
 	return b, nil
 }
 

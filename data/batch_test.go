@@ -210,6 +210,9 @@ func TestNewBatchTyped(t *testing.T) {
 		},
 		HopSymmetric: []bool{true, true},
 		Unreachable:  &CSR{Ptr: []int32{0, 1, 2, 4, 5, 6, 7, 10}, Idx: []int32{2, 2, 0, 1, 6, 6, 6, 3, 4, 5}},
+		// N_∞ of these graphs is its own transpose, and the hop sets
+		// carry a record.
+		UnreachableSymmetric: true,
 		Rel: []CSR{
 			{Ptr: []int32{0, 1, 2, 2, 3, 4, 4, 4}, Idx: []int32{1, 0, 4, 3}},
 			{Ptr: []int32{0, 0, 0, 0, 0, 1, 2, 2}, Idx: []int32{5, 4}},
@@ -343,6 +346,47 @@ func TestHopsPrefix(t *testing.T) {
 	}
 	if z := h.Prefix(0); z.KMax != 0 || len(z.Graphs[0].Hop) != 0 || z.Graphs[1].Unreachable == nil {
 		t.Errorf("Prefix(0): %+v", z)
+	}
+}
+
+// TestUnreachableSymmetry: the record says of N_∞ what it says of the hop
+// sets, and a batch is marked only when every one of its graphs keeps a
+// symmetric N_∞ and there is a record; Prefix keeps it.
+func TestUnreachableSymmetry(t *testing.T) {
+	ds, hops := pathDataset([]int{3, 3, 3}, 1)
+	hops.sym = nil
+	// Graph 0: symmetric, sorted rows (0, 1 | 2 as if apart). Graph 1:
+	// 0→2 without 2→0. Graph 2: no N_∞.
+	hops.Graphs[0].Unreachable = &CSR{Ptr: []int32{0, 1, 2, 4}, Idx: []int32{2, 2, 0, 1}}
+	hops.Graphs[1].Unreachable = &CSR{Ptr: []int32{0, 1, 1, 1}, Idx: []int32{2}}
+	flag := func(h *Hops, idx []int) bool {
+		t.Helper()
+		b, err := NewBatchWith(ds, h, idx, BatchOptions{K: h.KMax, Unreachable: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.UnreachableSymmetric
+	}
+	if flag(hops, []int{0}) || hops.UnreachableSymmetric([]int{0}) {
+		t.Error("marked symmetric without a record")
+	}
+	hops.RecordSymmetry()
+	for _, c := range []struct {
+		idx  []int
+		want bool
+	}{{[]int{0}, true}, {[]int{0, 0}, true}, {[]int{1}, false}, {[]int{1, 0}, false}} {
+		if got := flag(hops, c.idx); got != c.want {
+			t.Errorf("graphs %v: UnreachableSymmetric = %v, want %v", c.idx, got, c.want)
+		}
+	}
+	if hops.UnreachableSymmetric([]int{2}) || !hops.UnreachableSymmetric(nil) {
+		t.Error("a graph without N_∞ counts as symmetric, or an empty batch does not")
+	}
+	if b, err := NewBatchWith(ds, hops, []int{0}, BatchOptions{K: 1}); err != nil || b.UnreachableSymmetric {
+		t.Errorf("a batch without N_∞ is marked (%v)", err)
+	}
+	if p := hops.Prefix(0); !flag(p, []int{0}) || flag(p, []int{1}) {
+		t.Error("Prefix(0) lost the N_∞ record")
 	}
 }
 

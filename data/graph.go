@@ -101,15 +101,18 @@ type Hops struct {
 
 // hopSymmetry is the record of Hops.RecordSymmetry: asym[i-1] lists,
 // ascending, the graphs whose N_i is not its own transpose
-// (CSR.Symmetric); nil when every graph's is.
+// (CSR.Symmetric); nil when every graph's is. asymUnreachable lists those
+// whose N_∞ is not (or is not kept).
 type hopSymmetry struct {
-	asym [][]int32
+	asym            [][]int32
+	asymUnreachable []int32
 }
 
-// RecordSymmetry records, for every hop level i = 1..KMax, which graphs'
-// N_i equal their transposes entry for entry (CSR.Symmetric: symmetric,
-// rows strictly ascending), so that NewBatchWith can tell a batch whose
-// hop set needs no transpose (Batch.HopSymmetric). It reads every entry
+// RecordSymmetry records, for every hop level i = 1..KMax and for N_∞,
+// which graphs' N_i equal their transposes entry for entry
+// (CSR.Symmetric: symmetric, rows strictly ascending), so that
+// NewBatchWith can tell a batch whose hop set needs no transpose
+// (Batch.HopSymmetric, Batch.UnreachableSymmetric). It reads every entry
 // once (O(nodes + nnz)) and writes nothing into the hop sets or their
 // files: sp.Compute and the hops readers call it when the sets are made
 // or read, and Prefix keeps the record. Hop sets built by hand without it
@@ -118,14 +121,23 @@ type hopSymmetry struct {
 func (h *Hops) RecordSymmetry() {
 	s := &hopSymmetry{asym: make([][]int32, h.KMax)}
 	var scratch []int32
+	symmetric := func(c *CSR) bool {
+		if c == nil {
+			return false
+		}
+		if len(scratch) < c.Len() {
+			scratch = make([]int32, c.Len())
+		}
+		return c.Symmetric(scratch)
+	}
 	for g, gh := range h.Graphs {
 		for i := 0; i < h.KMax; i++ {
-			if i < len(gh.Hop) && len(scratch) < gh.Hop[i].Len() {
-				scratch = make([]int32, gh.Hop[i].Len())
-			}
-			if i >= len(gh.Hop) || !gh.Hop[i].Symmetric(scratch) {
+			if i >= len(gh.Hop) || !symmetric(&gh.Hop[i]) {
 				s.asym[i] = append(s.asym[i], int32(g))
 			}
+		}
+		if !symmetric(gh.Unreachable) {
+			s.asymUnreachable = append(s.asymUnreachable, int32(g))
 		}
 	}
 	h.sym = s
@@ -138,7 +150,17 @@ func (h *Hops) Symmetric(i int, idx []int) bool {
 	if h == nil || h.sym == nil || i < 1 || i > len(h.sym.asym) {
 		return false
 	}
-	asym := h.sym.asym[i-1]
+	return noneOf(h.sym.asym[i-1], idx)
+}
+
+// UnreachableSymmetric is Symmetric for N_∞: whether the record says that
+// every graph of idx keeps an N_∞ that is its own transpose.
+func (h *Hops) UnreachableSymmetric(idx []int) bool {
+	return h != nil && h.sym != nil && noneOf(h.sym.asymUnreachable, idx)
+}
+
+// noneOf reports whether none of idx is in asym (ascending).
+func noneOf(asym []int32, idx []int) bool {
 	if len(asym) == 0 {
 		return true
 	}
@@ -175,7 +197,7 @@ func (h *Hops) Prefix(k int) *Hops {
 		p.Graphs[i] = GraphHops{Hop: slices.Clone(gh.Hop[:k]), Unreachable: gh.Unreachable}
 	}
 	if h.sym != nil {
-		p.sym = &hopSymmetry{asym: h.sym.asym[:k]}
+		p.sym = &hopSymmetry{asym: h.sym.asym[:k], asymUnreachable: h.sym.asymUnreachable}
 	}
 	return p
 }

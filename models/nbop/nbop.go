@@ -102,7 +102,7 @@ func (d *Data) Set(b *data.Batch, need Need) error {
 			return fmt.Errorf("batch carries no N_∞, need it")
 		}
 		d.Hops = append(d.Hops, *b.Unreachable)
-		d.HopsT = append(d.HopsT, kernels.Transpose(*b.Unreachable))
+		d.HopsT = append(d.HopsT, hopTranspose(b, len(b.Hop), *b.Unreachable))
 	}
 	if need.Relations {
 		d.Rel = b.Rel
@@ -131,10 +131,13 @@ func (d *Data) SetHop1(b *data.Batch, hops []data.CSR) {
 
 // hopTranspose returns the transpose of h, the set hops[i] of Set or
 // SetHop1: h itself (sharing its arrays; no op writes them) when h is the
-// batch's N_{i+1} and the batch says that set is its own transpose
-// (data.Batch.HopSymmetric), else kernels.Transpose(h).
+// batch's N_{i+1} or its N_∞ and the batch says that set is its own
+// transpose (data.Batch.HopSymmetric, UnreachableSymmetric), else
+// kernels.Transpose(h).
 func hopTranspose(b *data.Batch, i int, h data.CSR) data.CSR {
-	if i < len(b.HopSymmetric) && b.HopSymmetric[i] && i < len(b.Hop) && sameArrays(h, b.Hop[i]) {
+	switch {
+	case i < len(b.HopSymmetric) && b.HopSymmetric[i] && i < len(b.Hop) && sameArrays(h, b.Hop[i]),
+		b.UnreachableSymmetric && b.Unreachable != nil && sameArrays(h, *b.Unreachable):
 		return h
 	}
 	return kernels.Transpose(h)

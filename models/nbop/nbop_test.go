@@ -234,11 +234,45 @@ func TestSetTransposes(t *testing.T) {
 	}
 }
 
+// TestSetTransposesUnreachable: N_∞, the last set of Set and SetHop1 with
+// it, is its own transpose (sharing its arrays) when the batch marks it
+// symmetric (data.Batch.UnreachableSymmetric), else transposed, equal to
+// kernels.Transpose either way.
+func TestSetTransposesUnreachable(t *testing.T) {
+	const k = 3
+	b := typedBatch(t, k)
+	// A symmetric set with rows in order, in arrays of its own: N_2's.
+	unr := data.CSR{Ptr: slices.Clone(b.Hop[1].Ptr), Idx: slices.Clone(b.Hop[1].Idx)}
+	for _, marked := range []bool{true, false} {
+		bb := *b
+		bb.Unreachable, bb.UnreachableSymmetric = &unr, marked
+		var set, hop1 Data
+		if err := set.Set(&bb, Need{K: k, Unreachable: true}); err != nil {
+			t.Fatal(err)
+		}
+		hop1.SetHop1(&bb, append(bb.Hop[:k:k], unr))
+		for name, d := range map[string]*Data{"Set": &set, "SetHop1": &hop1} {
+			last := len(d.Hops) - 1
+			if !sameArrays(d.Hops[last], unr) {
+				t.Fatalf("%s: the last set is not N_∞", name)
+			}
+			if got := sameArrays(d.HopsT[last], unr); got != marked {
+				t.Errorf("%s, marked %v: N_∞'s transpose shares its arrays: %v", name, marked, got)
+			}
+			want := kernels.Transpose(unr)
+			if !slices.Equal(d.HopsT[last].Ptr, want.Ptr) || !slices.Equal(d.HopsT[last].Idx, want.Idx) {
+				t.Errorf("%s, marked %v: N_∞'s transpose differs from kernels.Transpose", name, marked)
+			}
+		}
+	}
+}
+
 // TestMirrorHopSetsSymmetric checks the symmetry record on real data: every
 // batch of 32 graphs of PROTEINS, ENZYMES, ogbg-molbace and QM9's
-// validation molecules has every hop set N_1..N_10 marked symmetric (their
-// graphs are undirected and sp.Compute lists rows ascending), and every
-// marked set equals its kernels.Transpose exactly (Ptr and Idx).
+// validation molecules has every hop set N_1..N_10 and N_∞ marked
+// symmetric (their graphs are undirected and sp.Compute lists rows
+// ascending), and every marked set equals its kernels.Transpose exactly
+// (Ptr and Idx).
 func TestMirrorHopSetsSymmetric(t *testing.T) {
 	dir := mirrortest.Dir(t)
 	load := []struct {
@@ -257,7 +291,7 @@ func TestMirrorHopSetsSymmetric(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hops, err := sp.Compute(context.Background(), ds.Graphs, sp.DefaultKMax, false, 2)
+		hops, err := sp.Compute(context.Background(), ds.Graphs, sp.DefaultKMax, true, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,13 +300,14 @@ func TestMirrorHopSetsSymmetric(t *testing.T) {
 			for i := lo; i < min(lo+32, len(ds.Graphs)); i++ {
 				idx = append(idx, i)
 			}
-			b, err := data.NewBatch(ds, hops, idx, sp.DefaultKMax)
+			b, err := data.NewBatchWith(ds, hops, idx, data.BatchOptions{K: sp.DefaultKMax, Unreachable: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, h := range b.Hop {
-				if !b.HopSymmetric[i] {
-					t.Fatalf("%s, graphs %d..: N_%d not marked symmetric", l.name, lo, i+1)
+			sets, marks := append(slices.Clip(b.Hop), *b.Unreachable), append(slices.Clip(b.HopSymmetric), b.UnreachableSymmetric)
+			for i, h := range sets {
+				if !marks[i] {
+					t.Fatalf("%s, graphs %d..: N_%d not marked symmetric (N_11 is N_∞)", l.name, lo, i+1)
 				}
 				tr := kernels.Transpose(h)
 				if !slices.Equal(tr.Ptr, h.Ptr) || !slices.Equal(tr.Idx, h.Idx) {
