@@ -156,10 +156,7 @@ func TestDeviceErrors(t *testing.T) {
 func TestDeviceNVIDIADriver(t *testing.T) {
 	libs := cudatest.RealNVIDIA(t)
 	bin := buildSpn(t)
-	spec, err := filepath.Abs("testdata/small.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := testdataPath(t, "small.cue")
 	for _, c := range []struct {
 		name string
 		args []string

@@ -413,10 +413,7 @@ func (a *app) run(en *engine, args []string) error {
 		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
 	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {
 		if *keepGoing && ctx.Err() == nil {
-			// The run's summary, then what the partial tables wrote.
-			fmt.Fprintln(a.stderr, err)
-			a.writePartialTables(en, "run", spec, p, c, dest, tabulate.Failed)
-			return reported(exitCode(err))
+			return a.keptGoing(en, spec, p, c, dest, err)
 		}
 		return err
 	}

@@ -14,6 +14,16 @@ import (
 	"github.com/spn-project/spn/stages/tabulate"
 )
 
+// keptGoing ends a spn run whose stages that did not depend on a failure
+// all ran (the local executor with --keep-going, Slurm jobs always):
+// it prints failed, the run's report, then writes the tables with what
+// completed (writePartialTables), and returns failed's exit status.
+func (a *app) keptGoing(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir, failed error) error {
+	fmt.Fprintln(a.stderr, failed)
+	a.writePartialTables(en, "run", spec, p, c, dir, tabulate.Failed)
+	return reported(exitCode(failed))
+}
+
 // writePartialTables writes every table it can while some experiments
 // have no results (after a run with --keep-going in which some stages
 // failed, or for spn table --partial: why is tabulate.Failed or NotYet): a

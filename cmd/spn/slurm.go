@@ -13,7 +13,6 @@ import (
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/slurm"
-	"github.com/spn-project/spn/stages/tabulate"
 )
 
 // envExecutor names the environment variable that picks the executor.
@@ -249,12 +248,8 @@ func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *p
 		}
 		errs = append(errs, runtimeErrf("run", "%d of %d stages did not complete; fix the cause and run again to resubmit them", toRun, len(p.Nodes)))
 		// The jobs ran every stage that did not depend on a failure, as
-		// a local run with --keep-going does; so, as there, the tables
-		// are written with what completed.
-		err := joinErrs(errs)
-		fmt.Fprintln(a.stderr, err)
-		a.writePartialTables(en, "run", spec, p, c, out, tabulate.Failed)
-		return reported(exitCode(err))
+		// a local run with --keep-going does.
+		return a.keptGoing(en, spec, p, c, out, joinErrs(errs))
 	}
 	return a.writeTables(en, spec, p, c, out)
 }

@@ -74,6 +74,17 @@ func buildSpn(t *testing.T) string {
 	return spnBin
 }
 
+// testdataPath is the absolute path of testdata/name, for commands run in
+// another directory.
+func testdataPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // spnCmd runs the spn binary in dir and returns stdout, stderr and the
 // exit code.
 func spnCmd(t *testing.T, bin, dir string, args ...string) (string, string, int) {
@@ -169,10 +180,7 @@ func TestSlurmRunMatchesLocal(t *testing.T) {
 	needSlurm(t)
 	bin := buildSpn(t)
 	dir := t.TempDir()
-	spec, err := filepath.Abs("testdata/slurm_tiny.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := testdataPath(t, "slurm_tiny.cue")
 	want := localTables(t, bin, dir, spec)
 	cacheDir := filepath.Join(dir, "cache-slurm")
 	out := filepath.Join(dir, "out-slurm")
@@ -210,10 +218,7 @@ func TestSlurmFailureStaysLocal(t *testing.T) {
 	needSlurm(t)
 	bin := buildSpn(t)
 	dir := t.TempDir()
-	spec, err := filepath.Abs("testdata/slurm_fail.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := testdataPath(t, "slurm_fail.cue")
 	run := func(name string, args ...string) (string, int) {
 		out := filepath.Join(dir, "out-"+name)
 		args = append([]string{"run", spec, "--cache", filepath.Join(dir, "cache-"+name), "--out", out}, args...)
@@ -463,10 +468,7 @@ func TestSlurmGPURun(t *testing.T) {
 	libs := emulatedLibDir(t)
 	bin := buildSpn(t)
 	dir := t.TempDir()
-	spec, err := filepath.Abs("testdata/device_e2e.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := testdataPath(t, "device_e2e.cue")
 	env := []string{envCUDALibs + "=" + libs}
 	local := filepath.Join(dir, "out-local")
 	if _, stderr, code := spnCmdEnv(t, bin, dir, env, "run", spec, "--device", "cuda", "--cache", filepath.Join(dir, "cache-local"), "--out", local); code != 0 {

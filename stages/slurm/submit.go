@@ -292,20 +292,14 @@ func Submit(ctx context.Context, p *plan.Plan, c *cache.Cache, active map[string
 	}
 	// The array task of every input stage: those of queued or running
 	// jobs now, those of this submission as their jobs are submitted.
-	tasks := map[string]taskRef{}
-	members := map[taskRef][]string{}
-	for key, a := range active {
-		r := taskRef{a.JobID, a.Task}
-		members[r] = append(members[r], key)
-	}
-	sizes := map[string]int{}
+	idx := newTaskIndex(active)
 	if !opt.DryRun {
 		if err := os.MkdirAll(filepath.Join(sub.Dir, "logs"), 0o755); err != nil {
 			return nil, fmt.Errorf("submitting to Slurm: %w", err)
 		}
 	}
 	for i, j := range sub.Jobs {
-		j.Dependency = dependency(j, tasks, active, members, sizes)
+		j.Dependency = idx.dependency(j)
 		base := filepath.Join(sub.Dir, fmt.Sprintf("%03d-%s-L%d", i, j.Kind, j.Level))
 		j.TasksFile, j.Script = base+".tasks", base+".sh"
 		if err := j.prepare(base, sub.Dir, opt); err != nil {
@@ -313,7 +307,7 @@ func Submit(ctx context.Context, p *plan.Plan, c *cache.Cache, active map[string
 		}
 		if opt.DryRun {
 			j.ID = fmt.Sprintf("dry-%d", i)
-			j.index(tasks, members, sizes)
+			idx.add(j)
 			continue
 		}
 		out, err := opt.Runner.Run(ctx, "sbatch", j.Args...)
@@ -325,22 +319,9 @@ func Submit(ctx context.Context, p *plan.Plan, c *cache.Cache, active map[string
 			return sub, fmt.Errorf("sbatch printed %q, not a job id", strings.TrimSpace(string(out)))
 		}
 		j.ID = id
-		j.index(tasks, members, sizes)
+		idx.add(j)
 	}
 	return sub, nil
-}
-
-// index records the submitted job's tasks for the dependencies of the jobs
-// after it.
-func (j *Job) index(tasks map[string]taskRef, members map[taskRef][]string, sizes map[string]int) {
-	sizes[j.ID] = len(j.Tasks)
-	for i, t := range j.Tasks {
-		r := taskRef{j.ID, i}
-		for _, n := range t {
-			tasks[n.Key] = r
-			members[r] = append(members[r], n.Key)
-		}
-	}
 }
 
 // MaxTaskDeps bounds the array tasks of one upstream job that a job's
@@ -357,6 +338,43 @@ type taskRef struct {
 // String is the task as Slurm names it: JOB_TASK.
 func (r taskRef) String() string { return r.job + "_" + strconv.Itoa(r.task) }
 
+// taskIndex knows the array task of every stage that is queued, running
+// or submitted: where a stage's input will come from.
+type taskIndex struct {
+	// of is the task of each stage, by key.
+	of map[string]taskRef
+	// members are the stages of each task.
+	members map[taskRef][]string
+	// size is the number of tasks of the jobs of this submission (not
+	// known of queued jobs).
+	size map[string]int
+}
+
+// newTaskIndex indexes the queued and running stages of active.
+func newTaskIndex(active map[string]Active) *taskIndex {
+	x := &taskIndex{of: map[string]taskRef{}, members: map[taskRef][]string{}, size: map[string]int{}}
+	for key, a := range active {
+		x.put(key, taskRef{a.JobID, a.Task})
+	}
+	return x
+}
+
+func (x *taskIndex) put(key string, r taskRef) {
+	x.of[key] = r
+	x.members[r] = append(x.members[r], key)
+}
+
+// add indexes the tasks of a submitted job (j.ID set), for the jobs after
+// it.
+func (x *taskIndex) add(j *Job) {
+	x.size[j.ID] = len(j.Tasks)
+	for i, t := range j.Tasks {
+		for _, n := range t {
+			x.put(n.Key, taskRef{j.ID, i})
+		}
+	}
+}
+
 // dependency returns the sbatch --dependency value of job j (empty when it
 // waits for nothing): the array tasks that run or will run its stages'
 // inputs, each named alone (JOB_TASK), or the whole job when j waits for
@@ -371,10 +389,8 @@ func (r taskRef) String() string { return r.job + "_" + strconv.Itoa(r.task) }
 // other stages run. So a failed stage stops only what depends on it, as in
 // a local run, although a job array holds unrelated stages.
 //
-// tasks gives the task of every stage submitted now (jobs before j already
-// have ids); active those of queued or running jobs; sizes the number of
-// tasks of this submission's jobs by id.
-func dependency(j *Job, tasks map[string]taskRef, active map[string]Active, members map[taskRef][]string, sizes map[string]int) string {
+// j is not in x yet: its stages' inputs are all in earlier jobs.
+func (x *taskIndex) dependency(j *Job) string {
 	var stages []*plan.Node
 	for _, t := range j.Tasks {
 		stages = append(stages, t...)
@@ -385,16 +401,9 @@ func dependency(j *Job, tasks map[string]taskRef, active map[string]Active, memb
 	seen := map[taskRef]bool{}
 	for _, n := range stages {
 		for _, d := range n.Deps {
-			r, ok := tasks[d.Key]
+			r, ok := x.of[d.Key]
 			if !ok {
-				a, act := active[d.Key]
-				if !act {
-					continue
-				}
-				r = taskRef{a.JobID, a.Task}
-			}
-			if r.job == j.ID {
-				continue
+				continue // cached
 			}
 			needs[d.Key]++
 			if !seen[r] {
@@ -404,7 +413,7 @@ func dependency(j *Job, tasks map[string]taskRef, active map[string]Active, memb
 		}
 	}
 	critical := func(r taskRef) bool {
-		for _, key := range members[r] {
+		for _, key := range x.members[r] {
 			if needs[key] != len(stages) {
 				return false
 			}
@@ -435,9 +444,9 @@ func dependency(j *Job, tasks map[string]taskRef, active map[string]Active, memb
 		}
 		n := len(g[0]) + len(g[1])
 		switch {
-		case len(g[1]) == 0 && n == sizes[id]:
+		case len(g[1]) == 0 && n == x.size[id]:
 			afterOK = append(afterOK, id)
-		case n == sizes[id] || n > MaxTaskDeps:
+		case n == x.size[id] || n > MaxTaskDeps:
 			afterAny = append(afterAny, id)
 		default:
 			for _, r := range g[0] {
