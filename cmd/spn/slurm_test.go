@@ -52,7 +52,7 @@ var (
 )
 
 // buildSpn builds the spn binary once per test process, into a directory
-// that outlives the single tests (one binary, left in the OS temp dir).
+// of the OS temp dir that outlives the single tests; TestMain removes it.
 func buildSpn(t *testing.T) string {
 	t.Helper()
 	spnBinOnce.Do(func() {
@@ -72,6 +72,15 @@ func buildSpn(t *testing.T) string {
 		t.Fatalf("building spn: %v", spnBinErr)
 	}
 	return spnBin
+}
+
+// TestMain removes the binary buildSpn built, if any, when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if spnBin != "" {
+		os.RemoveAll(filepath.Dir(spnBin))
+	}
+	os.Exit(code)
 }
 
 // testdataPath is the absolute path of testdata/name, for commands run in
