@@ -81,7 +81,9 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 			fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
 			continue
 		}
-		if err := tabulate.WriteFiles(tmp, files); err == nil {
+		if err := tabulate.WriteFiles(tmp, files); err != nil {
+			fmt.Fprintf(a.stderr, "spn %s: table %s: not written: %v\n", cmd, t.Name, err)
+		} else {
 			written, err := copyArtifacts(tmp, out)
 			if err != nil {
 				fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
