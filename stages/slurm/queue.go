@@ -2,12 +2,14 @@ package slurm
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,8 +35,8 @@ func (a Active) Running() bool {
 // Queue returns, for every stage of spn's queued or running jobs on cache
 // c, where it is. Jobs that can never run (pending with reason
 // DependencyNeverSatisfied, left by clusters that do not honour
-// --kill-on-invalid-dep) are returned in dead instead: resubmission must
-// cancel them (Cancel) and submit their stages again.
+// --kill-on-invalid-dep) are returned in dead instead, in job id order:
+// resubmission must cancel them (Cancel) and submit their stages again.
 func Queue(ctx context.Context, r Runner, c *cache.Cache) (active map[string]Active, dead []string, err error) {
 	if r == nil {
 		r = Commands{}
@@ -91,6 +93,7 @@ func Queue(ctx context.Context, r Runner, c *cache.Cache) (active map[string]Act
 	for id := range deadSet {
 		dead = append(dead, id)
 	}
+	slices.SortFunc(dead, byJobID)
 	return active, dead, nil
 }
 
@@ -104,6 +107,22 @@ func Cancel(ctx context.Context, r Runner, ids []string) error {
 	}
 	_, err := r.Run(ctx, "scancel", ids...)
 	return err
+}
+
+// byJobID orders job ids as numbers (Slurm's are decimal integers), any
+// other string after them.
+func byJobID(a, b string) int {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	switch {
+	case errA == nil && errB == nil:
+		return cmp.Compare(x, y)
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return strings.Compare(a, b)
 }
 
 func readLines(path string) []string {
