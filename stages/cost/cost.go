@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -102,9 +103,10 @@ func ParseCalibration(name string, b []byte) (*Calibration, error) {
 			return nil, fmt.Errorf("calibration %s: entries[%d]: invalid entry %+v", name, i, e)
 		}
 	}
-	for kind, m := range c.StageSeconds {
-		for ds, s := range m {
-			if !(s >= 0) || math.IsInf(s, 0) {
+	for _, kind := range slices.Sorted(maps.Keys(c.StageSeconds)) { // the first invalid value, the same every time
+		m := c.StageSeconds[kind]
+		for _, ds := range slices.Sorted(maps.Keys(m)) {
+			if s := m[ds]; !(s >= 0) || math.IsInf(s, 0) {
 				return nil, fmt.Errorf("calibration %s: stage_seconds.%s.%s: invalid value %v", name, kind, ds, s)
 			}
 		}

@@ -125,6 +125,18 @@ func TestParseCalibrationPlace(t *testing.T) {
 	}
 }
 
+// TestParseCalibrationFirstInvalid: with several invalid stage seconds,
+// the error names the first by kind and dataset, every time.
+func TestParseCalibrationFirstInvalid(t *testing.T) {
+	b := []byte(`{"version": 1, "stage_seconds": {"precompute": {"tu(NCI1)": -1, "tu(DD)": -2}, "generate": {"prox(h=3)": -4, "tu(ENZYMES)": -3}}}`)
+	const want = "calibration cal.json: stage_seconds.generate.prox(h=3): invalid value -4"
+	for range 20 {
+		if _, err := ParseCalibration("cal.json", b); err == nil || err.Error() != want {
+			t.Fatalf("error %v, want %s", err, want)
+		}
+	}
+}
+
 func FuzzParseCalibration(f *testing.F) {
 	f.Add([]byte(`{"version":1,"threads":1,"entries":[{"dataset":"tu(DD)","model":"spn","k":5,"layers":4,"hidden":64,"seconds_per_epoch":8.4}]}`))
 	f.Add([]byte(`{"version":1,"entries":[{"dataset":"x","model":"spn","layers":0,"hidden":1,"seconds_per_epoch":-1}]}`))

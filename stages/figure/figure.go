@@ -134,7 +134,8 @@ func Diameters(ctx context.Context, ds *data.Dataset, f schema.Figure) (*Data, e
 		counts[st.Diameter]++
 	}
 	paper := map[int]float64{}
-	for k, v := range f.Paper {
+	for _, k := range slices.Sorted(maps.Keys(f.Paper)) { // the first bad key, the same every time
+		v := f.Paper[k]
 		d, err := strconv.Atoi(k)
 		if err != nil {
 			return nil, fmt.Errorf("paper key %q is not a diameter", k)
