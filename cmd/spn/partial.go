@@ -76,25 +76,34 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 			fmt.Fprintf(a.stderr, "spn %s: table %s: not written: %v\n", cmd, t.Name, err)
 			continue
 		}
-		tmp, err := os.MkdirTemp("", "spn-partial-")
+		written, err := a.writeRendered(en, files, out)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
 			continue
 		}
-		if err := tabulate.WriteFiles(tmp, files); err != nil {
-			fmt.Fprintf(a.stderr, "spn %s: table %s: not written: %v\n", cmd, t.Name, err)
-		} else {
-			written, err := copyArtifacts(tmp, out)
-			if err != nil {
-				fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
-			} else {
-				if en.printTable != nil {
-					en.printTable(a.stdout, tmp)
-				}
-				fmt.Fprintf(a.stderr, "spn %s: table %s: incomplete, %d experiments missing (%s): wrote %s\n",
-					cmd, t.Name, len(missing), strings.Join(missing, ", "), strings.Join(written, ", "))
-			}
-		}
-		os.RemoveAll(tmp)
+		fmt.Fprintf(a.stderr, "spn %s: table %s: incomplete, %d experiments missing (%s): wrote %s\n",
+			cmd, t.Name, len(missing), strings.Join(missing, ", "), strings.Join(written, ", "))
 	}
+}
+
+// writeRendered writes a table's rendered files into out through a
+// temporary folder (copyArtifacts, as for a cached table), prints the
+// table when the engine prints tables, and returns the files written.
+func (a *app) writeRendered(en *engine, files map[string][]byte, out string) ([]string, error) {
+	tmp, err := os.MkdirTemp("", "spn-partial-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := tabulate.WriteFiles(tmp, files); err != nil {
+		return nil, fmt.Errorf("not written: %w", err)
+	}
+	written, err := copyArtifacts(tmp, out)
+	if err != nil {
+		return nil, err
+	}
+	if en.printTable != nil {
+		en.printTable(a.stdout, tmp)
+	}
+	return written, nil
 }
