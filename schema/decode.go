@@ -341,16 +341,12 @@ func (l *loader) gridAxes(at func(...string) []string, v cue.Value) ([]gridAxis,
 				ok = false
 				continue
 			}
-			filled := v
-			for c, val := range vals {
-				filled = filled.FillPath(ax.sels[c], val)
-			}
 			valid := true
-			for _, root := range []string{"model", "training"} {
+			for _, root := range gridRoots() {
 				if !slices.ContainsFunc(ax.paths, func(p string) bool { return strings.HasPrefix(p, root+".") }) {
 					continue
 				}
-				if err := filled.LookupPath(cue.MakePath(cue.Str(root))).Validate(cue.Concrete(true)); err != nil {
+				if err := l.section(v, root, ax.paths, vals).Validate(cue.Concrete(true)); err != nil {
 					p, _ := l.idx.closest(append(slices.Clone(segs), strconv.Itoa(i)))
 					for _, ce := range l.convertCUE(err) {
 						l.errs = append(l.errs, l.at(p, displayIndexPath(i, segs...), ce.Msg))
@@ -410,23 +406,10 @@ func fieldNames(v cue.Value) []string {
 // unroll enumerates the grid points (paths sorted, values in declared
 // order, last path fastest), decodes each point's model and training and
 // checks gin ⇒ k = 1 and k ≤ kmax.
-//
-// prefix[a] holds v with axes 0..a-1 filled; when the odometer advances,
-// only the fills from the first changed axis on are redone, so a point
-// costs about one FillPath instead of one per axis.
 func (l *loader) unroll(at func(...string) []string, v cue.Value, axes []gridAxis, e *Experiment) {
+	roots := l.pointRoots(at, v, axes)
 	idx := make([]int, len(axes))
-	prefix := make([]cue.Value, len(axes)+1)
-	prefix[0] = v
-	from := 0 // first axis whose fill is stale
 	for {
-		for a := from; a < len(axes); a++ {
-			prefix[a+1] = prefix[a]
-			for c, val := range axes[a].values[idx[a]] {
-				prefix[a+1] = prefix[a+1].FillPath(axes[a].sels[c], val)
-			}
-		}
-		filled := prefix[len(axes)]
 		var values []GridValue
 		for a, ax := range axes {
 			for c, val := range ax.values[idx[a]] {
@@ -434,9 +417,8 @@ func (l *loader) unroll(at func(...string) []string, v cue.Value, axes []gridAxi
 			}
 		}
 		pt := Point{Values: values}
-		okM := l.decodeInto(at("model"), filled.LookupPath(cue.ParsePath("model")), &pt.Model)
-		okT := l.decodeInto(at("training"), filled.LookupPath(cue.ParsePath("training")), &pt.Training)
-		if okM && okT {
+		var ok bool
+		if pt.Model, pt.Training, ok = roots(idx); ok {
 			pt.Model = pt.Model.Canonical()
 			l.pointChecks(at, axes, idx, pt, e.Dataset)
 			e.Points = append(e.Points, pt)
@@ -453,7 +435,6 @@ func (l *loader) unroll(at func(...string) []string, v cue.Value, axes []gridAxi
 		if a < 0 {
 			break
 		}
-		from = a
 	}
 }
 

@@ -4,13 +4,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
 
-// FuzzLoadBytes checks that no input makes the loader panic and that
-// every failure is an Errors value whose entries are positioned in the
-// input file. The seed corpus is every spec under testdata/ plus the
+// FuzzLoadBytes checks that no input makes the loader panic, that every
+// failure is an Errors value whose entries are positioned in the input
+// file, and that filling grid sections separately (separateRoots) gives
+// the spec or the errors that filling whole experiments gives. The seed corpus is every spec under testdata/ plus the
 // quickstart, so `go test` runs them as ordinary cases.
 func FuzzLoadBytes(f *testing.F) {
 	files, err := filepath.Glob("testdata/*/*.cue")
@@ -39,6 +41,16 @@ func FuzzLoadBytes(f *testing.F) {
 		}
 		const name = "fuzz.cue"
 		spec, err := LoadBytes(name, src, opt)
+		// Filling grid sections separately must not change a result.
+		jopt := opt
+		jopt.jointGrid = true
+		joint, jerr := LoadBytes(name, src, jopt)
+		if (err == nil) != (jerr == nil) || err != nil && err.Error() != jerr.Error() {
+			t.Fatalf("separate grid fill: %v\njoint grid fill: %v", err, jerr)
+		}
+		if !reflect.DeepEqual(spec, joint) {
+			t.Fatal("separate and joint grid fills give different specs")
+		}
 		if err == nil {
 			if spec == nil {
 				t.Fatal("nil spec without error")

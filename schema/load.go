@@ -93,6 +93,10 @@ type Options struct {
 	// the field or grid value that set it. Without it only the CUE
 	// definitions of the model kinds apply.
 	Models ModelChecker
+
+	// jointGrid fills every grid point into the whole experiment, even
+	// where its sections could be filled separately (tests compare both).
+	jointGrid bool
 }
 
 // Load reads, validates and decodes the spec file at path. Validation
@@ -117,7 +121,7 @@ func LoadBytes(filename string, src []byte, opt Options) (spec *Spec, err error)
 			return nil, fmt.Errorf("loading %s: %w", filename, err)
 		}
 	}
-	l := &loader{file: filename, mode: opt.Mode, models: opt.Models}
+	l := &loader{file: filename, mode: opt.Mode, models: opt.Models, joint: opt.jointGrid}
 	defer func() {
 		// The CUE evaluator is large; a defect in it must not take the
 		// caller down on some input. Report it as an error of this file.
@@ -145,6 +149,9 @@ type loader struct {
 	errs   Errors
 	models ModelChecker
 	user   cue.Value // the user's file alone, for the model kinds in probe
+	// joint forces jointRoots; separate says the schema and the spec
+	// allow separateRoots (see separable).
+	joint, separate bool
 }
 
 func (l *loader) load(src []byte) (*Spec, Errors) {
@@ -196,6 +203,7 @@ func (l *loader) load(src []byte) (*Spec, Errors) {
 	if bi.ResolutionErr != nil {
 		return nil, l.convertCUE(bi.ResolutionErr)
 	}
+	l.separate = !l.joint && separable(sf) && separable(f)
 	l.ctx = cuecontext.New()
 	l.root = l.ctx.BuildInstance(bi)
 	l.schema = l.ctx.BuildFile(sf)

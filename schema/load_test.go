@@ -256,6 +256,28 @@ func BenchmarkLoadGrid(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadTable3 measures the paper's Table 3 spec (3 468 grid
+// points), its grid sections filled separately (the default) and filled
+// into whole experiments.
+func BenchmarkLoadTable3(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join("..", "pipelines", "paper", "table3_tu.cue"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name  string
+		joint bool
+	}{{"separate", false}, {"joint", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := LoadBytes("table3_tu.cue", src, Options{Models: testModels, jointGrid: bc.joint}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // defaultExecutor is the executor settings of a spec without any.
 func defaultExecutor() Executor {
 	r := SlurmResources{CPUs: 1, Bundle: 1}
