@@ -409,6 +409,10 @@ func fieldNames(v cue.Value) []string {
 func (l *loader) unroll(at func(...string) []string, v cue.Value, axes []gridAxis, e *Experiment) {
 	roots := l.pointRoots(at, v, axes)
 	idx := make([]int, len(axes))
+	all := make([]int, len(axes)) // every axis, for advance
+	for a := range all {
+		all[a] = a
+	}
 	for {
 		var values []GridValue
 		for a, ax := range axes {
@@ -423,16 +427,7 @@ func (l *loader) unroll(at func(...string) []string, v cue.Value, axes []gridAxi
 			l.pointChecks(at, axes, idx, pt, e.Dataset)
 			e.Points = append(e.Points, pt)
 		}
-		// Advance the odometer, last axis fastest.
-		a := len(axes) - 1
-		for ; a >= 0; a-- {
-			idx[a]++
-			if idx[a] < len(axes[a].values) {
-				break
-			}
-			idx[a] = 0
-		}
-		if a < 0 {
+		if !advance(idx, all, axes) {
 			break
 		}
 	}

@@ -12,8 +12,9 @@ import (
 // FuzzLoadBytes checks that no input makes the loader panic, that every
 // failure is an Errors value whose entries are positioned in the input
 // file, and that filling grid sections separately (separateRoots) gives
-// the spec or the errors that filling whole experiments gives. The seed corpus is every spec under testdata/ plus the
-// quickstart, so `go test` runs them as ordinary cases.
+// the spec or the errors that filling whole experiments gives. The seed
+// corpus is every spec under testdata/ plus the quickstart, so `go test`
+// runs them as ordinary cases.
 func FuzzLoadBytes(f *testing.F) {
 	files, err := filepath.Glob("testdata/*/*.cue")
 	if err != nil {

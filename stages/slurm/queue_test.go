@@ -80,9 +80,9 @@ func FuzzQueue(f *testing.F) {
 		for _, id := range dead {
 			listed := false
 			for _, l := range strings.Split(out, "\n") {
-				f := strings.SplitN(l, "|", 5)
-				listed = listed || len(f) == 5 && f[0] == id && f[3] == "DependencyNeverSatisfied" &&
-					strings.HasPrefix(f[4], CommentPrefix+c.Root+string(filepath.Separator))
+				fields := strings.SplitN(l, "|", 5)
+				listed = listed || len(fields) == 5 && fields[0] == id && fields[3] == "DependencyNeverSatisfied" &&
+					strings.HasPrefix(fields[4], CommentPrefix+c.Root+string(filepath.Separator))
 			}
 			if !listed {
 				t.Errorf("dead job %q is not listed as never runnable with a tasks file of this cache", id)
