@@ -10,7 +10,7 @@ import "strings"
 
 // Model is one model configuration.
 type Model struct {
-	// Kind is "spn" or "gin" (later "gcn", "gat", "graphormer", ...).
+	// Kind names a model kind of the registry (models/kinds), e.g. "spn".
 	Kind    string  `json:"kind"`
 	K       int     `json:"k"`
 	Layers  int     `json:"layers"`

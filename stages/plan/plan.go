@@ -223,17 +223,11 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 		depSeed[i] = d.SeedKey
 	}
 	version := stages.VersionOf(k, raw)
-	key, err := hashOf(keyDoc{Kind: kind, Version: version, Params: raw, Deps: depKeys})
-	if err != nil {
-		return nil, err
-	}
+	key := hashOf(keyDoc{Kind: kind, Version: version, Params: raw, Deps: depKeys})
 	if n, ok := b.byKey[key]; ok {
 		return n, nil
 	}
-	vkey, err := hashOf(keyDoc{Kind: kind, Params: raw, Deps: depV})
-	if err != nil {
-		return nil, err
-	}
+	vkey := hashOf(keyDoc{Kind: kind, Params: raw, Deps: depV})
 	seedKey := key
 	if cpu, ok := onCPU(params); ok || !slices.Equal(depSeed, depKeys) {
 		cpuRaw := raw
@@ -242,9 +236,7 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 				return nil, fmt.Errorf("encoding %s parameters: %w", kind, err)
 			}
 		}
-		if seedKey, err = hashOf(keyDoc{Kind: kind, Version: version, Params: cpuRaw, Deps: depSeed}); err != nil {
-			return nil, err
-		}
+		seedKey = hashOf(keyDoc{Kind: kind, Version: version, Params: cpuRaw, Deps: depSeed})
 	}
 	n := &Node{
 		Key: key, Kind: kind, Version: version, Name: name,
@@ -275,13 +267,56 @@ type keyDoc struct {
 	Deps    []string        `json:"deps"`
 }
 
-func hashOf(d keyDoc) (string, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return "", fmt.Errorf("encoding key of %s: %w", d.Kind, err)
+// hashOf returns the hex SHA-256 of d's JSON encoding, the bytes
+// json.Marshal(d) gives when d.Params is compact (json.Marshal's own
+// output, as the builder's always is). It writes them to the hash itself
+// rather than through json.Marshal, which re-validates and compacts
+// Params for every key (a quarter of the time of planning a large spec).
+func hashOf(d keyDoc) string {
+	buf := make([]byte, 0, 64+len(d.Params)+67*len(d.Deps))
+	buf = append(buf, `{"kind":`...)
+	buf = appendJSONString(buf, d.Kind)
+	if d.Version != "" {
+		buf = append(buf, `,"version":`...)
+		buf = appendJSONString(buf, d.Version)
 	}
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:]), nil
+	buf = append(buf, `,"params":`...)
+	if d.Params == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, d.Params...)
+	}
+	buf = append(buf, `,"deps":`...)
+	if d.Deps == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i, k := range d.Deps {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, k)
+		}
+		buf = append(buf, ']')
+	}
+	buf = append(buf, '}')
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
+}
+
+// appendJSONString appends s as json.Marshal encodes a string: plain
+// letters, digits and punctuation as they are (the kinds, versions and hex
+// keys of a plan), anything else through json.Marshal itself.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }
 
 // RunSeed is the seed of run r of an experiment with the given seeds (see

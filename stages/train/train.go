@@ -100,14 +100,32 @@ func (Kind) Version() string { return "3" }
 // (TrainParams.Point). A final training reads its configuration from
 // its select stage, whose key already holds the trainings' keys.
 func (k Kind) VersionOf(params json.RawMessage) string {
-	var p stages.TrainParams
-	if json.Unmarshal(params, &p) != nil || p.Point == nil {
+	kind, ok := pointModelKind(params)
+	if !ok {
 		return k.Version() // a stage without a configuration, or bad parameters it reports itself
 	}
-	if r := k.Registry().Revision(p.Point.Model.Kind); r > 1 {
-		return fmt.Sprintf("%s+%s.%d", k.Version(), p.Point.Model.Kind, r)
+	if r := k.Registry().Revision(kind); r > 1 {
+		return fmt.Sprintf("%s+%s.%d", k.Version(), kind, r)
 	}
 	return k.Version()
+}
+
+// pointModelKind returns point.model.kind of a train stage's parameters
+// (stages.TrainParams as JSON), and false when they have no point or do
+// not decode. Planning a spec asks every train stage's version; decoding
+// only this field takes about half the time of the whole parameters.
+func pointModelKind(params json.RawMessage) (string, bool) {
+	var p struct {
+		Point *struct {
+			Model struct {
+				Kind string `json:"kind"`
+			} `json:"model"`
+		} `json:"point"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Point == nil {
+		return "", false
+	}
+	return p.Point.Model.Kind, true
 }
 
 // GrowsThreads implements stages.Grower: a train stage takes more threads

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/models/rspn"
+	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 )
 
@@ -27,9 +28,45 @@ func TestVersionOf(t *testing.T) {
 		{`{"role":"final"}`, "3"},
 		{`{"point":`, "3"},
 		{`{"role":"grid","point":{"model":{"kind":"nosuchkind"}}}`, "3"},
+		{`{"point":null,"role":"final"}`, "3"},
+		{`{"role":"grid","point":{"model":{"k":5}}}`, "3"},
+		{`{"role":"grid","point":{"model":{"kind":7}}}`, "3"},
+		{`{"role":"grid","point":{"model":"rspn"}}`, "3"},
+		{`{"point":{"values":[{"path":"model.kind","value":"spn"}],"training":{"kind":"spn"},"model":{"k":5,"kind":"rspn"}},"role":"grid"}`, "3+rspn.2"},
+		{`{"role":{"point":{"model":{"kind":"rspn"}}},"point":{"model":{"kind":"spn"}}}`, "3"},
+		{`[{"point":{"model":{"kind":"rspn"}}}]`, "3"},
 	} {
 		if got := stages.VersionOf(k, json.RawMessage(c.params)); got != c.want {
 			t.Errorf("VersionOf(%s) = %q, want %q", c.params, got, c.want)
+		}
+	}
+}
+
+// TestPointModelKindMatchesDecode: decoding only point.model.kind
+// gives what decoding the whole stages.TrainParams gives, for parameters
+// as the plan builder encodes them.
+func TestPointModelKindMatchesDecode(t *testing.T) {
+	for _, kind := range append(kinds.All().Names(), "") {
+		for _, role := range []string{stages.RoleHoldout, stages.RoleFinal} {
+			p := stages.TrainParams{Role: role, Metric: "accuracy", Split: 3, Run: 1, Seed: 7, Device: "cuda"}
+			if role == stages.RoleHoldout {
+				p.Point = &schema.Point{
+					Values: []schema.GridValue{{Path: "model.k", Value: 5}},
+					Model:  schema.Model{Kind: kind, K: 5, Layers: 2, Hidden: 16, Pool: "sum"},
+				}
+			}
+			raw, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var full stages.TrainParams
+			if err := json.Unmarshal(raw, &full); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := pointModelKind(raw)
+			if want := full.Point != nil; ok != want || ok && got != full.Point.Model.Kind {
+				t.Errorf("%s: pointModelKind = %q, %v; decoding gives %+v", raw, got, ok, full.Point)
+			}
 		}
 	}
 }
