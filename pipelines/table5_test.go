@@ -27,7 +27,7 @@ func TestTable5Spec(t *testing.T) {
 		hidden, layers, epochs int
 	}{
 		{schema.ModeFull, 7, 3, 2, 10, 300, 5, 100},
-		{schema.ModeEvidence, 1, 2, 1, 10, 300, 5, 100},
+		{schema.ModeEvidence, 1, 2, 2, 10, 300, 5, 100},
 		{schema.ModeSmoke, 2, 3, 1, 2, 32, 2, 2},
 	} {
 		spec, err := schema.LoadBytes("pipelines/paper/table5_moleculenet.cue", src, schema.Options{Mode: tc.mode})
