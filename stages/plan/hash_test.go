@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"testing"
+
+	"github.com/spn-project/spn/schema"
 )
 
 // jsonHash is hashOf as the bytes json.Marshal gives: the definition the
@@ -20,7 +22,8 @@ func jsonHash(t testing.TB, d keyDoc) string {
 
 // TestHashOfMatchesJSON: hashOf hashes exactly json.Marshal's encoding of
 // a key document whose parameters are json.Marshal's output (as the
-// builder's always are), for every node of a large plan and for documents with
+// builder's always are), for the key, version-free key and seed key of
+// every node of a large plan and of a CUDA one, and for documents with
 // nothing to encode, strings json escapes (quotes, controls, HTML, non-
 // ASCII) and nil or empty dependency lists.
 func TestHashOfMatchesJSON(t *testing.T) {
@@ -41,19 +44,47 @@ func TestHashOfMatchesJSON(t *testing.T) {
 			t.Errorf("hashOf(%+v) = %s, json.Marshal's %s", d, got, want)
 		}
 	}
-	p, err := Build(bigSpec(), testRegistry(nil))
-	if err != nil {
-		t.Fatal(err)
+	cuda := testSpec()
+	cuda.Device = "cuda" // train stages get a seed key of their own
+	for _, spec := range []*schema.Spec{bigSpec(), cuda} {
+		p, err := Build(spec, testRegistry(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range p.Nodes {
+			keys, vkeys, seeds := make([]string, len(n.Deps)), make([]string, len(n.Deps)), make([]string, len(n.Deps))
+			for i, d := range n.Deps {
+				keys[i], vkeys[i], seeds[i] = d.Key, d.VKey, d.SeedKey
+			}
+			if want := jsonHash(t, keyDoc{Kind: n.Kind, Version: n.Version, Params: n.JSON, Deps: keys}); n.Key != want {
+				t.Fatalf("%s: key %s, json.Marshal's hash %s", n.Name, n.Key, want)
+			}
+			if want := jsonHash(t, keyDoc{Kind: n.Kind, Params: n.JSON, Deps: vkeys}); n.VKey != want {
+				t.Fatalf("%s: version-free key %s, json.Marshal's hash %s", n.Name, n.VKey, want)
+			}
+			cpu, _ := onCPU(n.Params)
+			raw, err := json.Marshal(cpu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := jsonHash(t, keyDoc{Kind: n.Kind, Version: n.Version, Params: raw, Deps: seeds}); n.SeedKey != want {
+				t.Fatalf("%s: seed key %s, json.Marshal's hash %s", n.Name, n.SeedKey, want)
+			}
+		}
+		if spec == cuda && seedKeysAreKeys(p) {
+			t.Fatal("the CUDA plan has no seed key that differs from its key: the seed-key hash is not checked")
+		}
 	}
+}
+
+// seedKeysAreKeys reports whether every node's seed key is its key.
+func seedKeysAreKeys(p *Plan) bool {
 	for _, n := range p.Nodes {
-		deps := make([]string, len(n.Deps))
-		for i, d := range n.Deps {
-			deps[i] = d.Key
-		}
-		if want := jsonHash(t, keyDoc{Kind: n.Kind, Version: n.Version, Params: n.JSON, Deps: deps}); n.Key != want {
-			t.Fatalf("%s: key %s, json.Marshal's hash %s", n.Name, n.Key, want)
+		if n.SeedKey != n.Key {
+			return false
 		}
 	}
+	return true
 }
 
 // FuzzHashOf: hashOf agrees with json.Marshal's encoding for any strings.
