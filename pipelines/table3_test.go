@@ -2,6 +2,7 @@ package pipelines
 
 import (
 	"io/fs"
+	"maps"
 	"strings"
 	"testing"
 
@@ -76,9 +77,10 @@ func TestTable3Spec(t *testing.T) {
 }
 
 // TestTable3Evidence checks the evidence mode's reductions as its notes
-// state them: PROTEINS and ENZYMES, SPN k ∈ {1, 5} with 2 grid points
-// and the Baseline with 4, 10 outer folds and one final run, SPN trained
-// 100 epochs on PROTEINS and 300 on ENZYMES, the Baseline 500.
+// state them: PROTEINS and ENZYMES, SPN k ∈ {1, 5} with 4 grid points
+// (two sizes, each with the full grid's two dropout rates) and the
+// Baseline with 4, 10 outer folds and one final run, SPN trained 100
+// epochs on PROTEINS and 300 on ENZYMES, the Baseline 500.
 func TestTable3Evidence(t *testing.T) {
 	src, err := fs.ReadFile(FS(), "paper/table3_tu.cue")
 	if err != nil {
@@ -89,8 +91,8 @@ func TestTable3Evidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]struct{ points, epochs int }{
-		"proteins_spn_k1": {2, 100}, "proteins_spn_k5": {2, 100}, "proteins_baseline": {4, 500},
-		"enzymes_spn_k1": {2, 300}, "enzymes_spn_k5": {2, 300}, "enzymes_baseline": {4, 500},
+		"proteins_spn_k1": {4, 100}, "proteins_spn_k5": {4, 100}, "proteins_baseline": {4, 500},
+		"enzymes_spn_k1": {4, 300}, "enzymes_spn_k5": {4, 300}, "enzymes_baseline": {4, 500},
 	}
 	if len(spec.Experiments) != len(want) {
 		t.Errorf("%d experiments, want %d", len(spec.Experiments), len(want))
@@ -107,10 +109,21 @@ func TestTable3Evidence(t *testing.T) {
 		if p := e.Protocol; p.Splits != 10 || p.Runs != 1 {
 			t.Errorf("%s: %d folds, %d final runs, want 10 and 1", e.Name, p.Splits, p.Runs)
 		}
+		dropouts := map[float64]int{}
 		for _, pt := range e.Points {
 			if pt.Training.Epochs != w.epochs {
 				t.Errorf("%s trains %d epochs, want %d", e.Name, pt.Training.Epochs, w.epochs)
 			}
+			dropouts[pt.Model.Dropout]++
+		}
+		// SPN's points split evenly between the full grid's dropout
+		// rates (selection on validation picks one); the Baseline has none.
+		wantDrop := map[float64]int{0.5: 2, 0: 2}
+		if strings.HasSuffix(e.Name, "_baseline") {
+			wantDrop = map[float64]int{0: 4}
+		}
+		if !maps.Equal(dropouts, wantDrop) {
+			t.Errorf("%s: points by dropout %v, want %v", e.Name, dropouts, wantDrop)
 		}
 	}
 }
