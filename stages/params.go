@@ -95,6 +95,11 @@ type TrainParams struct {
 	// machine gives the same result), nor is it set for the CPU, so CPU
 	// keys are what they were before devices existed.
 	Device string `json:"device,omitempty"`
+	// Notes are set only in the parameters a final stage is bound to
+	// (stages.Binder): the notes of the selection that chose Point, which
+	// its result carries. The planner never sets them, and they do not
+	// enter the seed.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // SelectParams picks the best grid point of one split. Inputs: the train

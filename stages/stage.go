@@ -44,6 +44,19 @@ func VersionOf(k Kind, params json.RawMessage) string {
 	return k.Version()
 }
 
+// Binder is a Kind some of whose stages stand for another stage once
+// their inputs are finished: a final train stage is the training of the
+// grid point its select input chose. Bind returns the parameters of the
+// stage n stands for (what the planner would encode for it) and which of
+// the inputs it keeps, in order; bound is nil for a stage that stands for
+// itself. The executor derives the stage's seed from the key the bound
+// stage would have, so that its result depends on what was chosen and
+// not on how (on the other points of the grid).
+type Binder interface {
+	Kind
+	Bind(params json.RawMessage, inputs []Input) (bound json.RawMessage, keep []int, err error)
+}
+
 // Registry maps kind names to kinds.
 type Registry struct{ kinds map[string]Kind }
 
@@ -158,8 +171,9 @@ type Job struct {
 	// moves it into the cache atomically when Run returns nil.
 	Dir string
 	// Seed is derived from the stage's seed key (its key, or on a GPU the
-	// key it has on the CPU: plan.Node.SeedKey); every random choice
-	// starts from it.
+	// key it has on the CPU: plan.Node.SeedKey; for a stage a Binder
+	// binds, the seed key of the stage it stands for); every random
+	// choice starts from it.
 	Seed uint64
 	Env  Env
 	Log  hclog.Logger

@@ -248,7 +248,15 @@ type Record struct {
 	Name    string          `json:"name"`
 	Params  json.RawMessage `json:"params"`
 	Inputs  []Input         `json:"inputs"`
-	// Seed is the seed the stage received (derived from Key).
+	// BoundKey, for a stage that stood for another once its inputs were
+	// finished (stages.Binder: a final train stage), is that stage's key;
+	// Seed then derives from that stage's seed key.
+	BoundKey string `json:"bound_key,omitempty"`
+	// ReusedFrom, when set, is the key of an earlier stage bound to the
+	// same BoundKey whose artifacts this stage took instead of running
+	// (they are the bytes a run would write).
+	ReusedFrom string `json:"reused_from,omitempty"`
+	// Seed is the seed the stage received.
 	Seed uint64 `json:"seed"`
 	// Threads is how many threads the stage was allowed (for a stage
 	// given more threads while it ran, the count at its end).
@@ -307,6 +315,43 @@ func (c *Cache) Last(kind, vkey string) (key, version string, ok bool, err error
 		return "", "", false, nil
 	}
 	return e.Key, e.Version, true, nil
+}
+
+func (c *Cache) boundPath(kind, boundKey string) string {
+	return filepath.Join(c.Root, "index", kind, "bound", boundKey+".json")
+}
+
+// SetBound records that the stage kind/key stood for the stage boundKey
+// (stages.Binder; Record.BoundKey), so that a later stage bound to the
+// same stage can take its artifacts (Bound).
+func (c *Cache) SetBound(kind, boundKey, key string) error {
+	b, err := json.Marshal(indexEntry{Key: key})
+	if err != nil {
+		return fmt.Errorf("encoding index entry: %w", err)
+	}
+	if err := WriteFileAtomic(c.boundPath(kind, boundKey), append(b, '\n')); err != nil {
+		return fmt.Errorf("updating cache index: %w", err)
+	}
+	return nil
+}
+
+// Bound returns the key of the stage last recorded as standing for the
+// stage boundKey (SetBound), if any. The caller checks that it is still
+// complete (Has) and that its record names boundKey.
+func (c *Cache) Bound(kind, boundKey string) (key string, ok bool, err error) {
+	p := c.boundPath(kind, boundKey)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading %s: %w", p, err)
+	}
+	var e indexEntry
+	if json.Unmarshal(b, &e) != nil || len(e.Key) != 64 {
+		return "", false, nil // a damaged entry only costs a rerun
+	}
+	return e.Key, true, nil
 }
 
 // WriteFileAtomic writes data to path through a temp file in the same

@@ -150,6 +150,39 @@ func TestIndex(t *testing.T) {
 	}
 }
 
+// TestBoundIndex: Bound returns the stage last recorded for a bound key
+// (SetBound); a missing, damaged or malformed entry is none, and no
+// stage is ever listed for the index (Entries).
+func TestBoundIndex(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	b := strings.Repeat("b", 64)
+	if _, ok, err := c.Bound("train", b); ok || err != nil {
+		t.Fatalf("empty index: ok=%v err=%v", ok, err)
+	}
+	k1, k2 := strings.Repeat("1", 64), strings.Repeat("2", 64)
+	for _, k := range []string{k1, k2} {
+		if err := c.SetBound("train", b, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if k, ok, err := c.Bound("train", b); !ok || err != nil || k != k2 {
+		t.Errorf("Bound = %q %v %v, want %s", k, ok, err, k2)
+	}
+	if _, ok, _ := c.Bound("select", b); ok {
+		t.Error("a train stage's bound key found for select")
+	}
+	path := filepath.Join(c.Root, "index", "train", "bound", b+".json")
+	for _, bad := range []string{"{", `{"key":"k1"}`, `{"key":""}`} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, ok, err := c.Bound("train", b); ok || err != nil {
+			t.Errorf("entry %s: ok=%v err=%v", bad, ok, err)
+		}
+	}
+	if es, err := c.Entries(); err != nil || len(es) != 0 {
+		t.Errorf("Entries = %v, %v; want none", es, err)
+	}
+}
+
 func TestLockInProcess(t *testing.T) {
 	c, _ := Open(t.TempDir())
 	l, err := c.Lock(context.Background(), false, nil)

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -629,7 +630,7 @@ func RunNode(ctx context.Context, c *cache.Cache, reg *stages.Registry, n *plan.
 		log.Debug("stage completed by another writer", "stage", n.Name)
 		return false, nil
 	}
-	err = runLocked(ctx, c, kind, n, opt, log)
+	err = runLocked(ctx, c, reg, kind, n, opt, log)
 	if err != nil && ctx.Err() == nil {
 		if ferr := c.RecordFailure(cache.Failure{Key: n.Key, Kind: n.Kind, Name: n.Name,
 			Error: err.Error(), Time: time.Now().UTC()}); ferr != nil {
@@ -646,7 +647,7 @@ func RunNode(ctx context.Context, c *cache.Cache, reg *stages.Registry, n *plan.
 }
 
 // runLocked runs and commits the stage; the caller holds its lock.
-func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.Node, opt NodeOptions, log hclog.Logger) error {
+func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind stages.Kind, n *plan.Node, opt NodeOptions, log hclog.Logger) error {
 	tmp, err := c.NewTemp(n.Key)
 	if err != nil {
 		return err
@@ -666,15 +667,38 @@ func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.No
 	env := opt.Env
 	env.Threads = opt.Threads
 	env.GPU = stageGPU(kind, n.JSON, opt.GPU)
+	seed := SeedOf(seedKey(n))
+	var boundKey string
+	if b, ok := kind.(stages.Binder); ok {
+		bound, keep, err := b.Bind(n.JSON, inputs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		if bound != nil {
+			var sk string
+			if boundKey, sk, err = plan.Bound(reg, n, bound, keep); err != nil {
+				return err
+			}
+			seed = SeedOf(sk)
+		}
+	}
 	job := &stages.Job{
 		Key: n.Key, Name: n.Name, Params: n.JSON, Inputs: inputs, Dir: tmp,
-		Seed: SeedOf(seedKey(n)), Env: env,
+		Seed: seed, Env: env,
 		Log: log.Named(n.Kind).With("stage", n.Name), Progress: opt.Progress,
 	}
 	log.Debug("stage start", "stage", n.Name, "key", n.ShortKey())
 	start := time.Now()
-	if err := runKind(ctx, kind, job); err != nil {
-		return err
+	var reused string
+	if boundKey != "" {
+		if reused, err = reuse(c, n, boundKey, tmp, log); err != nil {
+			return err
+		}
+	}
+	if reused == "" {
+		if err := runKind(ctx, kind, job); err != nil {
+			return err
+		}
 	}
 	end := time.Now()
 	threads := env.Threads
@@ -683,7 +707,7 @@ func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.No
 	}
 	rec := &cache.Record{
 		Key: n.Key, Kind: n.Kind, Version: n.Version, Name: n.Name, Params: n.JSON,
-		Inputs: recIn, Seed: job.Seed, Threads: threads,
+		Inputs: recIn, BoundKey: boundKey, ReusedFrom: reused, Seed: job.Seed, Threads: threads,
 		Start: start.UTC(), End: end.UTC(), Seconds: end.Sub(start).Seconds(),
 		SPNVersion: opt.SPNVersion, GoVersion: runtime.Version(),
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
@@ -692,12 +716,51 @@ func runLocked(ctx context.Context, c *cache.Cache, kind stages.Kind, n *plan.No
 		return err
 	}
 	committed = true
+	if boundKey != "" {
+		if err := c.SetBound(n.Kind, boundKey, n.Key); err != nil {
+			log.Warn("cache index not updated", "stage", n.Name, "error", err)
+		}
+	}
 	if n.VKey != "" {
 		if err := c.SetLast(n.Kind, n.VKey, n.Key, n.Version); err != nil {
 			log.Warn("cache index not updated", "stage", n.Name, "error", err)
 		}
 	}
 	return nil
+}
+
+// reuse copies into tmp the artifacts of an earlier stage of n's kind
+// that stood for the same stage boundKey (cache.Bound): the bytes n's run
+// would write, since its parameters, inputs and seed are that stage's.
+// It returns that stage's key, or "" when there is none complete or the
+// copy fails (n then runs in the emptied tmp).
+func reuse(c *cache.Cache, n *plan.Node, boundKey, tmp string, log hclog.Logger) (string, error) {
+	prev, ok, err := c.Bound(n.Kind, boundKey)
+	if err != nil || !ok || prev == n.Key {
+		return "", nil
+	}
+	if has, err := c.Has(n.Kind, prev); err != nil || !has {
+		return "", nil
+	}
+	if rec, err := c.ReadRecord(n.Kind, prev); err != nil || rec.BoundKey != boundKey {
+		return "", nil
+	}
+	err = os.CopyFS(tmp, os.DirFS(c.StageDir(n.Kind, prev)))
+	if err == nil {
+		err = os.Remove(filepath.Join(tmp, stages.FileRecord))
+	}
+	if err != nil {
+		log.Warn("not reusing an earlier stage's artifacts", "stage", n.Name, "from", prev[:12], "error", err)
+		if rerr := os.RemoveAll(tmp); rerr != nil {
+			return "", fmt.Errorf("%s: emptying %s: %w", n.Name, tmp, rerr)
+		}
+		if rerr := os.Mkdir(tmp, 0o755); rerr != nil {
+			return "", fmt.Errorf("%s: %w", n.Name, rerr)
+		}
+		return "", nil
+	}
+	log.Info("reused the artifacts of an earlier stage bound to the same training", "stage", n.Name, "from", prev[:12])
+	return prev, nil
 }
 
 // stageGPU returns the GPU a stage of kind with params runs on: given

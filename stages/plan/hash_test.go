@@ -62,7 +62,7 @@ func TestHashOfMatchesJSON(t *testing.T) {
 			if want := jsonHash(t, keyDoc{Kind: n.Kind, Params: n.JSON, Deps: vkeys}); n.VKey != want {
 				t.Fatalf("%s: version-free key %s, json.Marshal's hash %s", n.Name, n.VKey, want)
 			}
-			cpu, _ := onCPU(n.Params)
+			cpu, _ := seedParams(n.Params)
 			raw, err := json.Marshal(cpu)
 			if err != nil {
 				t.Fatal(err)

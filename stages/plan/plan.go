@@ -229,7 +229,7 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 	}
 	vkey := hashOf(keyDoc{Kind: kind, Params: raw, Deps: depV})
 	seedKey := key
-	if cpu, ok := onCPU(params); ok || !slices.Equal(depSeed, depKeys) {
+	if cpu, ok := seedParams(params); ok || !slices.Equal(depSeed, depKeys) {
 		cpuRaw := raw
 		if ok {
 			if cpuRaw, err = json.Marshal(cpu); err != nil {
@@ -248,14 +248,54 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 	return n, nil
 }
 
-// onCPU returns params as they are on the CPU, and whether they differ:
-// a train stage's without its device.
-func onCPU(params any) (any, bool) {
+// Bound returns the key and the seed key of the stage that n stands for
+// once a stages.Binder bound it: n's kind with parameters bound (JSON as
+// json.Marshal encodes them) on the dependencies keep of n.Deps.
+func Bound(reg *stages.Registry, n *Node, bound json.RawMessage, keep []int) (key, seedKey string, err error) {
+	k, ok := reg.Get(n.Kind)
+	if !ok {
+		return "", "", fmt.Errorf("no stage kind %q is registered in this build of spn", n.Kind)
+	}
+	deps := make([]string, len(keep))
+	depSeed := make([]string, len(keep))
+	for i, j := range keep {
+		if j < 0 || j >= len(n.Deps) {
+			return "", "", fmt.Errorf("%s: bound on input %d of %d", n.Name, j, len(n.Deps))
+		}
+		d := n.Deps[j]
+		deps[i] = d.Key
+		depSeed[i] = d.Key
+		if d.SeedKey != "" {
+			depSeed[i] = d.SeedKey
+		}
+	}
+	version := stages.VersionOf(k, bound)
+	key = hashOf(keyDoc{Kind: n.Kind, Version: version, Params: bound, Deps: deps})
+	cpuRaw := bound
+	if n.Kind == stages.KindTrain {
+		var tp stages.TrainParams
+		if err := json.Unmarshal(bound, &tp); err != nil {
+			return "", "", fmt.Errorf("%s: bound parameters: %w", n.Name, err)
+		}
+		if cpu, ok := seedParams(tp); ok {
+			if cpuRaw, err = json.Marshal(cpu); err != nil {
+				return "", "", fmt.Errorf("%s: bound parameters: %w", n.Name, err)
+			}
+		}
+	}
+	return key, hashOf(keyDoc{Kind: n.Kind, Version: version, Params: cpuRaw, Deps: depSeed}), nil
+}
+
+// seedParams returns params as they enter a seed key, and whether they
+// differ: a train stage's without its device (a stage draws the same
+// random numbers on a GPU as on the CPU) and without the notes of a bound
+// final stage (stages.TrainParams.Notes).
+func seedParams(params any) (any, bool) {
 	tp, ok := params.(stages.TrainParams)
-	if !ok || tp.Device == "" {
+	if !ok || (tp.Device == "" && tp.Notes == nil) {
 		return params, false
 	}
-	tp.Device = ""
+	tp.Device, tp.Notes = "", nil
 	return tp, true
 }
 

@@ -97,17 +97,37 @@ func (Kind) Version() string { return "3" }
 // VersionOf implements stages.ParamsVersioner: Version, with the model
 // kind's revision after it when that is above 1 (models.Revised), e.g.
 // "3+rspn.2", for a stage that trains a configuration of the spec
-// (TrainParams.Point). A final training reads its configuration from
-// its select stage, whose key already holds the trainings' keys.
+// (TrainParams.Point). A final training reads its configuration from its
+// select stage, whose key already holds the trainings' keys; its version
+// is Version with the final role's revision, "3+final.2": since revision
+// 2 its seed is that of the training it stands for (Bind).
 func (k Kind) VersionOf(params json.RawMessage) string {
 	kind, ok := pointModelKind(params)
 	if !ok {
+		if isFinal(params) {
+			return fmt.Sprintf("%s+%s.%d", k.Version(), stages.RoleFinal, finalRevision)
+		}
 		return k.Version() // a stage without a configuration, or bad parameters it reports itself
 	}
 	if r := k.Registry().Revision(kind); r > 1 {
 		return fmt.Sprintf("%s+%s.%d", k.Version(), kind, r)
 	}
 	return k.Version()
+}
+
+// finalRevision is the revision of the final role's stages: 2 since their
+// seed derives from the training they stand for (Bind), not from their
+// select stage's key.
+const finalRevision = 2
+
+// isFinal reports whether a train stage's parameters are those of a
+// final stage without a point (one Bind binds).
+func isFinal(params json.RawMessage) bool {
+	var p struct {
+		Role  string          `json:"role"`
+		Point json.RawMessage `json:"point"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.Role == stages.RoleFinal && (len(p.Point) == 0 || string(p.Point) == "null")
 }
 
 // pointModelKind returns point.model.kind of a train stage's parameters
@@ -426,23 +446,72 @@ func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, []strin
 	if p.Point != nil {
 		return schema.Point{}, nil, fmt.Errorf("role final: the point comes from the select stage, but parameters carry one")
 	}
-	sel := job.InputsOf(stages.KindSelect)
+	sr, err := readSelect(job.Inputs, p.Split)
+	if err != nil {
+		return schema.Point{}, nil, err
+	}
+	return sr.Point, sr.Notes, nil
+}
+
+// readSelect reads the result of the one select stage among inputs, the
+// selection of split.
+func readSelect(inputs []stages.Input, split int) (*stages.SelectResult, error) {
+	var sel []stages.Input
+	for _, in := range inputs {
+		if in.Kind == stages.KindSelect {
+			sel = append(sel, in)
+		}
+	}
 	if len(sel) != 1 {
-		return schema.Point{}, nil, fmt.Errorf("role final: need exactly one select input, have %d", len(sel))
+		return nil, fmt.Errorf("role final: need exactly one select input, have %d", len(sel))
 	}
 	path := filepath.Join(sel[0].Dir, stages.FileResult)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return schema.Point{}, nil, fmt.Errorf("reading select result: %w", err)
+		return nil, fmt.Errorf("reading select result: %w", err)
 	}
 	var sr stages.SelectResult
 	if err := json.Unmarshal(b, &sr); err != nil {
-		return schema.Point{}, nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	if sr.Split != p.Split {
-		return schema.Point{}, nil, fmt.Errorf("%s: select result is for split %d, training split %d", path, sr.Split, p.Split)
+	if sr.Split != split {
+		return nil, fmt.Errorf("%s: select result is for split %d, training split %d", path, sr.Split, split)
 	}
-	return sr.Point, sr.Notes, nil
+	return &sr, nil
+}
+
+var _ stages.Binder = Kind{}
+
+// Bind implements stages.Binder: a final stage stands for the training
+// of its select input's winner, the same parameters with that point (and
+// the selection's notes, which its result carries), on the generate and
+// precompute inputs. Its seed is then the one that training has: a grid
+// that grows by points that do not win leaves the final runs' results as
+// they were. Other stages stand for themselves.
+func (Kind) Bind(params json.RawMessage, inputs []stages.Input) (json.RawMessage, []int, error) {
+	var p stages.TrainParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, nil, fmt.Errorf("decoding stage parameters: %w", err)
+	}
+	if p.Role != stages.RoleFinal || p.Point != nil {
+		return nil, nil, nil
+	}
+	sr, err := readSelect(inputs, p.Split)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Point, p.Notes = &sr.Point, sr.Notes
+	bound, err := json.Marshal(p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding the bound parameters: %w", err)
+	}
+	var keep []int
+	for i, in := range inputs {
+		if in.Kind != stages.KindSelect {
+			keep = append(keep, i)
+		}
+	}
+	return bound, keep, nil
 }
 
 // readSources returns the generate input's record of its files (nil when

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,6 +172,48 @@ func TestFinalRoleUsesWinner(t *testing.T) {
 	r := readResult(t, j.Dir)
 	if r.Point.Model.K != 2 || len(r.Epochs[0].Alpha[0]) != 2 {
 		t.Fatalf("final run trained %+v, want the select winner (k=2)", r.Point.Model)
+	}
+}
+
+// TestBind: a final stage is bound to the training of its select
+// input's winner (the point and the selection's notes in the parameters,
+// the select input dropped), with the bytes the planner would encode for
+// those parameters; other stages and a bad select input are not.
+func TestBind(t *testing.T) {
+	in := inputs(t)
+	selDir := t.TempDir()
+	sr := stages.SelectResult{Split: 1, Winner: 1, Point: *point("spn", 2), Notes: []string{"split 1: grid point 0 diverged"}}
+	b, _ := json.Marshal(sr)
+	if err := os.WriteFile(filepath.Join(selDir, stages.FileResult), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withSel := append(slices.Clone(in[:1]), stages.Input{Kind: stages.KindSelect, Dir: selDir}, in[1])
+	final := stages.TrainParams{Role: stages.RoleFinal, Metric: "accuracy", Split: 1, Run: 2, Seed: 7, Device: "cuda"}
+	raw, _ := json.Marshal(final)
+	bound, keep, err := (Kind{}).Bind(raw, withSel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := final
+	want.Point, want.Notes = point("spn", 2), sr.Notes
+	wantRaw, _ := json.Marshal(want)
+	if string(bound) != string(wantRaw) || !slices.Equal(keep, []int{0, 2}) {
+		t.Fatalf("Bind = %s, %v; want %s, [0 2]", bound, keep, wantRaw)
+	}
+	// Bound parameters train as a point of the spec.
+	if got := (Kind{}).VersionOf(bound); got != (Kind{}).Version() {
+		t.Errorf("bound version %q, want %q", got, (Kind{}).Version())
+	}
+	hold, _ := json.Marshal(stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy"})
+	if bound, keep, err := (Kind{}).Bind(hold, in); bound != nil || keep != nil || err != nil {
+		t.Errorf("holdout stage bound: %s, %v, %v", bound, keep, err)
+	}
+	if _, _, err := (Kind{}).Bind(raw, in); err == nil || !strings.Contains(err.Error(), "need exactly one select input, have 0") {
+		t.Errorf("final without select input: %v", err)
+	}
+	other, _ := json.Marshal(stages.TrainParams{Role: stages.RoleFinal, Metric: "accuracy", Split: 0})
+	if _, _, err := (Kind{}).Bind(other, withSel); err == nil || !strings.Contains(err.Error(), "select result is for split 1, training split 0") {
+		t.Errorf("final of another split: %v", err)
 	}
 }
 

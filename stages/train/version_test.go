@@ -13,9 +13,10 @@ import (
 // TestVersionOf: a train stage's version carries its model kind's
 // revision when that is above 1 (rspn's stacked MLPs), and is the kind's
 // Version otherwise: for the other kinds (their keys, and so their
-// caches, unchanged), for a final training (no configuration: its select
-// stage's key holds the trainings'), and for parameters that do not
-// decode (the stage reports them when it runs).
+// caches, unchanged) and for parameters that do not decode (the stage
+// reports them when it runs). A final training (no configuration: its
+// select stage's key holds the trainings') carries the final role's
+// revision instead.
 func TestVersionOf(t *testing.T) {
 	k := Kind{}
 	if got := kinds.All().Revision(rspn.Name); got != 2 {
@@ -25,10 +26,13 @@ func TestVersionOf(t *testing.T) {
 		{`{"role":"grid","point":{"model":{"kind":"rspn","k":5}}}`, "3+rspn.2"},
 		{`{"role":"grid","point":{"model":{"kind":"spn","k":5}}}`, "3"},
 		{`{"role":"grid","point":{"model":{"kind":"espn"}}}`, "3"},
-		{`{"role":"final"}`, "3"},
+		{`{"role":"final"}`, "3+final.2"},
 		{`{"point":`, "3"},
 		{`{"role":"grid","point":{"model":{"kind":"nosuchkind"}}}`, "3"},
-		{`{"point":null,"role":"final"}`, "3"},
+		{`{"point":null,"role":"final"}`, "3+final.2"},
+		{`{"role":"final","point":{"model":{"kind":"spn"}}}`, "3"},
+		{`{"role":"final","point":{"model":{"kind":"rspn"}}}`, "3+rspn.2"},
+		{`{"role":"select"}`, "3"},
 		{`{"role":"grid","point":{"model":{"k":5}}}`, "3"},
 		{`{"role":"grid","point":{"model":{"kind":7}}}`, "3"},
 		{`{"role":"grid","point":{"model":"rspn"}}`, "3"},
