@@ -29,9 +29,9 @@
 #
 # The steps:
 #   gpu         nvidia-smi, and the driver, NVRTC and cuBLAS spn loads;
-#   tests       the test binaries of the packages with GPU tests
-#               (models/cuda/..., the device paths of models/op, nbop, rt
-#               and every kind) with SPN_REQUIRE_GPU=1, so that a test which
+#   tests       the GPU tests (TestGPU…: models/cuda/..., the device
+#               paths of models/op, nbop, rt and every kind; the CPU tests
+#               run in CI) with SPN_REQUIRE_GPU=1, so that a test which
 #               would skip for want of a GPU fails instead;
 #   quickstart  the quickstart with --device cuda on fresh caches, twice
 #               one stage at a time and once with --stages-per-gpu 4: the
@@ -65,10 +65,10 @@ build() {
   local flags=(-trimpath -ldflags=-s\ -w)
   CGO_ENABLED=0 go build "${flags[@]}" -o "$dir/spn" ./cmd/spn
   : > "$dir/packages.txt"
-  # The packages with GPU tests: every test that calls cudatest.NoGPU or
-  # enginetest.GPU.
+  # The packages with GPU tests: those named TestGPU… (every test that
+  # needs a GPU is, and only those: cudatest's TestNamesOfGPUTests).
   local pkgs
-  pkgs=$(grep -rlE 'cudatest\.NoGPU|enginetest\.GPU|NoGPU\(' --include='*_test.go' models | xargs -n1 dirname | sort -u | sed 's|^|./|')
+  pkgs=$(grep -rlE '^func TestGPU' --include='*_test.go' models | xargs -n1 dirname | sort -u | sed 's|^|./|')
   for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' $pkgs); do
     rel=${pkg#"$PWD"/}
     name=$(echo "$rel" | tr / _).test
@@ -209,7 +209,7 @@ step_tests() {
     [ -d "$root/$rel" ] || { report "| $name | FAIL | 0 | $rel is not in this checkout |"; bad=1; continue; }
     local t0; t0=$(date +%s)
     rc=0
-    (cd "$root/$rel" && export SPN_REQUIRE_GPU=1 && limited 240 "$bin/$name" -test.count=1 -test.v -test.timeout=230s) > "$logs/$name.log" 2>&1 || rc=$?
+    (cd "$root/$rel" && export SPN_REQUIRE_GPU=1 && limited 240 "$bin/$name" -test.run '^TestGPU' -test.count=1 -test.v -test.timeout=230s) > "$logs/$name.log" 2>&1 || rc=$?
     local st=PASS fails
     fails=$(grep -E '^\s*--- FAIL' "$logs/$name.log" | sed -E 's/^\s*--- FAIL: ([^ ]+).*/\1/' | head -8 | tr '\n' ' ')
     if [ $rc -eq 124 ]; then st=TIMEOUT; bad=1

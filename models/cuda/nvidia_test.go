@@ -34,7 +34,7 @@ const childEnv = "SPN_TEST_NVIDIA_CHILD"
 // inChild reports whether t runs in the child process of its own that a
 // test loading NVIDIA's libraries by path needs: once a process has
 // loaded libcuda.so.1 by path, the loader finds it by name, and
-// TestSystem expects none. In the parent it runs t alone in a child
+// TestGPUSystem expects none. In the parent it runs t alone in a child
 // process, fails t when the child does not pass, logs the child's
 // output and returns false.
 func inChild(t *testing.T) bool {

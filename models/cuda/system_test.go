@@ -9,10 +9,10 @@ import (
 	"github.com/spn-project/spn/models/cuda/cudatest"
 )
 
-// TestSystem runs the real loader. Without libcuda.so.1 it asserts the
+// TestGPUSystem runs the real loader. Without libcuda.so.1 it asserts the
 // message; with one it asserts a device is described, or skips when the
 // driver is there but unusable.
-func TestSystem(t *testing.T) {
+func TestGPUSystem(t *testing.T) {
 	o := cuda.System()
 	if _, err := o.Open(cuda.DriverLib); err != nil {
 		_, err := cuda.Probe(o)

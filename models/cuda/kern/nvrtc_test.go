@@ -9,12 +9,12 @@ import (
 	"github.com/spn-project/spn/models/cuda/kern"
 )
 
-// TestNVRTCCompiles compiles kern.Source with the machine's real NVRTC for
+// TestGPUNVRTCCompiles compiles kern.Source with the machine's real NVRTC for
 // device 0's architecture, through the PTX cache: every kernel of the
 // table is a PTX entry with its number of parameters, and a second compile
 // is a cache hit with the same PTX. It needs an NVIDIA GPU (skips without
 // one; scripts/gpu-check.sh makes that a failure).
-func TestNVRTCCompiles(t *testing.T) {
+func TestGPUNVRTCCompiles(t *testing.T) {
 	rt, err := cuda.Probe(cuda.System())
 	if err != nil {
 		cudatest.NoGPU(t, "%v", err)
