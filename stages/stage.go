@@ -35,6 +35,26 @@ type ParamsVersioner interface {
 	VersionOf(params json.RawMessage) string
 }
 
+// ValueVersioner is a ParamsVersioner that also reads the version from
+// the parameters' Go value (one of the *Params types), so that the
+// planner, which has the value, need not decode the JSON it just encoded.
+// VersionOfValue returns false for a value it does not know.
+type ValueVersioner interface {
+	ParamsVersioner
+	VersionOfValue(params any) (string, bool)
+}
+
+// VersionOfValue returns VersionOf(k, raw), where raw is params encoded,
+// from params itself when k is a ValueVersioner that knows it.
+func VersionOfValue(k Kind, params any, raw json.RawMessage) string {
+	if v, ok := k.(ValueVersioner); ok {
+		if s, ok := v.VersionOfValue(params); ok {
+			return s
+		}
+	}
+	return VersionOf(k, raw)
+}
+
 // VersionOf returns the version of a stage of kind k with parameters
 // params: k's VersionOf for a ParamsVersioner, else Version.
 func VersionOf(k Kind, params json.RawMessage) string {

@@ -118,6 +118,55 @@ func (c *Cache) Damaged(kind, key string) *Damage {
 	return d
 }
 
+// StageKeys returns the keys of kind that have a stage directory in the
+// cache now, complete or not (Has tells which are): one listing per key
+// prefix, where asking Has of every key of a large plan tries to open a
+// record.json per key.
+func (c *Cache) StageKeys(kind string) (map[string]bool, error) {
+	root := filepath.Join(c.Root, kind)
+	prefixes, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing cache %s: %w", root, err)
+	}
+	keys := map[string]bool{}
+	for _, p := range prefixes {
+		if !p.IsDir() {
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(root, p.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("listing cache %s: %w", root, err)
+		}
+		for _, e := range ents {
+			keys[e.Name()] = true
+		}
+	}
+	return keys, nil
+}
+
+// IndexKeys returns the version-free hashes of kind the index holds now
+// (SetLast), listed at once as StageKeys lists stages.
+func (c *Cache) IndexKeys(kind string) (map[string]bool, error) {
+	dir := filepath.Join(c.Root, "index", kind)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing cache index %s: %w", dir, err)
+	}
+	keys := map[string]bool{}
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() {
+			keys[name] = true
+		}
+	}
+	return keys, nil
+}
+
 // ReadRecord reads the record of a complete stage.
 func (c *Cache) ReadRecord(kind, key string) (*Record, error) {
 	path := filepath.Join(c.StageDir(kind, key), stages.FileRecord)

@@ -222,7 +222,7 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 		depV[i] = d.VKey
 		depSeed[i] = d.SeedKey
 	}
-	version := stages.VersionOf(k, raw)
+	version := stages.VersionOfValue(k, params, raw)
 	key := hashOf(keyDoc{Kind: kind, Version: version, Params: raw, Deps: depKeys})
 	if n, ok := b.byKey[key]; ok {
 		return n, nil

@@ -3,11 +3,15 @@ package plan
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/cache"
 
 	"github.com/spn-project/spn/internal/golden"
 )
@@ -456,6 +460,107 @@ func TestResolve(t *testing.T) {
 	}
 	if p.Nodes[3].Reason != "not in cache" {
 		t.Errorf("evaluate reason %q", p.Nodes[3].Reason)
+	}
+}
+
+// countingStore is a cache.Cache seen only through Store (no listing),
+// counting the lookups.
+type countingStore struct {
+	c     *cache.Cache
+	calls int
+}
+
+func (s *countingStore) Has(kind, key string) (bool, error) { s.calls++; return s.c.Has(kind, key) }
+func (s *countingStore) Last(kind, vkey string) (string, string, bool, error) {
+	s.calls++
+	return s.c.Last(kind, vkey)
+}
+func (s *countingStore) Damaged(kind, key string) *cache.Damage {
+	s.calls++
+	return s.c.Damaged(kind, key)
+}
+
+// listedStore is a countingStore that lists as the cache does.
+type listedStore struct{ *countingStore }
+
+func (s listedStore) StageKeys(kind string) (map[string]bool, error) { return s.c.StageKeys(kind) }
+func (s listedStore) IndexKeys(kind string) (map[string]bool, error) { return s.c.IndexKeys(kind) }
+
+// TestResolveListedCache: Resolve over a cache.Cache, which lists its
+// stages and index entries at once, gives every stage the status and
+// reason that asking the cache stage by stage gives: a cached stage, a
+// damaged one, one run under another version, one whose input changed,
+// and absent ones.
+func TestResolveListedCache(t *testing.T) {
+	s := testSpec()
+	s.Experiments = s.Experiments[:1]
+	s.Experiments[0].Protocol.Splits, s.Experiments[0].Protocol.Runs = 1, 2
+	s.Tables = nil
+	p := mustBuild(t, s, testRegistry(nil))
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(n *Node) string {
+		tmp, err := c.NewTemp(n.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "out.txt"), []byte(n.Name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(tmp, &cache.Record{Key: n.Key, Kind: n.Kind, Version: n.Version, Name: n.Name}); err != nil {
+			t.Fatal(err)
+		}
+		return c.StageDir(n.Kind, n.Key)
+	}
+	gen, pre, train0, train1 := p.Nodes[0], p.Nodes[1], p.Nodes[2], p.Nodes[3]
+	commit(gen)
+	commit(pre)
+	os.WriteFile(filepath.Join(commit(train0), "out.txt"), []byte("damaged"), 0o644)
+	if err := c.SetLast(train1.Kind, train1.VKey, train1.Key, "0"); err != nil {
+		t.Fatal(err)
+	}
+	ev := p.Evaluate[s.Experiments[0].Name]
+	if err := c.SetLast(ev.Kind, ev.VKey, strings.Repeat("e", 64), ev.Version); err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(st Store) []string {
+		if err := p.Resolve(st); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range p.Nodes {
+			out = append(out, n.Status.String()+": "+n.Reason)
+		}
+		return out
+	}
+	c.Forget()
+	plain := &countingStore{c: c}
+	want := resolve(plain)
+	c.Forget()
+	listed := listedStore{&countingStore{c: c}}
+	got := resolve(listed)
+	if !slices.Equal(got, want) {
+		t.Errorf("listed:\n%s\nstage by stage:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i, w := range []string{"cached: ", "cached: ", "to run: damaged in cache, runs again: ", "to run: code version changed (was 0)"} {
+		if !strings.HasPrefix(want[i], w) {
+			t.Errorf("%s: %q, want %q…", p.Nodes[i].Name, want[i], w)
+		}
+	}
+	if ev.Status != ToRun || !strings.HasPrefix(ev.Reason, "input train") {
+		t.Errorf("evaluate: %s (%s)", ev.Status, ev.Reason)
+	}
+	// Listed: Has of the 3 stages there, Damaged of the damaged one, Last
+	// of the 2 indexed: 6 lookups where the plain store takes 5 Has, 3
+	// Damaged and 3 Last.
+	if plain.calls != 11 || listed.calls != 6 {
+		t.Errorf("lookups: %d stage by stage (want 11), %d listed (want 6)", plain.calls, listed.calls)
+	}
+	c.Forget()
+	if err := p.Resolve(c); err != nil || !slices.Equal(resolve(c), want) {
+		t.Errorf("over the cache itself: %v", err)
 	}
 }
 

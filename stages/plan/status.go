@@ -23,12 +23,63 @@ type damageReporter interface {
 	Damaged(kind, key string) *cache.Damage
 }
 
+// lister is implemented by stores that list at once which stages and
+// index entries they hold (cache.Cache): Resolve then asks Has, Damaged
+// and Last only of those, where a large plan would otherwise try to open
+// three files per stage. A stage written after the listing counts as
+// absent, as it would had Resolve looked a moment earlier.
+type lister interface {
+	StageKeys(kind string) (map[string]bool, error)
+	IndexKeys(kind string) (map[string]bool, error)
+}
+
+var _ lister = (*cache.Cache)(nil)
+
+// listing says whether a stage or an index entry may be in a store: no
+// only when the store is a lister and its listing lacks it.
+type listing struct {
+	ls            lister
+	stages, index map[string]map[string]bool // kind → keys, listed on first use
+}
+
+func (l *listing) stage(kind, key string) (bool, error) {
+	if l.ls == nil {
+		return true, nil
+	}
+	return l.lookup(l.stages, l.ls.StageKeys, kind, key)
+}
+
+func (l *listing) indexed(kind, vkey string) (bool, error) {
+	if l.ls == nil {
+		return true, nil
+	}
+	return l.lookup(l.index, l.ls.IndexKeys, kind, vkey)
+}
+
+func (l *listing) lookup(lists map[string]map[string]bool, list func(string) (map[string]bool, error), kind, key string) (bool, error) {
+	keys, ok := lists[kind]
+	if !ok {
+		var err error
+		if keys, err = list(kind); err != nil {
+			return false, err
+		}
+		lists[kind] = keys
+	}
+	return keys[key], nil
+}
+
 // Resolve sets every node's Status and Reason from the store. Reasons are
 // "not in cache", "damaged in cache: FILE: PROBLEM", "input NAME must
 // run", "code version changed (was V)" and "an input changed".
 func (p *Plan) Resolve(s Store) error {
+	l := &listing{stages: map[string]map[string]bool{}, index: map[string]map[string]bool{}}
+	l.ls, _ = s.(lister)
 	for _, n := range p.Nodes {
-		ok, err := s.Has(n.Kind, n.Key)
+		there, err := l.stage(n.Kind, n.Key)
+		ok := false
+		if err == nil && there {
+			ok, err = s.Has(n.Kind, n.Key)
+		}
 		if err != nil {
 			return fmt.Errorf("resolving %s: %w", n.Name, err)
 		}
@@ -37,7 +88,11 @@ func (p *Plan) Resolve(s Store) error {
 			continue
 		}
 		n.Status = ToRun
-		lastKey, lastVer, found, err := s.Last(n.Kind, n.VKey)
+		var lastKey, lastVer string
+		found, err := l.indexed(n.Kind, n.VKey)
+		if err == nil && found {
+			lastKey, lastVer, found, err = s.Last(n.Kind, n.VKey)
+		}
 		if err != nil {
 			return fmt.Errorf("resolving %s: %w", n.Name, err)
 		}
@@ -49,7 +104,7 @@ func (p *Plan) Resolve(s Store) error {
 			}
 		}
 		var damage *cache.Damage
-		if dr, ok := s.(damageReporter); ok {
+		if dr, ok := s.(damageReporter); ok && there {
 			damage = dr.Damaged(n.Kind, n.Key)
 		}
 		switch {

@@ -100,19 +100,30 @@ func (Kind) Version() string { return "3" }
 // (TrainParams.Point). A final training reads its configuration from its
 // select stage, whose key already holds the trainings' keys; its version
 // is Version with the final role's revision, "3+final.2": since revision
-// 2 its seed is that of the training it stands for (Bind).
+// 2 its seed is that of the training it stands for (Bind). Parameters
+// that do not decode get Version (the stage reports them when it runs).
 func (k Kind) VersionOf(params json.RawMessage) string {
-	kind, ok := pointModelKind(params)
+	f, ok := decodeVersionFields(params)
 	if !ok {
-		if isFinal(params) {
-			return fmt.Sprintf("%s+%s.%d", k.Version(), stages.RoleFinal, finalRevision)
-		}
-		return k.Version() // a stage without a configuration, or bad parameters it reports itself
+		return k.Version()
 	}
-	if r := k.Registry().Revision(kind); r > 1 {
-		return fmt.Sprintf("%s+%s.%d", k.Version(), kind, r)
+	return k.version(f)
+}
+
+var _ stages.ValueVersioner = Kind{}
+
+// VersionOfValue implements stages.ValueVersioner: VersionOf of
+// stages.TrainParams, read from the value the planner encodes.
+func (k Kind) VersionOfValue(params any) (string, bool) {
+	p, ok := params.(stages.TrainParams)
+	if !ok {
+		return "", false
 	}
-	return k.Version()
+	f := versionFields{role: p.Role}
+	if p.Point != nil {
+		f.point, f.modelKind = true, p.Point.Model.Kind
+	}
+	return k.version(f), true
 }
 
 // finalRevision is the revision of the final role's stages: 2 since their
@@ -120,32 +131,48 @@ func (k Kind) VersionOf(params json.RawMessage) string {
 // select stage's key.
 const finalRevision = 2
 
-// isFinal reports whether a train stage's parameters are those of a
-// final stage without a point (one Bind binds).
-func isFinal(params json.RawMessage) bool {
-	var p struct {
-		Role  string          `json:"role"`
-		Point json.RawMessage `json:"point"`
-	}
-	return json.Unmarshal(params, &p) == nil && p.Role == stages.RoleFinal && (len(p.Point) == 0 || string(p.Point) == "null")
+// versionFields are what a train stage's version depends on: its role,
+// whether it carries a configuration, and that configuration's model kind.
+type versionFields struct {
+	role      string
+	point     bool
+	modelKind string
 }
 
-// pointModelKind returns point.model.kind of a train stage's parameters
-// (stages.TrainParams as JSON), and false when they have no point or do
-// not decode. Planning a spec asks every train stage's version; decoding
-// only this field takes about half the time of the whole parameters.
-func pointModelKind(params json.RawMessage) (string, bool) {
+func (k Kind) version(f versionFields) string {
+	switch {
+	case !f.point && f.role == stages.RoleFinal:
+		return fmt.Sprintf("%s+%s.%d", k.Version(), stages.RoleFinal, finalRevision)
+	case !f.point:
+		return k.Version()
+	}
+	if r := k.Registry().Revision(f.modelKind); r > 1 {
+		return fmt.Sprintf("%s+%s.%d", k.Version(), f.modelKind, r)
+	}
+	return k.Version()
+}
+
+// decodeVersionFields decodes versionFields from a train stage's
+// parameters (stages.TrainParams as JSON); false when they do not decode.
+// Decoding only these fields takes about half the time of the whole
+// parameters.
+func decodeVersionFields(params json.RawMessage) (versionFields, bool) {
 	var p struct {
+		Role  string `json:"role"`
 		Point *struct {
 			Model struct {
 				Kind string `json:"kind"`
 			} `json:"model"`
 		} `json:"point"`
 	}
-	if json.Unmarshal(params, &p) != nil || p.Point == nil {
-		return "", false
+	if json.Unmarshal(params, &p) != nil {
+		return versionFields{}, false
 	}
-	return p.Point.Model.Kind, true
+	f := versionFields{role: p.Role}
+	if p.Point != nil {
+		f.point, f.modelKind = true, p.Point.Model.Kind
+	}
+	return f, true
 }
 
 // GrowsThreads implements stages.Grower: a train stage takes more threads

@@ -46,31 +46,48 @@ func TestVersionOf(t *testing.T) {
 	}
 }
 
-// TestPointModelKindMatchesDecode: decoding only point.model.kind
-// gives what decoding the whole stages.TrainParams gives, for parameters
-// as the plan builder encodes them.
-func TestPointModelKindMatchesDecode(t *testing.T) {
+// TestVersionOfValueMatchesJSON: the version read from the parameters'
+// value (the planner's) is the one read from their JSON, and decoding
+// only the version's fields gives what decoding the whole
+// stages.TrainParams gives, for parameters as the plan builder encodes
+// them, every model kind and role, with and without a point.
+func TestVersionOfValueMatchesJSON(t *testing.T) {
+	k := Kind{}
+	versions := map[string]bool{}
 	for _, kind := range append(kinds.All().Names(), "") {
-		for _, role := range []string{stages.RoleHoldout, stages.RoleFinal} {
-			p := stages.TrainParams{Role: role, Metric: "accuracy", Split: 3, Run: 1, Seed: 7, Device: "cuda"}
-			if role == stages.RoleHoldout {
-				p.Point = &schema.Point{
-					Values: []schema.GridValue{{Path: "model.k", Value: 5}},
-					Model:  schema.Model{Kind: kind, K: 5, Layers: 2, Hidden: 16, Pool: "sum"},
+		for _, role := range []string{stages.RoleHoldout, stages.RoleSelect, stages.RoleFinal} {
+			for _, withPoint := range []bool{true, false} {
+				p := stages.TrainParams{Role: role, Metric: "accuracy", Split: 3, Run: 1, Seed: 7, Device: "cuda"}
+				if withPoint {
+					p.Point = &schema.Point{
+						Values: []schema.GridValue{{Path: "model.k", Value: 5}},
+						Model:  schema.Model{Kind: kind, K: 5, Layers: 2, Hidden: 16, Pool: "sum"},
+					}
 				}
-			}
-			raw, err := json.Marshal(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var full stages.TrainParams
-			if err := json.Unmarshal(raw, &full); err != nil {
-				t.Fatal(err)
-			}
-			got, ok := pointModelKind(raw)
-			if want := full.Point != nil; ok != want || ok && got != full.Point.Model.Kind {
-				t.Errorf("%s: pointModelKind = %q, %v; decoding gives %+v", raw, got, ok, full.Point)
+				raw, err := json.Marshal(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var full stages.TrainParams
+				if err := json.Unmarshal(raw, &full); err != nil {
+					t.Fatal(err)
+				}
+				f, ok := decodeVersionFields(raw)
+				if !ok || f.role != full.Role || f.point != (full.Point != nil) || f.point && f.modelKind != full.Point.Model.Kind {
+					t.Errorf("%s: decodeVersionFields = %+v, %v; decoding gives %+v", raw, f, ok, full)
+				}
+				v, ok := k.VersionOfValue(p)
+				if want := stages.VersionOf(k, raw); !ok || v != want {
+					t.Errorf("%s: VersionOfValue = %q, %v; VersionOf = %q", raw, v, ok, want)
+				}
+				versions[v] = true
 			}
 		}
+	}
+	if !versions["3"] || !versions["3+rspn.2"] || !versions["3+final.2"] {
+		t.Errorf("versions %v: want 3, 3+rspn.2 and 3+final.2 among them", versions)
+	}
+	if _, ok := k.VersionOfValue(stages.SelectParams{}); ok {
+		t.Error("VersionOfValue knows a select stage's parameters")
 	}
 }
