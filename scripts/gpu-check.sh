@@ -54,6 +54,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# The GPU tests are the tests named so (cudatest's TestNamesOfGPUTests
+# holds every test that needs a GPU to it, and only those).
+gpu_tests=TestGPU
 
 # build DIR: spn and one test binary per package with GPU tests, stripped
 # (-s -w: no symbol table or DWARF; -trimpath), with packages.txt naming
@@ -65,10 +68,9 @@ build() {
   local flags=(-trimpath -ldflags=-s\ -w)
   CGO_ENABLED=0 go build "${flags[@]}" -o "$dir/spn" ./cmd/spn
   : > "$dir/packages.txt"
-  # The packages with GPU tests: those named TestGPU… (every test that
-  # needs a GPU is, and only those: cudatest's TestNamesOfGPUTests).
+  # The packages with GPU tests.
   local pkgs
-  pkgs=$(grep -rlE '^func TestGPU' --include='*_test.go' models | xargs -n1 dirname | sort -u | sed 's|^|./|')
+  pkgs=$(grep -rlE "^func $gpu_tests" --include='*_test.go' models | xargs -n1 dirname | sort -u | sed 's|^|./|')
   for pkg in $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' $pkgs); do
     rel=${pkg#"$PWD"/}
     name=$(echo "$rel" | tr / _).test
@@ -209,7 +211,7 @@ step_tests() {
     [ -d "$root/$rel" ] || { report "| $name | FAIL | 0 | $rel is not in this checkout |"; bad=1; continue; }
     local t0; t0=$(date +%s)
     rc=0
-    (cd "$root/$rel" && export SPN_REQUIRE_GPU=1 && limited 240 "$bin/$name" -test.run '^TestGPU' -test.count=1 -test.v -test.timeout=230s) > "$logs/$name.log" 2>&1 || rc=$?
+    (cd "$root/$rel" && export SPN_REQUIRE_GPU=1 && limited 240 "$bin/$name" -test.run "^$gpu_tests" -test.count=1 -test.v -test.timeout=230s) > "$logs/$name.log" 2>&1 || rc=$?
     local st=PASS fails
     fails=$(grep -E '^\s*--- FAIL' "$logs/$name.log" | sed -E 's/^\s*--- FAIL: ([^ ]+).*/\1/' | head -8 | tr '\n' ' ')
     if [ $rc -eq 124 ]; then st=TIMEOUT; bad=1

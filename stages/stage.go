@@ -67,14 +67,14 @@ func VersionOf(k Kind, params json.RawMessage) string {
 // Binder is a Kind some of whose stages stand for another stage once
 // their inputs are finished: a final train stage is the training of the
 // grid point its select input chose. Bind returns the parameters of the
-// stage n stands for (what the planner would encode for it) and which of
-// the inputs it keeps, in order; bound is nil for a stage that stands for
-// itself. The executor derives the stage's seed from the key the bound
+// stage it stands for (one of the *Params values, as the planner would
+// give them) and which of the inputs it keeps, in order; bound is nil for
+// a stage that stands for itself. The executor derives the stage's seed from the key the bound
 // stage would have, so that its result depends on what was chosen and
 // not on how (on the other points of the grid).
 type Binder interface {
 	Kind
-	Bind(params json.RawMessage, inputs []Input) (bound json.RawMessage, keep []int, err error)
+	Bind(params json.RawMessage, inputs []Input) (bound any, keep []int, err error)
 }
 
 // Registry maps kind names to kinds.
@@ -205,9 +205,12 @@ type Job struct {
 func (j *Job) Decode(v any) error { return decodeStrict(j.Params, v) }
 
 // InputsOf returns the inputs of the given kind, in declared order.
-func (j *Job) InputsOf(kind string) []Input {
+func (j *Job) InputsOf(kind string) []Input { return InputsOf(j.Inputs, kind) }
+
+// InputsOf returns those of inputs of the given kind, in order.
+func InputsOf(inputs []Input, kind string) []Input {
 	var out []Input
-	for _, in := range j.Inputs {
+	for _, in := range inputs {
 		if in.Kind == kind {
 			out = append(out, in)
 		}

@@ -85,7 +85,9 @@ tables: main: {
 			}
 			k := fmt.Sprintf("%d/%d", p.Split, p.Run)
 			out[k] = append(out[k], final{&r, res, mod})
-			slices.SortFunc(out[k], func(a, b final) int { return a.rec.End.Compare(b.rec.End) })
+		}
+		for _, fs := range out {
+			slices.SortFunc(fs, func(a, b final) int { return a.rec.End.Compare(b.rec.End) })
 		}
 		return out
 	}

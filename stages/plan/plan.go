@@ -210,80 +210,80 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 	if !ok {
 		return nil, fmt.Errorf("no stage kind %q is registered in this build of spn", kind)
 	}
-	raw, err := json.Marshal(params)
+	raw, version, key, seedKey, err := stageKeys(k, params, deps)
 	if err != nil {
-		return nil, fmt.Errorf("encoding %s parameters: %w", kind, err)
+		return nil, err
 	}
-	depKeys := make([]string, len(deps))
-	depV := make([]string, len(deps))
-	depSeed := make([]string, len(deps))
-	for i, d := range deps {
-		depKeys[i] = d.Key
-		depV[i] = d.VKey
-		depSeed[i] = d.SeedKey
-	}
-	version := stages.VersionOfValue(k, params, raw)
-	key := hashOf(keyDoc{Kind: kind, Version: version, Params: raw, Deps: depKeys})
 	if n, ok := b.byKey[key]; ok {
 		return n, nil
 	}
-	vkey := hashOf(keyDoc{Kind: kind, Params: raw, Deps: depV})
-	seedKey := key
-	if cpu, ok := seedParams(params); ok || !slices.Equal(depSeed, depKeys) {
-		cpuRaw := raw
-		if ok {
-			if cpuRaw, err = json.Marshal(cpu); err != nil {
-				return nil, fmt.Errorf("encoding %s parameters: %w", kind, err)
-			}
-		}
-		seedKey = hashOf(keyDoc{Kind: kind, Version: version, Params: cpuRaw, Deps: depSeed})
+	depV := make([]string, len(deps))
+	for i, d := range deps {
+		depV[i] = d.VKey
 	}
 	n := &Node{
 		Key: key, Kind: kind, Version: version, Name: name,
-		Params: params, JSON: raw, Deps: deps, VKey: vkey, SeedKey: seedKey,
-		Index: len(b.plan.Nodes),
+		Params: params, JSON: raw, Deps: deps,
+		VKey:    hashOf(keyDoc{Kind: kind, Params: raw, Deps: depV}),
+		SeedKey: seedKey,
+		Index:   len(b.plan.Nodes),
 	}
 	b.byKey[key] = n
 	b.plan.Nodes = append(b.plan.Nodes, n)
 	return n, nil
 }
 
+// stageKeys returns the parameters' JSON, the version, the key and the
+// seed key of a stage of kind k with parameters params on deps. A dep
+// without a SeedKey (a plan file's input) seeds with its Key.
+func stageKeys(k stages.Kind, params any, deps []*Node) (raw json.RawMessage, version, key, seedKey string, err error) {
+	kind := k.Name()
+	if raw, err = json.Marshal(params); err != nil {
+		return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
+	}
+	depKeys := make([]string, len(deps))
+	depSeed := make([]string, len(deps))
+	for i, d := range deps {
+		depKeys[i], depSeed[i] = d.Key, d.SeedKey
+		if d.SeedKey == "" {
+			depSeed[i] = d.Key
+		}
+	}
+	version = stages.VersionOfValue(k, params, raw)
+	key = hashOf(keyDoc{Kind: kind, Version: version, Params: raw, Deps: depKeys})
+	seedKey = key
+	if cpu, ok := seedParams(params); ok || !slices.Equal(depSeed, depKeys) {
+		cpuRaw := raw
+		if ok {
+			if cpuRaw, err = json.Marshal(cpu); err != nil {
+				return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
+			}
+		}
+		seedKey = hashOf(keyDoc{Kind: kind, Version: version, Params: cpuRaw, Deps: depSeed})
+	}
+	return raw, version, key, seedKey, nil
+}
+
 // Bound returns the key and the seed key of the stage that n stands for
-// once a stages.Binder bound it: n's kind with parameters bound (JSON as
-// json.Marshal encodes them) on the dependencies keep of n.Deps.
-func Bound(reg *stages.Registry, n *Node, bound json.RawMessage, keep []int) (key, seedKey string, err error) {
+// once a stages.Binder bound it: n's kind with parameters params on the
+// dependencies keep of n.Deps, keyed as the planner keys its stages.
+func Bound(reg *stages.Registry, n *Node, params any, keep []int) (key, seedKey string, err error) {
 	k, ok := reg.Get(n.Kind)
 	if !ok {
 		return "", "", fmt.Errorf("no stage kind %q is registered in this build of spn", n.Kind)
 	}
-	deps := make([]string, len(keep))
-	depSeed := make([]string, len(keep))
+	deps := make([]*Node, len(keep))
 	for i, j := range keep {
 		if j < 0 || j >= len(n.Deps) {
 			return "", "", fmt.Errorf("%s: bound on input %d of %d", n.Name, j, len(n.Deps))
 		}
-		d := n.Deps[j]
-		deps[i] = d.Key
-		depSeed[i] = d.Key
-		if d.SeedKey != "" {
-			depSeed[i] = d.SeedKey
-		}
+		deps[i] = n.Deps[j]
 	}
-	version := stages.VersionOf(k, bound)
-	key = hashOf(keyDoc{Kind: n.Kind, Version: version, Params: bound, Deps: deps})
-	cpuRaw := bound
-	if n.Kind == stages.KindTrain {
-		var tp stages.TrainParams
-		if err := json.Unmarshal(bound, &tp); err != nil {
-			return "", "", fmt.Errorf("%s: bound parameters: %w", n.Name, err)
-		}
-		if cpu, ok := seedParams(tp); ok {
-			if cpuRaw, err = json.Marshal(cpu); err != nil {
-				return "", "", fmt.Errorf("%s: bound parameters: %w", n.Name, err)
-			}
-		}
+	_, _, key, seedKey, err = stageKeys(k, params, deps)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", n.Name, err)
 	}
-	return key, hashOf(keyDoc{Kind: n.Kind, Version: version, Params: cpuRaw, Deps: depSeed}), nil
+	return key, seedKey, nil
 }
 
 // seedParams returns params as they enter a seed key, and whether they

@@ -483,12 +483,7 @@ func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, []strin
 // readSelect reads the result of the one select stage among inputs, the
 // selection of split.
 func readSelect(inputs []stages.Input, split int) (*stages.SelectResult, error) {
-	var sel []stages.Input
-	for _, in := range inputs {
-		if in.Kind == stages.KindSelect {
-			sel = append(sel, in)
-		}
-	}
+	sel := stages.InputsOf(inputs, stages.KindSelect)
 	if len(sel) != 1 {
 		return nil, fmt.Errorf("role final: need exactly one select input, have %d", len(sel))
 	}
@@ -515,7 +510,7 @@ var _ stages.Binder = Kind{}
 // precompute inputs. Its seed is then the one that training has: a grid
 // that grows by points that do not win leaves the final runs' results as
 // they were. Other stages stand for themselves.
-func (Kind) Bind(params json.RawMessage, inputs []stages.Input) (json.RawMessage, []int, error) {
+func (Kind) Bind(params json.RawMessage, inputs []stages.Input) (any, []int, error) {
 	var p stages.TrainParams
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, nil, fmt.Errorf("decoding stage parameters: %w", err)
@@ -528,17 +523,13 @@ func (Kind) Bind(params json.RawMessage, inputs []stages.Input) (json.RawMessage
 		return nil, nil, err
 	}
 	p.Point, p.Notes = &sr.Point, sr.Notes
-	bound, err := json.Marshal(p)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encoding the bound parameters: %w", err)
-	}
 	var keep []int
 	for i, in := range inputs {
 		if in.Kind != stages.KindSelect {
 			keep = append(keep, i)
 		}
 	}
-	return bound, keep, nil
+	return p, keep, nil
 }
 
 // readSources returns the generate input's record of its files (nil when
