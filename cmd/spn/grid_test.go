@@ -21,7 +21,8 @@ import (
 // its fold's winner (stages.Binder), not from its select stage's key, so
 // a fresh cache gives the same bytes; in the same cache the final stages
 // (new keys: their select stages saw one more point) take the earlier
-// ones' artifacts instead of training again.
+// ones' artifacts instead of training again, and still do after spn cache
+// gc removed the stages that took them last.
 func TestFinalRunsOutliveGridGrowth(t *testing.T) {
 	dir := t.TempDir()
 	spec := func(lrs string) string {
@@ -133,6 +134,23 @@ tables: main: {
 		same("final "+k+" in the same cache", f[0], grown[k][1])
 		if got := grown[k][1].rec.ReusedFrom; got != f[0].rec.Key {
 			t.Errorf("final %s: reused from %q, want %s", k, got, f[0].rec.Key)
+		}
+	}
+	// spn cache gc keeping the one-point spec removes the grown spec's
+	// final stages, the stages the bound index names last; run again, the
+	// grown spec's final stages take the one-point spec's artifacts.
+	spec("0.01")
+	if r := spn(realEngine(), filepath.Join(dir, "one"), "cache", "gc", filepath.Join(dir, "grow.cue")); r.code != exitOK {
+		t.Fatalf("cache gc: exit %d:\n%s", r.code, r.stderr)
+	}
+	again := run(filepath.Join(dir, "one"), "0.01, 1e-9")
+	for k, f := range one {
+		if len(again[k]) != 2 || again[k][0].rec.Key != f[0].rec.Key {
+			t.Fatalf("final %s: %d stages after cache gc and a rerun, want the one-point spec's and the grown spec's", k, len(again[k]))
+		}
+		same("final "+k+" after cache gc", f[0], again[k][1])
+		if got := again[k][1].rec.ReusedFrom; got != f[0].rec.Key {
+			t.Errorf("final %s after cache gc: reused from %q, want %s", k, got, f[0].rec.Key)
 		}
 	}
 }

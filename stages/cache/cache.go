@@ -5,6 +5,7 @@
 //	<root>/<kind>/<key[:2]>/<key>/   artifacts plus record.json
 //	<root>/tmp/<key>-<random>/       stages being written
 //	<root>/index/<kind>/<vkey>.json  last key seen for a version-free params hash
+//	<root>/index/<kind>/bound/<key>.json  stages that stood for the stage key (SetBound)
 //	<root>/lock                      lock of one host's spn run (pid inside)
 //	<root>/locks/<key>.lock          per-stage lock (see LockStage)
 //	<root>/failed/<key>.json         last failure of a stage not yet done
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -370,11 +372,36 @@ func (c *Cache) boundPath(kind, boundKey string) string {
 	return filepath.Join(c.Root, "index", kind, "bound", boundKey+".json")
 }
 
+// boundEntry is what the index keeps for a bound key: the stages that
+// stood for it, oldest first. Key is the one stage an entry written by
+// spn before Keys existed names.
+type boundEntry struct {
+	Key  string   `json:"key,omitempty"`
+	Keys []string `json:"keys,omitempty"`
+}
+
 // SetBound records that the stage kind/key stood for the stage boundKey
 // (stages.Binder; Record.BoundKey), so that a later stage bound to the
-// same stage can take its artifacts (Bound).
+// same stage can take its artifacts (BoundStage). The entry lists every
+// such stage the cache still holds, so that removing one (spn cache gc)
+// leaves the others to take from: key is added last, and stages no
+// longer in the cache are dropped. Two writers updating one entry at
+// once may drop each other's key, which costs at most a training.
 func (c *Cache) SetBound(kind, boundKey, key string) error {
-	b, err := json.Marshal(indexEntry{Key: key})
+	old, err := c.Bound(kind, boundKey)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(old)+1)
+	for _, k := range old {
+		if k == key {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(c.StageDir(kind, k), stages.FileRecord)); err == nil {
+			keys = append(keys, k)
+		}
+	}
+	b, err := json.Marshal(boundEntry{Keys: append(keys, key)})
 	if err != nil {
 		return fmt.Errorf("encoding index entry: %w", err)
 	}
@@ -384,23 +411,50 @@ func (c *Cache) SetBound(kind, boundKey, key string) error {
 	return nil
 }
 
-// Bound returns the key of the stage last recorded as standing for the
-// stage boundKey (SetBound), if any. The caller checks that it is still
-// complete (Has) and that its record names boundKey.
-func (c *Cache) Bound(kind, boundKey string) (key string, ok bool, err error) {
+// Bound returns the keys of the stages recorded as standing for the stage
+// boundKey (SetBound), oldest first: what the index says, unchecked.
+func (c *Cache) Bound(kind, boundKey string) ([]string, error) {
 	p := c.boundPath(kind, boundKey)
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("reading %s: %w", p, err)
+		return nil, fmt.Errorf("reading %s: %w", p, err)
 	}
-	var e indexEntry
-	if json.Unmarshal(b, &e) != nil || len(e.Key) != 64 {
-		return "", false, nil // a damaged entry only costs a rerun
+	var e boundEntry
+	if json.Unmarshal(b, &e) != nil {
+		return nil, nil // a damaged entry only costs a rerun
 	}
-	return e.Key, true, nil
+	var keys []string
+	for _, k := range append([]string{e.Key}, e.Keys...) {
+		if len(k) == 64 && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// BoundStage returns the newest stage of kind, other than except, that
+// stood for the stage boundKey and is complete in the cache (Has), its
+// record naming boundKey; ok is false when there is none.
+func (c *Cache) BoundStage(kind, boundKey, except string) (key string, ok bool, err error) {
+	keys, err := c.Bound(kind, boundKey)
+	if err != nil {
+		return "", false, err
+	}
+	for _, k := range slices.Backward(keys) {
+		if k == except {
+			continue
+		}
+		if has, err := c.Has(kind, k); err != nil || !has {
+			continue
+		}
+		if rec, err := c.ReadRecord(kind, k); err == nil && rec.BoundKey == boundKey {
+			return k, true, nil
+		}
+	}
+	return "", false, nil
 }
 
 // WriteFileAtomic writes data to path through a temp file in the same

@@ -8,6 +8,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,33 +154,75 @@ func TestIndex(t *testing.T) {
 // TestBoundIndex: Bound returns the stage last recorded for a bound key
 // (SetBound); a missing, damaged or malformed entry is none, and no
 // stage is ever listed for the index (Entries).
+// TestBoundIndex: the bound index lists every stage that stood for a
+// stage, and BoundStage finds the newest one still complete whose record
+// names that stage, so that removing one (spn cache gc) leaves the others
+// to take from.
 func TestBoundIndex(t *testing.T) {
 	c, _ := Open(t.TempDir())
 	b := strings.Repeat("b", 64)
-	if _, ok, err := c.Bound("train", b); ok || err != nil {
-		t.Fatalf("empty index: ok=%v err=%v", ok, err)
+	commit := func(key, boundKey string) {
+		t.Helper()
+		tmp, err := c.NewTemp(key)
+		if err == nil {
+			err = c.Commit(tmp, &Record{Key: key, Kind: "train", Name: "train " + key[:1], BoundKey: boundKey})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	k1, k2 := strings.Repeat("1", 64), strings.Repeat("2", 64)
-	for _, k := range []string{k1, k2} {
+	found := func(except, want string) {
+		t.Helper()
+		k, ok, err := c.BoundStage("train", b, except)
+		if err != nil || ok != (want != "") || k != want {
+			t.Errorf("BoundStage(except %.1s) = %.1s %v %v, want %.1s", except, k, ok, err, want)
+		}
+	}
+	if keys, err := c.Bound("train", b); keys != nil || err != nil {
+		t.Fatalf("empty index: %v %v", keys, err)
+	}
+	found("", "")
+	k1, k2, k3, other := strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64), strings.Repeat("4", 64)
+	commit(k1, b)
+	commit(k2, b)
+	commit(other, strings.Repeat("c", 64))
+	for _, k := range []string{k1, k2, k1, k3, other} { // k3 is not in the cache
 		if err := c.SetBound("train", b, k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if k, ok, err := c.Bound("train", b); !ok || err != nil || k != k2 {
-		t.Errorf("Bound = %q %v %v, want %s", k, ok, err, k2)
+	// k3 was dropped from the entry when other was added: it is not in
+	// the cache.
+	if keys, err := c.Bound("train", b); err != nil || !slices.Equal(keys, []string{k2, k1, other}) {
+		t.Errorf("Bound = %.1s, %v; want 2 1 4", keys, err)
 	}
-	if _, ok, _ := c.Bound("select", b); ok {
+	found("", k1) // other's record names another bound key
+	found(k1, k2) // a stage does not take its own artifacts
+	if keys, _ := c.Bound("select", b); keys != nil {
 		t.Error("a train stage's bound key found for select")
 	}
+	// The newest removed, the older one is found.
+	if err := c.Remove("train", k1); err != nil {
+		t.Fatal(err)
+	}
+	found("", k2)
+	if err := c.Remove("train", k2); err != nil {
+		t.Fatal(err)
+	}
+	found("", "")
 	path := filepath.Join(c.Root, "index", "train", "bound", b+".json")
-	for _, bad := range []string{"{", `{"key":"k1"}`, `{"key":""}`} {
+	// An entry written before the index listed keys names one.
+	commit(k1, b)
+	os.WriteFile(path, []byte(`{"key":"`+k1+`"}`), 0o644)
+	found("", k1)
+	for _, bad := range []string{"{", `{"key":"k1"}`, `{"key":""}`, `{"keys":["k1"]}`, `{"keys":7}`} {
 		os.WriteFile(path, []byte(bad), 0o644)
-		if _, ok, err := c.Bound("train", b); ok || err != nil {
-			t.Errorf("entry %s: ok=%v err=%v", bad, ok, err)
+		if keys, err := c.Bound("train", b); keys != nil || err != nil {
+			t.Errorf("entry %s: %v %v", bad, keys, err)
 		}
 	}
-	if es, err := c.Entries(); err != nil || len(es) != 0 {
-		t.Errorf("Entries = %v, %v; want none", es, err)
+	if err := c.SetBound("train", b, k2); err != nil {
+		t.Errorf("SetBound over a damaged entry: %v", err)
 	}
 }
 

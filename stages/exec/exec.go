@@ -730,19 +730,13 @@ func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind s
 }
 
 // reuse copies into tmp the artifacts of an earlier stage of n's kind
-// that stood for the same stage boundKey (cache.Bound): the bytes n's run
+// that stood for the same stage boundKey (cache.BoundStage): the bytes n's run
 // would write, since its parameters, inputs and seed are that stage's.
 // It returns that stage's key, or "" when there is none complete or the
 // copy fails (n then runs in the emptied tmp).
 func reuse(c *cache.Cache, n *plan.Node, boundKey, tmp string, log hclog.Logger) (string, error) {
-	prev, ok, err := c.Bound(n.Kind, boundKey)
-	if err != nil || !ok || prev == n.Key {
-		return "", nil
-	}
-	if has, err := c.Has(n.Kind, prev); err != nil || !has {
-		return "", nil
-	}
-	if rec, err := c.ReadRecord(n.Kind, prev); err != nil || rec.BoundKey != boundKey {
+	prev, ok, err := c.BoundStage(n.Kind, boundKey, n.Key)
+	if err != nil || !ok {
 		return "", nil
 	}
 	err = os.CopyFS(tmp, os.DirFS(c.StageDir(n.Kind, prev)))
