@@ -3,6 +3,7 @@ package pipelines
 import (
 	"io/fs"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,11 +66,27 @@ func TestTable3Spec(t *testing.T) {
 				}
 			}
 		}
-		if len(spec.Tables) != 2 {
-			t.Fatalf("mode %s: %d tables, want compare and results", tc.mode, len(spec.Tables))
+		if len(spec.Tables) != 3 {
+			t.Fatalf("mode %s: %d tables, want compare, paired and results", tc.mode, len(spec.Tables))
 		}
 		for _, tb := range spec.Tables {
-			if len(tb.Columns) != 4 || tb.DDof != 0 {
+			// The paper's tables take the std with ddof 0 (Errica et
+			// al.'s numpy.std); the paired table's t needs ddof 1.
+			ddof := 0
+			if tb.Name == "paired" {
+				ddof = 1
+				var derived []string
+				for _, r := range tb.Rows {
+					if r.Derived != nil {
+						derived = append(derived, r.Label+": "+strings.Join(r.Derived.Rows, " − "))
+					}
+				}
+				want := []string{"k = 5 − k = 1: SPN (k = 5) − SPN (k = 1)", "k = 10 − k = 1: SPN (k = 10) − SPN (k = 1)"}
+				if !slices.Equal(derived, want) {
+					t.Errorf("mode %s: paired rows %q, want %q", tc.mode, derived, want)
+				}
+			}
+			if len(tb.Columns) != 4 || tb.DDof != ddof {
 				t.Errorf("table %s: %d columns, ddof %d", tb.Name, len(tb.Columns), tb.DDof)
 			}
 		}

@@ -538,7 +538,7 @@ func (l *loader) table(name string, v cue.Value, experiments map[string]bool) Ta
 	for i, r := range t.Rows {
 		ri := strconv.Itoa(i)
 		if r.Derived != nil {
-			l.derivedRow(at("rows", ri), r, keys)
+			l.derivedRow(at("rows", ri), t, i, keys)
 		}
 		for _, k := range slices.Sorted(maps.Keys(r.Cells)) {
 			c := r.Cells[k]

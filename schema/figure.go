@@ -132,8 +132,11 @@ func usesAny(r Row, exps map[string]bool) string {
 	return ""
 }
 
-// derivedRow checks a derived row: no cells, known column keys.
-func (l *loader) derivedRow(at []string, r Row, keys map[string]bool) {
+// derivedRow checks derived row i of t: no cells; known column keys
+// (mean_relative_change); two distinct rows of t, not derived, each label
+// held by one row (paired_difference).
+func (l *loader) derivedRow(at []string, t Table, i int, keys map[string]bool) {
+	r := t.Rows[i]
 	if len(r.Cells) > 0 {
 		l.errAt(append(slices.Clone(at), "cells"), "a derived row is computed from the other rows and has no cells")
 	}
@@ -145,6 +148,27 @@ func (l *loader) derivedRow(at []string, r Row, keys map[string]bool) {
 			if !keys[k] {
 				l.errAt(append(slices.Clone(at), "derived", f.name, strconv.Itoa(j)), "no column with key %q", k)
 			}
+		}
+	}
+	if len(r.Derived.Rows) == 2 && r.Derived.Rows[0] == r.Derived.Rows[1] {
+		l.errAt(append(slices.Clone(at), "derived", "rows", "1"), "a paired difference needs two different rows, not %q twice", r.Derived.Rows[0])
+		return
+	}
+	for j, label := range r.Derived.Rows {
+		var found []int
+		for o, other := range t.Rows {
+			if other.Label == label {
+				found = append(found, o)
+			}
+		}
+		rp := append(slices.Clone(at), "derived", "rows", strconv.Itoa(j))
+		switch {
+		case len(found) == 0:
+			l.errAt(rp, "no row labelled %q in this table", label)
+		case len(found) > 1:
+			l.errAt(rp, "%d rows are labelled %q: a paired difference needs one", len(found), label)
+		case t.Rows[found[0]].Derived != nil:
+			l.errAt(rp, "row %q is derived itself: a paired difference takes rows of experiments", label)
 		}
 	}
 }

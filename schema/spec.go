@@ -188,8 +188,12 @@ type Cell struct {
 
 // Derived is a row computed from the table's other rows (see #Derived).
 type Derived struct {
-	// Kind is "mean_relative_change".
+	// Kind is "mean_relative_change" (Baseline, Columns) or
+	// "paired_difference" (Rows).
 	Kind     string   `json:"kind"`
-	Baseline []string `json:"baseline"`
-	Columns  []string `json:"columns"`
+	Baseline []string `json:"baseline,omitempty"`
+	Columns  []string `json:"columns,omitempty"`
+	// Rows are the labels of the two rows whose difference, first minus
+	// second, a paired_difference row shows.
+	Rows []string `json:"rows,omitempty"`
 }

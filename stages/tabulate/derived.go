@@ -17,6 +17,9 @@ const (
 	// DerivedMeanRelativeChange: per column, the mean over the other rows
 	// of 100·(x − b)/b, b the row's best baseline value.
 	DerivedMeanRelativeChange = "mean_relative_change"
+	// DerivedPairedDifference: per column, the mean ± std of the
+	// differences between two rows' experiments, split by split.
+	DerivedPairedDifference = "paired_difference"
 )
 
 // derive computes the derived rows from the other rows' displayed values
@@ -31,8 +34,15 @@ func (g *grid) derive() error {
 		if d == nil {
 			continue
 		}
-		if d.Kind != DerivedMeanRelativeChange {
-			return fmt.Errorf("row %d (%q): derived kind %q: want %q", i, r.Label, d.Kind, DerivedMeanRelativeChange)
+		switch d.Kind {
+		case DerivedMeanRelativeChange:
+		case DerivedPairedDifference:
+			if err := g.pairedDifference(i); err != nil {
+				return fmt.Errorf("row %d (%q): %w", i, r.Label, err)
+			}
+			continue
+		default:
+			return fmt.Errorf("row %d (%q): derived kind %q: want %q or %q", i, r.Label, d.Kind, DerivedMeanRelativeChange, DerivedPairedDifference)
 		}
 		var base []int
 		for _, k := range d.Baseline {
@@ -65,6 +75,57 @@ func (g *grid) derive() error {
 			}
 			g.cells[i][j] = entry{present: true, ours: value{ok: true, mean: sum / float64(n)}}
 		}
+	}
+	return nil
+}
+
+// pairedDifference computes derived row i, a paired_difference: in each
+// column where both of its rows hold an experiment's scores, the mean and
+// std (the table's ddof) of the differences a_s − b_s over the splits s
+// (the runs, with std_over "runs"), in table units. The two experiments
+// must have as many scores; a column where a row has none or a cited
+// value stays empty.
+func (g *grid) pairedDifference(i int) error {
+	labels := g.t.Rows[i].Derived.Rows
+	if len(labels) != 2 {
+		return fmt.Errorf("paired difference of %d rows, want 2", len(labels))
+	}
+	var ab [2]int
+	for n, label := range labels {
+		ab[n] = -1
+		for o, r := range g.t.Rows {
+			if r.Label == label && r.Derived == nil {
+				if ab[n] >= 0 {
+					return fmt.Errorf("paired difference: two rows are labelled %q", label)
+				}
+				ab[n] = o
+			}
+		}
+		if ab[n] < 0 {
+			return fmt.Errorf("paired difference: no row of experiments labelled %q", label)
+		}
+	}
+	if ab[0] == ab[1] {
+		return fmt.Errorf("paired difference of row %q with itself", labels[0])
+	}
+	n := 0
+	for j, col := range g.t.Columns {
+		a, b := g.cells[ab[0]][j].scores, g.cells[ab[1]][j].scores
+		if a == nil || b == nil {
+			continue
+		}
+		if len(a) != len(b) {
+			return fmt.Errorf("column %q: %q has %d scores and %q %d: a paired difference needs the same splits", col.Key, labels[0], len(a), labels[1], len(b))
+		}
+		d := make([]float64, len(a))
+		for s := range a {
+			d[s] = a[s] - b[s]
+		}
+		g.cells[i][j] = entry{present: true, ours: meanStd(d, g.t.DDof), n: len(d)}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("paired difference: no column holds experiments in both %q and %q", labels[0], labels[1])
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
 )
 
 // table4 holds the means of the paper's Table 4 (R-GIN, R-GIN+FA, R-GAT,
@@ -84,5 +85,64 @@ func TestDerivedRows(t *testing.T) {
 	got := m.Rows[13].Cells
 	if got[0].Text != "vs best GNNs (%)" || got[7].Text != "-15.07" || got[1].Text != "--" {
 		t.Errorf("derived row renders as %+v", got)
+	}
+}
+
+// TestPairedDifference: a paired_difference row holds, per column, the
+// mean ± std of its two rows' score differences split by split (run by
+// run with std_over "runs"), in table units and with the table's ddof; a
+// column where a row has a cited value stays empty; the row is never
+// bold; scores of different lengths are an error.
+func TestPairedDifference(t *testing.T) {
+	res := map[string]*stages.EvalResult{
+		"k1a": {SplitScores: []float64{0.70, 0.75, 0.80}, RunScores: []float64{0.7, 0.7}},
+		"k5a": {SplitScores: []float64{0.80, 0.70, 0.90}, RunScores: []float64{0.8, 0.6}},
+		"k1b": {SplitScores: []float64{0.5, 0.5, 0.5}},
+		"k5b": {SplitScores: []float64{0.6, 0.7}, RunScores: []float64{0.6}},
+	}
+	table := func(ddof int, stdOver string, b schema.Cell) schema.Table {
+		return schema.Table{
+			Name: "p", Style: StyleResults, Formats: []string{"csv"}, Scale: 100, Digits: 2, DDof: ddof, StdOver: stdOver, HigherIsBetter: true,
+			Columns: []schema.Column{{Key: "a", Header: "A"}, {Key: "b", Header: "B"}},
+			Rows: []schema.Row{
+				{Label: "k = 1", Cells: map[string]schema.Cell{"a": exp("k1a"), "b": b}},
+				{Label: "k = 5", Cells: map[string]schema.Cell{"a": exp("k5a"), "b": exp("k5b")}},
+				{Label: "k = 5 − k = 1", Derived: &schema.Derived{Kind: DerivedPairedDifference, Rows: []string{"k = 5", "k = 1"}}},
+			},
+		}
+	}
+	for _, tc := range []struct {
+		ddof    int
+		stdOver string
+		want    string
+	}{
+		// differences 10, −5, 10: mean 5, Σ(d − 5)² = 150
+		{0, "splits", "5.00 ± 7.07"}, // √(150/3)
+		{1, "splits", "5.00 ± 8.66"}, // √(150/2)
+		{1, "runs", "0.00 ± 14.14"},  // the runs' differences 10, −10: √(200/1)
+	} {
+		g, err := build(table(tc.ddof, tc.stdOver, cited(50, 1, "x")), res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := g.matrix(func(s string) string { return s })
+		row := m.Rows[2].Cells
+		if row[0].Text != "k = 5 − k = 1" || row[1].Text != tc.want || row[2].Text != "--" || row[1].Best {
+			t.Errorf("ddof %d over %s: derived row %+v, want %q, an empty cited column and no bold", tc.ddof, tc.stdOver, row, tc.want)
+		}
+		if e := g.cells[2][0]; tc.stdOver == "splits" && e.n != 3 {
+			t.Errorf("n = %d, want 3", e.n)
+		}
+	}
+	_, err := build(table(0, "splits", exp("k1b")), res)
+	if err == nil || err.Error() != `row 2 ("k = 5 − k = 1"): column "b": "k = 5" has 2 scores and "k = 1" 3: a paired difference needs the same splits` {
+		t.Errorf("different splits: %v", err)
+	}
+	tb := table(0, "splits", exp("k1b"))
+	tb.Rows[0].Cells["a"] = cited(1, 0, "x")
+	tb.Rows[1].Cells = map[string]schema.Cell{"a": exp("k5a")}
+	_, err = build(tb, res)
+	if err == nil || err.Error() != `row 2 ("k = 5 − k = 1"): paired difference: no column holds experiments in both "k = 5" and "k = 1"` {
+		t.Errorf("no column: %v", err)
 	}
 }

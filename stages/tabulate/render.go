@@ -37,9 +37,10 @@ type value struct {
 type entry struct {
 	present bool // the row has a cell for the column
 	ours    value
-	n       int    // number of split scores (computed cells)
-	cited   bool   // ours is a cited constant
-	source  string // cited source
+	n       int       // number of split scores (computed cells)
+	scores  []float64 // the scores, in table units (experiment cells)
+	cited   bool      // ours is a cited constant
+	source  string    // cited source
 	paper   value
 	best    bool
 }
@@ -212,7 +213,7 @@ func compute(t schema.Table, c schema.Cell, results map[string]*stages.EvalResul
 			}
 			xs[i] = x * t.Scale
 		}
-		e.n = len(xs)
+		e.n, e.scores = len(xs), xs
 		e.ours = meanStd(xs, t.DDof)
 	}
 	if c.Mean != nil {
