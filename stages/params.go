@@ -68,11 +68,12 @@ const (
 )
 
 // TrainParams trains one model. Inputs: generate, precompute and, for
-// RoleFinal, the fold's select stage (whose winner replaces Point, which is
-// then nil). Artifacts: FileResult (TrainResult) and FileModel.
+// RoleFinal, the fold's select stage, whose winner becomes Point (nil in
+// the plan) when the stage is bound (Binder) before it runs.
+// Artifacts: FileResult (TrainResult) and FileModel.
 type TrainParams struct {
 	Role string `json:"role"`
-	// Point is the configuration (nil for RoleFinal: read from select).
+	// Point is the configuration (nil for RoleFinal until it is bound).
 	Point *schema.Point `json:"point,omitempty"`
 	// Metric is the protocol's metric.
 	Metric string `json:"metric"`

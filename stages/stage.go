@@ -69,9 +69,11 @@ func VersionOf(k Kind, params json.RawMessage) string {
 // grid point its select input chose. Bind returns the parameters of the
 // stage it stands for (one of the *Params values, as the planner would
 // give them) and which of the inputs it keeps, in order; bound is nil for
-// a stage that stands for itself. The executor derives the stage's seed from the key the bound
-// stage would have, so that its result depends on what was chosen and
-// not on how (on the other points of the grid).
+// a stage that stands for itself. The executor then runs the stage as the
+// stage it stands for: Job.Params are the bound parameters, Job.Inputs
+// the kept inputs, and the seed derives from the key that stage would
+// have, so that the result depends on what was chosen and not on how (on
+// the other points of the grid). The stage keeps its own key and record.
 type Binder interface {
 	Kind
 	Bind(params json.RawMessage, inputs []Input) (bound any, keep []int, err error)

@@ -668,6 +668,7 @@ func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind s
 	env.Threads = opt.Threads
 	env.GPU = stageGPU(kind, n.JSON, opt.GPU)
 	seed := SeedOf(seedKey(n))
+	params := n.JSON
 	var boundKey string
 	if b, ok := kind.(stages.Binder); ok {
 		bound, keep, err := b.Bind(n.JSON, inputs)
@@ -675,15 +676,22 @@ func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind s
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
 		if bound != nil {
+			// The stage runs as the stage it stands for: its
+			// parameters, its inputs, its seed.
 			var sk string
-			if boundKey, sk, err = plan.Bound(reg, n, bound, keep); err != nil {
+			if params, boundKey, sk, err = plan.Bound(reg, n, bound, keep); err != nil {
 				return err
 			}
 			seed = SeedOf(sk)
+			kept := make([]stages.Input, len(keep))
+			for i, j := range keep {
+				kept[i] = inputs[j]
+			}
+			inputs = kept
 		}
 	}
 	job := &stages.Job{
-		Key: n.Key, Name: n.Name, Params: n.JSON, Inputs: inputs, Dir: tmp,
+		Key: n.Key, Name: n.Name, Params: params, Inputs: inputs, Dir: tmp,
 		Seed: seed, Env: env,
 		Log: log.Named(n.Kind).With("stage", n.Name), Progress: opt.Progress,
 	}

@@ -264,26 +264,27 @@ func stageKeys(k stages.Kind, params any, deps []*Node) (raw json.RawMessage, ve
 	return raw, version, key, seedKey, nil
 }
 
-// Bound returns the key and the seed key of the stage that n stands for
-// once a stages.Binder bound it: n's kind with parameters params on the
-// dependencies keep of n.Deps, keyed as the planner keys its stages.
-func Bound(reg *stages.Registry, n *Node, params any, keep []int) (key, seedKey string, err error) {
+// Bound returns the parameters' JSON, the key and the seed key of the
+// stage that n stands for once a stages.Binder bound it: n's kind with
+// parameters params on the dependencies keep of n.Deps, encoded and keyed
+// as the planner encodes and keys its stages.
+func Bound(reg *stages.Registry, n *Node, params any, keep []int) (raw json.RawMessage, key, seedKey string, err error) {
 	k, ok := reg.Get(n.Kind)
 	if !ok {
-		return "", "", fmt.Errorf("no stage kind %q is registered in this build of spn", n.Kind)
+		return nil, "", "", fmt.Errorf("no stage kind %q is registered in this build of spn", n.Kind)
 	}
 	deps := make([]*Node, len(keep))
 	for i, j := range keep {
 		if j < 0 || j >= len(n.Deps) {
-			return "", "", fmt.Errorf("%s: bound on input %d of %d", n.Name, j, len(n.Deps))
+			return nil, "", "", fmt.Errorf("%s: bound on input %d of %d", n.Name, j, len(n.Deps))
 		}
 		deps[i] = n.Deps[j]
 	}
-	_, _, key, seedKey, err = stageKeys(k, params, deps)
+	raw, _, key, seedKey, err = stageKeys(k, params, deps)
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", n.Name, err)
+		return nil, "", "", fmt.Errorf("%s: %w", n.Name, err)
 	}
-	return key, seedKey, nil
+	return raw, key, seedKey, nil
 }
 
 // seedParams returns params as they enter a seed key, and whether they

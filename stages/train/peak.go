@@ -64,7 +64,12 @@ func (e *PeakEstimator) PeakBytes(params []byte, inputs []stages.Input) (uint64,
 	if err := job.Decode(&p); err != nil {
 		return 0, err
 	}
-	point, _, err := resolvePoint(job, &p)
+	if bound, _, err := (Kind{}).Bind(params, inputs); err != nil {
+		return 0, err
+	} else if bound != nil {
+		p = bound.(stages.TrainParams)
+	}
+	point, _, err := resolvePoint(&p)
 	if err != nil {
 		return 0, err
 	}

@@ -207,7 +207,7 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 	case k.GPU == nil:
 		return fmt.Errorf("device %s: no GPU was given to the train stage (spn run, calibrate and stage run give this machine's)", p.Device)
 	}
-	point, notes, err := resolvePoint(job, &p)
+	point, notes, err := resolvePoint(&p)
 	if err != nil {
 		return err
 	}
@@ -461,23 +461,17 @@ func UseDevice(reg models.Registry, m models.Model, seed uint64, be kernels.Back
 	return reg.New(m.Config(), seed, be)
 }
 
-// resolvePoint returns the configuration to train: params.Point, or for
-// RoleFinal the winner recorded by the select input.
-func resolvePoint(job *stages.Job, p *stages.TrainParams) (schema.Point, []string, error) {
-	if p.Role != stages.RoleFinal {
-		if p.Point == nil {
-			return schema.Point{}, nil, fmt.Errorf("role %s: parameters carry no point", p.Role)
-		}
-		return *p.Point, nil, nil
+// resolvePoint returns the configuration to train and the notes its
+// result carries: params.Point and, for a bound RoleFinal stage (Bind),
+// the selection's notes.
+func resolvePoint(p *stages.TrainParams) (schema.Point, []string, error) {
+	switch {
+	case p.Point != nil:
+		return *p.Point, p.Notes, nil
+	case p.Role == stages.RoleFinal:
+		return schema.Point{}, nil, errors.New("role final: the stage is unbound (the executor binds it to its select stage's winner, Kind.Bind, before it runs)")
 	}
-	if p.Point != nil {
-		return schema.Point{}, nil, fmt.Errorf("role final: the point comes from the select stage, but parameters carry one")
-	}
-	sr, err := readSelect(job.Inputs, p.Split)
-	if err != nil {
-		return schema.Point{}, nil, err
-	}
-	return sr.Point, sr.Notes, nil
+	return schema.Point{}, nil, fmt.Errorf("role %s: parameters carry no point", p.Role)
 }
 
 // readSelect reads the result of the one select stage among inputs, the

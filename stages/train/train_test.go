@@ -165,7 +165,18 @@ func TestFinalRoleUsesWinner(t *testing.T) {
 		t.Fatal(err)
 	}
 	in = append(in, stages.Input{Kind: stages.KindSelect, Dir: selDir})
-	j := job(t, stages.TrainParams{Role: stages.RoleFinal, Metric: "accuracy"}, in)
+	raw, _ := json.Marshal(stages.TrainParams{Role: stages.RoleFinal, Metric: "accuracy"})
+	// The executor runs a final stage bound (Kind.Bind): with the
+	// winner's point, on the inputs the binding keeps.
+	bound, keep, err := (Kind{}).Bind(raw, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []stages.Input
+	for _, i := range keep {
+		kept = append(kept, in[i])
+	}
+	j := job(t, bound.(stages.TrainParams), kept)
 	if err := (Kind{}).Run(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +244,7 @@ func TestErrors(t *testing.T) {
 		{"k above kmax", stages.TrainParams{Role: stages.RoleHoldout, Point: bigK, Metric: "accuracy"}, in},
 		{"split out of range", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy", Split: 3}, in},
 		{"no point", stages.TrainParams{Role: stages.RoleHoldout, Metric: "accuracy"}, in},
-		{"final without select", stages.TrainParams{Role: stages.RoleFinal, Metric: "accuracy"}, in},
+		{"final unbound", stages.TrainParams{Role: stages.RoleFinal, Metric: "accuracy"}, in},
 		{"missing inputs", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy"}, in[:1]},
 		{"unknown metric", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "f1"}, in},
 		{"cuda device", stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 2), Metric: "accuracy", Device: "cuda"}, in},
