@@ -51,6 +51,7 @@ func (l *loader) decode() *Spec {
 		spec.Figures = append(spec.Figures, l.figure(f.name, f.v, spec.Experiments, names))
 	}
 	l.sourceCaptions(spec)
+	l.pairedSplits(spec)
 	if spec.Experiments == nil {
 		spec.Experiments = []Experiment{}
 	}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,6 +170,50 @@ func (l *loader) derivedRow(at []string, t Table, i int, keys map[string]bool) {
 			l.errAt(rp, "%d rows are labelled %q: a paired difference needs one", len(found), label)
 		case t.Rows[found[0]].Derived != nil:
 			l.errAt(rp, "row %q is derived itself: a paired difference takes rows of experiments", label)
+		}
+	}
+}
+
+// pairedSplits checks that the two experiments a paired_difference row
+// sets against each other in a column are tested on the same splits: the
+// same dataset, protocol kind and number of splits. Otherwise their
+// scores do not pair split by split.
+func (l *loader) pairedSplits(spec *Spec) {
+	exps := map[string]*Experiment{}
+	for i := range spec.Experiments {
+		exps[spec.Experiments[i].Name] = &spec.Experiments[i]
+	}
+	row := func(t Table, label string) *Row {
+		var found *Row
+		for i := range t.Rows {
+			if t.Rows[i].Label == label {
+				if found != nil {
+					return nil // derivedRow reports it
+				}
+				found = &t.Rows[i]
+			}
+		}
+		return found
+	}
+	for _, t := range spec.Tables {
+		for i, r := range t.Rows {
+			d := r.Derived
+			if d == nil || d.Kind != "paired_difference" || len(d.Rows) != 2 {
+				continue
+			}
+			a, b := row(t, d.Rows[0]), row(t, d.Rows[1])
+			if a == nil || b == nil {
+				continue
+			}
+			for _, c := range t.Columns {
+				ea, eb := exps[a.Cells[c.Key].Experiment], exps[b.Cells[c.Key].Experiment]
+				if ea == nil || eb == nil || (reflect.DeepEqual(ea.Dataset, eb.Dataset) &&
+					ea.Protocol.Kind == eb.Protocol.Kind && ea.Protocol.Splits == eb.Protocol.Splits) {
+					continue
+				}
+				l.errAt([]string{"tables", t.Name, "rows", strconv.Itoa(i), "derived", "rows"},
+					"column %q: experiments %s and %s are not tested on the same splits (their datasets or protocols differ), so their scores do not pair", c.Key, ea.Name, eb.Name)
+			}
 		}
 	}
 }
