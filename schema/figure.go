@@ -198,7 +198,7 @@ func (l *loader) pairedSplits(spec *Spec) {
 	for _, t := range spec.Tables {
 		for i, r := range t.Rows {
 			d := r.Derived
-			if d == nil || d.Kind != "paired_difference" || len(d.Rows) != 2 {
+			if d == nil || d.Kind != DerivedPairedDifference || len(d.Rows) != 2 {
 				continue
 			}
 			a, b := row(t, d.Rows[0]), row(t, d.Rows[1])

@@ -186,10 +186,20 @@ type Cell struct {
 	PaperStd  *float64 `json:"paper_std,omitempty"`
 }
 
+// Derived row kinds (Derived.Kind; #Derived in schema.cue).
+const (
+	// DerivedMeanRelativeChange: per column, the mean over the other rows
+	// of 100·(x − b)/b, b the row's best baseline value.
+	DerivedMeanRelativeChange = "mean_relative_change"
+	// DerivedPairedDifference: per column, the mean ± std of the
+	// differences between two rows' experiments, split by split.
+	DerivedPairedDifference = "paired_difference"
+)
+
 // Derived is a row computed from the table's other rows (see #Derived).
 type Derived struct {
-	// Kind is "mean_relative_change" (Baseline, Columns) or
-	// "paired_difference" (Rows).
+	// Kind is DerivedMeanRelativeChange (Baseline, Columns) or
+	// DerivedPairedDifference (Rows).
 	Kind     string   `json:"kind"`
 	Baseline []string `json:"baseline,omitempty"`
 	Columns  []string `json:"columns,omitempty"`

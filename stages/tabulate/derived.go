@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+
+	"github.com/spn-project/spn/schema"
 )
 
 // Where bold values are sought (schema.Table.Best).
@@ -14,12 +16,8 @@ const (
 
 // Derived row kinds (schema.Derived.Kind).
 const (
-	// DerivedMeanRelativeChange: per column, the mean over the other rows
-	// of 100·(x − b)/b, b the row's best baseline value.
-	DerivedMeanRelativeChange = "mean_relative_change"
-	// DerivedPairedDifference: per column, the mean ± std of the
-	// differences between two rows' experiments, split by split.
-	DerivedPairedDifference = "paired_difference"
+	DerivedMeanRelativeChange = schema.DerivedMeanRelativeChange
+	DerivedPairedDifference   = schema.DerivedPairedDifference
 )
 
 // derive computes the derived rows from the other rows' displayed values
