@@ -4,6 +4,7 @@
 package schema
 
 import (
+	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/schema/modelspec"
 )
@@ -97,6 +98,9 @@ type Dataset struct {
 	Balanced bool `json:"balanced,omitempty"`
 	// ColourBlind sets every h-Prox node label to 0.
 	ColourBlind bool `json:"colour_blind,omitempty"`
+	// Features is the OGB feature set: ogb.FeaturesFull (also "") or
+	// ogb.FeaturesSimple.
+	Features string `json:"features,omitempty"`
 }
 
 // Canonical returns d with every optional field that holds its default
@@ -105,6 +109,9 @@ type Dataset struct {
 func (d Dataset) Canonical() Dataset {
 	if d.Negatives == prox.NegStrict {
 		d.Negatives = ""
+	}
+	if d.Features == ogb.FeaturesFull {
+		d.Features = ""
 	}
 	return d
 }

@@ -83,7 +83,9 @@ func BuildWithSources(ctx context.Context, d schema.Dataset, env stages.Env) (*d
 	case "qm9":
 		ds, err = qm9.Fetch(ctx, f, qm9.Options{Source: d.Source, TrainSize: d.TrainSize, Limit: d.Limit})
 	case "ogb":
-		ds, err = ogb.Fetch(ctx, f, d.Name)
+		if ds, err = ogb.Fetch(ctx, f, d.Name); err == nil {
+			ds, err = ogb.Keep(ds, d.Features)
+		}
 	default:
 		err = fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9, ogb)", d.Kind)
 	}

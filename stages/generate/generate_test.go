@@ -69,18 +69,28 @@ func TestTUThroughMirror(t *testing.T) {
 	}
 }
 
+// TestOGBThroughMirror reads bace with OGB's full features and with the
+// simple set (the first two atom and bond features).
 func TestOGBThroughMirror(t *testing.T) {
 	env := stages.Env{DataDir: t.TempDir(), Mirror: mirrortest.Dir(t)}
-	j := job(t, schema.Dataset{Kind: "ogb", Name: "bace", KMax: 10}, env)
-	if err := (Kind{}).Run(context.Background(), j); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := data.ReadDatasetFile(filepath.Join(j.Dir, stages.FileDataset))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ds.Graphs) != 1513 || len(ds.Splits) != 1 || ds.Task != data.TaskBinary || len(ds.NodeCatVocab) != 9 || len(ds.EdgeFeatVocab) != 3 {
-		t.Fatalf("bace: %d graphs, %d splits, task %q, vocabularies %v %v", len(ds.Graphs), len(ds.Splits), ds.Task, ds.NodeCatVocab, ds.EdgeFeatVocab)
+	for _, tc := range []struct {
+		features     string
+		atoms, bonds int
+	}{{"", 9, 3}, {"simple", 2, 2}} {
+		j := job(t, schema.Dataset{Kind: "ogb", Name: "bace", KMax: 10, Features: tc.features}, env)
+		if err := (Kind{}).Run(context.Background(), j); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := data.ReadDatasetFile(filepath.Join(j.Dir, stages.FileDataset))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds.Graphs) != 1513 || len(ds.Splits) != 1 || ds.Task != data.TaskBinary || len(ds.NodeCatVocab) != tc.atoms || len(ds.EdgeFeatVocab) != tc.bonds {
+			t.Fatalf("bace, features %q: %d graphs, %d splits, task %q, vocabularies %v %v", tc.features, len(ds.Graphs), len(ds.Splits), ds.Task, ds.NodeCatVocab, ds.EdgeFeatVocab)
+		}
+		if g := ds.Graphs[0]; len(g.NodeCat) != g.N*tc.atoms || len(g.EdgeFeat) != len(g.Adj.Idx)*tc.bonds {
+			t.Errorf("bace, features %q: graph 0 has %d atom and %d bond feature values", tc.features, len(g.NodeCat), len(g.EdgeFeat))
+		}
 	}
 }
 

@@ -538,6 +538,8 @@ func DatasetLabel(d schema.Dataset) string {
 	switch {
 	case d.Kind == "prox":
 		return fmt.Sprintf("prox(h=%d)", d.H)
+	case d.Features != "":
+		return d.Kind + "(" + d.Name + ", " + d.Features + " features)"
 	case d.Name != "":
 		return d.Kind + "(" + d.Name + ")"
 	}
