@@ -14,6 +14,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/jsonl"
+	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/predict"
@@ -101,6 +102,13 @@ func (a *app) predict(en *engine, args []string) error {
 	ds, lines, err := jsonl.ReadUnlabelled(r, name)
 	if err != nil {
 		return inputErr(err)
+	}
+	// A model trained on OGB's simple feature set reads the first two
+	// atom and bond features of molecules given with all of them.
+	if i := slices.IndexFunc(spec.Experiments, func(e schema.Experiment) bool { return e.Name == *expName }); i >= 0 && spec.Experiments[i].Dataset.Kind == "ogb" {
+		if ds, err = ogb.Keep(ds, spec.Experiments[i].Dataset.Features); err != nil {
+			return runtimeErr("predict", err)
+		}
 	}
 	if err := checkPredictInput(ds, m.Config()); err != nil {
 		return inputErr(err)

@@ -96,3 +96,74 @@ func TestTable5Smoke(t *testing.T) {
 		t.Errorf("predict with atomic number index 119: exit %d: %s", code, errb.String())
 	}
 }
+
+// TestPredictSimpleFeatures: a model trained on OGB's simple feature set
+// (dataset.features "simple": the first two atom and bond features)
+// predicts molecules given with all of OGB's features as it predicts the
+// same molecules given with only those two.
+func TestPredictSimpleFeatures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains an E-SPN on bace (seconds)")
+	}
+	mirror := mirrortest.Dir(t)
+	dir := t.TempDir()
+	cacheDir, dataDir := filepath.Join(dir, "cache"), filepath.Join(dir, "data")
+	spec := filepath.Join(dir, "simple.cue")
+	src := `package spn
+
+name: "simple"
+experiments: bace: {
+	dataset: {kind: "ogb", name: "bace", features: "simple", kmax: 2}
+	model: {kind: "espn", k: 2, hidden: 8, layers: 1}
+	training: {epochs: 1, batch_size: 128}
+	protocol: {kind: "fixed", runs: 1, metric: "rocauc"}
+}
+`
+	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"--mirror", mirror, "--data-dir", dataDir, "--log-level", "error"}
+	if r := spn(realEngine(), cacheDir, append([]string{"run", spec, "--out", filepath.Join(dir, "out")}, env...)...); r.code != exitOK {
+		t.Fatalf("run: exit %d:\n%s", r.code, r.stderr)
+	}
+	code, export, errs := dataRun(dataDir, mirror, "export", "ogbg-molbace", "--format", "jsonl")
+	if code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	// The first three molecules, with all features and with the first two.
+	var full, two bytes.Buffer
+	for _, line := range strings.SplitN(export, "\n", 4)[:3] {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		delete(rec, "target")
+		b, _ := json.Marshal(rec)
+		full.Write(append(b, '\n'))
+		for _, f := range []string{"node_feat", "edge_feat"} {
+			rows, _ := rec[f].([]any)
+			for i, r := range rows {
+				rows[i] = r.([]any)[:2]
+			}
+		}
+		b, _ = json.Marshal(rec)
+		two.Write(append(b, '\n'))
+	}
+	predict := func(in []byte) string {
+		t.Helper()
+		f := filepath.Join(dir, "mols.jsonl")
+		if err := os.WriteFile(f, in, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		a := &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+		if code := a.main(append([]string{"predict", spec, "--experiment", "bace", "--input", f, "--cache", cacheDir}, env...)); code != exitOK {
+			t.Fatalf("predict: exit %d: %s", code, errb.String())
+		}
+		return out.String()
+	}
+	a, b := predict(full.Bytes()), predict(two.Bytes())
+	if a != b || strings.Count(a, "\n") != 3 || !strings.Contains(a, "task_probabilities") {
+		t.Errorf("predictions from all features:\n%s\nfrom the first two:\n%s", a, b)
+	}
+}

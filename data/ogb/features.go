@@ -23,8 +23,10 @@ const (
 const simpleColumns = 2
 
 // Keep returns ds with the feature set features (FeaturesFull or ""
-// returns ds itself). The graphs' structure, labels and splits are
-// shared with ds; the feature arrays are new.
+// returns ds itself): the first two columns of its categorical atom and
+// bond features for FeaturesSimple (all of them where it has fewer). The
+// graphs' structure, labels and splits are shared with ds; the feature
+// arrays are new.
 func Keep(ds *data.Dataset, features string) (*data.Dataset, error) {
 	switch features {
 	case "", FeaturesFull:
@@ -34,16 +36,14 @@ func Keep(ds *data.Dataset, features string) (*data.Dataset, error) {
 		return nil, fmt.Errorf("OGB feature set %q is unknown (want %q or %q)", features, FeaturesFull, FeaturesSimple)
 	}
 	nw, ew := len(ds.NodeCatVocab), len(ds.EdgeFeatVocab)
-	if nw < simpleColumns || ew < simpleColumns {
-		return nil, fmt.Errorf("dataset %s: %d atom and %d bond features, want at least %d of each", ds.Name, nw, ew, simpleColumns)
-	}
+	nk, ek := min(nw, simpleColumns), min(ew, simpleColumns)
 	out := *ds
-	out.NodeCatVocab = ds.NodeCatVocab[:simpleColumns:simpleColumns]
-	out.EdgeFeatVocab = ds.EdgeFeatVocab[:simpleColumns:simpleColumns]
+	out.NodeCatVocab = ds.NodeCatVocab[:nk:nk]
+	out.EdgeFeatVocab = ds.EdgeFeatVocab[:ek:ek]
 	out.Graphs = make([]data.Graph, len(ds.Graphs))
 	for i, g := range ds.Graphs {
-		g.NodeCat = firstColumns(g.NodeCat, nw, simpleColumns)
-		g.EdgeFeat = firstColumns(g.EdgeFeat, ew, simpleColumns)
+		g.NodeCat = firstColumns(g.NodeCat, nw, nk)
+		g.EdgeFeat = firstColumns(g.EdgeFeat, ew, ek)
 		out.Graphs[i] = g
 	}
 	return &out, nil
@@ -52,8 +52,8 @@ func Keep(ds *data.Dataset, features string) (*data.Dataset, error) {
 // firstColumns returns the first k columns of the row-major matrix x of
 // width w.
 func firstColumns(x []int32, w, k int) []int32 {
-	if x == nil {
-		return nil
+	if x == nil || w == 0 {
+		return x
 	}
 	rows := len(x) / w
 	out := make([]int32, 0, rows*k)
