@@ -161,6 +161,9 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 	if e.Dataset.Kind != "tu" && e.Dataset.Kind != "ogb" && l.idx.has(at("dataset", "name")) {
 		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\" and \"ogb\")", e.Dataset.Kind)
 	}
+	if e.Dataset.Kind != "ogb" && l.idx.has(at("dataset", "features")) {
+		l.errAt(at("dataset", "features"), "not allowed for dataset kind %q (only for \"ogb\")", e.Dataset.Kind)
+	}
 	if e.Dataset.Kind == "ogb" {
 		folds = 1
 		if want := ogb.Metric(e.Dataset.Name); want != "" && e.Protocol.Metric != want {
