@@ -56,17 +56,8 @@ func TestTable5Smoke(t *testing.T) {
 	checkTableRegenerates(t, table5Spec, cacheDir, out1, out2, env, r)
 
 	// predict: two bace molecules exported as JSONL, labels dropped.
-	code, export, errs := dataRun(dataDir, mirror, "export", "ogbg-molbace", "--format", "jsonl")
-	if code != exitOK {
-		t.Fatalf("export: exit %d: %s", code, errs)
-	}
 	var in bytes.Buffer
-	for _, line := range strings.SplitN(export, "\n", 3)[:2] {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatal(err)
-		}
-		delete(rec, "target")
+	for _, rec := range baceMolecules(t, dataDir, mirror, 2) {
 		b, _ := json.Marshal(rec)
 		in.Write(append(b, '\n'))
 	}
@@ -126,18 +117,9 @@ experiments: bace: {
 	if r := spn(realEngine(), cacheDir, append([]string{"run", spec, "--out", filepath.Join(dir, "out")}, env...)...); r.code != exitOK {
 		t.Fatalf("run: exit %d:\n%s", r.code, r.stderr)
 	}
-	code, export, errs := dataRun(dataDir, mirror, "export", "ogbg-molbace", "--format", "jsonl")
-	if code != exitOK {
-		t.Fatalf("export: exit %d: %s", code, errs)
-	}
 	// The first three molecules, with all features and with the first two.
 	var full, two bytes.Buffer
-	for _, line := range strings.SplitN(export, "\n", 4)[:3] {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatal(err)
-		}
-		delete(rec, "target")
+	for _, rec := range baceMolecules(t, dataDir, mirror, 3) {
 		b, _ := json.Marshal(rec)
 		full.Write(append(b, '\n'))
 		for _, f := range []string{"node_feat", "edge_feat"} {
@@ -166,4 +148,25 @@ experiments: bace: {
 	if a != b || strings.Count(a, "\n") != 3 || !strings.Contains(a, "task_probabilities") {
 		t.Errorf("predictions from all features:\n%s\nfrom the first two:\n%s", a, b)
 	}
+}
+
+// baceMolecules returns the first n molecules of ogbg-molbace as spn data
+// export writes them (JSONL records), without their labels: spn predict's
+// input.
+func baceMolecules(t *testing.T, dataDir, mirror string, n int) []map[string]any {
+	t.Helper()
+	code, export, errs := dataRun(dataDir, mirror, "export", "ogbg-molbace", "--format", "jsonl")
+	if code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	var out []map[string]any
+	for _, line := range strings.SplitN(export, "\n", n+1)[:n] {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		delete(rec, "target")
+		out = append(out, rec)
+	}
+	return out
 }
