@@ -64,7 +64,7 @@ func (a *app) predict(en *engine, args []string) error {
 		return err
 	}
 	c := &cache.Cache{Root: o.cache}
-	dir, err := modelDir(spec, p, c, *expName, *split, *run, *point)
+	dir, exp, err := modelDir(spec, p, c, *expName, *split, *run, *point)
 	if fe := (flagError{}); errors.As(err, &fe) {
 		return usageErr("predict", err)
 	} else if err != nil {
@@ -105,8 +105,8 @@ func (a *app) predict(en *engine, args []string) error {
 	}
 	// A model trained on OGB's simple feature set reads the first two
 	// atom and bond features of molecules given with all of them.
-	if i := slices.IndexFunc(spec.Experiments, func(e schema.Experiment) bool { return e.Name == *expName }); i >= 0 && spec.Experiments[i].Dataset.Kind == "ogb" {
-		if ds, err = ogb.Keep(ds, spec.Experiments[i].Dataset.Features); err != nil {
+	if exp.Dataset.Kind == "ogb" {
+		if ds, err = ogb.Keep(ds, exp.Dataset.Features); err != nil {
 			return runtimeErr("predict", err)
 		}
 	}
@@ -175,8 +175,8 @@ func modelRegistry(reg *stages.Registry) models.Registry {
 // modelDir finds the cached train stage of experiment name for split and
 // run, at the position its protocol gives (holdout and fixed: of grid point
 // point, or the evaluated winner, or the only point; errica: the fold's
-// final run).
-func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, split, run, point int) (string, error) {
+// final run), and returns its directory with the experiment.
+func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, split, run, point int) (string, schema.Experiment, error) {
 	i := slices.IndexFunc(spec.Experiments, func(e schema.Experiment) bool { return e.Name == name })
 	ev := p.Evaluate[name]
 	if i < 0 || ev == nil {
@@ -185,12 +185,12 @@ func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, spli
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return "", flagError{fmt.Errorf("--experiment: no experiment %q in the spec (have %v)", name, names)}
+		return "", schema.Experiment{}, flagError{fmt.Errorf("--experiment: no experiment %q in the spec (have %v)", name, names)}
 	}
 	e := spec.Experiments[i]
 	proto, err := protocol.Get(e.Protocol.Kind)
 	if err != nil {
-		return "", fmt.Errorf("experiment %s: %w", name, err)
+		return "", schema.Experiment{}, fmt.Errorf("experiment %s: %w", name, err)
 	}
 	var winnerErr error
 	idx, err := proto.Model(e.Protocol, len(e.Points), point, split, run, func() (int, error) {
@@ -203,27 +203,27 @@ func modelDir(spec *schema.Spec, p *plan.Plan, c *cache.Cache, name string, spli
 		if winnerErr == nil {
 			err = flagError{err} // --split, --run or --point out of range
 		}
-		return "", err
+		return "", schema.Experiment{}, err
 	}
 	if idx >= len(ev.Deps) || ev.Deps[idx].Kind != stages.KindTrain {
-		return "", fmt.Errorf("experiment %s: the plan has no train stage at position %d", name, idx)
+		return "", schema.Experiment{}, fmt.Errorf("experiment %s: the plan has no train stage at position %d", name, idx)
 	}
 	t := ev.Deps[idx]
 	tp, ok := t.Params.(stages.TrainParams)
 	if !ok || tp.Split != split || tp.Run != run {
-		return "", fmt.Errorf("experiment %s: plan order changed: stage %q is not split %d run %d", name, t.Name, split, run)
+		return "", schema.Experiment{}, fmt.Errorf("experiment %s: plan order changed: stage %q is not split %d run %d", name, t.Name, split, run)
 	}
 	done, err := c.Has(t.Kind, t.Key)
 	if err != nil {
-		return "", err
+		return "", schema.Experiment{}, err
 	}
 	if d := c.Damaged(t.Kind, t.Key); d != nil {
-		return "", fmt.Errorf("the cached model of %s is damaged, so it is not used: %v; run the spec again to retrain it", t.Name, d)
+		return "", schema.Experiment{}, fmt.Errorf("the cached model of %s is damaged, so it is not used: %v; run the spec again to retrain it", t.Name, d)
 	}
 	if !done {
-		return "", fmt.Errorf("%s is not trained yet (key %s): run the spec first", t.Name, t.ShortKey())
+		return "", schema.Experiment{}, fmt.Errorf("%s is not trained yet (key %s): run the spec first", t.Name, t.ShortKey())
 	}
-	return c.StageDir(t.Kind, t.Key), nil
+	return c.StageDir(t.Kind, t.Key), e, nil
 }
 
 // flagError is an error caused by a flag's value: exit status 2.
