@@ -156,12 +156,7 @@ func (l *loader) derivedRow(at []string, t Table, i int, keys map[string]bool) {
 		return
 	}
 	for j, label := range r.Derived.Rows {
-		var found []int
-		for o, other := range t.Rows {
-			if other.Label == label {
-				found = append(found, o)
-			}
-		}
+		found := t.RowsLabelled(label)
 		rp := append(slices.Clone(at), "derived", "rows", strconv.Itoa(j))
 		switch {
 		case len(found) == 0:
@@ -184,16 +179,10 @@ func (l *loader) pairedSplits(spec *Spec) {
 		exps[spec.Experiments[i].Name] = &spec.Experiments[i]
 	}
 	row := func(t Table, label string) *Row {
-		var found *Row
-		for i := range t.Rows {
-			if t.Rows[i].Label == label {
-				if found != nil {
-					return nil // derivedRow reports it
-				}
-				found = &t.Rows[i]
-			}
+		if found := t.RowsLabelled(label); len(found) == 1 {
+			return &t.Rows[found[0]]
 		}
-		return found
+		return nil // derivedRow reports it
 	}
 	for _, t := range spec.Tables {
 		for i, r := range t.Rows {

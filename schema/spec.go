@@ -164,6 +164,17 @@ type Table struct {
 	Rows    []Row    `json:"rows"`
 }
 
+// RowsLabelled returns the indices of t's rows labelled label.
+func (t Table) RowsLabelled(label string) []int {
+	var out []int
+	for i, r := range t.Rows {
+		if r.Label == label {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // Column is one table column.
 type Column struct {
 	Key    string `json:"key"`

@@ -90,18 +90,11 @@ func (g *grid) pairedDifference(i int) error {
 	}
 	var ab [2]int
 	for n, label := range labels {
-		ab[n] = -1
-		for o, r := range g.t.Rows {
-			if r.Label == label && r.Derived == nil {
-				if ab[n] >= 0 {
-					return fmt.Errorf("paired difference: two rows are labelled %q", label)
-				}
-				ab[n] = o
-			}
+		found := g.t.RowsLabelled(label)
+		if len(found) != 1 || g.t.Rows[found[0]].Derived != nil {
+			return fmt.Errorf("paired difference: %d rows are labelled %q, want one row of experiments", len(found), label)
 		}
-		if ab[n] < 0 {
-			return fmt.Errorf("paired difference: no row of experiments labelled %q", label)
-		}
+		ab[n] = found[0]
 	}
 	if ab[0] == ab[1] {
 		return fmt.Errorf("paired difference of row %q with itself", labels[0])
@@ -119,7 +112,7 @@ func (g *grid) pairedDifference(i int) error {
 		for s := range a {
 			d[s] = a[s] - b[s]
 		}
-		g.cells[i][j] = entry{present: true, ours: meanStd(d, g.t.DDof), n: len(d)}
+		g.cells[i][j] = entry{present: true, ours: meanStd(d, g.t.DDof), scores: d}
 		n++
 	}
 	if n == 0 {

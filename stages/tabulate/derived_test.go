@@ -130,8 +130,8 @@ func TestPairedDifference(t *testing.T) {
 		if row[0].Text != "k = 5 − k = 1" || row[1].Text != tc.want || row[2].Text != "--" || row[1].Best {
 			t.Errorf("ddof %d over %s: derived row %+v, want %q, an empty cited column and no bold", tc.ddof, tc.stdOver, row, tc.want)
 		}
-		if e := g.cells[2][0]; tc.stdOver == "splits" && e.n != 3 {
-			t.Errorf("n = %d, want 3", e.n)
+		if e := g.cells[2][0]; tc.stdOver == "splits" && len(e.scores) != 3 {
+			t.Errorf("n = %d, want 3", len(e.scores))
 		}
 	}
 	_, err := build(table(0, "splits", exp("k1b")), res)

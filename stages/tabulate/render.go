@@ -37,8 +37,7 @@ type value struct {
 type entry struct {
 	present bool // the row has a cell for the column
 	ours    value
-	n       int       // number of split scores (computed cells)
-	scores  []float64 // the scores, in table units (experiment cells)
+	scores  []float64 // a computed cell's split (or run) scores, in table units
 	cited   bool      // ours is a cited constant
 	source  string    // cited source
 	paper   value
@@ -213,7 +212,7 @@ func compute(t schema.Table, c schema.Cell, results map[string]*stages.EvalResul
 			}
 			xs[i] = x * t.Scale
 		}
-		e.n, e.scores = len(xs), xs
+		e.scores = xs
 		e.ours = meanStd(xs, t.DDof)
 	}
 	if c.Mean != nil {

@@ -200,8 +200,8 @@ func (g *grid) csv() ([]byte, error) {
 				continue
 			}
 			n := ""
-			if e.n > 0 {
-				n = strconv.Itoa(e.n)
+			if len(e.scores) > 0 {
+				n = strconv.Itoa(len(e.scores))
 			}
 			rec := []string{r.Label, col.Key, opt(e.ours.ok, e.ours.mean), opt(e.ours.hasStd, e.ours.std), n, strconv.FormatBool(e.cited), e.source}
 			if cmp {
