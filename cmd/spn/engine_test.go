@@ -338,10 +338,10 @@ func TestUsageAndSpecErrors(t *testing.T) {
 			"spn table: reading spec testdata/missing.cue: open testdata/missing.cue: no such file or directory\n"},
 		{[]string{"plan", "testdata/bad.cue"}, exitUsage,
 			"testdata/bad.cue:5:29: experiments.x.dataset.h: invalid value 0 (out of bound >=1)\n" +
-				"testdata/bad.cue:6:29: experiments.x.model.colour: field not allowed (allowed in a \"spn\" model: alpha_init, dropout, eps, global_readout, hidden, k, kind, layers, learn_eps, pool, unreachable)\n"},
+				"testdata/bad.cue:6:29: experiments.x.model.colour: field not allowed (allowed in a \"spn\" model: alpha_init, dropout, eps, global_readout, hidden, k, kind, layer_norm, layers, learn_eps, pool, unreachable)\n"},
 		{[]string{"run", "testdata/bad.cue"}, exitUsage,
 			"testdata/bad.cue:5:29: experiments.x.dataset.h: invalid value 0 (out of bound >=1)\n" +
-				"testdata/bad.cue:6:29: experiments.x.model.colour: field not allowed (allowed in a \"spn\" model: alpha_init, dropout, eps, global_readout, hidden, k, kind, layers, learn_eps, pool, unreachable)\n"},
+				"testdata/bad.cue:6:29: experiments.x.model.colour: field not allowed (allowed in a \"spn\" model: alpha_init, dropout, eps, global_readout, hidden, k, kind, layer_norm, layers, learn_eps, pool, unreachable)\n"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -64,10 +64,10 @@ func (Kind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Mode
 
 // tfLayer holds the parameters of one pre-LN Graphormer block.
 type tfLayer struct {
-	ln1g, ln1b *param.Param
+	ln1        *param.LayerNorm
 	q, k, v, o *param.Linear
 	bias       *param.Param // (max_dist+2) × heads
-	ln2g, ln2b *param.Param
+	ln2        *param.LayerNorm
 	ff1, ff2   *param.Linear
 	// heads and maxDist size the attention; gd is the model's batch data.
 	heads, maxDist int
@@ -150,28 +150,28 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 func newTFLayer(name string, d, heads, maxDist int, gd *graphData, init *rand.Rand) *tfLayer {
 	l := &tfLayer{
 		heads: heads, maxDist: maxDist, gd: gd,
-		ln1g: param.NewParam(name+".ln1.gamma", d), ln1b: param.NewParam(name+".ln1.beta", d),
-		q: param.NewLinear(name+".attn.q", d, d, init), k: param.NewLinear(name+".attn.k", d, d, init),
+		ln1: param.NewLayerNorm(name+".ln1", d),
+		q:   param.NewLinear(name+".attn.q", d, d, init), k: param.NewLinear(name+".attn.k", d, d, init),
 		v: param.NewLinear(name+".attn.v", d, d, init), o: param.NewLinear(name+".attn.o", d, d, init),
 		bias: param.NewParam(name+".attn.spatial_bias", maxDist+2, heads),
-		ln2g: param.NewParam(name+".ln2.gamma", d), ln2b: param.NewParam(name+".ln2.beta", d),
-		ff1: param.NewLinear(name+".ffn1", d, d, init), ff2: param.NewLinear(name+".ffn2", d, d, init),
+		ln2:  param.NewLayerNorm(name+".ln2", d),
+		ff1:  param.NewLinear(name+".ffn1", d, d, init), ff2: param.NewLinear(name+".ffn2", d, d, init),
 	}
-	l.ln1g.Fill(1)
-	l.ln2g.Fill(1)
-	l.ln1b.NoDecay, l.ln2b.NoDecay, l.ln1g.NoDecay, l.ln2g.NoDecay, l.bias.NoDecay = true, true, true, true, true
+	for _, p := range append(append(l.ln1.Params(), l.ln2.Params()...), l.bias) {
+		p.NoDecay = true
+	}
 	return l
 }
 
 // Params implements rt.Layer: the block's parameters in a fixed order.
 func (l *tfLayer) Params() []*param.Param {
-	ps := []*param.Param{l.ln1g, l.ln1b}
+	ps := l.ln1.Params()
 	for _, lin := range []*param.Linear{l.q, l.k, l.v} {
 		ps = append(ps, lin.Params()...)
 	}
 	ps = append(ps, l.bias)
 	ps = append(ps, l.o.Params()...)
-	ps = append(ps, l.ln2g, l.ln2b)
+	ps = append(ps, l.ln2.Params()...)
 	ps = append(ps, l.ff1.Params()...)
 	return append(ps, l.ff2.Params()...)
 }
@@ -194,11 +194,11 @@ func (l *tfLayer) Step(s *rt.Step, h *G.Node) *G.Node {
 		return bdr.Op(be, rt.NewLinear(id, be, bd, false, N, d, d), x, bind(ln.W), bind(ln.B))
 	}
 	add := func(a, b *G.Node) *G.Node { return bdr.Add(a, b, "the residual of "+name) }
-	a := bdr.Op(be, newLayerNorm(name+".ln1", be, bd, N, d), h, bind(l.ln1g), bind(l.ln1b))
+	a := bdr.Op(be, rt.NewLayerNorm(name+".ln1", be, bd, false, N, d), h, bind(l.ln1.Gamma), bind(l.ln1.Beta))
 	q, k, v := lin(name+".attn.q", l.q, a), lin(name+".attn.k", l.k, a), lin(name+".attn.v", l.v, a)
 	att := bdr.Op(be, newGraphAttn(name+".attn", be, bd, gd, heads, maxDist+2, N, d), q, k, v, bind(l.bias))
 	h = add(h, lin(name+".attn.o", l.o, att))
-	f := bdr.Op(be, newLayerNorm(name+".ln2", be, bd, N, d), h, bind(l.ln2g), bind(l.ln2b))
+	f := bdr.Op(be, rt.NewLayerNorm(name+".ln2", be, bd, false, N, d), h, bind(l.ln2.Gamma), bind(l.ln2.Beta))
 	f = bdr.Op(be, newReLU(name+".ffn.relu", N, d), lin(name+".ffn1", l.ff1, f))
 	return add(h, lin(name+".ffn2", l.ff2, f))
 }

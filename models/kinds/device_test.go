@@ -10,7 +10,8 @@ import (
 // TestCheckDevice checks which model sections may train on a device:
 // spn, gin, rspn, espn, gcn and gat for classification, regression and
 // multi-task binary classification with sum, mean or max pooling or the
-// gated readout, with or without the global readout, and the baseline;
+// gated readout, with or without the global readout or the readout's
+// layer norms, and the baseline;
 // every other kind and option is refused with a message naming the kind
 // and the device.
 func TestCheckDevice(t *testing.T) {
@@ -44,6 +45,8 @@ func TestCheckDevice(t *testing.T) {
 		{spn, "ranking", `model kind "spn" cannot train on device cuda:0: task ranking has no device loss (only classification, regression and binary)`},
 		{with(func(m *modelspec.Model) { m.Pool = "max" }), models.TaskClassification, ""},
 		{with(func(m *modelspec.Model) { m.GlobalReadout = true }), models.TaskClassification, ""},
+		{with(func(m *modelspec.Model) { m.LayerNorm = true }), models.TaskClassification, ""},
+		{with(func(m *modelspec.Model) { m.Kind, m.K, m.LayerNorm = "espn", 3, true }), models.TaskBinary, ""},
 		{with(func(m *modelspec.Model) { m.GatedReadout = true }), models.TaskRegression, ""},
 		{with(func(m *modelspec.Model) { m.GatedReadout, m.Pool = true, "max" }), models.TaskRegression, ""},
 	} {

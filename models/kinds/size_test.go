@@ -20,9 +20,9 @@ func TestParamCount(t *testing.T) {
 	for _, kind := range reg.Names() {
 		k, _ := reg.Lookup(kind)
 		for _, cfg := range sizeConfigs(kind) {
-			name := fmt.Sprintf("%s/d%d_L%d_k%d_heads%d_dist%d_lin%v_global%v_gated%v_R%d_labels%d_attrs%d_out%d_vocab%v/%v",
+			name := fmt.Sprintf("%s/d%d_L%d_k%d_heads%d_dist%d_lin%v_global%v_gated%v_ln%v_R%d_labels%d_attrs%d_out%d_vocab%v/%v",
 				kind, cfg.Model.Hidden, cfg.Model.Layers, cfg.Model.K, cfg.Model.Heads, cfg.Model.MaxDist, cfg.Model.Linear,
-				cfg.Model.GlobalReadout, cfg.Model.GatedReadout, cfg.NumEdgeTypes, cfg.NumLabels, cfg.AttrDim, cfg.Out, cfg.NodeCatVocab, cfg.EdgeFeatVocab)
+				cfg.Model.GlobalReadout, cfg.Model.GatedReadout, cfg.Model.LayerNorm, cfg.NumEdgeTypes, cfg.NumLabels, cfg.AttrDim, cfg.Out, cfg.NodeCatVocab, cfg.EdgeFeatVocab)
 			m, err := reg.New(cfg, 1, kernels.CPU{Threads: 1})
 			if err != nil {
 				continue // a combination the kind refuses
@@ -75,6 +75,10 @@ func sizeConfigs(kind string) []models.Config {
 					cfg.EdgeFeatVocab = []int{5, 4}[:1+v%2]
 				case "baseline":
 					cfg.Model.Dropout = 0
+				}
+				switch kind {
+				case "spn", "gin", "espn": // the kinds with model.layer_norm
+					cfg.Model.LayerNorm = v%2 == 0
 				}
 				switch v {
 				case 1:

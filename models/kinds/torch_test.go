@@ -102,8 +102,8 @@ type torchCase struct {
 	// pool is model.pool ("" for sum), dropout model.dropout.
 	pool    string
 	dropout float64
-	// unreachable is model.unreachable (N_∞).
-	unreachable bool
+	// unreachable is model.unreachable (N_∞), layerNorm model.layer_norm.
+	unreachable, layerNorm bool
 }
 
 // torchCases: the baseline's two forms (NCI1: labels; ENZYMES: labels
@@ -115,7 +115,10 @@ type torchCase struct {
 // E-SPN also with the global readout, SPN also with mean and max pooling,
 // SPN, GAT and E-SPN also with dropout (the masks spn draws, given to
 // PyTorch); SPN, R-SPN and E-SPN also with N_∞ (model.unreachable; some
-// of NCI1's and tox21's graphs are disconnected, QM9's are not).
+// of NCI1's and tox21's graphs are disconnected, QM9's are not); SPN,
+// GIN and E-SPN also with the readout's layer norms (model.layer_norm;
+// SPN's with mean pooling and dropout, E-SPN's with dropout, as the
+// MoleculeNet table's model).
 var torchCases = []torchCase{
 	{kind: "baseline", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
 	{kind: "baseline", data: "ENZYMES", k: 1, load: loadTU("ENZYMES.zip")},
@@ -140,6 +143,9 @@ var torchCases = []torchCase{
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), unreachable: true},
 	{kind: "rspn", data: "QM9-valid", k: 3, load: loadQM9, unreachable: true},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21, unreachable: true},
+	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), layerNorm: true, pool: models.PoolMean, dropout: 0.5},
+	{kind: "gin", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), layerNorm: true},
+	{kind: "espn", data: "tox21", k: 3, load: loadTox21, layerNorm: true, pool: models.PoolMean, dropout: 0.5},
 }
 
 func loadQM9(t *testing.T, mirror string) *data.Dataset {
@@ -234,7 +240,7 @@ func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 		for _, o := range []struct {
 			on   bool
 			name string
-		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}, {c.dropout > 0, "-dropout"}, {c.unreachable, "-unreachable"}} {
+		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}, {c.dropout > 0, "-dropout"}, {c.unreachable, "-unreachable"}, {c.layerNorm, "-layernorm"}} {
 			if o.on {
 				name += o.name
 			}
@@ -324,7 +330,7 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 		t.Fatal(err)
 	}
 	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: cmp.Or(c.pool, models.PoolSum), Linear: c.linear, Heads: c.heads, MaxDist: c.maxDist,
-		GlobalReadout: c.global, GatedReadout: c.gated, Dropout: c.dropout, Unreachable: c.unreachable}
+		GlobalReadout: c.global, GatedReadout: c.gated, Dropout: c.dropout, Unreachable: c.unreachable, LayerNorm: c.layerNorm}
 	spec.LearnEps = c.kind == "spn" || c.kind == "gin" || c.kind == "rspn" || c.kind == "espn"
 	cfg, err := models.ConfigFor(spec, ds)
 	if err != nil {

@@ -130,3 +130,20 @@ func NewBatchNormReLU(name string, dim int) *BatchNormReLU {
 
 // Params returns γ and β.
 func (b *BatchNormReLU) Params() []*Param { return []*Param{b.Gamma, b.Beta} }
+
+// LayerNorm holds a layer norm's scale γ and shift β over dim features,
+// named NAME.gamma and NAME.beta.
+type LayerNorm struct {
+	Gamma, Beta *Param
+}
+
+// NewLayerNorm returns a layer norm over dim features with γ = 1 and
+// β = 0, PyTorch's nn.LayerNorm initialisation.
+func NewLayerNorm(name string, dim int) *LayerNorm {
+	l := &LayerNorm{Gamma: NewParam(name+".gamma", dim), Beta: NewParam(name+".beta", dim)}
+	l.Gamma.Fill(1)
+	return l
+}
+
+// Params returns γ and β.
+func (l *LayerNorm) Params() []*Param { return []*Param{l.Gamma, l.Beta} }

@@ -62,3 +62,6 @@ func HopAggregationSize(k int) int64 { return Sum(Prod(k), 1) }
 
 // BatchNormReLUSize is the size of NewBatchNormReLU's γ and β.
 func BatchNormReLUSize(dim int) int64 { return Times(2, Prod(dim)) }
+
+// LayerNormSize is the size of NewLayerNorm's γ and β.
+func LayerNormSize(dim int) int64 { return Times(2, Prod(dim)) }

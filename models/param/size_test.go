@@ -56,6 +56,9 @@ func TestLayerSizes(t *testing.T) {
 		if got, want := BatchNormReLUSize(d.b), count(NewBatchNormReLU("bn", d.b).Params()); got != want {
 			t.Errorf("BatchNormReLUSize(%d) = %d, NewBatchNormReLU holds %d", d.b, got, want)
 		}
+		if got, want := LayerNormSize(d.b), count(NewLayerNorm("ln", d.b).Params()); got != want {
+			t.Errorf("LayerNormSize(%d) = %d, NewLayerNorm holds %d", d.b, got, want)
+		}
 	}
 	for _, e := range []struct{ labels, attrs, dim int }{{0, 0, 4}, {5, 0, 4}, {0, 3, 4}, {5, 3, 8}} {
 		if got, want := EncoderSize(e.labels, e.attrs, e.dim), count(NewEncoder("e", e.labels, e.attrs, e.dim, rand.New(rand.NewPCG(1, 2))).Params()); got != want {

@@ -50,8 +50,11 @@ type Engine struct {
 	// T+1 per-layer readouts (encoder output first).
 	Enc     *param.Encoder
 	Readout []*param.Linear
-	rng     *rand.Rand // dropout masks
-	ar      *arena     // node-sized buffers, recycled from run to run
+	// ReadoutNorm are, with model.layer_norm, the layer norms of the
+	// readouts t = 1..T (nil without).
+	ReadoutNorm []*param.LayerNorm
+	rng         *rand.Rand // dropout masks
+	ar          *arena     // node-sized buffers, recycled from run to run
 
 	// cache holds the compiled graphs by padded sizes and kind.
 	cache *Cache[Key, *Program]
@@ -391,8 +394,23 @@ func NewReadout(cfg models.Config, init *rand.Rand) []*param.Linear {
 	return r
 }
 
+// NewReadoutNorms returns, with model.layer_norm, the layer norms of the
+// readouts t = 1..layers (named readoutT.ln, γ = 1, β = 0: no draws from
+// the initialisation generator), else nil.
+func NewReadoutNorms(cfg models.Config) []*param.LayerNorm {
+	if !cfg.Model.LayerNorm {
+		return nil
+	}
+	var r []*param.LayerNorm
+	for t := 1; t <= cfg.Model.Layers; t++ {
+		r = append(r, param.NewLayerNorm(fmt.Sprintf("readout%d.ln", t), cfg.Model.Hidden))
+	}
+	return r
+}
+
 // Finish adds to p's graph the readout out = Σ_t Dropout(Wᵗ·pool(hᵗ) + bᵗ)
-// over the node states hs (encoder output first), one op (layerSum),
+// (with model.layer_norm, Σ_t Dropout(Wᵗ·LNᵗ(pool(hᵗ)) + bᵗ), LN⁰ the
+// identity) over the node states hs (encoder output first), one op (layerSum),
 // then the loss (or ⟨out, seed⟩) and its symbolic gradient when key asks
 // for one; what names the graph in errors.
 func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G.Node, what string) (*Program, error) {
@@ -405,6 +423,13 @@ func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G
 	for t := range hs {
 		in = append(in, p.Param(bdr, e.Readout[t].W), p.Param(bdr, e.Readout[t].B))
 	}
+	norm := e.ReadoutNorm != nil
+	if norm && len(e.ReadoutNorm) != len(hs)-1 {
+		return nil, fmt.Errorf("%d readout layer norms for %d readouts", len(e.ReadoutNorm), len(hs))
+	}
+	for _, ln := range e.ReadoutNorm {
+		in = append(in, p.Param(bdr, ln.Gamma), p.Param(bdr, ln.Beta))
+	}
 	if key.dropout {
 		for t := range hs {
 			mk := make([]float32, G_*c)
@@ -414,7 +439,7 @@ func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G
 			in = append(in, mn)
 		}
 	}
-	ls, err := newLayerSum("readout", be, bd, cfg.Model.Pool, len(hs), key.dropout, N, G_, d, c)
+	ls, err := newLayerSum("readout", be, bd, cfg.Model.Pool, len(hs), norm, key.dropout, N, G_, d, c)
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func (n *Net) Init(arch Arch, pkg string, kind models.Kind, cfg models.Config, s
 	if parts.Output != nil {
 		n.Output = parts.Output(init)
 	} else {
-		n.Readout = NewReadout(cfg, init)
+		n.Readout, n.ReadoutNorm = NewReadout(cfg, init), NewReadoutNorms(cfg)
 	}
 	return nil
 }
@@ -152,6 +152,9 @@ func (n *Net) Params() []*param.Param {
 	}
 	for _, r := range n.Readout {
 		ps = append(ps, r.Params()...)
+	}
+	for _, ln := range n.ReadoutNorm {
+		ps = append(ps, ln.Params()...)
 	}
 	if n.Output != nil {
 		ps = append(ps, n.Output.Params()...)
@@ -177,7 +180,9 @@ func (n *Net) GradParams(p *Program) []*param.Param { return p.BoundParams() }
 //
 //	h⁰ = Enc(labels, attrs) [+ Input]
 //	hᵗ = Layerᵗ.Step(hᵗ⁻¹),  t = 1..T
-//	out = Σ_{t=0..T} Dropout(Wᵗ·pool(hᵗ) + bᵗ)  (or Output(h⁰..hᵀ))
+//	out = Σ_{t=0..T} Dropout(Wᵗ·LNᵗ(pool(hᵗ)) + bᵗ)  (or Output(h⁰..hᵀ))
+//
+// (LNᵗ a layer norm for t ≥ 1 with model.layer_norm, else the identity)
 //
 // then the loss (or ⟨out, seed⟩) and its gradient when key asks for one.
 func (n *Net) BuildGraph(key Key, bd *BatchData) (*Program, error) {

@@ -28,7 +28,8 @@ import (
 // bits); the cross-entropy computes in
 // double on both (exp and log again: 1e-5 relative); the squared error
 // of three targets per graph adds its terms in double in the CPU's order
-// (the same bits); the gated sum takes σ in double (exp again: 1e-6
+// (the same bits); the layer norm computes its row statistics and column
+// sums in double in the CPU's order (the same bits); the gated sum takes σ in double (exp again: 1e-6
 // relative) and the concatenation copies (the same bits). The linear map's padding rows are zero and
 // its padding inputs ignored on both (its output and dx are compared
 // whole).
@@ -139,6 +140,10 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 			[][]float32{modeltest.RandFloats(rng, attrD*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
 		{"MLP, training", newMLPOp("layer1", newMLP(), be, bd, true, true, N, d), mlpIn(), 1e-4, 1e-4},
 		{"MLP, evaluation", newMLPOp("layer1", newMLP(), be, bd, false, false, N, d), mlpIn(), 1e-4, 1e-4},
+		{"layer norm", newLayerNorm("ln", be, bd, false, N, d),
+			[][]float32{modeltest.RandFloats(rng, N*d, 2), modeltest.RandFloats(rng, d, 1), modeltest.RandFloats(rng, d, 0.5)}, 0, 0},
+		{"layer norm graph-level", newLayerNorm("readout1.ln", be, bd, true, g, d),
+			[][]float32{modeltest.RandFloats(rng, g*d, 2), modeltest.RandFloats(rng, d, 1), modeltest.RandFloats(rng, d, 0.5)}, 0, 0},
 		{"dropout", newDropout("readout0.dropout", g, c), [][]float32{modeltest.RandFloats(rng, g*c, 1), mask}, 0, 0},
 		{"gated sum", gatedSum{id: "readout.gated_sum", be: be, bd: bd, N: N, G: g, c: c},
 			[][]float32{modeltest.RandFloats(rng, N*c, 2), modeltest.RandFloats(rng, N*c, 1)}, 1e-6, 1e-6},
@@ -153,27 +158,17 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	// readouts take two launches of spn_readout_sum and of
 	// spn_readout_masks.
 	for _, ls := range []struct {
-		kind    string
-		T1      int
-		dropout bool
-	}{{models.PoolSum, 3, true}, {models.PoolMean, 10, true}, {models.PoolMax, 2, false}, {models.PoolSum, 9, false}} {
-		o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.dropout, N, g, d, c)
+		kind          string
+		T1            int
+		norm, dropout bool
+	}{{models.PoolSum, 3, false, true}, {models.PoolMean, 10, false, true}, {models.PoolMax, 2, false, false}, {models.PoolSum, 9, false, false},
+		{models.PoolMean, 3, true, true}, {models.PoolSum, 10, true, true}, {models.PoolMax, 9, true, false}} {
+		o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.norm, ls.dropout, N, g, d, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var in [][]float32
-		for range ls.T1 {
-			in = append(in, modeltest.RandFloats(rng, N*d, 1))
-		}
-		for range ls.T1 {
-			in = append(in, modeltest.RandFloats(rng, d*c, 0.5), modeltest.RandFloats(rng, c, 0.5))
-		}
-		if ls.dropout {
-			for range ls.T1 {
-				in = append(in, modeltest.DropMask(rng, g*c, 0.3))
-			}
-		}
-		name := fmt.Sprintf("layer sum %s T+1 = %d dropout %v", ls.kind, ls.T1, ls.dropout)
+		in := layerSumInputs(rng, ls.T1, ls.norm, ls.dropout, N, g, d, c)
+		name := fmt.Sprintf("layer sum %s T+1 = %d layer norm %v dropout %v", ls.kind, ls.T1, ls.norm, ls.dropout)
 		t.Run(name, func(t *testing.T) { optest.CheckDevice(t, e, name, o, in, 1e-5, 1e-5) })
 	}
 	// More graphs than a chunk of rows: the biases' gradients by
@@ -359,19 +354,12 @@ func layerSumOfMany(t *testing.T, e *engine.Engine, rng *rand.Rand, be Env) {
 	defer dm.Free()
 	many.Dev = dm
 	const gm = 160
-	o, err := newLayerSum("readout", be, many, models.PoolSum, 3, true, N, gm, d, c)
-	if err != nil {
-		t.Fatal(err)
+	for _, norm := range []bool{false, true} {
+		o, err := newLayerSum("readout", be, many, models.PoolSum, 3, norm, true, N, gm, d, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := layerSumInputs(rng, 3, norm, true, N, gm, d, c)
+		optest.CheckDevice(t, e, fmt.Sprintf("layer sum of 150 graphs, layer norm %v", norm), o, in, 1e-5, 1e-5)
 	}
-	var in [][]float32
-	for range 3 {
-		in = append(in, modeltest.RandFloats(rng, N*d, 1))
-	}
-	for range 3 {
-		in = append(in, modeltest.RandFloats(rng, d*c, 0.5), modeltest.RandFloats(rng, c, 0.5))
-	}
-	for range 3 {
-		in = append(in, modeltest.DropMask(rng, gm*c, 0.3))
-	}
-	optest.CheckDevice(t, e, "layer sum of 150 graphs", o, in, 1e-5, 1e-5)
 }

@@ -104,29 +104,21 @@ func TestOpGradients(t *testing.T) {
 				In: [][]float32{modeltest.RandFloats(rng, N*d, 1)}, Shapes: [][]int{{N, d}}, H: 1e-3, Tol: 2e-2, ZeroFrom: 5 * d})
 		}
 		// The layer-sum readout: three readouts with dropout, ten (more
-		// than a device launch's group of eight) without.
+		// than a device launch's group of eight) without; with the layer
+		// norm of the readouts t ≥ 1, three with dropout, ten without.
 		for _, ls := range []struct {
-			kind    string
-			T1      int
-			dropout bool
-		}{{models.PoolSum, 3, true}, {models.PoolMean, 10, false}, {models.PoolMax, 2, true}} {
-			o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.dropout, N, 8, d, 2)
+			kind          string
+			T1            int
+			norm, dropout bool
+		}{{models.PoolSum, 3, false, true}, {models.PoolMean, 10, false, false}, {models.PoolMax, 2, false, true},
+			{models.PoolMean, 3, true, true}, {models.PoolSum, 10, true, false}} {
+			o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.norm, ls.dropout, N, 8, d, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := modeltest.OpCase{Name: fmt.Sprintf("layer sum %s T+1 = %d dropout %v", ls.kind, ls.T1, ls.dropout), Op: o,
+			c := modeltest.OpCase{Name: fmt.Sprintf("layer sum %s T+1 = %d layer norm %v dropout %v", ls.kind, ls.T1, ls.norm, ls.dropout), Op: o,
 				Shapes: o.Sig().In, Diff: o.Sig().Diff, H: 1e-3, Tol: 2e-2, ZeroFrom: 5 * 2}
-			for range ls.T1 {
-				c.In = append(c.In, modeltest.RandFloats(rng, N*d, 1))
-			}
-			for range ls.T1 {
-				c.In = append(c.In, modeltest.RandFloats(rng, d*2, 0.5), modeltest.RandFloats(rng, 2, 0.5))
-			}
-			if ls.dropout {
-				for range ls.T1 {
-					c.In = append(c.In, modeltest.DropMask(rng, 8*2, 0.3))
-				}
-			}
+			c.In = layerSumInputs(rng, ls.T1, ls.norm, ls.dropout, N, 8, d, 2)
 			cases = append(cases, c)
 		}
 		for _, c := range cases {
@@ -134,6 +126,33 @@ func TestOpGradients(t *testing.T) {
 			modeltest.CheckOpGrad(t, c)
 		}
 	}
+}
+
+// layerSumInputs returns random inputs of a layer-sum readout of T1
+// readouts (newLayerSum's order): the node states (N×d), the maps (d×c,
+// c), with norm the layer norms' γ and β (d, d; γ near 1), with dropout
+// the masks (G×c).
+func layerSumInputs(rng *rand.Rand, T1 int, norm, dropout bool, N, G, d, c int) [][]float32 {
+	var in [][]float32
+	for range T1 {
+		in = append(in, modeltest.RandFloats(rng, N*d, 1))
+	}
+	for range T1 {
+		in = append(in, modeltest.RandFloats(rng, d*c, 0.5), modeltest.RandFloats(rng, c, 0.5))
+	}
+	for t := 1; t < T1 && norm; t++ {
+		g := modeltest.RandFloats(rng, d, 0.3)
+		for j := range g {
+			g[j]++
+		}
+		in = append(in, g, modeltest.RandFloats(rng, d, 0.5))
+	}
+	if dropout {
+		for range T1 {
+			in = append(in, modeltest.DropMask(rng, G*c, 0.3))
+		}
+	}
+	return in
 }
 
 // TestOpsMatchKernelsBitwise checks that the forward ops compute exactly

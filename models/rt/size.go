@@ -26,9 +26,14 @@ func NetSize(cfg models.Config, input, layer, output int64) int64 {
 	return param.Sum(param.EncoderSize(cfg.NumLabels, cfg.AttrDim, d), input, param.Times(cfg.Model.Layers, layer), output)
 }
 
-// ReadoutSize is the size of NewReadout's maps.
+// ReadoutSize is the size of NewReadout's maps and NewReadoutNorms' layer
+// norms.
 func ReadoutSize(cfg models.Config) int64 {
-	return param.Times(cfg.Model.Layers+1, param.LinearSize(cfg.Model.Hidden, cfg.Out))
+	maps := param.Times(cfg.Model.Layers+1, param.LinearSize(cfg.Model.Hidden, cfg.Out))
+	if !cfg.Model.LayerNorm {
+		return maps
+	}
+	return param.Sum(maps, param.Times(cfg.Model.Layers, param.LayerNormSize(cfg.Model.Hidden)))
 }
 
 // MLPSize is the size of NewMLPs(name, d, m, init) (m = 1: NewMLP).

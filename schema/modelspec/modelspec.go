@@ -31,6 +31,11 @@ type Model struct {
 	// GatedReadout replaces the layer readout by GNN-FiLM's gated sum over
 	// the nodes (rspn).
 	GatedReadout bool `json:"gated_readout,omitempty"`
+	// LayerNorm puts a layer norm of its own on every layer's pooled
+	// state before its map in the layer-sum readout (not on the input
+	// embedding's), as the official code's --layer_norm does (spn, gin,
+	// espn).
+	LayerNorm bool `json:"layer_norm,omitempty"`
 	// Linear makes gcn and gat the official code's linear layers (no MLP
 	// between layers).
 	Linear bool `json:"linear,omitempty"`

@@ -35,6 +35,8 @@ graph's nodes (model.pool). model.global_readout adds
 model.unreachable (spn, rspn, espn) makes N_inf(u), the nodes of u's graph
 that u cannot reach, a (k+1)-th hop set after N_k, with a (k+1)-th logit
 (rspn's messages over it through MLP_h, as over N_2..N_k);
+model.layer_norm (spn, gin, espn) puts a layer norm of its own on the
+pooled state of every layer t >= 1 before Linear_t (not on the input's);
 model.gated_readout (rspn) is GNN-FiLM's gated sum instead,
 sum_v sigmoid(W_g [h0_v, hT_v] + b_g) * (W_t hT_v + b_t). The loss is the mean cross-entropy
 (classification), the mean squared error over every target (regression)
@@ -138,10 +140,22 @@ def mlp_pairs(prefix, mlps):
         yield f"{prefix}.bn{i}.beta", [(m[bn].bias, False) for m in mlps]
 
 
-def readout_pairs(readout):
+def readout_pairs(readout, norms=None):
     for t, lin in enumerate(readout):
         yield f"readout{t}.w", [(lin.weight, True)]
         yield f"readout{t}.b", [(lin.bias, False)]
+    for t, ln in enumerate(norms or [], 1):
+        yield f"readout{t}.ln.gamma", [(ln.weight, False)]
+        yield f"readout{t}.ln.beta", [(ln.bias, False)]
+
+
+def readout_norms(cfg, d):
+    """model.layer_norm's layer norm per layer (t = 1..T: not the input
+    embedding's readout), or None."""
+    m = cfg["model"]
+    if not m.get("layer_norm"):
+        return None
+    return nn.ModuleList(nn.LayerNorm(d) for _ in range(m["layers"]))
 
 
 def global_read(h, b, w):
@@ -183,10 +197,13 @@ def pool(h, b, how):
 
 
 def readout(model, hs, b):
-    """sum_t Dropout(Linear_t(pool(h^t))), the dropout masks spn's (b["masks"],
-    inverted: 0 or 1/(1-p)) in training mode and none in evaluation."""
+    """sum_t Dropout(Linear_t(LN_t(pool(h^t)))), the dropout masks spn's
+    (b["masks"], inverted: 0 or 1/(1-p)) in training mode and none in
+    evaluation, LN_t model.readout_ln[t-1] for t >= 1 with model.layer_norm
+    and the identity otherwise."""
     masks = b.get("masks") if model.training else None
-    terms = [lin(pool(h, b, b["pool"])) for h, lin in zip(hs, model.readout)]
+    norms = [nn.Identity()] + list(getattr(model, "readout_ln", None) or [nn.Identity()] * (len(hs) - 1))
+    terms = [lin(ln(pool(h, b, b["pool"]))) for h, lin, ln in zip(hs, model.readout, norms)]
     if masks is not None:
         terms = [x * m.to(x.dtype) for x, m in zip(terms, masks)]
     return sum(terms)
@@ -200,6 +217,7 @@ class SPN(Model):
         self.labels = cfg["num_labels"]
         m = cfg["model"]
         self.net = torch_spn.SPN(self.labels, d, out, m["layers"], terms(m), 0.0)
+        self.net.readout_ln = readout_norms(cfg, d)
         self.glob = global_params(cfg, d)
 
     def pairs(self):
@@ -210,12 +228,12 @@ class SPN(Model):
             yield f"layer{l}.agg.alpha_logits", [(layer.alpha, False)]
             yield f"layer{l}.agg.eps", [(layer.eps, False)]
             yield from mlp_pairs(f"layer{l}", [layer.mlp])
-        yield from readout_pairs(n.readout)
+        yield from readout_pairs(n.readout, n.readout_ln)
         yield from global_pairs(self.glob)
 
     def forward(self, b):
         x = F.one_hot(b["x"], self.labels).to(self.net.enc.weight.dtype)
-        if self.glob is None and b["pool"] == "sum" and not (self.training and b.get("masks") is not None):
+        if self.glob is None and self.net.readout_ln is None and b["pool"] == "sum" and not (self.training and b.get("masks") is not None):
             return self.net(x, b["hops"], b["batch"], b["graphs"])
         # torch_spn's layer, with the global readout added to its
         # aggregate, and the readout pooling and dropping as the model
@@ -306,6 +324,7 @@ class ESPN(Model):
         self.bond = nn.ParameterList(nn.Parameter(torch.zeros(sum(ev), d)) for _ in range(m["layers"]))
         self.mlps = nn.ModuleList(mlp(d) for _ in range(m["layers"]))
         self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
+        self.readout_ln = readout_norms(cfg, d)
         self.glob = global_params(cfg, d)
 
     def pairs(self):
@@ -317,7 +336,7 @@ class ESPN(Model):
             yield f"layer{l + 1}.agg.eps", [(self.eps[l], False)]
             yield f"layer{l + 1}.bond", [(self.bond[l], False)]
             yield from mlp_pairs(f"layer{l + 1}", [self.mlps[l]])
-        yield from readout_pairs(self.readout)
+        yield from readout_pairs(self.readout, self.readout_ln)
 
     def forward(self, b):
         h = self.atom[b["node_cat"] + self.node_off].sum(1) + self.enc_b
@@ -611,6 +630,7 @@ def unsupported(m, masks):
         (m.get("global_readout") and not spnlike, "global_readout is spn's, gin's, rspn's and espn's"),
         (m.get("gated_readout") and kind != "rspn", "gated_readout is rspn's"),
         (m.get("unreachable") and kind not in ("spn", "rspn", "espn"), "unreachable is spn's, rspn's and espn's"),
+        (m.get("layer_norm") and kind not in ("spn", "gin", "espn"), "layer_norm is spn's, gin's and espn's"),
     ):
         if bad:
             return why

@@ -548,16 +548,20 @@ func DatasetLabel(d schema.Dataset) string {
 
 // PointLabel is a short human label of a grid point, e.g.
 // "spn k=5 L=5 lr=0.001": the model kind, k and layers ("unreachable"
-// after them when the model reads N_∞), then the other grid values by the
-// last element of their path.
+// after them when the model reads N_∞, "layer_norm" when its readout has
+// layer norms), then the other grid values by the last element of their
+// path.
 func PointLabel(p schema.Point) string {
 	parts := []string{p.Model.Kind, "k=" + strconv.Itoa(p.Model.K), "L=" + strconv.Itoa(p.Model.Layers)}
 	if p.Model.Unreachable {
 		parts = append(parts, "unreachable")
 	}
+	if p.Model.LayerNorm {
+		parts = append(parts, "layer_norm")
+	}
 	for _, v := range p.Values {
 		switch v.Path {
-		case "model.kind", "model.k", "model.layers", "model.unreachable":
+		case "model.kind", "model.k", "model.layers", "model.unreachable", "model.layer_norm":
 			continue
 		}
 		short := v.Path

@@ -207,7 +207,8 @@ func TestNodeNames(t *testing.T) {
 }
 
 // TestPointLabel: kind, k and layers, "unreachable" for a model that
-// reads N_∞, then the other grid values.
+// reads N_∞, "layer_norm" for one whose readout has layer norms, then the
+// other grid values.
 func TestPointLabel(t *testing.T) {
 	for _, c := range []struct {
 		p    schema.Point
@@ -218,6 +219,9 @@ func TestPointLabel(t *testing.T) {
 		{schema.Point{Model: schema.Model{Kind: "spn", K: 2, Layers: 3, Unreachable: true},
 			Values: []schema.GridValue{{Path: "model.k", Value: 2.0}, {Path: "model.unreachable", Value: true}, {Path: "training.lr", Value: 0.01}}},
 			"spn k=2 L=3 unreachable lr=0.01"},
+		{schema.Point{Model: schema.Model{Kind: "espn", K: 5, Layers: 5, LayerNorm: true},
+			Values: []schema.GridValue{{Path: "model.layer_norm", Value: true}, {Path: "training.lr", Value: 0.001}}},
+			"espn k=5 L=5 layer_norm lr=0.001"},
 	} {
 		if got := PointLabel(c.p); got != c.want {
 			t.Errorf("PointLabel(%+v) = %q, want %q", c.p, got, c.want)

@@ -7,8 +7,9 @@
 // its label embeddings, the fill of a buffer with one value, the
 // product with a device scalar, the moves between interleaved and
 // stacked blocks of columns and the sum of stacked blocks (dense.cu),
-// batch norm + ReLU in training and evaluation mode (norm.cu), sum, mean
-// and max pooling and the graph sums of the global readout (pool.cu), the
+// batch norm + ReLU in training and evaluation mode and layer norm
+// (norm.cu), sum, mean and max pooling and the graph sums of the global
+// readout (pool.cu), the
 // softmax cross-entropy, the squared error and the multi-task binary
 // cross-entropy with missing labels (loss.cu), the Adam update
 // (adam.cu), dropout with a counter-based generator
@@ -200,6 +201,10 @@ func Kernels() []Kernel {
 		{"spn_relu_mask", "norm.cu", ps("dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "len", I32)},
 		{"spn_bn_backward_part", "norm.cu", ps("part", F64Ptr, "dz", F32Ptr, "y", F32Ptr, "dy", F32Ptr, "xhat", F32Ptr, "n", I32, "d", I32)},
 		{"spn_bn_backward", "norm.cu", ps("dx", F32Ptr, "dg", F32Ptr, "db", F32Ptr, "dbias", F32Ptr, "bpart", F32Ptr, "dz", F32Ptr, "xhat", F32Ptr, "g", F32Ptr, "inv", F32Ptr, "part", F64Ptr, "n", I32, "d", I32, "train", I32)},
+		{"spn_layer_norm", "norm.cu", ps("y", F32Ptr, "stats", F64Ptr, "x", F32Ptr, "g", F32Ptr, "b", F32Ptr, "n", I32, "d", I32, "eps", F64)},
+		{"spn_layer_norm_backward", "norm.cu", ps("dx", F32Ptr, "dy", F32Ptr, "x", F32Ptr, "stats", F64Ptr, "g", F32Ptr, "n", I32, "d", I32)},
+		{"spn_layer_norm_part", "norm.cu", ps("part", F64Ptr, "dy", F32Ptr, "x", F32Ptr, "stats", F64Ptr, "n", I32, "d", I32)},
+		{"spn_layer_norm_params", "norm.cu", ps("dg", F32Ptr, "db", F32Ptr, "part", F64Ptr, "nc", I32, "d", I32)},
 		{"spn_pool", "pool.cu", cat(ps("y", F32Ptr), group("x"), ps("off", I32Ptr, "G", I32, "d", I32, "mean", I32, "count", I32))},
 		{"spn_pool_backward", "pool.cu", cat(group("dx"), ps("dy", F32Ptr, "off", I32Ptr, "G", I32, "d", I32, "mean", I32, "count", I32))},
 		{"spn_pool_max", "pool.cu", cat(ps("y", F32Ptr), group("x"), ps("off", I32Ptr, "G", I32, "d", I32, "count", I32))},

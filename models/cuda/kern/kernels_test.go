@@ -1004,3 +1004,45 @@ func TestReadoutBias(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerNorm runs the layer norm's kernels (spn_layer_norm, its
+// backward pass, the chunk partials of dγ and dβ and their totals) over
+// three chunks of rows and over one, with blocks of two sizes, and
+// compares them with rt's layer-norm op on the CPU: the same bits (the
+// row statistics and the column sums in double, in the CPU's order).
+func TestLayerNorm(t *testing.T) {
+	const d = 7
+	for _, n := range []int{300, 5} {
+		rng := rand.New(rand.NewPCG(40, uint64(n)))
+		x, dy := kerntest.Randn(rng, n*d, 2), kerntest.Randn(rng, n*d, 1)
+		for i := range x {
+			x[i] += float32(i % 3) // rows of different means
+		}
+		g, b := kerntest.Randn(rng, d, 1), kerntest.Randn(rng, d, 0.5)
+		cpu := rt.NewLayerNorm("ln", rt.Env{Backend: kernels.CPU{Threads: 2}}, &rt.BatchData{N: n}, false, n, d)
+		y := make([]float32, n*d)
+		if err := cpu.Forward([][]float32{x, g, b}, y); err != nil {
+			t.Fatal(err)
+		}
+		dx, dg, db := make([]float32, n*d), make([]float32, d), make([]float32, d)
+		if err := cpu.Backward([][]float32{x, g, b}, y, dy, [][]float32{dx, dg, db}); err != nil {
+			t.Fatal(err)
+		}
+		nc := kernels.NumChunks(n)
+		for _, block := range []int{3, 64} {
+			what := fmt.Sprintf("n = %d, blocks of %d", n, block)
+			ky, stats := make([]float32, n*d), make([]float64, 2*n)
+			launch(t, "spn_layer_norm", cover(n, block), block, ky, stats, x, g, b, n, d, rt.LayerNormEps)
+			equalBits(t, what+": y", ky, y)
+			kdx := make([]float32, n*d)
+			launch(t, "spn_layer_norm_backward", cover(n, block), block, kdx, dy, x, stats, g, n, d)
+			equalBits(t, what+": dx", kdx, dx)
+			part := make([]float64, 2*nc*d)
+			launch(t, "spn_layer_norm_part", cover(nc*d, block), block, part, dy, x, stats, n, d)
+			kdg, kdb := make([]float32, d), make([]float32, d)
+			launch(t, "spn_layer_norm_params", cover(d, block), block, kdg, kdb, part, nc, d)
+			equalBits(t, what+": dγ", kdg, dg)
+			equalBits(t, what+": dβ", kdb, db)
+		}
+	}
+}

@@ -208,3 +208,106 @@ SPN_KERNEL void spn_bn_backward(float* __restrict__ dx, float* __restrict__ dg, 
 		}
 	}
 }
+
+// Layer norm, y = γ·(x−μ)/√(σ²+eps) + β per row of x (n×d), as models/rt's
+// layer-norm op: μ and σ² the row's mean and biased variance, in double,
+// summed in the order of the row (rt's rowStats).
+
+// spn_row_stats sets *mu and *inv = 1/√(σ²+eps) of row r of x (·×d).
+SPN_DEVICE void spn_row_stats(const float* __restrict__ x, int r, int d, double eps, double* mu, double* inv)
+{
+	const float* row = x + (long long)r * d;
+	double m = 0.0, s = 0.0;
+	for (int j = 0; j < d; j++) {
+		m += (double)row[j];
+	}
+	m /= (double)d;
+	for (int j = 0; j < d; j++) {
+		double e = (double)row[j] - m;
+		s += e * e;
+	}
+	*mu = m;
+	*inv = 1.0 / sqrt(s / (double)d + eps);
+}
+
+// spn_layer_norm sets y[r, j] = (float)((x[r, j]−μ_r)·inv_r)·γ_j + β_j for
+// the n rows of x and keeps stats[2r] = μ_r, stats[2r+1] = inv_r for the
+// backward pass. One thread per row.
+SPN_KERNEL void spn_layer_norm(float* __restrict__ y, double* __restrict__ stats, const float* __restrict__ x,
+	const float* __restrict__ g, const float* __restrict__ b, int n, int d, double eps)
+{
+	long long r = spn_index();
+	if (r >= n) {
+		return;
+	}
+	double mu, inv;
+	spn_row_stats(x, (int)r, d, eps, &mu, &inv);
+	stats[2 * r] = mu;
+	stats[2 * r + 1] = inv;
+	for (int j = 0; j < d; j++) {
+		long long i = r * d + j;
+		y[i] = (float)(((double)x[i] - mu) * inv) * g[j] + b[j];
+	}
+}
+
+// spn_layer_norm_backward sets dx of the n rows of x from dy and the
+// forward pass's stats: with x̂ = (x−μ)·inv and g = γ⊙dy (double),
+// dx = (g − mean(g) − x̂·mean(g⊙x̂))·inv, rounded to float. One thread
+// per row; the arithmetic is rt's layerNorm.Backward.
+SPN_KERNEL void spn_layer_norm_backward(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x,
+	const double* __restrict__ stats, const float* __restrict__ g, int n, int d)
+{
+	long long r = spn_index();
+	if (r >= n) {
+		return;
+	}
+	double mu = stats[2 * r], inv = stats[2 * r + 1], mg = 0.0, mgx = 0.0;
+	for (int j = 0; j < d; j++) {
+		long long i = r * d + j;
+		double gj = (double)g[j] * (double)dy[i];
+		mg += gj;
+		mgx += gj * (((double)x[i] - mu) * inv);
+	}
+	mg /= (double)d;
+	mgx /= (double)d;
+	for (int j = 0; j < d; j++) {
+		long long i = r * d + j;
+		double gj = (double)g[j] * (double)dy[i];
+		dx[i] = (float)((gj - mg - (((double)x[i] - mu) * inv) * mgx) * inv);
+	}
+}
+
+// spn_layer_norm_part sets the partials of chunk c (SPN_CHUNK_ROWS rows)
+// and column j of dγ = Σ_r dy⊙x̂ and dβ = Σ_r dy in double, rows in
+// order: part[c·2d + j] and part[c·2d + d + j]. One thread per (c, j).
+SPN_KERNEL void spn_layer_norm_part(double* __restrict__ part, const float* __restrict__ dy, const float* __restrict__ x,
+	const double* __restrict__ stats, int n, int d)
+{
+	long long t = spn_index();
+	int c, j, lo, hi;
+	if (!spn_chunk(t, n, d, &c, &j, &lo, &hi)) {
+		return;
+	}
+	double pg = 0.0, pb = 0.0;
+	for (int r = lo; r < hi; r++) {
+		long long i = (long long)r * d + j;
+		pg += (double)dy[i] * (((double)x[i] - stats[2 * r]) * stats[2 * r + 1]);
+		pb += (double)dy[i];
+	}
+	part[(long long)c * 2 * d + j] = pg;
+	part[(long long)c * 2 * d + d + j] = pb;
+}
+
+// spn_layer_norm_params sets dγ_j and dβ_j to the totals of the nc chunks'
+// partials of spn_layer_norm_part, chunks in order (rt.SumChunks), rounded
+// to float. One thread per column.
+SPN_KERNEL void spn_layer_norm_params(float* __restrict__ dg, float* __restrict__ db, const double* __restrict__ part,
+	int nc, int d)
+{
+	long long j = spn_index();
+	if (j >= d) {
+		return;
+	}
+	dg[j] = (float)spn_chunk_total(part, nc, 2 * d, (int)j);
+	db[j] = (float)spn_chunk_total(part, nc, 2 * d, d + (int)j);
+}
