@@ -226,12 +226,16 @@ func (a *app) plan(en *engine, args []string) error {
 	if err := o.resolve(a); err != nil {
 		return usageErr("plan", err)
 	}
-	spec, p, _, err := a.buildPlan(en, "plan", pos[0], o)
+	spec, p, reg, err := a.buildPlan(en, "plan", pos[0], o)
 	if err != nil {
 		return err
 	}
 	// Reading complete stage dirs needs no lock, and plan creates nothing.
-	if err := p.Resolve(&cache.Cache{Root: o.cache, Warn: a.warnDamage("plan")}); err != nil {
+	c := &cache.Cache{Root: o.cache, Warn: a.warnDamage("plan")}
+	if err := p.Resolve(c); err != nil {
+		return runtimeErr("plan", err)
+	}
+	if err := p.ResolveReuse(reg, c); err != nil {
 		return runtimeErr("plan", err)
 	}
 	if *withCost {

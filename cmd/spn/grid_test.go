@@ -22,7 +22,8 @@ import (
 // a fresh cache gives the same bytes; in the same cache the final stages
 // (new keys: their select stages saw one more point) take the earlier
 // ones' artifacts instead of training again, and still do after spn cache
-// gc removed the stages that took them last.
+// gc removed the stages that took them last; spn plan says which stage a
+// final stage to run will copy.
 func TestFinalRunsOutliveGridGrowth(t *testing.T) {
 	dir := t.TempDir()
 	spec := func(lrs string) string {
@@ -152,5 +153,37 @@ tables: main: {
 		if got := again[k][1].rec.ReusedFrom; got != f[0].rec.Key {
 			t.Errorf("final %s after cache gc: reused from %q, want %s", k, got, f[0].rec.Key)
 		}
+	}
+	// A final stage lost after its select stage ran (an interrupted run):
+	// spn plan says that its run copies the one-point spec's stage.
+	lost := again["0/0"][1].rec.Key
+	c, err := cache.Open(filepath.Join(dir, "one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(c.StageDir(stages.KindTrain, lost)); err != nil {
+		t.Fatal(err)
+	}
+	r := spn(realEngine(), filepath.Join(dir, "one"), "plan", "--json", spec("0.01, 1e-9"))
+	if r.code != exitOK {
+		t.Fatalf("plan: exit %d:\n%s", r.code, r.stderr)
+	}
+	var nodes []struct{ Key, Status, Reason string }
+	if err := json.Unmarshal([]byte(r.stdout), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	toRun := 0
+	for _, n := range nodes {
+		if n.Status == "cached" {
+			continue
+		}
+		toRun++
+		want := "; its run copies stage " + one["0/0"][0].rec.Key[:12] + ", bound to the same training"
+		if n.Key != lost || !strings.HasSuffix(n.Reason, want) {
+			t.Errorf("plan: %s %s (%s), want only %s to run, its reason ending %q", n.Key[:12], n.Status, n.Reason, lost[:12], want)
+		}
+	}
+	if toRun != 1 {
+		t.Errorf("plan: %d stages to run, want the lost final stage", toRun)
 	}
 }

@@ -398,7 +398,8 @@ func (c *Calibration) seconds(p *plan.Plan) (map[*plan.Node]float64, gaps, map[*
 }
 
 // Estimate computes the cost of every stage of p (Status from Resolve
-// decides what is still to run).
+// decides what is still to run; a stage to run that copies an earlier
+// stage's artifacts, Node.Reuses from ResolveReuse, costs nothing).
 func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 	if c == nil {
 		return nil, errors.New("no calibration")
@@ -427,9 +428,11 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 		total.Hours += h
 		if n.Status != plan.Cached {
 			k.ToRun++
-			k.ToRunHours += h
 			total.ToRun++
-			total.ToRunHours += h
+			if n.Reuses == "" { // a copy of an earlier stage's artifacts costs no training
+				k.ToRunHours += h
+				total.ToRunHours += h
+			}
 		}
 	}
 	est.Kinds = append(est.Kinds, total)

@@ -74,6 +74,18 @@ func estimate(t *testing.T, device string) {
 	if len(est.Missing) != 1 || est.Missing[0] != "prox(h=3) gat k=1" {
 		t.Errorf("missing %v", est.Missing)
 	}
+	// A final stage whose run copies an earlier stage's artifacts
+	// (ResolveReuse) is still to run but costs no training.
+	fin.Reuses = "0123456789ab"
+	est, err = cal.Estimate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range est.Kinds {
+		if k.Kind == "train" && (k.ToRun != 3 || math.Abs(k.ToRunHours-ht(360)) > 1e-9) {
+			t.Errorf("train with the final stage reused: %d to run, %.6f hours, want 3 and %.6f", k.ToRun, k.ToRunHours, ht(360))
+		}
+	}
 }
 
 // TestBaselineEntry: spn calibrate records the baseline (no

@@ -658,10 +658,9 @@ func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind s
 			os.RemoveAll(tmp)
 		}
 	}()
-	inputs := make([]stages.Input, len(n.Deps))
+	inputs := plan.Inputs(c, n)
 	recIn := make([]cache.Input, len(n.Deps))
 	for i, d := range n.Deps {
-		inputs[i] = stages.Input{Kind: d.Kind, Key: d.Key, Dir: c.StageDir(d.Kind, d.Key)}
 		recIn[i] = cache.Input{Kind: d.Kind, Key: d.Key, Name: d.Name}
 	}
 	env := opt.Env
@@ -670,25 +669,19 @@ func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind s
 	seed := SeedOf(seedKey(n))
 	params := n.JSON
 	var boundKey string
-	if b, ok := kind.(stages.Binder); ok {
-		bound, keep, err := b.Bind(n.JSON, inputs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
+	b, err := plan.Bind(reg, c, n)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		// The stage runs as the stage it stands for: its parameters, its
+		// inputs, its seed.
+		params, boundKey, seed = b.Params, b.Key, SeedOf(b.SeedKey)
+		kept := make([]stages.Input, len(b.Keep))
+		for i, j := range b.Keep {
+			kept[i] = inputs[j]
 		}
-		if bound != nil {
-			// The stage runs as the stage it stands for: its
-			// parameters, its inputs, its seed.
-			var sk string
-			if params, boundKey, sk, err = plan.Bound(reg, n, bound, keep); err != nil {
-				return err
-			}
-			seed = SeedOf(sk)
-			kept := make([]stages.Input, len(keep))
-			for i, j := range keep {
-				kept[i] = inputs[j]
-			}
-			inputs = kept
-		}
+		inputs = kept
 	}
 	job := &stages.Job{
 		Key: n.Key, Name: n.Name, Params: params, Inputs: inputs, Dir: tmp,

@@ -84,6 +84,9 @@ type Node struct {
 	// Status and Reason are set by Resolve.
 	Status Status
 	Reason string
+	// Reuses is, for a stage to run, the key of the stage whose artifacts
+	// its run copies (ResolveReuse); "" when it computes them.
+	Reuses string
 }
 
 // ShortKey is the first 12 hex digits of the key.
