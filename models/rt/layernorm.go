@@ -42,10 +42,6 @@ type layerNormState struct {
 // NewLayerNorm returns the layer norm over the real rows of an N×d
 // node-level (graph: graph-level) tensor, with inputs x, γ and β.
 func NewLayerNorm(id string, be Env, bd *BatchData, graph bool, N, d int) op.Op {
-	return newLayerNorm(id, be, bd, graph, N, d)
-}
-
-func newLayerNorm(id string, be Env, bd *BatchData, graph bool, N, d int) layerNorm {
 	return layerNorm{id: id, be: be, bd: bd, graph: graph, N: N, d: d, st: &layerNormState{}}
 }
 

@@ -69,7 +69,7 @@ func newLayerSum(id string, be Env, bd *BatchData, kind string, T1 int, norm, dr
 	if norm {
 		o.norms = make([]layerNorm, T1)
 		for t := 1; t < T1; t++ {
-			o.norms[t] = newLayerNorm(fmt.Sprintf("%s%d.ln", id, t), be, bd, true, G, d)
+			o.norms[t] = NewLayerNorm(fmt.Sprintf("%s%d.ln", id, t), be, bd, true, G, d).(layerNorm)
 		}
 	}
 	return o, nil

@@ -560,16 +560,7 @@ func (r *runner) memory(n *plan.Node) uint64 {
 	if !r.shared || r.opt.Memory == nil || r.opt.Available == nil {
 		return 0
 	}
-	return r.opt.Memory(n, r.inputsOf(n))
-}
-
-// inputsOf returns the finished inputs of n as its stage receives them.
-func (r *runner) inputsOf(n *plan.Node) []stages.Input {
-	in := make([]stages.Input, len(n.Deps))
-	for i, d := range n.Deps {
-		in[i] = stages.Input{Kind: d.Kind, Key: d.Key, Dir: r.c.StageDir(d.Kind, d.Key)}
-	}
-	return in
+	return r.opt.Memory(n, plan.Inputs(r.c, n))
 }
 
 // NodeOptions configure RunNode.

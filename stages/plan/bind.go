@@ -20,7 +20,8 @@ type Binding struct {
 	Keep []int
 }
 
-// Inputs returns n's inputs as stages in c.
+// Inputs returns n's inputs in c as its stage receives them (their
+// directories; finished or not).
 func Inputs(c *cache.Cache, n *Node) []stages.Input {
 	in := make([]stages.Input, len(n.Deps))
 	for i, d := range n.Deps {
