@@ -47,6 +47,8 @@ func spnOn(o cuda.Opener, en *engine, cacheDir string, args ...string) result {
 		err = a.calibrate(en, args[1:])
 	case "cache":
 		err = a.cache(en, args[1:])
+	case "status":
+		err = a.status(en, args[1:])
 	default:
 		err = fmt.Errorf("spnOn: command %q is not wired into the test helper", args[0])
 	}

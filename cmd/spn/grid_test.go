@@ -186,4 +186,12 @@ tables: main: {
 	if toRun != 1 {
 		t.Errorf("plan: %d stages to run, want the lost final stage", toRun)
 	}
+	// spn status counts it among the stages to run that train nothing.
+	r = spn(realEngine(), filepath.Join(dir, "one"), "status", spec("0.01, 1e-9"))
+	if r.code != exitOK {
+		t.Fatalf("status: exit %d:\n%s", r.code, r.stderr)
+	}
+	if want := "of the stages to run, 1 copy a cached stage bound to the same training and train nothing\n"; !strings.Contains(r.stdout, want) {
+		t.Errorf("status:\n%s\nwant a line %q", r.stdout, want)
+	}
 }

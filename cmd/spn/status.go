@@ -34,12 +34,15 @@ func (a *app) status(en *engine, args []string) error {
 	if err := o.resolve(a); err != nil {
 		return usageErr("status", err)
 	}
-	_, p, _, err := a.buildPlan(en, "status", pos[0], o)
+	_, p, reg, err := a.buildPlan(en, "status", pos[0], o)
 	if err != nil {
 		return err
 	}
 	c := &cache.Cache{Root: o.cache}
 	if err := p.Resolve(c); err != nil {
+		return runtimeErr("status", err)
+	}
+	if err := p.ResolveReuse(reg, c); err != nil {
 		return runtimeErr("status", err)
 	}
 	active := map[string]slurm.Active{}
@@ -71,6 +74,9 @@ func (a *app) status(en *engine, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return runtimeErr("status", err)
 	}
+	if err := writeReuse(a.stdout, p, c, active); err != nil {
+		return runtimeErr("status", err)
+	}
 	if err := p.WriteDevice(a.stdout); err != nil {
 		return runtimeErr("status", err)
 	}
@@ -84,6 +90,22 @@ func (a *app) status(en *engine, args []string) error {
 		}
 	}
 	return nil
+}
+
+// writeReuse writes how many of the stages to run will copy an earlier
+// stage's artifacts instead of training (plan.Plan.ResolveReuse).
+func writeReuse(w io.Writer, p *plan.Plan, c *cache.Cache, active map[string]slurm.Active) error {
+	n := 0
+	for _, nd := range p.Nodes {
+		if nd.Reuses != "" && slurm.StateOf(nd, c, active) == slurm.ToRun {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "of the stages to run, %d copy a cached stage bound to the same training and train nothing\n", n)
+	return err
 }
 
 // writeCompute writes what computed the cached train results: one line
