@@ -27,6 +27,8 @@ type rawError struct {
 	path string   // display path
 	msg  string
 	pos  token.Pos // position in the user's file (may be NoPos)
+	// own are all the positions CUE gives in the user's file.
+	own []token.Pos
 }
 
 // convertCUE turns a CUE error into positioned spec errors. Disjunction
@@ -44,9 +46,13 @@ func (l *loader) convertCUE(err error) Errors {
 			if !p.IsValid() {
 				continue
 			}
-			if p.Filename() == l.file && !r.pos.IsValid() {
+			if p.Filename() != l.file {
+				continue
+			}
+			if !r.pos.IsValid() {
 				r.pos = p
 			}
+			r.own = append(r.own, p)
 		}
 		raws = append(raws, r)
 	}
@@ -97,6 +103,15 @@ func (l *loader) summarize(rs []rawError) []rawError {
 	}
 	for i := range subs {
 		subs[i].msg = rewrite(subs[i])
+	}
+	// Two values the file itself writes conflict (a mode's branch sets
+	// what the spec sets elsewhere): that is the error, whatever the
+	// schema allows.
+	for _, s := range subs {
+		if msg := l.ownConflict(s); msg != "" {
+			s.msg = msg
+			return []rawError{s}
+		}
 	}
 	if !disj || len(subs) == 0 {
 		if disj && len(rs) > 0 {
@@ -171,6 +186,42 @@ func (l *loader) summarize(rs []rawError) []rawError {
 	// conditional field (graphs: *9000 | _ under kind == "prox"), which
 	// the probe above cannot see: drop it too.
 	return l.dropForeignConflicts(dropDefaultConflicts(keep))
+}
+
+// ownConflict rewrites a conflict between two literals that the user's
+// file both writes as one that names where each is written:
+// `conflicting values "sum" (f.cue:9:9) and "summ" (f.cue:10:29)`, in file
+// order. It returns "" for any other error.
+func (l *loader) ownConflict(r rawError) string {
+	m := conflictRE.FindStringSubmatch(r.msg)
+	if m == nil || m[3] != "" || !isLiteral(m[1]) || !isLiteral(m[2]) || m[1] == m[2] {
+		return ""
+	}
+	at := func(lit string) (token.Pos, bool) {
+		for _, p := range r.own {
+			o := p.Offset()
+			if o < 0 || o > len(l.src) || !bytes.HasPrefix(l.src[o:], []byte(lit)) {
+				continue
+			}
+			// The whole token: 5 is no prefix of 50 here.
+			if e := o + len(lit); e < len(l.src) && strings.ContainsRune("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.", rune(l.src[e])) {
+				continue
+			}
+			return p, true
+		}
+		return token.NoPos, false
+	}
+	pa, okA := at(m[1])
+	pb, okB := at(m[2])
+	if !okA || !okB || pa == pb {
+		return ""
+	}
+	a, b := m[1], m[2]
+	if pb.Offset() < pa.Offset() {
+		a, b, pa, pb = b, a, pb, pa
+	}
+	where := func(p token.Pos) string { return fmt.Sprintf("%s:%d:%d", l.file, p.Line(), p.Column()) }
+	return fmt.Sprintf("conflicting values %s (%s) and %s (%s)", a, where(pa), b, where(pb))
 }
 
 // dropForeignConflicts drops, when several conflicts between literals are
@@ -302,7 +353,7 @@ func (l *loader) positioned(r rawError) Error {
 	if !p.IsValid() {
 		p, _ = l.idx.closest(r.segs)
 	}
-	e := Error{File: l.file, Line: 1, Col: 1, Path: r.path, Msg: r.msg}
+	e := Error{File: l.file, Line: 1, Col: 1, Path: r.path, Msg: r.msg, Check: CheckSchema}
 	if p.IsValid() {
 		e.Line, e.Col = p.Line(), p.Column()
 	}

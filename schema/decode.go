@@ -44,6 +44,7 @@ func (l *loader) decode() *Spec {
 			spec.Experiments = append(spec.Experiments, e)
 		}
 	}
+	restore := l.checking(CheckTable)
 	for _, f := range sortedFields(l.root.LookupPath(cue.ParsePath("tables"))) {
 		spec.Tables = append(spec.Tables, l.table(f.name, f.v, names))
 	}
@@ -52,6 +53,7 @@ func (l *loader) decode() *Spec {
 	}
 	l.sourceCaptions(spec)
 	l.pairedSplits(spec)
+	restore()
 	if spec.Experiments == nil {
 		spec.Experiments = []Experiment{}
 	}
@@ -198,6 +200,7 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 	for _, ax := range axes {
 		n *= len(ax.values)
 		if n > MaxPoints {
+			defer l.checking(CheckLimits)()
 			l.errAt(at("grid"), "the grid has more than %d points; split the experiment", MaxPoints)
 			return e, false
 		}
@@ -210,6 +213,7 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 // and more than MaxSeeds seeds.
 func (l *loader) distinctSeeds(segs []string, seeds []int64) {
 	if len(seeds) > MaxSeeds {
+		defer l.checking(CheckLimits)()
 		l.errAt(segs, "%d seeds; at most %d are allowed", len(seeds), MaxSeeds)
 		return
 	}
@@ -473,6 +477,7 @@ func (l *loader) pointChecks(at func(...string) []string, axes []gridAxis, idx [
 	if l.models == nil {
 		return
 	}
+	defer l.checking(CheckModel)()
 	for _, fe := range l.models.CheckModel(pt.Model, InfoOf(d)) {
 		if !reported["model."+fe.Field] { // one message per field
 			add("model."+fe.Field, "%s", fe.Msg)

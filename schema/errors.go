@@ -20,7 +20,33 @@ type Error struct {
 	Path string
 	// Msg says what is wrong.
 	Msg string
+	// Check is the kind of check that found the problem: one of Checks.
+	Check string
+	// Mode is the mode the spec was loaded in ("" when the problem was
+	// found before the spec's mode was known, e.g. a syntax error).
+	Mode string
 }
+
+// The kinds of check that find spec errors (Error.Check), in the order
+// Checks lists them.
+const (
+	// CheckSyntax: the file does not parse, or declares no "package spn".
+	CheckSyntax = "syntax"
+	// CheckSchema: the CUE schema and the Go-side checks of values (types,
+	// bounds, unknown fields, grids, dataset and protocol rules).
+	CheckSchema = "schema"
+	// CheckModel: a model kind's own constraints (schema.ModelChecker).
+	CheckModel = "model-check"
+	// CheckTable: the tables and figures and what they refer to
+	// (experiments, columns, rows).
+	CheckTable = "table-reference"
+	// CheckLimits: the bounds on a spec's size (bytes, list and string
+	// lengths, grid points, seeds).
+	CheckLimits = "limits"
+)
+
+// Checks lists the kinds of check.
+var Checks = []string{CheckSyntax, CheckSchema, CheckModel, CheckTable, CheckLimits}
 
 // Error formats e as "file:line:col: path: message" (without "path: " when
 // the path is empty).
@@ -55,6 +81,8 @@ func (es Errors) normalize() Errors {
 			cmp.Compare(a.Col, b.Col),
 			cmp.Compare(a.Path, b.Path),
 			cmp.Compare(a.Msg, b.Msg),
+			cmp.Compare(a.Check, b.Check),
+			cmp.Compare(a.Mode, b.Mode),
 		)
 	})
 	return slices.Compact(out)

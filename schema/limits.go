@@ -28,7 +28,7 @@ func (l *loader) sizeErrors(src []byte) Errors {
 	if len(src) <= MaxSpecBytes {
 		return nil
 	}
-	return Errors{{File: l.file, Line: 1, Col: 1, Msg: fmt.Sprintf("the spec is %d bytes; at most %d are allowed (a spec describes experiments, it does not hold data)", len(src), MaxSpecBytes)}}
+	return Errors{{File: l.file, Line: 1, Col: 1, Check: CheckLimits, Msg: fmt.Sprintf("the spec is %d bytes; at most %d are allowed (a spec describes experiments, it does not hold data)", len(src), MaxSpecBytes)}}
 }
 
 // syntaxLimits reports list literals longer than MaxListLen, string
@@ -36,6 +36,7 @@ func (l *loader) sizeErrors(src []byte) Errors {
 // strings.Repeat whose literal arguments ask for more than MaxListLen
 // elements or MaxStringBytes bytes.
 func (l *loader) syntaxLimits(f *ast.File) Errors {
+	defer l.checking(CheckLimits)()
 	var out Errors
 	ast.Walk(f, func(n ast.Node) bool {
 		switch x := n.(type) {

@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"cmp"
 	_ "embed"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -69,6 +71,29 @@ func (l *loader) checkModes() *Error {
 	return &e
 }
 
+// readModes records the spec's mode and modes as evaluated, and whether
+// its file sets mode.
+func (l *loader) readModes() {
+	var mode string
+	var modes []string
+	if l.root.LookupPath(cue.ParsePath("mode")).Decode(&mode) == nil && CheckMode(mode) == nil {
+		l.ownMode = mode
+	}
+	if l.root.LookupPath(cue.ParsePath("modes")).Decode(&modes) == nil && len(modes) > 0 &&
+		!slices.ContainsFunc(modes, func(m string) bool { return CheckMode(m) != nil }) {
+		for _, m := range modes {
+			if !slices.Contains(l.modes, m) {
+				l.modes = append(l.modes, m)
+			}
+		}
+	}
+	// A file that writes one concrete mode fixes it; a default
+	// (*"smoke" | "full") can still be overridden.
+	v := l.user.LookupPath(cue.ParsePath("mode"))
+	op, _ := v.Expr()
+	l.fixed = l.idx.has([]string{"mode"}) && v.IsConcrete() && op != cue.OrOp && l.ownMode != ""
+}
+
 // quoteList renders ss as "a", "b", "c".
 func quoteList(ss []string) string {
 	q := make([]string, len(ss))
@@ -115,26 +140,87 @@ func Load(path string, opt Options) (*Spec, error) {
 // into Spec, unrolls the grids and applies the checks CUE cannot express
 // (device, grid paths and values, the model kinds' own constraints through
 // opt.Models, splits ≤ folds, table references). On failure the error is Errors, sorted by position.
-func LoadBytes(filename string, src []byte, opt Options) (spec *Spec, err error) {
+func LoadBytes(filename string, src []byte, opt Options) (*Spec, error) {
+	spec, _, err := loadBytes(filename, src, opt)
+	return spec, err
+}
+
+// loadBytes is LoadBytes, returning the loader too (for the modes it read).
+// The errors carry the mode the spec was loaded in, when it is known.
+func loadBytes(filename string, src []byte, opt Options) (spec *Spec, l *loader, err error) {
 	if opt.Mode != "" {
 		if err := CheckMode(opt.Mode); err != nil {
-			return nil, fmt.Errorf("loading %s: %w", filename, err)
+			return nil, nil, fmt.Errorf("loading %s: %w", filename, err)
 		}
 	}
-	l := &loader{file: filename, mode: opt.Mode, models: opt.Models, joint: opt.jointGrid}
+	l = &loader{file: filename, mode: opt.Mode, models: opt.Models, joint: opt.jointGrid}
 	defer func() {
 		// The CUE evaluator is large; a defect in it must not take the
 		// caller down on some input. Report it as an error of this file.
 		if r := recover(); r != nil {
 			spec = nil
-			err = Errors{{File: filename, Line: 1, Col: 1, Msg: fmt.Sprintf("internal error evaluating the spec (please report): %v", r)}}
+			err = Errors{{File: filename, Line: 1, Col: 1, Check: CheckSchema, Mode: cmp.Or(opt.Mode, l.ownMode),
+				Msg: fmt.Sprintf("internal error evaluating the spec (please report): %v", r)}}
 		}
 	}()
 	spec, errs := l.load(src)
 	if len(errs) > 0 {
-		return nil, errs.normalize()
+		mode := cmp.Or(opt.Mode, l.ownMode)
+		for i := range errs {
+			errs[i].Mode = mode
+		}
+		return nil, l, errs.normalize()
 	}
-	return spec, nil
+	return spec, l, nil
+}
+
+// LoadAllModes loads the spec at path in every mode it defines (its modes
+// field, default "full" and "smoke"; only its own mode when the spec fixes
+// mode) and returns those modes. Each mode is evaluated once. The errors
+// of all modes come together as one Errors, each carrying its mode
+// (Error.Mode); an error found before the modes could be read (a syntax
+// error) is returned once, with no mode. An unreadable file is a wrapped
+// I/O error. opt.Mode must be empty.
+func LoadAllModes(path string, opt Options) ([]string, error) {
+	if opt.Mode != "" {
+		return nil, fmt.Errorf("loading %s in every mode: a mode (%q) is given", path, opt.Mode)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading spec %s: %w", path, err)
+	}
+	// The spec's own mode first: it says which modes the spec has.
+	_, l, err := loadBytes(path, src, opt)
+	if l == nil || l.modes == nil {
+		return nil, err
+	}
+	modes := l.modes
+	if l.fixed {
+		modes = []string{l.ownMode}
+	}
+	var all Errors
+	for _, m := range modes {
+		if m == l.ownMode {
+			var errs Errors
+			if errors.As(err, &errs) {
+				all = append(all, errs...)
+			}
+			continue
+		}
+		mo := opt
+		mo.Mode = m
+		_, _, merr := loadBytes(path, src, mo)
+		var errs Errors
+		if errors.As(merr, &errs) {
+			all = append(all, errs...)
+		} else if merr != nil {
+			return modes, merr
+		}
+	}
+	if len(all) > 0 {
+		return modes, all.normalize()
+	}
+	return modes, nil
 }
 
 // loader carries the state of one LoadBytes call.
@@ -147,8 +233,16 @@ type loader struct {
 	ctx    *cue.Context // the context root, schema and user are built in
 	schema cue.Value    // the schema alone, for probing
 	errs   Errors
+	// check is the kind of check running (Error.Check; "" is CheckSchema).
+	check  string
 	models ModelChecker
 	user   cue.Value // the user's file alone, for the model kinds in probe
+	// ownMode is the spec's mode as evaluated ("" until known, or when it
+	// is not concrete); modes is its modes field (nil until known, or
+	// when invalid); fixed says the spec's file sets mode itself.
+	ownMode string
+	modes   []string
+	fixed   bool
 	// joint forces jointRoots; separate says the schema and the spec
 	// allow separateRoots (see separable).
 	joint, separate bool
@@ -176,6 +270,7 @@ func (l *loader) load(src []byte) (*Spec, Errors) {
 				found = fmt.Sprintf("found package %q", name)
 			}
 		}
+		l.check = CheckSyntax
 		return nil, Errors{l.at(pos, "package", fmt.Sprintf("a spec file must declare \"package %s\" (%s)", PackageName, found))}
 	}
 
@@ -208,6 +303,7 @@ func (l *loader) load(src []byte) (*Spec, Errors) {
 	l.root = l.ctx.BuildInstance(bi)
 	l.schema = l.ctx.BuildFile(sf)
 	l.user = l.ctx.BuildFile(f)
+	l.readModes()
 	// A mode the spec does not define leaves its mode branches out, and the
 	// errors that follow from that would hide the cause: report it alone.
 	if err := l.checkModes(); err != nil {
@@ -225,6 +321,7 @@ func (l *loader) load(src []byte) (*Spec, Errors) {
 
 // syntaxErrors converts parser errors.
 func (l *loader) syntaxErrors(err error) Errors {
+	defer l.checking(CheckSyntax)()
 	var out Errors
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
@@ -487,11 +584,19 @@ func selsOf(segs []string) []cue.Selector {
 // at builds an error at pos in the user's file (its start when pos is
 // unknown).
 func (l *loader) at(pos token.Pos, path, msg string) Error {
-	e := Error{File: l.file, Line: 1, Col: 1, Path: path, Msg: msg}
+	e := Error{File: l.file, Line: 1, Col: 1, Path: path, Msg: msg, Check: cmp.Or(l.check, CheckSchema)}
 	if pos.IsValid() {
 		e.Line, e.Col = pos.Line(), pos.Column()
 	}
 	return e
+}
+
+// checking makes the errors recorded until the returned function is
+// called come from check (one of Checks), and returns that function.
+func (l *loader) checking(check string) (restore func()) {
+	prev := l.check
+	l.check = check
+	return func() { l.check = prev }
 }
 
 // errAt records an error for the path segs, positioned at the closest
