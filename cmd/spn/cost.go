@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -73,6 +74,46 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 	}
 	for _, m := range est.Approximate {
 		fmt.Fprintf(w, "estimated from another configuration: %s; run spn calibrate on this spec\n", m)
+	}
+	return nil
+}
+
+// writeSummary prints one line per stage kind of p: cached, to run and,
+// when there is a calibration (calFile, or the default beside specFile if
+// it exists), the hours of the stages to run.
+func writeSummary(w io.Writer, specFile, calFile, device string, p *plan.Plan) error {
+	var cal *cost.Calibration
+	if _, err := os.Stat(defaultCalibration(specFile)); calFile != "" || err == nil {
+		c, _, err := readCalibration(specFile, calFile, device)
+		if err != nil {
+			return err
+		}
+		cal = c
+	}
+	kinds := cost.Counts(p)
+	var est *cost.Estimate
+	if cal != nil {
+		var err error
+		if est, err = cal.Estimate(p); err != nil {
+			return err
+		}
+		kinds = est.Kinds
+	}
+	unit := "CPU-hours"
+	if cal != nil && cal.OnGPU() {
+		unit = "hours (GPU-hours for train)"
+	}
+	for _, k := range kinds {
+		line := fmt.Sprintf("%s: %d cached, %d to run", k.Kind, k.Stages-k.ToRun, k.ToRun)
+		if cal != nil {
+			line += fmt.Sprintf(", %.1f %s to run", k.ToRunHours, unit)
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	if est != nil && len(est.Missing) > 0 {
+		fmt.Fprintf(w, "not calibrated (counted as 0): %s\n", strings.Join(est.Missing, "; "))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/findings"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"
@@ -185,6 +186,21 @@ func specErr(cmd string, err error) error {
 	return &exitError{code: exitUsage, msg: strings.Join(lines, "\n"), err: err}
 }
 
+// specFindings reports err, the error of loading file, as findings in
+// format when it is a spec's problems (schema.Errors) and the format is
+// not text; it returns any other error as it is.
+func (a *app) specFindings(cmd, file, format string, err error) error {
+	var errs schema.Errors
+	if format == "text" || !errors.As(err, &errs) {
+		return err
+	}
+	fs := findings.Merge(findings.FromError(file, errs))
+	if werr := findings.Write(a.stdout, fs, findings.Options{Format: format, ToolVersion: version}); werr != nil {
+		return runtimeErr(cmd, werr)
+	}
+	return reported(exitUsage)
+}
+
 // buildPlan loads the spec and unrolls it into a plan.
 func (a *app) buildPlan(en *engine, cmd, file string, o *envOpts) (*schema.Spec, *plan.Plan, *stages.Registry, error) {
 	spec, err := a.loadSpec(en, cmd, file, o.mode)
@@ -216,9 +232,14 @@ func (a *app) plan(en *engine, args []string) error {
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	withCost := fs.Bool("cost", false, "print the estimated CPU-hours (GPU-hours for the train stages of a GPU calibration) per stage kind instead of the stages")
 	calFile := fs.String("calibration", "", "calibration `file` for --cost (default calibration.json beside the spec; spn calibrate writes it)")
+	summary := fs.Bool("summary", false, "print one line per stage kind: cached, to run and, with a calibration (--calibration, or calibration.json beside the spec), the CPU-hours to run")
+	format := fs.String("format", "text", "`format` of the spec's problems, if it has any: text, json, github or sarif (as spn vet)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("plan", err)
+	}
+	if err := findings.CheckFormat(*format); err != nil {
+		return usageErrf("plan", "--%w", err)
 	}
 	if len(pos) != 1 {
 		return usageErr("plan", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
@@ -228,7 +249,7 @@ func (a *app) plan(en *engine, args []string) error {
 	}
 	spec, p, reg, err := a.buildPlan(en, "plan", pos[0], o)
 	if err != nil {
-		return err
+		return a.specFindings("plan", pos[0], *format, err)
 	}
 	// Reading complete stage dirs needs no lock, and plan creates nothing.
 	c := &cache.Cache{Root: o.cache, Warn: a.warnDamage("plan")}
@@ -237,6 +258,12 @@ func (a *app) plan(en *engine, args []string) error {
 	}
 	if err := p.ResolveReuse(reg, c); err != nil {
 		return runtimeErr("plan", err)
+	}
+	if *summary {
+		if err := writeSummary(a.stdout, pos[0], *calFile, spec.Device, p); err != nil {
+			return runtimeErr("plan", err)
+		}
+		return nil
 	}
 	if *withCost {
 		cal, f, err := readCalibration(pos[0], *calFile, spec.Device)

@@ -8,18 +8,25 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/findings"
 	"github.com/spn-project/spn/stages/train"
 )
 
-const vetUsage = `Usage: spn vet [--mode full|smoke|paper-1split|evidence] FILE|DIR...
+const vetUsage = `Usage: spn vet [--all-modes | --mode MODE] [--format text|json|github|sarif] FILE|DIR...
 
-Validate experiment specs against the spn schema. A DIR stands for every
-*.cue file below it (sorted, cue.mod skipped). Each problem is printed to
-stderr as file:line:col: path: message; each valid file as "ok FILE" to
-stdout. Exit status 0 when every file is valid, 2 otherwise.
+Validate experiment specs against the spn schema, in every mode each spec
+defines (its modes field, default "full" and "smoke"), or in the one mode
+--mode names. A DIR stands for every *.cue file below it (sorted, cue.mod
+skipped). As text, each problem is printed to stderr as
+file:line:col: path: message, followed by the modes it was found in when
+not in all of them, and each valid file as "ok FILE" to stdout; the other
+formats print all problems to stdout (json: one array; github: workflow
+commands; sarif: a SARIF 2.1.0 log), a problem found in several modes
+once. Exit status 0 when every file is valid, 2 otherwise.
 
 Flags:
 `
@@ -28,7 +35,9 @@ Flags:
 func cmdVet(a *app, args []string) error {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
-	mode := fs.String("mode", "", `load the specs in this mode: "full", "smoke", "paper-1split" or "evidence" (default: the spec's own mode)`)
+	mode := fs.String("mode", "", `vet the specs in this mode only: "full", "smoke", "paper-1split" or "evidence" (default: every mode of each spec)`)
+	allModes := fs.Bool("all-modes", false, "vet every mode in each spec's modes field (the default without --mode)")
+	format := fs.String("format", "text", "output `format`: text, json, github or sarif")
 	usage := func(w io.Writer) {
 		fs.SetOutput(w)
 		fmt.Fprint(w, vetUsage)
@@ -60,6 +69,12 @@ func cmdVet(a *app, args []string) error {
 		if err := schema.CheckMode(*mode); err != nil {
 			return usageErrf("vet", "--%w", err)
 		}
+		if *allModes {
+			return usageErrf("vet", "--all-modes and --mode %s exclude each other", *mode)
+		}
+	}
+	if err := findings.CheckFormat(*format); err != nil {
+		return usageErrf("vet", "--%w", err)
 	}
 	if len(targets) == 0 {
 		return usageErrf("vet", "want at least one spec FILE or DIR (see 'spn vet -h')")
@@ -68,19 +83,49 @@ func cmdVet(a *app, args []string) error {
 	if err != nil {
 		return usageErr("vet", err)
 	}
-	// Every file is checked: its problems are printed as it is, and the
-	// exit status says whether any file had one.
+	// Every file is checked: as text its problems are printed as it is,
+	// in the other formats all at the end; the exit status says whether
+	// any file had one.
+	text := *format == "text"
+	var all []findings.Finding
 	var invalid error
 	for _, f := range files {
 		stop := a.guardSpecMemory("vet", f)
-		_, err := schema.Load(f, schema.Options{Mode: *mode, Models: train.Kind{}.Registry()})
+		opt := schema.Options{Mode: *mode, Models: train.Kind{}.Registry()}
+		modes := []string{*mode}
+		var err error
+		if *mode == "" {
+			modes, err = schema.LoadAllModes(f, opt)
+		} else {
+			_, err = schema.Load(f, opt)
+		}
 		stop()
-		if err != nil {
-			fmt.Fprintln(a.stderr, specErr("vet", err))
-			invalid = reported(exitUsage)
+		if err == nil {
+			if text {
+				fmt.Fprintf(a.stdout, "ok %s\n", f)
+			}
 			continue
 		}
-		fmt.Fprintf(a.stdout, "ok %s\n", f)
+		invalid = reported(exitUsage)
+		var errs schema.Errors
+		if text && !errors.As(err, &errs) {
+			fmt.Fprintln(a.stderr, specErr("vet", err))
+			continue
+		}
+		found := findings.Merge(findings.FromError(f, err))
+		if !text {
+			all = append(all, found...)
+			continue
+		}
+		for _, fd := range found {
+			// The modes are news only when the problem is not in all.
+			fmt.Fprintln(a.stderr, findings.Text(fd, len(fd.Modes) > 0 && !slices.Equal(fd.Modes, modes)))
+		}
+	}
+	if !text {
+		if err := findings.Write(a.stdout, findings.Merge(all), findings.Options{Format: *format, ToolVersion: version}); err != nil {
+			return runtimeErr("vet", err)
+		}
 	}
 	return invalid
 }

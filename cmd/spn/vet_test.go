@@ -22,6 +22,7 @@ func vetRun(args ...string) (code int, stdout, stderr string) {
 func TestVet(t *testing.T) {
 	empty := t.TempDir()
 	bad := filepath.Join("..", "..", "schema", "testdata", "bad")
+	smokeOnly := filepath.Join("..", "..", "schema", "testdata", "allmodes", "smoke_only.cue")
 	tests := []struct {
 		name     string
 		args     []string
@@ -39,6 +40,15 @@ func TestVet(t *testing.T) {
 		{"bad_mode", []string{"--mode", "fast", "x.cue"}, exitUsage},
 		{"bad_flag", []string{"--bogus"}, exitUsage},
 		{"missing_file", []string{"testdata/vet/does-not-exist.cue"}, exitUsage},
+		// Valid in full, broken in smoke: every mode is vetted by default.
+		{"smoke_fault", []string{smokeOnly}, exitUsage},
+		{"smoke_fault_all_modes", []string{"--all-modes", smokeOnly, filepath.Join("..", "..", "pipelines", "quickstart.cue")}, exitUsage},
+		{"smoke_fault_full", []string{"--mode", "full", smokeOnly}, exitOK},
+		{"all_modes_and_mode", []string{"--all-modes", "--mode", "smoke", smokeOnly}, exitUsage},
+		{"format_json", []string{"--format", "json", smokeOnly, filepath.Join(bad, "gin_k5.cue")}, exitUsage},
+		{"format_github", []string{"--format", "github", smokeOnly, filepath.Join(bad, "gin_k5.cue")}, exitUsage},
+		{"format_sarif_ok", []string{"--format", "sarif", filepath.Join("..", "..", "pipelines", "quickstart.cue")}, exitOK},
+		{"bad_format", []string{"--format", "xml", smokeOnly}, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,8 +69,12 @@ func TestVet(t *testing.T) {
 // TestVetPipelines checks that every spec shipped under pipelines/ is
 // valid in both modes.
 func TestVetPipelines(t *testing.T) {
-	for _, mode := range []string{"full", "smoke"} {
-		code, stdout, stderr := vetRun("--mode", mode, filepath.Join("..", "..", "pipelines"))
+	for _, mode := range []string{"full", "smoke", ""} {
+		args := []string{"--mode", mode}
+		if mode == "" {
+			args = []string{"--all-modes"} // every mode each spec defines
+		}
+		code, stdout, stderr := vetRun(append(args, filepath.Join("..", "..", "pipelines"))...)
 		if code != exitOK || stderr != "" || !strings.Contains(stdout, "ok ") {
 			t.Errorf("mode %s: code %d\nstdout:\n%s\nstderr:\n%s", mode, code, stdout, stderr)
 		}

@@ -129,7 +129,7 @@ func CheckFormat(f string) error {
 type Options struct {
 	// Format is one of Formats.
 	Format string
-	// ShowModes adds the modes to each text line (spn vet --all-modes).
+	// ShowModes adds the modes to each text line.
 	ShowModes bool
 	// ToolVersion is spn's version, for the SARIF log's driver.
 	ToolVersion string

@@ -446,3 +446,27 @@ func (c *Calibration) Estimate(p *plan.Plan) (*Estimate, error) {
 	sort.Strings(est.Approximate)
 	return est, nil
 }
+
+// Counts is Estimate without a calibration: the stages of each kind of p,
+// all and still to run (Status from Resolve), in plan order of first
+// appearance, then "total"; the hours stay 0.
+func Counts(p *plan.Plan) []KindCost {
+	var kinds []KindCost
+	idx := map[string]int{}
+	total := KindCost{Kind: "total"}
+	for _, n := range p.Nodes {
+		i, ok := idx[n.Kind]
+		if !ok {
+			i = len(kinds)
+			idx[n.Kind] = i
+			kinds = append(kinds, KindCost{Kind: n.Kind})
+		}
+		kinds[i].Stages++
+		total.Stages++
+		if n.Status != plan.Cached {
+			kinds[i].ToRun++
+			total.ToRun++
+		}
+	}
+	return append(kinds, total)
+}
