@@ -27,8 +27,8 @@ go vet ./...
 step "staticcheck ./..."
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-step "spn vet pipelines/"
-go run ./cmd/spn vet pipelines/
+step "spn vet --all-modes pipelines/ (every mode of every spec)"
+go run ./cmd/spn vet --all-modes pipelines/
 
 step "cue vet (official cue command) over schema + pipelines"
 bash schema/cuevet.sh
