@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -105,4 +106,29 @@ func TestErrorChecks(t *testing.T) {
 			t.Errorf("%s: checks %q, want %q\n%v", file, got, want, err)
 		}
 	}
+}
+
+// BenchmarkLoadAllModes compares vetting Table 3's spec in every mode it
+// defines (full and smoke) with one Load per mode: each mode is evaluated
+// once, so the two should cost about the same.
+//
+//	go test ./schema -run '^$' -bench LoadAllModes -benchtime 5x -count 3
+func BenchmarkLoadAllModes(b *testing.B) {
+	file := filepath.Join("..", "pipelines", "paper", "table3_tu.cue")
+	b.Run("all-modes", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := LoadAllModes(file, Options{Models: testModels}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("load-per-mode", func(b *testing.B) {
+		for b.Loop() {
+			for _, m := range []string{ModeFull, ModeSmoke} {
+				if _, err := Load(file, Options{Mode: m, Models: testModels}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }
