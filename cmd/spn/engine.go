@@ -326,6 +326,7 @@ func (a *app) run(en *engine, args []string) error {
 	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
+	takeOver := takeOverFlagVar(fs)
 	deviceFlag(fs, &o.device)
 	var gpus string
 	gpusFlag(fs, &gpus)
@@ -374,7 +375,7 @@ func (a *app) run(en *engine, args []string) error {
 	}
 	en = en.withStages(reg)
 	// The tables' directory must be writable before hours of compute.
-	dest, err := a.prepareOut(en, "run", file, spec, *out)
+	dest, err := a.prepareOut(en, "run", file, spec, *out, *takeOver)
 	if err != nil {
 		return err
 	}
@@ -455,11 +456,13 @@ func outDir(flagValue string, spec *schema.Spec) string {
 // writeTables copies every table's files from its tabulate stage into out
 // (atomically, file by file) and prints each table to stdout.
 func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir) error {
-	if err := dir.record(); err != nil {
+	old := dir.previous()
+	if err := dir.record(old); err != nil {
 		return err
 	}
 	out := dir.path
 	printTable := en.printTable
+	var written []string
 	for i, t := range spec.Tables {
 		n := p.Tabulate[t.Name]
 		if n == nil {
@@ -479,8 +482,13 @@ func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 			}
 		}
 		fmt.Fprintf(a.stderr, "spn: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
+		written = append(written, baseNames(files)...)
 	}
-	return a.writeFigures(spec, p, c, out)
+	figs, err := a.writeFigures(spec, p, c, out)
+	if err != nil {
+		return err
+	}
+	return dir.prune(old, append(written, baseNames(figs)...))
 }
 
 // copyArtifacts copies the regular files of a stage dir (record.json
@@ -515,6 +523,7 @@ func (a *app) table(en *engine, args []string) error {
 	o := a.envFlags(fs)
 	planDeviceFlag(fs, &o.device)
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
+	takeOver := takeOverFlagVar(fs)
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	partial := fs.Bool("partial", false, "write the tables from the experiments that have results, the others' cells shown as --, instead of failing (figures are left out)")
 	pos, err := parseArgs(fs, args)
@@ -531,7 +540,7 @@ func (a *app) table(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	dest, err := a.prepareOut(en, "table", pos[0], spec, *out)
+	dest, err := a.prepareOut(en, "table", pos[0], spec, *out, *takeOver)
 	if err != nil {
 		return err
 	}
