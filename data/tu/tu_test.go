@@ -245,6 +245,7 @@ func TestSplitErrorsGolden(t *testing.T) {
 		{"no folds", "[]"},
 		{"index out of range", `[{"test": [0, 5], "model_selection": [{"train": [1], "validation": [2]}]}]`},
 		{"test overlaps train", `[{"test": [0], "model_selection": [{"train": [0, 1], "validation": [2]}]}]`},
+		{"index twice in test", `[{"test": [0, 1, 1], "model_selection": [{"train": [2], "validation": []}]}]`},
 		{"fold misses a graph", `[{"test": [0], "model_selection": [{"train": [1], "validation": []}]}]`},
 		{"graph never tested", `[{"test": [0], "model_selection": [{"train": [1], "validation": [2]}]}, {"test": [1], "model_selection": [{"train": [0], "validation": [2]}]}]`},
 		{"two model selections", `[{"test": [0], "model_selection": [{"train": [1], "validation": [2]}, {"train": [1], "validation": [2]}]}]`},
