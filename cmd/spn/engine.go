@@ -330,6 +330,7 @@ func (a *app) run(en *engine, args []string) error {
 	deviceFlag(fs, &o.device)
 	var gpus string
 	gpusFlag(fs, &gpus)
+	ignoreMem := fs.Bool("ignore-memory-limit", false, "start a train stage even when its expected peak memory is over what this process can have")
 	perGPU := fs.Int("stages-per-gpu", 1, "train `stages` a GPU runs at once, sharing it (small models leave a GPU idle between their launches)")
 	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
@@ -414,6 +415,13 @@ func (a *app) run(en *engine, args []string) error {
 	}
 	xo.KeepGoing = *keepGoing
 	xo.StagesPerGPU = *perGPU
+	if !*ignoreMem {
+		xo.MemoryLimit, xo.MemoryLimitSource = memoryLimit(a.getenv, sched.MemInfoFile, cgroupMemoryMax)
+		xo.MemoryHint = " (--ignore-memory-limit starts it anyway)"
+		if xo.Memory == nil {
+			xo.Memory = trainPeak(trainModels(en.reg))
+		}
+	}
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
 		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
 	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {
