@@ -111,9 +111,14 @@ func sameSpecFile(a, b string) bool {
 	return err == nil && os.SameFile(fa, fb)
 }
 
-// probeWritable checks that files can be written in dir: it creates and
-// removes a temporary file in dir or, when dir does not exist yet, in its
-// nearest existing ancestor, which must be a directory.
+// probeSize is the size of the file probeWritable writes: a disk too
+// full for it would fail the tables after hours of compute.
+const probeSize = 1 << 20
+
+// probeWritable checks that files can be written in dir: it writes
+// probeSize bytes into a temporary file in dir or, when dir does not
+// exist yet, in its nearest existing ancestor, which must be a
+// directory, and removes it.
 func probeWritable(dir string) error {
 	d := dir
 	for {
@@ -135,8 +140,20 @@ func probeWritable(dir string) error {
 		return err
 	}
 	name := f.Name()
-	f.Close()
-	return os.Remove(name)
+	_, err = f.Write(make([]byte, probeSize))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %d KiB there: %w", probeSize>>10, err)
+	}
+	return nil
 }
 
 // tablesDir is where a command writes its tables, proved writable by

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -189,5 +190,36 @@ func TestOutFolderSpecs(t *testing.T) {
 	}
 	if got := names(out2); got != "spec-source.json t.csv t.json" {
 		t.Errorf("after dropping table u: %s", got)
+	}
+}
+
+// A results folder on a nearly full disk (a 64 KiB tmpfs, where the
+// probe's 1 MiB does not fit) is refused before any stage runs; with an
+// empty probe file the run trained every stage first, and failed only on
+// tables that did not fit.
+func TestOutFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "full")
+	os.MkdirAll(mnt, 0o755)
+	if out, err := osexec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt).CombinedOutput(); err != nil {
+		// CI runs as root on a machine where mount works.
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mount tmpfs: %v: %s", err, out)
+		}
+		t.Skipf("cannot mount a small tmpfs to fill (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { osexec.Command("umount", mnt).Run() })
+	spec := filepath.Join(dir, "p.cue")
+	os.WriteFile(spec, []byte(predictSpec), 0o644)
+	cacheDir := filepath.Join(dir, "cache")
+	code, _, errs := runApp("run", spec, "--cache", cacheDir, "--out", filepath.Join(mnt, "out"), "--log-level", "error")
+	if code != exitFail || !strings.Contains(errs, "is not writable: writing 1024 KiB there: ") || !strings.Contains(errs, "nothing was run") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(cacheDir, "train")); err == nil {
+		t.Error("stages were trained")
+	}
+	if ents, _ := os.ReadDir(mnt); len(ents) != 0 {
+		t.Errorf("left in the full folder: %v", ents)
 	}
 }
