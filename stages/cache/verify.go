@@ -35,14 +35,16 @@ func (d *Damage) Error() string {
 
 // Stray is an entry of the cache that is not what spn writes there: a
 // file or a link loop where a folder belongs (a stage's, its kind's or
-// prefix's, tmp, locks, index, failed), or a folder at a path no stage
-// has. Verify reports them, gc removes them.
+// prefix's, or any other folder of the cache root: tmp, locks, ...), or a
+// folder at a path no stage has. Verify reports them, gc removes them.
 type Stray struct {
 	Path, Problem string
 }
 
-// topFolders are the folders of the cache root that are not kinds.
-var topFolders = []string{"tmp", "locks", "index", "failed"}
+// kindFolders are the stage kinds whose folders hold stages; the cache
+// root's other folders (tmp, locks, index, failed, slurm, ptx) are only
+// checked to be folders.
+var kindFolders = []string{stages.KindGenerate, stages.KindPrecompute, stages.KindTrain, stages.KindSelect, stages.KindEvaluate, stages.KindTabulate, stages.KindFigure}
 
 // Strays lists the entries of the cache that are not well-formed: see
 // Stray. The lock file is one of spn's.
@@ -61,7 +63,7 @@ func (c *Cache) Strays() ([]Stray, error) {
 			out = append(out, Stray{p, why})
 			continue
 		}
-		if slices.Contains(topFolders, k.Name()) {
+		if !slices.Contains(kindFolders, k.Name()) {
 			continue
 		}
 		prefixes, err := os.ReadDir(p)
