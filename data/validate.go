@@ -191,7 +191,9 @@ func (s Split) Validate(n int) error {
 			if i < 0 || i >= n {
 				return fmt.Errorf("%s index %d outside 0..%d", p.name, i, n-1)
 			}
-			if prev, ok := where[i]; ok {
+			if prev, ok := where[i]; ok && prev == p.name {
+				return fmt.Errorf("graph %d is twice in %s", i, p.name)
+			} else if ok {
 				return fmt.Errorf("graph %d is in both %s and %s", i, prev, p.name)
 			}
 			where[i] = p.name

@@ -39,6 +39,15 @@ type Kind interface {
 // largest models hold about a million (E-SPN, d = 300).
 const MaxParamValues = 1 << 30
 
+// MaxLayers bounds model.layers: 64. The paper's models have at most 5
+// layers, a message-passing network loses what tells nodes apart long
+// before 64 (over-smoothing), and past it the cost stops making sense:
+// the expression graph is built and differentiated for every batch
+// shape, at a cost that grows faster than the layers (a model of 1,000
+// layers spent minutes building its first graph, during which a signal
+// could not stop it).
+const MaxLayers = 64
+
 // Revised is a Kind whose math or parameters changed in a way that moves
 // its results (the order of a sum, a parameter's layout): Revision, from
 // 2 on, enters the key of every train stage of the kind, so that results
@@ -109,6 +118,9 @@ func (r Registry) CheckModel(m modelspec.Model, d modelspec.DatasetInfo) []model
 	least := func(m modelspec.Model) int64 { return k.ParamCount(Config{Model: m, NumEdgeTypes: d.Relations}) }
 	n := least(m)
 	if n <= MaxParamValues {
+		if m.Layers > MaxLayers {
+			return []modelspec.FieldError{{Field: "layers", Msg: fmt.Sprintf("%d layers; at most %d are allowed (the paper's models have at most 5, and the cost of building and differentiating deeper models grows faster than the layers)", m.Layers, MaxLayers)}}
+		}
 		return nil
 	}
 	field, one := "hidden", m
@@ -138,6 +150,10 @@ func (r Registry) Size(cfg Config) (int64, error) {
 	if n > MaxParamValues {
 		return n, fmt.Errorf("model.kind %q with hidden = %d, layers = %d: %s parameter values; at most %d (2^30) are allowed", cfg.Model.Kind, cfg.Model.Hidden, cfg.Model.Layers, sizeText(n), MaxParamValues)
 	}
+	if cfg.Model.Layers > MaxLayers {
+		return 0, fmt.Errorf("model.kind %q with layers = %d: at most %d layers are allowed", cfg.Model.Kind, cfg.Model.Layers, MaxLayers)
+	}
+
 	return n, nil
 }
 

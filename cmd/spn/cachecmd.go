@@ -87,8 +87,19 @@ func (a *app) cacheVerify(args []string) error {
 			fmt.Fprintf(a.stdout, "unchecked %s %s  %s: written before checksums (no \"files\" in record.json)\n", e.Kind, short(e.Key), e.Name)
 		}
 	}
-	fmt.Fprintf(a.stdout, "%d stages: %d intact, %d damaged, %d without checksums\n", len(entries), len(entries)-damaged-old, damaged, old)
-	if damaged > 0 {
+	strays, err := c.Strays()
+	if err != nil {
+		return runtimeErr("cache verify", err)
+	}
+	for _, s := range strays {
+		fmt.Fprintf(a.stdout, "damaged   %s: %s\n", s.Path, s.Problem)
+	}
+	fmt.Fprintf(a.stdout, "%d stages: %d intact, %d damaged, %d without checksums", len(entries), len(entries)-damaged-old, damaged, old)
+	if len(strays) > 0 {
+		fmt.Fprintf(a.stdout, "; %d entries not stage folders (run recomputes what they stand for; spn cache gc removes them)", len(strays))
+	}
+	fmt.Fprintln(a.stdout)
+	if damaged > 0 || len(strays) > 0 {
 		return reported(exitFail) // the damaged stages are listed on stdout
 	}
 	return nil
@@ -189,6 +200,18 @@ func (a *app) cacheGC(en *engine, args []string) error {
 		n++
 		bytes += e.Bytes
 		fmt.Fprintf(a.stdout, "%s %s %s  %s (%s)\n", verb, e.Kind, short(e.Key), e.Name, units.Bytes(e.Bytes))
+	}
+	strays, err := c.Strays()
+	if err != nil {
+		return runtimeErr("cache gc", err)
+	}
+	for _, s := range strays {
+		if !*dry {
+			if err := os.RemoveAll(s.Path); err != nil {
+				return runtimeErr("cache gc", err)
+			}
+		}
+		fmt.Fprintf(a.stdout, "%s %s: %s\n", verb, s.Path, s.Problem)
 	}
 	fmt.Fprintf(a.stdout, "%s %d of %d stages, %s; kept %d\n", verb, n, len(entries), units.Bytes(bytes), len(entries)-n)
 	return nil

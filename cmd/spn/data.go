@@ -209,7 +209,8 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // dataErr is err of subcommand sub: a usage error for unknown names and
 // impossible flags, a runtime error otherwise.
 func dataErr(sub string, err error) error {
-	if errors.Is(err, errUnknownDataset) || errors.Is(err, errBadFlags) {
+	var big *sp.SizeError
+	if errors.Is(err, errUnknownDataset) || errors.Is(err, errBadFlags) || errors.As(err, &big) {
 		return usageErr("data "+sub, err)
 	}
 	return runtimeErr("data "+sub, err)
@@ -438,6 +439,9 @@ func (a *app) dataShow(args []string) error {
 		return usageErr("data show", fmt.Errorf("--graph %d: %s has graphs 0..%d", *idx, ds.Name, len(ds.Graphs)-1))
 	}
 	g := &ds.Graphs[*idx]
+	if err := sp.CheckDistances(g); err != nil {
+		return dataErr("show", fmt.Errorf("%s graph %d: %w", ds.Name, *idx, err))
+	}
 	dist := sp.Distances(g)
 	sg := shownGraph{Dataset: ds.Name, Graph: *idx, Nodes: g.N, Edges: g.Edges(), X: g.Labels, Target: g.Target}
 	if sg.Edges == nil {

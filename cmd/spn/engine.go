@@ -353,9 +353,11 @@ func (a *app) run(en *engine, args []string) error {
 	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
+	takeOver := takeOverFlagVar(fs)
 	deviceFlag(fs, &o.device)
 	var gpus string
 	gpusFlag(fs, &gpus)
+	ignoreMem := fs.Bool("ignore-memory-limit", false, "start a train stage even when its expected peak memory is over what this process can have")
 	perGPU := fs.Int("stages-per-gpu", 1, "train `stages` a GPU runs at once, sharing it (small models leave a GPU idle between their launches)")
 	sl := a.slurmFlags(fs)
 	pos, err := parseArgs(fs, args)
@@ -401,7 +403,7 @@ func (a *app) run(en *engine, args []string) error {
 	}
 	en = en.withStages(reg)
 	// The tables' directory must be writable before hours of compute.
-	dest, err := a.prepareOut(en, "run", file, spec, *out)
+	dest, err := a.prepareOut(en, "run", file, spec, *out, *takeOver)
 	if err != nil {
 		return err
 	}
@@ -440,6 +442,13 @@ func (a *app) run(en *engine, args []string) error {
 	}
 	xo.KeepGoing = *keepGoing
 	xo.StagesPerGPU = *perGPU
+	if !*ignoreMem {
+		xo.MemoryLimit, xo.MemoryLimitSource = memoryLimit(a.getenv, sched.MemInfoFile, cgroupMemoryMax)
+		xo.MemoryHint = " (--ignore-memory-limit starts it anyway)"
+		if xo.Memory == nil {
+			xo.Memory = trainPeak(trainModels(en.reg))
+		}
+	}
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
 		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
 	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {
@@ -482,11 +491,13 @@ func outDir(flagValue string, spec *schema.Spec) string {
 // writeTables copies every table's files from its tabulate stage into out
 // (atomically, file by file) and prints each table to stdout.
 func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir) error {
-	if err := dir.record(); err != nil {
+	old := dir.previous()
+	if err := dir.record(old); err != nil {
 		return err
 	}
 	out := dir.path
 	printTable := en.printTable
+	var written []string
 	for i, t := range spec.Tables {
 		n := p.Tabulate[t.Name]
 		if n == nil {
@@ -506,8 +517,13 @@ func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 			}
 		}
 		fmt.Fprintf(a.stderr, "spn: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
+		written = append(written, baseNames(files)...)
 	}
-	return a.writeFigures(spec, p, c, out)
+	figs, err := a.writeFigures(spec, p, c, out)
+	if err != nil {
+		return err
+	}
+	return dir.prune(old, append(written, baseNames(figs)...))
 }
 
 // copyArtifacts copies the regular files of a stage dir (record.json
@@ -542,6 +558,7 @@ func (a *app) table(en *engine, args []string) error {
 	o := a.envFlags(fs)
 	planDeviceFlag(fs, &o.device)
 	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
+	takeOver := takeOverFlagVar(fs)
 	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
 	partial := fs.Bool("partial", false, "write the tables from the experiments that have results, the others' cells shown as --, instead of failing (figures are left out)")
 	pos, err := parseArgs(fs, args)
@@ -558,7 +575,7 @@ func (a *app) table(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	dest, err := a.prepareOut(en, "table", pos[0], spec, *out)
+	dest, err := a.prepareOut(en, "table", pos[0], spec, *out, *takeOver)
 	if err != nil {
 		return err
 	}

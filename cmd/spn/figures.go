@@ -11,19 +11,21 @@ import (
 
 // writeFigures copies every figure's files from its figure stage into out
 // (atomically, file by file).
-func (a *app) writeFigures(spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) error {
+func (a *app) writeFigures(spec *schema.Spec, p *plan.Plan, c *cache.Cache, out string) ([]string, error) {
+	var written []string
 	for _, f := range spec.Figures {
 		n := p.Figure[f.Name]
 		if n == nil {
-			return runtimeErrf("", "figure %s is not in the plan", f.Name)
+			return written, runtimeErrf("", "figure %s is not in the plan", f.Name)
 		}
 		files, err := copyArtifacts(c.StageDir(n.Kind, n.Key), out)
 		if err != nil {
-			return runtimeErrf("", "figure %s: %w", f.Name, err)
+			return written, runtimeErrf("", "figure %s: %w", f.Name, err)
 		}
 		fmt.Fprintf(a.stderr, "spn: figure %s: wrote %s\n", f.Name, strings.Join(files, ", "))
+		written = append(written, files...)
 	}
-	return nil
+	return written, nil
 }
 
 // figureInputsMissing reports whether a figure stage lacks a cached input

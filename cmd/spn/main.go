@@ -20,6 +20,11 @@ type app struct {
 	// signal is the number of the SIGINT or SIGTERM that stopped the
 	// command (see signalContext), 0 while none has.
 	signal atomic.Int32
+	// handling counts the live signal contexts (signalContext): while
+	// there is one, a signal is the command's to act on.
+	handling atomic.Int32
+	// cmd is the command being run, for catchSignals' message.
+	cmd atomic.Value
 	// cuda opens the CUDA libraries; nil means the system's loader.
 	cuda cuda.Opener
 }
@@ -52,6 +57,7 @@ func commands() map[string]command {
 
 func main() {
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	a.catchSignals()
 	setGC(a.getenv)
 	os.Exit(a.main(os.Args[1:]))
 }
@@ -74,6 +80,7 @@ func (a *app) dispatch(args []string) error {
 		return nil
 	}
 	c, ok := cmds[name]
+	a.cmd.Store(name)
 	if !ok {
 		return usageErrf("", "unknown command %q (see 'spn help')", name)
 	}

@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
@@ -22,6 +24,11 @@ const specRecordFile = "spec-source.json"
 type specRecord struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
+	// Files are the names of the tables' and figures' files spn wrote
+	// into the directory for this spec: the next write of the directory
+	// removes those its spec no longer writes, and nothing else (a file
+	// spn did not write stays).
+	Files []string `json:"files,omitempty"`
 }
 
 // specSource returns the path (absolute, symlinks resolved) and SHA-256
@@ -55,25 +62,32 @@ func specSource(en *engine, file string) (specRecord, error) {
 	return specRecord{Path: p, SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
+// takeOverFlag is the flag of spn run and spn table that lets a spec
+// write into a results directory that holds another spec's tables.
+const takeOverFlag = "take-over"
+
 // prepareOut runs before any stage: it checks that the tables' directory
 // (the --out flag value, or results/<spec name>) can be written, without
 // creating it, and returns it with the record of the spec that will write
-// there (written with the tables, see tablesDir.record). Without --out, a directory that records another spec file with
-// other content is refused, naming both: two specs with the same name
-// would overwrite each other's tables.
-func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string) (tablesDir, error) {
+// there (written with the tables, see tablesDir.record). A directory that
+// records another spec file with other content is refused, naming both
+// (two specs would mix their tables there), unless takeOver: then the
+// other spec's files that spn wrote are removed with the tables' write.
+func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOut string, takeOver bool) (tablesDir, error) {
 	out := outDir(flagOut, spec)
 	rec, err := specSource(en, file)
 	if err != nil {
 		return tablesDir{}, runtimeErr(cmd, err)
 	}
-	if flagOut == "" {
-		if b, err := os.ReadFile(filepath.Join(out, specRecordFile)); err == nil {
-			var old specRecord
-			if json.Unmarshal(b, &old) == nil && !sameSpecFile(old.Path, rec.Path) && old.SHA256 != rec.SHA256 {
-				return tablesDir{}, usageErrf(cmd, "%s holds the tables of another spec named %q: %s (sha256 %.12s), this is %s (sha256 %.12s); give this one another directory with --out, or rename one of the specs",
-					out, spec.Name, old.Path, old.SHA256, rec.Path, rec.SHA256)
+	if b, err := os.ReadFile(filepath.Join(out, specRecordFile)); err == nil && !takeOver {
+		var old specRecord
+		if json.Unmarshal(b, &old) == nil && !sameSpecFile(old.Path, rec.Path) && old.SHA256 != rec.SHA256 {
+			other, how := fmt.Sprintf("another spec named %q", spec.Name), "give this one another directory with --out, rename one of the specs, or pass --"+takeOverFlag+" to replace its tables"
+			if flagOut != "" {
+				other, how = "another spec", "give this one another --out, or pass --"+takeOverFlag+" to replace its tables"
 			}
+			return tablesDir{}, usageErrf(cmd, "%s holds the tables of %s: %s (sha256 %.12s), this is %s (sha256 %.12s); %s",
+				out, other, old.Path, old.SHA256, rec.Path, rec.SHA256, how)
 		}
 	}
 	if err := probeWritable(out); err != nil {
@@ -97,9 +111,14 @@ func sameSpecFile(a, b string) bool {
 	return err == nil && os.SameFile(fa, fb)
 }
 
-// probeWritable checks that files can be written in dir: it creates and
-// removes a temporary file in dir or, when dir does not exist yet, in its
-// nearest existing ancestor, which must be a directory.
+// probeSize is the size of the file probeWritable writes: a disk too
+// full for it would fail the tables after hours of compute.
+const probeSize = 1 << 20
+
+// probeWritable checks that files can be written in dir: it writes
+// probeSize bytes into a temporary file in dir or, when dir does not
+// exist yet, in its nearest existing ancestor, which must be a
+// directory, and removes it.
 func probeWritable(dir string) error {
 	d := dir
 	for {
@@ -121,8 +140,20 @@ func probeWritable(dir string) error {
 		return err
 	}
 	name := f.Name()
-	f.Close()
-	return os.Remove(name)
+	_, err = f.Write(make([]byte, probeSize))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %d KiB there: %w", probeSize>>10, err)
+	}
+	return nil
 }
 
 // tablesDir is where a command writes its tables, proved writable by
@@ -133,10 +164,35 @@ type tablesDir struct {
 	spec specRecord
 }
 
-// record writes the spec's record into the directory (created if needed);
-// writeTables and writePartialTables call it before the tables.
-func (d tablesDir) record() error {
-	b, err := json.MarshalIndent(d.spec, "", "  ")
+// previous returns the names of the files spn wrote into the directory
+// by its record (none without a readable one).
+func (d tablesDir) previous() []string {
+	b, err := os.ReadFile(filepath.Join(d.path, specRecordFile))
+	if err != nil {
+		return nil
+	}
+	var old specRecord
+	if json.Unmarshal(b, &old) != nil {
+		return nil
+	}
+	var names []string
+	for _, f := range old.Files {
+		// Only plain names in the directory, never the record itself.
+		if f != "" && f == filepath.Base(f) && f != "." && f != ".." && f != specRecordFile {
+			names = append(names, f)
+		}
+	}
+	return names
+}
+
+// record writes the spec's record into the directory (created if needed),
+// listing files as written by spn; writeTables and writePartialTables call
+// it before the tables with the files spn wrote before (so that a write
+// cut short still knows them), and after them with the files now there.
+func (d tablesDir) record(files []string) error {
+	rec := d.spec
+	rec.Files = slices.Compact(slices.Sorted(slices.Values(files)))
+	b, err := json.MarshalIndent(rec, "", "  ")
 	if err == nil {
 		err = cache.WriteFileAtomic(filepath.Join(d.path, specRecordFile), append(b, '\n'))
 	}
@@ -144,4 +200,34 @@ func (d tablesDir) record() error {
 		return runtimeErr(d.cmd, err)
 	}
 	return nil
+}
+
+// prune removes the files spn wrote before (old) that are not among
+// written, the base names of the files this write wrote: the tables and
+// figures of another spec, or of this spec before it dropped them. Then
+// it records written.
+func (d tablesDir) prune(old, written []string) error {
+	for _, f := range old {
+		if slices.Contains(written, f) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(d.path, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return runtimeErrf(d.cmd, "removing %s, a table no longer written there: %w", filepath.Join(d.path, f), err)
+		}
+	}
+	return d.record(written)
+}
+
+// baseNames returns the base names of paths.
+func baseNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
+}
+
+// takeOverFlagVar registers --take-over on fs.
+func takeOverFlagVar(fs *flag.FlagSet) *bool {
+	return fs.Bool(takeOverFlag, false, "write the tables into a results directory that holds another spec's, removing the files spn wrote there for it")
 }

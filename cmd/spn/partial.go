@@ -32,10 +32,18 @@ func (a *app) keptGoing(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Ca
 // (tabulate.Partial), and written to out without entering the cache. It
 // reports what it wrote, as command cmd.
 func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir, why string) {
-	if err := dir.record(); err != nil {
+	// A partial write removes nothing: the tables it could not write keep
+	// their last complete version.
+	known := dir.previous()
+	if err := dir.record(known); err != nil {
 		fmt.Fprintln(a.stderr, err)
 		return
 	}
+	defer func() {
+		if err := dir.record(known); err != nil {
+			fmt.Fprintln(a.stderr, err)
+		}
+	}()
 	out := dir.path
 	for _, t := range spec.Tables {
 		n := p.Tabulate[t.Name]
@@ -53,6 +61,7 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 				en.printTable(a.stdout, dir)
 			}
 			fmt.Fprintf(a.stderr, "spn %s: table %s: wrote %s\n", cmd, t.Name, strings.Join(files, ", "))
+			known = append(known, baseNames(files)...)
 			continue
 		}
 		results := map[string]*stages.EvalResult{}
@@ -83,6 +92,7 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 		}
 		fmt.Fprintf(a.stderr, "spn %s: table %s: incomplete, %d experiments missing (%s): wrote %s\n",
 			cmd, t.Name, len(missing), strings.Join(missing, ", "), strings.Join(written, ", "))
+		known = append(known, baseNames(written)...)
 	}
 }
 

@@ -83,7 +83,7 @@ func DefaultKs(p *Pair) []int {
 
 // Info returns the distance statistics of g.
 func Info(g *data.Graph) (GraphInfo, error) {
-	st, err := sp.Stats(g)
+	st, err := sp.Stats(context.Background(), g)
 	if err != nil {
 		return GraphInfo{}, err
 	}

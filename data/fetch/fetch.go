@@ -141,6 +141,14 @@ func (f *Fetcher) record(url, rel, sum string, size int64) {
 	f.sources = append(f.sources, Source{URL: url, Path: rel, SHA256: sum, Size: size, Upstream: kf.SHA256 != "" && kf.SHA256 == sum})
 }
 
+// RefreshHint is added to the error of a fetched file of dataset name that
+// does not load: the copy kept in the data folder may be a bad one (from
+// a broken mirror or download), and a fixed source is read only after a
+// refresh.
+func RefreshHint(name string) string {
+	return fmt.Sprintf("if this copy came from a bad mirror or download, run `spn data fetch %s --refresh`", name)
+}
+
 // MismatchHint tells how to accept data whose figures differ.
 const MismatchHint = "fetch it again with `spn data fetch --refresh NAME`, or, if this content is really wanted, pass --accept-data-mismatch (recorded in the stage results)"
 

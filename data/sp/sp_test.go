@@ -131,7 +131,7 @@ func TestComputeRejectsBadInput(t *testing.T) {
 func TestStats(t *testing.T) {
 	// Path 0-1-2 plus an isolated edge 3-4.
 	g := mustGraph(t, 5, [][2]int{{0, 1}, {1, 2}, {3, 4}})
-	st, err := Stats(&g)
+	st, err := Stats(context.Background(), &g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,52 @@
 package sp
 
 import (
+	"context"
 	"fmt"
 	"math/bits"
 
 	"github.com/spn-project/spn/data"
 )
 
+// MaxDistancesNodes bounds the nodes of a graph whose full distance
+// matrix Distances builds: 4096 nodes, 2^24 distances (64 MiB). The matrix
+// is for looking at one graph (spn data show); beyond this it is neither
+// readable nor cheap.
+const MaxDistancesNodes = 1 << 12
+
+// MaxStatsNodes bounds the nodes of a graph whose statistics Stats
+// computes: 65,536. Stats is exact, a BFS from every node, whose cost
+// grows at least as n²/64 word operations (and as n³/64 on a path);
+// the largest graph of any built-in dataset has under 6,000 nodes.
+const MaxStatsNodes = 1 << 16
+
+// SizeError is a graph too large for a computation whose cost or memory
+// grows with the square of its nodes; it is refused before anything is
+// allocated.
+type SizeError struct {
+	// What is the computation ("distance matrix", "statistics ...").
+	What string
+	// Nodes is the graph's node count, Limit the most allowed.
+	Nodes, Limit int
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("%s: the graph has %d nodes, at most %d are allowed (the cost grows at least with the square of the nodes)", e.What, e.Nodes, e.Limit)
+}
+
+// CheckDistances returns a *SizeError when g is over MaxDistancesNodes.
+func CheckDistances(g *data.Graph) error {
+	if g.N > MaxDistancesNodes {
+		return &SizeError{What: "distance matrix", Nodes: g.N, Limit: MaxDistancesNodes}
+	}
+	return nil
+}
+
 // Distances returns the n×n matrix of shortest-path distances of g,
-// row-major, with -1 for unreachable pairs. A malformed adjacency yields
-// nil.
+// row-major, with -1 for unreachable pairs. A malformed adjacency, or a
+// graph over MaxDistancesNodes (CheckDistances), yields nil.
 func Distances(g *data.Graph) []int32 {
-	if checkAdj(g) != nil {
+	if CheckDistances(g) != nil || checkAdj(g) != nil {
 		return nil
 	}
 	n := g.N
@@ -70,8 +105,14 @@ type GraphStats struct {
 }
 
 // Stats computes the statistics of g by an unbounded bit-parallel BFS
-// from every node (64 sources per word, as in Compute).
-func Stats(g *data.Graph) (GraphStats, error) {
+// from every node (64 sources per word, as in Compute). A graph over
+// MaxStatsNodes is refused with a *SizeError before anything is
+// allocated; ctx is checked at every BFS level, so that a cancellation
+// stops the work on one large graph at once.
+func Stats(ctx context.Context, g *data.Graph) (GraphStats, error) {
+	if g.N > MaxStatsNodes {
+		return GraphStats{}, &SizeError{What: "statistics (a BFS from every node)", Nodes: g.N, Limit: MaxStatsNodes}
+	}
 	if err := checkAdj(g); err != nil {
 		return GraphStats{}, fmt.Errorf("graph statistics: %w", err)
 	}
@@ -88,6 +129,9 @@ func Stats(g *data.Graph) (GraphStats, error) {
 	for b0 := 0; b0 < n; b0 += 64 {
 		startBlock(seen, frontier, b0)
 		for d := 1; ; d++ {
+			if err := ctx.Err(); err != nil {
+				return GraphStats{}, err
+			}
 			level := bfsLevel(ptr, idx, frontier, seen, next) // sources that reach some node at distance d
 			if level == 0 {
 				break

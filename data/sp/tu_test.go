@@ -169,7 +169,7 @@ func BenchmarkStatsDD(b *testing.B) {
 	ds := loadTU(b, "DD")
 	for b.Loop() {
 		for i := range ds.Graphs {
-			if _, err := Stats(&ds.Graphs[i]); err != nil {
+			if _, err := Stats(context.Background(), &ds.Graphs[i]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -210,7 +210,7 @@ func TestStatsAgainstDistances(t *testing.T) {
 		ds := loadTU(t, name)
 		for gi := range ds.Graphs {
 			g := &ds.Graphs[gi]
-			st, err := Stats(g)
+			st, err := Stats(context.Background(), g)
 			if err != nil {
 				t.Fatal(err)
 			}

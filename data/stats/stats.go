@@ -47,7 +47,7 @@ func Compute(ctx context.Context, ds *data.Dataset, threads int) (Summary, error
 	}
 	per := make([]sp.GraphStats, len(ds.Graphs))
 	err := par.Each(ctx, len(ds.Graphs), threads, func(i int) error {
-		st, err := sp.Stats(&ds.Graphs[i])
+		st, err := sp.Stats(ctx, &ds.Graphs[i])
 		if err != nil {
 			return fmt.Errorf("graph %d: %w", i, err)
 		}

@@ -49,7 +49,7 @@ func Fetch(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, e
 	}
 	ds, err := Load(zp, sp)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w; %s", err, fetch.RefreshHint(name))
 	}
 	// The zip's figures are those of its graphs as read, before the
 	// protocol drops attributes; the split file has its own.

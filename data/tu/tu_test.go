@@ -245,6 +245,7 @@ func TestSplitErrorsGolden(t *testing.T) {
 		{"no folds", "[]"},
 		{"index out of range", `[{"test": [0, 5], "model_selection": [{"train": [1], "validation": [2]}]}]`},
 		{"test overlaps train", `[{"test": [0], "model_selection": [{"train": [0, 1], "validation": [2]}]}]`},
+		{"index twice in test", `[{"test": [0, 1, 1], "model_selection": [{"train": [2], "validation": []}]}]`},
 		{"fold misses a graph", `[{"test": [0], "model_selection": [{"train": [1], "validation": []}]}]`},
 		{"graph never tested", `[{"test": [0], "model_selection": [{"train": [1], "validation": [2]}]}, {"test": [1], "model_selection": [{"train": [0], "validation": [2]}]}]`},
 		{"two model selections", `[{"test": [0], "model_selection": [{"train": [1], "validation": [2]}, {"train": [1], "validation": [2]}]}]`},
@@ -364,5 +365,36 @@ func TestFetchRejectsChangedLabel(t *testing.T) {
 	want := filepath.Join(dir, "tu", "ENZYMES.zip") + `: content figure "classes" is 7, expected 6`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("want %q, got %v", want, err)
+	}
+}
+
+// A structurally valid but wrong split file from a bad mirror (a fold
+// with a graph twice) is kept in the data folder on the first fetch; the
+// error says how to replace the kept copy once the mirror is fixed.
+func TestFetchBadMirrorHint(t *testing.T) {
+	good := mirrortest.Dir(t)
+	bad := t.TempDir()
+	zipURL, splitsURL := URLs("ENZYMES")
+	for _, u := range []string{zipURL, splitsURL} {
+		rel, ok := fetch.LocalPath(u)
+		if !ok {
+			t.Fatalf("no local path for %s", u)
+		}
+		b, err := os.ReadFile(filepath.Join(good, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u == splitsURL {
+			b = []byte(`[{"test": [0, 0], "model_selection": [{"train": [1], "validation": [2]}]}]`)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(bad, rel)), 0o755)
+		if err := os.WriteFile(filepath.Join(bad, rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fetch.Fetcher{DataDir: t.TempDir(), Mirror: bad}
+	_, err := Fetch(context.Background(), f, "ENZYMES")
+	if err == nil || !strings.Contains(err.Error(), "graph 0 is twice in test") || !strings.HasSuffix(err.Error(), "run `spn data fetch ENZYMES --refresh`") {
+		t.Fatalf("error %v", err)
 	}
 }

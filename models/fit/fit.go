@@ -529,11 +529,11 @@ func (t *trainer) recordEpoch(epoch int, sn *seen) (curve.EpochRecord, error) {
 	if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), sn.outs, cfg.Out, sn.ys, sn.targets, o.Factors); err != nil {
 		return rec, fmt.Errorf("epoch %d: train score: %w", epoch, err)
 	}
-	if rec.ValLoss, rec.ValScore, err = evaluate(m, t.ds, t.hops, t.sets.Val, o.Metric, o.Factors, o.EvalBatch); err != nil {
+	if rec.ValLoss, rec.ValScore, err = evaluate(t.ctx, m, t.ds, t.hops, t.sets.Val, o.Metric, o.Factors, o.EvalBatch); err != nil {
 		return rec, fmt.Errorf("epoch %d: validation: %w", epoch, err)
 	}
 	if len(t.sets.Test) > 0 {
-		if rec.TestLoss, rec.TestScore, err = evaluate(m, t.ds, t.hops, t.sets.Test, o.Metric, o.Factors, o.EvalBatch); err != nil {
+		if rec.TestLoss, rec.TestScore, err = evaluate(t.ctx, m, t.ds, t.hops, t.sets.Test, o.Metric, o.Factors, o.EvalBatch); err != nil {
 			return rec, fmt.Errorf("epoch %d: test: %w", epoch, err)
 		}
 	}
@@ -614,15 +614,16 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 // Evaluate returns the mean loss and the metric of m (evaluation mode) on the
 // graphs idx, in batches of batchSize graphs.
 func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, batchSize int) (loss, score float64, err error) {
-	return evaluate(m, ds, hops, idx, name, nil, batchSize)
+	return evaluate(context.Background(), m, ds, hops, idx, name, nil, batchSize)
 }
 
-// evaluate is Evaluate with the factors of metric film_error.
-func evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, factors []float64, batchSize int) (loss, score float64, err error) {
+// evaluate is Evaluate with the factors of metric film_error, stopping
+// between batches once ctx is done.
+func evaluate(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, factors []float64, batchSize int) (loss, score float64, err error) {
 	if len(idx) == 0 {
 		return 0, 0, fmt.Errorf("empty evaluation set")
 	}
-	out, b, err := Predict(m, ds, hops, idx, batchSize)
+	out, b, err := predict(ctx, m, ds, hops, idx, batchSize)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -637,6 +638,11 @@ func evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name
 // Predict returns the evaluation-mode outputs of m on graphs idx (in order),
 // together with a target-only batch (Y and Target of those graphs).
 func Predict(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, batchSize int) ([]float32, *data.Batch, error) {
+	return predict(context.Background(), m, ds, hops, idx, batchSize)
+}
+
+// predict is Predict, stopping between batches once ctx is done.
+func predict(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, batchSize int) ([]float32, *data.Batch, error) {
 	if batchSize < 1 {
 		batchSize = 256
 	}
@@ -644,6 +650,9 @@ func Predict(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, batch
 	out := make([]float32, 0, len(idx)*cfg.Out)
 	tgt := &data.Batch{NumGraphs: len(idx)}
 	for b, err := range data.Batches(ds, hops, chunks(idx, batchSize), models.BatchOptions(m)) {
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -125,3 +125,23 @@ func TestSizeRefused(t *testing.T) {
 		t.Fatalf("Size of a small spn = %d, %v; want its ParamCount %d", n, err, reg["spn"].ParamCount(cfg))
 	}
 }
+
+// A model of 1,000 layers (of few parameters) is refused on its layers,
+// by the spec check (spn vet) and by Size: past models.MaxLayers the
+// cost of building its graphs stops making sense.
+func TestLayersRefused(t *testing.T) {
+	reg := All()
+	m := modelspec.Model{Kind: "spn", Hidden: 8, Layers: 1000, K: 3, Pool: models.PoolMean}
+	errs := reg.CheckModel(m, modelspec.DatasetInfo{})
+	if len(errs) != 1 || errs[0].Field != "layers" || !strings.Contains(errs[0].Msg, "1000 layers; at most 64 are allowed") {
+		t.Errorf("CheckModel: %v", errs)
+	}
+	cfg := models.Config{Model: m, NumLabels: 3, Task: models.TaskClassification, Out: 2}
+	if _, err := reg.Size(cfg); err == nil || !strings.Contains(err.Error(), "at most 64 layers") {
+		t.Errorf("Size: %v", err)
+	}
+	m.Layers = models.MaxLayers
+	if errs := reg.CheckModel(m, modelspec.DatasetInfo{}); len(errs) != 0 {
+		t.Errorf("CheckModel of %d layers: %v", m.Layers, errs)
+	}
+}

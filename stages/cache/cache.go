@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spn-project/spn/stages"
@@ -61,7 +62,17 @@ func Open(root string) (*Cache, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("opening cache %s: %w", root, err)
 	}
-	return &Cache{Root: root}, nil
+	c := &Cache{Root: root}
+	// A file or a broken link in place of tmp or locks (which hold nothing
+	// that outlives a run) is removed; the folder is made when needed.
+	for _, p := range []string{c.tmpRoot(), c.locksRoot()} {
+		if notFolder(p) != "" {
+			if err := os.Remove(p); err != nil {
+				return nil, fmt.Errorf("opening cache %s: removing %s, which is not a folder: %w", root, p, err)
+			}
+		}
+	}
+	return c, nil
 }
 
 // Resolve picks the cache directory: the flag value if set, else the
@@ -127,7 +138,9 @@ func (c *Cache) Damaged(kind, key string) *Damage {
 func (c *Cache) StageKeys(kind string) (map[string]bool, error) {
 	root := filepath.Join(c.Root, kind)
 	prefixes, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || notFolder(root) != "" {
+		// A file or a broken link in place of the kind's folder holds no
+		// stage; Strays reports it, Commit replaces it.
 		return map[string]bool{}, nil
 	}
 	if err != nil {
@@ -188,7 +201,7 @@ func (c *Cache) tmpRoot() string { return filepath.Join(c.Root, "tmp") }
 // NewTemp creates a private, empty directory <root>/tmp/<key>-<random>/ for
 // a stage being written.
 func (c *Cache) NewTemp(key string) (string, error) {
-	if err := os.MkdirAll(c.tmpRoot(), 0o755); err != nil {
+	if err := ensureFolder(c.tmpRoot()); err != nil {
 		return "", fmt.Errorf("creating cache temp dir: %w", err)
 	}
 	dir, err := os.MkdirTemp(c.tmpRoot(), key+"-")
@@ -203,6 +216,12 @@ func (c *Cache) NewTemp(key string) (string, error) {
 // writer holds (see LockStage), so it is safe while other processes or
 // Slurm jobs write to the cache. It returns how many entries it removed.
 func (c *Cache) CleanTemp() (int, error) {
+	if notFolder(c.tmpRoot()) != "" {
+		if err := os.Remove(c.tmpRoot()); err != nil {
+			return 0, fmt.Errorf("removing %s, which is not a folder: %w", c.tmpRoot(), err)
+		}
+		return 1, nil
+	}
 	ents, err := os.ReadDir(c.tmpRoot())
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -256,6 +275,15 @@ func (c *Cache) Commit(tmp string, rec *Record) error {
 		return fmt.Errorf("writing %s: %w", recPath, err)
 	}
 	final := c.StageDir(rec.Kind, rec.Key)
+	// A file or a broken link where the kind's, the prefix's or the
+	// stage's folder belongs is damage (Check): replace it.
+	for _, p := range []string{filepath.Dir(filepath.Dir(final)), filepath.Dir(final), final} {
+		if notFolder(p) != "" {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("committing %s: removing %s, which is not a folder: %w", rec.Name, p, err)
+			}
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return fmt.Errorf("committing %s: %w", rec.Name, err)
 	}
@@ -485,4 +513,42 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, werr)
 	}
 	return nil
+}
+
+// notFolder says why path, which should be a folder of the cache, is not
+// one: "a regular file" (or another non-folder), "a symbolic link loop",
+// "a broken symbolic link"; "" when it is a folder (or a link to one) or
+// does not exist.
+func notFolder(path string) string {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return ""
+	case err == nil && fi.Mode().IsRegular():
+		return "a regular file, not a folder"
+	case err == nil:
+		return fmt.Sprintf("not a folder (%s)", fi.Mode().Type())
+	case errors.Is(err, syscall.ELOOP):
+		return "a symbolic link loop, not a folder"
+	case errors.Is(err, os.ErrNotExist):
+		if li, lerr := os.Lstat(path); lerr == nil && li.Mode()&os.ModeSymlink != 0 {
+			return "a broken symbolic link, not a folder"
+		}
+		return ""
+	case errors.Is(err, syscall.ENOTDIR):
+		return "" // a folder above it is not one; that one is reported
+	}
+	return fmt.Sprintf("unreadable (%v)", err)
+}
+
+// ensureFolder creates the folder path, first removing a file or a broken
+// link in its place (the tmp and locks folders hold nothing that outlives
+// a run, so what stands in their place is damage).
+func ensureFolder(path string) error {
+	if notFolder(path) != "" {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("removing %s, which is not a folder: %w", path, err)
+		}
+	}
+	return os.MkdirAll(path, 0o755)
 }

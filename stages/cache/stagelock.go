@@ -108,7 +108,7 @@ func (c *Cache) LockStage(ctx context.Context, key string, opt StageLockOptions)
 	if key == "" || strings.ContainsAny(key, "/\\") || key == "." || key == ".." {
 		return nil, fmt.Errorf("locking stage: invalid key %q", key)
 	}
-	if err := os.MkdirAll(c.locksRoot(), 0o755); err != nil {
+	if err := ensureFolder(c.locksRoot()); err != nil {
 		return nil, fmt.Errorf("locking stage %s: %w", key, err)
 	}
 	told := false

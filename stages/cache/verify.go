@@ -33,6 +33,67 @@ func (d *Damage) Error() string {
 	return fmt.Sprintf("%s: %s", filepath.Join(d.Dir, filepath.FromSlash(d.File)), d.Problem)
 }
 
+// Stray is an entry of the cache that is not what spn writes there: a
+// file or a link loop where a folder belongs (a stage's, its kind's or
+// prefix's, or any other folder of the cache root: tmp, locks, ...), or a
+// folder at a path no stage has. Verify reports them, gc removes them.
+type Stray struct {
+	Path, Problem string
+}
+
+// kindFolders are the stage kinds whose folders hold stages; the cache
+// root's other folders (tmp, locks, index, failed, slurm, ptx) are only
+// checked to be folders.
+var kindFolders = []string{stages.KindGenerate, stages.KindPrecompute, stages.KindTrain, stages.KindSelect, stages.KindEvaluate, stages.KindTabulate, stages.KindFigure}
+
+// Strays lists the entries of the cache that are not well-formed: see
+// Stray. The lock file is one of spn's.
+func (c *Cache) Strays() ([]Stray, error) {
+	top, err := os.ReadDir(c.Root)
+	if err != nil {
+		return nil, fmt.Errorf("listing cache %s: %w", c.Root, err)
+	}
+	var out []Stray
+	for _, k := range top {
+		p := filepath.Join(c.Root, k.Name())
+		if p == c.LockPath() {
+			continue
+		}
+		if why := notFolder(p); why != "" {
+			out = append(out, Stray{p, why})
+			continue
+		}
+		if !slices.Contains(kindFolders, k.Name()) {
+			continue
+		}
+		prefixes, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fmt.Errorf("listing cache %s: %w", c.Root, err)
+		}
+		for _, pre := range prefixes {
+			pp := filepath.Join(p, pre.Name())
+			if why := notFolder(pp); why != "" {
+				out = append(out, Stray{pp, why})
+				continue
+			}
+			keys, err := os.ReadDir(pp)
+			if err != nil {
+				return nil, fmt.Errorf("listing cache %s: %w", c.Root, err)
+			}
+			for _, key := range keys {
+				kp := filepath.Join(pp, key.Name())
+				switch {
+				case notFolder(kp) != "":
+					out = append(out, Stray{kp, notFolder(kp)})
+				case kp != c.StageDir(k.Name(), key.Name()):
+					out = append(out, Stray{kp, "a folder at a path no stage has"})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
 // checkResult is the memoised outcome of one Check.
 type checkResult struct {
 	ok     bool
@@ -87,8 +148,18 @@ func (c *Cache) remember(id string, r checkResult) {
 func (c *Cache) check(kind, key string) (bool, *Damage, error) {
 	dir := c.StageDir(kind, key)
 	b, err := os.ReadFile(filepath.Join(dir, stages.FileRecord))
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) && notFolder(dir) == "" {
 		return false, nil, nil
+	}
+	if err != nil {
+		// A file or a link loop in place of the stage's folder, or of a
+		// folder above it: damage, so that the stage runs again (Commit
+		// replaces it).
+		for _, p := range []string{filepath.Join(c.Root, kind), filepath.Dir(dir), dir} {
+			if why := notFolder(p); why != "" {
+				return false, &Damage{Dir: p, Problem: why}, nil
+			}
+		}
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("checking cache for %s %s: %w", kind, key, err)

@@ -73,6 +73,14 @@ type Options struct {
 	// about to start, given its finished inputs (0: negligible or
 	// unknown). Used with Cores and Available.
 	Memory func(n *plan.Node, inputs []stages.Input) uint64
+	// MemoryLimit, when positive, is the most memory the process can have
+	// (physical memory, GOMEMLIMIT, a cgroup's or ulimit's bound): a
+	// stage whose expected peak (Memory) is over it fails before it
+	// starts, its message naming both figures, MemoryLimitSource and
+	// MemoryHint (what to do about it).
+	MemoryLimit       uint64
+	MemoryLimitSource string
+	MemoryHint        string
 	// Available, if not nil, reports the free memory (sched.MemAvailable);
 	// with Cores, a stage whose expected peak does not fit waits.
 	Available func() (free uint64, ok bool)
@@ -443,6 +451,12 @@ func (r *runner) runStage(ctx context.Context, n *plan.Node, threads int, thread
 	if r.opt.Progress != nil {
 		pr := r.opt.Progress
 		progress = func(done, total int) { pr.StageProgress(n, done, total) }
+	}
+	if r.opt.MemoryLimit > 0 && r.opt.Memory != nil {
+		if need := r.opt.Memory(n, plan.Inputs(r.c, n)); need > r.opt.MemoryLimit {
+			return fmt.Errorf("%s: expected peak memory %d MiB is over the %d MiB this process can have (%s); not started%s",
+				n.Name, need>>20, r.opt.MemoryLimit>>20, r.opt.MemoryLimitSource, r.opt.MemoryHint)
+		}
 	}
 	env := r.opt.Env
 	env.ThreadsNow = threadsNow

@@ -124,7 +124,7 @@ func Diameters(ctx context.Context, ds *data.Dataset, f schema.Figure) (*Data, e
 				return nil, err
 			}
 		}
-		st, err := sp.Stats(&ds.Graphs[i])
+		st, err := sp.Stats(ctx, &ds.Graphs[i])
 		if err != nil {
 			return nil, fmt.Errorf("graph %d: %w", i, err)
 		}
