@@ -216,8 +216,12 @@ func (a *app) plan(en *engine, args []string) error {
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	withCost := fs.Bool("cost", false, "print the estimated CPU-hours (GPU-hours for the train stages of a GPU calibration) per stage kind instead of the stages")
 	calFile := fs.String("calibration", "", "calibration `file` for --cost (default calibration.json beside the spec; spn calibrate writes it)")
+	dot := dotFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
+		return usageErr("plan", err)
+	}
+	if err := dot.check(*asJSON || *withCost); err != nil {
 		return usageErr("plan", err)
 	}
 	if len(pos) != 1 {
@@ -248,9 +252,12 @@ func (a *app) plan(en *engine, args []string) error {
 		}
 		return nil
 	}
-	if *asJSON {
+	switch {
+	case dot.on:
+		err = p.WriteDOT(a.stdout, dot.options(spec.Name, c))
+	case *asJSON:
 		err = p.WriteJSON(a.stdout)
-	} else {
+	default:
 		err = p.WriteText(a.stdout)
 	}
 	if err != nil {
