@@ -403,7 +403,10 @@ func (a *app) run(en *engine, args []string) error {
 		if !errors.Is(err, cache.ErrLocked) && ctx.Err() == nil && p.Resolve(c) == nil {
 			if _, toRun := p.Counts(); toRun == 0 {
 				fmt.Fprintf(a.stderr, "spn run: cannot lock the cache (%v); every stage is cached, so the tables are written from it as it is\n", errors.Unwrap(err))
-				return a.writeTables(en, spec, p, c, dest)
+				if err := a.writeTables(en, spec, p, c, dest); err != nil {
+					return err
+				}
+				return a.writeReport(en, spec, p, c, dest)
 			}
 		}
 		return err
@@ -428,7 +431,10 @@ func (a *app) run(en *engine, args []string) error {
 		}
 		return err
 	}
-	return a.writeTables(en, spec, p, c, dest)
+	if err := a.writeTables(en, spec, p, c, dest); err != nil {
+		return err
+	}
+	return a.writeReport(en, spec, p, c, dest)
 }
 
 // parallelism derives jobs and threads per stage: given one of them, the

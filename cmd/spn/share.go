@@ -18,20 +18,27 @@ import (
 // model kinds of mr) fits in what is free (MemAvailable of meminfo, and
 // no more than GOMEMLIMIT).
 func sharedRun(ncpu int, meminfo string, mr models.Registry) exec.Options {
-	est := train.NewPeakEstimator(mr)
 	return exec.Options{
-		Cores: max(ncpu, 1),
-		Memory: func(n *plan.Node, in []stages.Input) uint64 {
-			if n.Kind != stages.KindTrain {
-				return 0
-			}
-			b, err := est.PeakBytes(n.JSON, in)
-			if err != nil {
-				return 0 // the stage itself reports what is wrong
-			}
-			return b
-		},
+		Cores:     max(ncpu, 1),
+		Memory:    peakMemory(mr),
 		Available: freeMemory(sched.MemAvailable(meminfo), debug.SetMemoryLimit(-1)),
+	}
+}
+
+// peakMemory returns the expected peak memory of a stage (a train
+// stage's, from its parameters and inputs; 0 for other kinds), as the
+// executor and spn report estimate it.
+func peakMemory(mr models.Registry) func(n *plan.Node, in []stages.Input) uint64 {
+	est := train.NewPeakEstimator(mr)
+	return func(n *plan.Node, in []stages.Input) uint64 {
+		if n.Kind != stages.KindTrain {
+			return 0
+		}
+		b, err := est.PeakBytes(n.JSON, in)
+		if err != nil {
+			return 0 // the stage itself reports what is wrong
+		}
+		return b
 	}
 }
 
