@@ -397,4 +397,3 @@ func fmtNum(v float64) string {
 	}
 	return fmt.Sprintf("%.4g", v)
 }
-
