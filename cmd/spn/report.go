@@ -65,6 +65,6 @@ func (a *app) writeReport(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 	if err := cache.WriteFileAtomic(path, b); err != nil {
 		return runtimeErr(dir.cmd, err)
 	}
-	fmt.Fprintf(a.stderr, "spn: report: wrote %s (%d KiB)\n", path, (len(b)+1023)/1024)
+	fmt.Fprintf(a.stderr, "spn: report: wrote %s\n", path)
 	return nil
 }
