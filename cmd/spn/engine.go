@@ -234,12 +234,16 @@ func (a *app) plan(en *engine, args []string) error {
 	calFile := fs.String("calibration", "", "calibration `file` for --cost (default calibration.json beside the spec; spn calibrate writes it)")
 	summary := fs.Bool("summary", false, "print one line per stage kind: cached, to run and, with a calibration (--calibration, or calibration.json beside the spec), the CPU-hours to run")
 	format := fs.String("format", "text", "`format` of the spec's problems, if it has any: text, json, github or sarif (as spn vet)")
+	dot := dotFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("plan", err)
 	}
 	if err := findings.CheckFormat(*format); err != nil {
 		return usageErrf("plan", "--%w", err)
+	}
+	if err := dot.check(*asJSON || *withCost || *summary); err != nil {
+		return usageErr("plan", err)
 	}
 	if len(pos) != 1 {
 		return usageErr("plan", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
@@ -275,9 +279,12 @@ func (a *app) plan(en *engine, args []string) error {
 		}
 		return nil
 	}
-	if *asJSON {
+	switch {
+	case dot.on:
+		err = p.WriteDOT(a.stdout, dot.options(spec.Name, c))
+	case *asJSON:
 		err = p.WriteJSON(a.stdout)
-	} else {
+	default:
 		err = p.WriteText(a.stdout)
 	}
 	if err != nil {
@@ -425,7 +432,10 @@ func (a *app) run(en *engine, args []string) error {
 		if !errors.Is(err, cache.ErrLocked) && ctx.Err() == nil && p.Resolve(c) == nil {
 			if _, toRun := p.Counts(); toRun == 0 {
 				fmt.Fprintf(a.stderr, "spn run: cannot lock the cache (%v); every stage is cached, so the tables are written from it as it is\n", errors.Unwrap(err))
-				return a.writeTables(en, spec, p, c, dest)
+				if err := a.writeTables(en, spec, p, c, dest); err != nil {
+					return err
+				}
+				return a.writeReport(en, spec, p, c, dest)
 			}
 		}
 		return err
@@ -446,7 +456,7 @@ func (a *app) run(en *engine, args []string) error {
 		xo.MemoryLimit, xo.MemoryLimitSource = memoryLimit(a.getenv, sched.MemInfoFile, cgroupMemoryMax)
 		xo.MemoryHint = " (--ignore-memory-limit starts it anyway)"
 		if xo.Memory == nil {
-			xo.Memory = trainPeak(trainModels(en.reg))
+			xo.Memory = peakMemory(trainModels(en.reg))
 		}
 	}
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
@@ -457,7 +467,10 @@ func (a *app) run(en *engine, args []string) error {
 		}
 		return err
 	}
-	return a.writeTables(en, spec, p, c, dest)
+	if err := a.writeTables(en, spec, p, c, dest); err != nil {
+		return err
+	}
+	return a.writeReport(en, spec, p, c, dest)
 }
 
 // parallelism derives jobs and threads per stage: given one of them, the

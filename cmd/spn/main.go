@@ -43,6 +43,7 @@ func commands() map[string]command {
 		"plan":         {"show a spec's stages and which must run", cmdPlan},
 		"run":          {"run a spec's missing stages and write its tables", cmdRun},
 		"table":        {"render a spec's tables from cached results", cmdTable},
+		"report":       {"write a spec's HTML report (curves, hop weights, stages) from cached results", cmdReport},
 		"vet":          {"validate spec files against the schema", cmdVet},
 		"predict":      {"predict graphs from JSONL with an experiment's trained model", cmdPredict},
 		"data":         {"fetch, inspect, export and import datasets", cmdData},

@@ -17,10 +17,15 @@ import (
 // keptGoing ends a spn run whose stages that did not depend on a failure
 // all ran (the local executor with --keep-going, Slurm jobs always):
 // it prints failed, the run's report, then writes the tables with what
-// completed (writePartialTables), and returns failed's exit status.
+// completed (writePartialTables) and report.html, and returns failed's
+// exit status.
 func (a *app) keptGoing(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir, failed error) error {
 	fmt.Fprintln(a.stderr, failed)
 	a.writePartialTables(en, "run", spec, p, c, dir, tabulate.Failed)
+	// The report shows the failed stages with their errors.
+	if err := a.writeReport(en, spec, p, c, dir); err != nil {
+		fmt.Fprintln(a.stderr, err)
+	}
 	return reported(exitCode(failed))
 }
 

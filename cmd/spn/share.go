@@ -20,14 +20,15 @@ import (
 func sharedRun(ncpu int, meminfo string, mr models.Registry) exec.Options {
 	return exec.Options{
 		Cores:     max(ncpu, 1),
-		Memory:    trainPeak(mr),
+		Memory:    peakMemory(mr),
 		Available: freeMemory(sched.MemAvailable(meminfo), debug.SetMemoryLimit(-1)),
 	}
 }
 
-// trainPeak is the expected peak memory of a train stage
-// (train.PeakEstimator, for the model kinds of mr), 0 for other stages.
-func trainPeak(mr models.Registry) func(n *plan.Node, in []stages.Input) uint64 {
+// peakMemory returns the expected peak memory of a stage (a train
+// stage's, from its parameters and inputs; 0 for other kinds), as the
+// executor and spn report estimate it.
+func peakMemory(mr models.Registry) func(n *plan.Node, in []stages.Input) uint64 {
 	est := train.NewPeakEstimator(mr)
 	return func(n *plan.Node, in []stages.Input) uint64 {
 		if n.Kind != stages.KindTrain {

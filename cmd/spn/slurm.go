@@ -251,7 +251,10 @@ func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *p
 		// a local run with --keep-going does.
 		return a.keptGoing(en, spec, p, c, out, joinErrs(errs))
 	}
-	return a.writeTables(en, spec, p, c, out)
+	if err := a.writeTables(en, spec, p, c, out); err != nil {
+		return err
+	}
+	return a.writeReport(en, spec, p, c, out)
 }
 
 // stageArgs are the flags every `spn stage run` of a Slurm job gets, so that

@@ -80,6 +80,9 @@ func TestMain(m *testing.M) {
 	if spnBin != "" {
 		os.RemoveAll(filepath.Dir(spnBin))
 	}
+	if smokeQuickstart.dir != "" {
+		os.RemoveAll(smokeQuickstart.dir)
+	}
 	os.Exit(code)
 }
 

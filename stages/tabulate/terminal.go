@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"path/filepath"
@@ -146,4 +147,93 @@ func printMatrix(w io.Writer, m Matrix) error {
 		}
 	}
 	return nil
+}
+
+// WriteHTML writes the tables of a tabulate stage directory to w as HTML
+// tables, in the order PrintTerminal prints them: a caption with the
+// title, the header, best values in <strong> inside a cell of class
+// "best", then the footnotes and the caption as a paragraph. Every text is
+// HTML-escaped.
+func WriteHTML(w io.Writer, stageDir string) error {
+	paths, err := filepath.Glob(filepath.Join(stageDir, "*.json"))
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", stageDir, err)
+	}
+	sort.Strings(paths)
+	var b strings.Builder
+	n := 0
+	for _, p := range paths {
+		base := filepath.Base(p)
+		if base == stages.FileRecord || base == stages.FileResult {
+			continue
+		}
+		m, ok, err := readMatrix(p)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		n++
+		esc := html.EscapeString
+		fmt.Fprintf(&b, "<table class=\"spn-table\" id=\"table-%s\">\n", esc(m.Name))
+		title := m.Title
+		if title == "" {
+			title = m.Name
+		}
+		fmt.Fprintf(&b, "<caption>%s</caption>\n<thead><tr>", esc(title))
+		for _, h := range m.Header {
+			fmt.Fprintf(&b, "<th>%s</th>", esc(h))
+		}
+		b.WriteString("</tr></thead>\n<tbody>\n")
+		anyBest := false
+		for _, r := range m.Rows {
+			if r.Line {
+				b.WriteString("<tr class=\"rule\">")
+			} else {
+				b.WriteString("<tr>")
+			}
+			for i, c := range r.Cells {
+				tag := "td"
+				if i == 0 {
+					tag = "th"
+				}
+				if c.Best {
+					anyBest = true
+					fmt.Fprintf(&b, "<%s class=\"best\"><strong>%s</strong></%s>", tag, esc(c.Text), tag)
+				} else {
+					fmt.Fprintf(&b, "<%s>%s</%s>", tag, esc(c.Text), tag)
+				}
+			}
+			b.WriteString("</tr>\n")
+		}
+		b.WriteString("</tbody>\n</table>\n")
+		var notes []string
+		if anyBest {
+			if m.Best == BestRow {
+				notes = append(notes, "bold: best in row")
+			} else {
+				notes = append(notes, "bold: best in column")
+			}
+		}
+		notes = append(notes, m.Notes...)
+		if m.Caption != "" {
+			notes = append(notes, m.Caption)
+		}
+		if len(notes) > 0 {
+			b.WriteString("<p class=\"table-notes\">")
+			for i, s := range notes {
+				if i > 0 {
+					b.WriteString("<br>")
+				}
+				b.WriteString(esc(s))
+			}
+			b.WriteString("</p>\n")
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("no rendered table in %s", stageDir)
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
 }
