@@ -23,6 +23,7 @@ import (
 	"github.com/spn-project/spn/data/exp"
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/jsonl"
+	"github.com/spn-project/spn/data/lrgb"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/proxcheck"
@@ -39,7 +40,8 @@ const dataUsage = `Usage: spn data SUBCOMMAND [flags] [args]
 
 Subcommands:
   fetch NAME...                     download (or copy from --mirror) TU datasets with splits, EXP, CEXP, OGB sets, QM9;
-                                    every file is checked against spn's built-in content figures
+                                    every file is checked against spn's built-in content figures;
+                                    peptides-func: LRGB's two raw files, for scripts/data/lrgb_peptides.py
   stats NAME... [--json]            dataset statistics
   export NAME --format jsonl        write a dataset as JSON Lines (one graph per line)
   show NAME --graph I [--json]      one graph (I from 0 in file order) with its distance matrix
@@ -171,7 +173,7 @@ func (o *dataOpts) fetchKnown(ctx context.Context, f *fetch.Fetcher, name string
 // load returns the dataset called name.
 func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset, error) {
 	switch {
-	case slices.Contains(fetchable(), name):
+	case slices.Contains(readable(), name):
 		return o.fetchKnown(ctx, o.fetcher(a), name)
 	case name == "prox":
 		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds,
@@ -244,22 +246,53 @@ func (a *app) dataFetch(args []string) error {
 				}
 			}
 		}
-		// Fetch parses every file and checks its built-in content
-		// figures, so a broken or changed file is reported now, not at
-		// training.
-		_, err := o.fetchKnown(ctx, f, n)
+		var err error
+		lrgbDir := ""
+		if n == lrgb.Name {
+			// Raw files for the conversion script, checked against
+			// upstream's SHA-256s; spn reads the converted set once
+			// imported.
+			lrgbDir, err = lrgb.Fetch(ctx, f)
+		} else {
+			// Fetch parses every file and checks its built-in content
+			// figures, so a broken or changed file is reported now, not
+			// at training.
+			_, err = o.fetchKnown(ctx, f, n)
+		}
 		for _, s := range f.Sources() {
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, filepath.Join(o.dataDir, filepath.FromSlash(s.Path)))
 		}
 		if err != nil {
 			return dataErr("fetch", err)
 		}
+		if lrgbDir != "" {
+			a.printLRGBNext(o, lrgbDir)
+		}
 	}
 	return nil
 }
 
-// fetchable returns the names spn data fetch accepts.
+// printLRGBNext tells, on standard error, the two commands that turn the
+// fetched Peptides-func files in dir into the dataset peptides-func.
+func (a *app) printLRGBNext(o *dataOpts, dir string) {
+	out := filepath.Join(dir, lrgb.Name+".jsonl.gz")
+	dataDir := ""
+	if o.dataDir != defaultDataDir {
+		dataDir = " --data-dir " + o.dataDir
+	}
+	fmt.Fprintf(a.stderr, "%s: raw files fetched; convert them (Python 3 with RDKit and NumPy, from a checkout of spn) and import the result:\n  python3 %s %s %s\n  spn data import %s --name %s%s\n",
+		lrgb.Name, lrgb.Script, dir, out, out, lrgb.Name, dataDir)
+}
+
+// fetchable returns the names spn data fetch accepts: the datasets spn
+// reads from their upstream files (readable) and LRGB's Peptides-func,
+// whose raw files it only downloads for the conversion script.
 func fetchable() []string {
+	return append(readable(), lrgb.Name)
+}
+
+// readable returns the upstream datasets spn reads itself.
+func readable() []string {
 	known := append(tu.Names(), exp.Names()...)
 	for _, n := range ogb.Names() {
 		known = append(known, ogbPrefix+n)
@@ -282,6 +315,8 @@ func fetchURLs(name string) []string {
 		return []string{qm9.URL("train"), qm9.URL("valid"), qm9.URL("test")}
 	case strings.HasPrefix(name, "QM9-"):
 		return []string{qm9.URL(name[len("QM9-"):])}
+	case name == lrgb.Name:
+		return lrgb.URLs()
 	}
 	zipURL, splitsURL := tu.URLs(name)
 	return []string{zipURL, splitsURL}

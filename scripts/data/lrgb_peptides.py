@@ -196,6 +196,21 @@ def read_rows(path):
     return rows
 
 
+def records(chem, csv_path, rows, split):
+    """The JSONL records of read_rows' rows with their split names; an
+    error names the CSV's line."""
+    for (line, smiles, labels), part in zip(rows, split):
+        try:
+            rec = smiles_graph(chem, smiles)
+        except DataError as e:
+            raise DataError("%s:%d: %s" % (csv_path, line, e)) from None
+        if rec is None:
+            raise DataError("%s:%d: RDKit cannot parse the SMILES %r" % (csv_path, line, smiles))
+        rec["target"] = labels
+        rec["split"] = part
+        yield rec
+
+
 def convert(directory, out):
     """Convert DIR's two files into OUT; returns the number of graphs."""
     try:
@@ -217,15 +232,7 @@ def convert(directory, out):
             else:
                 stream = raw
             w = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
-            for (line, smiles, labels), part in zip(rows, split):
-                try:
-                    rec = smiles_graph(Chem, smiles)
-                except DataError as e:
-                    raise DataError("%s:%d: %s" % (csv_path, line, e)) from None
-                if rec is None:
-                    raise DataError("%s:%d: RDKit cannot parse the SMILES %r" % (csv_path, line, smiles))
-                rec["target"] = labels
-                rec["split"] = part
+            for rec in records(Chem, csv_path, rows, split):
                 w.write(json.dumps(rec, separators=(",", ":")))
                 w.write("\n")
             w.flush()
