@@ -100,7 +100,7 @@ func TestConversion(t *testing.T) {
 		t.Errorf("gzip header: time %v, name %q; want neither (same input, same bytes)", zr.ModTime, zr.Name)
 	}
 	atomDims := []int{119, 5, 12, 12, 10, 6, 6, 2, 2} // OGB's get_atom_feature_dims()
-	bondDims := []int{5, 6, 2}                       // get_bond_feature_dims()
+	bondDims := []int{5, 6, 2}                        // get_bond_feature_dims()
 	inVocab := func(row []int, dims []int) bool {
 		if len(row) != len(dims) {
 			return false
