@@ -29,6 +29,8 @@ func cmdVet(a *app, args []string) error {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
 	mode := fs.String("mode", "", `load the specs in this mode: "full", "smoke", "paper-1split" or "evidence" (default: the spec's own mode)`)
+	var src dataSource
+	fs.StringVar(&src.dataDir, "data-dir", "", "`dir` of imported datasets, which file datasets may name (env "+envDataDir+", default "+defaultDataDir+")")
 	usage := func(w io.Writer) {
 		fs.SetOutput(w)
 		fmt.Fprint(w, vetUsage)
@@ -68,12 +70,13 @@ func cmdVet(a *app, args []string) error {
 	if err != nil {
 		return usageErr("vet", err)
 	}
+	src.resolve(a)
 	// Every file is checked: its problems are printed as it is, and the
 	// exit status says whether any file had one.
 	var invalid error
 	for _, f := range files {
 		stop := a.guardSpecMemory("vet", f)
-		_, err := schema.Load(f, schema.Options{Mode: *mode, Models: train.Kind{}.Registry()})
+		_, err := schema.Load(f, schema.Options{Mode: *mode, Models: train.Kind{}.Registry(), DataDir: src.dataDir})
 		stop()
 		if err != nil {
 			fmt.Fprintln(a.stderr, specErr("vet", err))

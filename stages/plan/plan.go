@@ -224,10 +224,16 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 	for i, d := range deps {
 		depV[i] = d.VKey
 	}
+	vRaw := raw
+	if fp, ok := params.(stages.FileParams); ok {
+		if vRaw, err = json.Marshal(fp.VersionFreeParams()); err != nil {
+			return nil, fmt.Errorf("encoding %s parameters: %w", kind, err)
+		}
+	}
 	n := &Node{
 		Key: key, Kind: kind, Version: version, Name: name,
 		Params: params, JSON: raw, Deps: deps,
-		VKey:    hashOf(keyDoc{Kind: kind, Params: raw, Deps: depV}),
+		VKey:    hashOf(keyDoc{Kind: kind, Params: vRaw, Deps: depV}),
 		SeedKey: seedKey,
 		Index:   len(b.plan.Nodes),
 	}
@@ -253,10 +259,16 @@ func stageKeys(k stages.Kind, params any, deps []*Node) (raw json.RawMessage, ve
 		}
 	}
 	version = stages.VersionOfValue(k, params, raw)
-	key = hashOf(keyDoc{Kind: kind, Version: version, Params: raw, Deps: depKeys})
+	keyRaw := raw
+	if fp, ok := params.(stages.FileParams); ok {
+		if keyRaw, err = json.Marshal(fp.KeyParams()); err != nil {
+			return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
+		}
+	}
+	key = hashOf(keyDoc{Kind: kind, Version: version, Params: keyRaw, Deps: depKeys})
 	seedKey = key
 	if cpu, ok := seedParams(params); ok || !slices.Equal(depSeed, depKeys) {
-		cpuRaw := raw
+		cpuRaw := keyRaw
 		if ok {
 			if cpuRaw, err = json.Marshal(cpu); err != nil {
 				return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
