@@ -71,14 +71,6 @@ func FetchMirror(t testing.TB, dataDir string) string {
 	return dir
 }
 
-// Run runs the conversion script on dir's files, writing out, and returns
-// its combined output and error.
-func Run(t testing.TB, dir, out string) ([]byte, error) {
-	t.Helper()
-	cmd := exec.Command(Python(t), Script(t), dir, out)
-	return cmd.CombinedOutput()
-}
-
 // Converted returns the converted Peptides-func of the mirror's files
 // (.jsonl.gz). The conversion takes about 40 CPU-seconds, so its output is
 // kept in the system's temporary folder under a name made of the SHA-256s
