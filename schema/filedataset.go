@@ -31,7 +31,9 @@ const FileDefaultFolds = 10
 // SHA256 and Contents, and returns the dataset's number of folds (0 when
 // the graphs could not be read or do not fit, whose folds are unknown).
 func (l *loader) fileChecks(at func(...string) []string, d *Dataset, p Protocol) int {
-	hasPath, hasName := l.idx.has(at("dataset", "path")), l.idx.has(at("dataset", "name"))
+	// The decoded values, not the file's fields: a dataset section may come
+	// from a reference or a comprehension.
+	hasPath, hasName := d.Path != "", d.Name != ""
 	switch {
 	case hasPath && hasName:
 		l.errAt(at("dataset", "name"), "give path or name, not both: path reads a JSON Lines file beside the spec, name a dataset stored by `spn data import`")
@@ -70,8 +72,8 @@ func (l *loader) fileChecks(at func(...string) []string, d *Dataset, p Protocol)
 		}
 	}
 	if c.Splits {
-		for _, f := range []string{"folds", "seed"} {
-			if l.idx.has(at("dataset", f)) {
+		for f, set := range map[string]bool{"folds": d.Folds != 0, "seed": d.Seed != 0} {
+			if set {
 				l.errAt(at("dataset", f), "%s's lines carry \"split\": the file's split is the split, so %s is not used", src.Label, f)
 			}
 		}

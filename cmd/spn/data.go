@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +21,9 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/exp"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/jsonl"
+	"github.com/spn-project/spn/data/known"
 	"github.com/spn-project/spn/data/lrgb"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
@@ -34,7 +35,7 @@ import (
 )
 
 // importedDir is the sub-directory of the data dir holding imported datasets.
-const importedDir = "imported"
+const importedDir = graphfile.ImportedDir
 
 const dataUsage = `Usage: spn data SUBCOMMAND [flags] [args]
 
@@ -206,7 +207,7 @@ func ogbSet(name string) string {
 }
 
 // validName is what import accepts as a dataset name.
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var validName = graphfile.ValidName
 
 // dataErr is err of subcommand sub: a usage error for unknown names and
 // impossible flags, a runtime error otherwise.
@@ -540,18 +541,22 @@ func printGraph(w io.Writer, sg *shownGraph) error {
 }
 
 func (a *app) dataImport(args []string) error {
-	fs := a.newFlagSet("data import", "data import FILE.jsonl --name NAME [flags]")
+	fs := a.newFlagSet("data import", "data import FILE.jsonl[.gz] --name NAME [flags]")
 	o := a.dataFlags(fs, false)
-	name := fs.String("name", "", "dataset `name` to store it under")
+	name := fs.String("name", "", "dataset `name` to store it under (a spec names it as dataset {kind: \"file\", name: NAME})")
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("data import", err)
 	}
 	if len(files) != 1 {
-		return usageErr("data import", fmt.Errorf("want one FILE.jsonl, got %d", len(files)))
+		return usageErr("data import", fmt.Errorf("want one FILE.jsonl or FILE.jsonl.gz, got %d", len(files)))
 	}
-	if !validName.MatchString(*name) || slices.Contains(tu.Names(), *name) || slices.Contains(exp.Names(), *name) || *name == "prox" {
-		return usageErr("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', not a built-in dataset name", *name))
+	if !validName.MatchString(*name) {
+		return usageErr("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', starting with a letter or digit", *name))
+	}
+	kf, knownSet := known.Imported(*name)
+	if b := builtinName(*name); b != "" && !knownSet {
+		return usageErr("data import", fmt.Errorf("--name %q: %q is a built-in dataset name (spn data fetch %s); choose another name", *name, b, b))
 	}
 	o.resolve(a)
 	f, err := os.Open(files[0])
@@ -564,17 +569,39 @@ func (a *app) dataImport(args []string) error {
 		// The user's file does not validate: exit 2 like a bad spec.
 		return usageErr("data import", err)
 	}
+	if knownSet {
+		// A name spn knows stands for known content: the file must have
+		// its built-in figures.
+		if err := known.Compare(files[0], kf.Rel, kf.Figures, known.Of(ds)); err != nil {
+			if !o.acceptMismatch {
+				return usageErr("data import", fmt.Errorf("%w\n%s is the name of a dataset spn knows; its file must be that dataset (or pass --accept-data-mismatch)", err, *name))
+			}
+			fmt.Fprintf(a.stderr, "spn data import: warning (--accept-data-mismatch): %v\n", err)
+		}
+	}
 	ds.Name = *name
 	dir := filepath.Join(o.dataDir, importedDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return dataErr("import", err)
 	}
-	dest := filepath.Join(dir, *name+".bin")
+	dest := graphfile.ImportedPath(o.dataDir, *name)
 	if err := data.WriteDatasetFile(dest, ds); err != nil {
 		return dataErr("import", err)
 	}
 	fmt.Fprintf(a.stdout, "imported %d graphs from %s as %s (%s)\n", len(ds.Graphs), files[0], *name, dest)
 	return nil
+}
+
+// builtinName returns the built-in dataset name that name is (in any
+// case), or "": the names spn data reads from upstream files or
+// generates, which an imported dataset must not shadow.
+func builtinName(name string) string {
+	for _, b := range append(fetchable(), "prox") {
+		if strings.EqualFold(name, b) {
+			return b
+		}
+	}
+	return ""
 }
 
 func (a *app) dataHops(args []string) error {

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -553,6 +554,8 @@ func DatasetLabel(d schema.Dataset) string {
 	switch {
 	case d.Kind == "prox":
 		return fmt.Sprintf("prox(h=%d)", d.H)
+	case d.Kind == "file" && d.Path != "":
+		return "file(" + filepath.Base(d.Path) + ")"
 	case d.Features != "":
 		return d.Kind + "(" + d.Name + ", " + d.Features + " features)"
 	case d.Name != "":
