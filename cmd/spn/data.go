@@ -556,7 +556,7 @@ func (a *app) dataImport(args []string) error {
 	}
 	kf, knownSet := known.Imported(*name)
 	if b := builtinName(*name); b != "" && !knownSet {
-		return usageErr("data import", fmt.Errorf("--name %q: %q is a built-in dataset name (spn data fetch %s); choose another name", *name, b, b))
+		return usageErr("data import", fmt.Errorf("--name %q: %q is a built-in dataset name, which spn reads or generates itself; choose another name", *name, b))
 	}
 	o.resolve(a)
 	f, err := os.Open(files[0])

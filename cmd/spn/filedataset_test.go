@@ -248,3 +248,33 @@ func TestFileChangedRerun(t *testing.T) {
 		t.Errorf("vet of a spec whose file is gone: exit %d: %s", code, stderr)
 	}
 }
+
+// TestImportedByName: a gzip file imported with spn data import is what a
+// spec's dataset {kind: "file", name: NAME} reads (from --data-dir); an
+// unknown name is reported at the spec's field.
+func TestImportedByName(t *testing.T) {
+	dir := t.TempDir()
+	writeFileTasks(t, dir)
+	dataDir := filepath.Join(dir, "data")
+	code, stdout, stderr := dataRun(dataDir, "", "import", filepath.Join(dir, "reg.jsonl.gz"), "--name", "mine")
+	if code != exitOK || !strings.Contains(stdout, "imported 40 graphs") {
+		t.Fatalf("import: exit %d: %s%s", code, stdout, stderr)
+	}
+	spec := filepath.Join(dir, "byname.cue")
+	src := strings.Replace(fileTasksSpec, `path: "reg.jsonl.gz"`, `name: "mine"`, 1)
+	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, _, stderr = runApp("run", spec, "--cache", filepath.Join(dir, "cache"), "--data-dir", dataDir, "--out", out, "--log-level", "warn")
+	if code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	if c := tableCells(t, filepath.Join(out, "t.csv"))["reg/c"]; c[1] != 2 {
+		t.Errorf("reg from the imported set: %v", c)
+	}
+	code, _, stderr = runApp("vet", spec, "--data-dir", filepath.Join(dir, "elsewhere"))
+	if code != exitUsage || !strings.Contains(stderr, "byname.cue:21:") || !strings.Contains(stderr, `experiments.reg.dataset.name: no dataset is imported as "mine"`) {
+		t.Errorf("vet with another data dir: exit %d: %s", code, stderr)
+	}
+}
