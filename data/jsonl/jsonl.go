@@ -241,7 +241,8 @@ func checkClasses(ds *data.Dataset, name string, lines []int) error {
 
 // ReadUnlabelled is Read for graphs to predict: "y" and "target" may be
 // left out (on every line or on none); graphs without them get Y = 0 and
-// no Target. lines gives each graph's line number.
+// no Target; a "split" is checked but not read. lines gives each graph's
+// line number.
 func ReadUnlabelled(r io.Reader, name string) (ds *data.Dataset, lines []int, err error) {
 	return read(r, name, true)
 }
@@ -288,7 +289,7 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, []int, erro
 	if len(ds.Graphs) == 0 {
 		return nil, nil, fmt.Errorf("%s: no graphs", name)
 	}
-	if withSplit {
+	if withSplit && !unlabelled { // graphs to predict: their split is not read
 		for _, p := range []struct {
 			name string
 			idx  []int
