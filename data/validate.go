@@ -5,6 +5,13 @@ import (
 	"math"
 )
 
+// MaxCategory bounds every categorical value a dataset file may hold: a
+// node label, a categorical node or edge feature and a class are below
+// it. Each value up to the largest is a row of an embedding table (or an
+// output), so a larger one would ask for a table of more rows than any
+// graph set has categories.
+const MaxCategory = 1 << 20
+
 // ValidateCSR checks that c is a CSR over n rows whose entries lie in
 // 0..cols-1 and are strictly ascending within each row; when noDiag is set
 // row u must not contain u.

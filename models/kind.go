@@ -8,6 +8,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 
@@ -100,6 +101,12 @@ func (r Registry) Lookup(name string) (Kind, error) {
 		return nil, fmt.Errorf("model.kind %q is unknown to this model registry (have %v)", name, r.Names())
 	}
 	return k, nil
+}
+
+// CheckMetric implements schema.MetricChecker: metric.Check, the one
+// table of which metric suits which task.
+func (r Registry) CheckMetric(name string, task data.Task, out int) error {
+	return metric.Check(name, task, out)
 }
 
 // CheckModel implements schema.ModelChecker: the problems of m's kind

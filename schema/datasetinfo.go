@@ -14,7 +14,8 @@ type DatasetInfo = modelspec.DatasetInfo
 // the TU sets have untyped edges without categorical features, QM9 has
 // qm9.NumEdgeTypes bond types (and real node attributes), OGB's sets have
 // categorical atom and bond features (their bond type is a feature, not a
-// relation).
+// relation), a file dataset what its graphs hold (Contents, filled when the
+// spec loads; unknown before).
 func InfoOf(d Dataset) DatasetInfo {
 	info := DatasetInfo{Kind: d.Kind, KMax: d.KMax, Unreachable: d.Unreachable, Known: true}
 	switch d.Kind {
@@ -24,6 +25,12 @@ func InfoOf(d Dataset) DatasetInfo {
 	case "ogb":
 		info.EdgeFeatures = len(ogb.BondFeatureDims()) > 0
 		info.NodeCategories = len(ogb.AtomFeatureDims()) > 0
+	case "file":
+		if d.Contents == nil {
+			info.Known = false
+			break
+		}
+		info.EdgeFeatures, info.NodeCategories = d.Contents.EdgeFeat, d.Contents.NodeFeat
 	default:
 		info.Known = false
 	}

@@ -155,13 +155,25 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 		l.proxChecks(at, e.Dataset)
 	} else {
 		for _, f := range []string{"h", "graphs", "levels", "width", "seed", "folds"} {
+			if e.Dataset.Kind == "file" && (f == "seed" || f == "folds") {
+				continue
+			}
 			if l.idx.has(at("dataset", f)) {
 				l.errAt(at("dataset", f), "not allowed for dataset kind %q (only for \"prox\")", e.Dataset.Kind)
 			}
 		}
 	}
-	if e.Dataset.Kind != "tu" && e.Dataset.Kind != "ogb" && l.idx.has(at("dataset", "name")) {
-		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\" and \"ogb\")", e.Dataset.Kind)
+	if e.Dataset.Kind != "tu" && e.Dataset.Kind != "ogb" && e.Dataset.Kind != "file" && l.idx.has(at("dataset", "name")) {
+		l.errAt(at("dataset", "name"), "not allowed for dataset kind %q (only for \"tu\", \"ogb\" and \"file\")", e.Dataset.Kind)
+	}
+	if e.Dataset.Kind == "file" {
+		folds = l.fileChecks(at, &e.Dataset, e.Protocol)
+	} else {
+		for _, f := range []string{"path", "task"} {
+			if l.idx.has(at("dataset", f)) {
+				l.errAt(at("dataset", f), "not allowed for dataset kind %q (only for \"file\")", e.Dataset.Kind)
+			}
+		}
 	}
 	if e.Dataset.Kind != "ogb" && l.idx.has(at("dataset", "features")) {
 		l.errAt(at("dataset", "features"), "not allowed for dataset kind %q (only for \"ogb\")", e.Dataset.Kind)
@@ -180,12 +192,15 @@ func (l *loader) experiment(name string, v cue.Value, seeds []int64) (Experiment
 			l.errAt(at("protocol", "metric"), "film_error needs QM9's chemical-accuracy factors; dataset kind %q has none", e.Dataset.Kind)
 		}
 		for _, f := range []string{"targets", "source", "train_size", "limit"} {
+			if f == "limit" && e.Dataset.Kind == "file" {
+				continue
+			}
 			if l.idx.has(at("dataset", f)) {
 				l.errAt(at("dataset", f), "not allowed for dataset kind %q (only for \"qm9\")", e.Dataset.Kind)
 			}
 		}
 	}
-	if e.Protocol.Splits > folds {
+	if e.Protocol.Splits > folds && folds > 0 {
 		l.errAt(at("protocol", "splits"), "%d splits requested but dataset %s has only %d folds", e.Protocol.Splits, datasetLabel(e.Dataset), folds)
 	}
 
@@ -283,6 +298,10 @@ func datasetLabel(d Dataset) string {
 		return fmt.Sprintf("prox(h=%d)", d.H)
 	case "qm9":
 		return "QM9"
+	case "file":
+		if d.Path != "" {
+			return d.Path
+		}
 	}
 	return d.Name
 }

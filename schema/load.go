@@ -17,6 +17,8 @@ import (
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
+
+	"github.com/spn-project/spn/data/graphfile"
 )
 
 //go:embed schema.cue
@@ -118,6 +120,11 @@ type Options struct {
 	// the field or grid value that set it. Without it only the CUE
 	// definitions of the model kinds apply.
 	Models ModelChecker
+	// DataDir is the data dir (spn's --data-dir), where a file dataset
+	// named by name was imported. A file dataset is read when the spec
+	// loads: its path relative to the spec file's folder, its name below
+	// DataDir.
+	DataDir string
 
 	// jointGrid fills every grid point into the whole experiment, even
 	// where its sections could be filled separately (tests compare both).
@@ -153,7 +160,7 @@ func loadBytes(filename string, src []byte, opt Options) (spec *Spec, l *loader,
 			return nil, nil, fmt.Errorf("loading %s: %w", filename, err)
 		}
 	}
-	l = &loader{file: filename, mode: opt.Mode, models: opt.Models, joint: opt.jointGrid}
+	l = &loader{file: filename, mode: opt.Mode, models: opt.Models, joint: opt.jointGrid, dataDir: opt.DataDir}
 	defer func() {
 		// The CUE evaluator is large; a defect in it must not take the
 		// caller down on some input. Report it as an error of this file.
@@ -243,6 +250,9 @@ type loader struct {
 	ownMode string
 	modes   []string
 	fixed   bool
+	// dataDir is Options.DataDir; sources caches the file datasets read.
+	dataDir string
+	sources map[string]*graphfile.Source
 	// joint forces jointRoots; separate says the schema and the spec
 	// allow separateRoots (see separable).
 	joint, separate bool

@@ -4,6 +4,7 @@
 package schema
 
 import (
+	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/schema/modelspec"
@@ -62,10 +63,11 @@ type GridValue struct {
 
 // Dataset selects and parameterises a dataset. Kind discriminates.
 type Dataset struct {
-	// Kind is "prox", "tu" or "qm9" (later "ogb").
+	// Kind is "prox", "tu", "qm9", "ogb" or "file".
 	Kind string `json:"kind"`
 	// Name is the TU dataset name (DD, NCI1, PROTEINS, PROTEINS_full,
-	// ENZYMES) or the OGB set name (bbbp, tox21, ..., see data/ogb.Names).
+	// ENZYMES), the OGB set name (bbbp, tox21, ..., see data/ogb.Names)
+	// or the name a file dataset was imported as.
 	Name string `json:"name,omitempty"`
 	// H is the h of h-Proximity.
 	H int `json:"h,omitempty"`
@@ -101,6 +103,21 @@ type Dataset struct {
 	// Features is the OGB feature set: ogb.FeaturesFull (also "") or
 	// ogb.FeaturesSimple.
 	Features string `json:"features,omitempty"`
+	// Path is a file dataset's JSON Lines file as the spec writes it
+	// (relative to the spec file's folder).
+	Path string `json:"path,omitempty"`
+	// Task is a file dataset's task: "classification", "multilabel" or
+	// "regression" (data/graphfile).
+	Task string `json:"task,omitempty"`
+	// File is where a file dataset's graphs are read (an absolute path:
+	// Path resolved, or the imported dataset's stored file) and SHA256 is
+	// that file's content hash, both filled when the spec loads. SHA256
+	// enters the stage keys, File does not (stages.GenerateParams).
+	File   string `json:"file,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// Contents are what a file dataset's graphs hold (filled when the spec
+	// loads; not encoded).
+	Contents *graphfile.Contents `json:"-"`
 }
 
 // Canonical returns d with every optional field that holds its default
@@ -134,7 +151,8 @@ type Protocol struct {
 	Runs int `json:"runs"`
 	// SelectOn is "val_metric" or "val_loss": how grid points are compared.
 	SelectOn string `json:"select_on"`
-	// Metric is "accuracy", "mae" or "rocauc".
+	// Metric is "accuracy", "mae", "rmse", "rocauc", "ap" or "film_error"
+	// (models/metric).
 	Metric string `json:"metric"`
 }
 

@@ -49,6 +49,34 @@ type GenerateParams struct {
 	Dataset schema.Dataset `json:"dataset"`
 }
 
+// KeyParams implements FileParams: a file dataset's content hash enters
+// the key, the absolute path it is read from does not (a checkout that
+// moves keeps its keys).
+func (p GenerateParams) KeyParams() any {
+	p.Dataset.File = ""
+	return p
+}
+
+// VersionFreeParams implements FileParams: without the content hash too.
+func (p GenerateParams) VersionFreeParams() any {
+	p.Dataset.File, p.Dataset.SHA256 = "", ""
+	return p
+}
+
+// ReadsFile implements FileParams: whether the dataset is a file's.
+func (p GenerateParams) ReadsFile() bool { return p.Dataset.SHA256 != "" }
+
+// FileParams are stage parameters that may name a file outside the cache
+// (a file dataset's): the stage receives them whole, its key holds
+// KeyParams (the file's content, not where it lies), and its version-free
+// key VersionFreeParams (neither), so that a stage whose file changed is
+// found under its version-free key and spn plan says "input file changed".
+type FileParams interface {
+	KeyParams() any
+	VersionFreeParams() any
+	ReadsFile() bool
+}
+
 // PrecomputeParams computes hop sets up to KMax. Input: one generate stage.
 // Artifact: FileHops.
 type PrecomputeParams struct {

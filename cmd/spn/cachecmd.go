@@ -137,7 +137,7 @@ func (a *app) cacheGC(en *engine, args []string) error {
 	keep := map[string]bool{}
 	for _, f := range files {
 		for _, mode := range []string{schema.ModeFull, schema.ModeSmoke} {
-			spec, err := schema.Load(f, schema.Options{Mode: mode})
+			spec, err := schema.Load(f, schema.Options{Mode: mode, DataDir: o.dataDir})
 			if err != nil {
 				var errs schema.Errors
 				if errors.As(err, &errs) && len(errs) == 1 && errs[0].Path == "mode" {

@@ -149,7 +149,7 @@ func (a *app) calibrate(en *engine, args []string) error {
 	if err := o.resolve(a); err != nil {
 		return usageErr("calibrate", err)
 	}
-	spec, err := a.loadSpec(en, "calibrate", pos[0], o.mode)
+	spec, err := a.loadSpec(en, "calibrate", pos[0], o)
 	if err != nil {
 		return err
 	}

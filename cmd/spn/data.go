@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +21,10 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/exp"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/jsonl"
+	"github.com/spn-project/spn/data/known"
+	"github.com/spn-project/spn/data/lrgb"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/proxcheck"
@@ -33,13 +35,14 @@ import (
 )
 
 // importedDir is the sub-directory of the data dir holding imported datasets.
-const importedDir = "imported"
+const importedDir = graphfile.ImportedDir
 
 const dataUsage = `Usage: spn data SUBCOMMAND [flags] [args]
 
 Subcommands:
   fetch NAME...                     download (or copy from --mirror) TU datasets with splits, EXP, CEXP, OGB sets, QM9;
-                                    every file is checked against spn's built-in content figures
+                                    every file is checked against spn's built-in content figures;
+                                    peptides-func: LRGB's two raw files, for scripts/data/lrgb_peptides.py
   stats NAME... [--json]            dataset statistics
   export NAME --format jsonl        write a dataset as JSON Lines (one graph per line)
   show NAME --graph I [--json]      one graph (I from 0 in file order) with its distance matrix
@@ -171,7 +174,7 @@ func (o *dataOpts) fetchKnown(ctx context.Context, f *fetch.Fetcher, name string
 // load returns the dataset called name.
 func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset, error) {
 	switch {
-	case slices.Contains(fetchable(), name):
+	case slices.Contains(readable(), name):
 		return o.fetchKnown(ctx, o.fetcher(a), name)
 	case name == "prox":
 		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds,
@@ -204,7 +207,7 @@ func ogbSet(name string) string {
 }
 
 // validName is what import accepts as a dataset name.
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var validName = graphfile.ValidName
 
 // dataErr is err of subcommand sub: a usage error for unknown names and
 // impossible flags, a runtime error otherwise.
@@ -245,22 +248,53 @@ func (a *app) dataFetch(args []string) error {
 				}
 			}
 		}
-		// Fetch parses every file and checks its built-in content
-		// figures, so a broken or changed file is reported now, not at
-		// training.
-		_, err := o.fetchKnown(ctx, f, n)
+		var err error
+		lrgbDir := ""
+		if n == lrgb.Name {
+			// Raw files for the conversion script, checked against
+			// upstream's SHA-256s; spn reads the converted set once
+			// imported.
+			lrgbDir, err = lrgb.Fetch(ctx, f)
+		} else {
+			// Fetch parses every file and checks its built-in content
+			// figures, so a broken or changed file is reported now, not
+			// at training.
+			_, err = o.fetchKnown(ctx, f, n)
+		}
 		for _, s := range f.Sources() {
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, filepath.Join(o.dataDir, filepath.FromSlash(s.Path)))
 		}
 		if err != nil {
 			return dataErr("fetch", err)
 		}
+		if lrgbDir != "" {
+			a.printLRGBNext(o, lrgbDir)
+		}
 	}
 	return nil
 }
 
-// fetchable returns the names spn data fetch accepts.
+// printLRGBNext tells, on standard error, the two commands that turn the
+// fetched Peptides-func files in dir into the dataset peptides-func.
+func (a *app) printLRGBNext(o *dataOpts, dir string) {
+	out := filepath.Join(dir, lrgb.Name+".jsonl.gz")
+	dataDir := ""
+	if o.dataDir != defaultDataDir {
+		dataDir = " --data-dir " + o.dataDir
+	}
+	fmt.Fprintf(a.stderr, "%s: raw files fetched; convert them (Python 3 with RDKit and NumPy, from a checkout of spn) and import the result:\n  python3 %s %s %s\n  spn data import %s --name %s%s\n",
+		lrgb.Name, lrgb.Script, dir, out, out, lrgb.Name, dataDir)
+}
+
+// fetchable returns the names spn data fetch accepts: the datasets spn
+// reads from their upstream files (readable) and LRGB's Peptides-func,
+// whose raw files it only downloads for the conversion script.
 func fetchable() []string {
+	return append(readable(), lrgb.Name)
+}
+
+// readable returns the upstream datasets spn reads itself.
+func readable() []string {
 	known := append(tu.Names(), exp.Names()...)
 	for _, n := range ogb.Names() {
 		known = append(known, ogbPrefix+n)
@@ -283,6 +317,8 @@ func fetchURLs(name string) []string {
 		return []string{qm9.URL("train"), qm9.URL("valid"), qm9.URL("test")}
 	case strings.HasPrefix(name, "QM9-"):
 		return []string{qm9.URL(name[len("QM9-"):])}
+	case name == lrgb.Name:
+		return lrgb.URLs()
 	}
 	zipURL, splitsURL := tu.URLs(name)
 	return []string{zipURL, splitsURL}
@@ -509,18 +545,22 @@ func printGraph(w io.Writer, sg *shownGraph) error {
 }
 
 func (a *app) dataImport(args []string) error {
-	fs := a.newFlagSet("data import", "data import FILE.jsonl --name NAME [flags]")
+	fs := a.newFlagSet("data import", "data import FILE.jsonl[.gz] --name NAME [flags]")
 	o := a.dataFlags(fs, false)
-	name := fs.String("name", "", "dataset `name` to store it under")
+	name := fs.String("name", "", "dataset `name` to store it under (a spec names it as dataset {kind: \"file\", name: NAME})")
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("data import", err)
 	}
 	if len(files) != 1 {
-		return usageErr("data import", fmt.Errorf("want one FILE.jsonl, got %d", len(files)))
+		return usageErr("data import", fmt.Errorf("want one FILE.jsonl or FILE.jsonl.gz, got %d", len(files)))
 	}
-	if !validName.MatchString(*name) || slices.Contains(tu.Names(), *name) || slices.Contains(exp.Names(), *name) || *name == "prox" {
-		return usageErr("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', not a built-in dataset name", *name))
+	if !validName.MatchString(*name) {
+		return usageErr("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', starting with a letter or digit", *name))
+	}
+	kf, knownSet := known.Imported(*name)
+	if b := builtinName(*name); b != "" && !knownSet {
+		return usageErr("data import", fmt.Errorf("--name %q: %q is a built-in dataset name, which spn reads or generates itself; choose another name", *name, b))
 	}
 	o.resolve(a)
 	f, err := os.Open(files[0])
@@ -533,17 +573,39 @@ func (a *app) dataImport(args []string) error {
 		// The user's file does not validate: exit 2 like a bad spec.
 		return usageErr("data import", err)
 	}
+	if knownSet {
+		// A name spn knows stands for known content: the file must have
+		// its built-in figures.
+		if err := known.Compare(files[0], kf.Rel, kf.Figures, known.Of(ds)); err != nil {
+			if !o.acceptMismatch {
+				return usageErr("data import", fmt.Errorf("%w\n%s is the name of a dataset spn knows; its file must be that dataset (or pass --accept-data-mismatch)", err, *name))
+			}
+			fmt.Fprintf(a.stderr, "spn data import: warning (--accept-data-mismatch): %v\n", err)
+		}
+	}
 	ds.Name = *name
 	dir := filepath.Join(o.dataDir, importedDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return dataErr("import", err)
 	}
-	dest := filepath.Join(dir, *name+".bin")
+	dest := graphfile.ImportedPath(o.dataDir, *name)
 	if err := data.WriteDatasetFile(dest, ds); err != nil {
 		return dataErr("import", err)
 	}
 	fmt.Fprintf(a.stdout, "imported %d graphs from %s as %s (%s)\n", len(ds.Graphs), files[0], *name, dest)
 	return nil
+}
+
+// builtinName returns the built-in dataset name that name is (in any
+// case), or "": the names spn data reads from upstream files or
+// generates, which an imported dataset must not shadow.
+func builtinName(name string) string {
+	for _, b := range append(fetchable(), "prox") {
+		if strings.EqualFold(name, b) {
+			return b
+		}
+	}
+	return ""
 }
 
 func (a *app) dataHops(args []string) error {

@@ -172,6 +172,10 @@ func TestDataErrorsGolden(t *testing.T) {
 	// A line whose JSON breaks at line 3, column 25 (after the indentation).
 	badJSON := filepath.Join(filepath.Dir(bad), "bad_json.jsonl")
 	os.WriteFile(badJSON, []byte("{\"nodes\":1,\"edges\":[],\"y\":0}\n\n  {\"nodes\":1,\"edges\":[] \"y\":0}\n"), 0o644)
+	good := filepath.Join(filepath.Dir(bad), "good.jsonl")
+	os.WriteFile(good, []byte("{\"nodes\":2,\"edges\":[[0,1]],\"y\":0}\n{\"nodes\":1,\"edges\":[],\"y\":0}\n"), 0o644)
+	utf16 := filepath.Join(filepath.Dir(bad), "utf16.jsonl")
+	os.WriteFile(utf16, []byte("\xff\xfe{\x00\"\x00"), 0o644)
 	cases := []struct {
 		name string
 		code int
@@ -188,6 +192,15 @@ func TestDataErrorsGolden(t *testing.T) {
 		{"import bad line", exitUsage, []string{"import", bad, "--name", "bad"}},
 		{"import malformed line", exitUsage, []string{"import", badJSON, "--name", "bad"}},
 		{"import missing file", exitUsage, []string{"import", "nope.jsonl", "--name", "x"}},
+		{"import as QM9-valid", exitUsage, []string{"import", bad, "--name", "QM9-valid"}},
+		{"import as QM9", exitUsage, []string{"import", bad, "--name", "QM9"}},
+		{"import as qm9-train", exitUsage, []string{"import", bad, "--name", "qm9-train"}},
+		{"import as ogbg-molbace", exitUsage, []string{"import", bad, "--name", "ogbg-molbace"}},
+		{"import as ENZYMES", exitUsage, []string{"import", bad, "--name", "ENZYMES"}},
+		{"import as CEXP", exitUsage, []string{"import", bad, "--name", "CEXP"}},
+		{"import as prox", exitUsage, []string{"import", bad, "--name", "prox"}},
+		{"import other graphs as peptides-func", exitUsage, []string{"import", good, "--name", "peptides-func"}},
+		{"import UTF-16", exitUsage, []string{"import", utf16, "--name", "u"}},
 		{"bad prox config", exitUsage, []string{"stats", "prox", "--graphs", "7"}},
 		{"bad prox negatives", exitUsage, []string{"stats", "prox", "--negatives", "loose"}},
 		{"fetch from an empty mirror", exitFail, []string{"fetch", "ENZYMES", "--mirror", filepath.Join(dir, "empty")}},
@@ -242,7 +255,7 @@ func TestDataHops(t *testing.T) {
 func TestDataFetchVerifies(t *testing.T) {
 	mirror := mirrortest.Dir(t)
 	var names []string
-	for _, n := range fetchable() {
+	for _, n := range readable() {
 		if n != "QM9" && n != "QM9-train" { // the mirror lacks train.jsonl.gz
 			names = append(names, n)
 		}

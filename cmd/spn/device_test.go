@@ -61,7 +61,7 @@ func spnOn(o cuda.Opener, en *engine, cacheDir string, args ...string) result {
 func gpuPlanFile(t *testing.T, en *engine, file, dir string) ([]string, string) {
 	t.Helper()
 	a := &app{stdout: &syncBuffer{}, stderr: &syncBuffer{}, getenv: func(string) string { return "" }}
-	spec, err := a.loadSpec(en, "test", file, "")
+	spec, err := a.loadSpec(en, "test", file, &envOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,8 +150,8 @@ func (a *app) newFlagSet(name, usage string) *flag.FlagSet {
 
 // loadSpec loads a spec file (or the built-in quickstart when file is
 // empty). Spec errors are usage errors printed as file:line:col lines.
-func (a *app) loadSpec(en *engine, cmd, file, mode string) (*schema.Spec, error) {
-	opt := schema.Options{Mode: mode, Models: modelRegistry(en.reg)}
+func (a *app) loadSpec(en *engine, cmd, file string, o *envOpts) (*schema.Spec, error) {
+	opt := schema.Options{Mode: o.mode, Models: modelRegistry(en.reg), DataDir: o.dataDir}
 	var spec *schema.Spec
 	var err error
 	if file == "" {
@@ -203,7 +203,7 @@ func (a *app) specFindings(cmd, file, format string, err error) error {
 
 // buildPlan loads the spec and unrolls it into a plan.
 func (a *app) buildPlan(en *engine, cmd, file string, o *envOpts) (*schema.Spec, *plan.Plan, *stages.Registry, error) {
-	spec, err := a.loadSpec(en, cmd, file, o.mode)
+	spec, err := a.loadSpec(en, cmd, file, o)
 	if err != nil {
 		return nil, nil, nil, err
 	}

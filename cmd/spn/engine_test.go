@@ -428,7 +428,7 @@ func TestParallelism(t *testing.T) {
 }
 
 func TestSpecMode(t *testing.T) {
-	spec, err := (&app{stderr: &bytes.Buffer{}}).loadSpec(testEngine(), "plan", "testdata/small.cue", "")
+	spec, err := (&app{stderr: &bytes.Buffer{}}).loadSpec(testEngine(), "plan", "testdata/small.cue", &envOpts{})
 	if err != nil || spec.Mode != schema.ModeSmoke {
 		t.Fatalf("load: %v %v", spec, err)
 	}

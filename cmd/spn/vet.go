@@ -38,6 +38,8 @@ func cmdVet(a *app, args []string) error {
 	mode := fs.String("mode", "", `vet the specs in this mode only: "full", "smoke", "paper-1split" or "evidence" (default: every mode of each spec)`)
 	allModes := fs.Bool("all-modes", false, "vet every mode in each spec's modes field (the default without --mode)")
 	format := fs.String("format", "text", "output `format`: text, json, github or sarif")
+	var src dataSource
+	fs.StringVar(&src.dataDir, "data-dir", "", "`dir` of imported datasets, which file datasets may name (env "+envDataDir+", default "+defaultDataDir+")")
 	usage := func(w io.Writer) {
 		fs.SetOutput(w)
 		fmt.Fprint(w, vetUsage)
@@ -87,11 +89,12 @@ func cmdVet(a *app, args []string) error {
 	// in the other formats all at the end; the exit status says whether
 	// any file had one.
 	text := *format == "text"
+	src.resolve(a)
 	var all []findings.Finding
 	var invalid error
 	for _, f := range files {
 		stop := a.guardSpecMemory("vet", f)
-		opt := schema.Options{Mode: *mode, Models: train.Kind{}.Registry()}
+		opt := schema.Options{Mode: *mode, Models: train.Kind{}.Registry(), DataDir: src.dataDir}
 		modes := []string{*mode}
 		var err error
 		if *mode == "" {

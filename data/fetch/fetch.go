@@ -46,17 +46,29 @@ const (
 	// ExpressivityBase is the EXP/CEXP data of GNN-RNI; append
 	// NAME/raw/GRAPHSAT.txt.
 	ExpressivityBase = "https://github.com/ralphabb/GNN-RNI/raw/main/Data/"
+	// PeptidesFuncCSV and PeptidesFuncSplit are LRGB's Peptides-func files
+	// (the URLs of LRGB's own loader): the SMILES with their labels, and
+	// the official split.
+	PeptidesFuncCSV   = "https://www.dropbox.com/s/ol2v01usvaxbsr8/peptide_multi_class_dataset.csv.gz?dl=1"
+	PeptidesFuncSplit = "https://www.dropbox.com/s/j4zcnx2eipuo0xz/splits_random_stratified_peptide.pickle?dl=1"
 )
 
+// dropboxQuery ends a Dropbox download URL; the file's name is before it.
+const dropboxQuery = "?dl=1"
+
 // mirrorTable maps upstream URL prefixes onto sub-paths of the mirror and
-// of the data directory (the layout of the offline mirror's README).
-var mirrorTable = []struct{ prefix, sub string }{
-	{TUBase, "tu/"},
-	{ErricaBase, "splits/errica/"},
-	{QM9Base, "qm9/"},
-	{OGBBase, "ogb/"},
-	{ExpressivityBase + "EXP/raw/", "expressivity/EXP/"},
-	{ExpressivityBase + "CEXP/raw/", "expressivity/CEXP/"},
+// of the data directory (the layout of the offline mirror's README). An
+// entry with a query takes only URLs that end in it, and drops it from the
+// path.
+var mirrorTable = []struct{ prefix, sub, query string }{
+	{TUBase, "tu/", ""},
+	{ErricaBase, "splits/errica/", ""},
+	{QM9Base, "qm9/", ""},
+	{OGBBase, "ogb/", ""},
+	{ExpressivityBase + "EXP/raw/", "expressivity/EXP/", ""},
+	{ExpressivityBase + "CEXP/raw/", "expressivity/CEXP/", ""},
+	{strings.TrimSuffix(PeptidesFuncCSV, path.Base(PeptidesFuncCSV)), "lrgb/", dropboxQuery},
+	{strings.TrimSuffix(PeptidesFuncSplit, path.Base(PeptidesFuncSplit)), "lrgb/", dropboxQuery},
 }
 
 // LocalPath returns the slash-separated path of url below a mirror or data
@@ -64,6 +76,11 @@ var mirrorTable = []struct{ prefix, sub string }{
 func LocalPath(url string) (rel string, ok bool) {
 	for _, m := range mirrorTable {
 		if rest, found := strings.CutPrefix(url, m.prefix); found {
+			if m.query != "" {
+				if rest, found = strings.CutSuffix(rest, m.query); !found {
+					return "", false
+				}
+			}
 			rel = m.sub + rest
 			if rest == "" || strings.Contains(rest, "?") || !cleanRel(rel) {
 				return "", false

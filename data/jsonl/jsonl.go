@@ -7,7 +7,15 @@
 // "attrs" one array of real attributes per node (optional), "y" the class
 // of a classification graph and "target" the targets of a regression graph
 // or the labels of a multi-task binary graph (exactly one of the two).
-// Splits are not part of the format.
+// A line may carry "split": "train", "valid" or "test" (every line of a
+// file, or none): the file's one fixed split (Dataset.Splits[0]).
+//
+// Limits (every reader of the format): a categorical value (a node label
+// in "x", a "node_feat" or "edge_feat" value, a class "y") is below
+// data.MaxCategory, a target lies within float32's range, and a labelled
+// graph has at least one node. A file compressed with gzip is read as
+// such whatever its name, a UTF-8 byte-order mark is skipped, and a
+// UTF-16 file is refused naming its encoding.
 //
 // Molecules in OGB's encoding (dataset kind ogb) carry categorical features
 // instead of labels: "node_feat" one array per node (OGB's 9 atom features)
@@ -24,6 +32,7 @@ package jsonl
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,7 +56,15 @@ type record struct {
 	Attrs    [][]float32 `json:"attrs,omitempty"`
 	Y        *int        `json:"y,omitempty"`
 	Target   targets     `json:"target,omitempty"`
+	Split    *string     `json:"split,omitempty"`
 }
+
+// Split names of the "split" field, in Split order.
+const (
+	SplitTrain = "train"
+	SplitValid = "valid"
+	SplitTest  = "test"
+)
 
 // targets are numbers with null for a missing label (NaN).
 type targets []float64
@@ -97,6 +114,7 @@ func (t *targets) UnmarshalJSON(b []byte) error {
 func Write(w io.Writer, ds *data.Dataset) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
+	parts := splitNames(ds)
 	for i := range ds.Graphs {
 		g := &ds.Graphs[i]
 		n := g.N
@@ -127,6 +145,9 @@ func Write(w io.Writer, ds *data.Dataset) error {
 				rec.Attrs = append(rec.Attrs, g.Attrs[u*ds.AttrDim:(u+1)*ds.AttrDim])
 			}
 		}
+		if parts != nil {
+			rec.Split = &parts[i]
+		}
 		if ds.NumTargets > 0 {
 			rec.Target = g.Target
 		} else {
@@ -143,6 +164,33 @@ func Write(w io.Writer, ds *data.Dataset) error {
 	return nil
 }
 
+// splitNames returns each graph's "split" when ds has one split that
+// holds every graph once, else nil (folds are not part of the format).
+func splitNames(ds *data.Dataset) []string {
+	if len(ds.Splits) != 1 {
+		return nil
+	}
+	out := make([]string, len(ds.Graphs))
+	s := ds.Splits[0]
+	for _, p := range []struct {
+		name string
+		idx  []int
+	}{{SplitTrain, s.Train}, {SplitValid, s.Val}, {SplitTest, s.Test}} {
+		for _, i := range p.idx {
+			if i < 0 || i >= len(out) || out[i] != "" {
+				return nil
+			}
+			out[i] = p.name
+		}
+	}
+	for _, n := range out {
+		if n == "" {
+			return nil
+		}
+	}
+	return out
+}
+
 // MaxLine is the longest line Read accepts (bytes).
 const MaxLine = 64 << 20
 
@@ -153,16 +201,22 @@ const MaxLine = 64 << 20
 // A classification dataset must use every class 0..max(y) with at least 2
 // graphs each: a class with a single graph is an error naming its line.
 func Read(r io.Reader, name string) (*data.Dataset, error) {
+	ds, _, err := ReadLines(r, name)
+	return ds, err
+}
+
+// ReadLines is Read that also returns each graph's line number.
+func ReadLines(r io.Reader, name string) (*data.Dataset, []int, error) {
 	ds, lines, err := read(r, name, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ds.NumClasses > 0 {
 		if err := checkClasses(ds, name, lines); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return ds, nil
+	return ds, lines, nil
 }
 
 // checkClasses checks that every class 0..NumClasses-1 has at least 2
@@ -187,7 +241,8 @@ func checkClasses(ds *data.Dataset, name string, lines []int) error {
 
 // ReadUnlabelled is Read for graphs to predict: "y" and "target" may be
 // left out (on every line or on none); graphs without them get Y = 0 and
-// no Target. lines gives each graph's line number.
+// no Target; a "split" is checked but not read. lines gives each graph's
+// line number.
 func ReadUnlabelled(r io.Reader, name string) (ds *data.Dataset, lines []int, err error) {
 	return read(r, name, true)
 }
@@ -196,15 +251,33 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, []int, erro
 	ds := &data.Dataset{Name: name}
 	kind := "" // "y", "target" or "none" (unlabelled), fixed by the first graph
 	var lines []int
+	var split data.Split
+	withSplit := false // whether the first graph has "split"; every graph must agree
 	err := Lines(r, name, func(no int, line []byte) error {
-		g, k, err := parseLine(line, ds, unlabelled)
+		g, k, part, err := parseLine(line, ds, unlabelled)
 		if err != nil {
 			return err
 		}
 		if len(ds.Graphs) == 0 {
 			kind = k
+			withSplit = part != ""
 		} else if k != kind {
 			return fmt.Errorf("graph has %q but earlier graphs have %q", k, kind)
+		}
+		switch {
+		case withSplit && part == "":
+			return fmt.Errorf(`no "split", but earlier graphs have one: give every graph a split or none`)
+		case !withSplit && part != "":
+			return fmt.Errorf(`"split": %q, but earlier graphs have none: give every graph a split or none`, part)
+		}
+		i := len(ds.Graphs)
+		switch part {
+		case SplitTrain:
+			split.Train = append(split.Train, i)
+		case SplitValid:
+			split.Val = append(split.Val, i)
+		case SplitTest:
+			split.Test = append(split.Test, i)
 		}
 		ds.Graphs = append(ds.Graphs, g)
 		lines = append(lines, no)
@@ -215,6 +288,17 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, []int, erro
 	}
 	if len(ds.Graphs) == 0 {
 		return nil, nil, fmt.Errorf("%s: no graphs", name)
+	}
+	if withSplit && !unlabelled { // graphs to predict: their split is not read
+		for _, p := range []struct {
+			name string
+			idx  []int
+		}{{SplitTrain, split.Train}, {SplitValid, split.Val}, {SplitTest, split.Test}} {
+			if len(p.idx) == 0 {
+				return nil, nil, fmt.Errorf(`%s: no graph has "split": %q: a file's split needs train, valid and test graphs`, name, p.name)
+			}
+		}
+		ds.Splits = []data.Split{split}
 	}
 	if err := complete(ds, name, lines); err != nil {
 		return nil, nil, err
@@ -235,6 +319,11 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, []int, erro
 		}
 		vocab(ds.NodeCatVocab, g.NodeCat)
 		vocab(ds.EdgeFeatVocab, g.EdgeFeat)
+	}
+	for i := range ds.Graphs {
+		if err := ds.Graphs[i].Validate(ds); err != nil {
+			return nil, nil, &LineError{File: name, Line: lines[i], Err: err}
+		}
 	}
 	if err := ds.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
@@ -295,12 +384,27 @@ func (e *columnError) Error() string { return e.err.Error() }
 func (e *columnError) Unwrap() error { return e.err }
 
 // parseLine decodes and checks one record; ds supplies and collects the
-// attribute and target widths.
-func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, string, error) {
+// attribute and target widths. It returns the graph, which of "y",
+// "target" or "none" labels it, and its "split" ("" when it has none).
+func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, string, string, error) {
 	var rec record
 	if err := DecodeLine(line, &rec); err != nil {
-		return data.Graph{}, "", err
+		return data.Graph{}, "", "", err
 	}
+	part := ""
+	if rec.Split != nil {
+		switch part = *rec.Split; part {
+		case SplitTrain, SplitValid, SplitTest:
+		default:
+			return data.Graph{}, "", "", fmt.Errorf(`"split": %q: want %q, %q or %q`, part, SplitTrain, SplitValid, SplitTest)
+		}
+	}
+	g, k, err := parseGraph(rec, ds, unlabelled)
+	return g, k, part, err
+}
+
+// parseGraph checks one decoded record and builds its graph.
+func parseGraph(rec record, ds *data.Dataset, unlabelled bool) (data.Graph, string, error) {
 	if rec.Nodes == nil {
 		return data.Graph{}, "", errors.New(`no "nodes": every line needs the node count, e.g. {"nodes": 3, "edges": [[0, 1], [1, 2]]}`)
 	}
@@ -341,6 +445,9 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 		}
 		seen[[2]int{u, v}] = true
 	}
+	if nodes == 0 && !unlabelled {
+		return data.Graph{}, "", errors.New(`"nodes": 0: a graph needs at least one node (a model has nothing to pool over an empty graph)`)
+	}
 	g, err := data.FromEdges(nodes, edges)
 	if err != nil {
 		return data.Graph{}, "", err
@@ -355,6 +462,9 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 		for u, l := range rec.X {
 			if l < 0 {
 				return data.Graph{}, "", fmt.Errorf("node %d has negative label %d", u, l)
+			}
+			if l >= data.MaxCategory {
+				return data.Graph{}, "", fmt.Errorf("node %d has label %d: node labels lie in 0..%d", u, l, data.MaxCategory-1)
 			}
 		}
 		g.Labels = rec.X
@@ -379,8 +489,8 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	case rec.Y != nil && rec.Target != nil:
 		return data.Graph{}, "", errors.New("both \"y\" and \"target\" given")
 	case rec.Y != nil:
-		if *rec.Y < 0 || *rec.Y > 1<<20 {
-			return data.Graph{}, "", fmt.Errorf("class %d out of range 0..%d", *rec.Y, 1<<20)
+		if *rec.Y < 0 || *rec.Y >= data.MaxCategory {
+			return data.Graph{}, "", fmt.Errorf("class %d out of range 0..%d", *rec.Y, data.MaxCategory-1)
 		}
 		g.Y = *rec.Y
 		return g, "y", nil
@@ -391,6 +501,11 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 		if len(rec.Target) != ds.NumTargets || ds.NumTargets == 0 {
 			return data.Graph{}, "", fmt.Errorf("%d targets, want %d as on the first graph", len(rec.Target), ds.NumTargets)
 		}
+		for t, v := range rec.Target {
+			if math.Abs(v) > math.MaxFloat32 {
+				return data.Graph{}, "", fmt.Errorf("target %d is %g, beyond float32's range (±%.7g), in which the models compute", t, v, math.MaxFloat32)
+			}
+		}
 		g.Target = rec.Target
 		return g, "target", nil
 	}
@@ -399,9 +514,6 @@ func parseLine(line []byte, ds *data.Dataset, unlabelled bool) (data.Graph, stri
 	}
 	return data.Graph{}, "", errors.New("missing \"y\" or \"target\"")
 }
-
-// maxFeat bounds a categorical feature value or width read from JSONL.
-const maxFeat = 1 << 20
 
 // categorical checks and stores the record's categorical node and edge
 // features; the first graph that has rows fixes each width, later graphs
@@ -433,8 +545,8 @@ func categorical(g *data.Graph, rec record, nodes int, edges [][2]int, ds *data.
 				return nil, fmt.Errorf("%q row %d has %d values, want %d", what, i, len(r), len(*width))
 			}
 			for j, v := range r {
-				if v < 0 || v >= maxFeat {
-					return nil, fmt.Errorf("%q row %d column %d: %d outside 0..%d", what, i, j, v, maxFeat-1)
+				if v < 0 || v >= data.MaxCategory {
+					return nil, fmt.Errorf("%q row %d column %d: %d outside 0..%d", what, i, j, v, data.MaxCategory-1)
 				}
 			}
 			out = append(out, r...)
@@ -490,12 +602,50 @@ func complete(ds *data.Dataset, name string, lines []int) error {
 // attribute width is the graph's own. Its errors have no column: raw is
 // not the line Lines passed on.
 func ParseGraph(raw []byte) (data.Graph, error) {
-	g, _, err := parseLine(bytes.TrimSpace(raw), &data.Dataset{}, true)
+	g, _, _, err := parseLine(bytes.TrimSpace(raw), &data.Dataset{}, true)
 	var ce *columnError
 	if errors.As(err, &ce) {
 		err = ce.err
 	}
 	return g, err
+}
+
+// decoded returns a reader of r's text: gunzipped when r starts with
+// gzip's magic bytes, without a leading UTF-8 byte-order mark. A UTF-16
+// text (a byte-order mark FF FE or FE FF, or a NUL byte in its first
+// two) is an error.
+func decoded(r io.Reader) (*bufio.Reader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if b, _ := br.Peek(2); len(b) == 2 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("the file starts as gzip but is not: %w", err)
+		}
+		br = bufio.NewReaderSize(gzipErrors{zr}, 1<<16)
+	}
+	b, _ := br.Peek(3)
+	switch {
+	case bytes.HasPrefix(b, []byte{0xef, 0xbb, 0xbf}):
+		_, _ = br.Discard(3)
+	case bytes.HasPrefix(b, []byte{0xff, 0xfe}):
+		return nil, errors.New("the file is UTF-16 (little-endian, byte-order mark FF FE): save it as UTF-8")
+	case bytes.HasPrefix(b, []byte{0xfe, 0xff}):
+		return nil, errors.New("the file is UTF-16 (big-endian, byte-order mark FE FF): save it as UTF-8")
+	case len(b) >= 2 && (b[0] == 0 || b[1] == 0):
+		return nil, errors.New("the file holds NUL bytes where its text starts, as UTF-16 without a byte-order mark does: save it as UTF-8")
+	}
+	return br, nil
+}
+
+// gzipErrors says that its reader's errors are the gzip stream's.
+type gzipErrors struct{ r io.Reader }
+
+func (g gzipErrors) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("reading gzip: %w", err)
+	}
+	return n, err
 }
 
 // LineError is an error at a line of a JSONL file, and at a column (from
@@ -522,9 +672,14 @@ func (e *LineError) Unwrap() error { return e.Err }
 // surrounding white space trimmed) and its 1-based line number, in order,
 // as Read does. An error, from reading or from fn, stops it and is returned
 // as a *LineError: "file:line: error", with the column where DecodeLine
-// placed the error.
+// placed the error. r may be compressed with gzip (read whatever the
+// file's name) and may start with a UTF-8 byte-order mark (skipped); a
+// UTF-16 file is an error naming its encoding.
 func Lines(r io.Reader, file string, fn func(no int, line []byte) error) error {
-	br := bufio.NewReaderSize(r, 1<<16)
+	br, err := decoded(r)
+	if err != nil {
+		return &LineError{File: file, Line: 1, Err: err}
+	}
 	for no := 1; ; no++ {
 		line, err := readLine(br)
 		if len(line) == 0 && err == io.EOF {

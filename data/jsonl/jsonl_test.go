@@ -2,8 +2,10 @@ package jsonl
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -140,6 +142,22 @@ func TestReadErrorsGolden(t *testing.T) {
 		{"edge_feat wrong rows", `{"nodes":2,"edges":[[0,1]],"edge_feat":[],"y":0}`},
 		{"edge_feat width changes", `{"nodes":2,"edges":[[0,1]],"edge_feat":[[1,2]],"y":0}` + "\n" + `{"nodes":2,"edges":[[0,1]],"edge_feat":[[1]],"y":0}`},
 		{"null in a regression-like target", `{"nodes":1,"edges":[],"target":[null,2.5]}`},
+		{"zero nodes", ok + `{"nodes":0,"edges":[],"y":0}`},
+		{"label at the category limit", `{"nodes":1,"edges":[],"x":[1048576],"y":0}`},
+		{"class at the category limit", `{"nodes":1,"edges":[],"y":1048576}`},
+		{"node_feat at the category limit", `{"nodes":1,"edges":[],"node_feat":[[1048576]],"y":0}`},
+		{"target beyond float32", `{"nodes":1,"edges":[],"target":[1e39]}`},
+		{"negative target beyond float32", `{"nodes":1,"edges":[],"target":[0,-3.5e38]}`},
+		{"unknown split", `{"nodes":1,"edges":[],"y":0,"split":"dev"}`},
+		{"split not a string", `{"nodes":1,"edges":[],"y":0,"split":1}`},
+		{"split missing later", `{"nodes":1,"edges":[],"y":0,"split":"train"}` + "\n" + `{"nodes":1,"edges":[],"y":0}`},
+		{"split missing earlier", `{"nodes":1,"edges":[],"y":0}` + "\n" + `{"nodes":1,"edges":[],"y":0,"split":"test"}`},
+		{"no valid part", `{"nodes":1,"edges":[],"y":0,"split":"train"}` + "\n" + `{"nodes":1,"edges":[],"y":0,"split":"test"}`},
+		{"UTF-16 little-endian", "\xff\xfe{\x00\"\x00"},
+		{"UTF-16 big-endian", "\xfe\xff\x00{\x00\""},
+		{"UTF-16 without a byte-order mark", "{\x00\"\x00n\x00"},
+		{"gzip magic, no gzip", "\x1f\x8b not gzip"},
+		{"gzip cut short", string(gzipped(ok)[:30])},
 	}
 	var out strings.Builder
 	for _, tc := range cases {
@@ -153,18 +171,101 @@ func TestReadErrorsGolden(t *testing.T) {
 	golden.CheckString(t, "testdata/read_errors.golden", out.String())
 }
 
+// gzipped returns s compressed with gzip.
+func gzipped(s string) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write([]byte(s))
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// TestEncodings: a gzip file is read whatever its name, a UTF-8
+// byte-order mark is skipped (its line keeps number 1, and a column
+// counts it), and both give the graphs of the plain file.
+func TestEncodings(t *testing.T) {
+	plain := `{"nodes":2,"edges":[[0,1]],"x":[0,1],"y":0}` + "\n" + `{"nodes":1,"edges":[],"x":[1],"y":1}` + "\n" + `{"nodes":1,"edges":[],"x":[0],"y":1}` + "\n" + `{"nodes":3,"edges":[[0,1]],"x":[0,1,0],"y":0}` + "\n"
+	want, err := Read(strings.NewReader(plain), "g.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string][]byte{
+		"gzip":          gzipped(plain),
+		"BOM":           append([]byte{0xef, 0xbb, 0xbf}, plain...),
+		"gzip with BOM": gzipped("\ufeff" + plain),
+	} {
+		got, err := Read(bytes.NewReader(in), "g.jsonl")
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: read other graphs than the plain file's", name)
+		}
+	}
+	_, err = Read(bytes.NewReader(append([]byte{0xef, 0xbb, 0xbf}, `{"nodes":1,"edges":[],,"y":0}`...)), "g.jsonl")
+	if err == nil || !strings.HasPrefix(err.Error(), "g.jsonl:1:") {
+		t.Errorf("error after a BOM: %v, want one at line 1", err)
+	}
+}
+
+// TestSplits: a file whose lines carry "split" has that one split, kept
+// in file order; Write writes it back, and a dataset of folds is written
+// without.
+func TestSplits(t *testing.T) {
+	in := `{"nodes":1,"edges":[],"target":[1,null],"split":"test"}
+{"nodes":2,"edges":[[0,1]],"target":[0,1],"split":"train"}
+{"nodes":1,"edges":[],"target":[null,0],"split":"valid"}
+{"nodes":1,"edges":[],"target":[1,1],"split":"train"}
+`
+	ds, lines, err := ReadLines(strings.NewReader(in), "s.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []data.Split{{Train: []int{1, 3}, Val: []int{2}, Test: []int{0}}}
+	if !reflect.DeepEqual(ds.Splits, want) || !reflect.DeepEqual(lines, []int{1, 2, 3, 4}) {
+		t.Fatalf("splits %+v lines %v, want %+v", ds.Splits, lines, want)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, ds); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"split":"valid"`) {
+		t.Fatalf("written without splits:\n%s", buf.String())
+	}
+	again, err := Read(&buf, "s.jsonl")
+	if err != nil || !reflect.DeepEqual(again.Splits, want) {
+		t.Fatalf("round trip: %v, splits %+v", err, again)
+	}
+	ds.Splits = append(ds.Splits, ds.Splits[0])
+	buf.Reset()
+	if err := Write(&buf, ds); err != nil || strings.Contains(buf.String(), "split") {
+		t.Fatalf("two splits written as lines (%v):\n%s", err, buf.String())
+	}
+}
+
 func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"nodes":3,"edges":[[0,1],[1,2]],"x":[0,2,1],"y":1}`))
 	f.Add([]byte(`{"nodes":2,"edges":[[1,0]],"attrs":[[0.5,1],[2,3]],"target":[1.5,-2]}`))
 	f.Add([]byte("{\"nodes\":1,\"edges\":[],\"y\":0}\n\n{\"nodes\":0,\"edges\":[],\"y\":2}\n"))
 	f.Add([]byte(`{"nodes":2,"edges":[[0,1]],"node_feat":[[5,0],[7,1]],"edge_feat":[[0,2]],"target":[null,1]}`))
+	f.Add([]byte(`{"nodes":1,"edges":[],"y":0,"split":"train"}` + "\n" + `{"nodes":1,"edges":[],"y":0,"split":"valid"}` + "\n" + `{"nodes":1,"edges":[],"y":0,"split":"test"}`))
+	f.Add(append([]byte{0xef, 0xbb, 0xbf}, `{"nodes":1,"edges":[],"y":0}`...))
+	f.Add(gzipped(`{"nodes":1,"edges":[],"target":[1e38]}` + "\n"))
+	f.Add([]byte("\xff\xfe{\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ds, err := Read(bytes.NewReader(b), "fuzz")
 		if err != nil {
-			// A line and column named lie in the input.
+			// A line and column named lie in the input (decompressed).
 			var le *LineError
 			if errors.As(err, &le) {
-				lines := bytes.Split(b, []byte("\n"))
+				text := b
+				if zr, zerr := gzip.NewReader(bytes.NewReader(b)); zerr == nil {
+					if text, zerr = io.ReadAll(zr); zerr != nil {
+						return // a gzip error: its place is the stream's
+					}
+				}
+				lines := bytes.Split(text, []byte("\n"))
 				if le.Line < 1 || le.Line > len(lines) || le.Col < 0 || le.Col > len(lines[le.Line-1]) {
 					t.Fatalf("%v: no such place in the input", err)
 				}

@@ -39,7 +39,10 @@ func (Kind) Name() string { return Name }
 // categorical edge features.
 func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	errs := rt.CheckHops(rt.CheckCommon(m), m, d)
-	if d.Known && !d.EdgeFeatures {
+	switch {
+	case d.Known && !d.EdgeFeatures && d.Kind == "file":
+		errs = append(errs, rt.Errf("kind", `espn reads categorical edge features, but the file's graphs have no "edge_feat" (one row of categories per edge, as docs/data.md describes)`))
+	case d.Known && !d.EdgeFeatures:
 		errs = append(errs, rt.Errf("kind", "espn reads categorical edge features, but the dataset%s has none (e.g. dataset kind ogb has 3 bond features)", rt.OfKind(d)))
 	}
 	return errs

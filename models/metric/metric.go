@@ -1,11 +1,13 @@
 // Package metric scores model outputs against a dataset's targets. It is
 // the one place that knows the metrics spn reports (accuracy, MAE, RMSE,
-// ROC-AUC), which task each suits, and which direction is better.
+// ROC-AUC, average precision), which task each suits, and which direction
+// is better.
 //
-// ROC-AUC and RMSE follow OGB's Evaluator (ogb/graphproppred/evaluate.py)
+// ROC-AUC, AP and RMSE follow OGB's Evaluator
+// (ogb/graphproppred/evaluate.py, which LRGB's Peptides-func uses for AP)
 // for multi-task sets: per task over the labelled examples only (a NaN
 // target is a missing label), tasks lacking a positive or a negative
-// label skipped (ROC-AUC), the mean over tasks.
+// label skipped (ROC-AUC, AP), the mean over tasks.
 package metric
 
 import (
@@ -24,6 +26,9 @@ const (
 	MAE      = "mae"
 	RMSE     = "rmse"
 	ROCAUC   = "rocauc"
+	// AP is the average precision of multi-task binary sets (scikit-learn's
+	// average_precision_score per task, as OGB's and LRGB's evaluators).
+	AP = "ap"
 	// FiLM is GNN-FiLM's QM9 error: per target, the MAE divided by the
 	// target's chemical-accuracy factor (FiLMError); scoring it needs the
 	// factors (ScoreWith).
@@ -41,6 +46,7 @@ var metrics = []struct {
 	{MAE, false, []data.Task{data.TaskRegression}},
 	{RMSE, false, []data.Task{data.TaskRegression}},
 	{ROCAUC, true, []data.Task{data.TaskClassification, data.TaskBinary}},
+	{AP, true, []data.Task{data.TaskBinary}},
 	{FiLM, false, []data.Task{data.TaskRegression}},
 }
 
@@ -62,7 +68,7 @@ func Known(name string) error {
 }
 
 // HigherIsBetter reports whether larger values of metric name are better
-// (accuracy, rocauc); false for mae, rmse and unknown names.
+// (accuracy, rocauc, ap); false for mae, rmse and unknown names.
 func HigherIsBetter(name string) bool {
 	for _, m := range metrics {
 		if m.name == name {
@@ -75,7 +81,7 @@ func HigherIsBetter(name string) bool {
 // Check reports whether metric name suits a task with out outputs (classes
 // for classification, targets or binary tasks otherwise): accuracy and
 // rocauc (two classes only) for classification, mae and rmse for
-// regression, rocauc for binary tasks.
+// regression, rocauc and ap for binary tasks.
 func Check(name string, task data.Task, out int) error {
 	if err := Known(name); err != nil {
 		return err
@@ -95,7 +101,7 @@ func Check(name string, task data.Task, out int) error {
 // logits of c classes against classes y (classification; rocauc scores
 // logit 1 minus logit 0), predictions against targets (regression, c
 // targets), or one logit per binary task against 0/1/NaN targets (binary,
-// c tasks; OGB's mean ROC-AUC).
+// c tasks; OGB's mean ROC-AUC or AP).
 func Score(name string, task data.Task, out []float32, c int, y []int32, target []float64) (float64, error) {
 	return ScoreWith(name, task, out, c, y, target, nil)
 }
@@ -120,6 +126,8 @@ func ScoreWith(name string, task data.Task, out []float32, c int, y []int32, tar
 		return RMSEOf(out, target, c)
 	case name == ROCAUC && task == data.TaskBinary:
 		return MeanROCAUC(out, target, c)
+	case name == AP:
+		return MeanAP(out, target, c)
 	case name == ROCAUC:
 		if len(out) != 2*len(y) {
 			return 0, fmt.Errorf("rocauc: %d outputs for %d graphs × 2 classes", len(out), len(y))
@@ -207,8 +215,23 @@ func RMSEOf(pred []float32, target []float64, tasks int) (float64, error) {
 // skipped, the mean over the remaining tasks. It fails when no task
 // remains (OGB raises an error there too).
 func MeanROCAUC(scores []float32, target []float64, tasks int) (float64, error) {
+	return perTask(ROCAUC, AUC, scores, target, tasks)
+}
+
+// MeanAP returns OGB's (and LRGB's) average precision of scores against
+// binary targets, both g×tasks (targets 0, 1 or NaN for missing): per
+// task AveragePrecision over the labelled graphs, tasks without both a
+// positive and a negative label skipped, the mean over the remaining
+// tasks. It fails when no task remains.
+func MeanAP(scores []float32, target []float64, tasks int) (float64, error) {
+	return perTask(AP, AveragePrecision, scores, target, tasks)
+}
+
+// perTask is OGB's per-task mean of the binary metric name (computed by
+// of over one task's labelled scores and 0/1 labels).
+func perTask(name string, of func([]float64, []int32) (float64, error), scores []float32, target []float64, tasks int) (float64, error) {
 	if tasks < 1 || len(scores) != len(target) || len(scores)%tasks != 0 {
-		return 0, fmt.Errorf("rocauc: %d scores for %d targets in %d tasks", len(scores), len(target), tasks)
+		return 0, fmt.Errorf("%s: %d scores for %d targets in %d tasks", name, len(scores), len(target), tasks)
 	}
 	var sum float64
 	n := 0
@@ -228,24 +251,71 @@ func MeanROCAUC(scores []float32, target []float64, tasks int) (float64, error) 
 				neg++
 				y = append(y, 0)
 			default:
-				return 0, fmt.Errorf("rocauc: task %d has label %v, want 0, 1 or NaN", t, v)
+				return 0, fmt.Errorf("%s: task %d has label %v, want 0, 1 or NaN", name, t, v)
 			}
 			s = append(s, float64(scores[i]))
 		}
 		if pos == 0 || neg == 0 {
 			continue
 		}
-		auc, err := AUC(s, y)
+		v, err := of(s, y)
 		if err != nil {
 			return 0, fmt.Errorf("task %d: %w", t, err)
 		}
-		sum += auc
+		sum += v
 		n++
 	}
 	if n == 0 {
-		return 0, fmt.Errorf("rocauc: no task has both a positive and a negative label")
+		return 0, fmt.Errorf("%s: no task has both a positive and a negative label", name)
 	}
 	return sum / float64(n), nil
+}
+
+// AveragePrecision returns the average precision of scores for labels
+// y ∈ {0,1}, as scikit-learn's average_precision_score computes it: the
+// distinct scores, from the highest, are the thresholds (tied scores
+// enter together); at threshold n, P_n is the fraction of positives among
+// the graphs scored at least that high and R_n the fraction of all
+// positives among them; AP = Σ_n (R_n − R_{n−1})·P_n, R_0 = 0.
+func AveragePrecision(scores []float64, y []int32) (float64, error) {
+	if len(scores) != len(y) {
+		return 0, fmt.Errorf("ap: %d scores for %d labels", len(scores), len(y))
+	}
+	var pos float64
+	for i, s := range scores {
+		if math.IsNaN(s) {
+			return 0, fmt.Errorf("ap: NaN score")
+		}
+		switch y[i] {
+		case 1:
+			pos++
+		case 0:
+		default:
+			return 0, fmt.Errorf("ap: label %d is not 0 or 1", y[i])
+		}
+	}
+	if pos == 0 {
+		return 0, fmt.Errorf("ap: no positive label")
+	}
+	idx := make([]int, len(y))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] > scores[idx[b]] })
+	var tp, seen, ap, prevR float64
+	for i := 0; i < len(idx); {
+		j := i
+		for j < len(idx) && scores[idx[j]] == scores[idx[i]] {
+			tp += float64(y[idx[j]])
+			j++
+		}
+		seen += float64(j - i)
+		r := tp / pos
+		ap += (r - prevR) * (tp / seen)
+		prevR = r
+		i = j
+	}
+	return ap, nil
 }
 
 // AUC returns the area under the ROC curve of scores for labels y ∈ {0,1}

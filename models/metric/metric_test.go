@@ -188,3 +188,49 @@ func TestDirectionAndCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestAveragePrecision compares AP with scikit-learn 1.2.1's
+// average_precision_score (Debian's python3-sklearn), computed by
+//
+//	from sklearn.metrics import average_precision_score
+//	average_precision_score(y, s)
+//
+// for each case, ties within and across classes included, and OGB's
+// eval_ap loop (tasks with both labels among the non-NaN ones, mean over
+// them) for the multi-task case. By hand, the fourth case: thresholds 0.7
+// (1 of 3 positive: P 1/3, R 1/3), 0.3 (2 of 4: P 2/4, R 2/3), 0.2 (3 of
+// 5: P 3/5, R 1), 0.1: AP = 1/3·1/3 + 1/3·2/4 + 1/3·3/5 = 0.47777…
+func TestAveragePrecision(t *testing.T) {
+	for i, tc := range []struct {
+		s    []float64
+		y    []int32
+		want float64
+	}{
+		{[]float64{0.1, 0.4, 0.35, 0.8}, []int32{0, 0, 1, 1}, 0.8333333333333333},
+		{[]float64{0.5, 0.5, 0.5, 0.2, 0.9}, []int32{1, 0, 1, 0, 0}, 0.5},
+		{[]float64{1, 1, 1, 1}, []int32{0, 1, 0, 1}, 0.5},
+		{[]float64{0.3, 0.7, 0.7, 0.1, 0.7, 0.2}, []int32{1, 1, 0, 0, 0, 1}, 0.4777777777777778},
+		{[]float64{-2, 3, 3, 0.5, 0.5, -1, 3, 2}, []int32{0, 1, 0, 1, 1, 0, 0, 1}, 0.5416666666666666},
+	} {
+		got, err := AveragePrecision(tc.s, tc.y)
+		if err != nil || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("case %d: AP %v (%v), scikit-learn %v", i, got, err, tc.want)
+		}
+	}
+	nan := math.NaN()
+	target := []float64{1, 0, nan, 0, nan, 1, 1, 1, 0, 0, 0, nan, 1, 1, nan}
+	scores := []float32{0.9, 0.2, 0.3, 0.1, 0.5, 0.5, 0.9, 0.5, 0.5, 0.4, 0.1, 0.0, 0.2, 0.8, 1.0}
+	got, err := Score(AP, data.TaskBinary, scores, 3, nil, target)
+	if err != nil || math.Abs(got-0.8055555555555555) > 1e-12 {
+		t.Errorf("mean AP over tasks %v (%v), OGB's eval_ap with scikit-learn 0.8055555555555555", got, err)
+	}
+	if !HigherIsBetter(AP) {
+		t.Error("ap: lower is better, want higher (model selection keeps the highest validation AP)")
+	}
+	if _, err := MeanAP([]float32{0.1, 0.2}, []float64{1, 1}, 1); err == nil {
+		t.Error("AP of a task with positives only: no error, want OGB's (no task has both labels)")
+	}
+	if err := Check(AP, data.TaskClassification, 2); err == nil {
+		t.Error("ap accepted for a classification task")
+	}
+}

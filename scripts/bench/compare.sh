@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Trains one epoch of SPN k = 5, 5 layers with `spn bench` and with the
-# PyTorch reference scripts/bench/torch_spn.py, on the same graphs, and
+# Trains one epoch of SPN k = 5 (or the row's kind and k), 5 layers with
+# `spn bench` and with the PyTorch reference scripts/bench/torch_spn.py,
+# on the same graphs, and
 # prints one table: graphs/s of each, their ratio, graphs per CPU-second
 # (steadier on a shared machine) and peak memory. The two alternate per
 # dataset and round, so both see the same machine load.
 #
 # Usage: scripts/bench/compare.sh [ROW...]
-#   ROW is WORKLOAD[:HIDDEN[:BATCH]], e.g. PROTEINS:300:128 (default
-#   hidden 64, batch 32); WORKLOAD is a dataset of `spn data` (PROTEINS,
-#   NCI1, DD, prox: 1000 generated 3-Prox graphs, ...). Default rows:
-#   PROTEINS NCI1 prox.
+#   ROW is WORKLOAD[:HIDDEN[:BATCH[:KIND:K]]], e.g. PROTEINS:300:128
+#   (default hidden 64, batch 32, kind spn, k 5; KIND spn or espn);
+#   WORKLOAD is a dataset of `spn data` (PROTEINS, NCI1, DD, prox: 1000
+#   generated 3-Prox graphs, an imported name, ...). Default rows:
+#   PROTEINS NCI1 prox. The Peptides-func row, E-SPN k = 10 at the width
+#   of pipelines/extensions/lrgb_peptides.cue, batch 128, on the imported
+#   peptides-func (docs/lrgb.md; all 15,535 graphs):
+#     scripts/bench/compare.sh peptides-func:210:128:espn:10
 #
 # Environment:
 #   DEVICE      cpu (default), cuda or cuda:N. On a GPU both train there
@@ -56,33 +61,40 @@ if [ -z "$spn" ]; then
 fi
 cache="${CACHE:-$tmp/cache}"
 
-# Rows by dataset: each dataset is exported once and PyTorch reads it
-# once per round, timing all of its shapes in one process.
-declare -A shapes=()
-datasets=()
+# Rows by dataset, kind and k (a group WORKLOAD.KIND.K): each dataset is
+# exported once and PyTorch reads it once per group and round, timing all
+# of the group's shapes in one process.
+declare -A shapes=() exported=()
+groups=()
 for row in "${rows[@]}"; do
-  IFS=: read -r w h b extra <<<"$row"
-  h=${h:-64} b=${b:-32}
-  if [ -n "${extra:-}" ] || ! [[ "$w" =~ ^[A-Za-z0-9_-]+$ && "$h" =~ ^[1-9][0-9]*$ && "$b" =~ ^[1-9][0-9]*$ ]]; then
-    echo "compare.sh: row $row: want WORKLOAD[:HIDDEN[:BATCH]]" >&2
+  IFS=: read -r w h b kind k extra <<<"$row"
+  h=${h:-64} b=${b:-32} kind=${kind:-spn} k=${k:-5}
+  if [ -n "${extra:-}" ] || ! [[ "$w" =~ ^[A-Za-z0-9_.-]+$ && "$h" =~ ^[1-9][0-9]*$ && "$b" =~ ^[1-9][0-9]*$ && "$kind" =~ ^(spn|espn)$ && "$k" =~ ^[1-9][0-9]*$ ]]; then
+    echo "compare.sh: row $row: want WORKLOAD[:HIDDEN[:BATCH[:KIND:K]]], KIND spn or espn" >&2
     exit 2
   fi
-  [ -n "${shapes[$w]:-}" ] || datasets+=("$w")
-  shapes[$w]="${shapes[$w]:+${shapes[$w]},}${h}x${b}"
+  g="$w.$kind.$k"
+  [ -n "${shapes[$g]:-}" ] || groups+=("$g")
+  shapes[$g]="${shapes[$g]:+${shapes[$g]},}${h}x${b}"
 done
 
-for w in "${datasets[@]}"; do
-  # The same graphs for both: spn's own loader, exported as JSON Lines.
-  "$spn" data export "$w" --graphs 1000 --format jsonl --out "$tmp/$w.jsonl" 2>"$tmp/export.log" || {
-    cat "$tmp/export.log" >&2; exit 1; }
+for g in "${groups[@]}"; do
+  k=${g##*.} rest=${g%.*}
+  kind=${rest##*.} w=${rest%.*}
+  if [ -z "${exported[$w]:-}" ]; then
+    # The same graphs for both: spn's own loader, exported as JSON Lines.
+    "$spn" data export "$w" --graphs 1000 --format jsonl --out "$tmp/$w.jsonl" 2>"$tmp/export.log" || {
+      cat "$tmp/export.log" >&2; exit 1; }
+    exported[$w]=1
+  fi
   for r in $(seq "$ROUNDS"); do
-    for s in ${shapes[$w]//,/ }; do
-      "$spn" bench "$w" --graphs 1000 --threads "$THREADS" --hidden "${s%x*}" --batch "${s#*x}" \
-        --device "$DEVICE" --warmup "$WARMUP" --cache "$cache" --json >"$tmp/$w.$s.spn.$r.json"
+    for s in ${shapes[$g]//,/ }; do
+      "$spn" bench "$w" --graphs 1000 --kind "$kind" --k "$k" --threads "$THREADS" --hidden "${s%x*}" --batch "${s#*x}" \
+        --device "$DEVICE" --warmup "$WARMUP" --cache "$cache" --json >"$tmp/$g.$s.spn.$r.json"
     done
-    "$PYTHON" "$root/scripts/bench/torch_spn.py" "$tmp/$w.jsonl" --name "$w" --threads "$THREADS" \
-      --shapes "${shapes[$w]}" --modes "$modes" --device "$DEVICE" --warmup "$WARMUP" \
-      2>"$tmp/torch.log" >"$tmp/$w.torch.$r.jsonl" || { cat "$tmp/torch.log" >&2; exit 1; }
+    "$PYTHON" "$root/scripts/bench/torch_spn.py" "$tmp/$w.jsonl" --name "$w" --kind "$kind" --k "$k" --threads "$THREADS" \
+      --shapes "${shapes[$g]}" --modes "$modes" --device "$DEVICE" --warmup "$WARMUP" \
+      2>"$tmp/torch.log" >"$tmp/$g.torch.$r.jsonl" || { cat "$tmp/torch.log" >&2; exit 1; }
   done
 done
 if [ -n "${JSON_OUT:-}" ]; then
@@ -96,7 +108,8 @@ tmp, rounds, device, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv
 gpu = device != "cpu"
 def parse(row):
     parts = row.split(":")
-    return parts[0], int(parts[1]) if len(parts) > 1 else 64, int(parts[2]) if len(parts) > 2 else 32
+    g = f"{parts[0]}.{parts[3] if len(parts) > 3 else 'spn'}.{parts[4] if len(parts) > 4 else 5}"
+    return g, int(parts[1]) if len(parts) > 1 else 64, int(parts[2]) if len(parts) > 2 else 32
 def spn_runs(w, h, b):
     return [json.load(open(f"{tmp}/{w}.{h}x{b}.spn.{r}.json")) for r in range(1, rounds + 1)]
 def torch_runs(w, h, b, pre):
@@ -134,6 +147,8 @@ for row in rows:
     s = [x["workloads"][0] for x in spn_runs(w, h, b)]
     t = torch_runs(w, h, b, False)
     name = s[0]["workload"]
+    if not w.endswith(".spn.5"):
+        name += f" ({w.split('.')[-2]}, k = {w.split('.')[-1]})"
     sg, tg = med(s, "graphs_per_second"), med(t, "graphs_per_second")
     if gpu:
         p = torch_runs(w, h, b, True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference for `spn bench`: one training epoch of an SPN.
+"""PyTorch reference for `spn bench`: one training epoch of an SPN or E-SPN.
 
 The model is the one spn trains (models/spn.go), written the way PyTorch
 Geometric users write message passing, with one index_add_ per hop and no
@@ -15,6 +15,17 @@ exactly i from u, computed before the timed epoch (as spn's precompute
 stage does). The timed loop covers what spn bench times: shuffling,
 collating each batch (offsetting the hop indices, as PyG's DataLoader
 does), forward, loss, backward and the optimiser step.
+
+With --kind espn the model is E-SPN (models/espn), as
+scripts/bench/torch_grads.py writes it: h^(0) = the sum of one embedding
+per categorical atom feature ("node_feat") plus a bias, and
+
+    h_u <- MLP((1+eps) h_u + alpha_1 sum_{v in N(u)} ReLU(h_v + e_uv)
+                           + sum_{i=2..k} alpha_i sum_{v in N_i(u)} h_v)
+
+with e_uv the sum of one embedding per bond feature ("edge_feat"), tables
+of their own in every layer. Graphs with "target" (multi-label 0/1, e.g.
+Peptides-func) train with the binary cross-entropy on logits.
 
 On a GPU (--device cuda), the model, the batches and the optimiser live
 on the device and the clock stops after torch.cuda.synchronize(). Two
@@ -34,7 +45,7 @@ Input: a dataset written by `spn data export NAME --format jsonl`.
 Output: one JSON line per run with graphs/s and graphs per CPU-second of
 the process (steadier on a shared machine), and a human line on stderr.
 
-Usage: torch_spn.py FILE.jsonl [--name NAME] [--k 5] [--layers 5]
+Usage: torch_spn.py FILE.jsonl [--name NAME] [--kind spn|espn] [--k 5] [--layers 5]
        [--hidden 64] [--batch 32] [--shapes HxB,...] [--epochs 1]
        [--threads 2] [--seed 1] [--device cpu|cuda|cuda:N]
        [--precollate | --modes collate,precollate] [--warmup 0]
@@ -59,8 +70,10 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 
-def load(path):
-    """Reads JSONL graphs: (n, edges, labels, y)."""
+def load(path, kind):
+    """Reads JSONL graphs: (n, edges, labels, y) for spn, (n, edges,
+    node_feat, edge_feat, y) for espn; y is a class, or a list of 0/1
+    targets where the graph has "target"."""
     graphs = []
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
@@ -70,13 +83,24 @@ def load(path):
                 g = json.loads(line)
                 n = int(g["nodes"])
                 edges = [(int(u), int(v)) for u, v in g.get("edges", [])]
-                x = [int(v) for v in g.get("x", [0] * n)]
-                y = int(g["y"])
+                y = [float(t) for t in g["target"]] if "target" in g else int(g["y"])
+                if kind == "espn":
+                    nf = [[int(c) for c in row] for row in g["node_feat"]]
+                    ef = [[int(c) for c in row] for row in g["edge_feat"]]
+                else:
+                    x = [int(v) for v in g.get("x", [0] * n)]
             except (KeyError, ValueError, TypeError) as e:
-                sys.exit(f"{path}:{lineno}: not a classification graph of spn's JSONL format: {e!r}")
-            if len(x) != n or any(not (0 <= u < n and 0 <= v < n) for u, v in edges):
-                sys.exit(f"{path}:{lineno}: node labels or edges do not match nodes = {n}")
-            graphs.append((n, edges, x, y))
+                sys.exit(f"{path}:{lineno}: not a labelled graph of spn's JSONL format for --kind {kind}: {e!r}")
+            if any(not (0 <= u < n and 0 <= v < n) for u, v in edges):
+                sys.exit(f"{path}:{lineno}: edges do not match nodes = {n}")
+            if kind == "espn":
+                if len(nf) != n or len(ef) != len(edges):
+                    sys.exit(f"{path}:{lineno}: node_feat or edge_feat do not match nodes = {n} and the edges")
+                graphs.append((n, edges, nf, ef, y))
+            else:
+                if len(x) != n:
+                    sys.exit(f"{path}:{lineno}: node labels do not match nodes = {n}")
+                graphs.append((n, edges, x, y))
     if not graphs:
         sys.exit(f"{path}: no graphs")
     return graphs
@@ -148,6 +172,88 @@ class SPN(nn.Module):
         return out
 
 
+class ESPNLayer(nn.Module):
+    def __init__(self, hidden, k, bond_rows):
+        super().__init__()
+        self.eps = nn.Parameter(torch.zeros(1))
+        self.alpha = nn.Parameter(torch.zeros(k))
+        self.bond = nn.Embedding(bond_rows, hidden)
+        self.mlp = nn.Sequential(
+            nn.Linear(hidden, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
+            nn.Linear(hidden, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
+        )
+
+    def forward(self, h, adj, edge_feat, hops):
+        alpha = torch.softmax(self.alpha, 0)
+        u, v = adj
+        msg = F.relu(h[v] + self.bond(edge_feat).sum(1))
+        agg = (1 + self.eps) * h + alpha[0] * torch.zeros_like(h).index_add_(0, u, msg)
+        for i, (src, dst) in enumerate(hops[1:], 1):
+            agg = agg + alpha[i] * torch.zeros_like(h).index_add_(0, dst, h[src])
+        return self.mlp(agg)
+
+
+class ESPN(nn.Module):
+    def __init__(self, node_vocab, edge_vocab, hidden, out, layers, k, dropout):
+        super().__init__()
+        self.register_buffer("node_off", torch.tensor([sum(node_vocab[:c]) for c in range(len(node_vocab))]))
+        self.register_buffer("edge_off", torch.tensor([sum(edge_vocab[:c]) for c in range(len(edge_vocab))]))
+        self.atom = nn.Embedding(sum(node_vocab), hidden)
+        self.enc_b = nn.Parameter(torch.zeros(hidden))
+        self.layers = nn.ModuleList(ESPNLayer(hidden, k, sum(edge_vocab)) for _ in range(layers))
+        self.readout = nn.ModuleList(nn.Linear(hidden, out) for _ in range(layers + 1))
+        self.dropout = dropout
+
+    def forward(self, x, hops, batch, num_graphs):
+        node_cat, adj, edge_feat = x
+        h = self.atom(node_cat + self.node_off).sum(1) + self.enc_b
+        edge_feat = edge_feat + self.edge_off
+        hs = [h]
+        for layer in self.layers:
+            h = layer(h, adj, edge_feat, hops)
+            hs.append(h)
+        out = 0
+        for h, lin in zip(hs, self.readout):
+            pooled = h.new_zeros(num_graphs, h.shape[1]).index_add_(0, batch, h)
+            out = out + F.dropout(lin(pooled), self.dropout, self.training)
+        return out
+
+
+def espn_item(n, edges, nf, ef, y, k, device):
+    """One E-SPN graph: its atom features, its bonds in both directions
+    with their features, and its hop sets."""
+    adj = [(u, v) for u, v in edges] + [(v, u) for u, v in edges]
+    return (n, torch.tensor(nf, dtype=torch.long).reshape(n, -1), y, hop_sets(n, edges, k, device),
+            torch.tensor(adj, dtype=torch.long).reshape(-1, 2), torch.tensor(ef + ef, dtype=torch.long).reshape(len(adj), -1))
+
+
+def target(ys):
+    """The batch's targets: class indices, or a float matrix of 0/1."""
+    return torch.tensor(ys, dtype=torch.float if isinstance(ys[0], list) else torch.long)
+
+
+def collate_espn(items, k, device):
+    """collate for E-SPN items (espn_item)."""
+    cats, ys, batch, adjs, efs = [], [], [], [], []
+    srcs, dsts = [[] for _ in range(k)], [[] for _ in range(k)]
+    off = 0
+    for gi, (n, nc, y, hops, adj, ef) in enumerate(items):
+        cats.append(nc)
+        ys.append(y)
+        batch.append(torch.full((n,), gi, dtype=torch.long))
+        adjs.append(adj + off)
+        efs.append(ef)
+        for i, (s, d) in enumerate(hops):
+            srcs[i].append(s + off)
+            dsts[i].append(d + off)
+        off += n
+    adj = torch.cat(adjs)
+    hops = [(torch.cat(s), torch.cat(d)) for s, d in zip(srcs, dsts)]
+    to = lambda t: t.to(device, non_blocking=True)  # noqa: E731
+    x = (to(torch.cat(cats)), (to(adj[:, 0]), to(adj[:, 1])), to(torch.cat(efs)))
+    return x, [(to(s), to(d)) for s, d in hops], to(torch.cat(batch)), to(target(ys))
+
+
 def collate(items, labels, k, device):
     """Concatenates graphs into one batch, offsetting the hop indices, and
     moves it to device."""
@@ -165,7 +271,7 @@ def collate(items, labels, k, device):
     x = F.one_hot(torch.cat(xs), labels).float()
     hops = [(torch.cat(s), torch.cat(d)) for s, d in zip(srcs, dsts)]
     to = lambda t: t.to(device, non_blocking=True)  # noqa: E731
-    return to(x), [(to(s), to(d)) for s, d in hops], to(torch.cat(batch)), to(torch.tensor(ys))
+    return to(x), [(to(s), to(d)) for s, d in hops], to(torch.cat(batch)), to(target(ys))
 
 
 def cpu_seconds():
@@ -178,6 +284,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("jsonl")
     p.add_argument("--name", default="")
+    p.add_argument("--kind", default="spn", choices=("spn", "espn"))
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--layers", type=int, default=5)
     p.add_argument("--hidden", type=int, default=64)
@@ -224,10 +331,16 @@ def main():
         p.error(f"--device {a.device}: want cpu, cuda or cuda:N")
     torch.set_num_threads(a.threads)
 
-    graphs = load(a.jsonl)
-    labels = max(max(x) if x else 0 for _, _, x, _ in graphs) + 1
-    classes = max(y for *_, y in graphs) + 1
-    items = [(n, torch.tensor(x, dtype=torch.long), y, hop_sets(n, e, a.k, device)) for n, e, x, y in graphs]
+    graphs = load(a.jsonl, a.kind)
+    ys = [g[-1] for g in graphs]
+    classes = len(ys[0]) if isinstance(ys[0], list) else max(ys) + 1
+    if a.kind == "espn":
+        vocab = lambda rows, w: [max((r[c] for g in rows for r in g), default=0) + 1 for c in range(w)]  # noqa: E731
+        labels = (vocab([g[2] for g in graphs], len(graphs[0][2][0])), vocab([g[3] for g in graphs if g[3]], 3 if not graphs[0][3] else len(graphs[0][3][0])))
+        items = [espn_item(n, e, nf, ef, y, a.k, device) for n, e, nf, ef, y in graphs]
+    else:
+        labels = max(max(x) if x else 0 for _, _, x, _ in graphs) + 1
+        items = [(n, torch.tensor(x, dtype=torch.long), y, hop_sets(n, e, a.k, device)) for n, e, x, y in graphs]
     for hidden, batch in shapes:
         for mode in modes:
             run(a, device, items, labels, classes, hidden, batch, mode == "precollate")
@@ -238,13 +351,17 @@ def run(a, device, items, labels, classes, hidden, batch, precollate):
     batches of batch, a.warmup epochs untimed then a.epochs timed, and
     prints its lines."""
     torch.manual_seed(a.seed)
-    model = SPN(labels, hidden, classes, a.layers, a.k, a.dropout).to(device)
+    if a.kind == "espn":
+        model = ESPN(labels[0], labels[1], hidden, classes, a.layers, a.k, a.dropout).to(device)
+    else:
+        model = SPN(labels, hidden, classes, a.layers, a.k, a.dropout).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     model.train()
 
     def step(x, hops, batch, y, num_graphs):
         opt.zero_grad()
-        loss = F.cross_entropy(model(x, hops, batch, num_graphs), y)
+        out = model(x, hops, batch, num_graphs)
+        loss = F.binary_cross_entropy_with_logits(out, y) if y.is_floating_point() else F.cross_entropy(out, y)
         loss.backward()
         opt.step()
 
@@ -253,7 +370,8 @@ def run(a, device, items, labels, classes, hidden, batch, precollate):
         order = torch.randperm(len(items)).tolist()
         for lo in range(0, len(order), batch):
             chunk = [items[i] for i in order[lo:lo + batch]]
-            yield collate(chunk, labels, a.k, device) + (len(chunk),)
+            b = collate_espn(chunk, a.k, device) if a.kind == "espn" else collate(chunk, labels, a.k, device)
+            yield b + (len(chunk),)
 
     def sync():
         if device.type == "cuda":
@@ -284,7 +402,7 @@ def run(a, device, items, labels, classes, hidden, batch, precollate):
     gpu = f", GPU peak {gpu_mb:.0f} MB" if gpu_mb is not None else ""
     print(f"{name} (hidden {hidden}, batch {batch}): {len(items)} graphs, {a.epochs} epoch(s) in {secs:.2f} s: {rate:.0f} graphs/s, "
           f"peak RSS {peak_mb:.0f} MB{gpu} (torch {torch.__version__}, {where}{feed})", file=sys.stderr)
-    print(json.dumps({"workload": name, "graphs": len(items), "epochs": a.epochs, "hidden": hidden, "batch": batch,
+    print(json.dumps({"workload": name, "kind": a.kind, "k": a.k, "graphs": len(items), "epochs": a.epochs, "hidden": hidden, "batch": batch,
                       "train_seconds": secs, "graphs_per_second": rate,
                       "graphs_per_cpu_second": len(items) * a.epochs / cpu, "peak_rss_mb": peak_mb, "torch": torch.__version__,
                       "threads": a.threads, "device": str(device), "precollate": precollate,

@@ -1,17 +1,20 @@
 // Package generate implements the "generate" stage kind: it materialises a
 // dataset (h-Proximity generated from its seed, a TU dataset, QM9 or an OGB
-// MoleculeNet set fetched and parsed) into the stage directory as stages.FileDataset.
+// MoleculeNet set fetched and parsed, a user's file) into the stage
+// directory as stages.FileDataset.
 package generate
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
+	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/qm9"
@@ -86,12 +89,38 @@ func BuildWithSources(ctx context.Context, d schema.Dataset, env stages.Env) (*d
 		if ds, err = ogb.Fetch(ctx, f, d.Name); err == nil {
 			ds, err = ogb.Keep(ds, d.Features)
 		}
+	case "file":
+		ds, err = readFile(d)
 	default:
-		err = fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9, ogb)", d.Kind)
+		err = fmt.Errorf("dataset kind %q is not supported (supported: prox, tu, qm9, ogb, file)", d.Kind)
 	}
 	if err != nil {
 		return nil, src, err
 	}
 	src.Files = append(src.Files, f.Sources()...)
 	return ds, src, nil
+}
+
+// readFile reads a file dataset (kind "file") from d.File, the path the
+// spec resolved, which must still hold the content d.SHA256 names (the
+// content the stage key was made from): fitted to d.Task, cut to d.Limit,
+// and dealt into d.Folds folds from d.Seed when its lines carry no split.
+func readFile(d schema.Dataset) (*data.Dataset, error) {
+	var src *graphfile.Source
+	var err error
+	switch {
+	case d.File == "":
+		return nil, errors.New("file dataset without a resolved file (the spec was not loaded by spn vet, plan or run)")
+	case d.Path != "":
+		src, err = graphfile.ReadPath(d.File, d.File)
+	default:
+		src, err = graphfile.ReadStored(d.File, d.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if src.SHA256 != d.SHA256 {
+		return nil, fmt.Errorf("%s changed since the plan was made (SHA-256 %s, planned %s): plan again", d.File, src.SHA256, d.SHA256)
+	}
+	return src.Prepare(graphfile.Options{Task: d.Task, Limit: d.Limit, Folds: d.Folds, Seed: d.Seed})
 }

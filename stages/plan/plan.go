@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -224,10 +225,16 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 	for i, d := range deps {
 		depV[i] = d.VKey
 	}
+	vRaw := raw
+	if fp, ok := params.(stages.FileParams); ok {
+		if vRaw, err = json.Marshal(fp.VersionFreeParams()); err != nil {
+			return nil, fmt.Errorf("encoding %s parameters: %w", kind, err)
+		}
+	}
 	n := &Node{
 		Key: key, Kind: kind, Version: version, Name: name,
 		Params: params, JSON: raw, Deps: deps,
-		VKey:    hashOf(keyDoc{Kind: kind, Params: raw, Deps: depV}),
+		VKey:    hashOf(keyDoc{Kind: kind, Params: vRaw, Deps: depV}),
 		SeedKey: seedKey,
 		Index:   len(b.plan.Nodes),
 	}
@@ -253,10 +260,16 @@ func stageKeys(k stages.Kind, params any, deps []*Node) (raw json.RawMessage, ve
 		}
 	}
 	version = stages.VersionOfValue(k, params, raw)
-	key = hashOf(keyDoc{Kind: kind, Version: version, Params: raw, Deps: depKeys})
+	keyRaw := raw
+	if fp, ok := params.(stages.FileParams); ok {
+		if keyRaw, err = json.Marshal(fp.KeyParams()); err != nil {
+			return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
+		}
+	}
+	key = hashOf(keyDoc{Kind: kind, Version: version, Params: keyRaw, Deps: depKeys})
 	seedKey = key
 	if cpu, ok := seedParams(params); ok || !slices.Equal(depSeed, depKeys) {
-		cpuRaw := raw
+		cpuRaw := keyRaw
 		if ok {
 			if cpuRaw, err = json.Marshal(cpu); err != nil {
 				return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
@@ -541,6 +554,8 @@ func DatasetLabel(d schema.Dataset) string {
 	switch {
 	case d.Kind == "prox":
 		return fmt.Sprintf("prox(h=%d)", d.H)
+	case d.Kind == "file" && d.Path != "":
+		return "file(" + filepath.Base(d.Path) + ")"
 	case d.Features != "":
 		return d.Kind + "(" + d.Name + ", " + d.Features + " features)"
 	case d.Name != "":

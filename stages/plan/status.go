@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 )
 
@@ -70,7 +71,9 @@ func (l *listing) lookup(lists map[string]map[string]bool, list func(string) (ma
 
 // Resolve sets every node's Status and Reason from the store. Reasons are
 // "not in cache", "damaged in cache: FILE: PROBLEM", "input NAME must
-// run", "code version changed (was V)" and "an input changed".
+// run", "code version changed (was V)", "input file changed" (a file
+// dataset's file: the stage's key changed under the same version-free
+// key) and "an input changed".
 func (p *Plan) Resolve(s Store) error {
 	l := &listing{stages: map[string]map[string]bool{}, index: map[string]map[string]bool{}}
 	l.ls, _ = s.(lister)
@@ -114,6 +117,8 @@ func (p *Plan) Resolve(s Store) error {
 			n.Reason = fmt.Sprintf("code version changed (was %s)", lastVer)
 		case dep != nil:
 			n.Reason = fmt.Sprintf("input %s must run", dep.Name)
+		case found && lastKey != n.Key && readsFile(n):
+			n.Reason = "input file changed"
 		case found && lastKey != n.Key:
 			n.Reason = "an input changed"
 		default:
@@ -201,4 +206,12 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("writing plan: %w", err)
 	}
 	return nil
+}
+
+// readsFile reports whether n's parameters name a file outside the cache
+// (stages.FileParams), whose content then stands in its key but not in
+// its version-free key.
+func readsFile(n *Node) bool {
+	fp, ok := n.Params.(stages.FileParams)
+	return ok && fp.ReadsFile()
 }
