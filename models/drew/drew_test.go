@@ -9,6 +9,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/internal/modeltest"
@@ -133,6 +134,13 @@ func caseConfig(t *testing.T, ds *data.Dataset, conv, weights string, delay mode
 // gives the same bits, and the loss falls.
 func TestStepOnDevice(t *testing.T) {
 	e, reverse := enginetest.EmulatedReversible(t)
+	stepOnDevice(t, e, reverse)
+}
+
+// TestGPUStepOnDevice is TestStepOnDevice on GPU 0 (it skips without one).
+func TestGPUStepOnDevice(t *testing.T) { stepOnDevice(t, enginetest.GPU(t), nil) }
+
+func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	ds, hops, err := synth.EdgeFeatures(11, 40, 3)
 	if err != nil {
 		t.Fatal(err)
