@@ -325,7 +325,7 @@ func TestRunOnDeviceRefusesKind(t *testing.T) {
 	if err := os.WriteFile(spec, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := `spn run: model kind "graphormer" cannot train on device cuda:0: it has no device math (kinds that have: [baseline espn gat gcn gin rspn spn])` + "\n"
+	want := `spn run: model kind "graphormer" cannot train on device cuda:0: it has no device math (kinds that have: [baseline drew espn gat gcn gin rspn spn])` + "\n"
 	for _, slurm := range [][]string{nil, {"--executor", "slurm", "--dry-run"}} {
 		cacheDir := filepath.Join(t.TempDir(), "cache")
 		r := spnOn(o, realEngine(), cacheDir, append([]string{"run", spec, "--device", "cuda", "--out", filepath.Join(t.TempDir(), "out")}, slurm...)...)

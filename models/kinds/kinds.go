@@ -9,6 +9,7 @@ package kinds
 import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/baseline"
+	"github.com/spn-project/spn/models/drew"
 	"github.com/spn-project/spn/models/espn"
 	"github.com/spn-project/spn/models/gat"
 	"github.com/spn-project/spn/models/gcn"
@@ -24,5 +25,6 @@ func All() models.Registry {
 		gcn.Kind{}, gat.Kind{}, graphormer.Kind{},
 		baseline.Kind{},
 		rspn.Kind{}, espn.Kind{},
+		drew.Kind{},
 	)
 }

@@ -75,6 +75,16 @@ func sizeConfigs(kind string) []models.Config {
 					cfg.EdgeFeatVocab = []int{5, 4}[:1+v%2]
 				case "baseline":
 					cfg.Model.Dropout = 0
+				case "drew":
+					cfg.Model.Conv, cfg.Model.Weights = modelspec.ConvGIN, modelspec.WeightsEqual
+					cfg.Model.K, cfg.Model.Delay = []int{0, 1, 2, 0}[v], modelspec.Delay(v%3)
+					if v >= 2 {
+						cfg.Model.Weights = modelspec.WeightsLearned
+					}
+					if v%2 == 1 {
+						cfg.Model.Conv, cfg.Task, cfg.Out = modelspec.ConvGINE, models.TaskBinary, 1+v
+						cfg.NodeCatVocab, cfg.EdgeFeatVocab = []int{7, 3}[:1+v/2], []int{5, 4}[:1+v/3]
+					}
 				}
 				switch kind {
 				case "spn", "gin", "espn": // the kinds with model.layer_norm

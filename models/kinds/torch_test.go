@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -104,6 +105,22 @@ type torchCase struct {
 	dropout float64
 	// unreachable is model.unreachable (N_∞), layerNorm model.layer_norm.
 	unreachable, layerNorm bool
+	// conv, weights, delay and cap are DRew's model.conv,
+	// model.weights, model.delay and model.k (0: no cap); its models
+	// have 3 layers (hops up to 3, k the hop sets computed).
+	conv, weights string
+	delay         modelspec.Delay
+	cap           int
+}
+
+// drewCase is a DRew case of torchCases on NCI1 (conv gin) or tox21
+// (conv gine), with mean pooling (the residual sums grow with depth).
+func drewCase(conv, weights string, delay modelspec.Delay, cap int) torchCase {
+	c := torchCase{kind: "drew", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), pool: models.PoolMean, conv: conv, weights: weights, delay: delay, cap: cap}
+	if conv == modelspec.ConvGINE {
+		c.data, c.load = "tox21", loadTox21
+	}
+	return c
 }
 
 // torchCases: the baseline's two forms (NCI1: labels; ENZYMES: labels
@@ -118,7 +135,9 @@ type torchCase struct {
 // of NCI1's and tox21's graphs are disconnected, QM9's are not); SPN,
 // GIN and E-SPN also with the readout's layer norms (model.layer_norm;
 // SPN's with mean pooling and dropout, E-SPN's with dropout, as the
-// MoleculeNet table's model).
+// MoleculeNet table's model); DRew (3 layers, mean pooling) with
+// ν = 1, 2 and ∞ and equal and learned weights, conv gin on NCI1 (also
+// with its hops capped at k = 2) and conv gine on tox21.
 var torchCases = []torchCase{
 	{kind: "baseline", data: "NCI1", k: 1, load: loadTU("NCI1.zip")},
 	{kind: "baseline", data: "ENZYMES", k: 1, load: loadTU("ENZYMES.zip")},
@@ -146,6 +165,16 @@ var torchCases = []torchCase{
 	{kind: "spn", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), layerNorm: true, pool: models.PoolMean, dropout: 0.5},
 	{kind: "gin", data: "NCI1", k: 1, load: loadTU("NCI1.zip"), layerNorm: true},
 	{kind: "espn", data: "tox21", k: 3, load: loadTox21, layerNorm: true, pool: models.PoolMean, dropout: 0.5},
+	drewCase(modelspec.ConvGIN, modelspec.WeightsEqual, 1, 0),
+	drewCase(modelspec.ConvGIN, modelspec.WeightsLearned, 1, 0),
+	drewCase(modelspec.ConvGIN, modelspec.WeightsEqual, 2, 0),
+	drewCase(modelspec.ConvGIN, modelspec.WeightsLearned, 2, 0),
+	drewCase(modelspec.ConvGIN, modelspec.WeightsEqual, modelspec.DelayNone, 0),
+	drewCase(modelspec.ConvGIN, modelspec.WeightsLearned, modelspec.DelayNone, 0),
+	drewCase(modelspec.ConvGIN, modelspec.WeightsLearned, 1, 2),
+	drewCase(modelspec.ConvGINE, modelspec.WeightsLearned, 1, 0),
+	drewCase(modelspec.ConvGINE, modelspec.WeightsEqual, 2, 0),
+	drewCase(modelspec.ConvGINE, modelspec.WeightsLearned, modelspec.DelayNone, 0),
 }
 
 func loadQM9(t *testing.T, mirror string) *data.Dataset {
@@ -186,8 +215,8 @@ const (
 
 // TestSameGradientsAsPyTorch computes the loss and every parameter's
 // gradient of every kind: spn's SPN, GIN, GCN and GAT (both variants),
-// Graphormer, R-SPN, E-SPN and the baseline (2 layers, hidden 16, sum
-// pooling; torchCases) on 20 batches of 16 graphs, and PyTorch's for the same
+// Graphormer, R-SPN, E-SPN, DRew and the baseline (2 layers, DRew 3,
+// hidden 16, sum pooling unless a case says; torchCases) on 20 batches of 16 graphs, and PyTorch's for the same
 // models (scripts/bench/torch_grads.py: for SPN and GIN the model of
 // scripts/bench/torch_spn.py, which the speed comparison times; the
 // others written there from the equations of docs/models.md), with the
@@ -240,7 +269,7 @@ func sameGradientsAsPyTorch(t *testing.T, e *engine.Engine) {
 		for _, o := range []struct {
 			on   bool
 			name string
-		}{{c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}, {c.dropout > 0, "-dropout"}, {c.unreachable, "-unreachable"}, {c.layerNorm, "-layernorm"}} {
+		}{{c.conv != "", "-" + c.conv}, {c.weights != "", "-" + c.weights}, {c.kind == "drew", "-nu" + c.delay.String()}, {c.cap > 0, fmt.Sprintf("-k%d", c.cap)}, {c.linear, "-linear"}, {c.global, "-global"}, {c.gated, "-gated"}, {c.pool != "", "-" + c.pool}, {c.dropout > 0, "-dropout"}, {c.unreachable, "-unreachable"}, {c.layerNorm, "-layernorm"}} {
 			if o.on {
 				name += o.name
 			}
@@ -332,6 +361,9 @@ func gradientsAsPyTorch(t *testing.T, e *engine.Engine, py string, c torchCase, 
 	spec := modelspec.Model{Kind: c.kind, K: c.k, Layers: 2, Hidden: 16, Pool: cmp.Or(c.pool, models.PoolSum), Linear: c.linear, Heads: c.heads, MaxDist: c.maxDist,
 		GlobalReadout: c.global, GatedReadout: c.gated, Dropout: c.dropout, Unreachable: c.unreachable, LayerNorm: c.layerNorm}
 	spec.LearnEps = c.kind == "spn" || c.kind == "gin" || c.kind == "rspn" || c.kind == "espn"
+	if c.kind == "drew" {
+		spec.Layers, spec.K, spec.Conv, spec.Weights, spec.Delay = 3, c.cap, c.conv, c.weights, c.delay
+	}
 	cfg, err := models.ConfigFor(spec, ds)
 	if err != nil {
 		t.Fatal(err)

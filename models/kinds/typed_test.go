@@ -10,6 +10,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/drew"
 	"github.com/spn-project/spn/models/espn"
 	"github.com/spn-project/spn/models/internal/modeltest"
 	"github.com/spn-project/spn/models/kernels"
@@ -76,53 +77,78 @@ func TestGlobalReadout(t *testing.T) {
 	}
 }
 
+// drewConfig is a 3-layer DRew over task's dataset (conv gine over edge
+// features, else gin; learned weights) with delay ν.
+func drewConfig(ds *data.Dataset, delay modelspec.Delay) models.Config {
+	cfg := modeltest.TypedConfig(drew.Name, 0, models.PoolMean, ds)
+	cfg.Model.Layers, cfg.Model.Delay, cfg.Model.Weights, cfg.Model.Conv = 3, delay, modelspec.WeightsLearned, modelspec.ConvGIN
+	if len(ds.EdgeFeatVocab) > 0 {
+		cfg.Model.Conv = modelspec.ConvGINE
+	}
+	return cfg
+}
+
 // TestTypedPredict: spn predict's path (hop sets computed on the fly, the
 // dataset's vocabularies from the model's configuration) gives the
-// model's own outputs, as σ(logit) per task for a binary task.
+// model's own outputs, as σ(logit) per task for a binary task, for
+// R-SPN and DRew-GIN (ν = 2) over typed edges and E-SPN and DRew-GINE
+// (ν = 1) over edge features, each trained for an epoch first.
 func TestTypedPredict(t *testing.T) {
 	for _, gen := range []func(uint64, int, int) (*data.Dataset, *data.Hops, error){synth.Relational, synth.EdgeFeatures} {
-		task := modeltest.NewTypedTask(t, gen, 30, 2)
-		kind := rspn.Name
-		if task.DS.Task == data.TaskBinary {
-			kind = espn.Name
-		}
-		m, err := newModel(modeltest.TypedConfig(kind, 2, models.PoolMean, task.DS), 1, kernels.CPU{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := data.NewBatch(task.DS, task.Hops, task.Test, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := m.Predict(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var graphs []data.Graph
-		for _, j := range task.Test {
-			graphs = append(graphs, task.DS.Graphs[j])
-		}
-		preds, err := predict.Graphs(context.Background(), m, graphs, 1, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := task.DS.NumTargets
-		for i, p := range preds {
-			vals := p.Values
-			if kind == espn.Name {
-				vals = p.TaskProbabilities
+		task := modeltest.NewTypedTask(t, gen, 30, 3)
+		for _, kind := range []string{rspn.Name, drew.Name} {
+			if task.DS.Task == data.TaskBinary && kind == rspn.Name {
+				kind = espn.Name
 			}
-			if len(vals) != c {
-				t.Fatalf("%s graph %d: %d values, want %d", kind, i, len(vals), c)
+			typedPredict(t, task, kind)
+		}
+	}
+}
+
+// typedPredict is TestTypedPredict for one kind over task.
+func typedPredict(t *testing.T, task modeltest.TypedTask, kind string) {
+	cfg := modeltest.TypedConfig(kind, 2, models.PoolMean, task.DS)
+	if kind == drew.Name {
+		cfg = drewConfig(task.DS, modelspec.Delay(1+len(task.DS.EdgeFeatVocab)%2))
+	}
+	m, err := newModel(cfg, 1, kernels.CPU{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	modeltest.FitTyped(t, m, task, 1, 1e-2)
+	b, err := data.NewBatch(task.DS, task.Hops, task.Test, m.Hops())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.Predict(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var graphs []data.Graph
+	for _, j := range task.Test {
+		graphs = append(graphs, task.DS.Graphs[j])
+	}
+	preds, err := predict.Graphs(context.Background(), m, graphs, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := task.DS.NumTargets
+	binary := task.DS.Task == data.TaskBinary
+	for i, p := range preds {
+		vals := p.Values
+		if binary {
+			vals = p.TaskProbabilities
+		}
+		if len(vals) != c {
+			t.Fatalf("%s graph %d: %d values, want %d", kind, i, len(vals), c)
+		}
+		for j, v := range vals {
+			w := float64(want[i*c+j])
+			if binary {
+				w = 1 / (1 + math.Exp(-w))
 			}
-			for j, v := range vals {
-				w := float64(want[i*c+j])
-				if kind == espn.Name {
-					w = 1 / (1 + math.Exp(-w))
-				}
-				if math.Abs(v-w) > 1e-6 {
-					t.Fatalf("%s graph %d value %d: predict %v, model %v", kind, i, j, v, w)
-				}
+			if math.Abs(v-w) > 1e-6 {
+				t.Fatalf("%s graph %d value %d: predict %v, model %v", kind, i, j, v, w)
 			}
 		}
 	}
@@ -164,22 +190,27 @@ func BenchmarkTypedStep(b *testing.B) {
 }
 
 // TestTypedCheckpoint: a trained R-SPN (with global readout, and with
-// the gated readout too) and E-SPN (with global readout) come back from a
-// checkpoint through the registry with the same outputs.
+// the gated readout too), E-SPN (with global readout) and DRew (ν = ∞
+// and ν = 2, whose delay the checkpoint writes "none" or 2) come back
+// from a checkpoint through the registry with the same configuration and
+// outputs.
 func TestTypedCheckpoint(t *testing.T) {
-	for i, kind := range []string{rspn.Name, espn.Name, rspn.Name} {
-		task := modeltest.NewTypedTask(t, synth.Relational, 40, 2)
+	for i, kind := range []string{rspn.Name, espn.Name, rspn.Name, drew.Name, drew.Name} {
+		task := modeltest.NewTypedTask(t, synth.Relational, 40, 3)
 		cfg := modeltest.TypedConfig(kind, 2, models.PoolMean, task.DS)
 		cfg.Model.GlobalReadout = true
-		if i == 2 {
+		switch i {
+		case 2:
 			cfg.Model.GatedReadout, cfg.Model.Dropout = true, 0
+		case 3, 4:
+			cfg = drewConfig(task.DS, modelspec.Delay(2*(i-3)))
 		}
 		m, err := newModel(cfg, 3, kernels.CPU{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		modeltest.FitTyped(t, m, task, 1, 1e-2)
-		b, err := data.NewBatch(task.DS, task.Hops, task.Test, 2)
+		b, err := data.NewBatch(task.DS, task.Hops, task.Test, m.Hops())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,6 +232,9 @@ func TestTypedCheckpoint(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: outputs after the checkpoint differ", kind)
+		}
+		if back.Config().Model != cfg.Model {
+			t.Fatalf("%s: model %+v after the checkpoint, was %+v", kind, back.Config().Model, cfg.Model)
 		}
 	}
 }

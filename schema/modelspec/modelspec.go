@@ -6,7 +6,10 @@
 // without depending on CUE.
 package modelspec
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Model is one model configuration.
 type Model struct {
@@ -46,6 +49,59 @@ type Model struct {
 	// graph in other connected components, with a hop weight α_∞ of its
 	// own (the paper's appendix, on disconnected graphs): kind spn.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// Conv is DRew's map per hop set (kind drew): ConvGIN or ConvGINE.
+	Conv string `json:"conv,omitempty"`
+	// Delay is DRew's delay ν (kind drew): ν ≥ 1, or DelayNone for ν = ∞.
+	Delay Delay `json:"delay,omitempty"`
+	// Weights is DRew's hop weighting (kind drew): WeightsEqual or
+	// WeightsLearned.
+	Weights string `json:"weights,omitempty"`
+}
+
+// Values of Model.Conv and Model.Weights (kind drew).
+const (
+	ConvGIN        = "gin"
+	ConvGINE       = "gine"
+	WeightsEqual   = "equal"
+	WeightsLearned = "learned"
+)
+
+// Delay is DRew's delay ν: an integer ν ≥ 1, or DelayNone (no delay,
+// ν = ∞), which specs write "none".
+type Delay int
+
+// DelayNone is ν = ∞: every hop reads the current layer's states.
+const DelayNone Delay = 0
+
+// UnmarshalJSON reads an integer or "none".
+func (d *Delay) UnmarshalJSON(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if s == `"none"` {
+		*d = DelayNone
+		return nil
+	}
+	var v int
+	if _, err := fmt.Sscan(s, &v); err != nil || fmt.Sprint(v) != s {
+		return fmt.Errorf("delay %s: want an integer ≥ 1 or \"none\"", s)
+	}
+	*d = Delay(v)
+	return nil
+}
+
+// MarshalJSON writes ν, or "none" for DelayNone.
+func (d Delay) MarshalJSON() ([]byte, error) {
+	if d == DelayNone {
+		return []byte(`"none"`), nil
+	}
+	return []byte(fmt.Sprint(int(d))), nil
+}
+
+// String is ν, or "none".
+func (d Delay) String() string {
+	if d == DelayNone {
+		return "none"
+	}
+	return fmt.Sprint(int(d))
 }
 
 // HopTerms is the number of hop weights α of one layer of an SPN kind:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's loss and gradients for batches of graphs at an spn model
 checkpoint, for every kind (baseline, spn, gin, rspn, espn, gcn, gat,
-graphormer): an implementation of their equations (docs/models.md) independent of spn's.
+graphormer, drew): an implementation of their equations (docs/models.md) independent of spn's.
 
 spn's test models/kinds (TestSameGradientsAsPyTorch) writes the three
 inputs, runs this script and compares each batch's loss and gradients
@@ -14,6 +14,8 @@ the neighbours); rspn and espn are written here:
   espn  h_u <- MLP((1+eps) h_u + a_1 sum_{v in N(u)} ReLU(h_v + e_uv)
                 + sum_{i>=2} a_i sum_{v in N_i(u)} h_v)
 
+  drew  x_{t+1} <- x_t + ReLU(sum_{k<=min(t+1,K)} a_{t,k} MLP_{k,t}(x_s + sum_{v in N_k(u)} x_s[v])),
+        s = t - max(k - nu, 0)   (class DRew)
   gcn   h <- MLP(D^-1/2 (A+I) D^-1/2 h)   (linear: D^-1/2 (A+I) D^-1/2 h Theta + b)
   gat   h_u <- MLP(concat over heads of sum_{v in N(u)+u} a_uv z_v)   (linear: no MLP)
         z = h W + b, a_uv = softmax_v LeakyReLU_0.2(<a_dst, z_u> + <a_src, z_v>)
@@ -505,8 +507,92 @@ class Graphormer(Model):
 
 def terms(m):
     """The hop sets a layer of model section m sums over: N_1..N_k, and
-    N_inf with model.unreachable."""
+    N_inf with model.unreachable (drew: the hop sets its layers read)."""
+    if m["kind"] == "drew":
+        return drew_max_hop(m)
     return m["k"] + (1 if m.get("unreachable") else 0)
+
+
+def drew_max_hop(m):
+    """The largest hop DRew's layers read: the layer count, capped by
+    model.k when it is set (k >= 1)."""
+    return min(m["k"], m["layers"]) if m.get("k", 0) >= 1 else m["layers"]
+
+
+class DRew(Model):
+    """DRew (Gutteridge et al., ICML 2023), from its equation in
+    docs/models.md: layer t = 0..L-1 reads the hops k = 1..m_t,
+    m_t = min(t+1, K), and
+
+      x_{t+1} = x_t + ReLU(sum_k a_{t,k} MLP_{k,t}(x_s + sum_{v in N_k(u)} x_s[v])),
+      s = t - max(k - nu, 0)  (nu = inf: s = t)
+
+    with conv gine's first hop sum_{v in N(u)} ReLU(x_s[v] + e_uv) (e_uv
+    a BondEncoder per layer, as espn's), a_t = 1/m_t (weights equal) or
+    softmax of the layer's logits (learned), the input the SPN's label
+    map (or espn's AtomEncoder) and the readout the SPN's."""
+
+    def __init__(self, cfg, d, out):
+        super().__init__()
+        m = cfg["model"]
+        top = drew_max_hop(m)
+        self.hops = [min(t + 1, top) for t in range(m["layers"])]
+        delay = m.get("delay", "none")
+        self.nu = float("inf") if delay == "none" else int(delay)
+        self.gine, self.learned = m["conv"] == "gine", m["weights"] == "learned"
+        self.labels = cfg["num_labels"]
+        nv, ev = cfg.get("node_cat_vocab") or [], cfg.get("edge_feat_vocab") or []
+        self.node_off = torch.tensor([sum(nv[:c]) for c in range(len(nv))])
+        self.edge_off = torch.tensor([sum(ev[:c]) for c in range(len(ev))])
+        self.enc = nn.Linear(self.labels, d) if self.labels else None
+        self.enc_b = nn.Parameter(torch.zeros(d)) if not self.labels else None
+        self.atom = nn.Parameter(torch.zeros(sum(nv), d)) if nv else None
+        self.alpha = nn.ParameterList(nn.Parameter(torch.zeros(h)) for h in self.hops) if self.learned else None
+        self.bond = nn.ParameterList(nn.Parameter(torch.zeros(sum(ev), d)) for _ in self.hops) if self.gine else None
+        self.mlps = nn.ModuleList(nn.ModuleList(mlp(d) for _ in range(h)) for h in self.hops)
+        self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
+
+    def pairs(self):
+        if self.enc is not None:
+            yield "enc.emb", [(self.enc.weight, True)]
+            yield "enc.b", [(self.enc.bias, False)]
+        else:
+            yield "enc.b", [(self.enc_b, False)]
+        if self.atom is not None:
+            yield "enc.atom", [(self.atom, False)]
+        for t, mlps in enumerate(self.mlps):
+            if self.alpha is not None:
+                yield f"layer{t + 1}.alpha_logits", [(self.alpha[t], False)]
+            if self.bond is not None:
+                yield f"layer{t + 1}.bond", [(self.bond[t], False)]
+            for k, m in enumerate(mlps, 1):
+                yield from mlp_pairs(f"layer{t + 1}.hop{k}", [m])
+        yield from readout_pairs(self.readout)
+
+    def forward(self, b):
+        if self.enc is not None:
+            h = self.enc(F.one_hot(b["x"], self.labels).to(self.enc.weight.dtype))
+        else:
+            h = self.enc_b.expand(b["batch"].shape[0], -1)
+        if self.atom is not None:
+            h = h + self.atom[b["node_cat"] + self.node_off].sum(1)
+        xs = [h]
+        u, v = b["adj_u"], b["adj_v"]
+        for t, mlps in enumerate(self.mlps):
+            m_t = len(mlps)
+            a = torch.softmax(self.alpha[t], 0) if self.learned else torch.full((m_t,), 1.0 / m_t, dtype=h.dtype)
+            out = torch.zeros_like(h)
+            for k in range(1, m_t + 1):
+                x = xs[t - max(k - self.nu, 0)] if self.nu != float("inf") else xs[t]
+                if self.gine and k == 1:
+                    msg = x[v] + self.bond[t][b["edge_feat"] + self.edge_off].sum(1)
+                    self.kinks.see(msg)
+                    agg = torch.zeros_like(x).index_add_(0, u, F.relu(msg))
+                else:
+                    agg = hop_sum(x, b["hops"][k - 1])
+                out = out + a[k - 1] * mlps[k - 1](x + agg)
+            xs.append(xs[t] + F.relu(out))
+        return readout(self, xs, b)
 
 
 def unreachable_set(n, adj):
@@ -571,7 +657,7 @@ class Baseline(Model):
         return self.relu(self.lins["mlp2"](self.relu(self.lins["mlp1"](pool(x, b, "sum")))))
 
 
-KINDS = {"baseline": Baseline, "spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN, "gcn": GCN, "gat": GAT, "graphormer": Graphormer}
+KINDS = {"baseline": Baseline, "spn": SPN, "gin": SPN, "rspn": RSPN, "espn": ESPN, "gcn": GCN, "gat": GAT, "graphormer": Graphormer, "drew": DRew}
 
 
 def collate(graphs, hops, idx, k, dists=None):
@@ -656,7 +742,7 @@ def main():
     if why := unsupported(m, a.masks):
         sys.exit(f"{a.checkpoint}: {why}; got {m}")
     params = {p["name"]: torch.tensor(p["values"], dtype=torch.float64).reshape(p["shape"]) for p in ck["params"]}
-    k, d, out = m["k"], m["hidden"], cfg["out"]
+    k, d, out = (drew_max_hop(m) if m["kind"] == "drew" else m["k"]), m["hidden"], cfg["out"]
 
     with open(a.graphs) as f:
         graphs = json.load(f)

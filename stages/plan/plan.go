@@ -567,8 +567,8 @@ func DatasetLabel(d schema.Dataset) string {
 // PointLabel is a short human label of a grid point, e.g.
 // "spn k=5 L=5 lr=0.001": the model kind, k and layers ("unreachable"
 // after them when the model reads N_∞, "layer_norm" when its readout has
-// layer norms), then the other grid values by the last element of their
-// path.
+// layer norms, DRew's conv, delay and weights), then the other grid
+// values by the last element of their path.
 func PointLabel(p schema.Point) string {
 	parts := []string{p.Model.Kind, "k=" + strconv.Itoa(p.Model.K), "L=" + strconv.Itoa(p.Model.Layers)}
 	if p.Model.Unreachable {
@@ -577,9 +577,12 @@ func PointLabel(p schema.Point) string {
 	if p.Model.LayerNorm {
 		parts = append(parts, "layer_norm")
 	}
+	if p.Model.Conv != "" {
+		parts = append(parts, "conv="+p.Model.Conv, "delay="+p.Model.Delay.String(), "weights="+p.Model.Weights)
+	}
 	for _, v := range p.Values {
 		switch v.Path {
-		case "model.kind", "model.k", "model.layers", "model.unreachable", "model.layer_norm":
+		case "model.kind", "model.k", "model.layers", "model.unreachable", "model.layer_norm", "model.conv", "model.delay", "model.weights":
 			continue
 		}
 		short := v.Path

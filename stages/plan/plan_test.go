@@ -222,6 +222,9 @@ func TestPointLabel(t *testing.T) {
 		{schema.Point{Model: schema.Model{Kind: "espn", K: 5, Layers: 5, LayerNorm: true},
 			Values: []schema.GridValue{{Path: "model.layer_norm", Value: true}, {Path: "training.lr", Value: 0.001}}},
 			"espn k=5 L=5 layer_norm lr=0.001"},
+		{schema.Point{Model: schema.Model{Kind: "drew", Layers: 5, Conv: "gin", Weights: "learned"},
+			Values: []schema.GridValue{{Path: "model.delay", Value: "none"}, {Path: "training.lr", Value: 0.001}}},
+			"drew k=0 L=5 conv=gin delay=none weights=learned lr=0.001"},
 	} {
 		if got := PointLabel(c.p); got != c.want {
 			t.Errorf("PointLabel(%+v) = %q, want %q", c.p, got, c.want)
