@@ -169,6 +169,8 @@ case "$mode" in
 esac
 [ -x "$bin/spn" ] && [ -s "$bin/packages.txt" ] || { echo "gpu-check.sh: no spn or packages.txt in $bin" >&2; exit 1; }
 export SPN_DATA=$work/datadir
+# One kernel cache for every GPU test binary: the kernels compile once.
+export SPN_CUDA_CACHE=$work/cuda-cache
 PYTHON=${PYTHON:-python3}
 cpus=$(nproc)
 
