@@ -189,7 +189,7 @@ func (c Calls) Sub(since Calls) Calls {
 	return Calls{
 		ToDevice: c.ToDevice - since.ToDevice, ToHost: c.ToHost - since.ToHost,
 		ToDeviceAsync: c.ToDeviceAsync - since.ToDeviceAsync, ToHostAsync: c.ToHostAsync - since.ToHostAsync,
-		Waits:    c.Waits - since.Waits, Syncs: c.Syncs - since.Syncs,
+		Waits: c.Waits - since.Waits, Syncs: c.Syncs - since.Syncs,
 		Launches: c.Launches - since.Launches, GEMMs: c.GEMMs - since.GEMMs,
 		Allocs: c.Allocs - since.Allocs, Frees: c.Frees - since.Frees,
 		HostAllocs: c.HostAllocs - since.HostAllocs, HostFrees: c.HostFrees - since.HostFrees,
