@@ -17,39 +17,55 @@
 #                                              datasets serve as the data mirror)
 #
 # OPTIONS:
-#   --steps LIST     the steps to run, comma-separated, in this order (default
-#                    all but compare): gpu, tests, quickstart, compare,
-#                    kernels, epochs
-#   --compare        add the compare step
-#   --budget SECS    stop starting steps once SECS seconds have passed, and
-#                    cut a step short at the budget's end (default: none);
-#                    what did not run is listed as skipped
-#   --out DIR        where summary.md and logs.tar.gz go (default
-#                    $GPU_CHECK_OUT, else .spn/gpu-check)
+#   --steps LIST     the steps to run, comma-separated, in the order given
+#                    (default: nvrtc,load,kernels,step,compare,
+#                    kerneltimes,tests,quickstart; epochs runs only when
+#                    named)
+#   --compare        add the compare step (when --steps left it out)
+#   --budget SECS    stop starting steps once SECS seconds have passed
+#                    (the bundle's unpacking counted), and cut a step
+#                    short at the budget's end (default: none); what did
+#                    not run is listed as skipped
+#   --out DIR        where summary.md, results.tsv and logs.tar.gz go
+#                    (default $GPU_CHECK_OUT, else .spn/gpu-check)
 #
-# The steps:
-#   gpu         nvidia-smi, and the driver, NVRTC and cuBLAS spn loads;
-#   tests       the GPU tests (TestGPU…: models/cuda/..., the device
-#               paths of models/op, nbop, rt and every kind; the CPU tests
-#               run in CI) with SPN_REQUIRE_GPU=1, so that a test which
-#               would skip for want of a GPU fails instead;
-#   quickstart  the quickstart with --device cuda on fresh caches, twice
-#               one stage at a time and once with --stages-per-gpu 4: the
-#               three runs' tables must be the same bytes (and their wall
-#               times are reported);
-#   compare     the speed table of docs/performance.md: spn bench and
-#               PyTorch (scripts/bench/torch_spn.py, collating on the CPU
-#               and pre-collated) on the same GPU, alternating, SPN k = 5,
-#               L = 5 on PROTEINS, NCI1, 3-Prox and D&D at hidden 64 and
-#               300, batch 32 and 128 (needs python3 with a CUDA torch);
-#   kernels     spn bench on PROTEINS with pipelined steps and with
-#               --sync-steps (the host waiting for every step), alternating;
-#               four copies sharing the GPU (--jobs 4, graphs/s summed);
-#               then --kernel-times: each kernel's device time per step;
-#   epochs      R-SPN at Table 4's size (k = 10, T = 8, d = 128) on QM9's
-#               valid file and E-SPN at the MoleculeNet table's (k = 5,
-#               L = 5, d = 300) on bace: one epoch on the GPU, one on the
-#               CPU (all cores).
+# Environment: PYTHON (default python3), the Python of the compare step
+# (it must import a torch that sees the GPU); SPN_DATA_MIRROR.
+#
+# The steps, most valuable answer first (each has a time budget of its
+# own, below, and none runs past --budget):
+#   nvrtc        NVRTC compiles the kernels for the device (nvidia-smi,
+#                then TestGPUNVRTCCompiles of models/cuda/kern);      60 s
+#   load         spn version --cuda: the driver, NVRTC, cuBLAS and GPUs
+#                spn finds, and the kernels compiled and loaded as a
+#                module on GPU 0;                                     60 s
+#   kernels      every kernel against the CPU (TestGPUDevice of
+#                models/cuda, TestGPUBuiltins of models/cuda/engine); 120 s
+#   step         one SPN training step and Adam against the CPU
+#                (TestGPUStepOnDevice, TestGPUDeviceAdam of models/spn); 120 s
+#   compare      the speed table of docs/performance.md: spn bench and
+#                PyTorch (scripts/bench/torch_spn.py, collating on the
+#                CPU and pre-collated) on the same GPU, row by row, SPN
+#                k = 5, L = 5 on PROTEINS, NCI1, 3-Prox and D&D at hidden
+#                64 and 300, batch 32 and 128; the rows done so far are
+#                in the summary when the step is cut short;           180 s
+#   kerneltimes  spn bench --kernel-times on PROTEINS (each kernel's
+#                device time per step), then pipelined steps against
+#                --sync-steps, then four copies sharing the GPU (--jobs
+#                4, graphs/s summed);                                 120 s
+#   tests        the remaining GPU tests (TestGPU…: models/cuda/..., the
+#                device paths of models/op, nbop, rt and every kind;
+#                those of the steps before skipped), 120 s per binary; 300 s
+#   quickstart   the quickstart with --device cuda on fresh caches
+#                twice, one stage at a time and with --stages-per-gpu
+#                4: the two tables must be the same bytes;            240 s
+#   epochs       R-SPN at Table 4's size (k = 10, T = 8, d = 128) on
+#                QM9's valid file and E-SPN at the MoleculeNet table's
+#                (k = 5, L = 5, d = 300) on bace: one epoch on the GPU,
+#                one on the CPU (all cores).                          360 s
+# The test steps run with SPN_REQUIRE_GPU=1, so that a test which would
+# skip for want of a GPU fails instead. Every step appends its line to
+# results.tsv and rewrites summary.md and logs.tar.gz as it ends.
 # Datasets come from the upstream URLs, or from SPN_DATA_MIRROR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -115,7 +131,8 @@ unpack() {
   fi
 }
 
-bin="" steps="gpu,tests,quickstart,kernels,epochs" budget=0 out=${GPU_CHECK_OUT:-.spn/gpu-check}
+all_steps="nvrtc load kernels step compare kerneltimes tests quickstart epochs"
+bin="" steps="nvrtc,load,kernels,step,compare,kerneltimes,tests,quickstart" budget=0 out=${GPU_CHECK_OUT:-.spn/gpu-check}
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 mode=build-and-check
 while [ $# -gt 0 ]; do
@@ -125,7 +142,7 @@ while [ $# -gt 0 ]; do
     --bin) [ $# -ge 2 ] || usage; bin=$(cd "$2" && pwd); mode=bin; shift 2 ;;
     --bundle) [ $# -ge 2 ] || usage; bundle=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); mode=bundle; shift 2 ;;
     --steps) [ $# -ge 2 ] || usage; steps=$2; shift 2 ;;
-    --compare) steps="$steps,compare"; shift ;;
+    --compare) [[ ",$steps," == *",compare,"* ]] || steps="$steps,compare"; shift ;;
     --budget) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || usage; budget=$2; shift 2 ;;
     --out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
     -h | --help) usage ;;
@@ -133,7 +150,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 for s in ${steps//,/ }; do
-  case "$s" in gpu | tests | quickstart | compare | kernels | epochs) ;; *) echo "gpu-check.sh: unknown step $s" >&2; exit 2 ;; esac
+  [[ " $all_steps " == *" $s "* ]] || { echo "gpu-check.sh: unknown step $s (the steps: $all_steps)" >&2; exit 2; }
 done
 
 began=$(date +%s)
@@ -152,14 +169,20 @@ case "$mode" in
 esac
 [ -x "$bin/spn" ] && [ -s "$bin/packages.txt" ] || { echo "gpu-check.sh: no spn or packages.txt in $bin" >&2; exit 1; }
 export SPN_DATA=$work/datadir
+# One kernel cache for every GPU test binary: the kernels compile once.
+export SPN_CUDA_CACHE=$work/cuda-cache
+PYTHON=${PYTHON:-python3}
 cpus=$(nproc)
 
-# Each step appends "name|status|seconds|note" to $work/steps and its
-# report (Markdown) to $work/report.md; the summary is rewritten after
-# every step, so a run cut short still leaves one.
+# Each step appends "name|status|seconds|note" to $work/steps and
+# $out/results.tsv and its report (Markdown) to $work/report.md; the
+# summary is rewritten after every step, so a run cut short still leaves
+# one.
 : > "$work/steps"
 : > "$work/report.md"
+printf 'step\tstatus\tseconds\tnote\n' > "$out/results.tsv"
 summarise() {
+  local n s t note
   {
     echo "# spn gpu-check"
     echo
@@ -170,20 +193,43 @@ summarise() {
     while IFS='|' read -r n s t note; do echo "| $n | $s | $t | $note |"; done < "$work/steps"
     echo
     cat "$work/report.md"
-  } > "$out/summary.md"
-  tar -C "$work" -czf "$out/logs.tar.gz" logs
+  } > "$out/summary.md.tmp"
+  mv "$out/summary.md.tmp" "$out/summary.md"
+  tar -C "$work" -czf "$out/logs.tar.gz.tmp" logs && mv "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
 }
 failed=0
 record() { # name status seconds note
   echo "$1|$2|$3|$4" >> "$work/steps"
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$out/results.tsv"
   case "$2" in FAIL | TIMEOUT) failed=1 ;; esac
   summarise
 }
 report() { printf '%s\n' "$@" >> "$work/report.md"; }
-# left: seconds of the budget left (a large number without a budget).
-left() { if [ "$budget" -gt 0 ]; then echo $((budget - ($(date +%s) - began))); else echo 86400; fi; }
+
+# The time budget of each step (seconds), the longest it may run.
+cap_of() {
+  case "$1" in
+    nvrtc | load) echo 60 ;;
+    kernels | step | kerneltimes) echo 120 ;;
+    compare) echo 180 ;;
+    tests) echo 300 ;;
+    quickstart) echo 240 ;;
+    epochs) echo 360 ;;
+  esac
+}
+step_end=0 # when the running step's budget ends (epoch seconds)
+current="" # the running step
+# left: seconds left to the running step: its own budget's and the
+# whole check's, whichever ends first.
+left() {
+  local now l; now=$(date +%s)
+  l=$((step_end - now))
+  if [ "$budget" -gt 0 ] && [ $((budget - (now - began))) -lt "$l" ]; then l=$((budget - (now - began))); fi
+  echo "$l"
+}
 # limited CAP CMD...: CMD under a time limit of CAP seconds or what is
-# left of the budget, whichever is less; exit status 124 when cut short.
+# left of the step's and the check's budget, whichever is less; exit
+# status 124 when cut short.
 limited() {
   local cap=$1; shift
   local l; l=$(left)
@@ -192,55 +238,110 @@ limited() {
   timeout --kill-after=10 "$cap" "$@"
 }
 
-step_gpu() {
-  if command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv > "$logs/gpu.log" 2>&1 || nvidia-smi -L > "$logs/gpu.log" 2>&1 || true
-  else
-    echo "nvidia-smi not found" > "$logs/gpu.log"
+# The GPU tests each step before tests ran, by test binary: the tests
+# step skips them.
+declare -A ran=()
+
+# test_binary REL RUN CAP: runs the test binary of package directory REL
+# (packages.txt) with -test.run RUN (skipping what an earlier step ran
+# when RUN is every GPU test), SPN_REQUIRE_GPU=1, for at most CAP
+# seconds, and reports its row (status, seconds, failed tests, the first
+# message of the first failure). It returns 0 (passed), 1 (failed) or
+# 124 (cut short).
+test_binary() {
+  local rel=$1 run=$2 cap=$3 name skip=() rc=0 t0 st=PASS fails line log
+  name=$(awk -v r="$rel" '$2 == r {print $1}' "$bin/packages.txt")
+  if [ -z "$name" ]; then report "| $rel | FAIL | 0 | no test binary of $rel in the bundle |"; return 1; fi
+  [ -d "$root/$rel" ] || { report "| $name | FAIL | 0 | $rel is not in this checkout |"; return 1; }
+  if [ "$run" = "^$gpu_tests" ] && [ -n "${ran[$name]:-}" ]; then
+    skip=(-test.skip "^(${ran[$name]})\$")
+  elif [ "$run" != "^$gpu_tests" ]; then
+    ran[$name]="${ran[$name]:+${ran[$name]}|}${run#^}"
+    ran[$name]=${ran[$name]%\$}
   fi
-  local rc=0
-  "$bin/spn" version --cuda >> "$logs/gpu.log" 2>&1 || rc=$?
-  report "## GPU" "" '```' "$(cat "$logs/gpu.log")" '```' ""
+  log=$logs/$current-$name.log # one per step: a binary runs in several
+  t0=$(date +%s)
+  (cd "$root/$rel" && export SPN_REQUIRE_GPU=1 && limited "$cap" "$bin/$name" -test.run "$run" ${skip[@]+"${skip[@]}"} -test.count=1 -test.v -test.timeout="$((cap + 60))s") >> "$log" 2>&1 || rc=$?
+  fails=$(grep -E '^\s*--- FAIL' "$log" | sed -E 's/^\s*--- FAIL: ([^ ]+).*/\1/' | head -8 | tr '\n' ' ')
+  if [ $rc -eq 124 ]; then st=TIMEOUT
+  elif [ $rc -ne 0 ] || ! grep -q '^PASS$' "$log"; then st=FAIL
+  fi
+  report "| $name | $st | $(( $(date +%s) - t0 )) | ${fails:-} |"
+  if [ "$st" != PASS ]; then
+    # The first message of the first failed test (go test -v prints a
+    # test's messages between its === RUN and --- FAIL lines), else the
+    # first panic or FAIL line.
+    line=$(awk '/^=== (RUN|CONT)/ {t = $3} /^[ \t]+[A-Za-z0-9_]+_test\.go:[0-9]+:/ {if (!(t in m)) m[t] = $0}
+      /^[ \t]*--- FAIL: / {if ($3 in m) {print m[$3]; exit}}' "$log" | sed 's/^[ \t]*//' | cut -c1-300)
+    [ -n "$line" ] || line=$(grep -m1 -E 'panic:|^FAIL' "$log" | cut -c1-300)
+    [ -z "$line" ] || report "|  |  |  | first: \`${line//|/\\|}\` |"
+  fi
+  case $st in PASS) return 0 ;; TIMEOUT) return 124 ;; *) return 1 ;; esac
+}
+
+# tests_step TITLE CAP REL:RUN...: a table of test binaries under
+# TITLE, each run with its pattern for at most CAP seconds; the worst
+# status is the step's.
+tests_step() {
+  local title=$1 cap=$2 rc=0 one; shift 2
+  report "## $title (SPN_REQUIRE_GPU=1)" "" "| test binary | status | seconds | failed tests |" "|---|---|---|---|"
+  for one in "$@"; do
+    local r=0
+    test_binary "${one%%:*}" "${one#*:}" "$cap" || r=$?
+    if [ $r -eq 124 ]; then rc=124; elif [ $r -ne 0 ] && [ $rc -eq 0 ]; then rc=1; fi
+  done
+  report ""
   return $rc
 }
 
+step_nvrtc() {
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv > "$logs/nvidia-smi.log" 2>&1 || nvidia-smi -L > "$logs/nvidia-smi.log" 2>&1 || true
+  else
+    echo "nvidia-smi not found" > "$logs/nvidia-smi.log"
+  fi
+  report "## GPU (nvidia-smi)" "" '```' "$(cat "$logs/nvidia-smi.log")" '```' ""
+  tests_step "NVRTC compiles the kernels for the device" 60 "models/cuda/kern:^TestGPUNVRTCCompiles\$"
+}
+
+step_load() {
+  local rc=0
+  limited 60 "$bin/spn" version --cuda > "$logs/load.log" 2>&1 || rc=$?
+  report "## The kernels compiled and loaded on GPU 0 (spn version --cuda)" "" '```' "$(cat "$logs/load.log")" '```' ""
+  return $rc
+}
+
+step_kernels() {
+  tests_step "Every kernel against the CPU" 120 "models/cuda:^TestGPUDevice\$" "models/cuda/engine:^TestGPUBuiltins\$"
+}
+
+step_step() {
+  tests_step "One SPN training step and Adam against the CPU" 120 "models/spn:^(TestGPUStepOnDevice|TestGPUDeviceAdam)\$"
+}
+
 step_tests() {
-  local name rel rc bad=0 line
-  report "## GPU tests (SPN_REQUIRE_GPU=1)" "" "| test binary | status | seconds | failed tests |" "|---|---|---|---|"
+  local rel rcs=0 args=()
+  local name
   while read -r name rel; do
-    [ -d "$root/$rel" ] || { report "| $name | FAIL | 0 | $rel is not in this checkout |"; bad=1; continue; }
-    local t0; t0=$(date +%s)
-    rc=0
-    (cd "$root/$rel" && export SPN_REQUIRE_GPU=1 && limited 240 "$bin/$name" -test.run "^$gpu_tests" -test.count=1 -test.v -test.timeout=230s) > "$logs/$name.log" 2>&1 || rc=$?
-    local st=PASS fails
-    fails=$(grep -E '^\s*--- FAIL' "$logs/$name.log" | sed -E 's/^\s*--- FAIL: ([^ ]+).*/\1/' | head -8 | tr '\n' ' ')
-    if [ $rc -eq 124 ]; then st=TIMEOUT; bad=1
-    elif [ $rc -ne 0 ] || ! grep -q '^PASS$' "$logs/$name.log"; then st=FAIL; bad=1
+    # A binary whose every GPU test an earlier step ran is left out.
+    if [ -n "${ran[$name]:-}" ] && ! { "$bin/$name" -test.list "^$gpu_tests" 2>/dev/null | grep -vxE "${ran[$name]}" | grep -q '^Test'; }; then
+      continue
     fi
-    report "| $name | $st | $(( $(date +%s) - t0 )) | ${fails:-} |"
-    if [ "$st" != PASS ]; then
-      # The first message of the first failed test (go test -v prints a
-      # test's messages between its === RUN and --- FAIL lines), else the
-      # first panic or FAIL line.
-      line=$(awk '/^=== (RUN|CONT)/ {t = $3} /^[ \t]+[A-Za-z0-9_]+_test\.go:[0-9]+:/ {if (!(t in m)) m[t] = $0}
-        /^[ \t]*--- FAIL: / {if ($3 in m) {print m[$3]; exit}}' "$logs/$name.log" | sed 's/^[ \t]*//' | cut -c1-300)
-      [ -n "$line" ] || line=$(grep -m1 -E 'panic:|^FAIL' "$logs/$name.log" | cut -c1-300)
-      [ -z "$line" ] || report "|  |  |  | first: \`${line//|/\\|}\` |"
-    fi
+    args+=("$rel:^$gpu_tests")
   done < "$bin/packages.txt"
-  report ""
-  return $bad
+  tests_step "The remaining GPU tests" 120 "${args[@]}" || rcs=$?
+  return $rcs
 }
 
 step_quickstart() {
   local i rc t0 times=() flags
-  for i in 1 2 3; do
+  for i in 1 2; do
     rm -rf "$work/cache$i" "$work/results$i"
     rc=0
     flags=()
-    [ $i -eq 3 ] && flags=(--stages-per-gpu 4)
+    [ $i -eq 2 ] && flags=(--stages-per-gpu 4)
     t0=$(date +%s.%N)
-    limited 200 "$bin/spn" run --device cuda ${flags[@]+"${flags[@]}"} --cache "$work/cache$i" --out "$work/results$i" > "$logs/quickstart$i.log" 2>&1 || rc=$?
+    limited 150 "$bin/spn" run --device cuda ${flags[@]+"${flags[@]}"} --cache "$work/cache$i" --out "$work/results$i" > "$logs/quickstart$i.log" 2>&1 || rc=$?
     times+=("$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')")
     if [ $rc -ne 0 ]; then
       report "## Quickstart on the GPU" "" "run $i (${flags[*]:-one stage at a time}) exited $rc; its log ends:" "" '```' "$(tail -15 "$logs/quickstart$i.log")" '```' ""
@@ -248,53 +349,56 @@ step_quickstart() {
       return 1
     fi
   done
-  report "## Quickstart on the GPU (three runs, fresh caches; the third with --stages-per-gpu 4)" ""
+  report "## Quickstart on the GPU (two runs, fresh caches; the second with --stages-per-gpu 4)" ""
   report "$(cat "$work/results1"/*.md 2>/dev/null || echo '(no .md table)')" ""
-  report "Wall seconds: ${times[0]}, ${times[1]}, ${times[2]} (--stages-per-gpu 4)." ""
-  local bad=0
-  for i in 2 3; do
-    if diff -r "$work/results1" "$work/results$i" > "$logs/quickstart-diff$i.log" 2>&1; then
-      report "Run $i's tables are run 1's bytes." ""
-    else
-      report "**Run $i's tables differ from run 1's** (logs/quickstart-diff$i.log)." ""
-      bad=1
-    fi
-  done
-  return $bad
+  report "Wall seconds: ${times[0]}, ${times[1]} (--stages-per-gpu 4)." ""
+  if diff -r "$work/results1" "$work/results2" > "$logs/quickstart-diff.log" 2>&1; then
+    report "Run 2's tables are run 1's bytes." ""
+    return 0
+  fi
+  report "**Run 2's tables differ from run 1's** (logs/quickstart-diff.log)." ""
+  return 1
 }
 
 step_compare() {
-  if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    report "## Speed against PyTorch" "" "skipped: python3 cannot import a torch that sees a GPU" ""
+  local rc=0
+  if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
+    report "## Speed against PyTorch" "" "skipped: $PYTHON cannot import torch (set PYTHON to a Python with a CUDA torch)" ""
     return 3
   fi
-  local rc=0
-  SPN=$bin/spn DEVICE=cuda PYTHON=python3 THREADS=$cpus WARMUP=1 CACHE=$work/cache-bench JSON_OUT=$logs/compare \
-    limited 300 scripts/bench/compare.sh PROTEINS NCI1 prox DD PROTEINS:64:128 NCI1:64:128 PROTEINS:300:32 NCI1:300:32 PROTEINS:300:128 \
-    > "$logs/compare.md" 2> "$logs/compare.err" || rc=$?
-  report "## Speed against PyTorch (graphs/s, one epoch after a warm-up)" "" "$(cat "$logs/compare.md")" ""
+  if ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    report "## Speed against PyTorch" "" "failed: $PYTHON's torch sees no GPU" ""
+    return 1
+  fi
+  SPN=$bin/spn DEVICE=cuda PYTHON=$PYTHON THREADS=$cpus WARMUP=1 CACHE=$work/cache-bench JSON_OUT=$logs/compare TABLE_OUT=$logs/compare.md \
+    limited 180 "$root/scripts/bench/compare.sh" PROTEINS NCI1 prox DD PROTEINS:64:128 NCI1:64:128 PROTEINS:300:32 NCI1:300:32 PROTEINS:300:128 \
+    > "$logs/compare.out" 2> "$logs/compare.err" || rc=$?
+  report "## Speed against PyTorch (graphs/s, one epoch after a warm-up)" "" "$(cat "$logs/compare.md" 2>/dev/null || echo '(no row finished)')" ""
   [ $rc -eq 0 ] || report "compare.sh exited $rc; its stderr ends:" "" '```' "$(tail -15 "$logs/compare.err")" '```' ""
   return $rc
 }
 
-step_kernels() {
-  local rc=0 i
+step_kerneltimes() {
+  local rc=0 r
+  r=0; limited 60 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --kernel-times --cache "$work/cache-bench" > "$logs/kernels.log" 2>&1 || r=$?
+  [ $r -eq 0 ] || rc=$r
+  report "## Device time by kernel (PROTEINS, k = 5, L = 5, d = 64, batch 32)" "" '```' "$(grep -v '\[INFO\]' "$logs/kernels.log" | head -60)" '```' ""
+  summarise
   # What the pipelined steps gain: the same workload with the host
-  # waiting for every step (--sync-steps), alternating, twice each.
-  for i in 1 2; do
-    limited 60 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --cache "$work/cache-bench" > "$logs/pipelined$i.log" 2>&1 || rc=$?
-    limited 60 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --sync-steps --cache "$work/cache-bench" > "$logs/sync$i.log" 2>&1 || rc=$?
-  done
-  report "## Pipelined steps against --sync-steps (PROTEINS, k = 5, L = 5, d = 64, batch 32; alternating, twice each)" "" '```'
-  for i in 1 2; do report "$(grep -v '\[INFO\]' "$logs/pipelined$i.log" | tail -2 | head -1)" "$(grep -v '\[INFO\]' "$logs/sync$i.log" | tail -2 | head -1) (--sync-steps)"; done
-  report '```' ""
+  # waiting for every step (--sync-steps), alternating.
+  r=0; limited 30 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --cache "$work/cache-bench" > "$logs/pipelined1.log" 2>&1 || r=$?
+  [ $r -eq 0 ] || rc=$r
+  r=0; limited 30 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --sync-steps --cache "$work/cache-bench" > "$logs/sync1.log" 2>&1 || r=$?
+  [ $r -eq 0 ] || rc=$r
+  report "## Pipelined steps against --sync-steps (PROTEINS, k = 5, L = 5, d = 64, batch 32)" "" '```' \
+    "$(grep -v '\[INFO\]' "$logs/pipelined1.log" | tail -2 | head -1)" "$(grep -v '\[INFO\]' "$logs/sync1.log" | tail -2 | head -1) (--sync-steps)" '```' ""
   # What sharing the GPU gains (spn run --stages-per-gpu): four copies
   # at once, each on a stream of its own, graphs/s summed.
-  limited 90 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --jobs 4 --cache "$work/cache-bench" > "$logs/jobs4.log" 2>&1 || rc=$?
+  r=0; limited 60 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --jobs 4 --cache "$work/cache-bench" > "$logs/jobs4.log" 2>&1 || r=$?
+  [ $r -eq 0 ] || rc=$r
   report "## Four copies sharing the GPU (--jobs 4, as spn run --stages-per-gpu 4; graphs/s summed)" "" '```' "$(grep -v '\[INFO\]' "$logs/jobs4.log" | tail -2 | head -1)" '```' ""
-  limited 90 "$bin/spn" bench PROTEINS --device cuda --warmup 1 --kernel-times --cache "$work/cache-bench" > "$logs/kernels.log" 2>&1 || rc=$?
-  report "## Device time by kernel (PROTEINS, k = 5, L = 5, d = 64, batch 32)" "" '```' "$(grep -v '\[INFO\]' "$logs/kernels.log" | head -60)" '```' ""
-  return $rc
+  [ $rc -eq 124 ] && return 124
+  [ $rc -eq 0 ] || return 1
 }
 
 step_epochs() {
@@ -305,20 +409,21 @@ step_epochs() {
       rspn) args=(QM9-valid --kind rspn --k 10 --layers 8 --hidden 128) ;;
       espn) args=(ogbg-molbace --kind espn --k 5 --layers 5 --hidden 300 --pool mean) ;;
     esac
-    limited 120 "$bin/spn" bench "${args[@]}" --device cuda --warmup 1 --cache "$work/cache-bench" > "$logs/$name-gpu.log" 2>&1 || rc=1
-    limited 240 "$bin/spn" bench "${args[@]}" --threads "$cpus" > "$logs/$name-cpu.log" 2>&1 || rc=1
+    limited 60 "$bin/spn" bench "${args[@]}" --device cuda --warmup 1 --cache "$work/cache-bench" > "$logs/$name-gpu.log" 2>&1 || rc=1
+    limited 120 "$bin/spn" bench "${args[@]}" --threads "$cpus" > "$logs/$name-cpu.log" 2>&1 || rc=1
     report '```' "$(grep -v '\[INFO\]' "$logs/$name-gpu.log" | tail -6)" "$(grep -v '\[INFO\]' "$logs/$name-cpu.log" | tail -6)" '```' ""
   done
   return $rc
 }
 
-for s in gpu tests quickstart compare kernels epochs; do
-  [[ ",$steps," == *",$s,"* ]] || continue
-  if [ "$(left)" -le 0 ]; then
+# The steps, in the order --steps gives them.
+for s in ${steps//,/ }; do
+  if [ "$budget" -gt 0 ] && [ $((budget - ($(date +%s) - began))) -le 0 ]; then
     record "$s" SKIPPED 0 "the budget of ${budget}s was spent"
     continue
   fi
   t0=$(date +%s)
+  step_end=$((t0 + $(cap_of "$s"))) current=$s
   # A step function runs with errexit off (it is the left side of ||):
   # it checks its commands itself and returns 0, 1 (failed), 3 (skipped)
   # or 124 (cut short).
@@ -328,7 +433,7 @@ for s in gpu tests quickstart compare kernels epochs; do
   case $rc in
     0) record "$s" PASS "$t" "" ;;
     3) record "$s" SKIPPED "$t" "see its section" ;;
-    124) record "$s" TIMEOUT "$t" "cut short by its time limit or the budget" ;;
+    124) record "$s" TIMEOUT "$t" "cut short by its time limit ($(cap_of "$s")s) or the budget" ;;
     *) record "$s" FAIL "$t" "see its section and logs.tar.gz" ;;
   esac
 done

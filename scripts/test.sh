@@ -33,6 +33,9 @@ go run ./cmd/spn vet --all-modes pipelines/
 step "cue vet (official cue command) over schema + pipelines"
 bash schema/cuevet.sh
 
+step "scripts/gpu-check-test.sh (gpu-check's steps, order and partial outputs)"
+scripts/gpu-check-test.sh
+
 step "go test ./..."
 go test -count=1 -timeout 60m ./...
 

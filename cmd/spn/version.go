@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -20,13 +21,14 @@ Prints spn's version. With --cuda it also reports what --device cuda
 would find on this machine: the Go toolchain and the CPU's matrix-multiply
 build; the NVIDIA driver's CUDA version, the NVRTC and cuBLAS libraries
 spn loaded (from $SPN_CUDA_LIBS, else through the dynamic loader) and
-every GPU; and whether NVRTC compiles spn's kernels for GPU 0, in how
-long. It exits 1 when any of that fails, with the loader's or the
+every GPU; and whether NVRTC compiles spn's kernels for GPU 0 (a CUBIN
+for its architecture where NVRTC targets it, else PTX) and the driver
+loads them there, in how long. It exits 1 when any of that fails, with the loader's or the
 compiler's message: a check to run on a new GPU machine or in a job.`
 
 func cmdVersion(a *app, args []string) error {
 	fs := a.newFlagSet("version", versionUsage)
-	withCUDA := fs.Bool("cuda", false, "also report the CUDA driver, NVRTC, cuBLAS and GPUs spn finds, and compile its kernels for GPU 0")
+	withCUDA := fs.Bool("cuda", false, "also report the CUDA driver, NVRTC, cuBLAS and GPUs spn finds, and compile its kernels for GPU 0 and load them there")
 	rest, err := parseArgs(fs, args)
 	if err != nil {
 		return usageErr("version", err)
@@ -45,8 +47,9 @@ func cmdVersion(a *app, args []string) error {
 	return nil
 }
 
-// reportCUDA prints the CUDA libraries and GPUs spn finds and compiles
-// the kernels for GPU 0; the first failure is its error.
+// reportCUDA prints the CUDA libraries and GPUs spn finds, compiles the
+// kernels for GPU 0 and loads them there; the first failure is its
+// error.
 func (a *app) reportCUDA() error {
 	rt, err := cuda.Probe(a.cudaOpener())
 	if err != nil {
@@ -77,7 +80,26 @@ func (a *app) reportCUDA() error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "kernels: %d compiled for %s by NVRTC %v in %.2f s (%d bytes of PTX)\n",
-		len(kern.Kernels()), c.Arch, c.NVRTC.Version, time.Since(start).Seconds(), len(ptx))
+	what := "PTX"
+	if c.CUBIN() {
+		what = "CUBIN"
+	}
+	fmt.Fprintf(a.stdout, "kernels: %d compiled for %s by NVRTC %v in %.2f s (%d bytes of %s)\n",
+		len(kern.Kernels()), c.Arch, c.NVRTC.Version, time.Since(start).Seconds(), len(ptx), what)
+	// The module loads on GPU 0: the driver reads the CUBIN, or compiles
+	// the PTX with its JIT, as a training run's engine makes it do.
+	start = time.Now()
+	ctx, err := rt.NewContext(first.Ordinal)
+	if err != nil {
+		return err
+	}
+	mod, err := ctx.LoadModule(ptx)
+	if err == nil {
+		err = mod.Unload()
+	}
+	if err = errors.Join(err, ctx.Close()); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "kernels: loaded on cuda:%d in %.2f s\n", first.Ordinal, time.Since(start).Seconds())
 	return nil
 }

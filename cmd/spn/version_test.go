@@ -27,14 +27,16 @@ func TestVersionCUDA(t *testing.T) {
 		stderr string
 	}{
 		{"plain", cudatest.FakeOpener{}, nil, exitOK, []string{`^spn dev$`}, ""},
-		{"two GPUs", cudatest.FakeMachine(h200, v100), []string{"--cuda"}, exitOK, []string{
+		// The fake driver has discovery only: the kernels compile (a
+		// CUBIN for the H200) and their load is tried, and fails.
+		{"two GPUs", cudatest.FakeMachine(h200, v100), []string{"--cuda"}, exitFail, []string{
 			`^spn dev$`,
 			`^go1\.\d+.* linux/amd64, GEMM .+$`,
 			`^cuda: driver CUDA 13\.0; NVRTC 13\.0 \(libnvrtc\.so\.13\), NVRTC 12\.8 \(libnvrtc\.so\.12\); cuBLAS 13\.0 \(libcublas\.so\.13\)$`,
 			`^NVIDIA H200 \(cuda:0, compute capability 9\.0, 140\.0 GiB, driver CUDA 13\.0\)$`,
 			`^Tesla V100 \(cuda:1, compute capability 7\.0, 16\.0 GiB, driver CUDA 13\.0\)$`,
-			`^kernels: \d+ compiled for compute_90 by NVRTC 13\.0 in \d+\.\d\d s \(\d+ bytes of PTX\)$`,
-		}, ""},
+			`^kernels: \d+ compiled for sm_90 by NVRTC 13\.0 in \d+\.\d\d s \(\d+ bytes of CUBIN\)$`,
+		}, "spn version: cuda: libcuda.so.1 has no symbol cuDevicePrimaryCtxRetain"},
 		{"no driver", cudatest.FakeOpener{}, []string{"--cuda"}, exitFail, []string{`^spn dev$`, `^go1`},
 			"spn version: cuda: cannot load the NVIDIA driver API: tried libcuda.so.1 (searched the fake path); libcuda.so.1: cannot open shared object file: No such file or directory\n"},
 		{"no GPU", cudatest.FakeMachine(), []string{"--cuda"}, exitFail, []string{`^spn dev$`, `^go1`},
@@ -61,5 +63,21 @@ func TestVersionCUDA(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestVersionCUDALoads: on the emulated device spn version --cuda
+// compiles the kernels (a CUBIN for its compute capability 9.0) and
+// loads them as a module on GPU 0, and says so.
+func TestVersionCUDALoads(t *testing.T) {
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, cuda: cudatest.Emulator(t), getenv: func(string) string { return "" }}
+	if code := a.main([]string{"version", "--cuda"}); code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	for _, re := range []string{`(?m)^kernels: \d+ compiled for sm_90 by NVRTC \S+ in \d+\.\d\d s \(\d+ bytes of CUBIN\)$`, `(?m)^kernels: loaded on cuda:0 in \d+\.\d\d s$`} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("stdout does not match %s:\n%s", re, out.String())
+		}
 	}
 }

@@ -43,12 +43,13 @@ func TestSystemBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A GPU the fake NVRTC (7.5, 8.0, 9.0) does not know gets PTX of the
-	// newest architecture below it, which the driver compiles for it.
+	// A GPU the fake NVRTC (7.5, 8.0, 9.0) knows gets a CUBIN of its own
+	// architecture; one it does not know gets PTX of the newest
+	// architecture below it, which the driver compiles for it.
 	for _, tc := range []struct {
 		major, minor int
 		want         string
-	}{{9, 0, "compute_90"}, {8, 6, "compute_80"}, {10, 0, "compute_90"}, {12, 1, "compute_90"}} {
+	}{{9, 0, "sm_90"}, {8, 6, "compute_80"}, {10, 0, "compute_90"}, {12, 1, "compute_90"}} {
 		fc, err := r.Compiler(cuda.Device{Name: "GPU", Major: tc.major, Minor: tc.minor})
 		if err != nil || fc.Arch != tc.want {
 			t.Errorf("compute capability %d.%d: %v, %v; want %s", tc.major, tc.minor, fc, err, tc.want)
@@ -59,8 +60,8 @@ func TestSystemBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("// %d bytes of k.cu, --gpu-architecture=compute_90 --fmad=false -lineinfo\n%s\x00", len(src), src); string(ptx) != want {
-		t.Fatalf("PTX %q, want %q", ptx, want)
+	if want := fmt.Sprintf("\x7fELF// %d bytes of k.cu, --gpu-architecture=sm_90 --fmad=false -lineinfo\n%s\x00", len(src), src); string(ptx) != want {
+		t.Fatalf("CUBIN %q, want %q", ptx, want)
 	}
 	_, err = c.Compile("bad.cu", "#error x")
 	if err == nil || !strings.Contains(err.Error(), "NVRTC_ERROR_COMPILATION (6)\nbad.cu(1): catastrophic error: #error directive") {

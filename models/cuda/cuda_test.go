@@ -61,7 +61,7 @@ func TestProbeErrors(t *testing.T) {
 			o[cuda.DriverLib] = cudatest.FakeDriver(12040, 0, h200)
 			delete(o, cuda.NVRTC12)
 		},
-			[]string{"libnvrtc.so.13: NVRTC 13.0 writes PTX that a CUDA 12.4 driver cannot load", "; libnvrtc.so.12: cannot open"}},
+			[]string{"libnvrtc.so.13: NVRTC 13.0 writes PTX and CUBINs that a CUDA 12.4 driver cannot load", "; libnvrtc.so.12: cannot open"}},
 		{"nvrtc symbol missing", func(o cudatest.FakeOpener) { o[cuda.NVRTC13] = cudatest.FakeLib{} },
 			[]string{"libnvrtc.so.13 has no symbol nvrtcVersion"}},
 		{"no cublas", func(o cudatest.FakeOpener) { delete(o, cuda.CuBLAS13); delete(o, cuda.CuBLAS12) },
@@ -196,6 +196,23 @@ func TestCallErrorIs(t *testing.T) {
 		}
 		if got := errors.Is(err, cuda.ErrContextLost); got != c.lost {
 			t.Errorf("%v: errors.Is ErrContextLost %v, want %v", err, got, c.lost)
+		}
+	}
+}
+
+// TestJITResultNames: the results a module load can fail with are named
+// as cuda.h names them (CUresult 209, 218, 220 to 223).
+func TestJITResultNames(t *testing.T) {
+	for r, want := range map[cuda.Result]string{
+		209: "CUDA_ERROR_NO_BINARY_FOR_GPU (209)",
+		218: "CUDA_ERROR_INVALID_PTX (218)",
+		220: "CUDA_ERROR_NVLINK_UNCORRECTABLE (220)",
+		221: "CUDA_ERROR_JIT_COMPILER_NOT_FOUND (221)",
+		222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)",
+		223: "CUDA_ERROR_JIT_COMPILATION_DISABLED (223)",
+	} {
+		if got := r.String(); got != want {
+			t.Errorf("CUresult %d reads %q, want %q", int32(r), got, want)
 		}
 	}
 }

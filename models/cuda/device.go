@@ -170,8 +170,9 @@ type Calls struct {
 	// DownloadAsync).
 	ToDeviceAsync, ToHostAsync int
 	// Waits counts the host's waits for an event (Event.Wait,
-	// cuEventSynchronize; a profile's are not counted).
-	Waits int
+	// cuEventSynchronize; a profile's are not counted), Syncs its waits
+	// for the context's stream (Synchronize).
+	Waits, Syncs int
 	// Launches counts kernel launches (cuLaunchKernel), GEMMs cuBLAS
 	// products (cublasSgemm; products of no values are not made).
 	Launches, GEMMs int
@@ -188,7 +189,7 @@ func (c Calls) Sub(since Calls) Calls {
 	return Calls{
 		ToDevice: c.ToDevice - since.ToDevice, ToHost: c.ToHost - since.ToHost,
 		ToDeviceAsync: c.ToDeviceAsync - since.ToDeviceAsync, ToHostAsync: c.ToHostAsync - since.ToHostAsync,
-		Waits:    c.Waits - since.Waits,
+		Waits: c.Waits - since.Waits, Syncs: c.Syncs - since.Syncs,
 		Launches: c.Launches - since.Launches, GEMMs: c.GEMMs - since.GEMMs,
 		Allocs: c.Allocs - since.Allocs, Frees: c.Frees - since.Frees,
 		HostAllocs: c.HostAllocs - since.HostAllocs, HostFrees: c.HostFrees - since.HostFrees,
@@ -283,7 +284,10 @@ func (c *Context) drop(r resource, done *bool) error {
 // the Context's stream (cuStreamSynchronize), not other Contexts'; a
 // failed launch or cuBLAS call is reported here.
 func (c *Context) Synchronize() error {
-	return c.do(func() error { return check("cuStreamSynchronize", c.api.streamSynchronize(c.stream)) })
+	return c.do(func() error {
+		c.calls.Syncs++
+		return check("cuStreamSynchronize", c.api.streamSynchronize(c.stream))
+	})
 }
 
 // Close releases what the context made and its owners did not (cuBLAS

@@ -98,7 +98,7 @@ func kernelsPTX(t *testing.T, r *cuda.Runtime, ctx *cuda.Context) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptx, _, err := c.CompileCached(t.TempDir(), kern.Name, kern.Source(), kern.Options()...)
+	ptx, _, err := c.CompileCached(cudatest.KernelCacheDir(t), kern.Name, kern.Source(), kern.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestLaunchChecksArguments(t *testing.T) {
 // and misuse is refused before the driver sees it.
 func TestDeviceErrors(t *testing.T) {
 	r, ctx, _ := emuContext(t)
-	if _, err := ctx.LoadModule(nil); err == nil || err.Error() != "cuda: cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX (218) (0 bytes of PTX on Fake GPU)" {
+	if _, err := ctx.LoadModule(nil); err == nil || err.Error() != "cuda: cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX (218) (0 bytes of PTX on Fake GPU): the driver's PTX JIT rejects the PTX" {
 		t.Errorf("empty PTX: %v", err)
 	}
 	mod, err := ctx.LoadModule([]byte("// a module without kernels"))

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -40,6 +41,10 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 		err := check("cuModuleLoadData", c.api.moduleLoadData(&m.h, &image[0]))
 		runtime.KeepAlive(image)
 		if err != nil {
+			var ce *CallError
+			if errors.As(err, &ce) && loadHints[ce.Result] != "" {
+				return fmt.Errorf("%w (%d bytes of %s on %s): %s", err, size, what, c.Device.Name, loadHints[ce.Result])
+			}
 			return fmt.Errorf("%w (%d bytes of %s on %s)", err, size, what, c.Device.Name)
 		}
 		c.track(m)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -163,25 +164,48 @@ type Compiler struct {
 }
 
 // Compiler returns the compiler for device d: the NVRTC ChooseNVRTC picks
-// among the loaded ones, targeting d.Arch(), or, for a GPU newer than
-// that NVRTC knows, the newest virtual architecture it targets
-// (PickArch): the driver compiles that PTX for the device when it loads
-// it, as it does for any GPU newer than the PTX.
+// among the loaded ones, writing a CUBIN for d's own architecture
+// (sm_XX: machine code the driver loads as it is, without its PTX JIT)
+// when that NVRTC targets it, else PTX of the newest virtual
+// architecture it targets below d's (PickArch; compute_XX), which the
+// driver compiles for the device when it loads it, as it does for any
+// GPU newer than the PTX. An NVRTC newer than the driver (of the
+// driver's major version: Runtime.NVRTCs) serves only through a CUBIN,
+// since the driver's JIT cannot read its PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+// ChooseNVRTC passes over it for a device it writes no CUBIN for.
 func (r *Runtime) Compiler(d Device) (*Compiler, error) {
-	lib, err := ChooseNVRTC(d, r.NVRTCs)
+	var usable []Lib
+	archsOf := map[string][]int{}
+	var why []string
+	for _, l := range r.NVRTCs {
+		archs, err := supportedArchs(r.nvrtc[l.Name], l.Name)
+		if err != nil {
+			return nil, err
+		}
+		archsOf[l.Name] = archs
+		if r.Driver.Less(l.Version) && !slices.Contains(archs, 10*d.Major+d.Minor) {
+			why = append(why, fmt.Sprintf("NVRTC %v (%s) is newer than the driver (CUDA %v), whose JIT cannot load its PTX, and writes no CUBIN for compute capability %d.%d", l.Version, l.Name, r.Driver, d.Major, d.Minor))
+			continue
+		}
+		usable = append(usable, l)
+	}
+	lib, err := ChooseNVRTC(d, usable)
 	if err != nil {
+		if len(why) > 0 {
+			err = fmt.Errorf("%w (%s)", err, strings.Join(why, "; "))
+		}
 		return nil, err
 	}
-	api := r.nvrtc[lib.Name]
-	archs, err := supportedArchs(api, lib.Name)
-	if err != nil {
-		return nil, err
-	}
+	archs := archsOf[lib.Name]
 	cc, ok := PickArch(archs, 10*d.Major+d.Minor)
 	if !ok {
 		return nil, fmt.Errorf("cuda: %s has compute capability %d.%d; NVRTC %v (%s) targets only %v", d.Name, d.Major, d.Minor, lib.Version, lib.Name, archs)
 	}
-	return &Compiler{NVRTC: lib, Arch: fmt.Sprintf("compute_%d", cc), api: api}, nil
+	arch := fmt.Sprintf("compute_%d", cc)
+	if cc == 10*d.Major+d.Minor {
+		arch = fmt.Sprintf("sm_%d", cc)
+	}
+	return &Compiler{NVRTC: lib, Arch: arch, api: r.nvrtc[lib.Name]}, nil
 }
 
 // supportedArchs returns the compute capabilities (10·major + minor) an

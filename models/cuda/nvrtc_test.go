@@ -112,8 +112,8 @@ func TestChooseNVRTC(t *testing.T) {
 func TestCompile(t *testing.T) {
 	o, c13, c12 := machine(h200, v100)
 	c := compiler(t, o, 0)
-	if c.NVRTC.Name != cuda.NVRTC13 || c.Arch != "compute_90" {
-		t.Fatalf("compiler %+v for the H200", c)
+	if c.NVRTC.Name != cuda.NVRTC13 || c.Arch != "sm_90" || !c.CUBIN() {
+		t.Fatalf("compiler %+v for the H200: want a CUBIN for sm_90", c)
 	}
 	ptx, err := c.Compile(kern.Name, kern.Source(), kern.Options()...)
 	if err != nil {
@@ -122,7 +122,7 @@ func TestCompile(t *testing.T) {
 	if !strings.Contains(string(ptx), ".target sm_90\n") || ptx[len(ptx)-1] != 0 {
 		t.Errorf("PTX %q: want .target sm_90, NUL-terminated", ptx)
 	}
-	if got := strings.Join(c13.Options[0], " "); got != "--gpu-architecture=compute_90 --fmad=false" {
+	if got := strings.Join(c13.Options[0], " "); got != "--gpu-architecture=sm_90 --fmad=false" {
 		t.Errorf("options %q", got)
 	}
 	if c13.Live != 0 {
@@ -130,7 +130,7 @@ func TestCompile(t *testing.T) {
 	}
 	// The V100 compiles with NVRTC 12.
 	cv := compiler(t, o, 1)
-	if cv.NVRTC.Name != cuda.NVRTC12 || cv.Arch != "compute_70" {
+	if cv.NVRTC.Name != cuda.NVRTC12 || cv.Arch != "sm_70" {
 		t.Fatalf("compiler %+v for the V100", cv)
 	}
 	if _, err := cv.Compile(kern.Name, kern.Source()); err != nil || c12.Compiles != 1 {
@@ -147,7 +147,7 @@ func TestCompileError(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("error %v is not a *cuda.CompileError", err)
 	}
-	for _, w := range []string{"cuda: NVRTC 13.0 (libnvrtc.so.13) cannot compile spn_kernels.cu for compute_90: NVRTC_ERROR_COMPILATION (6)", "\nbroken.cu(3): catastrophic error: #error directive: boom"} {
+	for _, w := range []string{"cuda: NVRTC 13.0 (libnvrtc.so.13) cannot compile spn_kernels.cu for sm_90: NVRTC_ERROR_COMPILATION (6)", "\nbroken.cu(3): catastrophic error: #error directive: boom"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q lacks %q", err, w)
 		}
@@ -258,7 +258,7 @@ func TestPTXCache(t *testing.T) {
 	if again := cached(c, src, opts, true, 1); string(again) != string(first) {
 		t.Fatalf("cached PTX %q, compiled %q", again, first)
 	}
-	path := cuda.PTXPath(dir, "compute_90", cuda.PTXKey(c.NVRTC, "compute_90", kern.Name, src, opts))
+	path := cuda.PTXPath(dir, c.Arch, cuda.PTXKey(c.NVRTC, c.Arch, kern.Name, src, opts))
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
 	}
@@ -347,17 +347,39 @@ func TestPTXKey(t *testing.T) {
 
 // TestCompilerArchFallback: a GPU newer than the NVRTC that compiles for
 // it gets PTX of the newest architecture that NVRTC targets (the driver
-// compiles it for the GPU), its own where NVRTC knows it.
+// compiles it for the GPU), and a CUBIN of its own where NVRTC knows it.
 func TestCompilerArchFallback(t *testing.T) {
 	b200 := cudatest.FakeGPU{Name: "NVIDIA B200", Major: 10, Minor: 0, SMs: 148, Memory: 192 << 30}
 	o, _, _ := machine(b200)
-	if c := compiler(t, o, 0); c.Arch != "compute_100" || c.NVRTC.Name != cuda.NVRTC13 {
-		t.Errorf("B200 with NVRTC 13: %s by %s, want compute_100 by NVRTC 13", c.Arch, c.NVRTC.Name)
+	if c := compiler(t, o, 0); c.Arch != "sm_100" || c.NVRTC.Name != cuda.NVRTC13 {
+		t.Errorf("B200 with NVRTC 13: %s by %s, want sm_100 by NVRTC 13", c.Arch, c.NVRTC.Name)
 	}
 	delete(o, cuda.NVRTC13)
 	c12 := cudatest.NewFakeCompiler(12, 4) // before Blackwell
 	o[cuda.NVRTC12] = c12.Lib()
 	if c := compiler(t, o, 0); c.Arch != "compute_90" {
 		t.Errorf("B200 with NVRTC 12.4: %s, want compute_90 (PTX the driver compiles for the B200)", c.Arch)
+	}
+}
+
+// TestNVRTCNewerThanDriver: an NVRTC newer than the driver, of its
+// major version (12.8 on a CUDA 12.4 driver), is not refused: it writes
+// the CUBIN of a device whose architecture it targets (the driver loads
+// that, not its PTX); for a device it writes no CUBIN for, the compiler
+// is an older NVRTC's or an error saying why.
+func TestNVRTCNewerThanDriver(t *testing.T) {
+	o, _, _ := machine(h200)
+	o[cuda.DriverLib] = cudatest.FakeDriver(12040, 0, h200)
+	delete(o, cuda.NVRTC13)
+	if c := compiler(t, o, 0); c.NVRTC.Version != (cuda.Version{12, 8}) || c.Arch != "sm_90" {
+		t.Errorf("H200, driver CUDA 12.4, NVRTC 12.8: %s by NVRTC %v, want sm_90 by 12.8", c.Arch, c.NVRTC.Version)
+	}
+	r, err := cuda.Probe(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Compiler(cuda.Device{Name: "GPU", Major: 12, Minor: 1})
+	if err == nil || !strings.Contains(err.Error(), "NVRTC 12.8 (libnvrtc.so.12) is newer than the driver (CUDA 12.4), whose JIT cannot load its PTX, and writes no CUBIN for compute capability 12.1") {
+		t.Errorf("a device NVRTC 12.8 writes no CUBIN for, on a CUDA 12.4 driver: %v", err)
 	}
 }

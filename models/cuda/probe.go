@@ -151,10 +151,14 @@ func noDevice(version string) error {
 	return fmt.Errorf("the NVIDIA driver%s loaded but sees %w", version, ErrNoDevice)
 }
 
-// openNVRTC opens the newest NVRTC whose PTX the driver can load (its
-// version must not exceed the driver's) and binds its entry points: a
-// failure there is Probe's. The older NVRTCs after it are opened too when
-// they load and bind; they serve GPUs the newest no longer targets.
+// openNVRTC opens the newest NVRTC the driver can use and binds its
+// entry points: a failure there is Probe's. One no newer than the driver
+// serves with PTX or a CUBIN; one newer than the driver, of its major
+// version, only with a CUBIN for the device's own architecture (the
+// driver loads a CUBIN of a newer minor version, not its PTX), which
+// Runtime.Compiler asks of it; one of a newer major version is refused.
+// The older NVRTCs after it are opened too when they load and bind; they
+// serve GPUs the newest no longer targets.
 func (r *Runtime) openNVRTC(o Opener) error {
 	names := []string{NVRTC13, NVRTC12}
 	r.nvrtc = map[string]*nvrtcAPI{}
@@ -163,8 +167,8 @@ func (r *Runtime) openNVRTC(o Opener) error {
 		if err != nil {
 			return err
 		}
-		if r.Driver.Less(v) {
-			return &skipError{fmt.Sprintf("NVRTC %v writes PTX that a CUDA %v driver cannot load", v, r.Driver)}
+		if r.Driver.Major < v.Major {
+			return &skipError{fmt.Sprintf("NVRTC %v writes PTX and CUBINs that a CUDA %v driver cannot load", v, r.Driver)}
 		}
 		r.nvrtc[name] = api
 		r.NVRTCs = append(r.NVRTCs, Lib{name, v})

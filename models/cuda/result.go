@@ -26,7 +26,18 @@ var resultNames = map[Result]string{
 	209: "CUDA_ERROR_NO_BINARY_FOR_GPU",
 	214: "CUDA_ERROR_ECC_UNCORRECTABLE",
 	218: "CUDA_ERROR_INVALID_PTX",
+	219: "CUDA_ERROR_INVALID_GRAPHICS_CONTEXT",
+	220: "CUDA_ERROR_NVLINK_UNCORRECTABLE",
+	221: "CUDA_ERROR_JIT_COMPILER_NOT_FOUND",
 	222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+	223: "CUDA_ERROR_JIT_COMPILATION_DISABLED",
+	224: "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY",
+	225: "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC",
+	226: "CUDA_ERROR_CONTAINED",
+	300: "CUDA_ERROR_INVALID_SOURCE",
+	301: "CUDA_ERROR_FILE_NOT_FOUND",
+	302: "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND",
+	303: "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
 	304: "CUDA_ERROR_OPERATING_SYSTEM",
 	400: "CUDA_ERROR_INVALID_HANDLE",
 	401: "CUDA_ERROR_ILLEGAL_STATE",
@@ -50,6 +61,17 @@ func (r Result) String() string {
 		return fmt.Sprintf("%s (%d)", n, int32(r))
 	}
 	return fmt.Sprintf("CUresult %d", int32(r))
+}
+
+// loadHints says what a module load's failure with a JIT error means:
+// the results cuModuleLoadData gives when the driver cannot run an image.
+var loadHints = map[Result]string{
+	200: "the driver cannot read the image: a CUBIN of another GPU generation, or a damaged cache entry",
+	209: "the image has no code for this GPU: a CUBIN of another architecture (the compiler targets the device's compute capability)",
+	218: "the driver's PTX JIT rejects the PTX",
+	221: "the driver's PTX JIT (libnvidia-ptxjitcompiler.so.1) is missing: install the driver's whole user-space part, or use an NVRTC that writes a CUBIN for this GPU",
+	222: "the PTX is of a newer CUDA than the driver's JIT reads: update the driver, or use an NVRTC no newer than the driver, or one that writes a CUBIN for this GPU",
+	223: "the driver's PTX JIT is disabled (CUDA_DISABLE_PTX_JIT=1?): use an NVRTC that writes a CUBIN for this GPU",
 }
 
 // cublasStatusNames names cuBLAS's cublasStatus_t codes.

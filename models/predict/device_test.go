@@ -11,6 +11,7 @@ import (
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/fit"
+	"github.com/spn-project/spn/models/internal/devicetest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/models/synth"
@@ -20,21 +21,29 @@ import (
 // deviceTol bounds the difference of a class probability predicted on
 // the device and on the CPU: the device's products (cuBLAS) and its exp
 // round differently from the CPU's (models/spn's deviceTol for the
-// outputs).
-const deviceTol = 1e-5
+// outputs). On a GPU it is gpuTol: cuBLAS blocks its products and fuses
+// their multiply-adds, so each product rounds differently from the CPU's
+// by a few units in the last place, and the layers add them up.
+const (
+	deviceTol = 1e-5
+	gpuTol    = 1e-4
+)
 
 // TestPredictOnDevice trains SPN and GIN (sum and mean pooling, dropout)
 // on the CPU, reloads the checkpoint as a model on the emulated device
 // and predicts the test graphs (new graphs: hop sets computed on the fly)
 // in batches larger than training's: every class probability agrees with
-// the CPU model's within deviceTol and every class is the same.
-func TestPredictOnDevice(t *testing.T) { predictOnDevice(t, enginetest.Emulated(t)) }
+// the CPU model's within deviceTol and every class is the same (but for
+// a graph whose two likeliest classes on the CPU are within twice the
+// tolerance of each other: the device may break that near tie the other
+// way). A failure names the largest difference and where it is.
+func TestPredictOnDevice(t *testing.T) { predictOnDevice(t, enginetest.Emulated(t), deviceTol) }
 
-// TestGPUPredictOnDevice is TestPredictOnDevice on GPU 0 (it skips
-// without one).
-func TestGPUPredictOnDevice(t *testing.T) { predictOnDevice(t, enginetest.GPU(t)) }
+// TestGPUPredictOnDevice is TestPredictOnDevice on GPU 0 within gpuTol
+// (it skips without one).
+func TestGPUPredictOnDevice(t *testing.T) { predictOnDevice(t, enginetest.GPU(t), gpuTol) }
 
-func predictOnDevice(t *testing.T, e *engine.Engine) {
+func predictOnDevice(t *testing.T, e *engine.Engine, tol float64) {
 	ds, hops, err := synth.Layered(5, 300, 2, [2]int{3, 6}, [2]int{2, 4}, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -85,19 +94,43 @@ func predictOnDevice(t *testing.T, e *engine.Engine) {
 			if len(dp) != len(cp) || len(cp) == 0 {
 				t.Fatalf("%d predictions on the device, %d on the CPU", len(dp), len(cp))
 			}
-			worst := 0.0
+			var worst devicetest.Diff // absolute: a probability is at most 1
+			over, flips := 0, 0
 			for i := range cp {
 				for j, p := range cp[i].Probabilities {
-					worst = math.Max(worst, math.Abs(dp[i].Probabilities[j]-p))
+					d := math.Abs(dp[i].Probabilities[j] - p)
+					if d > tol || math.IsNaN(d) {
+						over++
+					}
+					if worst.At == "" || d > worst.Rel || math.IsNaN(d) {
+						worst = devicetest.Diff{Rel: d, At: fmt.Sprintf("graph %d class %d", i, j), Dev: dp[i].Probabilities[j], CPU: p}
+					}
 				}
 				if *dp[i].Class != *cp[i].Class {
-					t.Errorf("graph %d: class %d on the device, %d on the CPU", i, *dp[i].Class, *cp[i].Class)
+					if margin(cp[i].Probabilities) > 2*tol {
+						flips++
+					}
+					t.Logf("graph %d: class %d on the device, %d on the CPU (probabilities %v, %v)", i, *dp[i].Class, *cp[i].Class, dp[i].Probabilities, cp[i].Probabilities)
 				}
 			}
-			if worst > deviceTol {
-				t.Errorf("class probabilities differ by up to %g from the CPU's (tolerance %g)", worst, deviceTol)
+			t.Logf("%d graphs: largest difference of a class probability from the CPU's %v", len(cp), worst)
+			if over > 0 || flips > 0 {
+				t.Errorf("%d class probabilities differ from the CPU's by more than %g (the largest %v), %d graphs' classes differ", over, tol, worst, flips)
 			}
-			t.Logf("%d graphs: largest difference of a class probability from the CPU's %.3g", len(cp), worst)
 		})
 	}
+}
+
+// margin returns the difference of the two largest of ps (+Inf for fewer
+// than two).
+func margin(ps []float64) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, p := range ps {
+		if p > a {
+			a, b = p, a
+		} else if p > b {
+			b = p
+		}
+	}
+	return a - b
 }

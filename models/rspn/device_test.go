@@ -137,7 +137,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)
 			}
-			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: c.steps, LR: 0.01, FirstTol: firstTol, Tol: stepTol, Reverse: reverse})
+			devicetest.CompareSteps(t, b, devicetest.Steps{New: devicetest.Build(e, New, cfg), N: c.steps, LR: 0.01, FirstTol: firstTol, Tol: stepTol, GPU: reverse == nil, Reverse: reverse})
 		})
 	}
 }

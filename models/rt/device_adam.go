@@ -33,7 +33,8 @@ type DeviceAdam struct {
 	d      *deviceState
 	params []*param.Param
 	// w, g, m and v are the values, gradients (zero after Step) and
-	// moments; parameter i is the values off[i] .. off[i]+len(W) of each.
+	// moments; parameter i is the values off[i] .. off[i]+len(W) of each,
+	// off[i] a multiple of AdamAlign.
 	w, g, m, v *cuda.Buffer
 	off        []int
 	pos        map[*param.Param]int // index in params
@@ -41,7 +42,16 @@ type DeviceAdam struct {
 	t          int
 }
 
-// adamGroup is a run of parameters with the same flags in the arrays.
+// AdamAlign is the alignment of each parameter in DeviceAdam's arrays, in
+// floats: 64 floats, 256 bytes, the alignment of a device allocation, so
+// that cuBLAS reads every weight matrix from an aligned address (its
+// vectorised loads need 16 bytes at least). The padding between the
+// parameters holds zeros: values, gradients and moments of zero, which
+// an Adam step leaves zero.
+const AdamAlign = 64
+
+// adamGroup is a run of parameters with the same flags in the arrays
+// (the padding between them included).
 type adamGroup struct {
 	off, n        int
 	decay, frozen int
@@ -107,12 +117,14 @@ func newDeviceAdam(d *deviceState, params []*param.Param, shape func(*param.Para
 			return nil, fmt.Errorf("parameter %s is on the device already: the device optimiser must come before the model's first run", p.Name)
 		}
 		decay, frozen := flags(p)
+		n = RoundUp(n, AdamAlign)
 		if k := len(a.groups) - 1; k < 0 || a.groups[k].decay != decay || a.groups[k].frozen != frozen {
 			a.groups = append(a.groups, adamGroup{off: n, decay: decay, frozen: frozen})
 		}
-		a.groups[len(a.groups)-1].n += len(p.W)
 		a.off[i] = n
 		n += len(p.W)
+		g := &a.groups[len(a.groups)-1]
+		g.n = n - g.off // the padding between its parameters too: zeros, which Adam leaves zero
 	}
 	host := make([]float32, n)
 	for i, p := range params {

@@ -21,3 +21,21 @@ func NoGPU(t testing.TB, format string, args ...any) {
 	}
 	t.Skipf("no usable GPU: %s", reason)
 }
+
+// CacheEnv names the directory of the kernel cache (cuda.Compiler's
+// CompileCached) that the GPU tests of every test binary share, so that
+// a check compiles the kernels once: scripts/gpu-check.sh sets it for its
+// runs of the GPU tests. Unset, each test compiles into a temporary
+// directory of its own. It is meant for runs on a GPU only: the emulated
+// device's NVRTC names itself as a real one does, so its output must not
+// enter a cache a GPU reads.
+const CacheEnv = "SPN_CUDA_CACHE"
+
+// KernelCacheDir returns the directory of t's kernel cache: CacheEnv's
+// when set, else a temporary directory of t.
+func KernelCacheDir(t testing.TB) string {
+	if dir := os.Getenv(CacheEnv); dir != "" {
+		return dir
+	}
+	return t.TempDir()
+}

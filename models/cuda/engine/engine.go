@@ -303,10 +303,27 @@ func sizeClass(n int) int {
 
 // Trim frees the arena, the device memory the engine keeps for its next
 // runs; between runs only (after Reset), as the run's values are in it.
+// It waits for the work enqueued on the stream first (Synchronize), which
+// may still use the arena.
 func (e *Engine) Trim() error {
 	if e.used > 0 {
 		return errors.New("device engine: Trim during a run")
 	}
+	if e.arena == nil {
+		return nil
+	}
+	// The work enqueued before may still read and write the arena: it is
+	// freed once the stream has run it (cuMemFree is not relied on to
+	// wait for it).
+	if err := e.ctx.Synchronize(); err != nil {
+		return err
+	}
+	return e.freeArena()
+}
+
+// freeArena frees the arena, once the stream has run the work that uses
+// it.
+func (e *Engine) freeArena() error {
 	if e.arena == nil {
 		return nil
 	}
@@ -546,7 +563,11 @@ func (e *Engine) FreeTensor(t tensor.Tensor) error {
 // next run. If values of the run did not fit the arena, it frees them
 // and makes the arena as large as the largest run so far asked for; if
 // the device has no room for that, the next run allocates its values
-// apart as this one did, and the Reset after it tries again.
+// apart as this one did, and the Reset after it tries again. Before it
+// frees anything it waits for the work enqueued on the stream
+// (Synchronize): a run's steps are asynchronous, and their kernels may
+// still use what it frees; a run that fits the arena frees nothing and
+// does not wait.
 func (e *Engine) Reset() error {
 	e.zeroMost = max(e.zeroMost, e.zeroRun)
 	e.zeros, e.zeroOff, e.zeroRun = nil, 0, 0
@@ -558,13 +579,20 @@ func (e *Engine) Reset() error {
 	e.want = max(e.want, e.used)
 	e.used = 0
 	var errs []error
+	grow := e.want > e.arenaBytes()
+	if len(e.spill) > 0 || grow && e.arena != nil {
+		// The run's enqueued work may still use its values and the
+		// arena: they are freed once the stream has run it (one wait
+		// for both; cuMemFree is not relied on to wait for it).
+		errs = append(errs, e.ctx.Synchronize())
+	}
 	for _, b := range e.spill {
 		errs = append(errs, b.Free())
 	}
 	clear(e.spill)
 	e.spill = e.spill[:0]
-	if e.want > e.arenaBytes() {
-		errs = append(errs, e.Trim())
+	if grow {
+		errs = append(errs, e.freeArena())
 		b, err := cuda.Alloc[float32](e.ctx, sizeClass(e.want)/4)
 		switch {
 		case err == nil:

@@ -310,7 +310,9 @@ func TestView(t *testing.T) {
 // makes an arena as large as the run asked for (rounded up to a
 // quarter-power of two); runs that fit it make no driver call; a larger
 // run allocates what does not fit, and Reset grows the arena; Trim frees
-// it, between runs only, and Close leaves no device memory.
+// it, between runs only, and Close leaves no device memory. Reset and
+// Trim wait for the stream once before they free anything (the run's
+// enqueued work may still use it), and not when they free nothing.
 func TestArena(t *testing.T) {
 	e := enginetest.Emulated(t)
 	calls := func() cuda.Calls { return e.Context().Calls() }
@@ -339,16 +341,16 @@ func TestArena(t *testing.T) {
 	// from 2816, 800 from 6912 and 20 from 7936: 7956, whose arena is
 	// 8192 bytes.
 	run([]int{10, 64}, []int{3}, []int{1000})
-	if c := calls().Sub(c0); c.Allocs != 6 || c.Frees != 5 {
-		t.Fatalf("a first run of 5 scratch values made %d allocations and %d frees, want 6 (the values', the arena) and 5", c.Allocs, c.Frees)
+	if c := calls().Sub(c0); c.Allocs != 6 || c.Frees != 5 || c.Syncs != 1 {
+		t.Fatalf("a first run of 5 scratch values made %d allocations, %d frees and %d waits for the stream, want 6 (the values', the arena), 5 and 1 (before the frees)", c.Allocs, c.Frees, c.Syncs)
 	}
 	if got := e.Kept(); got != 8192 {
 		t.Errorf("an arena of %d bytes, want 8192", got)
 	}
 	c1 := calls()
 	run([]int{600}, []int{7}, []int{1000})
-	if c := calls().Sub(c1); c.Allocs != 0 || c.Frees != 0 {
-		t.Errorf("a run that fits made %d allocations and %d frees, want none", c.Allocs, c.Frees)
+	if c := calls().Sub(c1); c.Allocs != 0 || c.Frees != 0 || c.Syncs != 0 {
+		t.Errorf("a run that fits made %d allocations, %d frees and %d waits for the stream, want none", c.Allocs, c.Frees, c.Syncs)
 	}
 	if blocks, _ := e.Live(); blocks != 0 {
 		t.Errorf("%d tensors live after Reset, want 0", blocks)
@@ -357,8 +359,8 @@ func TestArena(t *testing.T) {
 	// 2000 bytes from 0 fit; 8000 from 2048, 800 from 10240 and 20 from
 	// 11264 do not: 11284 bytes, an arena of 12288.
 	run([]int{500}, []int{2000})
-	if c := calls().Sub(c2); c.Allocs != 4 || c.Frees != 4 {
-		t.Errorf("a larger run made %d allocations and %d frees, want 4 (3 values, the arena) and 4 (3 values, the arena)", c.Allocs, c.Frees)
+	if c := calls().Sub(c2); c.Allocs != 4 || c.Frees != 4 || c.Syncs != 1 {
+		t.Errorf("a larger run made %d allocations, %d frees and %d waits for the stream, want 4 (3 values, the arena), 4 (3 values, the arena) and 1 (before the frees)", c.Allocs, c.Frees, c.Syncs)
 	}
 	if got := e.Kept(); got != 12288 {
 		t.Errorf("an arena of %d bytes, want 12288", got)
@@ -366,8 +368,12 @@ func TestArena(t *testing.T) {
 	if m := e.Context().Memory(); m.Live != 12288 {
 		t.Errorf("%d bytes of device memory live between runs, want the arena's 12288", m.Live)
 	}
+	c3 := calls()
 	if err := e.Trim(); err != nil {
 		t.Fatal(err)
+	}
+	if c := calls().Sub(c3); c.Syncs != 1 || c.Frees != 1 {
+		t.Errorf("Trim made %d waits for the stream and %d frees, want 1 (before the free) and 1", c.Syncs, c.Frees)
 	}
 	if m := e.Context().Memory(); m.Live != 0 || e.Kept() != 0 {
 		t.Errorf("%d bytes of device memory live after Trim (%d kept), want 0", m.Live, e.Kept())

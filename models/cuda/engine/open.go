@@ -38,7 +38,7 @@ func Open(r *cuda.Runtime, ordinal int, ptxDir string) (*Opened, error) {
 	}
 	ptx, hit, err := c.CompileCached(ptxDir, kern.Name, kern.Source(), kern.Options()...)
 	if err != nil {
-		return fail(fmt.Errorf("compiling the kernels for %s: %w", ctx.Device.Arch(), err))
+		return fail(fmt.Errorf("compiling the kernels for %s: %w", c.Arch, err))
 	}
 	mod, err := ctx.LoadModule(ptx)
 	if err != nil {

@@ -85,17 +85,23 @@ SPN_KERNEL void spn_add_many(float* __restrict__ g,
 	int n0, int n1, int n2, int n3, int n4, int n5, int n6, int n7, int n8, int n9, int n10, int n11, int n12, int n13, int n14, int n15,
 	int n16, int n17, int n18, int n19, int n20, int n21, int n22, int n23, int n24, int n25, int n26, int n27, int n28, int n29, int n30, int n31, int count)
 {
-	const float* x[32] = {x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, x16, x17, x18, x19, x20, x21, x22, x23, x24, x25, x26, x27, x28, x29, x30, x31};
-	const int o[32] = {o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, o16, o17, o18, o19, o20, o21, o22, o23, o24, o25, o26, o27, o28, o29, o30, o31};
-	const int n[32] = {n0, n1, n2, n3, n4, n5, n6, n7, n8, n9, n10, n11, n12, n13, n14, n15, n16, n17, n18, n19, n20, n21, n22, n23, n24, n25, n26, n27, n28, n29, n30, n31};
+	// The parts are taken one after another from the parameters
+	// themselves, unrolled: an array of them indexed by j would live in
+	// local memory (a register file cannot be indexed).
 	long long t = spn_index();
-	for (int j = 0; j < count && j < 32; j++) {
-		if (t < n[j]) {
-			g[o[j] + t] += x[j][t];
-			return;
-		}
-		t -= n[j];
-	}
+#define SPN_ADD_PART(j) \
+	if (j >= count) return; \
+	if (t < n##j) { g[o##j + t] += x##j[t]; return; } \
+	t -= n##j;
+	SPN_ADD_PART(0) SPN_ADD_PART(1) SPN_ADD_PART(2) SPN_ADD_PART(3)
+	SPN_ADD_PART(4) SPN_ADD_PART(5) SPN_ADD_PART(6) SPN_ADD_PART(7)
+	SPN_ADD_PART(8) SPN_ADD_PART(9) SPN_ADD_PART(10) SPN_ADD_PART(11)
+	SPN_ADD_PART(12) SPN_ADD_PART(13) SPN_ADD_PART(14) SPN_ADD_PART(15)
+	SPN_ADD_PART(16) SPN_ADD_PART(17) SPN_ADD_PART(18) SPN_ADD_PART(19)
+	SPN_ADD_PART(20) SPN_ADD_PART(21) SPN_ADD_PART(22) SPN_ADD_PART(23)
+	SPN_ADD_PART(24) SPN_ADD_PART(25) SPN_ADD_PART(26) SPN_ADD_PART(27)
+	SPN_ADD_PART(28) SPN_ADD_PART(29) SPN_ADD_PART(30) SPN_ADD_PART(31)
+#undef SPN_ADD_PART
 }
 
 // spn_readout_sum is the end of the layer-sum readout (models/rt's

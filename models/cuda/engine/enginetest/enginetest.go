@@ -33,15 +33,16 @@ func EmulatedReversible(t testing.TB) (*engine.Engine, func(on bool)) {
 	return Open(t, r), func(on bool) { lib.SetReverse(t, on) }
 }
 
-// GPU returns an engine on GPU 0; without a usable GPU it ends the test
-// with cudatest.NoGPU.
+// GPU returns an engine on GPU 0, its kernels through the kernel cache
+// the GPU tests share (cudatest.KernelCacheDir); without a usable GPU it
+// ends the test with cudatest.NoGPU.
 func GPU(t testing.TB) *engine.Engine {
 	t.Helper()
 	r, err := cuda.Probe(cuda.System())
 	if err != nil {
 		cudatest.NoGPU(t, "%v", err)
 	}
-	return Open(t, r)
+	return OpenIn(t, r, cudatest.KernelCacheDir(t))
 }
 
 // Open opens an engine on device 0 of r (engine.Open, with the PTX cache
@@ -49,7 +50,13 @@ func GPU(t testing.TB) *engine.Engine {
 // context.
 func Open(t testing.TB, r *cuda.Runtime) *engine.Engine {
 	t.Helper()
-	o, err := engine.Open(r, 0, t.TempDir())
+	return OpenIn(t, r, t.TempDir())
+}
+
+// OpenIn is Open with the PTX cache in dir.
+func OpenIn(t testing.TB, r *cuda.Runtime, dir string) *engine.Engine {
+	t.Helper()
+	o, err := engine.Open(r, 0, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
