@@ -181,7 +181,7 @@ for row in "${rows[@]}"; do
     fi
   fi
   if [ "${exported[$w]}" != ok ]; then
-    fail_row "$w" "$h" "$b" "${exported[$w]}"; bad=1
+    fail_row "$g" "$h" "$b" "${exported[$w]}"; bad=1
   else
     for r in $(seq "$ROUNDS"); do
       if ! "$spn" bench "$w" --graphs 1000 --kind "$kind" --k "$k" --threads "$THREADS" --hidden "$h" --batch "$b" \
