@@ -42,6 +42,14 @@ func (l *loader) fileChecks(at func(...string) []string, d *Dataset, p Protocol)
 		l.errAt(at("dataset", "kind"), "a file dataset needs path (a JSON Lines file, relative to the spec's folder) or name (a dataset stored by `spn data import FILE --name NAME`)")
 		return 0
 	}
+	if hasName && l.unimported && l.dataDir != "" {
+		if _, err := os.Stat(graphfile.ImportedPath(l.dataDir, d.Name)); errors.Is(err, os.ErrNotExist) {
+			if !slices.Contains(l.skipped, d.Name) {
+				l.skipped = append(l.skipped, d.Name)
+			}
+			return 0
+		}
+	}
 	src, field, err := l.fileSource(*d)
 	if err != nil {
 		l.errAt(at("dataset", field), "%v", err)

@@ -125,6 +125,11 @@ type Options struct {
 	// loads: its path relative to the spec file's folder, its name below
 	// DataDir.
 	DataDir string
+	// Unimported lets a file dataset name a dataset that is not imported
+	// under DataDir (spn vet): its file checks are then skipped, and
+	// Spec.Unimported lists it. Without it such a name is an error, as
+	// plan and run need the graphs.
+	Unimported bool
 
 	// jointGrid fills every grid point into the whole experiment, even
 	// where its sections could be filled separately (tests compare both).
@@ -160,7 +165,7 @@ func loadBytes(filename string, src []byte, opt Options) (spec *Spec, l *loader,
 			return nil, nil, fmt.Errorf("loading %s: %w", filename, err)
 		}
 	}
-	l = &loader{file: filename, mode: opt.Mode, models: opt.Models, joint: opt.jointGrid, dataDir: opt.DataDir}
+	l = &loader{file: filename, mode: opt.Mode, models: opt.Models, joint: opt.jointGrid, dataDir: opt.DataDir, unimported: opt.Unimported}
 	defer func() {
 		// The CUE evaluator is large; a defect in it must not take the
 		// caller down on some input. Report it as an error of this file.
@@ -178,6 +183,7 @@ func loadBytes(filename string, src []byte, opt Options) (spec *Spec, l *loader,
 		}
 		return nil, l, errs.normalize()
 	}
+	spec.Unimported = l.skipped
 	return spec, l, nil
 }
 
@@ -253,6 +259,9 @@ type loader struct {
 	// dataDir is Options.DataDir; sources caches the file datasets read.
 	dataDir string
 	sources map[string]*graphfile.Source
+	// unimported is Options.Unimported; skipped lists the names it skipped.
+	unimported bool
+	skipped    []string
 	// joint forces jointRoots; separate says the schema and the spec
 	// allow separateRoots (see separable).
 	joint, separate bool

@@ -32,6 +32,10 @@ type Spec struct {
 	Figures []Figure `json:"figures,omitempty"`
 	// Executor configures the executors; it never enters stage keys.
 	Executor Executor `json:"-"`
+	// Unimported names the imported datasets that file datasets name and
+	// that were not found under Options.DataDir (only with
+	// Options.Unimported): their file checks were skipped.
+	Unimported []string `json:"-"`
 }
 
 // Experiment is one dataset × model family × protocol, with its grid unrolled.

@@ -94,7 +94,7 @@ func cmdVet(a *app, args []string) error {
 	var invalid error
 	for _, f := range files {
 		stop := a.guardSpecMemory("vet", f)
-		opt := schema.Options{Mode: *mode, Models: train.Kind{}.Registry(), DataDir: src.dataDir}
+		opt := schema.Options{Mode: *mode, Models: train.Kind{}.Registry(), DataDir: src.dataDir, Unimported: true}
 		modes := []string{*mode}
 		var err error
 		if *mode == "" {
