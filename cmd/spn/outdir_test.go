@@ -164,7 +164,7 @@ func TestOutFolderSpecs(t *testing.T) {
 		}
 		return strings.Join(n, " ")
 	}
-	if got := names(out); got != "notes.txt spec-source.json t.csv t.json u.csv u.json u.md" {
+	if got := names(out); got != "notes.txt report.html spec-source.json t.csv t.json u.csv u.json u.md" {
 		t.Fatalf("after the first spec: %s", got)
 	}
 	for _, cmd := range []string{"run", "table"} {
@@ -176,7 +176,7 @@ func TestOutFolderSpecs(t *testing.T) {
 	if code, _, errs := runApp("run", b, "--cache", cacheDir, "--out", out, "--take-over", "--log-level", "error"); code != exitOK {
 		t.Fatalf("second spec with --take-over: exit %d: %s", code, errs)
 	}
-	if got := names(out); got != "notes.txt spec-source.json t.csv t.json" {
+	if got := names(out); got != "notes.txt report.html spec-source.json t.csv t.json" {
 		t.Errorf("after --take-over: %s", got)
 	}
 	// The first spec drops table u: its own folder loses u's files.
