@@ -129,18 +129,7 @@ func printMatrix(w io.Writer, m Matrix) error {
 	if err := tab.Render(); err != nil {
 		return err
 	}
-	var notes []string
-	if anyBest {
-		if m.Best == BestRow {
-			notes = append(notes, "* best in row")
-		} else {
-			notes = append(notes, "* best in column")
-		}
-	}
-	notes = append(notes, m.Notes...)
-	if m.Caption != "" {
-		notes = append(notes, m.Caption)
-	}
+	notes := tableNotes(m, anyBest, "*")
 	if len(notes) > 0 {
 		if _, err := fmt.Fprintln(w, strings.Join(notes, "\n")); err != nil {
 			return err
@@ -208,18 +197,7 @@ func WriteHTML(w io.Writer, stageDir string) error {
 			b.WriteString("</tr>\n")
 		}
 		b.WriteString("</tbody>\n</table>\n")
-		var notes []string
-		if anyBest {
-			if m.Best == BestRow {
-				notes = append(notes, "bold: best in row")
-			} else {
-				notes = append(notes, "bold: best in column")
-			}
-		}
-		notes = append(notes, m.Notes...)
-		if m.Caption != "" {
-			notes = append(notes, m.Caption)
-		}
+		notes := tableNotes(m, anyBest, "bold:")
 		if len(notes) > 0 {
 			b.WriteString("<p class=\"table-notes\">")
 			for i, s := range notes {
@@ -236,4 +214,23 @@ func WriteHTML(w io.Writer, stageDir string) error {
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// tableNotes returns the lines under a table: the best-cell mark's
+// meaning (mark, then "best in row" or "best in column") when a cell is
+// marked, the table's notes, and its caption.
+func tableNotes(m Matrix, anyBest bool, mark string) []string {
+	var notes []string
+	if anyBest {
+		if m.Best == BestRow {
+			notes = append(notes, mark+" best in row")
+		} else {
+			notes = append(notes, mark+" best in column")
+		}
+	}
+	notes = append(notes, m.Notes...)
+	if m.Caption != "" {
+		notes = append(notes, m.Caption)
+	}
+	return notes
 }
