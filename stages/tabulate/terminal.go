@@ -22,12 +22,33 @@ import (
 // JSON files that are not rendered tables are skipped) its title, the table
 // and its footnotes. The best value of a column is marked with "*".
 func PrintTerminal(w io.Writer, stageDir string) error {
+	ms, err := readMatrices(stageDir)
+	if err != nil {
+		return err
+	}
+	for i, m := range ms {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		if err := printMatrix(w, m); err != nil {
+			return fmt.Errorf("printing table %s of %s: %w", m.Name, stageDir, err)
+		}
+	}
+	return nil
+}
+
+// readMatrices reads the rendered tables of a tabulate stage directory:
+// every NAME.json in name order, less record.json, result.json and JSON
+// that is not a rendered table. None is an error.
+func readMatrices(stageDir string) ([]Matrix, error) {
 	paths, err := filepath.Glob(filepath.Join(stageDir, "*.json"))
 	if err != nil {
-		return fmt.Errorf("listing %s: %w", stageDir, err)
+		return nil, fmt.Errorf("listing %s: %w", stageDir, err)
 	}
 	sort.Strings(paths)
-	n := 0
+	var ms []Matrix
 	for _, p := range paths {
 		base := filepath.Base(p)
 		if base == stages.FileRecord || base == stages.FileResult {
@@ -35,25 +56,16 @@ func PrintTerminal(w io.Writer, stageDir string) error {
 		}
 		m, ok, err := readMatrix(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !ok {
-			continue
+		if ok {
+			ms = append(ms, m)
 		}
-		if n > 0 {
-			if _, err := fmt.Fprintln(w); err != nil {
-				return err
-			}
-		}
-		if err := printMatrix(w, m); err != nil {
-			return fmt.Errorf("printing %s: %w", p, err)
-		}
-		n++
 	}
-	if n == 0 {
-		return fmt.Errorf("no rendered table in %s", stageDir)
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("no rendered table in %s", stageDir)
 	}
-	return nil
+	return ms, nil
 }
 
 // readMatrix reads path; ok is false for JSON that is not a rendered table.
@@ -144,26 +156,12 @@ func printMatrix(w io.Writer, m Matrix) error {
 // "best", then the footnotes and the caption as a paragraph. Every text is
 // HTML-escaped.
 func WriteHTML(w io.Writer, stageDir string) error {
-	paths, err := filepath.Glob(filepath.Join(stageDir, "*.json"))
+	ms, err := readMatrices(stageDir)
 	if err != nil {
-		return fmt.Errorf("listing %s: %w", stageDir, err)
+		return err
 	}
-	sort.Strings(paths)
 	var b strings.Builder
-	n := 0
-	for _, p := range paths {
-		base := filepath.Base(p)
-		if base == stages.FileRecord || base == stages.FileResult {
-			continue
-		}
-		m, ok, err := readMatrix(p)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		n++
+	for _, m := range ms {
 		esc := html.EscapeString
 		fmt.Fprintf(&b, "<table class=\"spn-table\" id=\"table-%s\">\n", esc(m.Name))
 		title := m.Title
@@ -208,9 +206,6 @@ func WriteHTML(w io.Writer, stageDir string) error {
 			}
 			b.WriteString("</p>\n")
 		}
-	}
-	if n == 0 {
-		return fmt.Errorf("no rendered table in %s", stageDir)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
