@@ -11,8 +11,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
+
+	"github.com/spn-project/spn/internal/atomicfile"
 )
 
 // Binary file formats. Both are little-endian and end in a SHA-256 trailer
@@ -85,7 +86,7 @@ func taskCode(t Task) (byte, bool) {
 
 // WriteDatasetFile writes ds to path atomically (temporary file + rename).
 func WriteDatasetFile(path string, ds *Dataset) error {
-	return WriteFileAtomic(path, func(w io.Writer) error { return WriteDataset(w, ds) })
+	return atomicfile.Write(path, func(w io.Writer) error { return WriteDataset(w, ds) })
 }
 
 // ReadDatasetFile reads and validates a dataset file.
@@ -104,7 +105,7 @@ func ReadDatasetFile(path string) (*Dataset, error) {
 
 // WriteHopsFile writes h to path atomically (temporary file + rename).
 func WriteHopsFile(path string, h *Hops) error {
-	return WriteFileAtomic(path, func(w io.Writer) error { return WriteHops(w, h) })
+	return atomicfile.Write(path, func(w io.Writer) error { return WriteHops(w, h) })
 }
 
 // ReadHopsFile reads and validates a hops file and records its hop sets'
@@ -1023,32 +1024,4 @@ func openSized(path string) (*os.File, int64, error) {
 		return nil, 0, err
 	}
 	return f, st.Size(), nil
-}
-
-// WriteFileAtomic writes path through a temporary file in the same
-// directory, renamed into place only when write succeeded.
-func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/stats"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/atomicfile"
 )
 
 // importedDir is the sub-directory of the data dir holding imported datasets.
@@ -430,7 +431,7 @@ func (a *app) dataExport(args []string) error {
 	}
 	// Through a temporary file: a failed export leaves no half-written
 	// file, and an existing one is replaced whole or not at all.
-	if err := data.WriteFileAtomic(*out, func(w io.Writer) error { return jsonl.Write(w, ds) }); err != nil {
+	if err := atomicfile.Write(*out, func(w io.Writer) error { return jsonl.Write(w, ds) }); err != nil {
 		return dataErr("export", err)
 	}
 	return nil

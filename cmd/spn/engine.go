@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/term"
 
+	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/schema/findings"
 	"github.com/spn-project/spn/stages"
@@ -557,7 +558,7 @@ func copyArtifacts(stageDir, out string) ([]string, error) {
 			return written, fmt.Errorf("reading %s: %w", filepath.Join(stageDir, e.Name()), err)
 		}
 		dst := filepath.Join(out, e.Name())
-		if err := cache.WriteFileAtomic(dst, b); err != nil {
+		if err := atomicfile.WriteFile(dst, b, 0o644); err != nil {
 			return written, err
 		}
 		written = append(written, dst)

@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/schema"
-	"github.com/spn-project/spn/stages/cache"
 )
 
 // specRecordFile, in a results directory, names the spec whose tables it
@@ -194,7 +194,7 @@ func (d tablesDir) record(files []string) error {
 	rec.Files = slices.Compact(slices.Sorted(slices.Values(files)))
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err == nil {
-		err = cache.WriteFileAtomic(filepath.Join(d.path, specRecordFile), append(b, '\n'))
+		err = atomicfile.WriteFile(filepath.Join(d.path, specRecordFile), append(b, '\n'), 0o644)
 	}
 	if err != nil {
 		return runtimeErr(d.cmd, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
@@ -62,7 +63,7 @@ func (a *app) writeReport(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 		return runtimeErr(dir.cmd, err)
 	}
 	path := filepath.Join(dir.path, report.FileName)
-	if err := cache.WriteFileAtomic(path, b); err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return runtimeErr(dir.cmd, err)
 	}
 	fmt.Fprintf(a.stderr, "spn: report: wrote %s\n", path)

@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/spn-project/spn/data/known"
+	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/internal/jsonpos"
 )
 
@@ -593,24 +594,8 @@ func writeLock(p string, lk *lockData) error {
 	if err != nil {
 		return fmt.Errorf("writing lock file %s: %w", p, err)
 	}
-	b = append(b, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing lock file %s: %w", p, err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), p)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing lock file %s: %w", p, err)
+	if err := atomicfile.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("lock file: %w", err)
 	}
 	return nil
 }

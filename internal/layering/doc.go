@@ -21,5 +21,7 @@
 //     package but models/curve (the training curve's record);
 //   - models/kernels imports no data package but data/csr;
 //   - only tests import models/internal/ref (the hand-written reference
-//     models).
+//     models);
+//   - internal/atomicfile (the one atomic file write) imports no package
+//     of the module, so that every layer may use it.
 package layering

@@ -155,6 +155,8 @@ func forbidden(pkgs map[string]*pkg, from *pkg, to string) string {
 	switch {
 	case under(to, "cmd"):
 		return "nothing imports a command"
+	case from.rel == "internal/atomicfile":
+		return "internal/atomicfile imports no package of the module, so that every layer may use it"
 	case (under(from.rel, "data") || under(from.rel, "schema")) && (under(to, "models") || under(to, "stages")):
 		return "data and schema are the lowest layer"
 	case under(from.rel, "models") && under(to, "stages"):
@@ -215,7 +217,7 @@ func TestLayering(t *testing.T) {
 // the module does not have, and allow the ones it needs.
 func TestRules(t *testing.T) {
 	pkgs := loadPackages(t)
-	for _, rel := range []string{"models", "stages", "data", "schema", "stages/plan", "stages/train", "stages/selectstage", "stages/evaluate"} {
+	for _, rel := range []string{"models", "stages", "data", "schema", "stages/plan", "stages/train", "stages/selectstage", "stages/evaluate", "internal/atomicfile", "models/kernels", "models/cuda", "cmd/spn"} {
 		if pkgs[rel] == nil {
 			t.Fatalf("package %s not found", rel)
 		}
@@ -243,6 +245,17 @@ func TestRules(t *testing.T) {
 		{"models/kernels", "data/csr", false},
 		{"models/kernels", "data", true},
 		{"models/kinds", "models/internal/ref", true},
+		{"data", "internal/atomicfile", false},
+		{"data/fetch", "internal/atomicfile", false},
+		{"schema", "internal/atomicfile", false},
+		{"models/cuda", "internal/atomicfile", false},
+		{"models/kernels", "internal/atomicfile", false},
+		{"stages", "internal/atomicfile", false},
+		{"stages/cache", "internal/atomicfile", false},
+		{"stages/train", "internal/atomicfile", false},
+		{"cmd/spn", "internal/atomicfile", false},
+		{"internal/atomicfile", "data", true},
+		{"internal/atomicfile", "internal/jsonpos", true},
 	}
 	for _, tc := range tests {
 		if why := forbidden(pkgs, pkgs[tc.from], tc.to); (why != "") != tc.bad {

@@ -6,12 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 
-	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/atomicfile"
 )
 
 // The PTX cache keeps the PTX NVRTC wrote under a directory the caller
@@ -110,11 +109,7 @@ func (c *Compiler) CompileCached(dir, name, src string, opts ...string) (ptx []b
 		return nil, false, err
 	}
 	entry := encodePTX(ptx)
-	err = os.MkdirAll(dir, 0o755)
-	if err == nil {
-		err = data.WriteFileAtomic(path, func(w io.Writer) error { _, err := w.Write(entry); return err })
-	}
-	if err != nil {
+	if err := atomicfile.WriteFile(path, entry, 0o644); err != nil {
 		return nil, false, fmt.Errorf("cuda: caching the PTX of %s: %w", name, err)
 	}
 	return ptx, false, nil

@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/stages"
 )
 
@@ -372,7 +373,7 @@ func (c *Cache) SetLast(kind, vkey, key, version string) error {
 	if err != nil {
 		return fmt.Errorf("encoding index entry: %w", err)
 	}
-	if err := WriteFileAtomic(p, append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(p, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("updating cache index: %w", err)
 	}
 	return nil
@@ -433,7 +434,7 @@ func (c *Cache) SetBound(kind, boundKey, key string) error {
 	if err != nil {
 		return fmt.Errorf("encoding index entry: %w", err)
 	}
-	if err := WriteFileAtomic(c.boundPath(kind, boundKey), append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(c.boundPath(kind, boundKey), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("updating cache index: %w", err)
 	}
 	return nil
@@ -483,36 +484,6 @@ func (c *Cache) BoundStage(kind, boundKey, except string) (key string, ok bool, 
 		}
 	}
 	return "", false, nil
-}
-
-// WriteFileAtomic writes data to path through a temp file in the same
-// directory and a rename, creating parent directories as needed.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, "."+strings.TrimPrefix(filepath.Base(path), ".")+".tmp-")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, werr)
-	}
-	return nil
 }
 
 // notFolder says why path, which should be a folder of the cache, is not

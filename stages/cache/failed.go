@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/spn-project/spn/internal/atomicfile"
 )
 
 // Failure is the last failure of a stage, kept in <root>/failed/<key>.json
@@ -38,7 +40,7 @@ func (c *Cache) RecordFailure(f Failure) error {
 	if err != nil {
 		return fmt.Errorf("encoding failure of %s: %w", f.Name, err)
 	}
-	return WriteFileAtomic(c.failurePath(f.Key), append(b, '\n'))
+	return atomicfile.WriteFile(c.failurePath(f.Key), append(b, '\n'), 0o644)
 }
 
 // ClearFailure forgets the failure of stage key, if any.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/internal/jsonpos"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
@@ -71,7 +72,7 @@ func (f *PlanFile) Write(dir string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	if err := cache.WriteFileAtomic(path, append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"
@@ -512,7 +513,7 @@ exec %s --threads "${SLURM_CPUS_PER_TASK:-1}"
 			{j.TasksFile, []byte(strings.Join(lines, "\n") + "\n")},
 			{j.Script, []byte(script)},
 		} {
-			if err := cache.WriteFileAtomic(f.path, f.data); err != nil {
+			if err := atomicfile.WriteFile(f.path, f.data, 0o644); err != nil {
 				return err
 			}
 		}
