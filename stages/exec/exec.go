@@ -406,15 +406,6 @@ func (r *runner) skipDependents(p *plan.Plan) {
 	}
 }
 
-// seedKey is the key n's seed derives from: its SeedKey (the same on a
-// GPU as on the CPU), or Key for nodes built without one.
-func seedKey(n *plan.Node) string {
-	if n.SeedKey != "" {
-		return n.SeedKey
-	}
-	return n.Key
-}
-
 // SeedOf is the seed a stage with the given key receives: the first 8
 // bytes of the key, big-endian.
 func SeedOf(key string) uint64 {
@@ -663,7 +654,6 @@ func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind s
 			os.RemoveAll(tmp)
 		}
 	}()
-	inputs := plan.Inputs(c, n)
 	recIn := make([]cache.Input, len(n.Deps))
 	for i, d := range n.Deps {
 		recIn[i] = cache.Input{Kind: d.Kind, Key: d.Key, Name: d.Name}
@@ -671,26 +661,16 @@ func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind s
 	env := opt.Env
 	env.Threads = opt.Threads
 	env.GPU = stageGPU(kind, n.JSON, opt.GPU)
-	seed := SeedOf(seedKey(n))
-	params := n.JSON
-	var boundKey string
-	b, err := plan.Bind(reg, c, n)
+	// The stage runs as what it stands for (plan.Bind): its parameters,
+	// its inputs, its seed.
+	r, err := plan.Bind(reg, c, n)
 	if err != nil {
 		return err
 	}
-	if b != nil {
-		// The stage runs as the stage it stands for: its parameters, its
-		// inputs, its seed.
-		params, boundKey, seed = b.Params, b.Key, SeedOf(b.SeedKey)
-		kept := make([]stages.Input, len(b.Keep))
-		for i, j := range b.Keep {
-			kept[i] = inputs[j]
-		}
-		inputs = kept
-	}
+	boundKey := r.BoundKey
 	job := &stages.Job{
-		Key: n.Key, Name: n.Name, Params: params, Inputs: inputs, Dir: tmp,
-		Seed: seed, Env: env,
+		Key: n.Key, Name: n.Name, Params: r.Params, Inputs: r.Inputs, Dir: tmp,
+		Seed: SeedOf(r.SeedKey), Env: env,
 		Log: log.Named(n.Kind).With("stage", n.Name), Progress: opt.Progress,
 	}
 	log.Debug("stage start", "stage", n.Name, "key", n.ShortKey())

@@ -8,16 +8,22 @@ import (
 	"github.com/spn-project/spn/stages/cache"
 )
 
-// Binding is what a stage stands for once its kind (a stages.Binder)
-// bound it over its finished inputs.
-type Binding struct {
-	// Params are the parameters of the stage it stands for (its JSON),
-	// Key and SeedKey that stage's key and seed key, as the planner would
-	// give them.
-	Params       json.RawMessage
-	Key, SeedKey string
-	// Keep are the inputs it keeps, as indices into the node's Deps.
-	Keep []int
+// Run is what a node runs as over its finished inputs: itself, or the
+// stage its kind (a stages.Binder) binds it to (package documentation,
+// "Bound key").
+type Run struct {
+	// Params are the parameters the stage receives (its JSON): the
+	// node's own, or those of the stage it stands for.
+	Params json.RawMessage
+	// Inputs are the inputs it receives: the node's, or those the
+	// binding keeps.
+	Inputs []stages.Input
+	// SeedKey is the key its seed derives from: the node's seed key, or
+	// the seed key of the stage it stands for.
+	SeedKey string
+	// BoundKey is the key of the stage it stands for, as the planner
+	// would give it; "" when the node stands for itself.
+	BoundKey string
 }
 
 // Inputs returns n's inputs in c as its stage receives them (their
@@ -30,30 +36,40 @@ func Inputs(c *cache.Cache, n *Node) []stages.Input {
 	return in
 }
 
-// Bind asks n's kind what n stands for over its inputs in c, which must
-// be complete: nil for a stage that stands for itself (its kind binds
-// nothing, or binds it to nothing).
-func Bind(reg *stages.Registry, c *cache.Cache, n *Node) (*Binding, error) {
+// Bind returns what n runs as over its inputs in c, which must be
+// complete: the stage n's kind binds it to (stages.Binder), identified
+// as the planner identifies its stages, or n itself when its kind binds
+// nothing or binds it to nothing.
+func Bind(reg *stages.Registry, c *cache.Cache, n *Node) (Run, error) {
+	self := Run{Params: n.JSON, Inputs: Inputs(c, n), SeedKey: n.seedKey()}
 	k, ok := reg.Get(n.Kind)
 	if !ok {
-		return nil, fmt.Errorf("no stage kind %q is registered in this build of spn", n.Kind)
+		return Run{}, fmt.Errorf("no stage kind %q is registered in this build of spn", n.Kind)
 	}
 	b, ok := k.(stages.Binder)
 	if !ok {
-		return nil, nil
+		return self, nil
 	}
-	bound, keep, err := b.Bind(n.JSON, Inputs(c, n))
+	bound, keep, err := b.Bind(n.JSON, self.Inputs)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", n.Name, err)
+		return Run{}, fmt.Errorf("%s: %w", n.Name, err)
 	}
 	if bound == nil {
-		return nil, nil
+		return self, nil
 	}
-	raw, key, seedKey, err := Bound(reg, n, bound, keep)
+	deps := make([]*Node, len(keep))
+	inputs := make([]stages.Input, len(keep))
+	for i, j := range keep {
+		if j < 0 || j >= len(n.Deps) {
+			return Run{}, fmt.Errorf("%s: bound on input %d of %d", n.Name, j, len(n.Deps))
+		}
+		deps[i], inputs[i] = n.Deps[j], self.Inputs[j]
+	}
+	id, err := identify(k, bound, deps)
 	if err != nil {
-		return nil, err
+		return Run{}, fmt.Errorf("%s: %w", n.Name, err)
 	}
-	return &Binding{Params: raw, Key: key, SeedKey: seedKey, Keep: keep}, nil
+	return Run{Params: id.raw, Inputs: inputs, SeedKey: id.seedKey, BoundKey: id.key}, nil
 }
 
 // ResolveReuse marks, after Resolve, every stage to run whose run will
@@ -77,11 +93,11 @@ func (p *Plan) ResolveReuse(reg *stages.Registry, c *cache.Cache) error {
 		if !ready {
 			continue
 		}
-		b, err := Bind(reg, c, n)
-		if err != nil || b == nil {
+		r, err := Bind(reg, c, n)
+		if err != nil || r.BoundKey == "" {
 			continue
 		}
-		prev, ok, err := c.BoundStage(n.Kind, b.Key, n.Key)
+		prev, ok, err := c.BoundStage(n.Kind, r.BoundKey, n.Key)
 		if err != nil {
 			return fmt.Errorf("resolving %s: %w", n.Name, err)
 		}

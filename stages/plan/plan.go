@@ -1,17 +1,3 @@
-// Package plan unrolls a validated spec into a DAG of stages (generate →
-// precompute → train → select/evaluate → tabulate) with content-derived keys,
-// and tells which stages are cached and why the others must run.
-//
-// Keys are SHA-256 (hex) of the canonical JSON of {kind, kind version,
-// params, dependency keys}. Params are the stages.*Params structs encoded
-// with encoding/json: fixed field order, shortest round-trip floats and
-// sorted map keys, so the same spec content always gives the same keys
-// whatever its file layout. Node names are for humans and never enter keys.
-// Nodes with equal keys are one node, across experiments and tables.
-//
-// Seeds: run r of an experiment gets Seeds[r] when the experiment lists
-// more than r seeds, else Seeds[0]+r (0+r with no seeds). With a single
-// seed s, runs are seeded s, s+1, …, s+Runs-1.
 package plan
 
 import (
@@ -214,93 +200,86 @@ func (b *builder) add(kind, name string, params any, deps []*Node) (*Node, error
 	if !ok {
 		return nil, fmt.Errorf("no stage kind %q is registered in this build of spn", kind)
 	}
-	raw, version, key, seedKey, err := stageKeys(k, params, deps)
+	id, err := identify(k, params, deps)
 	if err != nil {
 		return nil, err
 	}
-	if n, ok := b.byKey[key]; ok {
+	if n, ok := b.byKey[id.key]; ok {
 		return n, nil
 	}
-	depV := make([]string, len(deps))
-	for i, d := range deps {
-		depV[i] = d.VKey
-	}
-	vRaw := raw
-	if fp, ok := params.(stages.FileParams); ok {
-		if vRaw, err = json.Marshal(fp.VersionFreeParams()); err != nil {
-			return nil, fmt.Errorf("encoding %s parameters: %w", kind, err)
-		}
-	}
 	n := &Node{
-		Key: key, Kind: kind, Version: version, Name: name,
-		Params: params, JSON: raw, Deps: deps,
-		VKey:    hashOf(keyDoc{Kind: kind, Params: vRaw, Deps: depV}),
-		SeedKey: seedKey,
-		Index:   len(b.plan.Nodes),
+		Key: id.key, Kind: kind, Version: id.version, Name: name,
+		Params: params, JSON: id.raw, Deps: deps,
+		VKey: id.vKey, SeedKey: id.seedKey,
+		Index: len(b.plan.Nodes),
 	}
-	b.byKey[key] = n
+	b.byKey[id.key] = n
 	b.plan.Nodes = append(b.plan.Nodes, n)
 	return n, nil
 }
 
-// stageKeys returns the parameters' JSON, the version, the key and the
-// seed key of a stage of kind k with parameters params on deps. A dep
-// without a SeedKey (a plan file's input) seeds with its Key.
-func stageKeys(k stages.Kind, params any, deps []*Node) (raw json.RawMessage, version, key, seedKey string, err error) {
+// identity is what identifies a stage of kind k with parameters params
+// on deps: its parameters' JSON (what the stage receives), the kind's
+// version for them, and its three keys (see the package documentation,
+// doc.go). Planned stages (builder.add) and bound ones (Bind) are
+// identified here and nowhere else.
+type identity struct {
+	raw                json.RawMessage
+	version            string
+	key, vKey, seedKey string
+}
+
+// identify returns the identity of a stage of kind k with parameters
+// params on deps. A dep without a SeedKey (a plan file's input) seeds
+// with its Key (Node.seedKey).
+func identify(k stages.Kind, params any, deps []*Node) (identity, error) {
 	kind := k.Name()
-	if raw, err = json.Marshal(params); err != nil {
-		return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
+	var id identity
+	var err error
+	if id.raw, err = json.Marshal(params); err != nil {
+		return identity{}, fmt.Errorf("encoding %s parameters: %w", kind, err)
+	}
+	id.version = stages.VersionOfValue(k, params, id.raw)
+	// The key's and the version-free key's parameters: a file's content
+	// hash enters the key but neither its path nor anything of it the
+	// version-free key (stages.FileParams).
+	keyRaw, vRaw := id.raw, id.raw
+	if fp, ok := params.(stages.FileParams); ok {
+		if keyRaw, err = json.Marshal(fp.KeyParams()); err == nil {
+			vRaw, err = json.Marshal(fp.VersionFreeParams())
+		}
+		if err != nil {
+			return identity{}, fmt.Errorf("encoding %s parameters: %w", kind, err)
+		}
 	}
 	depKeys := make([]string, len(deps))
+	depV := make([]string, len(deps))
 	depSeed := make([]string, len(deps))
 	for i, d := range deps {
-		depKeys[i], depSeed[i] = d.Key, d.SeedKey
-		if d.SeedKey == "" {
-			depSeed[i] = d.Key
-		}
+		depKeys[i], depV[i], depSeed[i] = d.Key, d.VKey, d.seedKey()
 	}
-	version = stages.VersionOfValue(k, params, raw)
-	keyRaw := raw
-	if fp, ok := params.(stages.FileParams); ok {
-		if keyRaw, err = json.Marshal(fp.KeyParams()); err != nil {
-			return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
-		}
-	}
-	key = hashOf(keyDoc{Kind: kind, Version: version, Params: keyRaw, Deps: depKeys})
-	seedKey = key
+	id.key = hashOf(keyDoc{Kind: kind, Version: id.version, Params: keyRaw, Deps: depKeys})
+	id.vKey = hashOf(keyDoc{Kind: kind, Params: vRaw, Deps: depV})
+	id.seedKey = id.key
 	if cpu, ok := seedParams(params); ok || !slices.Equal(depSeed, depKeys) {
 		cpuRaw := keyRaw
 		if ok {
 			if cpuRaw, err = json.Marshal(cpu); err != nil {
-				return nil, "", "", "", fmt.Errorf("encoding %s parameters: %w", kind, err)
+				return identity{}, fmt.Errorf("encoding %s parameters: %w", kind, err)
 			}
 		}
-		seedKey = hashOf(keyDoc{Kind: kind, Version: version, Params: cpuRaw, Deps: depSeed})
+		id.seedKey = hashOf(keyDoc{Kind: kind, Version: id.version, Params: cpuRaw, Deps: depSeed})
 	}
-	return raw, version, key, seedKey, nil
+	return id, nil
 }
 
-// Bound returns the parameters' JSON, the key and the seed key of the
-// stage that n stands for once a stages.Binder bound it: n's kind with
-// parameters params on the dependencies keep of n.Deps, encoded and keyed
-// as the planner encodes and keys its stages.
-func Bound(reg *stages.Registry, n *Node, params any, keep []int) (raw json.RawMessage, key, seedKey string, err error) {
-	k, ok := reg.Get(n.Kind)
-	if !ok {
-		return nil, "", "", fmt.Errorf("no stage kind %q is registered in this build of spn", n.Kind)
+// seedKey is the key n's seed derives from: its SeedKey, or its Key for
+// a node built without one (a plan file's input).
+func (n *Node) seedKey() string {
+	if n.SeedKey != "" {
+		return n.SeedKey
 	}
-	deps := make([]*Node, len(keep))
-	for i, j := range keep {
-		if j < 0 || j >= len(n.Deps) {
-			return nil, "", "", fmt.Errorf("%s: bound on input %d of %d", n.Name, j, len(n.Deps))
-		}
-		deps[i] = n.Deps[j]
-	}
-	raw, _, key, seedKey, err = stageKeys(k, params, deps)
-	if err != nil {
-		return nil, "", "", fmt.Errorf("%s: %w", n.Name, err)
-	}
-	return raw, key, seedKey, nil
+	return n.Key
 }
 
 // seedParams returns params as they enter a seed key, and whether they
