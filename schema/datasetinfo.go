@@ -1,6 +1,9 @@
 package schema
 
 import (
+	"fmt"
+	"path/filepath"
+
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/schema/modelspec"
@@ -35,4 +38,21 @@ func InfoOf(d Dataset) DatasetInfo {
 		info.Known = false
 	}
 	return info
+}
+
+// Label is a short human label of dataset section d, the dataset's part
+// of stage names and report headings: "prox(h=3)", "tu(NCI1)",
+// "ogb(ogbg-molhiv, simple features)", "file(peptides.jsonl)".
+func (d Dataset) Label() string {
+	switch {
+	case d.Kind == "prox":
+		return fmt.Sprintf("prox(h=%d)", d.H)
+	case d.Kind == "file" && d.Path != "":
+		return "file(" + filepath.Base(d.Path) + ")"
+	case d.Features != "":
+		return d.Kind + "(" + d.Name + ", " + d.Features + " features)"
+	case d.Name != "":
+		return d.Kind + "(" + d.Name + ")"
+	}
+	return d.Kind
 }

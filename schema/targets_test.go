@@ -33,3 +33,23 @@ func TestTargetsOf(t *testing.T) {
 		t.Error("QM9 with an unknown property: no error")
 	}
 }
+
+// TestDatasetLabel: the dataset's part of stage names, which the plan's
+// text and golden files show.
+func TestDatasetLabel(t *testing.T) {
+	for _, c := range []struct {
+		d    Dataset
+		want string
+	}{
+		{Dataset{Kind: "prox", H: 3}, "prox(h=3)"},
+		{Dataset{Kind: "tu", Name: "NCI1"}, "tu(NCI1)"},
+		{Dataset{Kind: "ogb", Name: "ogbg-molhiv", Features: "simple"}, "ogb(ogbg-molhiv, simple features)"},
+		{Dataset{Kind: "file", Path: "data/peptides.jsonl"}, "file(peptides.jsonl)"},
+		{Dataset{Kind: "file", Name: "peptides-func"}, "file(peptides-func)"},
+		{Dataset{Kind: "qm9"}, "qm9"},
+	} {
+		if got := c.d.Label(); got != c.want {
+			t.Errorf("%+v: label %q, want %q", c.d, got, c.want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -528,20 +527,9 @@ func disambiguate(nodes []*Node) {
 	}
 }
 
-// DatasetLabel is a short human label of a dataset: "prox(h=3)", "tu(NCI1)".
-func DatasetLabel(d schema.Dataset) string {
-	switch {
-	case d.Kind == "prox":
-		return fmt.Sprintf("prox(h=%d)", d.H)
-	case d.Kind == "file" && d.Path != "":
-		return "file(" + filepath.Base(d.Path) + ")"
-	case d.Features != "":
-		return d.Kind + "(" + d.Name + ", " + d.Features + " features)"
-	case d.Name != "":
-		return d.Kind + "(" + d.Name + ")"
-	}
-	return d.Kind
-}
+// DatasetLabel is d.Label() (schema.Dataset.Label), the dataset's part
+// of stage names: "prox(h=3)", "tu(NCI1)".
+func DatasetLabel(d schema.Dataset) string { return d.Label() }
 
 // PointLabel is a short human label of a grid point, e.g.
 // "spn k=5 L=5 lr=0.001": the model kind, k and layers ("unreachable"
