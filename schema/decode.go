@@ -493,6 +493,9 @@ func (l *loader) pointChecks(at func(...string) []string, axes []gridAxis, idx [
 	if pt.Training.LR > 0 && float32(pt.Training.LR) == 0 {
 		add("training.lr", "lr %v rounds to 0 in float32 (as the optimiser computes); use at least %g", pt.Training.LR, math.SmallestNonzeroFloat32)
 	}
+	if pt.Training.Plateau != nil && pt.Training.StepEvery > 0 {
+		add("training.plateau", "a reduce-on-plateau schedule cannot be combined with the step schedule (step_every = %d): set step_every to 0 or remove plateau", pt.Training.StepEvery)
+	}
 	if l.models == nil {
 		return
 	}

@@ -144,6 +144,9 @@ type Model = modelspec.Model
 // Training is one optimisation configuration (schema/modelspec).
 type Training = modelspec.Training
 
+// Plateau is a reduce-on-plateau schedule, training.plateau (schema/modelspec).
+type Plateau = modelspec.Plateau
+
 // Protocol is the evaluation protocol.
 type Protocol struct {
 	// Kind is "holdout" (fixed splits × reruns), "errica" or "fixed" (the

@@ -1,6 +1,6 @@
 // Package fit trains a models.Model on a dataset split: seeded shuffling,
-// mini-batches, Adam with optional L2 and a step learning-rate schedule,
-// per-epoch evaluation of the train, validation and test sets, and model
+// mini-batches, Adam with optional L2 and a step or reduce-on-plateau
+// learning-rate schedule (schedule.go), per-epoch evaluation of the train, validation and test sets, and model
 // selection (best validation loss, best validation metric, early stopping).
 //
 // A model on a device (models/rt's device path) trains with the same loop
@@ -163,11 +163,12 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 	}
 	tr := o.Training
 	t := &trainer{ctx: ctx, m: m, cfg: m.Config(), ds: ds, hops: hops, sets: sets, o: o,
-		opt:    param.NewAdam(m.Params(), tr.LR, tr.WeightDecay),
-		blocks: blocksOf(m),
-		rng:    rand.New(rand.NewPCG(o.Seed, o.Stream)),
-		order:  append([]int(nil), sets.Train...),
-		ck:     m,
+		opt:     param.NewAdam(m.Params(), tr.LR, tr.WeightDecay),
+		blocks:  blocksOf(m),
+		rng:     rand.New(rand.NewPCG(o.Seed, o.Stream)),
+		order:   append([]int(nil), sets.Train...),
+		ck:      m,
+		plateau: PlateauFor(tr, o.Metric),
 	}
 	if o.Host != nil {
 		if err := t.useDevice(); err != nil {
@@ -194,6 +195,7 @@ func Train(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hop
 		}
 		res.EpochSeconds = append(res.EpochSeconds, time.Since(start).Seconds())
 		res.Epochs = append(res.Epochs, rec)
+		t.stepPlateau(rec)
 		if res.Best < 0 || better(sel, o.Metric, rec, res.Epochs[res.Best]) {
 			res.Best = len(res.Epochs) - 1
 			if t.dev != nil {
@@ -258,6 +260,9 @@ func checkOptions(m models.Model, sets Sets, o *Options) (string, error) {
 	if sel == SelectEarlyStopping && tr.Patience < 1 {
 		return "", fmt.Errorf("training.patience = %d: early stopping needs a positive patience", tr.Patience)
 	}
+	if err := checkPlateau(tr); err != nil {
+		return "", err
+	}
 	if err := metric.Check(o.Metric, data.Task(m.Config().Task), m.Config().Out); err != nil {
 		return "", err
 	}
@@ -291,6 +296,8 @@ type trainer struct {
 	// CPU).
 	dev  DeviceModel
 	dopt *rt.DeviceAdam
+	// plateau is the reduce-on-plateau schedule (nil without one).
+	plateau *Plateau
 }
 
 // useDevice sets t up for a device run (Options.Host): m must be a
@@ -367,6 +374,9 @@ type seen struct {
 func (t *trainer) trainEpoch(epoch int) (*seen, error) {
 	tr, opt := t.o.Training, t.opt
 	opt.LR = LearningRate(tr, epoch)
+	if t.plateau != nil {
+		opt.LR = t.plateau.LR()
+	}
 	if t.dopt != nil {
 		t.dopt.LR = opt.LR
 	}
@@ -568,15 +578,6 @@ func better(sel, name string, a, b curve.EpochRecord) bool {
 		return a.ValScore < b.ValScore
 	}
 	return a.ValLoss < b.ValLoss
-}
-
-// LearningRate returns the learning rate of 1-based epoch under the step
-// schedule: lr·γ^⌊(epoch−1)/StepEvery⌋ (constant when StepEvery is 0).
-func LearningRate(tr modelspec.Training, epoch int) float64 {
-	if tr.StepEvery <= 0 {
-		return tr.LR
-	}
-	return tr.LR * math.Pow(tr.StepGamma, float64((epoch-1)/tr.StepEvery))
 }
 
 // Loss returns the task loss of the outputs out on batch b and its gradient:

@@ -144,6 +144,42 @@ type Training struct {
 	// StepEvery/StepGamma: multiply lr by StepGamma every StepEvery epochs (0 = off).
 	StepEvery int     `json:"step_every,omitempty"`
 	StepGamma float64 `json:"step_gamma,omitempty"`
+	// Plateau, when set, is a reduce-on-plateau schedule (PyTorch's
+	// ReduceLROnPlateau) in place of the step schedule; nil (absent from
+	// the JSON, so from the stage keys) when the spec does not set it.
+	Plateau *Plateau `json:"plateau,omitempty"`
+}
+
+// Values of Plateau.Monitor: the quantity a reduce-on-plateau schedule
+// watches after each epoch.
+const (
+	MonitorValLoss   = "val_loss"
+	MonitorValMetric = "val_metric"
+)
+
+// Plateau is a reduce-on-plateau learning-rate schedule, with the fields
+// and defaults of PyTorch's torch.optim.lr_scheduler.ReduceLROnPlateau
+// (threshold_mode "rel", eps 1e-8): after each epoch the monitored value
+// is compared with the best so far, and lr becomes max(lr·Factor, MinLR)
+// once more than Patience epochs in a row have not improved on it. The
+// mode (min or max) follows the monitor: min for the validation loss,
+// the metric's direction for the validation metric.
+type Plateau struct {
+	// Monitor is MonitorValLoss or MonitorValMetric.
+	Monitor string `json:"monitor"`
+	// Factor multiplies lr on a plateau, in (0, 1).
+	Factor float64 `json:"factor"`
+	// Patience is the number of epochs without improvement tolerated
+	// before lr is reduced.
+	Patience int `json:"patience"`
+	// Threshold is the relative improvement that counts: in min mode a
+	// value v improves on the best b when v < b·(1−Threshold).
+	Threshold float64 `json:"threshold"`
+	// MinLR is the lower bound of lr.
+	MinLR float64 `json:"min_lr"`
+	// Cooldown is the number of epochs after a reduction during which
+	// epochs without improvement are not counted.
+	Cooldown int `json:"cooldown"`
 }
 
 // DatasetInfo is what a dataset section declares about its graphs without
