@@ -50,10 +50,22 @@ type Backend interface {
 	// ForEachChunk runs f on the fixed row chunks [lo,hi) of n rows, in
 	// parallel; f must only write rows lo..hi-1 or chunk-private memory.
 	ForEachChunk(n int, f func(chunk, lo, hi int))
-	// Gemm sets C = alpha·op(A)·op(B) + beta·C on strided row-major
-	// matrices (op transposes when tA, tB), serially: for callers that
-	// parallelise over independent blocks themselves (attention heads).
-	Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	// Gemm sets C = Alpha·op(A)·op(B) + Beta·C (GemmArgs), serially:
+	// for callers that parallelise over independent blocks themselves
+	// (attention heads).
+	Gemm(g GemmArgs)
+}
+
+// GemmArgs are the operands of Backend.Gemm, C = Alpha·op(A)·op(B) +
+// Beta·C on strided row-major matrices: op(A) is M×K, op(B) K×N and C
+// M×N, op transposing A with TA and B with TB; LdA, LdB and LdC are the
+// distances between the rows of A, B and C as stored.
+type GemmArgs struct {
+	TA, TB        bool
+	M, N, K       int
+	Alpha, Beta   float32
+	A, B, C       []float32
+	LdA, LdB, LdC int
 }
 
 // CPU is the pure-Go backend. Threads ≤ 1 runs serially. With a Pool
@@ -68,8 +80,8 @@ type CPU struct {
 var _ Backend = CPU{}
 
 // Gemm implements Backend with this build's GEMM.
-func (CPU) Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+func (CPU) Gemm(g GemmArgs) {
+	sgemm(g.TA, g.TB, g.M, g.N, g.K, g.Alpha, g.A, g.LdA, g.B, g.LdB, g.Beta, g.C, g.LdC)
 }
 
 // NumChunks returns the number of ChunkRows chunks covering n rows.

@@ -102,18 +102,20 @@ func (l *MLP) Bind(param func(*param.Param) *G.Node) MLPNodes {
 		param(l.lin2.W), param(l.lin2.B), param(l.bn2.Gamma), param(l.bn2.Beta)}
 }
 
-// Apply adds the MLP of layer name over the N×d node states x to bdr's
-// graph, with batch statistics and their update as key asks: one fused op
-// (mlpOp) with one backward; m MLPs (NewMLPs) are one op too (mlpsOp),
-// whose output stacks theirs, (m·N)×d.
-func (l *MLP) Apply(bdr *Builder, be Env, bd *BatchData, key Key, name string, x *G.Node, n MLPNodes) *G.Node {
+// Apply adds the MLP called name (its ops' id prefix) over the N×d node
+// states x, with parameter nodes n, to s's graph, with batch statistics
+// and their update as s's Key asks: one fused op (mlpOp) with one
+// backward; m MLPs (NewMLPs) are one op too (mlpsOp), whose output
+// stacks theirs, (m·N)×d.
+func (l *MLP) Apply(s *Step, name string, x *G.Node, n MLPNodes) *G.Node {
 	var o op.Op
+	be, bd, key := s.Be, s.BD, s.Key
 	if l.blk == nil {
 		o = newMLPOp(name, l, be, bd, key.train, key.update, key.N, l.lin1.Out)
 	} else {
 		o = newMLPsOp(name, l, be, bd, key.train, key.update, key.N)
 	}
-	return bdr.Op(be, o, x, n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7])
+	return s.Bdr.Op(be, o, x, n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7])
 }
 
 // mlpOp is Linear → BatchNorm+ReLU → Linear → BatchNorm+ReLU as one op

@@ -163,7 +163,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		norm, dropout bool
 	}{{models.PoolSum, 3, false, true}, {models.PoolMean, 10, false, true}, {models.PoolMax, 2, false, false}, {models.PoolSum, 9, false, false},
 		{models.PoolMean, 3, true, true}, {models.PoolSum, 10, true, true}, {models.PoolMax, 9, true, false}} {
-		o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.norm, ls.dropout, N, g, d, c)
+		o, err := newLayerSum("readout", be, bd, layerSumOpts{Pool: ls.kind, T1: ls.T1, Norm: ls.norm, Dropout: ls.dropout, N: N, G: g, D: d, C: c})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +355,7 @@ func layerSumOfMany(t *testing.T, e *engine.Engine, rng *rand.Rand, be Env) {
 	many.Dev = dm
 	const gm = 160
 	for _, norm := range []bool{false, true} {
-		o, err := newLayerSum("readout", be, many, models.PoolSum, 3, norm, true, N, gm, d, c)
+		o, err := newLayerSum("readout", be, many, layerSumOpts{Pool: models.PoolSum, T1: 3, Norm: norm, Dropout: true, N: N, G: gm, D: d, C: c})
 		if err != nil {
 			t.Fatal(err)
 		}

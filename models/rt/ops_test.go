@@ -112,7 +112,7 @@ func TestOpGradients(t *testing.T) {
 			norm, dropout bool
 		}{{models.PoolSum, 3, false, true}, {models.PoolMean, 10, false, false}, {models.PoolMax, 2, false, true},
 			{models.PoolMean, 3, true, true}, {models.PoolSum, 10, true, false}} {
-			o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.norm, ls.dropout, N, 8, d, 2)
+			o, err := newLayerSum("readout", be, bd, layerSumOpts{Pool: ls.kind, T1: ls.T1, Norm: ls.norm, Dropout: ls.dropout, N: N, G: 8, D: d, C: 2})
 			if err != nil {
 				t.Fatal(err)
 			}

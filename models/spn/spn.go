@@ -190,7 +190,7 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 		agg = s.AddGlobal(l.gd, s.Param(l.Read), agg, h)
 	}
 	// the update: MLP = Linear → BN → ReLU → Linear → BN → ReLU
-	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, mn)
+	return l.Apply(s, s.Name, agg, mn)
 }
 
 // PackDevice implements rt.DevicePreparer: the hop sets Prepare set
