@@ -358,40 +358,38 @@ func TestStackedRelations(t *testing.T) {
 		rel := RelAgg{ID: "rel", Be: be, D: D, R: sh.r, N: N, W: w}
 		sep := GivenFirstHop{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w}
 		in := [][]float32{X, alpha, eps}
-		{
-			stacked := &RelCombine{ID: "combine", Be: be, D: D, K: sh.k, R: sh.r, N: N, W: w}
-			what := sh.name
-			r := probe(stacked)
-			for _, dev := range []bool{false, true} {
-				run := func(name string, o optest.Both, in [][]float32, r []float32) ([]float32, [][]float32) {
-					if dev {
-						return deviceRun(t, e, name, o, in, r)
-					}
-					return cpuRun(t, name, o, in, r)
+		stacked := &RelCombine{ID: "combine", Be: be, D: D, K: sh.k, R: sh.r, N: N, W: w}
+		what := sh.name
+		r := probe(stacked)
+		for _, dev := range []bool{false, true} {
+			run := func(name string, o optest.Both, in [][]float32, r []float32) ([]float32, [][]float32) {
+				if dev {
+					return deviceRun(t, e, name, o, in, r)
 				}
-				where := fmt.Sprintf("%s, device %v", what, dev)
-				R, _ := run(where+": relations", rel, xs, probe(rel))
-				sy, sg := run(where+": combine", sep, [][]float32{block(X, 0), R, block(X, 1), alpha, eps}, r)
-				_, rg := run(where+": relations' gradient", rel, xs, sg[1])
-				y, g := run(where+": stacked", stacked, in, r)
-				kerntest.EqualBits(t, where+": output", y, sy)
-				for b := 0; b < sh.m; b++ {
-					want := make([]float32, nw)
-					switch {
-					case b == 0:
-						want = sg[0]
-					case b == 1:
-						want = sg[2]
-					case b-2 < sh.r:
-						want = rg[b-2]
-					}
-					kerntest.EqualBits(t, fmt.Sprintf("%s: block %d of dX", where, b), block(g[0], b), want)
-				}
-				kerntest.EqualBits(t, where+": dα", g[1], sg[3])
-				kerntest.EqualBits(t, where+": dε", g[2], sg[4])
+				return cpuRun(t, name, o, in, r)
 			}
-			optest.CheckDevice(t, e, what, stacked, in, 1e-4, 1e-5)
+			where := fmt.Sprintf("%s, device %v", what, dev)
+			R, _ := run(where+": relations", rel, xs, probe(rel))
+			sy, sg := run(where+": combine", sep, [][]float32{block(X, 0), R, block(X, 1), alpha, eps}, r)
+			_, rg := run(where+": relations' gradient", rel, xs, sg[1])
+			y, g := run(where+": stacked", stacked, in, r)
+			kerntest.EqualBits(t, where+": output", y, sy)
+			for b := 0; b < sh.m; b++ {
+				want := make([]float32, nw)
+				switch {
+				case b == 0:
+					want = sg[0]
+				case b == 1:
+					want = sg[2]
+				case b-2 < sh.r:
+					want = rg[b-2]
+				}
+				kerntest.EqualBits(t, fmt.Sprintf("%s: block %d of dX", where, b), block(g[0], b), want)
+			}
+			kerntest.EqualBits(t, where+": dα", g[1], sg[3])
+			kerntest.EqualBits(t, where+": dε", g[2], sg[4])
 		}
+		optest.CheckDevice(t, e, what, stacked, in, 1e-4, 1e-5)
 		done()
 		_, small := stackedData(t, 6, sh.k, sh.r)
 		Ns := small.N + sh.pad
