@@ -132,7 +132,7 @@ func exercise(t *testing.T, ctx *cuda.Context, ptx []byte) {
 
 // hopAggregate: the SPN aggregation with its hop sums, its input gradient
 // (the same gather over the transposed hop sets) and dα, dε, against
-// models/nbop's Combine on a batch of layered graphs (k = 4, more than one
+// models/nbop's HopCombine on a batch of layered graphs (k = 4, more than one
 // chunk of rows).
 func hopAggregate(d *dev) {
 	t := d.t

@@ -256,7 +256,7 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 			agg = s.Op(nbop.RelAgg{ID: name + ".sum", Be: s.Be, D: md.hop[i], R: 1, N: s.N, W: s.D}, x)
 		}
 		in := s.Bdr.Add(x, agg, name+"'s input")
-		terms = append(terms, l.mlps[i].Apply(s.Bdr, s.Be, s.BD, s.Key, name, in, l.mlps[i].Bind(s.Param)))
+		terms = append(terms, l.mlps[i].Apply(s, name, in, l.mlps[i].Bind(s.Param)))
 	}
 	out := s.Op(mix{id: s.Name + ".mix", be: s.Be, bd: s.BD, m: len(l.mlps), equal: alpha == nil, N: s.N, d: s.D}, terms...)
 	return s.Bdr.Add(h, out, s.Name+"'s residual")

@@ -145,9 +145,9 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	// the first hop's messages ReLU(h_v + e_uv)
 	msg := s.Op(nbop.EdgeMsg{ID: s.Name + ".edge", Be: s.Be, D: l.td, Rows: l.bond.Shape[0], N: s.N, W: s.D,
 		Kept: new(nbop.EdgeEmbeddings)}, h, s.Param(l.bond))
-	agg := s.Op(nbop.Combine{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, N: s.N, W: s.D}, h, msg, h, alpha, eps)
+	agg := s.Op(nbop.GivenFirstHop{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, N: s.N, W: s.D}, h, msg, h, alpha, eps)
 	agg = s.AddGlobal(l.td, w, agg, h)
-	return l.out.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, l.out.Bind(s.Param))
+	return l.out.Apply(s, s.Name, agg, l.out.Bind(s.Param))
 }
 
 // PackDevice implements rt.DevicePreparer: the higher hop sets N_2..N_k

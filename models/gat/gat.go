@@ -144,5 +144,5 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	if l.linear {
 		return agg
 	}
-	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, l.Bind(s.Param))
+	return l.Apply(s, s.Name, agg, l.Bind(s.Param))
 }

@@ -103,7 +103,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 // before the layers and the SPN's readout after them).
 func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	agg := s.Op(newGCNAgg(s.Name+".gcn", s.Be, s.BD, l.gd, s.N, s.D), h)
-	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, l.Bind(s.Param))
+	return l.Apply(s, s.Name, agg, l.Bind(s.Param))
 }
 
 // linearLayer is the official code's GCN layer (model.linear): Â·h·Θ + b,

@@ -91,7 +91,7 @@ func (o graphAttn) Forward(in [][]float32, y []float32) error {
 		}
 		c := h * dh
 		S := P[off : off+nj*nj]
-		o.be.Gemm(false, true, nj, nj, dh, scale, q[p0*d+c:], d, k[p0*d+c:], d, 0, S, nj)
+		o.be.Gemm(kernels.GemmArgs{TB: true, M: nj, N: nj, K: dh, Alpha: scale, A: q[p0*d+c:], LdA: d, B: k[p0*d+c:], LdB: d, C: S, LdC: nj})
 		bk := gd.bucket[gd.boff[j] : gd.boff[j]+nj*nj]
 		for i := 0; i < nj; i++ {
 			row, br := S[i*nj:(i+1)*nj], bk[i*nj:(i+1)*nj]
@@ -111,7 +111,7 @@ func (o graphAttn) Forward(in [][]float32, y []float32) error {
 				row[w] *= inv
 			}
 		}
-		o.be.Gemm(false, false, nj, dh, nj, 1, S, nj, v[p0*d+c:], d, 0, y[p0*d+c:], d)
+		o.be.Gemm(kernels.GemmArgs{M: nj, N: dh, K: nj, Alpha: 1, A: S, LdA: nj, B: v[p0*d+c:], LdB: d, C: y[p0*d+c:], LdC: d})
 	})
 	return nil
 }
@@ -147,7 +147,7 @@ func (f graphAttn) Backward(in [][]float32, _, dy []float32, dIn [][]float32) er
 		}
 		c := h * dh
 		pr, sr := P[off:off+nj*nj], dS[off:off+nj*nj]
-		f.be.Gemm(false, true, nj, nj, dh, 1, dy[p0*d+c:], d, v[p0*d+c:], d, 0, sr, nj)
+		f.be.Gemm(kernels.GemmArgs{TB: true, M: nj, N: nj, K: dh, Alpha: 1, A: dy[p0*d+c:], LdA: d, B: v[p0*d+c:], LdB: d, C: sr, LdC: nj})
 		bk := gd.bucket[gd.boff[j] : gd.boff[j]+nj*nj]
 		pb := part[t*B : (t+1)*B]
 		for i := 0; i < nj; i++ {
@@ -162,9 +162,9 @@ func (f graphAttn) Backward(in [][]float32, _, dy []float32, dIn [][]float32) er
 				pb[br[w]] += g
 			}
 		}
-		f.be.Gemm(false, false, nj, dh, nj, scale, sr, nj, k[p0*d+c:], d, 0, dq[p0*d+c:], d)
-		f.be.Gemm(true, false, nj, dh, nj, scale, sr, nj, q[p0*d+c:], d, 0, dk[p0*d+c:], d)
-		f.be.Gemm(true, false, nj, dh, nj, 1, pr, nj, dy[p0*d+c:], d, 0, dv[p0*d+c:], d)
+		f.be.Gemm(kernels.GemmArgs{M: nj, N: dh, K: nj, Alpha: scale, A: sr, LdA: nj, B: k[p0*d+c:], LdB: d, C: dq[p0*d+c:], LdC: d})
+		f.be.Gemm(kernels.GemmArgs{TA: true, M: nj, N: dh, K: nj, Alpha: scale, A: sr, LdA: nj, B: q[p0*d+c:], LdB: d, C: dk[p0*d+c:], LdC: d})
+		f.be.Gemm(kernels.GemmArgs{TA: true, M: nj, N: dh, K: nj, Alpha: 1, A: pr, LdA: nj, B: dy[p0*d+c:], LdB: d, C: dv[p0*d+c:], LdC: d})
 	})
 	db := make([]float64, B*H)
 	for t := 0; t < tasks; t++ {

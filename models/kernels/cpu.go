@@ -50,10 +50,22 @@ type Backend interface {
 	// ForEachChunk runs f on the fixed row chunks [lo,hi) of n rows, in
 	// parallel; f must only write rows lo..hi-1 or chunk-private memory.
 	ForEachChunk(n int, f func(chunk, lo, hi int))
-	// Gemm sets C = alpha·op(A)·op(B) + beta·C on strided row-major
-	// matrices (op transposes when tA, tB), serially: for callers that
-	// parallelise over independent blocks themselves (attention heads).
-	Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	// Gemm sets C = Alpha·op(A)·op(B) + Beta·C (GemmArgs), serially:
+	// for callers that parallelise over independent blocks themselves
+	// (attention heads).
+	Gemm(g GemmArgs)
+}
+
+// GemmArgs are the operands of Backend.Gemm, C = Alpha·op(A)·op(B) +
+// Beta·C on strided row-major matrices: op(A) is M×K, op(B) K×N and C
+// M×N, op transposing A with TA and B with TB; LdA, LdB and LdC are the
+// distances between the rows of A, B and C as stored.
+type GemmArgs struct {
+	TA, TB        bool
+	M, N, K       int
+	Alpha, Beta   float32
+	A, B, C       []float32
+	LdA, LdB, LdC int
 }
 
 // CPU is the pure-Go backend. Threads ≤ 1 runs serially. With a Pool
@@ -68,8 +80,8 @@ type CPU struct {
 var _ Backend = CPU{}
 
 // Gemm implements Backend with this build's GEMM.
-func (CPU) Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+func (CPU) Gemm(g GemmArgs) {
+	sgemm(g.TA, g.TB, g.M, g.N, g.K, g.Alpha, g.A, g.LdA, g.B, g.LdB, g.Beta, g.C, g.LdC)
 }
 
 // NumChunks returns the number of ChunkRows chunks covering n rows.
@@ -186,11 +198,6 @@ func (c CPU) MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32
 	}
 }
 
-// HopAggregate implements Backend.
-func (c CPU) HopAggregate(y, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int) {
-	c.HopAggregateSums(y, nil, x, hop, coef, scale, n, d)
-}
-
 // HopAggregateGrouped implements Backend.
 func (c CPU) HopAggregateGrouped(y []float32, sums [][]float32, x []float32, hop []csr.CSR, rep [][]int32, coef []float32, scale float32, n, d int) {
 	if rep == nil {
@@ -275,84 +282,6 @@ func slicesEqual(a, b []int32) bool {
 	return true
 }
 
-// HopAggregateSums implements Backend: per row chunk, the hop sums of
-// every row first, then y = scale·x and y += coef_i·sums_i over the whole
-// chunk, hop by hop (the same operations per value as row by row, in
-// fewer and longer kernel calls).
-func (c CPU) HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int) {
-	c.ForEachChunk(n, func(_, lo, hi int) {
-		m := (hi - lo) * d
-		var tmp []float32
-		if sums == nil {
-			bp := hopPool.Get().(*[]float32)
-			defer hopPool.Put(bp)
-			if cap(*bp) < len(hop)*m {
-				*bp = make([]float32, len(hop)*m)
-			}
-			tmp = (*bp)[:len(hop)*m]
-		}
-		var sbuf [16][]float32 // k ≤ 16 without allocating
-		ss := sbuf[:0]
-		for i, a := range hop {
-			if sums != nil {
-				ss = append(ss, sums[i][lo*d:hi*d])
-			} else {
-				ss = append(ss, tmp[i*m:(i+1)*m])
-			}
-			sumRowsCSR(ss[i], x, a, lo, hi, d)
-		}
-		yc := y[lo*d : hi*d]
-		scaleInto(yc, x[lo*d:hi*d], scale)
-		for i, si := range ss {
-			impl.Saxpy(m, coef[i], si, 1, yc, 1)
-		}
-	})
-}
-
-// hopPool holds HopAggregate's per-chunk hop sums when the caller keeps
-// none.
-var hopPool = sync.Pool{New: func() any { return new([]float32) }}
-
-// scaleInto sets y = a·x (each product rounded on its own).
-func scaleInto(y, x []float32, a float32) {
-	i := scaleAVX2(y, x, a)
-	x = x[:len(y)]
-	for ; i < len(y); i++ {
-		y[i] = a * x[i]
-	}
-}
-
-// Dots implements Backend.
-func (c CPU) Dots(g []float32, xs [][]float32, n, d int) []float64 {
-	k := len(xs)
-	nc := NumChunks(n)
-	part := make([]float64, nc*k)
-	c.ForEachChunk(n, func(ch, lo, hi int) {
-		var buf [16][]float32
-		ys := buf[:0]
-		for _, x := range xs {
-			ys = append(ys, x[lo*d:hi*d])
-		}
-		var dbuf [16]float32
-		dots := dbuf[:]
-		if k > len(dots) {
-			dots = make([]float32, k)
-		}
-		dots = dots[:k]
-		dotsExact(dots, g[lo*d:hi*d], ys)
-		for i, v := range dots {
-			part[ch*k+i] = float64(v)
-		}
-	})
-	out := make([]float64, k)
-	for ch := 0; ch < nc; ch++ {
-		for i := range out {
-			out[i] += part[ch*k+i]
-		}
-	}
-	return out
-}
-
 // Transpose returns the transpose of the square CSR a (rows sorted
 // ascending), by a counting sort; for a symmetric a it equals a.
 func Transpose(a csr.CSR) csr.CSR {
@@ -373,12 +302,4 @@ func Transpose(a csr.CSR) csr.CSR {
 		}
 	}
 	return t
-}
-
-// sumRows sets s = Σ_{v ∈ rows} x_v (rows of width d), adding four rows at
-// a time in a fixed order (sumRowsGo; the AVX2 kernels give the same bits).
-func sumRows(s, x []float32, rows []int32, d int) {
-	if !sumRowsAVX2(s, x, rows, d) {
-		sumRowsGo(s, x, rows, d, d)
-	}
 }

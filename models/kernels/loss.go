@@ -58,21 +58,3 @@ func MSE(dz []float32, scale float64, pred []float32, target []float64) float64 
 	}
 	return loss
 }
-
-// Softmax writes softmax(x) into p (len(p) = len(x)), in float64 with the
-// maximum subtracted: the one softmax of a row, used by the hop weights α
-// and by predicted class probabilities.
-func Softmax(p []float64, x []float32) {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = math.Max(m, float64(v))
-	}
-	var s float64
-	for j, v := range x {
-		p[j] = math.Exp(float64(v) - m)
-		s += p[j]
-	}
-	for j := range p {
-		p[j] /= s
-	}
-}

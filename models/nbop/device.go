@@ -15,8 +15,8 @@ import (
 
 // DeviceHops are K sets of a batch on a device, packed by kern.PackHops,
 // with their transposes packed the same way for the backward pass: the
-// hop sets N_1..N_k of Combine's SPN form (Data.Hop1 and Data.Hops), the
-// higher hop sets N_2..N_k of its form with a given first hop, or
+// hop sets N_1..N_k of HopCombine (Data.Hop1 and Data.Hops), the
+// higher hop sets N_2..N_k of GivenFirstHop and RelCombine, or
 // R-SPN's relations. They are views of one packed copy (PackHops,
 // PackSets, UploadHops).
 type DeviceHops struct {
@@ -83,8 +83,8 @@ func ownTransposes(sets, setsT []data.CSR) bool {
 }
 
 // PackTyped adds what the R-SPN and E-SPN ops' device math reads of d
-// to pk: the higher hop sets N_2..N_k of Combine's form with a given
-// first hop (Dev) and the relations (DevRel), with their transposes, the
+// to pk: the higher hop sets N_2..N_k of GivenFirstHop and RelCombine
+// (Dev) and the relations (DevRel), with their transposes, the
 // categorical node features when the batch has them (DevNodeCat), the
 // edges when it has edge features (DevEdges) and the graph offsets
 // (DevPtr, PackPtr). After pk's Upload these point at them; release
@@ -177,222 +177,6 @@ func (h *DeviceHops) Free() error {
 		return nil
 	}
 	return h.owner.Free()
-}
-
-// DeviceSums is where Combine's device forward pass keeps the hop sums
-// S_i = A_i·H (k·n·d values, a scratch buffer of the engine) for the
-// backward pass.
-type DeviceSums struct{ buf *cuda.Buffer }
-
-// devHops returns the hop sets on the device: N_1..N_k for the SPN form
-// (Hop1), N_2..N_k for the form with a given first hop.
-func (o Combine) devHops() (*DeviceHops, error) {
-	h := o.D.Dev
-	if h == nil {
-		return nil, fmt.Errorf("%s: the hop sets are not on the device", o.ID)
-	}
-	want := o.K
-	if !o.Hop1 {
-		want--
-	}
-	if h.K != want {
-		return nil, fmt.Errorf("%s: %d hop sets on the device, want %d for k = %d", o.ID, h.K, want, o.K)
-	}
-	return h, nil
-}
-
-// aggregate runs y = (1+ε)·H + Σ_i α_i·S_i on the device over the real
-// rows of y, which is zeroed (its padding rows stay zero), and returns
-// the hop sums.
-func (o Combine) aggregate(e *engine.Engine, h *DeviceHops, y, H, alpha, eps *cuda.Buffer) (*cuda.Buffer, error) {
-	n, d := o.D.N, o.W
-	sb, err := op.ScratchBuffer(e, o.K*n*d)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.Launch("spn_hop_aggregate", n*d, y, sb, H, h.Ptr, h.Idx, alpha, eps, o.K, n, d); err != nil {
-		return nil, err
-	}
-	return sb, nil
-}
-
-// ZeroOut implements op.ZeroOut: both forms of DeviceForward write the
-// real rows.
-func (Combine) ZeroOut() {}
-
-// DeviceForward implements op.DeviceOp. The SPN form (Hop1): the gather
-// by rows of spn_hop_aggregate (the CPU's bits), the hop sums kept in
-// Combine.DevSums when it is not nil. The form with a given first hop:
-// the higher hops' gather without ε (spn_hop_aggregate), then
-// (1+ε)·S + α_1·R added (spn_combine_terms), the CPU's bits; stacked
-// (Stacked), the same launches on views of X's blocks 0 and 1 as S and H;
-// with Relations, R first made by RelAgg's device math on views of X's
-// relation blocks (kept in Rel for the backward pass).
-func (o Combine) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
-	if err := o.check(); err != nil {
-		return err
-	}
-	var rel *cuda.Buffer
-	if o.Relations > 0 {
-		var err error
-		if rel, err = o.devRelations(e, in[0], false); err != nil {
-			return err
-		}
-		if o.Rel != nil {
-			o.Rel.dev = rel
-		}
-	}
-	in, err := o.devUnstack(in, rel)
-	if err != nil {
-		return err
-	}
-	h, err := o.devHops()
-	if err != nil {
-		return err
-	}
-	if !o.Hop1 {
-		return o.givenForward(e, h, in, y)
-	}
-	sums, err := o.aggregate(e, h, y, in[0], in[1], in[2])
-	if err != nil {
-		return err
-	}
-	if o.DevSums != nil {
-		o.DevSums.buf = sums
-	}
-	return nil
-}
-
-// DeviceBackward implements op.DeviceOp. The SPN form: dH is the same
-// gather of dy over the transposed hop sets, dα_i = ⟨dy, S_i⟩ and
-// dε = ⟨dy, H⟩ together by op.DeviceDots (in double, rows, then chunks
-// of rows, in order). The form with a given first hop: givenBackward;
-// stacked, into views of dX's blocks 0 and 1 as dS and dH (the rest of
-// dX keeps the adaptor's zeros); with Relations, dR into scratch, then
-// RelAgg's device backward of dR into views of dX's relation blocks.
-func (o Combine) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
-	if err := o.check(); err != nil {
-		return err
-	}
-	var rel, dR *cuda.Buffer
-	if o.Relations > 0 {
-		var err error
-		if rel, err = o.devRelations(e, in[0], true); err != nil {
-			return err
-		}
-		if dR, err = op.ScratchBuffer(e, o.N*o.W); err != nil {
-			return err
-		}
-	}
-	gX := g[0]
-	in, err := o.devUnstack(in, rel)
-	if err != nil {
-		return err
-	}
-	if g, err = o.devUnstack(g, dR); err != nil {
-		return err
-	}
-	h, err := o.devHops()
-	if err != nil {
-		return err
-	}
-	if !o.Hop1 {
-		if err := o.givenBackward(e, h, in, dy, g); err != nil || o.Relations == 0 {
-			return err
-		}
-		return o.relAgg().DeviceBackward(e, nil, nil, dR, []*cuda.Buffer{gX})
-	}
-	H, alpha, eps := in[0], in[1], in[2]
-	n, d := o.D.N, o.W
-	var sums *cuda.Buffer
-	if o.DevSums != nil {
-		sums = o.DevSums.buf
-	}
-	if sums == nil {
-		tb, err := e.Zeros(o.N * d)
-		if err != nil {
-			return err
-		}
-		if sums, err = o.aggregate(e, h, tb, H, alpha, eps); err != nil {
-			return err
-		}
-	}
-	if err := e.Launch("spn_hop_aggregate", n*d, g[0], nil, dy, h.PtrT, h.IdxT, alpha, eps, o.K, n, d); err != nil {
-		return err
-	}
-	return op.DeviceDots(e, op.Dots{G: dy, Xs: sums, T: o.K, X1: H}, n, d, g[1], g[2])
-}
-
-// higherCoef returns α_2..α_k, the coefficients of the higher hops, as a
-// view of α (nil for k = 1: no higher hops).
-func (o Combine) higherCoef(alpha *cuda.Buffer) (*cuda.Buffer, error) {
-	if o.K == 1 {
-		return nil, nil
-	}
-	return alpha.Slice(1, o.K-1)
-}
-
-// givenForward is DeviceForward of the form with a given first hop:
-// y = Σ_{i≥2} α_i·A_i·H + ((1+ε)·S + α_1·R) on the real rows, zero in the
-// padding.
-func (o Combine) givenForward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer, y *cuda.Buffer) error {
-	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
-	n, d := o.D.N, o.W
-	coef, err := o.higherCoef(alpha)
-	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_hop_aggregate", n*d, y, nil, H, h.Ptr, h.Idx, coef, nil, o.K-1, n, d); err != nil {
-		return err
-	}
-	return e.Launch("spn_combine_terms", n*d, y, S, R, alpha, eps, n*d)
-}
-
-// givenBackward is DeviceBackward of the form with a given first hop:
-// dS = (1+ε)·dy and dR = α_1·dy (spn_combine_terms_backward), dH the
-// higher hops' gather of dy over their transposes keeping the sums
-// T_i = A_iᵀ·dy, then dα_1 = ⟨dy, R⟩, dα_i = ⟨H, T_i⟩ and dε = ⟨dy, S⟩ by
-// one op.DeviceDots.
-func (o Combine) givenBackward(e *engine.Engine, h *DeviceHops, in []*cuda.Buffer, dy *cuda.Buffer, g []*cuda.Buffer) error {
-	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
-	n, d := o.D.N, o.W
-	coef, err := o.higherCoef(alpha)
-	if err != nil {
-		return err
-	}
-	if err := e.Launch("spn_combine_terms_backward", n*d, g[0], g[1], dy, alpha, eps, n*d); err != nil {
-		return err
-	}
-	var T *cuda.Buffer
-	if o.K > 1 {
-		var err error
-		if T, err = op.ScratchBuffer(e, (o.K-1)*n*d); err != nil {
-			return err
-		}
-	}
-	if err := e.Launch("spn_hop_aggregate", n*d, g[2], T, dy, h.PtrT, h.IdxT, coef, nil, o.K-1, n, d); err != nil {
-		return err
-	}
-	return op.DeviceDots(e, op.Dots{G: dy, Xs: R, T: 1, H: H, Ys: T, U: o.K - 1, X1: S}, n, d, g[3], g[4])
-}
-
-// devUnstack is unstack for device buffers (views of X's blocks).
-func (o Combine) devUnstack(in []*cuda.Buffer, r *cuda.Buffer) ([]*cuda.Buffer, error) {
-	return devBlocks(o.ID, o.N*o.W, func(block func(*cuda.Buffer, int) *cuda.Buffer) []*cuda.Buffer { return unstack(o, in, block, r) })
-}
-
-// devRelations is relations on the device: the sums the forward pass
-// kept (Rel, with kept), or computed now into zeroed scratch (RelAgg's
-// device math adds into its output).
-func (o Combine) devRelations(e *engine.Engine, X *cuda.Buffer, kept bool) (*cuda.Buffer, error) {
-	if kept && o.Rel != nil && o.Rel.dev != nil {
-		return o.Rel.dev, nil
-	}
-	r, err := e.Zeros(o.N * o.W)
-	if err != nil {
-		return nil, err
-	}
-	return r, o.relAgg().DeviceForward(e, []*cuda.Buffer{X}, r)
 }
 
 // devInputs is inputs for device buffers (views of X's blocks).

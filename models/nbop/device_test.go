@@ -15,14 +15,13 @@ import (
 	"github.com/spn-project/spn/models/synth"
 )
 
-// TestCombineOnDevice runs Combine's SPN form (k = 4, and k = 1 as GIN)
+// TestCombineOnDevice runs HopCombine (k = 4, and k = 1 as GIN)
 // on the emulated device and on the CPU over a batch of more than one
 // row chunk in tensors with padding rows (optest.CheckDevice): output
 // and gradients within 1e-5 relative and 1e-4 absolute, the tolerance of
 // dα and dε (the CPU adds float32 partial dot products per chunk, the
 // device double ones; kern's emulation test asserts the aggregation's
-// and dH's bits). With DevSums the backward pass reads the forward's hop
-// sums, without it recomputes them.
+// and dH's bits).
 func TestCombineOnDevice(t *testing.T) { combineOnDevice(t, enginetest.Emulated(t)) }
 
 // TestGPUCombineOnDevice is TestCombineOnDevice on GPU 0 (it skips
@@ -51,24 +50,18 @@ func combineOnDevice(t *testing.T, e *engine.Engine) {
 		D.Dev = dev
 		alpha := randFloats(rng, kk, 0.5)
 		in := [][]float32{randFloats(rng, N*w, 1), alpha, {0.3}}
-		for _, keep := range []bool{true, false} {
-			o := Combine{ID: "agg", Be: be, D: D, K: kk, N: N, W: w, Hop1: true}
-			if keep {
-				o.Sums, o.DevSums = new([][]float32), &DeviceSums{}
-			}
-			optest.CheckDevice(t, e, "combine", o, in, 1e-4, 1e-5)
-		}
+		optest.CheckDevice(t, e, "combine", &HopCombine{ID: "agg", Be: be, D: D, K: kk, N: N, W: w}, in, 1e-4, 1e-5)
 	}
-	bad := Combine{ID: "agg", Be: be, D: &Data{N: n}, K: k, N: N, W: w, Hop1: true}
+	bad := &HopCombine{ID: "agg", Be: be, D: &Data{N: n}, K: k, N: N, W: w}
 	if err := bad.DeviceForward(e, nil, nil); err == nil || err.Error() != "agg: the hop sets are not on the device" {
-		t.Errorf("Combine without the hop sets on the device: %v", err)
+		t.Errorf("HopCombine without the hop sets on the device: %v", err)
 	}
 }
 
 // TestRSPNOnDevice runs R-SPN's ops on the emulated device and on the
 // CPU (optest.CheckDevice) over a batch of synth.Relational graphs of
 // more than one row chunk in tensors with padding rows: RelAgg (the same
-// bits) and Combine's form with a given first hop for k = 3 and k = 1
+// bits) and GivenFirstHop for k = 3 and k = 1
 // (y, dS, dR and dH the same bits as kern's emulation test asserts; dα
 // and dε summed in double per chunk on the device, float32 partials on
 // the CPU: 1e-5 relative and 1e-4 absolute, as the SPN form), and the
@@ -115,7 +108,7 @@ func rspnOnDevice(t *testing.T, e *engine.Engine) {
 		}
 		optest.CheckDevice(t, e, "relations", RelAgg{ID: "rel", Be: be, D: D, R: R, N: N, W: w}, xs, 0, 0)
 		in := [][]float32{randFloats(rng, N*w, 1), randFloats(rng, N*w, 1), randFloats(rng, N*w, 1), randFloats(rng, k, 0.5), {0.3}}
-		optest.CheckDevice(t, e, "combine", Combine{ID: "combine", Be: be, D: D, K: k, N: N, W: w}, in, 1e-4, 1e-5)
+		optest.CheckDevice(t, e, "combine", GivenFirstHop{ID: "combine", Be: be, D: D, K: k, N: N, W: w}, in, 1e-4, 1e-5)
 		_, rows := kernels.EmbedOffsets(b.NodeCatVocab)
 		if len(b.NodeCatVocab) < 2 || D.DevNodeCat == nil {
 			t.Fatalf("node feature vocabularies %v, on the device %v: want two columns or more, packed", b.NodeCatVocab, D.DevNodeCat != nil)
@@ -141,9 +134,9 @@ func rspnOnDevice(t *testing.T, e *engine.Engine) {
 	if err := noCat.DeviceForward(e, nil, nil); err == nil || err.Error() != "atom: the categorical node features are not on the device" {
 		t.Errorf("CatEmbed without the node features on the device: %v", err)
 	}
-	wrong := Combine{ID: "combine", D: &Data{Dev: &DeviceHops{K: 3}}, K: 3, N: 10, W: w}
+	wrong := GivenFirstHop{ID: "combine", D: &Data{Dev: &DeviceHops{K: 3}}, K: 3, N: 10, W: w}
 	if err := wrong.DeviceForward(e, nil, nil); err == nil || err.Error() != "combine: 3 hop sets on the device, want 2 for k = 3" {
-		t.Errorf("Combine with N_1..N_k on the device for the given-first-hop form: %v", err)
+		t.Errorf("GivenFirstHop with N_1..N_k on the device: %v", err)
 	}
 }
 

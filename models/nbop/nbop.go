@@ -2,9 +2,13 @@
 // neighbourhoods (R-SPN, E-SPN, and the global readout of the SPN kinds),
 // each an op.Op written once over the kernels of models/kernels:
 //
-//   - Combine: y = (1+ε)·S + α_1·R + Σ_{i=2..k} α_i·A_i·H, the SP-MPNN
-//     combination whose first-hop term R is given (relation sums, edge
-//     messages, …) and whose higher hops aggregate H over N_2..N_k;
+//   - HopCombine: y = (1+ε)·H + Σ_{i=1..k} α_i·A_i·H, the SPN layer's
+//     aggregation (hopcombine.go);
+//   - GivenFirstHop: y = (1+ε)·S + α_1·R + Σ_{i=2..k} α_i·A_i·H, the
+//     SP-MPNN combination whose first-hop term R is given (E-SPN's edge
+//     messages) and whose higher hops aggregate H over N_2..N_k;
+//   - RelCombine: GivenFirstHop with R the relation sums, R-SPN's whole
+//     combination over its stacked MLPs;
 //   - RelAgg: y_u = Σ_j Σ_{v: r_j(u,v)} X_j[v], the relation sums of R-SPN;
 //   - EdgeMsg: y_u = Σ_{v∈N(u)} ReLU(h_v + e_uv) with e_uv from a
 //     BondEncoder table, E-SPN's first hop;
@@ -36,11 +40,11 @@ type Data struct {
 	N, G int
 	// Ptr are the graph offsets (len G+1).
 	Ptr []int32
-	// Hops are N_2..N_k (Combine's higher hops), then N_∞ when the model
+	// Hops are N_2..N_k (the higher hops), then N_∞ when the model
 	// reads it (Need.Unreachable), HopsT their transposes.
 	Hops, HopsT []data.CSR
-	// Hop1 is N_1 (or the adjacency) when Combine aggregates the first hop
-	// itself (Combine.Hop1), Hop1T its transpose.
+	// Hop1 is N_1 (or the adjacency) for HopCombine, which aggregates
+	// the first hop itself, Hop1T its transpose.
 	Hop1, Hop1T data.CSR
 	// Rel are the relations r_1..r_R, RelT their transposes.
 	Rel, RelT []data.CSR
@@ -69,15 +73,15 @@ type Data struct {
 	// DevTarget are the targets on a device (double), for BCE's device
 	// math (nil on the CPU path).
 	DevTarget *cuda.Buffer
-	// Dev are the hop sets of Combine on a device (N_1..N_k for the SPN
-	// form, N_2..N_k for the form with a given first hop), DevRel the
+	// Dev are the hop sets on a device (N_1..N_k for HopCombine,
+	// N_2..N_k for GivenFirstHop and RelCombine), DevRel the
 	// relations, for their device math (nil on the CPU path).
 	Dev, DevRel *DeviceHops
 }
 
 // Need says which parts of a batch Set prepares.
 type Need struct {
-	// K is the hop count: Combine reads N_2..N_K, then N_∞ with
+	// K is the hop count: the ops read N_2..N_K, then N_∞ with
 	// Unreachable.
 	K           int
 	Unreachable bool
@@ -118,7 +122,7 @@ func (d *Data) Set(b *data.Batch, need Need) error {
 	return nil
 }
 
-// SetHop1 sets d to the data of Combine's SPN form (Hop1) on batch b:
+// SetHop1 sets d to the data of HopCombine on batch b:
 // its graphs, hops[0] as the first hop (N_1, or the adjacency for GIN),
 // the higher sets hops[1:] and the transposes of all.
 func (d *Data) SetHop1(b *data.Batch, hops []data.CSR) {
@@ -152,286 +156,6 @@ func sameArrays(a, b data.CSR) bool {
 		return false
 	}
 	return len(a.Idx) == 0 || &a.Idx[0] == &b.Idx[0]
-}
-
-// Combine is the SP-MPNN combination over N×d node states
-//
-//	y = (1+ε)·S + α_1·R + Σ_{i=2..k} α_i·A_i·H
-//
-// with inputs S, R, H (N×d), α (k) and ε (1), A_i the 0/1 matrix of N_i.
-// Its gradient: dS = (1+ε)·dy, dR = α_1·dy, dH = Σ_{i≥2} α_i·A_iᵀ·dy,
-// dα_1 = ⟨dy, R⟩, dα_i = ⟨A_iᵀ·dy, H⟩, dε = ⟨dy, S⟩.
-//
-// With Hop1, S = H and R = A_1·H, Data.Hop1 being N_1 (or, for GIN, the
-// adjacency): the SPN layer's aggregation (paper eq. 1) over inputs H, α
-// and ε,
-//
-//	y = (1+ε)·H + Σ_{i=1..k} α_i·A_i·H
-//
-// in one fused pass over the rows (kernels' HopAggregateSums, which keeps
-// the hop sums A_i·H in Sums for dα), with gradient
-// dH = (1+ε)·dy + Σ_{i=1..k} α_i·A_iᵀ·dy, dα_i = ⟨dy, A_i·H⟩, dε = ⟨dy, H⟩.
-//
-// With Stacked = M ≥ 2 (the form with a given first hop), S and H are
-// blocks 0 and 1 of one input X ((M·N)×d, block b its rows
-// b·N..(b+1)·N−1: R-SPN's 2 + R MLPs as one op), inputs X, R, α and ε,
-// and dX = [dS; dH; 0; …; 0]; the math is the form's own, on views of
-// the blocks. With Relations = R' as well, R is not an input but R-SPN's
-// relation sums of X's blocks 2..R'+1 (RelAgg's math, Stacked, From 2),
-// inputs X, α and ε, and dX's blocks 2..R'+1 are RelAgg's gradients of
-// dR: R-SPN's whole combination, X made once and its gradient too.
-type Combine struct {
-	ID      string
-	Be      kernels.Backend
-	D       *Data
-	K, N, W int // hops, padded rows, width
-	// Hop1 selects the SPN form (inputs H, α, ε).
-	Hop1 bool
-	// Bufs, when not nil, supplies scratch (the n×d hop sums; every value
-	// is overwritten).
-	Bufs op.Buffers
-	// Sums, with Hop1, is where the forward pass keeps the hop sums A_i·H
-	// for the backward pass (new([][]float32) per op); nil makes the
-	// backward pass recompute them. DevSums is the same for the device
-	// math.
-	Sums    *[][]float32
-	DevSums *DeviceSums
-	// Stacked = M ≥ 2 (the form with a given first hop only) takes S and
-	// H as blocks 0 and 1 of one input X of M blocks of N rows (R-SPN's
-	// stacked MLPs, rt.NewMLPs): inputs X ((M·N)×W), R, α, ε; dX is dS
-	// and dH in those blocks and zero elsewhere. 0 takes S and H apart.
-	Stacked int
-	// Relations > 0 (with Stacked ≥ 2 + Relations) computes R from X's
-	// blocks 2..Relations+1 (RelAgg) instead of taking it: inputs X, α,
-	// ε. Rel, when not nil, is where the forward pass keeps R for the
-	// backward pass (new(RelSums) per op); nil makes the backward pass
-	// recompute it.
-	Relations int
-	Rel       *RelSums
-}
-
-// RelSums is where Combine's forward pass keeps R-SPN's relation sums R
-// (Combine.Relations): on the host, and on a device (a scratch buffer of
-// the engine).
-type RelSums struct {
-	host []float32
-	dev  *cuda.Buffer
-}
-
-// Sig implements op.Op.
-func (o Combine) Sig() op.Sig {
-	nd := []int{o.N, o.W}
-	switch {
-	case o.Hop1:
-		return op.Sig{ID: o.ID, In: [][]int{nd, {o.K}, {1}}, Out: nd, Sets: true}
-	case o.Stacked > 0 && o.Relations > 0:
-		return op.Sig{ID: o.ID, In: [][]int{{o.Stacked * o.N, o.W}, {o.K}, {1}}, Out: nd, Sets: true}
-	case o.Stacked > 0:
-		return op.Sig{ID: o.ID, In: [][]int{{o.Stacked * o.N, o.W}, nd, {o.K}, {1}}, Out: nd, Sets: true}
-	}
-	return op.Sig{ID: o.ID, In: [][]int{nd, nd, nd, {o.K}, {1}}, Out: nd, Sets: true}
-}
-
-// check reports a Stacked setting Combine does not take (Forward,
-// Backward and their device math refuse to run with it).
-func (o Combine) check() error {
-	switch {
-	case o.Stacked < 0 || o.Stacked == 1:
-		return fmt.Errorf("%s: Combine.Stacked = %d: want 0 (S and H apart) or M ≥ 2 blocks (S, H, …)", o.ID, o.Stacked)
-	case o.Stacked > 0 && o.Hop1:
-		return fmt.Errorf("%s: Combine.Stacked = %d with Hop1: only the form with a given first hop takes stacked inputs", o.ID, o.Stacked)
-	case o.Relations < 0 || o.Relations > 0 && o.Stacked < 2+o.Relations:
-		return fmt.Errorf("%s: Combine.Relations = %d with Stacked = %d: the relation sums read blocks 2..Relations+1 of the stacked input", o.ID, o.Relations, o.Stacked)
-	}
-	return nil
-}
-
-// relAgg is the relation sums of the form with Relations: RelAgg over X's
-// blocks 2..Relations+1.
-func (o Combine) relAgg() RelAgg {
-	return RelAgg{ID: o.ID + ".relations", Be: o.Be, D: o.D, R: o.Relations, N: o.N, W: o.W, Stacked: o.Stacked, From: 2}
-}
-
-// unstack returns the inputs (or their gradients) of the form with a
-// given first hop, S, R, H, α, ε, from those of the stacked form, X, R,
-// α, ε (X, α, ε with Relations, r being R or dR): S and H are views of
-// X's blocks 0 and 1 (block gives them); in itself without Stacked.
-func unstack[T any](o Combine, in []T, block func(x T, b int) T, r T) []T {
-	switch {
-	case o.Stacked == 0:
-		return in
-	case o.Relations > 0:
-		return []T{block(in[0], 0), r, block(in[0], 1), in[1], in[2]}
-	}
-	return []T{block(in[0], 0), in[1], block(in[0], 1), in[2], in[3]}
-}
-
-// relations returns R-SPN's relation sums of X for the form with
-// Relations: those the forward pass kept (Rel), or computed now.
-func (o Combine) relations(X []float32, kept bool) ([]float32, error) {
-	if kept && o.Rel != nil && len(o.Rel.host) == o.N*o.W {
-		return o.Rel.host, nil
-	}
-	r := o.buf(o.N * o.W)
-	if err := o.relAgg().Forward([][]float32{X}, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// hostBlock returns block b of N rows of x (a view).
-func (o Combine) hostBlock(x []float32, b int) []float32 {
-	nd := o.N * o.W
-	return x[b*nd : (b+1)*nd : (b+1)*nd]
-}
-
-// buf returns n floats of scratch.
-func (o Combine) buf(n int) []float32 {
-	if o.Bufs != nil {
-		return o.Bufs.Buf(n)
-	}
-	return make([]float32, n)
-}
-
-// hop1 returns N_1..N_k (transposed with t) for the Hop1 form.
-func (o Combine) hop1(t bool) ([]data.CSR, error) {
-	if len(o.D.Hops) != o.K-1 || len(o.D.HopsT) != len(o.D.Hops) {
-		return nil, fmt.Errorf("%d higher hop sets for k = %d", len(o.D.Hops), o.K)
-	}
-	h1, hs := o.D.Hop1, o.D.Hops
-	if t {
-		h1, hs = o.D.Hop1T, o.D.HopsT
-	}
-	if h1.Len() != o.D.N {
-		return nil, fmt.Errorf("first hop set has %d rows for %d nodes", h1.Len(), o.D.N)
-	}
-	return append([]data.CSR{h1}, hs...), nil
-}
-
-// Forward implements op.Op.
-func (o Combine) Forward(in [][]float32, y []float32) error {
-	if err := o.check(); err != nil {
-		return err
-	}
-	var rel []float32
-	if o.Relations > 0 {
-		var err error
-		if rel, err = o.relations(in[0], false); err != nil {
-			return err
-		}
-		if o.Rel != nil {
-			o.Rel.host = rel
-		}
-	}
-	in = unstack(o, in, o.hostBlock, rel)
-	n, d := o.D.N, o.W
-	if o.Hop1 {
-		H, alpha, eps := in[0], in[1], in[2]
-		hops, err := o.hop1(false)
-		if err != nil {
-			return err
-		}
-		clear(y[n*d:])
-		sums := make([][]float32, o.K)
-		for i := range sums {
-			sums[i] = o.buf(n * d)
-		}
-		if o.Sums != nil {
-			*o.Sums = sums
-		}
-		o.Be.HopAggregateSums(y[:n*d], sums, H[:n*d], hops, alpha, 1+eps[0], n, d)
-		return nil
-	}
-	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
-	if len(o.D.Hops) != o.K-1 {
-		return fmt.Errorf("%d higher hop sets for k = %d", len(o.D.Hops), o.K)
-	}
-	clear(y[n*d:])
-	o.Be.HopAggregate(y[:n*d], H[:n*d], o.D.Hops, alpha[1:], 0, n, d)
-	s, a1 := 1+eps[0], alpha[0]
-	for i := range y[:n*d] {
-		y[i] += s*S[i] + a1*R[i]
-	}
-	return nil
-}
-
-// Backward implements op.Op.
-func (o Combine) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
-	if err := o.check(); err != nil {
-		return err
-	}
-	n, d := o.D.N, o.W
-	var rel, dR []float32
-	if o.Relations > 0 {
-		var err error
-		if rel, err = o.relations(in[0], true); err != nil {
-			return err
-		}
-		dR = o.buf(o.N * d)
-	}
-	gX := g[0]
-	if o.Stacked > 0 {
-		// Sig.Sets: dH's real rows (block 1's first n) are set below;
-		// its padding rows and blocks 2..M−1 are zero (the relation
-		// blocks' real rows are set last, with Relations).
-		clear(g[0][o.N*d+n*d:])
-	}
-	in, g = unstack(o, in, o.hostBlock, rel), unstack(o, g, o.hostBlock, dR)
-	clear(g[0][n*d:]) // Sig.Sets: the rows below are all set
-	if o.Hop1 {
-		return o.backHop1(in, dy, g)
-	}
-	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
-	s, a1 := 1+eps[0], alpha[0]
-	for i, v := range dy[:n*d] {
-		g[0][i], g[1][i] = s*v, a1*v
-	}
-	T := make([][]float32, len(o.D.HopsT))
-	for i := range T {
-		T[i] = o.buf(n * d)
-	}
-	o.Be.HopAggregateSums(g[2][:n*d], T, dy[:n*d], o.D.HopsT, alpha[1:], 0, n, d)
-	dots := o.Be.Dots(dy[:n*d], [][]float32{R[:n*d], S[:n*d]}, n, d)
-	g[3][0], g[4][0] = float32(dots[0]), float32(dots[1])
-	for i, v := range o.Be.Dots(H[:n*d], T, n, d) {
-		g[3][i+1] = float32(v)
-	}
-	if o.Relations > 0 {
-		return o.relAgg().Backward(nil, nil, dR, [][]float32{gX})
-	}
-	return nil
-}
-
-// backHop1 is Backward of the Hop1 form.
-func (o Combine) backHop1(in [][]float32, dy []float32, g [][]float32) error {
-	H, alpha, eps := in[0], in[1], in[2]
-	n, d := o.D.N, o.W
-	hopsT, err := o.hop1(true)
-	if err != nil {
-		return err
-	}
-	var sums [][]float32
-	if o.Sums != nil {
-		sums = *o.Sums
-	}
-	if len(sums) != o.K {
-		hops, err := o.hop1(false)
-		if err != nil {
-			return err
-		}
-		sums = make([][]float32, o.K)
-		for i := range sums {
-			sums[i] = o.buf(n * d)
-		}
-		o.Be.HopAggregateSums(o.buf(n*d), sums, H[:n*d], hops, alpha, 1+eps[0], n, d)
-	}
-	o.Be.HopAggregate(g[0][:n*d], dy[:n*d], hopsT, alpha, 1+eps[0], n, d)
-	dots := o.Be.Dots(dy[:n*d], append(sums[:o.K:o.K], H[:n*d]), n, d)
-	for i := 0; i < o.K; i++ {
-		g[1][i] = float32(dots[i])
-	}
-	g[2][0] = float32(dots[o.K])
-	return nil
 }
 
 // RelAgg is R-SPN's relation aggregation over inputs X_1..X_R (N×d each):

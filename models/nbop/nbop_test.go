@@ -75,7 +75,7 @@ func TestGradients(t *testing.T) {
 		if err := Dbin.Set(bin, Need{K: 1}); err != nil {
 			t.Fatal(err)
 		}
-		// The SPN layer's first hop (Combine.Hop1): N_1, asymmetric here.
+		// The SPN layer's first hop (HopCombine): N_1, asymmetric here.
 		D.Hop1, D.Hop1T = b.Hop[0], kernels.Transpose(b.Hop[0])
 		n, w := b.N, 4
 		N := n + 7
@@ -91,13 +91,13 @@ func TestGradients(t *testing.T) {
 		D1.Hops, D1.HopsT = nil, nil
 		G := bin.NumGraphs + 2
 		cases := []optest.Case{
-			{Name: "combine", Op: Combine{ID: "c", Be: be, D: D, K: k, N: N, W: w},
+			{Name: "combine", Op: GivenFirstHop{ID: "c", Be: be, D: D, K: k, N: N, W: w},
 				In: [][]float32{nd(), nd(), nd(), {0.2, 0.5, 0.3}, {0.4}}, ZeroFrom: n * w},
-			{Name: "combine k=1", Op: Combine{ID: "c1", Be: be, D: &D1, K: 1, N: N, W: w},
+			{Name: "combine k=1", Op: GivenFirstHop{ID: "c1", Be: be, D: &D1, K: 1, N: N, W: w},
 				In: [][]float32{nd(), nd(), nd(), {1}, {-0.2}}, ZeroFrom: n * w},
-			{Name: "combine hop 1 (SPN)", Op: Combine{ID: "s", Be: be, D: D, K: k, N: N, W: w, Hop1: true},
+			{Name: "combine hop 1 (SPN)", Op: &HopCombine{ID: "s", Be: be, D: D, K: k, N: N, W: w},
 				In: [][]float32{nd(), {0.2, 0.5, 0.3}, {0.4}}, ZeroFrom: n * w},
-			{Name: "combine hop 1, k=1 (GIN)", Op: Combine{ID: "s1", Be: be, D: &D1, K: 1, N: N, W: w, Hop1: true},
+			{Name: "combine hop 1, k=1 (GIN)", Op: &HopCombine{ID: "s1", Be: be, D: &D1, K: 1, N: N, W: w},
 				In: [][]float32{nd(), {1}, {-0.2}}, ZeroFrom: n * w},
 			{Name: "relation aggregation", Op: RelAgg{ID: "r", Be: be, D: D, R: R, N: N, W: w},
 				In: rel, ZeroFrom: n * w},
@@ -150,7 +150,7 @@ func TestErrors(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"combine without hops", Combine{ID: "c", Be: be, D: D, K: 3, N: 2, W: 4}.Forward([][]float32{x, x, x, {1, 0, 0}, {0}}, y), "0 higher hop sets for k = 3"},
+		{"combine without hops", GivenFirstHop{ID: "c", Be: be, D: D, K: 3, N: 2, W: 4}.Forward([][]float32{x, x, x, {1, 0, 0}, {0}}, y), "0 higher hop sets for k = 3"},
 		{"relations missing", RelAgg{ID: "r", Be: be, D: D, R: 2, N: 2, W: 4}.Forward([][]float32{x, x}, y), "batch has 0 relations, op built for 2"},
 		{"edge features missing", EdgeMsg{ID: "e", Be: be, D: D, Rows: 3, N: 2, W: 4}.Forward([][]float32{x, make([]float32, 12)}, y), "0 edge feature values for 2 edge entries × 0 columns"},
 		{"node features missing", CatEmbed{ID: "a", Be: be, D: D, Rows: 3, N: 2, W: 4}.Forward([][]float32{make([]float32, 12)}, y), "0 categorical node feature values for 2 nodes × 0 columns"},

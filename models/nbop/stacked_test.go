@@ -18,8 +18,8 @@ import (
 )
 
 // stackedShape is one shape of the stacked forms: X of M blocks, RelAgg's
-// R relations read from block From, Combine over k hops, pad padding rows
-// (N = n + pad).
+// R relations read from block From, RelCombine over k hops, pad padding
+// rows (N = n + pad).
 type stackedShape struct {
 	name               string
 	m, r, from, k, pad int
@@ -83,23 +83,15 @@ type stackedPair struct {
 	stacked, separate optest.Both
 	in, sepIn         [][]float32
 	blocks, rest      []int
-	// abs, rel are CheckDevice's tolerances for the stacked form.
-	abs, rel float64
 }
 
-// stackedPairs returns Combine's and RelAgg's pairs for shape sh over D
-// (n real rows, N = n + sh.pad) with random values of width w.
+// stackedPairs returns RelAgg's pair for shape sh over D (n real rows,
+// N = n + sh.pad) with random values of width w.
 func stackedPairs(sh stackedShape, D *Data, be kernels.Backend, w int, rng *rand.Rand) []stackedPair {
 	N := D.N + sh.pad
 	nw := N * w
 	X := randFloats(rng, sh.m*nw, 1)
 	block := func(b int) []float32 { return append([]float32(nil), X[b*nw:(b+1)*nw]...) }
-	R, alpha, eps := randFloats(rng, nw, 1), randFloats(rng, sh.k, 0.5), []float32{0.3}
-	cBlocks := make([]int, sh.m)
-	for b := range cBlocks {
-		cBlocks[b] = -1
-	}
-	cBlocks[0], cBlocks[1] = 0, 2
 	rBlocks := make([]int, sh.m)
 	var rIn [][]float32
 	for b := range rBlocks {
@@ -110,15 +102,6 @@ func stackedPairs(sh stackedShape, D *Data, be kernels.Backend, w int, rng *rand
 		}
 	}
 	return []stackedPair{
-		{
-			name:     "combine",
-			stacked:  Combine{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w, Stacked: sh.m},
-			separate: Combine{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w},
-			in:       [][]float32{X, R, alpha, eps},
-			sepIn:    [][]float32{block(0), R, block(1), alpha, eps},
-			blocks:   cBlocks, rest: []int{1, 3, 4},
-			abs: 1e-4, rel: 1e-5,
-		},
 		{
 			name:     "relations",
 			stacked:  RelAgg{ID: "rel", Be: be, D: D, R: sh.r, N: N, W: w, Stacked: sh.m, From: sh.from},
@@ -179,13 +162,12 @@ func cpuRun(t *testing.T, name string, o op.Op, in [][]float32, r []float32) ([]
 	return y, optest.Gradients(t, name, o, in, r)
 }
 
-// TestStacked checks Combine's and RelAgg's stacked forms (one input X
+// TestStacked checks RelAgg's stacked form (one input X
 // of M blocks of N rows) on the CPU against their separate forms over
 // the same values, for R-SPN's shape and two others with and without
 // padding rows, over 40 graphs (more than one row chunk, two threads):
 // the output and every gradient the same bits, the blocks of dX the
-// separate gradients and the blocks neither form reads zero (the stacked
-// Combine's Sig.Sets: Gradients' buffers start as NaN).
+// separate gradients and the blocks neither form reads zero.
 func TestStacked(t *testing.T) {
 	be := kernels.CPU{Threads: 2}
 	for _, sh := range stackedShapes {
@@ -215,7 +197,7 @@ func TestStackedGradients(t *testing.T) {
 	}
 }
 
-// TestStackedErrors: settings of Stacked, From and Hop1 the ops do not
+// TestStackedErrors: settings of Stacked and From RelAgg does not
 // take come back as errors naming the op and the fields from Forward,
 // Backward and their device math (which refuse them before reading their
 // inputs or the device), and Sig does not panic on them.
@@ -226,12 +208,6 @@ func TestStackedErrors(t *testing.T) {
 		o    optest.Both
 		want string
 	}{
-		{"combine stacked with Hop1", Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Hop1: true, Stacked: 6},
-			"c: Combine.Stacked = 6 with Hop1: only the form with a given first hop takes stacked inputs"},
-		{"combine one block", Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Stacked: 1},
-			"c: Combine.Stacked = 1: want 0 (S and H apart) or M ≥ 2 blocks (S, H, …)"},
-		{"combine negative", Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Stacked: -2},
-			"c: Combine.Stacked = -2: want 0 (S and H apart) or M ≥ 2 blocks (S, H, …)"},
 		{"relations past the blocks", RelAgg{ID: "r", D: D, R: 4, N: 2, W: 4, Stacked: 5, From: 2},
 			"r: RelAgg.From + R = 2 + 4 > Stacked = 5: the relations read blocks From..From+R−1 of X's Stacked"},
 		{"relations, more than the blocks", RelAgg{ID: "r", D: D, R: 3, N: 2, W: 4, Stacked: 2},
@@ -267,19 +243,13 @@ func TestStackedErrors(t *testing.T) {
 	if s := ok.Sig(); len(s.In) != 1 || s.In[0][0] != 12 || s.In[0][1] != 4 {
 		t.Errorf("stacked RelAgg's inputs %v, want [[12 4]]", s.In)
 	}
-	c := Combine{ID: "c", K: 3, N: 2, W: 4, Stacked: 6}.Sig()
-	if want := "[[12 4] [2 4] [3] [1]]"; fmt.Sprint(c.In) != want || !c.Sets {
-		t.Errorf("stacked Combine's inputs %v (Sets %v), want %s (Sets)", c.In, c.Sets, want)
-	}
 }
 
-// TestStackedOnDevice runs the stacked forms on the emulated device:
+// TestStackedOnDevice runs RelAgg's stacked form on the emulated device:
 // against their separate forms there (DeviceForward and DeviceBackward
 // into zeroed memory, as op's adaptor gives it) the output and every
 // gradient the same bits, the blocks of dX neither form reads zero; and
-// against the CPU (optest.CheckDevice): RelAgg the same bits, Combine
-// within TestRSPNOnDevice's tolerances (dα and dε in double on the
-// device). R-SPN's shape and two others, over 40 graphs (more than one
+// against the CPU (optest.CheckDevice) the same bits. R-SPN's shape and two others, over 40 graphs (more than one
 // row chunk) with and without padding rows.
 func TestStackedOnDevice(t *testing.T) { stackedOnDevice(t, enginetest.Emulated(t)) }
 
@@ -299,7 +269,7 @@ func stackedOnDevice(t *testing.T, e *engine.Engine) {
 			y, g := deviceRun(t, e, what+" stacked", p.stacked, p.in, r)
 			sy, sg := deviceRun(t, e, what+" separate", p.separate, p.sepIn, r)
 			compareStacked(t, what+" on the device", p, y, g, sy, sg)
-			optest.CheckDevice(t, e, what, p.stacked, p.in, p.abs, p.rel)
+			optest.CheckDevice(t, e, what, p.stacked, p.in, 0, 0)
 		}
 		done()
 	}
@@ -353,22 +323,21 @@ func deviceRun(t *testing.T, e *engine.Engine, name string, o optest.Both, in []
 	return out, grads
 }
 
-// relationShapes are the shapes of Combine's form with Relations (the
-// relations in blocks 2..R+1): R-SPN's, and M = 5 with R = 2 (block 4
-// read by neither), k = 1 (no higher hops) and no padding rows.
+// relationShapes are the shapes of RelCombine (the relations in blocks
+// 2..R+1): R-SPN's, and R = 2 with k = 1 (no higher hops) and no padding
+// rows.
 var relationShapes = []stackedShape{
 	stackedShapes[0],
-	{"M=5 R=2 From=2 k=1 pad=0", 5, 2, 2, 1, 0},
+	{"M=4 R=2 From=2 k=1 pad=0", 4, 2, 2, 1, 0},
 }
 
-// TestStackedRelations checks Combine's form with Relations, R-SPN's
-// whole combination over its stacked MLPs, against RelAgg and Combine's
-// separate forms composed (R = RelAgg(X_1..X_R), then Combine(S, R, H),
-// dX_j = RelAgg's gradient of dR): the same bits on the CPU and on the
-// emulated device, with the relation sums kept (Rel) and recomputed;
+// TestStackedRelations checks RelCombine, R-SPN's whole combination over
+// its stacked MLPs, against RelAgg and GivenFirstHop composed
+// (R = RelAgg(X_1..X_R), then GivenFirstHop(S, R, H), dX_j = RelAgg's
+// gradient of dR): the same bits on the CPU and on the emulated device;
 // against finite differences (optest.CheckGrad); the device against the
-// CPU (optest.CheckDevice, Combine's tolerances); and the settings it
-// refuses.
+// CPU (optest.CheckDevice, GivenFirstHop's tolerances: dα and dε in
+// double on the device); and the setting it refuses.
 func TestStackedRelations(t *testing.T) {
 	e := enginetest.Emulated(t)
 	be := kernels.CPU{Threads: 2}
@@ -387,64 +356,54 @@ func TestStackedRelations(t *testing.T) {
 			xs = append(xs, append([]float32(nil), block(X, 2+j)...))
 		}
 		rel := RelAgg{ID: "rel", Be: be, D: D, R: sh.r, N: N, W: w}
-		sep := Combine{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w}
+		sep := GivenFirstHop{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w}
 		in := [][]float32{X, alpha, eps}
-		for _, kept := range []bool{true, false} {
-			stacked := Combine{ID: "combine", Be: be, D: D, K: sh.k, N: N, W: w, Stacked: sh.m, Relations: sh.r}
-			if kept {
-				stacked.Rel = new(RelSums)
-			}
-			what := fmt.Sprintf("%s, relation sums kept %v", sh.name, kept)
-			r := probe(stacked)
-			for _, dev := range []bool{false, true} {
-				run := func(name string, o optest.Both, in [][]float32, r []float32) ([]float32, [][]float32) {
-					if dev {
-						return deviceRun(t, e, name, o, in, r)
-					}
-					return cpuRun(t, name, o, in, r)
+		stacked := &RelCombine{ID: "combine", Be: be, D: D, K: sh.k, R: sh.r, N: N, W: w}
+		what := sh.name
+		r := probe(stacked)
+		for _, dev := range []bool{false, true} {
+			run := func(name string, o optest.Both, in [][]float32, r []float32) ([]float32, [][]float32) {
+				if dev {
+					return deviceRun(t, e, name, o, in, r)
 				}
-				where := fmt.Sprintf("%s, device %v", what, dev)
-				R, _ := run(where+": relations", rel, xs, probe(rel))
-				sy, sg := run(where+": combine", sep, [][]float32{block(X, 0), R, block(X, 1), alpha, eps}, r)
-				_, rg := run(where+": relations' gradient", rel, xs, sg[1])
-				y, g := run(where+": stacked", stacked, in, r)
-				kerntest.EqualBits(t, where+": output", y, sy)
-				for b := 0; b < sh.m; b++ {
-					want := make([]float32, nw)
-					switch {
-					case b == 0:
-						want = sg[0]
-					case b == 1:
-						want = sg[2]
-					case b-2 < sh.r:
-						want = rg[b-2]
-					}
-					kerntest.EqualBits(t, fmt.Sprintf("%s: block %d of dX", where, b), block(g[0], b), want)
-				}
-				kerntest.EqualBits(t, where+": dα", g[1], sg[3])
-				kerntest.EqualBits(t, where+": dε", g[2], sg[4])
+				return cpuRun(t, name, o, in, r)
 			}
-			optest.CheckDevice(t, e, what, stacked, in, 1e-4, 1e-5)
+			where := fmt.Sprintf("%s, device %v", what, dev)
+			R, _ := run(where+": relations", rel, xs, probe(rel))
+			sy, sg := run(where+": combine", sep, [][]float32{block(X, 0), R, block(X, 1), alpha, eps}, r)
+			_, rg := run(where+": relations' gradient", rel, xs, sg[1])
+			y, g := run(where+": stacked", stacked, in, r)
+			kerntest.EqualBits(t, where+": output", y, sy)
+			for b := 0; b < sh.m; b++ {
+				want := make([]float32, nw)
+				switch {
+				case b == 0:
+					want = sg[0]
+				case b == 1:
+					want = sg[2]
+				case b-2 < sh.r:
+					want = rg[b-2]
+				}
+				kerntest.EqualBits(t, fmt.Sprintf("%s: block %d of dX", where, b), block(g[0], b), want)
+			}
+			kerntest.EqualBits(t, where+": dα", g[1], sg[3])
+			kerntest.EqualBits(t, where+": dε", g[2], sg[4])
 		}
+		optest.CheckDevice(t, e, what, stacked, in, 1e-4, 1e-5)
 		done()
 		_, small := stackedData(t, 6, sh.k, sh.r)
 		Ns := small.N + sh.pad
 		optest.CheckGrad(t, optest.Case{Name: sh.name + ": combine with relations",
-			Op:       Combine{ID: "combine", Be: be, D: small, K: sh.k, N: Ns, W: 4, Stacked: sh.m, Relations: sh.r, Rel: new(RelSums)},
+			Op:       &RelCombine{ID: "combine", Be: be, D: small, K: sh.k, R: sh.r, N: Ns, W: 4},
 			In:       [][]float32{randFloats(rng, sh.m*Ns*4, 1), randFloats(rng, sh.k, 0.5), {0.3}},
 			ZeroFrom: small.N * 4})
 	}
 	D := &Data{N: 2}
 	for _, c := range []struct {
-		o    Combine
+		o    *RelCombine
 		want string
 	}{
-		{Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Stacked: 5, Relations: 4},
-			"c: Combine.Relations = 4 with Stacked = 5: the relation sums read blocks 2..Relations+1 of the stacked input"},
-		{Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Relations: 1},
-			"c: Combine.Relations = 1 with Stacked = 0: the relation sums read blocks 2..Relations+1 of the stacked input"},
-		{Combine{ID: "c", D: D, K: 2, N: 2, W: 4, Stacked: 4, Relations: -1},
-			"c: Combine.Relations = -1 with Stacked = 4: the relation sums read blocks 2..Relations+1 of the stacked input"},
+		{&RelCombine{ID: "c", D: D, K: 2, R: -1, N: 2, W: 4}, "c: RelCombine.R = -1: want R ≥ 0 relations"},
 	} {
 		_ = c.o.Sig()
 		for f, err := range map[string]error{
@@ -458,8 +417,8 @@ func TestStackedRelations(t *testing.T) {
 			}
 		}
 	}
-	if s := (Combine{ID: "c", K: 3, N: 2, W: 4, Stacked: 6, Relations: 4}).Sig(); fmt.Sprint(s.In) != "[[12 4] [3] [1]]" || !s.Sets {
-		t.Errorf("Combine with relations: inputs %v (Sets %v), want [[12 4] [3] [1]] (Sets)", s.In, s.Sets)
+	if s := (&RelCombine{ID: "c", K: 3, R: 4, N: 2, W: 4}).Sig(); fmt.Sprint(s.In) != "[[12 4] [3] [1]]" || !s.Sets {
+		t.Errorf("RelCombine: inputs %v (Sets %v), want [[12 4] [3] [1]] (Sets)", s.In, s.Sets)
 	}
 }
 

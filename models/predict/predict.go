@@ -14,7 +14,7 @@ import (
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
-	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/rt"
 )
 
 // Prediction is the model's output for one graph.
@@ -145,6 +145,6 @@ func Graphs(ctx context.Context, m models.Model, graphs []data.Graph, threads in
 
 func softmax(row []float32) []float64 {
 	p := make([]float64, len(row))
-	kernels.Softmax(p, row)
+	rt.Softmax(p, row)
 	return p
 }

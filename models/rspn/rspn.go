@@ -163,10 +163,9 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	alpha, eps, w := l.Hops.Bind(s)
 	// the messages MLP_s(h), MLP_h(h), MLP_1(h)..MLP_R(h) of every node,
 	// stacked in blocks 0, 1, 2..R+1 of x
-	m := 2 + l.r
-	x := l.mlps.Apply(s.Bdr, s.Be, s.BD, s.Key, l.name, h, l.mlps.Bind(s.Param))
+	x := l.mlps.Apply(s, l.name, h, l.mlps.Bind(s.Param))
 	// their aggregation per relation and per hop, one op over x
-	sum := s.Op(nbop.Combine{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, N: s.N, W: s.D, Stacked: m, Relations: l.r, Rel: new(nbop.RelSums)}, x, alpha, eps)
+	sum := s.Op(&nbop.RelCombine{ID: s.Name + ".combine", Be: s.Be, D: l.td, K: l.Agg.K, R: l.r, N: s.N, W: s.D}, x, alpha, eps)
 	return s.AddGlobal(l.td, w, sum, h)
 }
 

@@ -439,7 +439,7 @@ func (e *Engine) Finish(bdr *Builder, p *Program, be Env, bd *BatchData, hs []*G
 			in = append(in, mn)
 		}
 	}
-	ls, err := newLayerSum("readout", be, bd, cfg.Model.Pool, len(hs), norm, key.dropout, N, G_, d, c)
+	ls, err := newLayerSum("readout", be, bd, layerSumOpts{Pool: cfg.Model.Pool, T1: len(hs), Norm: norm, Dropout: key.dropout, N: N, G: G_, D: d, C: c})
 	if err != nil {
 		return nil, err
 	}

@@ -131,10 +131,10 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{modeltest.OpCase{Name: "batchnorm-relu train", Op: newBNReLU("bn", be, bd, st, true, false, N, d),
+		{modeltest.OpCase{Name: "batchnorm-relu train", Op: newBNReLU("bn", graphOpts{be: be, bd: bd, train: true, update: false, N: N}, st, d),
 			In: [][]float32{modeltest.RandFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7}, {0, 0.1, -0.2, 0.3}}, Shapes: [][]int{{N, d}, {d}, {d}}},
 			func(in [][]float64) []float64 { return bn64(in, nil, n, N, d) }},
-		{modeltest.OpCase{Name: "batchnorm-relu eval", Op: newBNReLU("bn", be, bd, stEval, false, false, N, d),
+		{modeltest.OpCase{Name: "batchnorm-relu eval", Op: newBNReLU("bn", graphOpts{be: be, bd: bd, train: false, update: false, N: N}, stEval, d),
 			In: [][]float32{modeltest.RandFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7}, {0, 0.1, -0.2, 0.3}}, Shapes: [][]int{{N, d}, {d}, {d}}},
 			func(in [][]float64) []float64 { return bn64(in, stEval, n, N, d) }},
 		{modeltest.OpCase{Name: "dropout", Op: newDropout("drop", G, 2),

@@ -1,6 +1,7 @@
 package rt
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
@@ -58,7 +59,20 @@ func (h *Hops) Bind(s *Step) (alpha, eps, w *G.Node) {
 }
 
 // AddGlobal returns x + (Σ_{v∈G(u)} h_v)·W over the graphs of gd (x when
-// w is nil): the global readout term of the layer (GlobalRead).
+// w is nil): the global readout term of an SP-MPNN with global readout
+// (paper §3), for the node w of the layer's map (nbop.GlobalRead).
 func (s *Step) AddGlobal(gd *nbop.Data, w, x, h *G.Node) *G.Node {
-	return GlobalRead(s.Bdr, s.Be, gd, s.Name, w, x, h, s.N, s.D)
+	bdr := s.Bdr
+	if w == nil || bdr.err != nil {
+		return x
+	}
+	r := bdr.Op(s.Be, nbop.GlobalRead{ID: s.Name + ".global_readout", Be: s.Be, D: gd, N: s.N, W: s.D}, h, w)
+	if bdr.err != nil {
+		return x
+	}
+	y, err := G.Add(x, r)
+	if err != nil {
+		bdr.err = fmt.Errorf("%s: adding the global readout: %w", s.Name, err)
+	}
+	return y
 }

@@ -56,11 +56,21 @@ type layerSumState struct {
 	devQ *cuda.Buffer
 }
 
-// newLayerSum returns the layer-sum readout of T1 readouts of width d
-// over N node rows into G graph rows of c outputs, pooling by kind, with
-// the layer norm of the readouts t ≥ 1 when norm is true.
-func newLayerSum(id string, be Env, bd *BatchData, kind string, T1 int, norm, dropout bool, N, G, d, c int) (layerSum, error) {
-	p, err := newPool(id+".pool", be, bd, kind, N, G, d)
+// layerSumOpts is the shape of a layer-sum readout: T1 readouts of width
+// D over N node rows into G graph rows of C outputs, pooling by Pool,
+// with the layer norm of the readouts t ≥ 1 with Norm and dropout masks
+// as inputs with Dropout.
+type layerSumOpts struct {
+	Pool          string
+	T1            int
+	Norm, Dropout bool
+	N, G, D, C    int
+}
+
+// newLayerSum returns the layer-sum readout of shape s.
+func newLayerSum(id string, be Env, bd *BatchData, s layerSumOpts) (layerSum, error) {
+	T1, norm, dropout, N, G, d, c := s.T1, s.Norm, s.Dropout, s.N, s.G, s.D, s.C
+	p, err := newPool(id+".pool", be, bd, s.Pool, N, G, d)
 	if err != nil {
 		return layerSum{}, err
 	}

@@ -102,18 +102,20 @@ func (l *MLP) Bind(param func(*param.Param) *G.Node) MLPNodes {
 		param(l.lin2.W), param(l.lin2.B), param(l.bn2.Gamma), param(l.bn2.Beta)}
 }
 
-// Apply adds the MLP of layer name over the N×d node states x to bdr's
-// graph, with batch statistics and their update as key asks: one fused op
-// (mlpOp) with one backward; m MLPs (NewMLPs) are one op too (mlpsOp),
-// whose output stacks theirs, (m·N)×d.
-func (l *MLP) Apply(bdr *Builder, be Env, bd *BatchData, key Key, name string, x *G.Node, n MLPNodes) *G.Node {
+// Apply adds the MLP called name (its ops' id prefix) over the N×d node
+// states x, with parameter nodes n, to s's graph, with batch statistics
+// and their update as s's Key asks: one fused op (mlpOp) with one
+// backward; m MLPs (NewMLPs) are one op too (mlpsOp), whose output
+// stacks theirs, (m·N)×d.
+func (l *MLP) Apply(s *Step, name string, x *G.Node, n MLPNodes) *G.Node {
 	var o op.Op
+	g := graphOpts{be: s.Be, bd: s.BD, train: s.Key.train, update: s.Key.update, N: s.Key.N}
 	if l.blk == nil {
-		o = newMLPOp(name, l, be, bd, key.train, key.update, key.N, l.lin1.Out)
+		o = newMLPOp(name, l, g, l.lin1.Out)
 	} else {
-		o = newMLPsOp(name, l, be, bd, key.train, key.update, key.N)
+		o = newMLPsOp(name, l, g)
 	}
-	return bdr.Op(be, o, x, n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7])
+	return s.Bdr.Op(s.Be, o, x, n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7])
 }
 
 // mlpOp is Linear → BatchNorm+ReLU → Linear → BatchNorm+ReLU as one op
@@ -139,22 +141,20 @@ type mlpState struct {
 	dev        [3]*cuda.Buffer // z1, a1, z2 of the device forward pass
 }
 
-func newMLPOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N, d int) mlpOp {
-	return newMLPOpOf(name, l.st1, l.st2, be, bd, train, update, N, d)
+// newMLPOp returns l's MLP over d columns as one op of graph g.
+func newMLPOp(name string, l *MLP, g graphOpts, d int) mlpOp {
+	return newMLPOpOf(name, l.st1, l.st2, g, d)
 }
 
 // newMLPOpOf is newMLPOp with the batch norms' state st1 and st2.
-func newMLPOpOf(name string, st1, st2 *bnStats, be Env, bd *BatchData, train, update bool, N, d int) mlpOp {
-	mode := "eval"
-	if train {
-		mode = "train"
-	}
+func newMLPOpOf(name string, st1, st2 *bnStats, g graphOpts, d int) mlpOp {
+	be, bd, N := g.be, g.bd, g.N
 	return mlpOp{
-		id: name + ".mlp." + mode, be: be, bd: bd, N: N, d: d, st: &mlpState{},
+		id: name + ".mlp." + g.mode(), be: be, bd: bd, N: N, d: d, st: &mlpState{},
 		lin1: NewLinear(name+".lin1", be, bd, false, N, d, d).(linear),
-		bn1:  newBNReLU(name+".bn1", be, bd, st1, train, update, N, d),
+		bn1:  newBNReLU(name+".bn1", g, st1, d),
 		lin2: NewLinear(name+".lin2", be, bd, false, N, d, d).(linear),
-		bn2:  newBNReLU(name+".bn2", be, bd, st2, train, update, N, d),
+		bn2:  newBNReLU(name+".bn2", g, st2, d),
 	}
 }
 

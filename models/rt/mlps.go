@@ -44,19 +44,16 @@ type mlpsState struct {
 	a1, y *cuda.Buffer
 }
 
-func newMLPsOp(name string, l *MLP, be Env, bd *BatchData, train, update bool, N int) mlpsOp {
-	mode := "eval"
-	if train {
-		mode = "train"
-	}
+// newMLPsOp returns l's m MLPs (NewMLPs) as one op of graph g.
+func newMLPsOp(name string, l *MLP, g graphOpts) mlpsOp {
 	m, d := len(l.blk), l.lin1.Out
 	o := mlpsOp{
-		id: fmt.Sprintf("%s.mlps%d.%s", name, m, mode), be: be, bd: bd, N: N, d: d, st: &mlpsState{},
-		bn1: newBNReLU(name+".bn1", be, bd, l.st1, train, update, N, m*d),
-		bn2: newBNReLU(name+".bn2", be, bd, l.st2, train, update, N, m*d),
+		id: fmt.Sprintf("%s.mlps%d.%s", name, m, g.mode()), be: g.be, bd: g.bd, N: g.N, d: d, st: &mlpsState{},
+		bn1: newBNReLU(name+".bn1", g, l.st1, m*d),
+		bn2: newBNReLU(name+".bn2", g, l.st2, m*d),
 	}
 	for b, st := range l.blk {
-		o.blocks = append(o.blocks, newMLPOpOf(fmt.Sprintf("%s.block%d", name, b), st[0], st[1], be, bd, train, update, N, d))
+		o.blocks = append(o.blocks, newMLPOpOf(fmt.Sprintf("%s.block%d", name, b), st[0], st[1], g, d))
 	}
 	return o
 }

@@ -71,7 +71,7 @@ func TestMLPsLayout(t *testing.T) {
 	dy := modeltest.RandFloats(rng, m*N*d, 1)
 	for _, train := range []bool{true, false} {
 		stacked := NewMLPs("layer1", d, m, rand.New(rand.NewPCG(5, 6)))
-		o := newMLPsOp("layer1", &stacked, be, bd, train, train, N)
+		o := newMLPsOp("layer1", &stacked, graphOpts{be: be, bd: bd, train: train, update: train, N: N})
 		y := make([]float32, m*N*d)
 		if err := o.Forward(in, y); err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestMLPsLayout(t *testing.T) {
 		dx := make([]float32, N*d)
 		for b := 0; b < m; b++ {
 			s := NewMLP("one", d, rand.New(rand.NewPCG(1, 1)))
-			one := newMLPOp("one", &s, be, bd, train, train, N, d)
+			one := newMLPOp("one", &s, graphOpts{be: be, bd: bd, train: train, update: train, N: N}, d)
 			bin := o.block(in, b)
 			yb := make([]float32, N*d)
 			if err := one.Forward(bin, yb); err != nil {
@@ -140,7 +140,7 @@ func TestMLPsGradients(t *testing.T) {
 				mlps.st2.RunVar[j] = 100
 			}
 		}
-		modeltest.CheckOpGrad(t, modeltest.OpCase{Name: fmt.Sprintf("mlps train=%v", train), Op: newMLPsOp("layer1", &mlps, be, bd, train, false, N),
+		modeltest.CheckOpGrad(t, modeltest.OpCase{Name: fmt.Sprintf("mlps train=%v", train), Op: newMLPsOp("layer1", &mlps, graphOpts{be: be, bd: bd, train: train, update: false, N: N}),
 			In: mlpsIn(rng, m, N, d, 10), Shapes: mlpsShapes(m, N, d), H: 1e-2, Tol: 2e-2})
 	}
 }
@@ -190,7 +190,7 @@ func mlpsOnDevice(t *testing.T, e *engine.Engine, exact bool) {
 	}
 	for _, train := range []bool{true, false} {
 		mlps := NewMLPs("layer1", d, m, rng)
-		optest.CheckDevice(t, e, fmt.Sprintf("mlps train=%v", train), newMLPsOp("layer1", &mlps, be, bd, train, train, N), mlpsIn(rng, m, N, d, 0.5), 1e-4, 1e-4)
+		optest.CheckDevice(t, e, fmt.Sprintf("mlps train=%v", train), newMLPsOp("layer1", &mlps, graphOpts{be: be, bd: bd, train: train, update: train, N: N}), mlpsIn(rng, m, N, d, 0.5), 1e-4, 1e-4)
 		free(mlps.st1, mlps.st2)
 	}
 
@@ -219,7 +219,7 @@ func mlpsOnDevice(t *testing.T, e *engine.Engine, exact bool) {
 	dy := up(modeltest.RandFloats(rng, m*N*d, 1))[0]
 	for _, train := range []bool{true, false} {
 		mlps := NewMLPs("layer1", d, m, rand.New(rand.NewPCG(1, 2)))
-		o := newMLPsOp("layer1", &mlps, be, bd, train, train, N)
+		o := newMLPsOp("layer1", &mlps, graphOpts{be: be, bd: bd, train: train, update: train, N: N})
 		y := zeros(m * N * d)
 		if err := o.DeviceForward(e, in, y); err != nil {
 			t.Fatal(err)
@@ -235,7 +235,7 @@ func mlpsOnDevice(t *testing.T, e *engine.Engine, exact bool) {
 		dx := make([]float32, N*d)
 		for b := 0; b < m; b++ {
 			s := NewMLP("one", d, rand.New(rand.NewPCG(1, 2)))
-			one := newMLPOp("one", &s, be, bd, train, train, N, d)
+			one := newMLPOp("one", &s, graphOpts{be: be, bd: bd, train: train, update: train, N: N}, d)
 			var bin []*cuda.Buffer
 			for _, v := range o.block(host, b) {
 				bin = append(bin, up(v)[0])

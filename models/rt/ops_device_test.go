@@ -130,16 +130,16 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"max pooling", pool(models.PoolMax), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
 		{"cross-entropy", newCrossEntropy("loss.cross_entropy", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 1e-7, 1e-5},
 		{"squared error", newMSE("loss.mse", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 0, 0},
-		{"batch norm + ReLU, training", newBNReLU("bn", be, bd, newBN(0.3), true, true, N, d), bnIn(), 0, 0},
-		{"batch norm + ReLU, evaluation", newBNReLU("bn", be, bd, newBN(0.3), false, false, N, d), bnIn(), 0, 0},
+		{"batch norm + ReLU, training", newBNReLU("bn", graphOpts{be: be, bd: bd, train: true, update: true, N: N}, newBN(0.3), d), bnIn(), 0, 0},
+		{"batch norm + ReLU, evaluation", newBNReLU("bn", graphOpts{be: be, bd: bd, train: false, update: false, N: N}, newBN(0.3), d), bnIn(), 0, 0},
 		{"encoder labels+attrs", newEncoder("enc", be, bd, numLabels, attrD, N, d),
 			[][]float32{modeltest.RandFloats(rng, numLabels*d, 1), modeltest.RandFloats(rng, attrD*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
 		{"encoder labels", newEncoder("enc", be, bd, numLabels, 0, N, d),
 			[][]float32{modeltest.RandFloats(rng, numLabels*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
 		{"encoder attrs", newEncoder("enc", be, bd, 0, attrD, N, d),
 			[][]float32{modeltest.RandFloats(rng, attrD*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
-		{"MLP, training", newMLPOp("layer1", newMLP(), be, bd, true, true, N, d), mlpIn(), 1e-4, 1e-4},
-		{"MLP, evaluation", newMLPOp("layer1", newMLP(), be, bd, false, false, N, d), mlpIn(), 1e-4, 1e-4},
+		{"MLP, training", newMLPOp("layer1", newMLP(), graphOpts{be: be, bd: bd, train: true, update: true, N: N}, d), mlpIn(), 1e-4, 1e-4},
+		{"MLP, evaluation", newMLPOp("layer1", newMLP(), graphOpts{be: be, bd: bd, train: false, update: false, N: N}, d), mlpIn(), 1e-4, 1e-4},
 		{"layer norm", NewLayerNorm("ln", be, bd, false, N, d).(layerNorm),
 			[][]float32{modeltest.RandFloats(rng, N*d, 2), modeltest.RandFloats(rng, d, 1), modeltest.RandFloats(rng, d, 0.5)}, 0, 0},
 		{"layer norm graph-level", NewLayerNorm("readout1.ln", be, bd, true, g, d).(layerNorm),
@@ -163,7 +163,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		norm, dropout bool
 	}{{models.PoolSum, 3, false, true}, {models.PoolMean, 10, false, true}, {models.PoolMax, 2, false, false}, {models.PoolSum, 9, false, false},
 		{models.PoolMean, 3, true, true}, {models.PoolSum, 10, true, true}, {models.PoolMax, 9, true, false}} {
-		o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.norm, ls.dropout, N, g, d, c)
+		o, err := newLayerSum("readout", be, bd, layerSumOpts{Pool: ls.kind, T1: ls.T1, Norm: ls.norm, Dropout: ls.dropout, N: N, G: g, D: d, C: c})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	// order).
 	cpu, gpu := newBN(0.2), newBN(0.2)
 	x := bnIn()
-	o := newBNReLU("bn", be, bd, cpu, true, true, N, d)
+	o := newBNReLU("bn", graphOpts{be: be, bd: bd, train: true, update: true, N: N}, cpu, d)
 	if err := o.Forward(x, make([]float32, N*d)); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		t.Fatal(err)
 	}
 	yb, _ := e.Buffer(y)
-	og := newBNReLU("bn", be, bd, gpu, true, true, N, d)
+	og := newBNReLU("bn", graphOpts{be: be, bd: bd, train: true, update: true, N: N}, gpu, d)
 	if err := og.DeviceForward(e, bufs, yb); err != nil {
 		t.Fatal(err)
 	}
@@ -256,12 +256,12 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	in := up(mlpIn())
 	for _, train := range []bool{true, false} {
 		fusedMLP, partsMLP := newMLP(), newMLP()
-		fused := newMLPOp("m", fusedMLP, be, bd, train, train, N, d)
+		fused := newMLPOp("m", fusedMLP, graphOpts{be: be, bd: bd, train: train, update: train, N: N}, d)
 		yf := zeros()
 		if err := fused.DeviceForward(e, in, yf); err != nil {
 			t.Fatal(err)
 		}
-		o := newMLPOp("m", partsMLP, be, bd, train, train, N, d)
+		o := newMLPOp("m", partsMLP, graphOpts{be: be, bd: bd, train: train, update: train, N: N}, d)
 		z1, a1, z2, yp := zeros(), zeros(), zeros(), zeros()
 		for _, step := range []struct {
 			op  op.DeviceOp
@@ -355,7 +355,7 @@ func layerSumOfMany(t *testing.T, e *engine.Engine, rng *rand.Rand, be Env) {
 	many.Dev = dm
 	const gm = 160
 	for _, norm := range []bool{false, true} {
-		o, err := newLayerSum("readout", be, many, models.PoolSum, 3, norm, true, N, gm, d, c)
+		o, err := newLayerSum("readout", be, many, layerSumOpts{Pool: models.PoolSum, T1: 3, Norm: norm, Dropout: true, N: N, G: gm, D: d, C: c})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,12 +81,29 @@ type bnReLU struct {
 	N, d   int
 }
 
-func newBNReLU(id string, be Env, bd *BatchData, st *bnStats, train, update bool, N, d int) bnReLU {
-	mode := "eval"
-	if train {
-		mode = "train"
+// graphOpts is what the ops of one compiled graph are built with: the
+// environment, the batch data, the padded row count N, and whether the
+// graph trains (batch statistics) and updates the running statistics
+// (training only).
+type graphOpts struct {
+	be            Env
+	bd            *BatchData
+	train, update bool
+	N             int
+}
+
+// mode is the graph's mode in op ids: "train" or "eval".
+func (g graphOpts) mode() string {
+	if g.train {
+		return "train"
 	}
-	return bnReLU{id: id + "." + mode, be: be, bd: bd, st: st, train: train, update: train && update, N: N, d: d}
+	return "eval"
+}
+
+// newBNReLU returns batch norm + ReLU over d columns with the running
+// statistics st, for graph g.
+func newBNReLU(id string, g graphOpts, st *bnStats, d int) bnReLU {
+	return bnReLU{id: id + "." + g.mode(), be: g.be, bd: g.bd, st: st, train: g.train, update: g.train && g.update, N: g.N, d: d}
 }
 
 // Sig implements op.Op.

@@ -63,26 +63,26 @@ func TestOpGradients(t *testing.T) {
 				In: [][]float32{modeltest.RandFloats(rng, 4*d, 1), modeltest.RandFloats(rng, d, 1)}, Shapes: [][]int{{4, d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 			// β = 10 keeps every entry far from the ReLU kink: checks the
 			// normalisation (training: through the batch statistics).
-			{Name: "batchnorm-relu train", Op: newBNReLU("bn", be, bd, st, true, false, N, d),
+			{Name: "batchnorm-relu train", Op: newBNReLU("bn", graphOpts{be: be, bd: bd, train: true, update: false, N: N}, st, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10)},
 				Shapes: [][]int{{N, d}, {d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
-			{Name: "batchnorm-relu eval", Op: newBNReLU("bn", be, bd, stEval, false, false, N, d),
+			{Name: "batchnorm-relu eval", Op: newBNReLU("bn", graphOpts{be: be, bd: bd, train: false, update: false, N: N}, stEval, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10)},
 				Shapes: [][]int{{N, d}, {d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 			// β = 0: about half the entries are cut; a small step (an entry
 			// within h of the kink makes the central difference wrong by
 			// up to |r|/2) checks γ and β through the ReLU mask.
-			{Name: "batchnorm-relu kink", Op: newBNReLU("bnk", be, bd, st, true, false, N, d),
+			{Name: "batchnorm-relu kink", Op: newBNReLU("bnk", graphOpts{be: be, bd: bd, train: true, update: false, N: N}, st, d),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), {1, -0.8, 1.2, 0.7, -1.1}, make([]float32, d)},
 				Shapes: [][]int{{N, d}, {d}, {d}}, Diff: []bool{false, true, true}, H: 1e-4, Tol: 5e-2},
 			// The fused MLP (training mode; β = 10 keeps both ReLUs
 			// away from their kinks, which the cases above check).
-			{Name: "mlp train", Op: newMLPOp("layer1", &mlp, be, bd, true, false, N, d),
+			{Name: "mlp train", Op: newMLPOp("layer1", &mlp, graphOpts{be: be, bd: bd, train: true, update: false, N: N}, d),
 				In: [][]float32{modeltest.RandFloats(rng, N*d, 1),
 					modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10),
 					modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10)},
 				Shapes: [][]int{{N, d}, {d, d}, {d}, {d}, {d}, {d, d}, {d}, {d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
-			{Name: "mlp eval", Op: newMLPOp("layer1", &mlp, be, bd, false, false, N, d),
+			{Name: "mlp eval", Op: newMLPOp("layer1", &mlp, graphOpts{be: be, bd: bd, train: false, update: false, N: N}, d),
 				In: [][]float32{modeltest.RandFloats(rng, N*d, 1),
 					modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10),
 					modeltest.RandFloats(rng, d*d, 0.5), modeltest.RandFloats(rng, d, 0.5), modeltest.RandFloats(rng, d, 1), modeltest.ConstFloats(d, 10)},
@@ -112,7 +112,7 @@ func TestOpGradients(t *testing.T) {
 			norm, dropout bool
 		}{{models.PoolSum, 3, false, true}, {models.PoolMean, 10, false, false}, {models.PoolMax, 2, false, true},
 			{models.PoolMean, 3, true, true}, {models.PoolSum, 10, true, false}} {
-			o, err := newLayerSum("readout", be, bd, ls.kind, ls.T1, ls.norm, ls.dropout, N, 8, d, 2)
+			o, err := newLayerSum("readout", be, bd, layerSumOpts{Pool: ls.kind, T1: ls.T1, Norm: ls.norm, Dropout: ls.dropout, N: N, G: 8, D: d, C: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestOpsMatchKernelsBitwise(t *testing.T) {
 	bn.Beta.Uniform(rng, 1)
 	st := &bnStats{RunMean: make([]float64, d), RunVar: modeltest.ConstFloat64(d, 1), Momentum: 0.1, Eps: 1e-5}
 	want := bn.Forward(be, x, n, true)
-	got, err := op.Adapt(nil, newBNReLU("bn", be, bd, st, true, true, n, d)).Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)),
+	got, err := op.Adapt(nil, newBNReLU("bn", graphOpts{be: be, bd: bd, train: true, update: true, N: n}, st, d)).Do(tensor.New(tensor.WithShape(n, d), tensor.WithBacking(x)),
 		tensor.New(tensor.WithShape(d), tensor.WithBacking(bn.Gamma.W)), tensor.New(tensor.WithShape(d), tensor.WithBacking(bn.Beta.W)))
 	if err != nil {
 		t.Fatal(err)
@@ -214,9 +214,9 @@ func TestOpIdentity(t *testing.T) {
 	mlp := NewMLP("layer1", 3, rand.New(rand.NewPCG(5, 6)))
 	ops := []G.Op{
 		op.Adapt(nil, NewLinear("layer1.lin1", be, bd, false, 2, 3, 3)), op.Adapt(nil, NewLinear("layer1.lin2", be, bd, false, 2, 3, 3)),
-		op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, true, true, 2, 3)), op.Adapt(nil, newBNReLU("layer1.bn1", be, bd, nil, false, false, 2, 3)),
-		op.Adapt(nil, newMLPOp("layer1", &mlp, be, bd, true, true, 2, 3)), op.Adapt(nil, newMLPOp("layer1", &mlp, be, bd, false, false, 2, 3)),
-		op.Adapt(nil, newMLPOp("layer2", &mlp, be, bd, true, true, 2, 3)),
+		op.Adapt(nil, newBNReLU("layer1.bn1", graphOpts{be: be, bd: bd, train: true, update: true, N: 2}, nil, 3)), op.Adapt(nil, newBNReLU("layer1.bn1", graphOpts{be: be, bd: bd, train: false, update: false, N: 2}, nil, 3)),
+		op.Adapt(nil, newMLPOp("layer1", &mlp, graphOpts{be: be, bd: bd, train: true, update: true, N: 2}, 3)), op.Adapt(nil, newMLPOp("layer1", &mlp, graphOpts{be: be, bd: bd, train: false, update: false, N: 2}, 3)),
+		op.Adapt(nil, newMLPOp("layer2", &mlp, graphOpts{be: be, bd: bd, train: true, update: true, N: 2}, 3)),
 		op.Adapt(nil, NewSoftmax("layer1.alpha", 1)), op.Adapt(nil, NewSoftmax("layer2.alpha", 1)),
 		op.Adapt(nil, newDropout("readout0.dropout", 2, 1)), op.Adapt(nil, newDropout("readout1.dropout", 2, 1)),
 	}

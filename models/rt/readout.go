@@ -1,34 +1,12 @@
 package rt
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 
-	G "gorgonia.org/gorgonia"
-
-	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema/modelspec"
 )
-
-// GlobalRead returns x + (Σ_{v∈G(u)} h_v)·W, the global readout term of an
-// SP-MPNN with global readout (paper §3), for the node w of the layer's
-// map over the graphs of gd; x when w is nil.
-func GlobalRead(bdr *Builder, be Env, gd *nbop.Data, name string, w, x, h *G.Node, N, d int) *G.Node {
-	if w == nil || bdr.err != nil {
-		return x
-	}
-	r := bdr.Op(be, nbop.GlobalRead{ID: name + ".global_readout", Be: be, D: gd, N: N, W: d}, h, w)
-	if bdr.err != nil {
-		return x
-	}
-	y, err := G.Add(x, r)
-	if err != nil {
-		bdr.err = fmt.Errorf("%s: adding the global readout: %w", name, err)
-	}
-	return y
-}
 
 // NewGlobalRead returns the global readout map W (d×d) of layer name,
 // uniform in ±1/√d as a linear layer's weights, or nil when m has no

@@ -170,7 +170,7 @@ func (m *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 //
 // with MLP = Linear → BatchNorm → ReLU → Linear → BatchNorm → ReLU, with
 // model.unreachable one more hop term α_∞ Σ_{v∈N_∞(u)} h_v (N_∞ is the
-// last set Prepare gives Combine, α_∞ the last α), and the
+// last set Prepare gives HopCombine, α_∞ the last α), and the
 // bracketed term only with model.global_readout (SP-MPNN with global
 // readout, paper §3). rt.Net adds h⁰ = Enc(labels, attrs) before the
 // layers and the readout out = Σ_{t=0..T} Dropout(Wᵗ·pool(hᵗ) + bᵗ) after
@@ -184,14 +184,13 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	alpha := s.Op(rt.NewSoftmax(s.Name+".alpha", l.Agg.K), logits)
 	// (1+ε)·h_u + Σ_{i=1..k} α_i Σ_{v: dist(u,v)=i} h_v: the messages h_v of
 	// the nodes at distance i, aggregated per hop and weighted by α_i
-	agg := s.Op(nbop.Combine{ID: s.Name + ".agg", Be: s.Be, D: l.gd, K: l.Agg.K, N: s.N, W: s.D, Hop1: true, Bufs: s.Be,
-		Sums: new([][]float32), DevSums: new(nbop.DeviceSums)}, h, alpha, eps)
+	agg := s.Op(&nbop.HopCombine{ID: s.Name + ".agg", Be: s.Be, D: l.gd, K: l.Agg.K, N: s.N, W: s.D}, h, alpha, eps)
 	// + (Σ_{v∈G(u)} h_v)·W with global readout
 	if l.Read != nil {
 		agg = s.AddGlobal(l.gd, s.Param(l.Read), agg, h)
 	}
 	// the update: MLP = Linear → BN → ReLU → Linear → BN → ReLU
-	return l.Apply(s.Bdr, s.Be, s.BD, s.Key, s.Name, agg, mn)
+	return l.Apply(s, s.Name, agg, mn)
 }
 
 // PackDevice implements rt.DevicePreparer: the hop sets Prepare set

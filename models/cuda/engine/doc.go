@@ -47,7 +47,7 @@
 // on the same type: the input encoder, the fused MLP and its parts, the
 // linear map (cuBLAS), batch norm + ReLU
 // (running statistics on the device, rt.DeviceBN), the hop softmax,
-// Combine's SPN form (hop sets packed on the device, nbop.DeviceHops),
+// HopCombine (hop sets packed on the device, nbop.DeviceHops),
 // sum and mean pooling and the cross-entropy (graph offsets and classes
 // on the device, rt.DeviceBatch, which also holds the node inputs),
 // dropout, and op.Dot.

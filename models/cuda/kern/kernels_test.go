@@ -41,7 +41,7 @@ func flat(t *testing.T, hops []data.CSR, n int) (ptr, idx []int32) {
 }
 
 // TestHopAggregate compares the SPN aggregation forward and backward with
-// models/nbop's Combine (the CPU op of the spn kind) on a batch of layered
+// models/nbop's HopCombine (the CPU op of the spn kind) on a batch of layered
 // graphs, k = 4, over more than one chunk of rows.
 func TestHopAggregate(t *testing.T) {
 	const k, d = 4, 7

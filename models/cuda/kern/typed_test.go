@@ -89,9 +89,9 @@ func TestRelAggregate(t *testing.T) {
 	}
 }
 
-// TestCombineGiven compares Combine's form with a given first hop
-// (R-SPN's: y = (1+ε)·S + α_1·R + Σ_{i≥2} α_i·A_i·H), forward and
-// backward, with models/nbop's Combine: y, dS, dR and dH bit for bit, dα
+// TestCombineGiven compares the kernels of the combination with a given
+// first hop (R-SPN's: y = (1+ε)·S + α_1·R + Σ_{i≥2} α_i·A_i·H), forward
+// and backward, with nbop.GivenFirstHop: y, dS, dR and dH bit for bit, dα
 // and dε within 1e-6·Σ|products| (float32 partial dot products on the
 // CPU, double ones in the kernel). k = 1 has no higher hops.
 func TestCombineGiven(t *testing.T) {
@@ -103,7 +103,7 @@ func TestCombineGiven(t *testing.T) {
 		S, Rs, H, dy := kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, n*d, 1)
 		alpha, eps := kerntest.Randn(rng, k, 0.5), []float32{0.3}
 		D := &nbop.Data{N: n, Hops: b.Hop[1:k], HopsT: transposes(b.Hop[1:k])}
-		op := nbop.Combine{ID: "combine", Be: kernels.CPU{Threads: 2}, D: D, K: k, N: n, W: d}
+		op := nbop.GivenFirstHop{ID: "combine", Be: kernels.CPU{Threads: 2}, D: D, K: k, N: n, W: d}
 		in := [][]float32{S, Rs, H, alpha, eps}
 		y := make([]float32, n*d)
 		if err := op.Forward(in, y); err != nil {

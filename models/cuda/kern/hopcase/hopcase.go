@@ -1,6 +1,6 @@
 // Package hopcase is the hop kernels' test case: a batch of layered
 // graphs over more than one chunk of rows and the CPU op's results on it
-// (models/nbop's Combine, the reference). It is for tests only, apart
+// (models/nbop's HopCombine, the reference). It is for tests only, apart
 // from kerntest, which the device ops' tests of nbop and rt import.
 package hopcase
 
@@ -30,7 +30,7 @@ func Batch(t testing.TB, k int) *data.Batch {
 }
 
 // Case is the hop aggregation on LayeredBatch computed by the CPU op
-// (models/nbop's Combine, the spn kind's): the reference the hop kernels
+// (models/nbop's HopCombine, the spn kind's): the reference the hop kernels
 // are compared with.
 type Case struct {
 	B       *data.Batch
@@ -43,7 +43,7 @@ type Case struct {
 	Sums, Grad           [][]float32
 }
 
-// New runs Combine forward and backward over k hop sets and w
+// New runs HopCombine forward and backward over k hop sets and w
 // columns on random inputs.
 func New(t testing.TB, k, w int) *Case {
 	t.Helper()
@@ -58,12 +58,20 @@ func New(t testing.TB, k, w int) *Case {
 	}
 	c.D = &nbop.Data{}
 	c.D.SetHop1(b, b.Hop[:k])
-	op := nbop.Combine{ID: "agg", Be: kernels.CPU{Threads: 2}, D: c.D, K: k, N: n, W: w, Hop1: true, Sums: &c.Sums}
+	be := kernels.CPU{Threads: 2}
+	op := &nbop.HopCombine{ID: "agg", Be: be, D: c.D, K: k, N: n, W: w}
 	in := [][]float32{c.H, c.Alpha, c.Eps}
 	c.Y = make([]float32, n*w)
 	if err := op.Forward(in, c.Y); err != nil {
 		t.Fatal(err)
 	}
+	// The hop sums S_i the op keeps for its backward pass, by the same
+	// kernel.
+	c.Sums = make([][]float32, k)
+	for i := range c.Sums {
+		c.Sums[i] = make([]float32, n*w)
+	}
+	be.HopAggregateSums(make([]float32, n*w), c.Sums, c.H, append([]data.CSR{c.D.Hop1}, c.D.Hops...), c.Alpha, 1+c.Eps[0], n, w)
 	c.Grad = [][]float32{make([]float32, n*w), make([]float32, k), make([]float32, 1)}
 	if err := op.Backward(in, c.Y, c.DY, c.Grad); err != nil {
 		t.Fatal(err)
