@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/ref"
 	"github.com/spn-project/spn/models/kernels"
 )
 

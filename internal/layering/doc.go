@@ -20,6 +20,6 @@
 //   - the stage engine's root package, stages, depends on no model
 //     package but models/curve (the training curve's record);
 //   - models/kernels imports no data package but data/csr;
-//   - only tests import models/internal/ref (the hand-written reference
+//   - only tests import models/internal/testkit/ref (the hand-written reference
 //     models).
 package layering

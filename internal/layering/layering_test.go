@@ -170,7 +170,7 @@ func forbidden(pkgs map[string]*pkg, from *pkg, to string) string {
 		return "the stage engine's root depends on no model package but models/curve"
 	case from.rel == "models/kernels" && under(to, "data") && to != "data/csr":
 		return "the kernels know graphs only as data/csr's CSR"
-	case to == "models/internal/ref":
+	case to == "models/internal/testkit/ref":
 		return "the hand-written reference models are for tests only"
 	}
 	return ""
@@ -242,7 +242,7 @@ func TestRules(t *testing.T) {
 		{"stages/train", "models/fit", false},
 		{"models/kernels", "data/csr", false},
 		{"models/kernels", "data", true},
-		{"models/kinds", "models/internal/ref", true},
+		{"models/kinds", "models/internal/testkit/ref", true},
 	}
 	for _, tc := range tests {
 		if why := forbidden(pkgs, pkgs[tc.from], tc.to); (why != "") != tc.bad {

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/internal/modeltest"
-	"github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/ref"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"

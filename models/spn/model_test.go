@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/models/internal/modeltest"
-	refimpl "github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
+	refimpl "github.com/spn-project/spn/models/internal/testkit/ref"
 	"github.com/spn-project/spn/models/rt"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/schema/modelspec"
 )
