@@ -29,5 +29,9 @@
 //     models/internal/testkit/... for the model library, whose hand-written
 //     reference models/internal/testkit/ref is one); no production file
 //     imports them, and a package that only tests (or other helpers)
-//     import lives there.
+//     import lives there;
+//   - the hand-written reference, models/internal/testkit/ref, imports no
+//     kernel (models/kernels, models/cuda/...), no runtime op (models/rt,
+//     nbop, op) and no gorgonia.org package: it is plain loops, so that a
+//     bug in what it checks cannot pass on both sides.
 package layering

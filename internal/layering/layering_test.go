@@ -133,6 +133,10 @@ func testkit(rel string) bool {
 	return under(rel, "internal/testkit") || strings.Contains(rel, "/internal/testkit/") || strings.HasSuffix(rel, "/internal/testkit")
 }
 
+// refPkg is the hand-written reference the model kinds are tested
+// against.
+const refPkg = "models/internal/testkit/ref"
+
 // kernel reports whether rel is one of the kernels: the CPU kernels
 // (models/kernels/...) or the CUDA C kernels (models/cuda/kern/...).
 func kernel(rel string) bool { return under(rel, "models/kernels") || under(rel, "models/cuda/kern") }
@@ -196,6 +200,8 @@ func forbidden(pkgs map[string]*pkg, from *pkg, to string) string {
 		return "the kernels know graphs only as data/csr's CSR"
 	case kernel(from.rel) && under(to, "models") && !kernel(to):
 		return "the kernels sit below the runtime (models/rt, nbop, op, ...) and the CUDA driver: they import no other model package"
+	case from.rel == refPkg && (kernel(to) || under(to, "models/rt") || under(to, "models/nbop") || under(to, "models/op") || under(to, "models/cuda")):
+		return "the reference is independent of what it checks: plain loops, no kernel and no runtime op"
 	case testkit(to) && !testkit(from.rel):
 		return "test helpers (internal/testkit/...) are imported by tests and other test helpers only"
 	}
@@ -212,6 +218,9 @@ func TestLayering(t *testing.T) {
 			kinds++
 		}
 		for _, imp := range p.imports {
+			if rel == refPkg && strings.HasPrefix(imp, "gorgonia.org/") {
+				t.Errorf("%s imports %s: the reference computes in plain loops, not on Gorgonia", rel, imp)
+			}
 			to := local(imp)
 			if to == "" {
 				continue
@@ -331,6 +340,9 @@ func TestRules(t *testing.T) {
 		{"models/kernels", "models/cuda", true},
 		{"models/cuda/kern", "data/csr", false},
 		{"models/cuda/engine", "models/kernels", false},
+		{refPkg, "models/kernels", true},
+		{refPkg, "models/rt", true},
+		{refPkg, "models/param", false},
 	}
 	for _, tc := range tests {
 		from := pkgs[tc.from]

@@ -148,7 +148,7 @@ func BenchmarkEpochPROTEINS(b *testing.B) {
 		report(b)
 	})
 	b.Run("handwritten", func(b *testing.B) {
-		m, err := ref.NewSPN(cfg, 1, be)
+		m, err := ref.NewSPN(cfg, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func BenchmarkPredictPROTEINS(b *testing.B) {
 		report(b)
 	})
 	b.Run("handwritten", func(b *testing.B) {
-		m, err := ref.NewSPN(cfg, 1, be)
+		m, err := ref.NewSPN(cfg, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

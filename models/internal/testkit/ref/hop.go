@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 )
 
@@ -12,19 +11,17 @@ import (
 //
 //	y_u = (1+ε)·x_u + Σ_{i=1..k} α_i · Σ_{v ∈ N_i(u)} x_v,  α = softmax(Logits)
 //
-// where N_i(u) = {v : dist(u,v) = i} (Batch.Hop[i-1]); there is no self term
-// in the hop sums. The parameters are a param.HopAggregation's.
+// where N_i(u) = {v : dist(u,v) = i} (Batch.Hop[i-1], row u); there is no
+// self term in the hop sums. The parameters are a param.HopAggregation's.
+// The sums are plain loops over the rows of the hop sets, in float64.
 type HopAggregation struct {
 	*param.HopAggregation
 
-	hop, hopT []data.CSR
-	rep, repT [][]int32
-	x         []float32
-	n         int
-	alpha     []float32
-	sums      [][]float32 // sums[i] = A_i·x, kept for the α gradient
-	scratch   [][]float32 // per-hop sums of the backward pass
-	y, dx     []float32
+	hop   []data.CSR
+	x     []float64
+	n     int
+	alpha []float64
+	sums  [][]float64 // sums[i][u] = Σ_{v ∈ N_{i+1}(u)} x_v, kept for the α gradient
 }
 
 // NewHopAggregation returns the aggregation of param.NewHopAggregation.
@@ -33,71 +30,96 @@ func NewHopAggregation(name string, k, dim int, eps float64, learnEps bool) *Hop
 }
 
 // Alpha returns α = softmax(Logits).
-func (h *HopAggregation) Alpha() []float32 {
-	a := make([]float32, h.K)
+func (h *HopAggregation) Alpha() []float64 {
+	return softmax(h.Logits.W)
+}
+
+// softmax returns exp(l_i − max l) / Σ_j exp(l_j − max l).
+func softmax(l []float32) []float64 {
 	m := math.Inf(-1)
-	for _, l := range h.Logits.W {
-		m = math.Max(m, float64(l))
+	for _, v := range l {
+		m = math.Max(m, float64(v))
 	}
+	e := make([]float64, len(l))
 	var s float64
-	e := make([]float64, h.K)
-	for i, l := range h.Logits.W {
-		e[i] = math.Exp(float64(l) - m)
+	for i, v := range l {
+		e[i] = math.Exp(float64(v) - m)
 		s += e[i]
 	}
-	for i := range a {
-		a[i] = float32(e[i] / s)
+	for i := range e {
+		e[i] /= s
 	}
-	return a
+	return e
 }
 
-// Forward aggregates x (n×Dim) over hop[0..K-1] = N_1..N_K; hopT must hold
-// the transposes of hop (equal to hop for the symmetric hop sets of
-// undirected graphs) and is used by Backward.
-func (h *HopAggregation) Forward(be kernels.Backend, x []float32, hop, hopT []data.CSR, n int) []float32 {
-	return h.ForwardGrouped(be, x, hop, hopT, nil, nil, n)
-}
-
-// ForwardGrouped is Forward with the row groups of hop and hopT
-// (kernels.GroupRows, nil = none), which only speed it up.
-func (h *HopAggregation) ForwardGrouped(be kernels.Backend, x []float32, hop, hopT []data.CSR, rep, repT [][]int32, n int) []float32 {
-	h.x, h.n, h.hop, h.hopT = x, n, hop[:h.K], hopT[:h.K]
-	h.rep, h.repT = nil, nil
-	if rep != nil && repT != nil {
-		h.rep, h.repT = rep[:h.K], repT[:h.K]
-	}
+// Forward aggregates x (n×Dim) over hop[0..K-1] = N_1..N_K.
+func (h *HopAggregation) Forward(x []float64, hop []data.CSR, n int) []float64 {
+	d := h.Dim
+	h.x, h.n, h.hop = x, n, hop[:h.K]
 	h.alpha = h.Alpha()
-	h.y = Grow(h.y, n*h.Dim)
-	if len(h.sums) != h.K {
-		h.sums = make([][]float32, h.K)
+	eps := float64(h.Eps.W[0])
+	y := make([]float64, n*d)
+	for i := range y {
+		y[i] = (1 + eps) * x[i]
 	}
-	for i := range h.sums {
-		h.sums[i] = Grow(h.sums[i], n*h.Dim)
+	h.sums = make([][]float64, h.K)
+	for i, a := range h.hop {
+		s := make([]float64, n*d)
+		for u := 0; u < n; u++ {
+			for _, v := range a.Idx[a.Ptr[u]:a.Ptr[u+1]] {
+				for j := 0; j < d; j++ {
+					s[u*d+j] += x[int(v)*d+j]
+				}
+			}
+		}
+		for k, v := range s {
+			y[k] += h.alpha[i] * v
+		}
+		h.sums[i] = s
 	}
-	be.HopAggregateGrouped(h.y, h.sums, x, h.hop, h.rep, h.alpha, 1+h.Eps.W[0], n, h.Dim)
-	return h.y
+	return y
 }
 
 // Backward accumulates the gradients of the logits and ε and returns dx:
-// dx = (1+ε)·dy + Σ_i α_i·A_iᵀ·dy, dα_i = ⟨dy, A_i x⟩, dε = ⟨dy, x⟩.
-func (h *HopAggregation) Backward(be kernels.Backend, dy []float32) []float32 {
-	dots := be.Dots(dy, append(h.sums, h.x), h.n, h.Dim)
-	// dα_i = ⟨dy, A_i x⟩; softmax backward: dl_j = α_j(dα_j − Σ α_i dα_i).
+//
+//	dx_v = (1+ε)·dy_v + Σ_i α_i Σ_{u: v ∈ N_i(u)} dy_u,
+//	dα_i = ⟨dy, sums_i⟩, dε = ⟨dy, x⟩, dl_j = α_j(dα_j − Σ_i α_i dα_i).
+func (h *HopAggregation) Backward(dy []float64) []float64 {
+	d, n := h.Dim, h.n
+	eps := float64(h.Eps.W[0])
+	dalpha := make([]float64, h.K)
+	for i, s := range h.sums {
+		dalpha[i] = dot(dy, s)
+	}
+	var m float64
+	for i, a := range h.alpha {
+		m += a * dalpha[i]
+	}
+	for j, a := range h.alpha {
+		h.Logits.G[j] += float32(a * (dalpha[j] - m))
+	}
+	h.Eps.G[0] += float32(dot(dy, h.x))
+	dx := make([]float64, n*d)
+	for i, v := range dy {
+		dx[i] = (1 + eps) * v
+	}
+	for i, a := range h.hop {
+		for u := 0; u < n; u++ {
+			for _, v := range a.Idx[a.Ptr[u]:a.Ptr[u+1]] {
+				for j := 0; j < d; j++ {
+					dx[int(v)*d+j] += h.alpha[i] * dy[u*d+j]
+				}
+			}
+		}
+	}
+	return dx
+}
+
+// dot returns Σ_i a_i·b_i.
+func dot(a, b []float64) float64 {
 	var s float64
-	for i := 0; i < h.K; i++ {
-		s += float64(h.alpha[i]) * dots[i]
+	for i, v := range a {
+		s += v * b[i]
 	}
-	for j := 0; j < h.K; j++ {
-		h.Logits.G[j] += float32(float64(h.alpha[j]) * (dots[j] - s))
-	}
-	h.Eps.G[0] += float32(dots[h.K])
-	h.dx = Grow(h.dx, h.n*h.Dim)
-	if len(h.scratch) != h.K {
-		h.scratch = make([][]float32, h.K)
-	}
-	for i := range h.scratch {
-		h.scratch[i] = Grow(h.scratch[i], h.n*h.Dim)
-	}
-	be.HopAggregateGrouped(h.dx, h.scratch, dy, h.hopT, h.repT, h.alpha, 1+h.Eps.W[0], h.n, h.Dim)
-	return h.dx
+	return s
 }

@@ -3,7 +3,6 @@ package ref
 import (
 	"math"
 
-	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 )
 
@@ -12,15 +11,16 @@ import (
 // (PyTorch's BatchNorm1d semantics: momentum 0.1, ε = 1e-5, biased batch
 // variance for normalising, unbiased variance in the running estimate).
 // The running statistics, in the param.BatchNormReLU, are changed only by a
-// training-mode Forward.
+// training-mode Forward. Written from the definition, in float64: the mean
+// and the variance are two passes over the rows.
 type BatchNormReLU struct {
 	*param.BatchNormReLU
 
 	n      int
 	train  bool
-	xhat   []float32 // normalised input
-	y, dx  []float32
-	invStd []float32
+	xhat   []float64 // normalised input
+	y      []float64
+	invStd []float64
 }
 
 // NewBatchNormReLU returns the batch norm of param.NewBatchNormReLU.
@@ -29,22 +29,28 @@ func NewBatchNormReLU(name string, dim int) *BatchNormReLU {
 }
 
 // Forward normalises the n rows of x (n×Dim).
-func (b *BatchNormReLU) Forward(be kernels.Backend, x []float32, n int, train bool) []float32 {
+func (b *BatchNormReLU) Forward(x []float64, n int, train bool) []float64 {
 	d := b.Dim
 	b.n, b.train = n, train
-	b.xhat = Grow(b.xhat, n*d)
-	b.y = Grow(b.y, n*d)
-	b.invStd = Grow(b.invStd, d)
 	mean := make([]float64, d)
 	variance := make([]float64, d)
 	if train && n > 0 {
-		s := kernels.ColSums(be, x, nil, n, d)
-		for j := range mean {
-			mean[j] = s[j] / float64(n)
+		for r := 0; r < n; r++ {
+			for j := 0; j < d; j++ {
+				mean[j] += x[r*d+j]
+			}
 		}
-		sq := kernels.ColSums(be, x, mean, n, d)
+		for j := range mean {
+			mean[j] /= float64(n)
+		}
+		for r := 0; r < n; r++ {
+			for j := 0; j < d; j++ {
+				c := x[r*d+j] - mean[j]
+				variance[j] += c * c
+			}
+		}
 		for j := range variance {
-			variance[j] = sq[j] / float64(n)
+			variance[j] /= float64(n) // biased: normalises the batch
 			unbiased := variance[j]
 			if n > 1 {
 				unbiased = variance[j] * float64(n) / float64(n-1)
@@ -56,69 +62,56 @@ func (b *BatchNormReLU) Forward(be kernels.Backend, x []float32, n int, train bo
 		copy(mean, b.RunMean)
 		copy(variance, b.RunVar)
 	}
-	mu := make([]float32, d)
-	for j := range mu {
-		mu[j] = float32(mean[j])
-		b.invStd[j] = float32(1 / math.Sqrt(variance[j]+b.Eps))
+	b.invStd = make([]float64, d)
+	for j := range b.invStd {
+		b.invStd[j] = 1 / math.Sqrt(variance[j]+b.Eps)
 	}
-	g, bt := b.Gamma.W, b.Beta.W
-	be.ForEachChunk(n, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xr, hr, yr := x[r*d:(r+1)*d], b.xhat[r*d:(r+1)*d], b.y[r*d:(r+1)*d]
-			for j := range xr {
-				h := (xr[j] - mu[j]) * b.invStd[j]
-				hr[j] = h
-				yr[j] = max(g[j]*h+bt[j], 0)
-			}
+	b.xhat = make([]float64, n*d)
+	b.y = make([]float64, n*d)
+	for r := 0; r < n; r++ {
+		for j := 0; j < d; j++ {
+			h := (x[r*d+j] - mean[j]) * b.invStd[j]
+			b.xhat[r*d+j] = h
+			b.y[r*d+j] = math.Max(float64(b.Gamma.W[j])*h+float64(b.Beta.W[j]), 0)
 		}
-	})
+	}
 	return b.y
 }
 
-// Backward accumulates dγ, dβ and returns dx for the last Forward.
-func (b *BatchNormReLU) Backward(be kernels.Backend, dy []float32) []float32 {
+// Backward accumulates dγ, dβ and returns dx for the last Forward. With
+// dz = dy·[y > 0]: dβ = Σ_r dz, dγ = Σ_r dz·x̂, and in training mode
+// dx = γ/σ·(dz − mean_r dz − x̂·mean_r(dz·x̂)); in evaluation mode
+// dx = γ/σ·dz.
+func (b *BatchNormReLU) Backward(dy []float64) []float64 {
 	d, n := b.Dim, b.n
-	b.dx = Grow(b.dx, n*d)
-	// dz = dy·[y>0], stored in dx for now.
-	be.ForEachChunk(n, func(_, lo, hi int) {
-		y, dz, g := b.y[lo*d:hi*d], b.dx[lo*d:hi*d], dy[lo*d:hi*d]
-		for i, v := range y {
-			// Branch-free ReLU mask: y ≥ 0, and y > 0 exactly when its bits
-			// are non-zero (the ReLU writes +0).
-			bits := math.Float32bits(v)
-			mask := uint32(int32(bits|-bits) >> 31)
-			dz[i] = math.Float32frombits(math.Float32bits(g[i]) & mask)
+	dz := make([]float64, n*d)
+	for i, v := range dy {
+		if b.y[i] > 0 {
+			dz[i] = v
 		}
-	})
-	sdz, sdzx := kernels.ColSumsPair(be, b.dx, b.xhat, n, d)
+	}
+	sdz := make([]float64, d)
+	sdzx := make([]float64, d)
+	for r := 0; r < n; r++ {
+		for j := 0; j < d; j++ {
+			sdz[j] += dz[r*d+j]
+			sdzx[j] += dz[r*d+j] * b.xhat[r*d+j]
+		}
+	}
 	for j := 0; j < d; j++ {
 		b.Gamma.G[j] += float32(sdzx[j])
 		b.Beta.G[j] += float32(sdz[j])
 	}
-	g := b.Gamma.W
-	if !b.train {
-		be.ForEachChunk(n, func(_, lo, hi int) {
-			for r := lo; r < hi; r++ {
-				for j := 0; j < d; j++ {
-					b.dx[r*d+j] *= g[j] * b.invStd[j]
-				}
-			}
-		})
-		return b.dx
-	}
-	mdz := make([]float32, d)
-	mdzx := make([]float32, d)
-	for j := 0; j < d; j++ {
-		mdz[j] = float32(sdz[j] / float64(n))
-		mdzx[j] = float32(sdzx[j] / float64(n))
-	}
-	be.ForEachChunk(n, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			dr, hr := b.dx[r*d:(r+1)*d], b.xhat[r*d:(r+1)*d]
-			for j := range dr {
-				dr[j] = g[j] * b.invStd[j] * (dr[j] - mdz[j] - hr[j]*mdzx[j])
+	dx := make([]float64, n*d)
+	for r := 0; r < n; r++ {
+		for j := 0; j < d; j++ {
+			s := float64(b.Gamma.W[j]) * b.invStd[j]
+			if b.train {
+				dx[r*d+j] = s * (dz[r*d+j] - sdz[j]/float64(n) - b.xhat[r*d+j]*sdzx[j]/float64(n))
+			} else {
+				dx[r*d+j] = s * dz[r*d+j]
 			}
 		}
-	})
-	return b.dx
+	}
+	return dx
 }
