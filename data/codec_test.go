@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 func sampleDataset(t testing.TB) *Dataset {

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/ref"
+	"github.com/spn-project/spn/models/internal/testkit/refkind"
 	"github.com/spn-project/spn/models/kernels"
 )
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	ds, hops := ref.TestData(t, 10)
-	reg := ref.HandWritten()
+	reg := refkind.HandWritten()
 	be := kernels.CPU{Threads: 1}
 	m, _ := reg.New(ref.TestConfig("spn", 2, "max", 0.2), 1, be)
 	b := ref.BatchOf(t, ds, hops, []int{1, 2, 3}, 2)
@@ -66,7 +67,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 // FuzzReadCheckpoint checks that any bytes give a model or an error, never
 // a panic, and that an accepted checkpoint re-encodes to a valid one.
 func FuzzReadCheckpoint(f *testing.F) {
-	m, err := ref.NewSPN(ref.TestConfig("spn", 2, "sum", 0), 1, kernels.CPU{})
+	m, err := ref.NewSPN(ref.TestConfig("spn", 2, "sum", 0), 1)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 		if len(b) > 1<<20 {
 			return
 		}
-		m, err := models.ReadCheckpoint(bytes.NewReader(b), ref.HandWritten(), kernels.CPU{})
+		m, err := models.ReadCheckpoint(bytes.NewReader(b), refkind.HandWritten(), kernels.CPU{})
 		if err != nil {
 			return
 		}
@@ -93,7 +94,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 		if err := models.WriteCheckpoint(&out, m); err != nil {
 			return // NaN-free JSON can still decode to values models.WriteCheckpoint refuses
 		}
-		if _, err := models.ReadCheckpoint(&out, ref.HandWritten(), kernels.CPU{}); err != nil {
+		if _, err := models.ReadCheckpoint(&out, refkind.HandWritten(), kernels.CPU{}); err != nil {
 			t.Fatalf("re-encoded checkpoint fails to load: %v", err)
 		}
 	})

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 	"github.com/spn-project/spn/schema"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // TestBadSpecs loads every testdata/bad/NAME.cue and compares the error

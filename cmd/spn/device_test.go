@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/cudatest"
+	"github.com/spn-project/spn/internal/testkit/golden"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"

@@ -22,7 +22,7 @@ import (
 	"github.com/spn-project/spn/stages/selectstage"
 	"github.com/spn-project/spn/stages/tabulate"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // fakeKind stands in for generate, precompute and train (test only): it

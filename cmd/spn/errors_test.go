@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // TestCommandErrorsGolden pins the message and exit status of the usage

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // exprRun runs `spn expressivity args...`.

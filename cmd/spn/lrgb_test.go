@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // TestDataFetchPeptidesFunc: spn data fetch peptides-func lists the two

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/report"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data/lrgb"
-	"github.com/spn-project/spn/data/lrgb/lrgbtest"
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/lrgbtest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // smokeExit is a spec's "// smoke: exit N" line.

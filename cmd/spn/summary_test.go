@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // quickstartSpec is the quickstart pipeline, relative to this package.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // table3Spec is the paper's Table 3 pipeline, relative to this package.

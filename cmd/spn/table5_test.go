@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // table5Spec is the paper's MoleculeNet (OGB) pipeline, relative to this

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/cudatest"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 )
 
 // TestVersionCUDA: spn version --cuda reports the driver, the loaded

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // vetRun runs `spn vet args...` and returns its exit code and outputs.

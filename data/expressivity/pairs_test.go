@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data/exp"
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 func TestReadPairs(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // TestPaperClaims checks every claim of Section 4 on the paper's pairs.

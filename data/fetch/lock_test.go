@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 const lockSHA = "7a4d3c1e0b5f6a7d8c9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e"

@@ -13,7 +13,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/prox"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 func TestWriteGolden(t *testing.T) {

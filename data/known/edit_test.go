@@ -14,10 +14,10 @@ import (
 
 	"github.com/spn-project/spn/data/exp"
 	"github.com/spn-project/spn/data/fetch"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // editLine replaces line no (1-based) of text.

@@ -13,10 +13,10 @@ import (
 	"github.com/spn-project/spn/data/exp"
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/known"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 var update = flag.Bool("update", false, "rewrite table.go from the offline mirror")

@@ -10,7 +10,7 @@ import (
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/known"
 	"github.com/spn-project/spn/data/lrgb"
-	"github.com/spn-project/spn/data/lrgb/lrgbtest"
+	"github.com/spn-project/spn/internal/testkit/lrgbtest"
 )
 
 // importedFigures returns the figures of the dataset the import of the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/lrgb"
-	"github.com/spn-project/spn/data/lrgb/lrgbtest"
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/lrgbtest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // TestFetch: the two files come from the mirror into the data folder,

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data/fetch"
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // TestFetchSources: GNN-FiLM's split needs the train file, which the

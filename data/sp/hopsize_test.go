@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // BenchmarkHopSizeDD measures the D&D hop sets of Table 3 (kmax 10) in the

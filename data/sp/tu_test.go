@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 var tuCache sync.Map

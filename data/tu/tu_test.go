@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data/fetch"
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // TestLoadMirror checks the counts the data actually has.

@@ -3,7 +3,8 @@
 //
 //	cmd/spn → stages → models → data, schema
 //
-// by parsing the import clauses of every non-test Go file of the module.
+// by parsing the import clauses of every Go file of the module (those of
+// _test.go files only to tell test helpers from production code).
 // The rules it enforces:
 //
 //   - nothing imports cmd/...;
@@ -20,8 +21,19 @@
 //   - the stage engine's root package, stages, depends on no model
 //     package but models/curve (the training curve's record);
 //   - models/kernels imports no data package but data/csr;
-//   - only tests import models/internal/ref (the hand-written reference
-//     models);
+//   - the kernels (models/kernels/... and models/cuda/kern/...) import no
+//     other model package: they sit below the runtime (models/rt, nbop,
+//     op) and the CUDA driver;
+//   - test helpers live in _test.go files or in packages under a folder
+//     internal/testkit (internal/testkit/... for the whole module,
+//     models/internal/testkit/... for the model library, whose hand-written
+//     reference models/internal/testkit/ref is one); no production file
+//     imports them, and a package that only tests (or other helpers)
+//     import lives there;
+//   - the hand-written reference, models/internal/testkit/ref, imports no
+//     kernel (models/kernels, models/cuda/...), no runtime op (models/rt,
+//     nbop, op) and no gorgonia.org package: it is plain loops, so that a
+//     bug in what it checks cannot pass on both sides.
 //   - internal/atomicfile (the one atomic file write) imports no package
 //     of the module, so that every layer may use it.
 package layering

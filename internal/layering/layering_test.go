@@ -17,11 +17,16 @@ import (
 const module = "github.com/spn-project/spn"
 
 // pkg is one package of the module: its path relative to the module root
-// ("models/spn"), its non-test imports and whether it is a stage kind.
+// ("models/spn"), the imports of its non-test files and of its _test.go
+// files, whether it has non-test files, whether it is a command (package
+// main) and whether it is a stage kind.
 type pkg struct {
-	rel       string
-	imports   []string
-	stageKind bool
+	rel         string
+	imports     []string
+	testImports []string
+	code        bool
+	command     bool
+	stageKind   bool
 }
 
 // root returns the module root: two folders above this test's source.
@@ -34,8 +39,8 @@ func root(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// loadPackages parses the import clauses of every non-test Go file under
-// the module root (skipping testdata and hidden folders) and returns the
+// loadPackages parses the import clauses of every Go file under the
+// module root (skipping testdata and hidden folders) and returns the
 // packages by module-relative path.
 func loadPackages(t *testing.T) map[string]*pkg {
 	t.Helper()
@@ -53,9 +58,10 @@ func loadPackages(t *testing.T) map[string]*pkg {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+		if !strings.HasSuffix(name, ".go") {
 			return nil
 		}
+		test := strings.HasSuffix(name, "_test.go")
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
@@ -70,16 +76,23 @@ func loadPackages(t *testing.T) map[string]*pkg {
 			p = &pkg{rel: rel}
 			pkgs[rel] = p
 		}
+		list := &p.imports
+		if test {
+			list = &p.testImports
+		} else {
+			p.code = true
+			p.command = p.command || f.Name.Name == "main"
+			p.stageKind = p.stageKind || hasKindRun(f)
+		}
 		for _, imp := range f.Imports {
 			s, err := strconv.Unquote(imp.Path.Value)
 			if err != nil {
 				return err
 			}
-			if !slices.Contains(p.imports, s) {
-				p.imports = append(p.imports, s)
+			if !slices.Contains(*list, s) {
+				*list = append(*list, s)
 			}
 		}
-		p.stageKind = p.stageKind || hasKindRun(f)
 		return nil
 	})
 	if err != nil {
@@ -112,6 +125,21 @@ func hasKindRun(f *ast.File) bool {
 
 // under reports whether the module-relative path rel is dir or inside it.
 func under(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
+
+// testkit reports whether rel is a test-only helper package: one under a
+// folder internal/testkit (internal/testkit/... for the whole module,
+// models/internal/testkit/... for the model library's tests).
+func testkit(rel string) bool {
+	return under(rel, "internal/testkit") || strings.Contains(rel, "/internal/testkit/") || strings.HasSuffix(rel, "/internal/testkit")
+}
+
+// refPkg is the hand-written reference the model kinds are tested
+// against.
+const refPkg = "models/internal/testkit/ref"
+
+// kernel reports whether rel is one of the kernels: the CPU kernels
+// (models/kernels/...) or the CUDA C kernels (models/cuda/kern/...).
+func kernel(rel string) bool { return under(rel, "models/kernels") || under(rel, "models/cuda/kern") }
 
 // local returns the module-relative path of import path imp, or "" when
 // imp is outside the module.
@@ -172,8 +200,12 @@ func forbidden(pkgs map[string]*pkg, from *pkg, to string) string {
 		return "the stage engine's root depends on no model package but models/curve"
 	case from.rel == "models/kernels" && under(to, "data") && to != "data/csr":
 		return "the kernels know graphs only as data/csr's CSR"
-	case to == "models/internal/ref":
-		return "the hand-written reference models are for tests only"
+	case kernel(from.rel) && under(to, "models") && !kernel(to):
+		return "the kernels sit below the runtime (models/rt, nbop, op, ...) and the CUDA driver: they import no other model package"
+	case from.rel == refPkg && (kernel(to) || under(to, "models/rt") || under(to, "models/nbop") || under(to, "models/op") || under(to, "models/cuda")):
+		return "the reference is independent of what it checks: plain loops, no kernel and no runtime op"
+	case testkit(to) && !testkit(from.rel):
+		return "test helpers (internal/testkit/...) are imported by tests and other test helpers only"
 	}
 	return ""
 }
@@ -188,6 +220,9 @@ func TestLayering(t *testing.T) {
 			kinds++
 		}
 		for _, imp := range p.imports {
+			if rel == refPkg && strings.HasPrefix(imp, "gorgonia.org/") {
+				t.Errorf("%s imports %s: the reference computes in plain loops, not on Gorgonia", rel, imp)
+			}
 			to := local(imp)
 			if to == "" {
 				continue
@@ -195,6 +230,11 @@ func TestLayering(t *testing.T) {
 			if why := forbidden(pkgs, p, to); why != "" {
 				t.Errorf("%s imports %s: %s", p.rel, to, why)
 			}
+		}
+	}
+	for _, rel := range testOnly(pkgs) {
+		if !testkit(rel) {
+			t.Errorf("%s is imported by tests only: a test helper lives under internal/testkit/... (or goes into _test.go files)", rel)
 		}
 	}
 	if kinds < 7 {
@@ -211,6 +251,55 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testOnly returns, sorted, the packages with non-test files that tests
+// import and no production package does: a package counts as production
+// when it is a command, or a package outside internal/testkit that a
+// production package imports. Packages imported by no one (and no test)
+// are not listed.
+func testOnly(pkgs map[string]*pkg) []string {
+	prod := map[string]bool{}
+	var mark func(string)
+	mark = func(rel string) {
+		if prod[rel] || pkgs[rel] == nil || testkit(rel) {
+			return
+		}
+		prod[rel] = true
+		for _, imp := range pkgs[rel].imports {
+			if l := local(imp); l != "" {
+				mark(l)
+			}
+		}
+	}
+	for rel, p := range pkgs {
+		if p.command {
+			mark(rel)
+		}
+	}
+	// Production packages imported by no command (a library's leaves, the
+	// layering package itself) are production too unless a test imports them.
+	tested := map[string]bool{}
+	for rel, p := range pkgs {
+		for _, imp := range slices.Concat(p.testImports, p.imports) {
+			if l := local(imp); l != "" && l != rel {
+				tested[l] = true
+			}
+		}
+	}
+	for rel, p := range pkgs {
+		if p.code && !tested[rel] {
+			mark(rel)
+		}
+	}
+	var out []string
+	for rel, p := range pkgs {
+		if p.code && !p.command && !prod[rel] && tested[rel] {
+			out = append(out, rel)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestRules checks that the rules catch what they are for, on imports
@@ -244,7 +333,6 @@ func TestRules(t *testing.T) {
 		{"stages/train", "models/fit", false},
 		{"models/kernels", "data/csr", false},
 		{"models/kernels", "data", true},
-		{"models/kinds", "models/internal/ref", true},
 		{"data", "internal/atomicfile", false},
 		{"data/fetch", "internal/atomicfile", false},
 		{"schema", "internal/atomicfile", false},
@@ -256,11 +344,41 @@ func TestRules(t *testing.T) {
 		{"cmd/spn", "internal/atomicfile", false},
 		{"internal/atomicfile", "data", true},
 		{"internal/atomicfile", "internal/jsonpos", true},
+		{"models/kinds", "models/internal/testkit/ref", true},
+		{"models/nbop", "models/internal/testkit/optest", true},
+		{"models/internal/testkit/modeltest", "models/internal/testkit/optest", false},
+		{"data", "internal/testkit/golden", true},
+		{"models/cuda/kern", "models/rt", true},
+		{"models/kernels", "models/nbop", true},
+		{"models/kernels", "models/cuda", true},
+		{"models/cuda/kern", "data/csr", false},
+		{"models/cuda/engine", "models/kernels", false},
+		{refPkg, "models/kernels", true},
+		{refPkg, "models/rt", true},
+		{refPkg, "models/param", false},
 	}
 	for _, tc := range tests {
-		if why := forbidden(pkgs, pkgs[tc.from], tc.to); (why != "") != tc.bad {
+		from := pkgs[tc.from]
+		if from == nil {
+			from = &pkg{rel: tc.from}
+		}
+		if why := forbidden(pkgs, from, tc.to); (why != "") != tc.bad {
 			t.Errorf("%s importing %s: forbidden %q, want forbidden %v", tc.from, tc.to, why, tc.bad)
 		}
+	}
+	// A helper that only a test imports is test-only, also when another
+	// test-only helper imports it; a package a command reaches is not.
+	fake := map[string]*pkg{
+		"cmd/x":            {rel: "cmd/x", code: true, command: true, imports: []string{module + "/lib"}},
+		"lib":              {rel: "lib", code: true, testImports: []string{module + "/lib/helper"}},
+		"lib/helper":       {rel: "lib/helper", code: true, imports: []string{module + "/lib/helper/deep", module + "/lib"}},
+		"lib/helper/deep":  {rel: "lib/helper/deep", code: true},
+		"internal/testkit": {rel: "internal/testkit", code: true, imports: []string{module + "/lib/kitonly"}},
+		"lib/kitonly":      {rel: "lib/kitonly", code: true},
+		"lib/leaf":         {rel: "lib/leaf", code: true},
+	}
+	if got, want := testOnly(fake), []string{"lib/helper", "lib/helper/deep", "lib/kitonly"}; !slices.Equal(got, want) {
+		t.Errorf("testOnly = %v, want %v", got, want)
 	}
 	if !deps(pkgs, "schema")["cuelang.org/go/cue"] {
 		t.Error("schema does not depend on cuelang.org/go/cue: the CUE check of TestLayering would pass vacuously")

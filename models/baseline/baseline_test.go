@@ -2,7 +2,7 @@ package baseline
 
 import (
 	"context"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"math"
 	"math/rand/v2"
 	"strings"

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
-	"github.com/spn-project/spn/models/internal/devicetest"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/devicetest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 )

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/kerntest"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 )
 
 // batched is one SgemmStridedBatched call: its arguments, and the

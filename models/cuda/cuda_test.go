@@ -3,8 +3,8 @@ package cuda_test
 import (
 	"errors"
 	"fmt"
+	"github.com/spn-project/spn/internal/testkit/cudatest"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 	"strings"
 	"testing"
 )

@@ -52,7 +52,7 @@
 // whose helper threads and exit handlers may outlive an unload.
 //
 // Opening libraries goes through the [Opener] interface: [System] is the
-// real dynamic loader, and tests pass a fake one (models/cuda/cudatest),
+// real dynamic loader, and tests pass a fake one (internal/testkit/cudatest),
 // or the real loader with a fake CUDA built from C (testdata; its
 // emulated device runs the kernels on the host). The kernels spn compiles
 // are in models/cuda/kern; models/cuda/engine is the Gorgonia tensor

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/cudatest"
+	"github.com/spn-project/spn/internal/testkit/kerntest"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/kern"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 )
 
 // The emulated device is one shared library built from C with the system

@@ -5,10 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/kerntest"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/kern"
-	"github.com/spn-project/spn/models/cuda/kern/hopcase"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/models/internal/testkit/hopcase"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 )

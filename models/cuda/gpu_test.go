@@ -3,8 +3,8 @@ package cuda_test
 import (
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/cudatest"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 )
 
 // TestGPUDevice runs the device tests (exercise) on GPU 0: the kernels

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/cudatest"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 )
 
 // TestGPUSystem runs the real loader. Without libcuda.so.1 it asserts the

@@ -4,13 +4,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/ogb"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // TestESPNLearnsEdgeFeatures classifies two binary tasks over edge

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/refkind"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/schema/modelspec"
@@ -40,7 +40,7 @@ func benchEpoch(b *testing.B, ds *data.Dataset, hops *data.Hops, kind string, k 
 	for _, path := range []struct {
 		name string
 		reg  models.Registry
-	}{{"gorgonia", kinds.All()}, {"handwritten", ref.HandWritten()}} {
+	}{{"gorgonia", kinds.All()}, {"handwritten", refkind.HandWritten()}} {
 		b.Run(path.name, func(b *testing.B) { benchEpochWith(b, path.reg, ds, hops, kind, k) })
 	}
 }

@@ -3,12 +3,12 @@ package fit
 import (
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/baseline"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 

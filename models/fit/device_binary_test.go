@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/ogb"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/espn"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/cudatest"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/spn"
 	"github.com/spn-project/spn/schema/modelspec"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
 	"github.com/spn-project/spn/models/spn"
 	"github.com/spn-project/spn/schema/modelspec"
 )

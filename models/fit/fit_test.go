@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/curve"
-	"github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/refkind"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 
@@ -31,7 +31,7 @@ func newModel(t testing.TB, ds *data.Dataset, m modelspec.Model, seed uint64) mo
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, err := ref.HandWritten().New(cfg, seed, kernels.CPU{Threads: 2})
+	mod, err := refkind.HandWritten().New(cfg, seed, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/rt"
 )

@@ -1,7 +1,7 @@
 package graphormer
 
 import (
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/rt"
 
 	"fmt"

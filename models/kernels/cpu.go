@@ -40,10 +40,6 @@ type Backend interface {
 	// HopAggregateSums is HopAggregate that also stores A_i·x in sums[i]
 	// (n×d each), for the gradient of the coefficients.
 	HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int)
-	// HopAggregateGrouped is HopAggregateSums with row groups: rep[i][u] is
-	// a row with the same neighbour set as u in hop[i] (GroupRows), whose
-	// sum is computed once and copied. rep == nil computes every row.
-	HopAggregateGrouped(y []float32, sums [][]float32, x []float32, hop []csr.CSR, rep [][]int32, coef []float32, scale float32, n, d int)
 	// Dots returns ⟨g, xs[i]⟩ for each i over n×d matrices, summed per
 	// row chunk in float32 and over chunks in float64.
 	Dots(g []float32, xs [][]float32, n, d int) []float64
@@ -196,90 +192,6 @@ func (c CPU) MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32
 			impl.Saxpy(out, 1, p[in*out:], 1, db, 1)
 		}
 	}
-}
-
-// HopAggregateGrouped implements Backend.
-func (c CPU) HopAggregateGrouped(y []float32, sums [][]float32, x []float32, hop []csr.CSR, rep [][]int32, coef []float32, scale float32, n, d int) {
-	if rep == nil {
-		c.HopAggregateSums(y, sums, x, hop, coef, scale, n, d)
-		return
-	}
-	if sums == nil {
-		sums = make([][]float32, len(hop))
-		for i := range sums {
-			sums[i] = make([]float32, n*d)
-		}
-	}
-	// Phase 1: the sums of the representative rows.
-	c.ForEachChunk(n, func(_, lo, hi int) {
-		for i, a := range hop {
-			ri, si := rep[i], sums[i]
-			for u := lo; u < hi; u++ {
-				if int(ri[u]) != u {
-					continue
-				}
-				sumRows(si[u*d:(u+1)*d], x, a.Idx[a.Ptr[u]:a.Ptr[u+1]], d)
-			}
-		}
-	})
-	// Phase 2: copies for the other rows (their representatives are final),
-	// then y = scale·x + Σ_i coef_i·sums_i.
-	c.ForEachChunk(n, func(_, lo, hi int) {
-		for u := lo; u < hi; u++ {
-			yu := y[u*d : (u+1)*d]
-			xu := x[u*d : (u+1)*d]
-			for j := range yu {
-				yu[j] = scale * xu[j]
-			}
-			for i, si := range sums {
-				s := si[u*d : (u+1)*d]
-				if r := int(rep[i][u]); r != u {
-					copy(s, si[r*d:(r+1)*d])
-				}
-				impl.Saxpy(d, coef[i], s, 1, yu, 1)
-			}
-		}
-	})
-}
-
-// GroupRows returns rep with rep[u] = the first row whose neighbour set
-// equals that of u (rep[u] = u for the first of each set), so equal rows
-// of a hop set are summed once. For h-Proximity graphs, whose consecutive
-// levels are fully connected, all nodes of a level share N_i for i ≠ 2.
-func GroupRows(a csr.CSR) []int32 {
-	n := a.Len()
-	rep := make([]int32, n)
-	first := make(map[uint64]int32, n)
-	for u := 0; u < n; u++ {
-		row := a.Idx[a.Ptr[u]:a.Ptr[u+1]]
-		h := uint64(14695981039346656037) ^ uint64(len(row))
-		for _, v := range row {
-			h = (h ^ uint64(uint32(v))) * 1099511628211
-		}
-		r, ok := first[h]
-		switch {
-		case ok && slicesEqual(a.Idx[a.Ptr[r]:a.Ptr[r+1]], row):
-			rep[u] = r
-		case ok: // hash collision between different sets: keep u on its own
-			rep[u] = int32(u)
-		default:
-			first[h] = int32(u)
-			rep[u] = int32(u)
-		}
-	}
-	return rep
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Transpose returns the transpose of the square CSR a (rows sorted

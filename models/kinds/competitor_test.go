@@ -10,7 +10,7 @@ import (
 	"github.com/spn-project/spn/models/gat"
 	"github.com/spn-project/spn/models/gcn"
 	"github.com/spn-project/spn/models/graphormer"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/prox"
@@ -20,7 +20,7 @@ import (
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema/modelspec"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // proxTask is a reduced h-Proximity set (small layered graphs) with its

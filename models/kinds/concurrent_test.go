@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/espn"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/rspn"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // TestConcurrentModels: models trained at the same time in one process

@@ -9,7 +9,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/gat"
 	"github.com/spn-project/spn/models/gcn"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/schema"
 )

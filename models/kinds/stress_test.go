@@ -14,15 +14,15 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/espn"
 	"github.com/spn-project/spn/models/gat"
 	"github.com/spn-project/spn/models/gcn"
 	"github.com/spn-project/spn/models/graphormer"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/rspn"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // stressEnv names the environment variable that makes TestStressCompile

@@ -10,14 +10,14 @@ import (
 	"github.com/spn-project/spn/models/gat"
 	"github.com/spn-project/spn/models/gcn"
 	"github.com/spn-project/spn/models/graphormer"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // traceModel is the part of the Gorgonia models the trace drives.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/qm9"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // TestFiLMErrorByHand pins GNN-FiLM's error convention on the first three

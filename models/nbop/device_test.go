@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/kerntest"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/optest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/op/optest"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // TestCombineOnDevice runs HopCombine (k = 4, and k = 1 as GIN)

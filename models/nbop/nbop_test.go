@@ -10,14 +10,14 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/synth"
+	"github.com/spn-project/spn/models/internal/testkit/optest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/op/optest"
-	"github.com/spn-project/spn/models/synth"
 )
 
 func randFloats(rng *rand.Rand, n int, scale float64) []float32 {

@@ -5,8 +5,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/spn-project/spn/models/internal/testkit/optest"
 	"github.com/spn-project/spn/models/op"
-	"github.com/spn-project/spn/models/op/optest"
 )
 
 // scale is y = x ⊙ w over n values, with w not differentiated when

@@ -15,7 +15,7 @@ const (
 )
 
 // NewInit returns the generator every model kind (and the reference SPN
-// of models/internal/ref) draws its initial parameters from.
+// of models/internal/testkit/ref) draws its initial parameters from.
 func NewInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, initStream)) }
 
 // HopLogitInit returns the generator of the N(0, 1) hop-weight logits
@@ -28,5 +28,5 @@ func GlobalReadInit(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 
 
 // MaskStream returns the generator of the dropout masks: each training
 // step draws its masks from it (models/rt's DrawMasks; the reference SPN
-// of models/internal/ref draws its own the same way), in step order.
+// of models/internal/testkit/ref draws its own the same way), in step order.
 func MaskStream(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, maskStream)) }

@@ -7,14 +7,14 @@ import (
 	"math"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
 	"github.com/spn-project/spn/models/fit"
-	"github.com/spn-project/spn/models/internal/devicetest"
+	"github.com/spn-project/spn/models/internal/testkit/devicetest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 

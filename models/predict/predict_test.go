@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
-	"github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/refkind"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 
@@ -52,7 +52,7 @@ func TestRelabellingInvariance(t *testing.T) {
 	for _, path := range []struct {
 		name string
 		reg  models.Registry
-	}{{"gorgonia", kinds.All()}, {"handwritten", ref.HandWritten()}} {
+	}{{"gorgonia", kinds.All()}, {"handwritten", refkind.HandWritten()}} {
 		for _, kind := range []string{"spn", "gin"} {
 			for _, pool := range []string{"sum", "mean", "max"} {
 				m := modelspec.Model{Kind: kind, K: 4, Layers: 3, Hidden: 16, Pool: pool, Dropout: 0.5}
@@ -105,7 +105,7 @@ func TestRelabellingInvariance(t *testing.T) {
 
 func TestInputErrors(t *testing.T) {
 	cfg := models.Config{Model: modelspec.Model{Kind: "spn", K: 2, Layers: 1, Hidden: 4, Pool: "sum"}, NumLabels: 3, Task: models.TaskClassification, Out: 2}
-	mod, err := ref.HandWritten().New(cfg, 1, kernels.CPU{})
+	mod, err := refkind.HandWritten().New(cfg, 1, kernels.CPU{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // TestRSPNLearnsRelations regresses, per graph, the mean over nodes u of

@@ -5,7 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
 	"github.com/spn-project/spn/models/param"
 )
 

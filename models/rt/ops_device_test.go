@@ -6,15 +6,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/kerntest"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/optest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
-	"github.com/spn-project/spn/models/op/optest"
 )
 
 // TestOpsOnDevice runs the ops that have device math on the emulated

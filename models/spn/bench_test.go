@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/tu"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/internal/modeltest"
-	"github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/ref"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/schema/modelspec"
@@ -148,7 +148,7 @@ func BenchmarkEpochPROTEINS(b *testing.B) {
 		report(b)
 	})
 	b.Run("handwritten", func(b *testing.B) {
-		m, err := ref.NewSPN(cfg, 1, be)
+		m, err := ref.NewSPN(cfg, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func BenchmarkPredictPROTEINS(b *testing.B) {
 		report(b)
 	})
 	b.Run("handwritten", func(b *testing.B) {
-		m, err := ref.NewSPN(cfg, 1, be)
+		m, err := ref.NewSPN(cfg, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

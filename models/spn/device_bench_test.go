@@ -7,7 +7,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/internal/devicetest"
+	"github.com/spn-project/spn/models/internal/testkit/devicetest"
 	"github.com/spn-project/spn/models/kernels"
 )
 

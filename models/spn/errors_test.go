@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // TestErrorsGolden renders the errors of bad configurations and bad batches

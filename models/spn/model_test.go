@@ -3,20 +3,21 @@ package spn
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/spn-project/spn/models/internal/modeltest"
-	refimpl "github.com/spn-project/spn/models/internal/ref"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/refkind"
 	"github.com/spn-project/spn/models/rt"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/schema/modelspec"
 )
@@ -29,7 +30,7 @@ const relTol = 1e-4
 func pair(t *testing.T, cfg models.Config, seed uint64) (models.Model, *Model) {
 	t.Helper()
 	be := kernels.CPU{Threads: 2}
-	ref, err := refimpl.HandWritten().New(cfg, seed, be)
+	ref, err := refkind.HandWritten().New(cfg, seed, be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +75,34 @@ func refStep(t *testing.T, ref models.Model, b *data.Batch) (float64, []float32)
 // removes them), so both models hold float32 rounding noise there.
 var zeroGradParam = regexp.MustCompile(`^layer[0-9]+\.lin[12]\.b$`)
 
+// sumGradParam matches the hop weights (ε and the α logits): their
+// gradients are sums over every node and feature, ⟨dy, x⟩ and ⟨dy, A_i x⟩,
+// that cancel down to values far below their summands. The model adds
+// them up in float32 per row chunk, the reference in float64, so they
+// differ by float32 roundings of the summands, not of the result: they
+// are compared within relTol of the larger of the result and a tenth of
+// the largest gradient of the model. That bound is a few float32 roundings
+// of the summands: in spn_k3_p0.5_mean at step 1, layer1's dε is −0.00228
+// from summands whose magnitudes add up to 9.4, the largest gradient is
+// 0.27, and the two sides differ by 3.5e-7 (bound 2.7e-6).
+var sumGradParam = regexp.MustCompile(`^layer[0-9]+\.agg\.(eps|alpha_logits)$`)
+
+func maxAbs(a []float32) float64 {
+	var m float64
+	for _, v := range a {
+		m = math.Max(m, math.Abs(float64(v)))
+	}
+	return m
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	var m float64
+	for i := range a {
+		m = math.Max(m, math.Abs(float64(a[i])-float64(b[i])))
+	}
+	return m
+}
+
 func compareState(t *testing.T, what string, ref models.Model, m *Model, train bool) {
 	t.Helper()
 	rp, mp := ref.Params(), m.Params()
@@ -90,6 +119,12 @@ func compareState(t *testing.T, what string, ref models.Model, m *Model, train b
 					t.Errorf("%s: gradient of %s[%d] should vanish: %v, hand-written %v (scale %v)", what, rp[i].Name, j, mp[i].G[j], rp[i].G[j], scale)
 					break
 				}
+			}
+			continue
+		}
+		if sumGradParam.MatchString(rp[i].Name) {
+			if d := maxAbsDiff(mp[i].G, rp[i].G); d > relTol*math.Max(maxAbs(rp[i].G), 0.1*scale) {
+				t.Errorf("%s: gradient of %s differs by %.3g: %v vs hand-written %v (scale %v)", what, rp[i].Name, d, mp[i].G, rp[i].G, scale)
 			}
 			continue
 		}
@@ -115,13 +150,30 @@ func compareState(t *testing.T, what string, ref models.Model, m *Model, train b
 	}
 }
 
+// distinctAttrs returns n×dim random node attributes (nil for dim 0).
+// The max-pooling cases need them: the Layered graphs have nodes alike in
+// label and neighbourhood, whose hidden states tie exactly, and a float32
+// model and the float64 reference break such ties differently (each
+// sends the gradient to another node). Attributes make the maxima distinct.
+func distinctAttrs(n, dim int) []float32 {
+	if dim == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(dim)))
+	a := make([]float32, n*dim)
+	for i := range a {
+		a[i] = float32(rng.NormFloat64())
+	}
+	return a
+}
+
 func zeroGrads(ps []*param.Param) {
 	for _, p := range ps {
 		p.ZeroGrad()
 	}
 }
 
-// TestMatchesHandWritten runs spn.Model and the reference SPN/GIN (refimpl) side by side on
+// TestMatchesHandWritten runs spn.Model and the reference SPN/GIN (refkind) side by side on
 // the same weights: outputs, loss, every parameter gradient and the running
 // statistics agree within relTol over several training steps (train mode,
 // dropout with identical masks drawn from the same seed) and in eval mode.
@@ -130,7 +182,7 @@ func TestMatchesHandWritten(t *testing.T) {
 	cases := []models.Config{
 		modeltest.Config("spn", 5, 3, 16, 0, models.PoolSum, models.TaskClassification, 2, 3, 0),
 		modeltest.Config("spn", 3, 2, 8, 0.5, models.PoolMean, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("spn", 2, 2, 8, 0.3, models.PoolMax, models.TaskClassification, 2, 3, 0),
+		modeltest.Config("spn", 2, 2, 8, 0.3, models.PoolMax, models.TaskClassification, 2, 3, 2),
 		modeltest.Config("gin", 1, 3, 16, 0.2, models.PoolSum, models.TaskClassification, 2, 3, 0),
 		modeltest.Config("spn", 4, 2, 8, 0, models.PoolSum, models.TaskRegression, 2, 3, 0),
 	}
@@ -138,6 +190,7 @@ func TestMatchesHandWritten(t *testing.T) {
 		name := fmt.Sprintf("%s_k%d_p%v_%s_%s", cfg.Model.Kind, cfg.Model.K, cfg.Model.Dropout, cfg.Model.Pool, cfg.Task)
 		t.Run(name, func(t *testing.T) {
 			bb := *b
+			bb.Attrs, bb.AttrDim = distinctAttrs(b.N, cfg.AttrDim), cfg.AttrDim
 			if cfg.Task == models.TaskRegression {
 				bb.Target = make([]float64, b.NumGraphs*cfg.Out)
 				for i := range bb.Target {
@@ -322,9 +375,10 @@ func TestCacheAcrossBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b.Attrs, b.AttrDim = distinctAttrs(b.N, 2), 2
 		batches = append(batches, b)
 	}
-	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, models.PoolMax, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, models.PoolMax, models.TaskClassification, 2, 3, 2)
 	ref, m := pair(t, cfg, 9)
 	for round := 0; round < 2; round++ {
 		for i, b := range batches {

@@ -92,7 +92,7 @@ var (
 )
 
 // New builds the model cfg.Model.Kind ("spn" or "gin"); all initialisation
-// and dropout masks derive from seed exactly as in ref.NewSPN/NewGIN (models/internal/ref), so
+// and dropout masks derive from seed exactly as in ref.NewSPN/NewGIN (models/internal/testkit/ref), so
 // both models built from the same seed hold equal parameters.
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	switch cfg.Model.Kind {

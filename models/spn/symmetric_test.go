@@ -7,7 +7,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // dotPlan is testSpec's plan with the first generate stage cached and

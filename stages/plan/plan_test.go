@@ -13,7 +13,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 type testKind struct{ name, version string }

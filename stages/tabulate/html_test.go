@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // TestWriteHTMLGolden renders the results and compare tables as HTML (the

@@ -16,7 +16,7 @@ import (
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 func f(v float64) *float64 { return &v }

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/stages"
 )
 

@@ -13,15 +13,15 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/fit"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/kinds"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 
-	"github.com/spn-project/spn/internal/golden"
+	"github.com/spn-project/spn/internal/testkit/golden"
 )
 
 // inputs writes a small layered dataset and its hop sets (kmax 3) as the

@@ -9,7 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
 )
 
 // builtinMatTol bounds |device − CPU| of a MatMul value relative to the

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/kerntest"
 	"github.com/spn-project/spn/models/cuda/kern"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 )
 
 // The emulation runs the kernels on the CPU: a C harness defines what

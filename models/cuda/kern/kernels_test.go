@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/kerntest"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda/kern"
-	"github.com/spn-project/spn/models/cuda/kern/hopcase"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/models/internal/testkit/hopcase"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"

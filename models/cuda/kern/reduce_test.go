@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/internal/testkit/kerntest"
 	"github.com/spn-project/spn/models/kernels"
 )
 

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/internal/testkit/kerntest"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // relBatch returns a batch of synth.Relational graphs (three relations,

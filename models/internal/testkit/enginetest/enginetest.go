@@ -6,8 +6,8 @@ package enginetest
 import (
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/cudatest"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/engine"
 )
 

@@ -3,13 +3,10 @@ package ref
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
-	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // SPNLayer is one shortest path network layer:
@@ -29,25 +26,21 @@ type SPNLayer struct {
 }
 
 // Forward applies the layer to h (n×hidden) with hop sets N_1..N_k.
-func (l *SPNLayer) Forward(be kernels.Backend, h []float32, hops, hopsT []data.CSR, n int, train bool) []float32 {
-	return l.forward(be, h, hops, hopsT, nil, nil, n, train)
-}
-
-func (l *SPNLayer) forward(be kernels.Backend, h []float32, hops, hopsT []data.CSR, rep, repT [][]int32, n int, train bool) []float32 {
-	agg := l.Agg.ForwardGrouped(be, h, hops, hopsT, rep, repT, n) // (1+ε)h_u + Σ_i α_i Σ_{v∈N_i(u)} h_v
-	z := l.Lin1.Forward(be, agg, n)
-	z = l.BN1.Forward(be, z, n, train)
-	z = l.Lin2.Forward(be, z, n)
-	return l.BN2.Forward(be, z, n, train)
+func (l *SPNLayer) Forward(h []float64, hops []data.CSR, n int, train bool) []float64 {
+	agg := l.Agg.Forward(h, hops, n) // (1+ε)h_u + Σ_i α_i Σ_{v∈N_i(u)} h_v
+	z := l.Lin1.Forward(agg, n)
+	z = l.BN1.Forward(z, n, train)
+	z = l.Lin2.Forward(z, n)
+	return l.BN2.Forward(z, n, train)
 }
 
 // Backward returns dh for the layer's last Forward.
-func (l *SPNLayer) Backward(be kernels.Backend, dy []float32) []float32 {
-	d := l.BN2.Backward(be, dy)
-	d = l.Lin2.Backward(be, d)
-	d = l.BN1.Backward(be, d)
-	d = l.Lin1.Backward(be, d)
-	return l.Agg.Backward(be, d)
+func (l *SPNLayer) Backward(dy []float64) []float64 {
+	d := l.BN2.Backward(dy)
+	d = l.Lin2.Backward(d)
+	d = l.BN1.Backward(d)
+	d = l.Lin1.Backward(d)
+	return l.Agg.Backward(d)
 }
 
 // SPN is the shortest path network with the GIN readout of Errica et al.:
@@ -57,7 +50,6 @@ func (l *SPNLayer) Backward(be kernels.Backend, dy []float32) []float32 {
 // where h^(0) is the input encoding.
 type SPN struct {
 	cfg     models.Config
-	be      kernels.Backend
 	useAdj  bool // GIN: aggregate over Batch.Adj instead of Batch.Hop[0]
 	Enc     *Encoder
 	Layers  []*SPNLayer
@@ -66,31 +58,28 @@ type SPN struct {
 	Drop    []*Dropout
 	rng     *rand.Rand
 
-	hs  [][]float32
-	dh  [][]float32 // gradient buffers of Backward, reused
-	out []float32
-	g   int
+	hs [][]float64
 }
 
 // MaxParams bounds the parameter count of a model (2^26 float32 = 256 MiB).
 const MaxParams = 1 << 26
 
 // NewSPN builds an SPN from cfg (Model.K hops, Model.Layers layers).
-func NewSPN(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
-	return newSPN(cfg, seed, be, false)
+func NewSPN(cfg models.Config, seed uint64) (models.Model, error) {
+	return newSPN(cfg, seed, false)
 }
 
 // NewGIN builds GIN: the SPN with k = 1 over the adjacency (Model.K must be
 // 0 or 1).
-func NewGIN(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
+func NewGIN(cfg models.Config, seed uint64) (models.Model, error) {
 	if cfg.Model.K > 1 {
 		return nil, fmt.Errorf("model.k = %d: gin aggregates over direct neighbours only (k = 1)", cfg.Model.K)
 	}
 	cfg.Model.K = 1
-	return newSPN(cfg, seed, be, true)
+	return newSPN(cfg, seed, true)
 }
 
-func newSPN(cfg models.Config, seed uint64, be kernels.Backend, useAdj bool) (*SPN, error) {
+func newSPN(cfg models.Config, seed uint64, useAdj bool) (*SPN, error) {
 	m := cfg.Model
 	switch {
 	case m.K < 1:
@@ -117,7 +106,7 @@ func newSPN(cfg models.Config, seed uint64, be kernels.Backend, useAdj bool) (*S
 			size, MaxParams, m.Layers, m.Hidden, m.K, cfg.NumLabels, cfg.AttrDim, cfg.Out)
 	}
 	init := param.NewInit(seed)
-	s := &SPN{cfg: cfg, be: be, useAdj: useAdj, rng: param.MaskStream(seed)}
+	s := &SPN{cfg: cfg, useAdj: useAdj, rng: param.MaskStream(seed)}
 	d := m.Hidden
 	s.Enc = NewEncoder("enc", cfg.NumLabels, cfg.AttrDim, d, init)
 	for t := 1; t <= m.Layers; t++ {
@@ -187,12 +176,7 @@ func (s *SPN) Buffers() map[string][]float64 {
 // HopWeights implements models.HopWeights.
 func (s *SPN) HopWeights() (alpha [][]float64, eps []float64) {
 	for _, l := range s.Layers {
-		a := l.Agg.Alpha()
-		row := make([]float64, len(a))
-		for i, v := range a {
-			row[i] = float64(v)
-		}
-		alpha = append(alpha, row)
+		alpha = append(alpha, l.Agg.Alpha())
 		eps = append(eps, float64(l.Agg.Eps.W[0]))
 	}
 	return alpha, eps
@@ -213,94 +197,40 @@ func (s *SPN) Forward(b *data.Batch, train bool) ([]float32, error) {
 	if err := s.cfg.CheckNodeInputs(b); err != nil {
 		return nil, err
 	}
-	// Transposes for the backward pass (equal to the hop sets themselves
-	// for undirected graphs, but not assumed) and groups of equal rows,
-	// computed once per batch for all layers.
-	hopsT := make([]data.CSR, len(hops))
-	rep := make([][]int32, len(hops))
-	repT := make([][]int32, len(hops))
-	for i, h := range hops {
-		hopsT[i] = kernels.Transpose(h)
-		rep[i] = kernels.GroupRows(h)
-		if slices.Equal(hopsT[i].Idx, h.Idx) && slices.Equal(hopsT[i].Ptr, h.Ptr) {
-			repT[i] = rep[i]
-		} else {
-			repT[i] = kernels.GroupRows(hopsT[i])
-		}
-	}
 	n, g, o := b.N, b.NumGraphs, s.cfg.Out
-	s.g = g
-	s.hs = s.hs[:0]
-	h := s.Enc.Forward(s.be, b.Labels, b.Attrs, n)
-	s.hs = append(s.hs, h)
+	h := s.Enc.Forward(b.Labels, b.Attrs, n)
+	s.hs = append(s.hs[:0], h)
 	for _, l := range s.Layers {
-		h = l.forward(s.be, h, hops, hopsT, rep, repT, n, train)
+		h = l.Forward(h, hops, n, train)
 		s.hs = append(s.hs, h)
 	}
-	s.out = Grow(s.out, g*o)
-	clear(s.out)
+	out := make([]float64, g*o)
 	for t, h := range s.hs {
-		p := s.Pools[t].Forward(s.be, h, b.GraphPtr, n)
-		r := s.Readout[t].Forward(s.be, p, g)
+		p := s.Pools[t].Forward(h, b.GraphPtr, n)
+		r := s.Readout[t].Forward(p, g)
 		r = s.Drop[t].Forward(r, train, s.rng)
 		for j, v := range r {
-			s.out[j] += v
+			out[j] += v
 		}
 	}
-	return s.out, nil
+	return to32(out), nil
 }
 
 // Backward implements models.Model.
 func (s *SPN) Backward(dOut []float32) {
 	T := len(s.Layers)
-	if len(s.dh) != T+1 {
-		s.dh = make([][]float32, T+1)
-	}
-	dh := s.dh
+	d := to64(dOut)
+	dh := make([][]float64, T+1)
 	for t := range s.hs {
-		dr := s.Drop[t].Backward(dOut)
-		dp := s.Readout[t].Backward(s.be, dr)
-		pb := s.Pools[t].Backward(s.be, dp)
-		dh[t] = Grow(dh[t], len(pb))
-		copy(dh[t], pb)
+		dr := s.Drop[t].Backward(d)
+		dp := s.Readout[t].Backward(dr)
+		dh[t] = s.Pools[t].Backward(dp)
 	}
 	for t := T; t >= 1; t-- {
-		dx := s.Layers[t-1].Backward(s.be, dh[t])
+		dx := s.Layers[t-1].Backward(dh[t])
 		for j, v := range dx {
 			dh[t-1][j] += v
 		}
 	}
-	s.Enc.Backward(s.be, dh[0])
-}
-
-// HandWritten returns the registry of the hand-written reference models
-// (spn, gin) the model kinds are tested against.
-func HandWritten() models.Registry {
-	return models.NewRegistry(refKind{"spn", NewSPN}, refKind{"gin", NewGIN})
-}
-
-// refKind is a hand-written reference model kind.
-type refKind struct {
-	name string
-	new  func(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error)
-}
-
-func (k refKind) Name() string { return k.name }
-
-// Check leaves the checks to the constructor.
-func (refKind) Check(modelspec.Model, modelspec.DatasetInfo) []modelspec.FieldError { return nil }
-
-// ParamCount implements models.Kind: the encoder, per layer the hop
-// weights and the MLP, and the readout (the SPN's shapes, written out
-// here so that the reference does not lean on models/rt).
-func (refKind) ParamCount(cfg models.Config) int64 {
-	d := cfg.Model.Hidden
-	mlp := param.Sum(param.Times(2, param.LinearSize(d, d)), param.Times(2, param.BatchNormReLUSize(d)))
-	layer := param.Sum(param.HopAggregationSize(cfg.Model.K), mlp)
-	return param.Sum(param.EncoderSize(cfg.NumLabels, cfg.AttrDim, d), param.Times(cfg.Model.Layers, layer),
-		param.Times(cfg.Model.Layers+1, param.LinearSize(d, cfg.Out)))
-}
-
-func (k refKind) New(cfg models.Config, seed uint64, be kernels.Backend) (models.Model, error) {
-	return k.new(cfg, seed, be)
+	s.Enc.Backward(dh[0])
 }

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
+	"github.com/spn-project/spn/internal/testkit/kerntest"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/nbop"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // Batch returns the hop kernels' test batch: every graph of

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/kerntest"
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/kern"
-	"github.com/spn-project/spn/models/cuda/kern/kerntest"
 )
 
 // BuildEmulator builds the emulated CUDA device as one shared library in

@@ -4,11 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
-
-	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/kernels"
 )
 
 // TestGINEqualsSPNk1 checks that GIN (over Batch.Adj) and the SPN with k = 1
@@ -16,13 +12,11 @@ import (
 // gradients: α = softmax of one logit is exactly 1.
 func TestGINEqualsSPNk1(t *testing.T) {
 	ds, hops := TestData(t, 20)
-	reg := HandWritten()
-	be := kernels.CPU{Threads: 2}
-	gin, err := reg.New(TestConfig("gin", 1, PoolSumName, 0), 5, be)
+	gin, err := NewGIN(TestConfig("gin", 1, PoolSumName, 0), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spn, err := reg.New(TestConfig("spn", 1, PoolSumName, 0), 5, be)
+	spn, err := NewSPN(TestConfig("spn", 1, PoolSumName, 0), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +71,7 @@ func TestModelGradient(t *testing.T) {
 	for _, pool := range []string{"sum", "mean", "max"} {
 		cfg := TestConfig("spn", 3, pool, 0)
 		cfg.AttrDim = 2
-		m, err := NewSPN(cfg, 3, kernels.CPU{Threads: 2})
+		m, err := NewSPN(cfg, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,71 +138,9 @@ func TestModelGradient(t *testing.T) {
 	}
 }
 
-// TestDeterministicAcrossThreads checks bit-identical outputs and gradients
-// for 1 and 2 threads on a batch large enough for several row chunks.
-func TestDeterministicAcrossThreads(t *testing.T) {
-	ds, hops := TestData(t, 40)
-	idx := make([]int, 40)
-	for i := range idx {
-		idx[i] = i
-	}
-	var outs [][]float32
-	var grads [][]float32
-	for _, th := range []int{1, 2} {
-		m, err := NewSPN(TestConfig("spn", 4, "mean", 0.5), 9, kernels.CPU{Threads: th})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := BatchOf(t, ds, hops, idx, 4)
-		if b.N <= 2*kernels.ChunkRows {
-			t.Fatalf("batch of %d nodes does not span several chunks", b.N)
-		}
-		out, err := m.Forward(b, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Backward(slices.Repeat([]float32{1, -1}, len(out)/2))
-		outs = append(outs, slices.Clone(out))
-		var g []float32
-		for _, p := range m.Params() {
-			g = append(g, p.G...)
-		}
-		grads = append(grads, g)
-	}
-	if !slices.Equal(outs[0], outs[1]) || !slices.Equal(grads[0], grads[1]) {
-		t.Fatal("outputs or gradients differ between 1 and 2 threads")
-	}
-}
-
-func TestConstructorErrors(t *testing.T) {
-	reg := HandWritten()
-	tests := []struct {
-		name string
-		edit func(*models.Config)
-		want string
-	}{
-		{"gin k", func(c *models.Config) { c.Model.Kind, c.Model.K = "gin", 2 }, "gin aggregates over direct neighbours only"},
-		{"k zero", func(c *models.Config) { c.Model.K = 0 }, "model.k = 0"},
-		{"layers", func(c *models.Config) { c.Model.Layers = 0 }, "model.layers = 0"},
-		{"pool", func(c *models.Config) { c.Model.Pool = "median" }, `unknown pooling "median"`},
-		{"dropout", func(c *models.Config) { c.Model.Dropout = 1 }, "model.dropout = 1"},
-		{"kind", func(c *models.Config) { c.Model.Kind = "gat" }, `model.kind "gat" is unknown to this model registry (have [gin spn])`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c := TestConfig("spn", 2, "sum", 0)
-			tc.edit(&c)
-			_, err := reg.New(c, 0, kernels.CPU{})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
 // TestParamNamesUnique guards checkpoints and optimiser state.
 func TestParamNamesUnique(t *testing.T) {
-	m, _ := NewSPN(TestConfig("spn", 3, "sum", 0), 0, kernels.CPU{})
+	m, _ := NewSPN(TestConfig("spn", 3, "sum", 0), 0)
 	seen := map[string]bool{}
 	for _, p := range m.Params() {
 		if seen[p.Name] {

@@ -20,14 +20,14 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/mirrortest"
 	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
+	"github.com/spn-project/spn/models/internal/testkit/optest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/op"
-	"github.com/spn-project/spn/models/op/optest"
-	"github.com/spn-project/spn/models/synth"
 	"github.com/spn-project/spn/schema/modelspec"
 )
 

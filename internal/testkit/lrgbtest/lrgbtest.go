@@ -14,7 +14,7 @@ import (
 
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/lrgb"
-	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/internal/testkit/mirrortest"
 )
 
 // PythonEnv names the Python interpreter the conversion runs on.

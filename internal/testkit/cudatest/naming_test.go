@@ -17,7 +17,7 @@ import (
 // scripts/gpu-check.sh runs only those (-test.run '^TestGPU') on a GPU
 // machine, where every minute counts; the CPU tests run in CI.
 func TestNamesOfGPUTests(t *testing.T) {
-	root := filepath.Join("..", "..") // models/
+	root := filepath.Join("..", "..", "..", "models")
 	byDir := map[string][]*ast.File{}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

@@ -13,17 +13,17 @@ import (
 	"testing"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/internal/testkit/cudatest"
+	"github.com/spn-project/spn/internal/testkit/synth"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/cuda/cudatest"
 	"github.com/spn-project/spn/models/cuda/engine"
-	"github.com/spn-project/spn/models/cuda/engine/enginetest"
-	"github.com/spn-project/spn/models/internal/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/enginetest"
+	"github.com/spn-project/spn/models/internal/testkit/modeltest"
+	"github.com/spn-project/spn/models/internal/testkit/optest"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/op/optest"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
-	"github.com/spn-project/spn/models/synth"
 )
 
 // Model is a model that takes training steps: Step runs the forward and
