@@ -386,7 +386,11 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	}
 	be := kernels.CPU{Threads: threads, Pool: pool}
 	defer be.Pool.Close()
-	m, err := reg.New(cfg, job.Seed, be)
+	var e *engine.Engine
+	if gpu != nil {
+		e = gpu.Engine
+	}
+	m, host, err := newModel(reg, cfg, job.Seed, be, e)
 	if err != nil {
 		return nil, err
 	}
@@ -420,11 +424,7 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		Stream:   uint64(p.Seed) + uint64(p.Run),
 		Log:      job.Log,
 		Progress: progress,
-	}
-	if gpu != nil {
-		if opts.Host, err = UseDevice(reg, m, job.Seed, be, gpu.Engine); err != nil {
-			return nil, err
-		}
+		Host:     host,
 	}
 	r, err := fit.Train(ctx, m, ds, hops, sets, opts)
 	if err != nil {
