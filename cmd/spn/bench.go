@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
@@ -113,8 +112,8 @@ func cmdBench(a *app, args []string) error {
 	jobs := fs.Int("jobs", 1, "`copies` of each workload trained at once; graphs/s is their sum")
 	seed := fs.Uint64("model-seed", 1, "model initialisation and shuffling `seed`")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	var device string
-	deviceFlag(fs, &device)
+	var dev string
+	deviceFlag(fs, &dev)
 	cacheDir := fs.String("cache", "", "with --device cuda: `dir` whose ptx/ caches the compiled kernels (env "+cache.EnvVar+", default "+cache.DefaultDir+")")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the training to `file` (go tool pprof)")
 	traceFile := fs.String("trace", "", "write a Go execution trace of the training to `file` (go tool trace)")
@@ -146,7 +145,7 @@ func cmdBench(a *app, args []string) error {
 		return usageErr("bench", err)
 	}
 	model := schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout, Unreachable: *unreachable}
-	if device, err = a.resolveDevice("bench", "", device, (train.Kind{}).Registry(), []schema.Model{model}); err != nil {
+	if dev, err = a.resolveDevice("bench", "", dev, (train.Kind{}).Registry(), []schema.Model{model}); err != nil {
 		return err
 	}
 	rep := benchReport{
@@ -155,7 +154,10 @@ func cmdBench(a *app, args []string) error {
 			Selection: train.SelectBestValLoss},
 		Threads: *threads, Jobs: *jobs, Warmup: *warmup, SyncSteps: *syncSteps, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
-	gpu, compute, err := a.benchGPU(device, rep, cache.Resolve(*cacheDir, a.getenv, "."))
+	gpu, compute, err := train.NewBenchGPU(a.cudaOpener(), dev, model, cache.Resolve(*cacheDir, a.getenv, "."))
+	if err != nil {
+		return usageErr("bench", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -166,9 +168,9 @@ func cmdBench(a *app, args []string) error {
 		rep.Compute = compute
 		gpu.KernelTimes = *kernelTimes
 	} else if *kernelTimes {
-		return usageErrf("bench", "--kernel-times times kernels on a GPU: give --device cuda (device %s)", device)
+		return usageErrf("bench", "--kernel-times times kernels on a GPU: give --device cuda (device %s)", dev)
 	} else if *syncSteps {
-		return usageErrf("bench", "--sync-steps makes the host wait for the steps on a GPU: give --device cuda (device %s)", device)
+		return usageErrf("bench", "--sync-steps makes the host wait for the steps on a GPU: give --device cuda (device %s)", dev)
 	}
 	o.resolve(a)
 	ctx, cancel := a.signalContext()
@@ -217,34 +219,6 @@ func cmdBench(a *app, args []string) error {
 		return runtimeErr("bench", err)
 	}
 	return nil
-}
-
-// benchGPU checks, before any workload is loaded, that spn bench can
-// train on device (resolved): nil on the CPU; on a GPU, the driver and
-// the device must be there and the model kind must have device math,
-// otherwise it is an error (exit 2) naming what is missing. The kernels
-// are cached under cacheDir/ptx.
-func (a *app) benchGPU(device string, rep benchReport, cacheDir string) (*train.BenchGPU, *stages.Compute, error) {
-	kind, ordinal, err := schema.ParseDevice(device)
-	if err != nil {
-		return nil, nil, usageErrf("bench", "device: %w", err)
-	}
-	if kind != schema.DeviceCUDA {
-		return nil, nil, nil
-	}
-	dev, err := a.findGPU("bench", device, ordinal)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkDeviceModels((train.Kind{}).Registry(), []schema.Model{rep.Model}, device); err != nil {
-		return nil, nil, usageErr("bench", err)
-	}
-	abs, err := filepath.Abs(filepath.Join(cacheDir, "ptx"))
-	if err != nil {
-		return nil, nil, usageErrf("bench", "--cache: %w", err)
-	}
-	return &train.BenchGPU{GPU: &train.GPU{Opener: a.cudaOpener(), Ordinals: []int{ordinal}, PTXDir: abs}, Device: device},
-		&stages.Compute{Device: device, GPU: dev.Name, Capability: fmt.Sprintf("%d.%d", dev.Major, dev.Minor), Driver: dev.Driver.String()}, nil
 }
 
 // startRecording creates path and starts a recorder writing to it (a CPU

@@ -16,6 +16,7 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/cost"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
 )
@@ -153,10 +154,10 @@ func (a *app) calibrate(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	if spec.Device, err = a.resolveDevice("calibrate", spec.Device, o.device, trainModels(en.reg), specModels(spec)); err != nil {
+	if spec.Device, err = a.resolveDevice("calibrate", spec.Device, o.device, device.TrainModels(en.reg), device.SpecModels(spec)); err != nil {
 		return err
 	}
-	reg, err := a.deviceStages("calibrate", spec.Device, false, en.reg, specModels(spec), o.cache)
+	reg, err := a.deviceStages("calibrate", spec.Device, false, en.reg, device.SpecModels(spec), o.cache)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/spn-project/spn/schema/findings"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/sched"
@@ -207,7 +208,7 @@ func (a *app) buildPlan(en *engine, cmd, file string, o *envOpts) (*schema.Spec,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if spec.Device, err = a.resolveDevice(cmd, spec.Device, o.device, trainModels(en.reg), specModels(spec)); err != nil {
+	if spec.Device, err = a.resolveDevice(cmd, spec.Device, o.device, device.TrainModels(en.reg), device.SpecModels(spec)); err != nil {
 		return nil, nil, nil, err
 	}
 	reg := en.reg
@@ -392,11 +393,11 @@ func (a *app) run(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	if reg, err = a.deviceStages("run", spec.Device, sl.executor == executorSlurm, reg, specModels(spec), o.cache); err != nil {
+	if reg, err = a.deviceStages("run", spec.Device, sl.executor == executorSlurm, reg, device.SpecModels(spec), o.cache); err != nil {
 		return err
 	}
 	if *perGPU != 1 {
-		if err := checkPerGPU(*perGPU, spec.Device, sl.executor); err != nil {
+		if err := device.CheckPerGPU(*perGPU, spec.Device, sl.executor == executorSlurm); err != nil {
 			return usageErr("run", err)
 		}
 	}
@@ -404,8 +405,8 @@ func (a *app) run(en *engine, args []string) error {
 		if sl.executor == executorSlurm {
 			return usageErrf("run", "--gpus %s: on Slurm each job asks for its own GPU (--gres=gpu:1); --gpus is for the local executor", gpus)
 		}
-		if reg, err = a.spreadGPUs("run", spec.Device, gpus, reg); err != nil {
-			return err
+		if reg, err = device.Spread(a.cudaOpener(), spec.Device, gpus, reg); err != nil {
+			return usageErr("run", err)
 		}
 	}
 	en = en.withStages(reg)
@@ -447,7 +448,7 @@ func (a *app) run(en *engine, args []string) error {
 	cached, toRun := p.Counts()
 	xo, how := exec.Options{Jobs: j, Threads: t}, fmt.Sprintf("jobs=%d, threads=%d", j, t)
 	if *jobs == 0 && *threads == 0 {
-		xo = sharedRun(runtime.NumCPU(), sched.MemInfoFile, trainModels(en.reg))
+		xo = sharedRun(runtime.NumCPU(), sched.MemInfoFile, device.TrainModels(en.reg))
 		how = fmt.Sprintf("sharing %d cores", xo.Cores)
 	}
 	xo.KeepGoing = *keepGoing
@@ -456,7 +457,7 @@ func (a *app) run(en *engine, args []string) error {
 		xo.MemoryLimit, xo.MemoryLimitSource = memoryLimit(a.getenv, sched.MemInfoFile, cgroupMemoryMax)
 		xo.MemoryHint = " (--ignore-memory-limit starts it anyway)"
 		if xo.Memory == nil {
-			xo.Memory = peakMemory(trainModels(en.reg))
+			xo.Memory = peakMemory(device.TrainModels(en.reg))
 		}
 	}
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/report"
 	"github.com/spn-project/spn/stages/tabulate"
@@ -56,7 +57,7 @@ func (a *app) writeReport(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 	}
 	b, err := report.Render(report.Options{
 		Spec: spec, SpecPath: dir.spec.Path, SpecSHA256: dir.spec.SHA256, Version: version,
-		Plan: p, Cache: c, Tables: tabulate.WriteHTML, Memory: peakMemory(trainModels(en.reg)),
+		Plan: p, Cache: c, Tables: tabulate.WriteHTML, Memory: peakMemory(device.TrainModels(en.reg)),
 	})
 	if err != nil {
 		return runtimeErr(dir.cmd, err)

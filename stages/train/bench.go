@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -20,6 +21,8 @@ import (
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/device"
 )
 
 // SelectBestValLoss is the training's default selection rule
@@ -80,6 +83,34 @@ type BenchGPU struct {
 	Device string
 	// KernelTimes profiles the kernels (one copy only).
 	KernelTimes bool
+}
+
+// NewBenchGPU checks, before any workload is loaded, that Bench can
+// train model on dev (a resolved device): nil on the CPU; on a GPU, the
+// driver and the device must be there (opened with op) and the model kind
+// must have device math, otherwise it is an error naming what is missing.
+// The kernels are cached under cacheDir/ptx. The Compute describes the GPU.
+func NewBenchGPU(op cuda.Opener, dev string, model schema.Model, cacheDir string) (*BenchGPU, *stages.Compute, error) {
+	kind, ordinal, err := schema.ParseDevice(dev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("device: %w", err)
+	}
+	if kind != schema.DeviceCUDA {
+		return nil, nil, nil
+	}
+	d, err := device.Find(op, dev, ordinal)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := device.CheckModels(Kind{}.Registry(), []schema.Model{model}, dev); err != nil {
+		return nil, nil, err
+	}
+	abs, err := filepath.Abs(filepath.Join(cacheDir, "ptx"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--cache: %w", err)
+	}
+	return &BenchGPU{GPU: &GPU{Opener: op, Ordinals: []int{ordinal}, PTXDir: abs}, Device: dev},
+		&stages.Compute{Device: dev, GPU: d.Name, Capability: fmt.Sprintf("%d.%d", d.Major, d.Minor), Driver: d.Driver.String()}, nil
 }
 
 // BenchOptions says what Bench trains and how.
