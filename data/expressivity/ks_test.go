@@ -1,9 +1,21 @@
-package main
+package expressivity
 
 import (
 	"slices"
 	"testing"
 )
+
+func TestParseKs(t *testing.T) {
+	got, err := ParseKs("5, 1-3,2")
+	if err != nil || len(got) != 4 || got[0] != 1 || got[3] != 5 {
+		t.Errorf("ParseKs = %v, %v", got, err)
+	}
+	for _, bad := range []string{"x", "0", "2-1", "1-", "-3", "1,,2"} {
+		if _, err := ParseKs(bad); err == nil {
+			t.Errorf("ParseKs(%q) accepted", bad)
+		}
+	}
+}
 
 // FuzzParseKs: --k never panics, and what it accepts is a sorted list of
 // distinct hop counts of at least 1 (nil for "").
@@ -15,7 +27,7 @@ func FuzzParseKs(f *testing.F) {
 		if len(s) > 64 { // a range spans at most 2^16 values: keep an input's lists small
 			return
 		}
-		ks, err := parseKs(s)
+		ks, err := ParseKs(s)
 		if err != nil {
 			return
 		}
