@@ -19,6 +19,7 @@ import (
 	"github.com/spn-project/spn/schema/findings"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
@@ -271,7 +272,7 @@ func (a *app) plan(en *engine, args []string) error {
 		return nil
 	}
 	if *withCost {
-		cal, f, err := readCalibration(pos[0], *calFile, spec.Device)
+		cal, f, err := cost.ReadFor(pos[0], *calFile, spec.Device)
 		if err != nil {
 			return runtimeErr("plan", err)
 		}

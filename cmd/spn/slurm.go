@@ -11,6 +11,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/slurm"
 )
@@ -106,7 +107,7 @@ func (s *slurmOpts) config(spec *schema.Spec) schema.Slurm {
 // beside the spec file) for the kinds whose time limit is "auto" and
 // returns its estimates of p's stages.
 func (s *slurmOpts) estimates(spec *schema.Spec, p *plan.Plan, file string) (*slurm.Estimates, error) {
-	cal, f, err := readCalibration(file, s.calFile, spec.Device)
+	cal, f, err := cost.ReadFor(file, s.calFile, spec.Device)
 	if err != nil {
 		return nil, runtimeErrf("run", "executor.slurm: a time is %q: %w", schema.SlurmTimeAuto, err)
 	}
