@@ -153,7 +153,7 @@ func (a *app) newFlagSet(name, usage string) *flag.FlagSet {
 // loadSpec loads a spec file (or the built-in quickstart when file is
 // empty). Spec errors are usage errors printed as file:line:col lines.
 func (a *app) loadSpec(en *engine, cmd, file string, o *envOpts) (*schema.Spec, error) {
-	opt := schema.Options{Mode: o.mode, Models: modelRegistry(en.reg), DataDir: o.dataDir}
+	opt := schema.Options{Mode: o.mode, Models: device.TrainModels(en.reg), DataDir: o.dataDir}
 	var spec *schema.Spec
 	var err error
 	if file == "" {
