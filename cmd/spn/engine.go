@@ -22,6 +22,7 @@ import (
 	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/outdir"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/sched"
 	"github.com/spn-project/spn/stages/tabulate"
@@ -506,11 +507,11 @@ func outDir(flagValue string, spec *schema.Spec) string {
 // writeTables copies every table's files from its tabulate stage into out
 // (atomically, file by file) and prints each table to stdout.
 func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir) error {
-	old := dir.previous()
+	old := dir.Previous()
 	if err := dir.record(old); err != nil {
 		return err
 	}
-	out := dir.path
+	out := dir.Path
 	printTable := en.printTable
 	var written []string
 	for i, t := range spec.Tables {
@@ -532,13 +533,13 @@ func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 			}
 		}
 		fmt.Fprintf(a.stderr, "spn: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
-		written = append(written, baseNames(files)...)
+		written = append(written, outdir.BaseNames(files)...)
 	}
 	figs, err := a.writeFigures(spec, p, c, out)
 	if err != nil {
 		return err
 	}
-	return dir.prune(old, append(written, baseNames(figs)...))
+	return dir.prune(old, append(written, outdir.BaseNames(figs)...))
 }
 
 // copyArtifacts copies the regular files of a stage dir (record.json

@@ -56,13 +56,13 @@ func (a *app) writeReport(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 		return runtimeErr(dir.cmd, err)
 	}
 	b, err := report.Render(report.Options{
-		Spec: spec, SpecPath: dir.spec.Path, SpecSHA256: dir.spec.SHA256, Version: version,
+		Spec: spec, SpecPath: dir.Spec.Path, SpecSHA256: dir.Spec.SHA256, Version: version,
 		Plan: p, Cache: c, Tables: tabulate.WriteHTML, Memory: peakMemory(device.TrainModels(en.reg)),
 	})
 	if err != nil {
 		return runtimeErr(dir.cmd, err)
 	}
-	path := filepath.Join(dir.path, report.FileName)
+	path := filepath.Join(dir.Path, report.FileName)
 	if err := cache.WriteFileAtomic(path, b); err != nil {
 		return runtimeErr(dir.cmd, err)
 	}
