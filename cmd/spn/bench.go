@@ -17,6 +17,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/catalog"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -200,7 +201,7 @@ func cmdBench(a *app, args []string) error {
 			SyncSteps: rep.SyncSteps, Seed: *seed, MemProfile: prof, GPU: gpu,
 		})
 		row.Workload = benchName(name, o)
-		if errors.Is(err, errUnknownDataset) || errors.Is(err, train.ErrBenchConfig) {
+		if errors.Is(err, catalog.ErrUnknown) || errors.Is(err, train.ErrBenchConfig) {
 			return usageErrf("bench", "%s: %w", name, err)
 		} else if err != nil {
 			return runtimeErrf("bench", "%s: %w", name, err)

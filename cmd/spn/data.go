@@ -19,16 +19,14 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/exp"
+	"github.com/spn-project/spn/data/catalog"
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/known"
 	"github.com/spn-project/spn/data/lrgb"
-	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/proxcheck"
-	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/stats"
 	"github.com/spn-project/spn/data/tu"
@@ -146,64 +144,10 @@ func (o *dataOpts) fetcher(a *app) *fetch.Fetcher {
 	})}
 }
 
-// errUnknownDataset marks a NAME that is neither TU, prox nor imported.
-var errUnknownDataset = errors.New("unknown dataset")
-
-// errBadFlags marks errors caused by flag values (exit status 2).
-var errBadFlags = errors.New("invalid flags")
-
-// fetchKnown fetches and reads the upstream dataset name through f (each
-// file checked against its built-in content figures); it fails for
-// names that are not upstream datasets (errUnknownDataset).
-func (o *dataOpts) fetchKnown(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, error) {
-	switch {
-	case slices.Contains(tu.Names(), name):
-		return tu.Fetch(ctx, f, name)
-	case slices.Contains(exp.Names(), name):
-		return exp.Fetch(ctx, f, name)
-	case ogbSet(name) != "":
-		return ogb.Fetch(ctx, f, ogbSet(name))
-	case name == "QM9":
-		return qm9.Fetch(ctx, f, qm9.Options{})
-	case strings.HasPrefix(name, "QM9-") && slices.Contains(qm9.Parts[:], name[len("QM9-"):]):
-		return qm9.FetchPart(ctx, f, name[len("QM9-"):], 0)
-	}
-	return nil, fmt.Errorf("%w %q", errUnknownDataset, name)
-}
-
-// load returns the dataset called name.
+// load returns the dataset called name (catalog.Load).
 func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset, error) {
-	switch {
-	case slices.Contains(readable(), name):
-		return o.fetchKnown(ctx, o.fetcher(a), name)
-	case name == "prox":
-		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds,
-			Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}
-		if err := cfg.Validate(); err != nil {
-			// The flags describe an impossible dataset: a usage error.
-			return nil, fmt.Errorf("%w: prox: %w", errBadFlags, err)
-		}
-		return prox.Generate(ctx, cfg)
-	}
-	p := filepath.Join(o.dataDir, importedDir, name+".bin")
-	if validName.MatchString(name) {
-		if _, err := os.Stat(p); err == nil {
-			return data.ReadDatasetFile(p)
-		}
-	}
-	return nil, fmt.Errorf("%w %q: not a TU dataset (%s), not EXP, CEXP, an OGB set (ogbg-molNAME) or prox, and not imported into %s", errUnknownDataset, name, strings.Join(tu.Names(), ", "), filepath.Join(o.dataDir, importedDir))
-}
-
-// ogbPrefix starts OGB's names of its molecule sets, e.g. ogbg-molbace.
-const ogbPrefix = "ogbg-mol"
-
-// ogbSet returns the data/ogb name of an OGB molecule set named as OGB
-// does (ogbg-molbace -> bace), or "".
-func ogbSet(name string) string {
-	if rest, ok := strings.CutPrefix(name, ogbPrefix); ok && slices.Contains(ogb.Names(), rest) {
-		return rest
-	}
-	return ""
+	return catalog.Load(ctx, catalog.Source{Fetcher: o.fetcher(a), DataDir: o.dataDir, Prox: prox.Config{H: o.proxH, Graphs: o.graphs,
+		Seed: o.seed, Folds: o.folds, Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}}, name)
 }
 
 // validName is what import accepts as a dataset name.
@@ -213,7 +157,7 @@ var validName = graphfile.ValidName
 // impossible flags, a runtime error otherwise.
 func dataErr(sub string, err error) error {
 	var big *sp.SizeError
-	if errors.Is(err, errUnknownDataset) || errors.Is(err, errBadFlags) || errors.As(err, &big) {
+	if errors.Is(err, catalog.ErrUnknown) || errors.Is(err, catalog.ErrBadConfig) || errors.As(err, &big) {
 		return usageErr("data "+sub, err)
 	}
 	return runtimeErr("data "+sub, err)
@@ -230,7 +174,7 @@ func (a *app) dataFetch(args []string) error {
 	if len(names) == 0 {
 		return usageErr("data fetch", fmt.Errorf("no dataset named (known: %s)", strings.Join(tu.Names(), ", ")))
 	}
-	known := fetchable()
+	known := catalog.Fetchable()
 	for _, n := range names {
 		if !slices.Contains(known, n) {
 			return usageErr("data fetch", fmt.Errorf("cannot fetch %q (known: %s)", n, strings.Join(known, ", ")))
@@ -242,7 +186,7 @@ func (a *app) dataFetch(args []string) error {
 	for _, n := range names {
 		f := o.fetcher(a)
 		if *refresh {
-			for _, u := range fetchURLs(n) {
+			for _, u := range catalog.URLs(n) {
 				if err := f.Forget(ctx, u); err != nil {
 					return dataErr("fetch", err)
 				}
@@ -259,7 +203,7 @@ func (a *app) dataFetch(args []string) error {
 			// Fetch parses every file and checks its built-in content
 			// figures, so a broken or changed file is reported now, not
 			// at training.
-			_, err = o.fetchKnown(ctx, f, n)
+			_, err = catalog.FetchKnown(ctx, f, n)
 		}
 		for _, s := range f.Sources() {
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, filepath.Join(o.dataDir, filepath.FromSlash(s.Path)))
@@ -284,44 +228,6 @@ func (a *app) printLRGBNext(o *dataOpts, dir string) {
 	}
 	fmt.Fprintf(a.stderr, "%s: raw files fetched; convert them (Python 3 with RDKit and NumPy, from a checkout of spn) and import the result:\n  python3 %s %s %s\n  spn data import %s --name %s%s\n",
 		lrgb.Name, lrgb.Script, dir, out, out, lrgb.Name, dataDir)
-}
-
-// fetchable returns the names spn data fetch accepts: the datasets spn
-// reads from their upstream files (readable) and LRGB's Peptides-func,
-// whose raw files it only downloads for the conversion script.
-func fetchable() []string {
-	return append(readable(), lrgb.Name)
-}
-
-// readable returns the upstream datasets spn reads itself.
-func readable() []string {
-	known := append(tu.Names(), exp.Names()...)
-	for _, n := range ogb.Names() {
-		known = append(known, ogbPrefix+n)
-	}
-	known = append(known, "QM9")
-	for _, p := range qm9.Parts {
-		known = append(known, "QM9-"+p)
-	}
-	return known
-}
-
-// fetchURLs returns the upstream files of a fetchable dataset.
-func fetchURLs(name string) []string {
-	switch {
-	case slices.Contains(exp.Names(), name):
-		return []string{exp.URL(name)}
-	case ogbSet(name) != "":
-		return []string{ogb.URL(ogbSet(name))}
-	case name == "QM9":
-		return []string{qm9.URL("train"), qm9.URL("valid"), qm9.URL("test")}
-	case strings.HasPrefix(name, "QM9-"):
-		return []string{qm9.URL(name[len("QM9-"):])}
-	case name == lrgb.Name:
-		return lrgb.URLs()
-	}
-	zipURL, splitsURL := tu.URLs(name)
-	return []string{zipURL, splitsURL}
 }
 
 func (a *app) dataStats(args []string) error {
@@ -600,7 +506,7 @@ func (a *app) dataImport(args []string) error {
 // case), or "": the names spn data reads from upstream files or
 // generates, which an imported dataset must not shadow.
 func builtinName(name string) string {
-	for _, b := range append(fetchable(), "prox") {
+	for _, b := range append(catalog.Fetchable(), "prox") {
 		if strings.EqualFold(name, b) {
 			return b
 		}

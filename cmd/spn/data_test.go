@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/data/catalog"
 	"github.com/spn-project/spn/data/mirrortest"
 
 	"github.com/spn-project/spn/internal/golden"
@@ -255,7 +256,7 @@ func TestDataHops(t *testing.T) {
 func TestDataFetchVerifies(t *testing.T) {
 	mirror := mirrortest.Dir(t)
 	var names []string
-	for _, n := range readable() {
+	for _, n := range catalog.Readable() {
 		if n != "QM9" && n != "QM9-train" { // the mirror lacks train.jsonl.gz
 			names = append(names, n)
 		}
