@@ -22,6 +22,7 @@ import (
 	"github.com/spn-project/spn/stages/cost"
 	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/memguard"
 	"github.com/spn-project/spn/stages/outdir"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/sched"
@@ -456,7 +457,7 @@ func (a *app) run(en *engine, args []string) error {
 	xo.KeepGoing = *keepGoing
 	xo.StagesPerGPU = *perGPU
 	if !*ignoreMem {
-		xo.MemoryLimit, xo.MemoryLimitSource = memoryLimit(a.getenv, sched.MemInfoFile, cgroupMemoryMax)
+		xo.MemoryLimit, xo.MemoryLimitSource = memguard.Limit(a.getenv, sched.MemInfoFile, memguard.CgroupMemoryMax)
 		xo.MemoryHint = " (--ignore-memory-limit starts it anyway)"
 		if xo.Memory == nil {
 			xo.Memory = peakMemory(device.TrainModels(en.reg))
