@@ -384,7 +384,7 @@ func (a *app) run(en *engine, args []string) error {
 	if err := o.resolve(a); err != nil {
 		return usageErr("run", err)
 	}
-	j, t, err := parallelism(*jobs, *threads, runtime.NumCPU())
+	j, t, err := sched.Parallelism(*jobs, *threads, runtime.NumCPU())
 	if err != nil {
 		return usageErr("run", err)
 	}
@@ -477,34 +477,6 @@ func (a *app) run(en *engine, args []string) error {
 	return a.writeReport(en, spec, p, c, dest)
 }
 
-// parallelism derives jobs and threads per stage: given one of them, the
-// other shares the CPUs; given neither, one job using every CPU (spn run
-// then shares the cores among its stages instead: sharedRun).
-func parallelism(jobs, threads, ncpu int) (int, int, error) {
-	if jobs < 0 || threads < 0 {
-		return 0, 0, fmt.Errorf("--jobs and --threads must be positive")
-	}
-	if ncpu < 1 {
-		ncpu = 1
-	}
-	switch {
-	case jobs == 0 && threads == 0:
-		jobs, threads = 1, ncpu
-	case threads == 0:
-		threads = max(1, ncpu/jobs)
-	case jobs == 0:
-		jobs = max(1, ncpu/threads)
-	}
-	return jobs, threads, nil
-}
-
-func outDir(flagValue string, spec *schema.Spec) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	return filepath.Join("results", spec.Name)
-}
-
 // writeTables copies every table's files from its tabulate stage into out
 // (atomically, file by file) and prints each table to stdout.
 func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir) error {
@@ -521,7 +493,7 @@ func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 			return runtimeErrf("", "table %s is not in the plan", t.Name)
 		}
 		dir := c.StageDir(n.Kind, n.Key)
-		files, err := copyArtifacts(dir, out)
+		files, err := outdir.CopyArtifacts(dir, out)
 		if err != nil {
 			return runtimeErrf("", "table %s: %w", t.Name, err)
 		}
@@ -541,33 +513,6 @@ func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 		return err
 	}
 	return dir.prune(old, append(written, outdir.BaseNames(figs)...))
-}
-
-// copyArtifacts copies the regular files of a stage dir (record.json
-// excluded) into out, each through a temp file and a rename. It returns
-// the written paths in name order.
-func copyArtifacts(stageDir, out string) ([]string, error) {
-	ents, err := os.ReadDir(stageDir)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", stageDir, err)
-	}
-	var written []string
-	for _, e := range ents {
-		if !e.Type().IsRegular() || e.Name() == stages.FileRecord {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(stageDir, e.Name()))
-		if err != nil {
-			return written, fmt.Errorf("reading %s: %w", filepath.Join(stageDir, e.Name()), err)
-		}
-		dst := filepath.Join(out, e.Name())
-		if err := cache.WriteFileAtomic(dst, b); err != nil {
-			return written, err
-		}
-		written = append(written, dst)
-	}
-	sort.Strings(written)
-	return written, nil
 }
 
 func (a *app) table(en *engine, args []string) error {

@@ -17,7 +17,7 @@ func (a *app) prepareOut(en *engine, cmd, file string, spec *schema.Spec, flagOu
 	if err != nil {
 		return tablesDir{}, runtimeErr(cmd, err)
 	}
-	d, err := outdir.Prepare(outDir(flagOut, spec), rec, spec.Name, flagOut != "", takeOver)
+	d, err := outdir.Prepare(outdir.Default(flagOut, spec.Name), rec, spec.Name, flagOut != "", takeOver)
 	if ce := (*outdir.ConflictError)(nil); errors.As(err, &ce) {
 		return tablesDir{}, usageErr(cmd, err)
 	} else if err != nil {

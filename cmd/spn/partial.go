@@ -58,7 +58,7 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 		}
 		if ok, _ := c.Has(n.Kind, n.Key); ok {
 			dir := c.StageDir(n.Kind, n.Key)
-			files, err := copyArtifacts(dir, out)
+			files, err := outdir.CopyArtifacts(dir, out)
 			if err != nil {
 				fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
 				continue
@@ -114,7 +114,7 @@ func (a *app) writeRendered(en *engine, files map[string][]byte, out string) ([]
 	if err := tabulate.WriteFiles(tmp, files); err != nil {
 		return nil, fmt.Errorf("not written: %w", err)
 	}
-	written, err := copyArtifacts(tmp, out)
+	written, err := outdir.CopyArtifacts(tmp, out)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 
+	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 )
 
@@ -225,4 +227,40 @@ func BaseNames(paths []string) []string {
 		out[i] = filepath.Base(p)
 	}
 	return out
+}
+
+// Default returns the tables' directory of a spec named specName: flag
+// (--out) when set, else results/<specName>.
+func Default(flag, specName string) string {
+	if flag != "" {
+		return flag
+	}
+	return filepath.Join("results", specName)
+}
+
+// CopyArtifacts copies the regular files of a stage dir (record.json
+// excluded) into out, each through a temp file and a rename. It returns
+// the written paths in name order.
+func CopyArtifacts(stageDir, out string) ([]string, error) {
+	ents, err := os.ReadDir(stageDir)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", stageDir, err)
+	}
+	var written []string
+	for _, e := range ents {
+		if !e.Type().IsRegular() || e.Name() == stages.FileRecord {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(stageDir, e.Name()))
+		if err != nil {
+			return written, fmt.Errorf("reading %s: %w", filepath.Join(stageDir, e.Name()), err)
+		}
+		dst := filepath.Join(out, e.Name())
+		if err := cache.WriteFileAtomic(dst, b); err != nil {
+			return written, err
+		}
+		written = append(written, dst)
+	}
+	sort.Strings(written)
+	return written, nil
 }
