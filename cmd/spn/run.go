@@ -10,6 +10,7 @@ import (
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/memguard"
 	"github.com/spn-project/spn/stages/sched"
+	"github.com/spn-project/spn/stages/slurm"
 )
 
 func (a *app) run(en *engine, args []string) error {
@@ -31,7 +32,7 @@ func (a *app) run(en *engine, args []string) error {
 	if err != nil {
 		return usageErr("run", err)
 	}
-	if err := sl.resolve(a); err != nil {
+	if err := sl.Resolve(a.getenv); err != nil {
 		return usageErr("run", err)
 	}
 	if len(pos) > 1 {
@@ -52,16 +53,16 @@ func (a *app) run(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	if reg, err = a.deviceStages("run", spec.Device, sl.executor == executorSlurm, reg, device.SpecModels(spec), o.cache); err != nil {
+	if reg, err = a.deviceStages("run", spec.Device, sl.Executor == slurm.ExecutorSlurm, reg, device.SpecModels(spec), o.cache); err != nil {
 		return err
 	}
 	if *perGPU != 1 {
-		if err := device.CheckPerGPU(*perGPU, spec.Device, sl.executor == executorSlurm); err != nil {
+		if err := device.CheckPerGPU(*perGPU, spec.Device, sl.Executor == slurm.ExecutorSlurm); err != nil {
 			return usageErr("run", err)
 		}
 	}
 	if gpus != "" {
-		if sl.executor == executorSlurm {
+		if sl.Executor == slurm.ExecutorSlurm {
 			return usageErrf("run", "--gpus %s: on Slurm each job asks for its own GPU (--gres=gpu:1); --gpus is for the local executor", gpus)
 		}
 		if reg, err = device.Spread(a.cudaOpener(), spec.Device, gpus, reg); err != nil {
@@ -74,7 +75,7 @@ func (a *app) run(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	if sl.executor == executorSlurm {
+	if sl.Executor == slurm.ExecutorSlurm {
 		return a.runSlurm(en, spec, p, file, o, sl, dest)
 	}
 	c, err := cache.Open(o.cache)
