@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spn-project/spn/internal/units"
+	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/retain"
 )
@@ -129,7 +130,7 @@ func (a *app) cacheGC(en *engine, args []string) error {
 	if err := o.resolve(a); err != nil {
 		return usageErr("cache gc", err)
 	}
-	files, err := vetFiles(pos)
+	files, err := schema.SpecFiles(pos)
 	if err != nil {
 		return usageErr("cache gc", err)
 	}
