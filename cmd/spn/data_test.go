@@ -10,6 +10,7 @@ import (
 
 	"github.com/spn-project/spn/data/catalog"
 	"github.com/spn-project/spn/data/mirrortest"
+	"github.com/spn-project/spn/data/stats"
 
 	"github.com/spn-project/spn/internal/golden"
 )
@@ -77,7 +78,7 @@ func TestDataImportShowExport(t *testing.T) {
 	}
 	golden.Check(t, "testdata/data_show.golden", []byte(out))
 	code, out, _ = dataRun(dir, "", "show", "tiny", "--graph", "0", "--json")
-	var sg shownGraph
+	var sg stats.Shown
 	if code != exitOK || json.Unmarshal([]byte(out), &sg) != nil {
 		t.Fatalf("show --json: exit %d: %s", code, out)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/known"
 	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/data/stats"
 )
 
 func (a *app) dataExport(args []string) error {
@@ -54,19 +55,6 @@ func (a *app) dataExport(args []string) error {
 	return nil
 }
 
-// shownGraph is the JSON form of spn data show.
-type shownGraph struct {
-	Dataset   string      `json:"dataset"`
-	Graph     int         `json:"graph"`
-	Nodes     int         `json:"nodes"`
-	Edges     [][2]int    `json:"edges"`
-	X         []int32     `json:"x,omitempty"`
-	Attrs     [][]float32 `json:"attrs,omitempty"`
-	Y         *int        `json:"y,omitempty"`
-	Target    []float64   `json:"target,omitempty"`
-	Distances [][]int32   `json:"distances"`
-}
-
 func (a *app) dataShow(args []string) error {
 	fs := a.newFlagSet("data show", "data show NAME --graph I [--json] [flags]")
 	o := a.dataFlags(fs, true)
@@ -92,27 +80,9 @@ func (a *app) dataShow(args []string) error {
 	if *idx >= len(ds.Graphs) {
 		return usageErr("data show", fmt.Errorf("--graph %d: %s has graphs 0..%d", *idx, ds.Name, len(ds.Graphs)-1))
 	}
-	g := &ds.Graphs[*idx]
-	if err := sp.CheckDistances(g); err != nil {
-		return dataErr("show", fmt.Errorf("%s graph %d: %w", ds.Name, *idx, err))
-	}
-	dist := sp.Distances(g)
-	sg := shownGraph{Dataset: ds.Name, Graph: *idx, Nodes: g.N, Edges: g.Edges(), X: g.Labels, Target: g.Target}
-	if sg.Edges == nil {
-		sg.Edges = [][2]int{}
-	}
-	if ds.NumTargets == 0 {
-		y := g.Y
-		sg.Y = &y
-	}
-	if g.Attrs != nil && ds.AttrDim > 0 {
-		for u := 0; u < g.N; u++ {
-			sg.Attrs = append(sg.Attrs, g.Attrs[u*ds.AttrDim:(u+1)*ds.AttrDim])
-		}
-	}
-	sg.Distances = make([][]int32, g.N)
-	for u := range sg.Distances {
-		sg.Distances[u] = dist[u*g.N : (u+1)*g.N]
+	sg, err := stats.Show(ds, *idx)
+	if err != nil {
+		return dataErr("show", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
@@ -121,14 +91,14 @@ func (a *app) dataShow(args []string) error {
 		}
 		return nil
 	}
-	if err := printGraph(a.stdout, &sg); err != nil {
+	if err := printGraph(a.stdout, sg); err != nil {
 		return dataErr("show", err)
 	}
 	return nil
 }
 
 // printGraph writes the text view of spn data show.
-func printGraph(w io.Writer, sg *shownGraph) error {
+func printGraph(w io.Writer, sg *stats.Shown) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s graph %d: %d nodes, %d edges", sg.Dataset, sg.Graph, sg.Nodes, len(sg.Edges))
 	if sg.Y != nil {
