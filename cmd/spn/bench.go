@@ -1,35 +1,24 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/sp"
-	"github.com/spn-project/spn/models"
-	"github.com/spn-project/spn/models/cuda"
-	"github.com/spn-project/spn/models/fit"
+	"github.com/spn-project/spn/data/catalog"
 	"github.com/spn-project/spn/models/kernels"
-	"github.com/spn-project/spn/models/metric"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
@@ -76,50 +65,6 @@ as before; for measuring what the pipelining gains (by default the host
 prepares and enqueues a step while the GPU runs the one before, with
 the same results bit for bit).`
 
-// benchRow is one workload's result (the JSON form of spn bench).
-type benchRow struct {
-	Workload     string  `json:"workload"`
-	Graphs       int     `json:"graphs"`
-	MeanNodes    float64 `json:"mean_nodes"`
-	Epochs       int     `json:"epochs"`
-	TrainSeconds float64 `json:"train_seconds"`
-	GraphsPerSec float64 `json:"graphs_per_second"`
-	// GraphsPerCPUSec is graphs trained per CPU-second of the whole
-	// process (user + system, training and validation on one graph): on a
-	// machine shared with other jobs it varies less than graphs/s, and
-	// threads × it is what the threads reach when they have the cores.
-	GraphsPerCPUSec float64 `json:"graphs_per_cpu_second"`
-	PeakRSSMB       float64 `json:"peak_rss_mb"`
-	// PeakRSSScope is "workload" when the peak was reset before the
-	// workload, "process" when the kernel did not allow it (then the
-	// figure is the process's peak so far).
-	PeakRSSScope string `json:"peak_rss_scope"`
-	// PeakDeviceMB is, on a GPU, the most device memory spn's context
-	// had allocated at once (cuda.Memory.Peak); 0 on the CPU.
-	PeakDeviceMB float64 `json:"peak_device_mb,omitempty"`
-	// LaunchesPerStep is, on a GPU, the kernel launches and cuBLAS
-	// products per training step (cuda.Calls, each epoch's evaluation of
-	// the validation graph included): at small widths a step's time is
-	// about this many launch costs. 0 on the CPU.
-	LaunchesPerStep float64 `json:"launches_per_step,omitempty"`
-	// AllocsPerStep is, on a GPU, the device allocations and frees per
-	// training step (cuMemAlloc, cuMemFree: synchronous calls), which
-	// the engine's pool keeps near 0 once the batch shapes have been
-	// seen. 0 on the CPU.
-	AllocsPerStep float64 `json:"allocs_per_step,omitempty"`
-	// Kernels is, with --kernel-times, the device time of each kernel
-	// (cuBLAS's products as one), the longest first.
-	Kernels []benchKernel `json:"kernels,omitempty"`
-}
-
-// benchKernel is one kernel's device time in a workload's steps.
-type benchKernel struct {
-	Name            string  `json:"name"`
-	LaunchesPerStep float64 `json:"launches_per_step"`
-	MicrosPerStep   float64 `json:"device_us_per_step"`
-	Share           float64 `json:"share"` // of the profiled device time
-}
-
 // benchReport is the JSON output of spn bench.
 type benchReport struct {
 	Model    schema.Model    `json:"model"`
@@ -141,8 +86,8 @@ type benchReport struct {
 	GoVersion   string `json:"go_version"`
 	// Compute is the GPU the steps ran on (as in a train stage's
 	// result.json); nil on the CPU.
-	Compute   *stages.Compute `json:"compute,omitempty"`
-	Workloads []benchRow      `json:"workloads"`
+	Compute   *stages.Compute  `json:"compute,omitempty"`
+	Workloads []train.BenchRow `json:"workloads"`
 }
 
 func cmdBench(a *app, args []string) error {
@@ -168,8 +113,8 @@ func cmdBench(a *app, args []string) error {
 	jobs := fs.Int("jobs", 1, "`copies` of each workload trained at once; graphs/s is their sum")
 	seed := fs.Uint64("model-seed", 1, "model initialisation and shuffling `seed`")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	var device string
-	deviceFlag(fs, &device)
+	var dev string
+	deviceFlag(fs, &dev)
 	cacheDir := fs.String("cache", "", "with --device cuda: `dir` whose ptx/ caches the compiled kernels (env "+cache.EnvVar+", default "+cache.DefaultDir+")")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the training to `file` (go tool pprof)")
 	traceFile := fs.String("trace", "", "write a Go execution trace of the training to `file` (go tool trace)")
@@ -201,16 +146,19 @@ func cmdBench(a *app, args []string) error {
 		return usageErr("bench", err)
 	}
 	model := schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout, Unreachable: *unreachable}
-	if device, err = a.resolveDevice("bench", "", device, (train.Kind{}).Registry(), []schema.Model{model}); err != nil {
+	if dev, err = a.resolveDevice("bench", "", dev, (train.Kind{}).Registry(), []schema.Model{model}); err != nil {
 		return err
 	}
 	rep := benchReport{
 		Model: model,
 		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
-			Selection: fit.SelectBestValLoss},
+			Selection: train.SelectBestValLoss},
 		Threads: *threads, Jobs: *jobs, Warmup: *warmup, SyncSteps: *syncSteps, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
-	gpu, err := a.benchGPU(device, rep, cache.Resolve(*cacheDir, a.getenv, "."))
+	gpu, compute, err := train.NewBenchGPU(a.cudaOpener(), dev, model, cache.Resolve(*cacheDir, a.getenv, "."))
+	if err != nil {
+		return usageErr("bench", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -218,12 +166,12 @@ func cmdBench(a *app, args []string) error {
 		if *kernelTimes && *jobs > 1 {
 			return usageErrf("bench", "--kernel-times times the kernels of one copy: give --jobs 1 (--jobs %d)", *jobs)
 		}
-		rep.Compute = gpu.compute
-		gpu.kernelTimes = *kernelTimes
+		rep.Compute = compute
+		gpu.KernelTimes = *kernelTimes
 	} else if *kernelTimes {
-		return usageErrf("bench", "--kernel-times times kernels on a GPU: give --device cuda (device %s)", device)
+		return usageErrf("bench", "--kernel-times times kernels on a GPU: give --device cuda (device %s)", dev)
 	} else if *syncSteps {
-		return usageErrf("bench", "--sync-steps makes the host wait for the steps on a GPU: give --device cuda (device %s)", device)
+		return usageErrf("bench", "--sync-steps makes the host wait for the steps on a GPU: give --device cuda (device %s)", dev)
 	}
 	o.resolve(a)
 	ctx, cancel := a.signalContext()
@@ -247,8 +195,13 @@ func cmdBench(a *app, args []string) error {
 		if prof != "" && len(names) > 1 {
 			prof += "." + name
 		}
-		row, err := benchOne(ctx, a, o, name, rep, *seed, prof, gpu)
-		if errors.Is(err, errUnknownDataset) || errors.Is(err, errBenchConfig) {
+		row, err := train.Bench(ctx, train.BenchOptions{
+			Load:  func(ctx context.Context) (*data.Dataset, error) { return o.load(ctx, a, name) },
+			Model: rep.Model, Training: rep.Training, Threads: rep.Threads, Jobs: rep.Jobs, Warmup: rep.Warmup,
+			SyncSteps: rep.SyncSteps, Seed: *seed, MemProfile: prof, GPU: gpu,
+		})
+		row.Workload = benchName(name, o)
+		if errors.Is(err, catalog.ErrUnknown) || errors.Is(err, train.ErrBenchConfig) {
 			return usageErrf("bench", "%s: %w", name, err)
 		} else if err != nil {
 			return runtimeErrf("bench", "%s: %w", name, err)
@@ -269,262 +222,6 @@ func cmdBench(a *app, args []string) error {
 	return nil
 }
 
-// errBenchConfig marks a model configuration the dataset does not admit.
-var errBenchConfig = errors.New("model configuration")
-
-// benchDevice is the GPU spn bench trains on.
-type benchDevice struct {
-	*train.GPU
-	compute *stages.Compute
-	// kernelTimes profiles the kernels (--kernel-times).
-	kernelTimes bool
-}
-
-// benchGPU checks, before any workload is loaded, that spn bench can
-// train on device (resolved): nil on the CPU; on a GPU, the driver and
-// the device must be there and the model kind must have device math,
-// otherwise it is an error (exit 2) naming what is missing. The kernels
-// are cached under cacheDir/ptx.
-func (a *app) benchGPU(device string, rep benchReport, cacheDir string) (*benchDevice, error) {
-	kind, ordinal, err := schema.ParseDevice(device)
-	if err != nil {
-		return nil, usageErrf("bench", "device: %w", err)
-	}
-	if kind != schema.DeviceCUDA {
-		return nil, nil
-	}
-	dev, err := a.findGPU("bench", device, ordinal)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDeviceModels((train.Kind{}).Registry(), []schema.Model{rep.Model}, device); err != nil {
-		return nil, usageErr("bench", err)
-	}
-	abs, err := filepath.Abs(filepath.Join(cacheDir, "ptx"))
-	if err != nil {
-		return nil, usageErrf("bench", "--cache: %w", err)
-	}
-	return &benchDevice{
-		GPU:     &train.GPU{Opener: a.cudaOpener(), Ordinals: []int{ordinal}, PTXDir: abs},
-		compute: &stages.Compute{Device: device, GPU: dev.Name, Capability: fmt.Sprintf("%d.%d", dev.Major, dev.Minor), Driver: dev.Driver.String()},
-	}, nil
-}
-
-// benchOne loads one workload, computes its hop sets and trains it, on
-// gpu when not nil. A non-empty memProfile names the heap profile
-// written after training.
-func benchOne(ctx context.Context, a *app, o *dataOpts, name string, rep benchReport, seed uint64, memProfile string, gpu *benchDevice) (row benchRow, err error) {
-	// Start from what the previous workload left: free it, then reset the
-	// kernel's peak-RSS counter so the peak is this workload's.
-	runtime.GC()
-	debug.FreeOSMemory()
-	scope := "workload"
-	if err := resetPeakRSS(); err != nil {
-		scope = "process"
-	}
-	ds, err := o.load(ctx, a, name)
-	if err != nil {
-		return benchRow{}, err
-	}
-	cfg, err := models.ConfigFor(rep.Model, ds)
-	if err != nil {
-		return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
-	}
-	reg := (train.Kind{}).Registry()
-	jobs := max(rep.Jobs, 1)
-	ms := make([]models.Model, jobs)
-	hosts := make([]models.Model, jobs) // fit.Options.Host on a GPU
-	var gpuCtxs []*cuda.Context         // the copies' contexts on the GPU
-	for i := range ms {
-		pool := kernels.NewPool(rep.Threads, 0)
-		defer pool.Close()
-		be := kernels.CPU{Threads: rep.Threads, Pool: pool}
-		if ms[i], err = reg.New(cfg, seed+uint64(i), be); err != nil {
-			return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
-		}
-		if gpu == nil {
-			continue
-		}
-		if err := reg.CheckDevice(cfg, gpu.compute.Device); err != nil {
-			return benchRow{}, fmt.Errorf("%w: %w", errBenchConfig, err)
-		}
-		e, err := gpu.Open(gpu.Ordinals[0])
-		if err != nil {
-			return benchRow{}, err
-		}
-		defer func() {
-			if cerr := e.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("device %s: %w", gpu.compute.Device, cerr)
-			}
-		}()
-		if hosts[i], err = train.UseDevice(reg, ms[i], seed+uint64(i), be, e.Engine); err != nil {
-			return benchRow{}, err
-		}
-		gpuCtxs = append(gpuCtxs, e.Context())
-	}
-	m := ms[0]
-	var hops *data.Hops
-	if nb := models.BatchOptions(m); nb.K > 0 || nb.Unreachable {
-		if hops, err = sp.Compute(ctx, ds.Graphs, max(nb.K, 1), nb.Unreachable, rep.Threads); err != nil {
-			return benchRow{}, err
-		}
-	}
-	all := make([]int, len(ds.Graphs))
-	nodes := 0
-	for i := range all {
-		all[i] = i
-		nodes += ds.Graphs[i].N
-	}
-	if len(all) == 0 {
-		return benchRow{}, fmt.Errorf("dataset %q has no graphs", name)
-	}
-	// Validation on as few graphs as the metric can score keeps the
-	// measured time to training (the throughput counts training batches
-	// only in any case).
-	sets := fit.Sets{Train: all, Val: all[:benchValSize(ds)]}
-	// The counters start when every copy has trained its warm-up epochs
-	// (at once without --warmup): the copies wait at the end of their
-	// warm-up until the counters are read, so that CPU-seconds, driver
-	// calls and kernel times cover the timed epochs alone.
-	var (
-		cpu0   float64
-		calls0 = make([]cuda.Calls, len(gpuCtxs))
-		warmed sync.WaitGroup
-		start  = make(chan struct{})
-	)
-	startCounters := func() error {
-		var err error
-		if cpu0, err = cpuSeconds(); err != nil {
-			return err
-		}
-		for i, c := range gpuCtxs {
-			calls0[i] = c.Calls()
-		}
-		if gpu != nil && gpu.kernelTimes { // one copy (--jobs 1)
-			return gpuCtxs[0].StartProfile()
-		}
-		return nil
-	}
-	if rep.Warmup == 0 {
-		if err := startCounters(); err != nil {
-			return benchRow{}, err
-		}
-		close(start)
-	}
-	training := rep.Training
-	training.Epochs += rep.Warmup
-	results := make([]*fit.Result, jobs)
-	errs := make([]error, jobs)
-	var wg sync.WaitGroup
-	warmed.Add(jobs)
-	for i := range ms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var once sync.Once
-			defer once.Do(warmed.Done) // a copy that fails in its warm-up lets the others go on
-			opts := fit.Options{Training: training, Metric: benchMetric(cfg), Seed: seed + uint64(i), Stream: 1, Host: hosts[i], SyncSteps: rep.SyncSteps,
-				Progress: func(done, _ int) {
-					if done == rep.Warmup {
-						once.Do(warmed.Done)
-						<-start
-					}
-				}}
-			results[i], errs[i] = fit.Train(ctx, ms[i], ds, hops, sets, opts)
-		}()
-	}
-	if rep.Warmup > 0 {
-		warmed.Wait()
-		err := startCounters()
-		close(start)
-		if err != nil {
-			wg.Wait()
-			return benchRow{}, err
-		}
-	}
-	wg.Wait()
-	var prof []cuda.KernelTime
-	if gpu != nil && gpu.kernelTimes {
-		var perr error
-		prof, perr = gpuCtxs[0].StopProfile()
-		errs = append(errs, perr)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return benchRow{}, err
-	}
-	cpu1, err := cpuSeconds()
-	if err != nil {
-		return benchRow{}, err
-	}
-	peak, err := peakRSS()
-	if err != nil {
-		return benchRow{}, err
-	}
-	if memProfile != "" {
-		if err := writeHeapProfile(memProfile); err != nil {
-			return benchRow{}, err
-		}
-		runtime.KeepAlive(ms)
-		runtime.KeepAlive(hops)
-	}
-	// Summed over the copies: the rate, the graphs trained; the slowest
-	// copy's training time. Only the epochs after the warm-up count.
-	epochsTimed := rep.Training.Epochs
-	row = benchRow{
-		Workload: benchName(name, o), Graphs: len(all), MeanNodes: float64(nodes) / float64(len(all)),
-		Epochs: epochsTimed, PeakRSSMB: float64(peak) / (1 << 20), PeakRSSScope: scope,
-	}
-	if len(gpuCtxs) > 0 {
-		// Per step of one copy: the copies' calls over all their steps.
-		steps := float64(epochsTimed * ((len(all) + rep.Training.BatchSize - 1) / rep.Training.BatchSize))
-		var launches, allocs int
-		for i, gc := range gpuCtxs {
-			row.PeakDeviceMB += float64(gc.Memory().Peak) / (1 << 20)
-			c := gc.Calls().Sub(calls0[i])
-			launches += c.Launches + c.GEMMs
-			allocs += c.Allocs + c.Frees
-		}
-		copies := float64(len(gpuCtxs))
-		row.LaunchesPerStep = float64(launches) / (steps * copies)
-		row.AllocsPerStep = float64(allocs) / (steps * copies)
-		row.Kernels = kernelRows(prof, steps)
-	}
-	trained := 0
-	for _, res := range results {
-		if len(res.TrainSeconds) != rep.Warmup+epochsTimed {
-			return benchRow{}, fmt.Errorf("trained %d epochs, want %d", len(res.TrainSeconds), rep.Warmup+epochsTimed)
-		}
-		secs := 0.0
-		for _, s := range res.TrainSeconds[rep.Warmup:] {
-			secs += s
-		}
-		g := len(all) * epochsTimed
-		trained += g
-		row.GraphsPerSec += float64(g) / secs
-		row.TrainSeconds = max(row.TrainSeconds, secs)
-	}
-	row.GraphsPerCPUSec = float64(trained) / (cpu1 - cpu0)
-	return row, nil
-}
-
-// kernelRows turns a device profile of the given number of training
-// steps into the bench's rows, in the profile's order (longest first).
-func kernelRows(prof []cuda.KernelTime, steps float64) []benchKernel {
-	var total time.Duration
-	for _, k := range prof {
-		total += k.Time
-	}
-	rows := make([]benchKernel, 0, len(prof))
-	for _, k := range prof {
-		r := benchKernel{Name: k.Name, LaunchesPerStep: float64(k.Launches) / steps, MicrosPerStep: k.Time.Seconds() * 1e6 / steps}
-		if total > 0 {
-			r.Share = float64(k.Time) / float64(total)
-		}
-		rows = append(rows, r)
-	}
-	return rows
-}
-
 // startRecording creates path and starts a recorder writing to it (a CPU
 // profile, an execution trace); the returned stop ends it and closes the
 // file. flag names the option in errors.
@@ -540,124 +237,12 @@ func startRecording(path, flag string, start func(io.Writer) error, end func()) 
 	return func() { end(); f.Close() }, nil
 }
 
-// writeHeapProfile writes the heap profile (after a GC, so its in-use
-// figures are the live heap) to path.
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--memprofile: %w", err)
-	}
-	runtime.GC()
-	if err := pprof.WriteHeapProfile(f); err != nil {
-		f.Close()
-		return fmt.Errorf("--memprofile: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--memprofile: %w", err)
-	}
-	return nil
-}
-
-// benchValSize is the number of leading graphs the bench validates on:
-// one, or for multi-task binary sets (ROC-AUC needs a positive and a
-// negative label of one task) the shortest prefix that has both for some
-// task (all graphs if none has).
-func benchValSize(ds *data.Dataset) int {
-	if ds.Task != data.TaskBinary {
-		return 1
-	}
-	pos := make([]bool, ds.NumTargets)
-	neg := make([]bool, ds.NumTargets)
-	for i, g := range ds.Graphs {
-		for t, v := range g.Target {
-			switch v {
-			case 1:
-				pos[t] = true
-			case 0:
-				neg[t] = true
-			}
-			if pos[t] && neg[t] {
-				return i + 1
-			}
-		}
-	}
-	return len(ds.Graphs)
-}
-
 // benchName labels prox workloads with their size.
 func benchName(name string, o *dataOpts) string {
 	if name == "prox" {
 		return fmt.Sprintf("%d-Prox (%d graphs)", o.proxH, o.graphs)
 	}
 	return name
-}
-
-// benchMetric is the metric the training loop reports: accuracy for
-// classification, MAE for regression, ROC-AUC for multi-task binary sets
-// (it does not change the training work).
-func benchMetric(cfg models.Config) string {
-	switch cfg.Task {
-	case models.TaskRegression:
-		return metric.MAE
-	case models.TaskBinary:
-		return metric.ROCAUC
-	}
-	return metric.Accuracy
-}
-
-// cpuSeconds returns the user + system CPU time of the process so far.
-func cpuSeconds() (float64, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), nil
-}
-
-// resetPeakRSS resets the kernel's peak resident set size of this process
-// (VmHWM) to the current one (Linux ≥ 4.0: "5" to /proc/self/clear_refs).
-func resetPeakRSS() error {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
-// peakRSS returns the process's peak resident set size in bytes: VmHWM
-// from /proc/self/status, or getrusage's ru_maxrss where that is missing.
-func peakRSS() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err == nil {
-		defer f.Close()
-		if v, ok, err := parseVmHWM(f); err != nil {
-			return 0, fmt.Errorf("/proc/self/status: %w", err)
-		} else if ok {
-			return v, nil
-		}
-	}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return ru.Maxrss * 1024, nil // kilobytes on Linux
-}
-
-// parseVmHWM reads the "VmHWM:   123 kB" line of a /proc/PID/status file.
-func parseVmHWM(r io.Reader) (int64, bool, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, false, fmt.Errorf("VmHWM line %q: want \"VmHWM: N kB\"", sc.Text())
-		}
-		v, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || v < 0 || v > math.MaxInt64>>10 {
-			return 0, false, fmt.Errorf("VmHWM line %q: bad number", sc.Text())
-		}
-		return v * 1024, true, nil
-	}
-	return 0, false, sc.Err()
 }
 
 // gemmName names the CPU's matrix products: the build's GEMM (kernels.GEMM)

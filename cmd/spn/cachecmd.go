@@ -8,7 +8,7 @@ import (
 	"github.com/spn-project/spn/internal/units"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
-	"github.com/spn-project/spn/stages/plan"
+	"github.com/spn-project/spn/stages/retain"
 )
 
 // warnDamage returns the cache's Warn hook for command cmd: one line per
@@ -130,37 +130,15 @@ func (a *app) cacheGC(en *engine, args []string) error {
 	if err := o.resolve(a); err != nil {
 		return usageErr("cache gc", err)
 	}
-	files, err := vetFiles(pos)
+	files, err := schema.SpecFiles(pos)
 	if err != nil {
 		return usageErr("cache gc", err)
 	}
-	keep := map[string]bool{}
-	for _, f := range files {
-		for _, mode := range []string{schema.ModeFull, schema.ModeSmoke} {
-			spec, err := schema.Load(f, schema.Options{Mode: mode, DataDir: o.dataDir})
-			if err != nil {
-				var errs schema.Errors
-				if errors.As(err, &errs) && len(errs) == 1 && errs[0].Path == "mode" {
-					continue // the spec fixes the other mode
-				}
-				return usageErrf("cache gc", "%s (mode %s) does not load, so nothing is removed:\n%w", f, mode, err)
-			}
-			// A spec's stages are kept for every device it may have run
-			// on: "auto" resolves to a GPU or the CPU, and spn run
-			// --device overrides the spec's device.
-			for _, d := range []string{schema.DeviceCPU, schema.DeviceCUDA} {
-				if spec.Device, err = a.resolveDevice("cache gc", d, "", nil, nil); err != nil {
-					return err
-				}
-				p, err := plan.Build(spec, en.reg)
-				if err != nil {
-					return runtimeErrf("cache gc", "planning %s: %w", f, err)
-				}
-				for _, n := range p.Nodes {
-					keep[n.Kind+"/"+n.Key] = true
-				}
-			}
-		}
+	keep, err := retain.Keys(files, o.dataDir, en.reg)
+	if le := (*retain.LoadError)(nil); errors.As(err, &le) {
+		return usageErr("cache gc", err)
+	} else if err != nil {
+		return runtimeErr("cache gc", err)
 	}
 	if _, err := os.Stat(o.cache); err != nil {
 		return usageErr("cache gc", err)

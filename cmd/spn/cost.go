@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,33 +13,10 @@ import (
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/cost"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
 )
-
-// defaultCalibration is the calibration file spn plan --cost reads when
-// --calibration is not given: calibration.json beside the spec.
-func defaultCalibration(specFile string) string {
-	return filepath.Join(filepath.Dir(specFile), "calibration.json")
-}
-
-// readCalibration reads the calibration file calFile ("": the default
-// beside specFile) for the stages of a spec that run on device, and
-// returns it with the file's name; the errors say how to measure one.
-func readCalibration(specFile, calFile, device string) (*cost.Calibration, string, error) {
-	f := calFile
-	if f == "" {
-		f = defaultCalibration(specFile)
-	}
-	cal, err := cost.ReadCalibration(f)
-	if err != nil {
-		return nil, f, fmt.Errorf("%w (spn calibrate %s --out %s measures one)", err, specFile, f)
-	}
-	if err := cal.CheckDevice(device); err != nil {
-		return nil, f, fmt.Errorf("%s: %w (spn calibrate %s --device %s --out FILE measures one)", f, err, specFile, device)
-	}
-	return cal, f, nil
-}
 
 // writeCost prints the cost estimate of p.
 func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan) error {
@@ -83,8 +57,8 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 // it exists), the hours of the stages to run.
 func writeSummary(w io.Writer, specFile, calFile, device string, p *plan.Plan) error {
 	var cal *cost.Calibration
-	if _, err := os.Stat(defaultCalibration(specFile)); calFile != "" || err == nil {
-		c, _, err := readCalibration(specFile, calFile, device)
+	if _, err := os.Stat(cost.DefaultCalibration(specFile)); calFile != "" || err == nil {
+		c, _, err := cost.ReadFor(specFile, calFile, device)
 		if err != nil {
 			return err
 		}
@@ -153,17 +127,17 @@ func (a *app) calibrate(en *engine, args []string) error {
 	if err != nil {
 		return err
 	}
-	if spec.Device, err = a.resolveDevice("calibrate", spec.Device, o.device, trainModels(en.reg), specModels(spec)); err != nil {
+	if spec.Device, err = a.resolveDevice("calibrate", spec.Device, o.device, device.TrainModels(en.reg), device.SpecModels(spec)); err != nil {
 		return err
 	}
-	reg, err := a.deviceStages("calibrate", spec.Device, false, en.reg, specModels(spec), o.cache)
+	reg, err := a.deviceStages("calibrate", spec.Device, false, en.reg, device.SpecModels(spec), o.cache)
 	if err != nil {
 		return err
 	}
 	en = en.withStages(reg)
 	out := *outFile
 	if out == "" {
-		out = defaultCalibration(pos[0])
+		out = cost.DefaultCalibration(pos[0])
 	}
 	cal, err := a.measure(en, spec, o, *epochs, *threads, *proxGraphs, *noWait)
 	if err != nil {
@@ -179,42 +153,10 @@ func (a *app) calibrate(en *engine, args []string) error {
 	return nil
 }
 
-type combo struct {
-	label, model string
-	k, batch     int
-	unreachable  bool
-}
-
-// measure builds one single-run holdout experiment per distinct dataset ×
-// model kind × k × batch size × N_∞ (model.unreachable) of spec, runs it
-// locally and reads the timings back.
+// measure runs spec's calibration spec (cost.CalibrationSpec) locally
+// and reads the timings back (cost.Measured).
 func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads, proxGraphs int, noWait bool) (*cost.Calibration, error) {
-	cspec := &schema.Spec{Name: spec.Name + "-calibration", Device: spec.Device, Mode: spec.Mode,
-		File: spec.File, Tables: []schema.Table{}, Executor: spec.Executor}
-	var combos []combo
-	seen := map[combo]bool{}
-	for _, e := range spec.Experiments {
-		for _, pt := range e.Points {
-			cb := combo{plan.DatasetLabel(e.Dataset), pt.Model.Kind, pt.Model.K, pt.Training.BatchSize, pt.Model.Unreachable}
-			if seen[cb] {
-				continue
-			}
-			seen[cb] = true
-			combos = append(combos, cb)
-			ds := e.Dataset
-			if ds.Kind == "prox" && ds.Graphs > proxGraphs {
-				ds.Graphs = proxGraphs
-			}
-			pt.Training.Epochs = epochs
-			pt.Values = nil
-			pr := e.Protocol
-			pr.Kind, pr.Splits, pr.Runs = "holdout", 1, 1
-			cspec.Experiments = append(cspec.Experiments, schema.Experiment{
-				Name: fmt.Sprintf("c%03d", len(combos)), Dataset: ds, Protocol: pr,
-				Seeds: e.Seeds, Points: []schema.Point{pt},
-			})
-		}
-	}
+	cspec := cost.CalibrationSpec(spec, epochs, proxGraphs)
 	p, err := plan.Build(cspec, en.reg)
 	if err != nil {
 		return nil, runtimeErrf("calibrate", "planning: %w", err)
@@ -236,7 +178,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 	}
 	_, toRun := p.Counts()
 	fmt.Fprintf(a.stderr, "spn calibrate: %d configurations, %d stages to run (%d epochs each, %d thread(s))\n",
-		len(combos), toRun, epochs, threads)
+		len(cspec.Experiments), toRun, epochs, threads)
 	// Train stages only: select, evaluate and tabulate are not needed.
 	sel := func(n *plan.Node) bool { return n.Kind != stages.KindEvaluate }
 	if err := a.execute(ctx, "calibrate", p, c, en.reg, o, exec.Options{Jobs: 1, Threads: threads, Select: sel}); err != nil {
@@ -244,44 +186,9 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 	}
 	host, _ := os.Hostname()
 	cal := &cost.Calibration{Version: cost.CalibrationVersion, Host: host, GOARCH: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), Threads: threads, Date: time.Now().UTC().Truncate(time.Second), Device: spec.Device,
-		StageSeconds: map[string]map[string]float64{}}
-	for _, n := range p.Nodes {
-		ds, _ := cost.DatasetOf(n)
-		label := plan.DatasetLabel(ds)
-		switch n.Kind {
-		case stages.KindGenerate, stages.KindPrecompute:
-			rec, err := c.ReadRecord(n.Kind, n.Key)
-			if err != nil {
-				return nil, runtimeErr("calibrate", err)
-			}
-			if cal.StageSeconds[n.Kind] == nil {
-				cal.StageSeconds[n.Kind] = map[string]float64{}
-			}
-			cal.StageSeconds[n.Kind][label] = rec.Seconds
-		case stages.KindTrain:
-			tp := n.Params.(stages.TrainParams)
-			b, err := os.ReadFile(filepath.Join(c.StageDir(n.Kind, n.Key), stages.FileTiming))
-			var tm stages.TrainTiming
-			if err == nil {
-				err = json.Unmarshal(b, &tm)
-			}
-			if err != nil || len(tm.EpochSeconds) == 0 {
-				return nil, runtimeErrf("calibrate", "%s: no epoch timings (%v)", n.Name, err)
-			}
-			secs := slices.Clone(tm.EpochSeconds)
-			if len(secs) > 1 {
-				secs = secs[1:] // the first epoch compiles graphs
-			}
-			slices.Sort(secs)
-			e := cost.Entry{Dataset: label, Model: tp.Point.Model.Kind, K: tp.Point.Model.K,
-				Layers: tp.Point.Model.Layers, Hidden: tp.Point.Model.Hidden, BatchSize: tp.Point.Training.BatchSize, Unreachable: tp.Point.Model.Unreachable,
-				SecondsPerEpoch: secs[len(secs)/2]}
-			if ds.Kind == "prox" {
-				e.Graphs = ds.Graphs
-			}
-			cal.Entries = append(cal.Entries, e)
-		}
+		CPUs: runtime.NumCPU(), Threads: threads, Date: time.Now().UTC().Truncate(time.Second), Device: spec.Device}
+	if err := cost.Measured(cal, p, c); err != nil {
+		return nil, runtimeErr("calibrate", err)
 	}
 	return cal, nil
 }

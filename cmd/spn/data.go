@@ -7,32 +7,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/spn-project/spn/data"
-	"github.com/spn-project/spn/data/exp"
+	"github.com/spn-project/spn/data/catalog"
 	"github.com/spn-project/spn/data/fetch"
 	"github.com/spn-project/spn/data/graphfile"
-	"github.com/spn-project/spn/data/jsonl"
-	"github.com/spn-project/spn/data/known"
 	"github.com/spn-project/spn/data/lrgb"
-	"github.com/spn-project/spn/data/ogb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/proxcheck"
-	"github.com/spn-project/spn/data/qm9"
 	"github.com/spn-project/spn/data/sp"
 	"github.com/spn-project/spn/data/stats"
 	"github.com/spn-project/spn/data/tu"
-	"github.com/spn-project/spn/internal/atomicfile"
 )
 
 // importedDir is the sub-directory of the data dir holding imported datasets.
@@ -147,64 +140,10 @@ func (o *dataOpts) fetcher(a *app) *fetch.Fetcher {
 	})}
 }
 
-// errUnknownDataset marks a NAME that is neither TU, prox nor imported.
-var errUnknownDataset = errors.New("unknown dataset")
-
-// errBadFlags marks errors caused by flag values (exit status 2).
-var errBadFlags = errors.New("invalid flags")
-
-// fetchKnown fetches and reads the upstream dataset name through f (each
-// file checked against its built-in content figures); it fails for
-// names that are not upstream datasets (errUnknownDataset).
-func (o *dataOpts) fetchKnown(ctx context.Context, f *fetch.Fetcher, name string) (*data.Dataset, error) {
-	switch {
-	case slices.Contains(tu.Names(), name):
-		return tu.Fetch(ctx, f, name)
-	case slices.Contains(exp.Names(), name):
-		return exp.Fetch(ctx, f, name)
-	case ogbSet(name) != "":
-		return ogb.Fetch(ctx, f, ogbSet(name))
-	case name == "QM9":
-		return qm9.Fetch(ctx, f, qm9.Options{})
-	case strings.HasPrefix(name, "QM9-") && slices.Contains(qm9.Parts[:], name[len("QM9-"):]):
-		return qm9.FetchPart(ctx, f, name[len("QM9-"):], 0)
-	}
-	return nil, fmt.Errorf("%w %q", errUnknownDataset, name)
-}
-
-// load returns the dataset called name.
+// load returns the dataset called name (catalog.Load).
 func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset, error) {
-	switch {
-	case slices.Contains(readable(), name):
-		return o.fetchKnown(ctx, o.fetcher(a), name)
-	case name == "prox":
-		cfg := prox.Config{H: o.proxH, Graphs: o.graphs, Seed: o.seed, Folds: o.folds,
-			Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}
-		if err := cfg.Validate(); err != nil {
-			// The flags describe an impossible dataset: a usage error.
-			return nil, fmt.Errorf("%w: prox: %w", errBadFlags, err)
-		}
-		return prox.Generate(ctx, cfg)
-	}
-	p := filepath.Join(o.dataDir, importedDir, name+".bin")
-	if validName.MatchString(name) {
-		if _, err := os.Stat(p); err == nil {
-			return data.ReadDatasetFile(p)
-		}
-	}
-	return nil, fmt.Errorf("%w %q: not a TU dataset (%s), not EXP, CEXP, an OGB set (ogbg-molNAME) or prox, and not imported into %s", errUnknownDataset, name, strings.Join(tu.Names(), ", "), filepath.Join(o.dataDir, importedDir))
-}
-
-// ogbPrefix starts OGB's names of its molecule sets, e.g. ogbg-molbace.
-const ogbPrefix = "ogbg-mol"
-
-// ogbSet returns the data/ogb name of an OGB molecule set named as OGB
-// does (ogbg-molbace -> bace), or "".
-func ogbSet(name string) string {
-	if rest, ok := strings.CutPrefix(name, ogbPrefix); ok && slices.Contains(ogb.Names(), rest) {
-		return rest
-	}
-	return ""
+	return catalog.Load(ctx, catalog.Source{Fetcher: o.fetcher(a), DataDir: o.dataDir, Prox: prox.Config{H: o.proxH, Graphs: o.graphs,
+		Seed: o.seed, Folds: o.folds, Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}}, name)
 }
 
 // validName is what import accepts as a dataset name.
@@ -214,7 +153,7 @@ var validName = graphfile.ValidName
 // impossible flags, a runtime error otherwise.
 func dataErr(sub string, err error) error {
 	var big *sp.SizeError
-	if errors.Is(err, errUnknownDataset) || errors.Is(err, errBadFlags) || errors.As(err, &big) {
+	if errors.Is(err, catalog.ErrUnknown) || errors.Is(err, catalog.ErrBadConfig) || errors.As(err, &big) {
 		return usageErr("data "+sub, err)
 	}
 	return runtimeErr("data "+sub, err)
@@ -231,7 +170,7 @@ func (a *app) dataFetch(args []string) error {
 	if len(names) == 0 {
 		return usageErr("data fetch", fmt.Errorf("no dataset named (known: %s)", strings.Join(tu.Names(), ", ")))
 	}
-	known := fetchable()
+	known := catalog.Fetchable()
 	for _, n := range names {
 		if !slices.Contains(known, n) {
 			return usageErr("data fetch", fmt.Errorf("cannot fetch %q (known: %s)", n, strings.Join(known, ", ")))
@@ -243,7 +182,7 @@ func (a *app) dataFetch(args []string) error {
 	for _, n := range names {
 		f := o.fetcher(a)
 		if *refresh {
-			for _, u := range fetchURLs(n) {
+			for _, u := range catalog.URLs(n) {
 				if err := f.Forget(ctx, u); err != nil {
 					return dataErr("fetch", err)
 				}
@@ -260,7 +199,7 @@ func (a *app) dataFetch(args []string) error {
 			// Fetch parses every file and checks its built-in content
 			// figures, so a broken or changed file is reported now, not
 			// at training.
-			_, err = o.fetchKnown(ctx, f, n)
+			_, err = catalog.FetchKnown(ctx, f, n)
 		}
 		for _, s := range f.Sources() {
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, filepath.Join(o.dataDir, filepath.FromSlash(s.Path)))
@@ -285,44 +224,6 @@ func (a *app) printLRGBNext(o *dataOpts, dir string) {
 	}
 	fmt.Fprintf(a.stderr, "%s: raw files fetched; convert them (Python 3 with RDKit and NumPy, from a checkout of spn) and import the result:\n  python3 %s %s %s\n  spn data import %s --name %s%s\n",
 		lrgb.Name, lrgb.Script, dir, out, out, lrgb.Name, dataDir)
-}
-
-// fetchable returns the names spn data fetch accepts: the datasets spn
-// reads from their upstream files (readable) and LRGB's Peptides-func,
-// whose raw files it only downloads for the conversion script.
-func fetchable() []string {
-	return append(readable(), lrgb.Name)
-}
-
-// readable returns the upstream datasets spn reads itself.
-func readable() []string {
-	known := append(tu.Names(), exp.Names()...)
-	for _, n := range ogb.Names() {
-		known = append(known, ogbPrefix+n)
-	}
-	known = append(known, "QM9")
-	for _, p := range qm9.Parts {
-		known = append(known, "QM9-"+p)
-	}
-	return known
-}
-
-// fetchURLs returns the upstream files of a fetchable dataset.
-func fetchURLs(name string) []string {
-	switch {
-	case slices.Contains(exp.Names(), name):
-		return []string{exp.URL(name)}
-	case ogbSet(name) != "":
-		return []string{ogb.URL(ogbSet(name))}
-	case name == "QM9":
-		return []string{qm9.URL("train"), qm9.URL("valid"), qm9.URL("test")}
-	case strings.HasPrefix(name, "QM9-"):
-		return []string{qm9.URL(name[len("QM9-"):])}
-	case name == lrgb.Name:
-		return lrgb.URLs()
-	}
-	zipURL, splitsURL := tu.URLs(name)
-	return []string{zipURL, splitsURL}
 }
 
 func (a *app) dataStats(args []string) error {
@@ -399,281 +300,4 @@ func renderStats(w io.Writer, sums []stats.Summary) error {
 		}
 	}
 	return tab.Render()
-}
-
-func (a *app) dataExport(args []string) error {
-	fs := a.newFlagSet("data export", "data export NAME --format jsonl [--out FILE] [flags]")
-	o := a.dataFlags(fs, true)
-	format := fs.String("format", "jsonl", "output `format`: jsonl")
-	out := fs.String("out", "", "output `file` (default standard output)")
-	names, err := parseArgs(fs, args)
-	if err != nil {
-		return usageErr("data export", err)
-	}
-	if len(names) != 1 {
-		return usageErr("data export", fmt.Errorf("want one dataset NAME, got %d", len(names)))
-	}
-	if *format != "jsonl" {
-		return usageErr("data export", fmt.Errorf("unknown --format %q (supported: jsonl)", *format))
-	}
-	o.resolve(a)
-	ctx, cancel := a.signalContext()
-	defer cancel()
-	ds, err := o.load(ctx, a, names[0])
-	if err != nil {
-		return dataErr("export", err)
-	}
-	if *out == "" {
-		if err := jsonl.Write(a.stdout, ds); err != nil {
-			return dataErr("export", err)
-		}
-		return nil
-	}
-	// Through a temporary file: a failed export leaves no half-written
-	// file, and an existing one is replaced whole or not at all.
-	if err := atomicfile.Write(*out, func(w io.Writer) error { return jsonl.Write(w, ds) }); err != nil {
-		return dataErr("export", err)
-	}
-	return nil
-}
-
-// shownGraph is the JSON form of spn data show.
-type shownGraph struct {
-	Dataset   string      `json:"dataset"`
-	Graph     int         `json:"graph"`
-	Nodes     int         `json:"nodes"`
-	Edges     [][2]int    `json:"edges"`
-	X         []int32     `json:"x,omitempty"`
-	Attrs     [][]float32 `json:"attrs,omitempty"`
-	Y         *int        `json:"y,omitempty"`
-	Target    []float64   `json:"target,omitempty"`
-	Distances [][]int32   `json:"distances"`
-}
-
-func (a *app) dataShow(args []string) error {
-	fs := a.newFlagSet("data show", "data show NAME --graph I [--json] [flags]")
-	o := a.dataFlags(fs, true)
-	idx := fs.Int("graph", -1, "graph `index` (from 0, in file order)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	names, err := parseArgs(fs, args)
-	if err != nil {
-		return usageErr("data show", err)
-	}
-	if len(names) != 1 {
-		return usageErr("data show", fmt.Errorf("want one dataset NAME, got %d", len(names)))
-	}
-	if *idx < 0 {
-		return usageErr("data show", errors.New("--graph I is required (I >= 0)"))
-	}
-	o.resolve(a)
-	ctx, cancel := a.signalContext()
-	defer cancel()
-	ds, err := o.load(ctx, a, names[0])
-	if err != nil {
-		return dataErr("show", err)
-	}
-	if *idx >= len(ds.Graphs) {
-		return usageErr("data show", fmt.Errorf("--graph %d: %s has graphs 0..%d", *idx, ds.Name, len(ds.Graphs)-1))
-	}
-	g := &ds.Graphs[*idx]
-	if err := sp.CheckDistances(g); err != nil {
-		return dataErr("show", fmt.Errorf("%s graph %d: %w", ds.Name, *idx, err))
-	}
-	dist := sp.Distances(g)
-	sg := shownGraph{Dataset: ds.Name, Graph: *idx, Nodes: g.N, Edges: g.Edges(), X: g.Labels, Target: g.Target}
-	if sg.Edges == nil {
-		sg.Edges = [][2]int{}
-	}
-	if ds.NumTargets == 0 {
-		y := g.Y
-		sg.Y = &y
-	}
-	if g.Attrs != nil && ds.AttrDim > 0 {
-		for u := 0; u < g.N; u++ {
-			sg.Attrs = append(sg.Attrs, g.Attrs[u*ds.AttrDim:(u+1)*ds.AttrDim])
-		}
-	}
-	sg.Distances = make([][]int32, g.N)
-	for u := range sg.Distances {
-		sg.Distances[u] = dist[u*g.N : (u+1)*g.N]
-	}
-	if *asJSON {
-		enc := json.NewEncoder(a.stdout)
-		if err := enc.Encode(sg); err != nil {
-			return dataErr("show", err)
-		}
-		return nil
-	}
-	if err := printGraph(a.stdout, &sg); err != nil {
-		return dataErr("show", err)
-	}
-	return nil
-}
-
-// printGraph writes the text view of spn data show.
-func printGraph(w io.Writer, sg *shownGraph) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s graph %d: %d nodes, %d edges", sg.Dataset, sg.Graph, sg.Nodes, len(sg.Edges))
-	if sg.Y != nil {
-		fmt.Fprintf(&b, ", class %d", *sg.Y)
-	}
-	if sg.Target != nil {
-		fmt.Fprintf(&b, ", targets %v", sg.Target)
-	}
-	b.WriteString("\n")
-	if sg.X != nil {
-		fmt.Fprintf(&b, "labels: %v\n", sg.X)
-	}
-	for u, row := range sg.Attrs {
-		fmt.Fprintf(&b, "attrs %d: %v\n", u, row)
-	}
-	b.WriteString("edges:")
-	for _, e := range sg.Edges {
-		fmt.Fprintf(&b, " %d-%d", e[0], e[1])
-	}
-	b.WriteString("\ndistances (-1: unreachable):\n")
-	for _, row := range sg.Distances {
-		for j, d := range row {
-			if j > 0 {
-				b.WriteString(" ")
-			}
-			fmt.Fprintf(&b, "%2d", d)
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func (a *app) dataImport(args []string) error {
-	fs := a.newFlagSet("data import", "data import FILE.jsonl[.gz] --name NAME [flags]")
-	o := a.dataFlags(fs, false)
-	name := fs.String("name", "", "dataset `name` to store it under (a spec names it as dataset {kind: \"file\", name: NAME})")
-	files, err := parseArgs(fs, args)
-	if err != nil {
-		return usageErr("data import", err)
-	}
-	if len(files) != 1 {
-		return usageErr("data import", fmt.Errorf("want one FILE.jsonl or FILE.jsonl.gz, got %d", len(files)))
-	}
-	if !validName.MatchString(*name) {
-		return usageErr("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', starting with a letter or digit", *name))
-	}
-	kf, knownSet := known.Imported(*name)
-	if b := builtinName(*name); b != "" && !knownSet {
-		return usageErr("data import", fmt.Errorf("--name %q: %q is a built-in dataset name, which spn reads or generates itself; choose another name", *name, b))
-	}
-	o.resolve(a)
-	f, err := os.Open(files[0])
-	if err != nil {
-		return usageErr("data import", err)
-	}
-	defer f.Close()
-	ds, err := jsonl.Read(f, files[0])
-	if err != nil {
-		// The user's file does not validate: exit 2 like a bad spec.
-		return usageErr("data import", err)
-	}
-	if knownSet {
-		// A name spn knows stands for known content: the file must have
-		// its built-in figures.
-		if err := known.Compare(files[0], kf.Rel, kf.Figures, known.Of(ds)); err != nil {
-			if !o.acceptMismatch {
-				return usageErr("data import", fmt.Errorf("%w\n%s is the name of a dataset spn knows; its file must be that dataset (or pass --accept-data-mismatch)", err, *name))
-			}
-			fmt.Fprintf(a.stderr, "spn data import: warning (--accept-data-mismatch): %v\n", err)
-		}
-	}
-	ds.Name = *name
-	dir := filepath.Join(o.dataDir, importedDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return dataErr("import", err)
-	}
-	dest := graphfile.ImportedPath(o.dataDir, *name)
-	if err := data.WriteDatasetFile(dest, ds); err != nil {
-		return dataErr("import", err)
-	}
-	fmt.Fprintf(a.stdout, "imported %d graphs from %s as %s (%s)\n", len(ds.Graphs), files[0], *name, dest)
-	return nil
-}
-
-// builtinName returns the built-in dataset name that name is (in any
-// case), or "": the names spn data reads from upstream files or
-// generates, which an imported dataset must not shadow.
-func builtinName(name string) string {
-	for _, b := range append(fetchable(), "prox") {
-		if strings.EqualFold(name, b) {
-			return b
-		}
-	}
-	return ""
-}
-
-func (a *app) dataHops(args []string) error {
-	fs := a.newFlagSet("data hops", "data hops NAME [--kmax K] [--unreachable] [--out FILE] [flags]")
-	o := a.dataFlags(fs, true)
-	kmax := fs.Int("kmax", sp.DefaultKMax, "largest hop distance `K`")
-	unreachable := fs.Bool("unreachable", false, "also compute N_inf (nodes of other components)")
-	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
-	out := fs.String("out", "", "write the hop sets to `file` (the precompute stage's hops.bin format)")
-	names, err := parseArgs(fs, args)
-	if err != nil {
-		return usageErr("data hops", err)
-	}
-	if len(names) != 1 {
-		return usageErr("data hops", fmt.Errorf("want one dataset NAME, got %d", len(names)))
-	}
-	if *kmax < 1 {
-		return usageErr("data hops", fmt.Errorf("--kmax %d: want >= 1", *kmax))
-	}
-	o.resolve(a)
-	ctx, cancel := a.signalContext()
-	defer cancel()
-	ds, err := o.load(ctx, a, names[0])
-	if err != nil {
-		return dataErr("hops", err)
-	}
-	start := time.Now()
-	h, err := sp.Compute(ctx, ds.Graphs, *kmax, *unreachable, *threads)
-	if err != nil {
-		return dataErr("hops", err)
-	}
-	elapsed := time.Since(start)
-	entries := make([]int, *kmax)
-	unr, split := 0, 0 // N_∞'s entries, the graphs with more than one component
-	for _, gh := range h.Graphs {
-		for d, c := range gh.Hop {
-			entries[d] += len(c.Idx)
-		}
-		if gh.Unreachable != nil && len(gh.Unreachable.Idx) > 0 {
-			unr += len(gh.Unreachable.Idx)
-			split++
-		}
-	}
-	sets := fmt.Sprintf("N_1..N_%d", *kmax)
-	if *unreachable {
-		sets += " and N_∞"
-	}
-	fmt.Fprintf(a.stdout, "%s: %d graphs, hop sets %s in %.3fs\n", ds.Name, len(ds.Graphs), sets, elapsed.Seconds())
-	total := 0
-	for d, e := range entries {
-		fmt.Fprintf(a.stdout, "  N_%d: %d (u,v) pairs\n", d+1, e)
-		total += e
-	}
-	if *unreachable {
-		fmt.Fprintf(a.stdout, "  N_∞: %d (u,v) pairs, in %d graphs of more than one component\n", unr, split)
-		total += unr
-	}
-	fmt.Fprintf(a.stdout, "  total: %d pairs\n", total)
-	if *out != "" {
-		if err := data.WriteHopsFile(*out, h); err != nil {
-			return dataErr("hops", err)
-		}
-		st, err := os.Stat(*out)
-		if err != nil {
-			return dataErr("hops", err)
-		}
-		fmt.Fprintf(a.stdout, "wrote %s (%d bytes)\n", *out, st.Size())
-	}
-	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/data/catalog"
+	"github.com/spn-project/spn/data/stats"
 	"github.com/spn-project/spn/internal/testkit/mirrortest"
 
 	"github.com/spn-project/spn/internal/testkit/golden"
@@ -76,7 +78,7 @@ func TestDataImportShowExport(t *testing.T) {
 	}
 	golden.Check(t, "testdata/data_show.golden", []byte(out))
 	code, out, _ = dataRun(dir, "", "show", "tiny", "--graph", "0", "--json")
-	var sg shownGraph
+	var sg stats.Shown
 	if code != exitOK || json.Unmarshal([]byte(out), &sg) != nil {
 		t.Fatalf("show --json: exit %d: %s", code, out)
 	}
@@ -255,7 +257,7 @@ func TestDataHops(t *testing.T) {
 func TestDataFetchVerifies(t *testing.T) {
 	mirror := mirrortest.Dir(t)
 	var names []string
-	for _, n := range readable() {
+	for _, n := range catalog.Readable() {
 		if n != "QM9" && n != "QM9-train" { // the mirror lacks train.jsonl.gz
 			names = append(names, n)
 		}

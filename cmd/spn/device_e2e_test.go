@@ -17,6 +17,7 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
 )
 
@@ -295,20 +296,6 @@ func TestGPUsErrors(t *testing.T) {
 		fmt.Fprintf(&all, "$ spn run %s\n%s", strings.Join(args, " "), r.stderr)
 	}
 	golden.Check(t, "testdata/device_gpus_errors.golden", []byte(all.String()))
-}
-
-// TestOneModel: GPUs of two models (or two compute capabilities) are
-// refused, naming both.
-func TestOneModel(t *testing.T) {
-	h200 := cuda.Device{Ordinal: 0, Name: "NVIDIA H200", Major: 9}
-	if err := oneModel([]cuda.Device{h200, {Ordinal: 1, Name: "NVIDIA H200", Major: 9}}); err != nil {
-		t.Errorf("two H200s: %v", err)
-	}
-	err := oneModel([]cuda.Device{h200, {Ordinal: 1, Name: "NVIDIA H200", Major: 9}, {Ordinal: 3, Name: "NVIDIA A100-SXM4-80GB", Major: 8}})
-	want := "cuda:0 is NVIDIA H200 (compute capability 9.0) and cuda:3 NVIDIA A100-SXM4-80GB (8.0): results would depend on which GPU a stage ran on; give GPUs of one model"
-	if err == nil || err.Error() != want {
-		t.Errorf("an H200 and an A100: %v, want %s", err, want)
-	}
 }
 
 // TestRunOnDeviceRefusesKind: a spec with a kind without device math
@@ -645,16 +632,16 @@ func emulatedLibDir(t *testing.T) string {
 func TestCUDALibsFolder(t *testing.T) {
 	libs := emulatedLibDir(t)
 	small := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda", "--json"}
-	r, _ := benchEnv(t, nil, map[string]string{envCUDALibs: libs}, small...)
+	r, _ := benchEnv(t, nil, map[string]string{device.EnvCUDALibs: libs}, small...)
 	if r.code != exitOK || !strings.Contains(r.stdout, `"device": "cuda:0"`) {
-		t.Fatalf("%s=%s: exit %d: %s%s", envCUDALibs, libs, r.code, r.stdout, r.stderr)
+		t.Fatalf("%s=%s: exit %d: %s%s", device.EnvCUDALibs, libs, r.code, r.stdout, r.stderr)
 	}
 	empty := t.TempDir()
-	r, _ = benchEnv(t, nil, map[string]string{envCUDALibs: empty}, small...)
-	want := "spn bench: device cuda:0: cuda: cannot load the NVIDIA driver API: tried libcuda.so.1 (searched " + envCUDALibs + "=" + empty + " only); libcuda.so.1: " +
+	r, _ = benchEnv(t, nil, map[string]string{device.EnvCUDALibs: empty}, small...)
+	want := "spn bench: device cuda:0: cuda: cannot load the NVIDIA driver API: tried libcuda.so.1 (searched " + device.EnvCUDALibs + "=" + empty + " only); libcuda.so.1: " +
 		filepath.Join(empty, "libcuda.so.1") + ": cannot open shared object file: No such file or directory\n"
 	if r.code != exitUsage || r.stderr != want {
-		t.Errorf("%s=%s: exit %d, stderr %q; want exit 2, %q", envCUDALibs, empty, r.code, r.stderr, want)
+		t.Errorf("%s=%s: exit %d, stderr %q; want exit 2, %q", device.EnvCUDALibs, empty, r.code, r.stderr, want)
 	}
 }
 

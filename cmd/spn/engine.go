@@ -8,22 +8,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/term"
 
-	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/schema/findings"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/cost"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
-	"github.com/spn-project/spn/stages/sched"
-	"github.com/spn-project/spn/stages/tabulate"
 )
 
 // Environment variables of the shared flags.
@@ -152,7 +149,7 @@ func (a *app) newFlagSet(name, usage string) *flag.FlagSet {
 // loadSpec loads a spec file (or the built-in quickstart when file is
 // empty). Spec errors are usage errors printed as file:line:col lines.
 func (a *app) loadSpec(en *engine, cmd, file string, o *envOpts) (*schema.Spec, error) {
-	opt := schema.Options{Mode: o.mode, Models: modelRegistry(en.reg), DataDir: o.dataDir}
+	opt := schema.Options{Mode: o.mode, Models: device.TrainModels(en.reg), DataDir: o.dataDir}
 	var spec *schema.Spec
 	var err error
 	if file == "" {
@@ -208,7 +205,7 @@ func (a *app) buildPlan(en *engine, cmd, file string, o *envOpts) (*schema.Spec,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if spec.Device, err = a.resolveDevice(cmd, spec.Device, o.device, trainModels(en.reg), specModels(spec)); err != nil {
+	if spec.Device, err = a.resolveDevice(cmd, spec.Device, o.device, device.TrainModels(en.reg), device.SpecModels(spec)); err != nil {
 		return nil, nil, nil, err
 	}
 	reg := en.reg
@@ -271,7 +268,7 @@ func (a *app) plan(en *engine, args []string) error {
 		return nil
 	}
 	if *withCost {
-		cal, f, err := readCalibration(pos[0], *calFile, spec.Device)
+		cal, f, err := cost.ReadFor(pos[0], *calFile, spec.Device)
 		if err != nil {
 			return runtimeErr("plan", err)
 		}
@@ -351,322 +348,4 @@ func (a *app) execute(ctx context.Context, cmd string, p *plan.Plan, c *cache.Ca
 			len(res.Ran), len(res.Failed), len(res.Skipped), res.NotStarted)
 	}
 	return nil
-}
-
-func (a *app) run(en *engine, args []string) error {
-	fs := a.newFlagSet("run", "run [FILE] [flags]   (no FILE: the built-in quickstart)")
-	o := a.envFlags(fs)
-	jobs := fs.Int("jobs", 0, "stages run at once (default: without --threads, the stages share the cores; else NumCPU / threads)")
-	threads := fs.Int("threads", 0, "threads per stage (default: without --jobs, the stages share the cores; else NumCPU / jobs)")
-	keepGoing := fs.Bool("keep-going", false, "after a failure, keep running stages that do not depend on it")
-	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
-	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
-	takeOver := takeOverFlagVar(fs)
-	deviceFlag(fs, &o.device)
-	var gpus string
-	gpusFlag(fs, &gpus)
-	ignoreMem := fs.Bool("ignore-memory-limit", false, "start a train stage even when its expected peak memory is over what this process can have")
-	perGPU := fs.Int("stages-per-gpu", 1, "train `stages` a GPU runs at once, sharing it (small models leave a GPU idle between their launches)")
-	sl := a.slurmFlags(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return usageErr("run", err)
-	}
-	if err := sl.resolve(a); err != nil {
-		return usageErr("run", err)
-	}
-	if len(pos) > 1 {
-		return usageErr("run", fmt.Errorf("want at most one spec FILE, got %d arguments", len(pos)))
-	}
-	if err := o.resolve(a); err != nil {
-		return usageErr("run", err)
-	}
-	j, t, err := parallelism(*jobs, *threads, runtime.NumCPU())
-	if err != nil {
-		return usageErr("run", err)
-	}
-	file := ""
-	if len(pos) == 1 {
-		file = pos[0]
-	}
-	spec, p, reg, err := a.buildPlan(en, "run", file, o)
-	if err != nil {
-		return err
-	}
-	if reg, err = a.deviceStages("run", spec.Device, sl.executor == executorSlurm, reg, specModels(spec), o.cache); err != nil {
-		return err
-	}
-	if *perGPU != 1 {
-		if err := checkPerGPU(*perGPU, spec.Device, sl.executor); err != nil {
-			return usageErr("run", err)
-		}
-	}
-	if gpus != "" {
-		if sl.executor == executorSlurm {
-			return usageErrf("run", "--gpus %s: on Slurm each job asks for its own GPU (--gres=gpu:1); --gpus is for the local executor", gpus)
-		}
-		if reg, err = a.spreadGPUs("run", spec.Device, gpus, reg); err != nil {
-			return err
-		}
-	}
-	en = en.withStages(reg)
-	// The tables' directory must be writable before hours of compute.
-	dest, err := a.prepareOut(en, "run", file, spec, *out, *takeOver)
-	if err != nil {
-		return err
-	}
-	if sl.executor == executorSlurm {
-		return a.runSlurm(en, spec, p, file, o, sl, dest)
-	}
-	c, err := cache.Open(o.cache)
-	if err != nil {
-		return runtimeErr("run", err)
-	}
-	c.Warn = a.warnDamage("run")
-	ctx, stop := a.signalContext()
-	defer stop()
-	lk, err := a.lockCache(ctx, "run", c, *noWait)
-	if err != nil {
-		// A cache that cannot be locked at all (a read-only mount) still
-		// serves a plan whose stages are all cached: the tables need no
-		// lock, as in spn table.
-		if !errors.Is(err, cache.ErrLocked) && ctx.Err() == nil && p.Resolve(c) == nil {
-			if _, toRun := p.Counts(); toRun == 0 {
-				fmt.Fprintf(a.stderr, "spn run: cannot lock the cache (%v); every stage is cached, so the tables are written from it as it is\n", errors.Unwrap(err))
-				if err := a.writeTables(en, spec, p, c, dest); err != nil {
-					return err
-				}
-				return a.writeReport(en, spec, p, c, dest)
-			}
-		}
-		return err
-	}
-	defer lk.Unlock()
-	if err := p.Resolve(c); err != nil {
-		return runtimeErr("run", err)
-	}
-	cached, toRun := p.Counts()
-	xo, how := exec.Options{Jobs: j, Threads: t}, fmt.Sprintf("jobs=%d, threads=%d", j, t)
-	if *jobs == 0 && *threads == 0 {
-		xo = sharedRun(runtime.NumCPU(), sched.MemInfoFile, trainModels(en.reg))
-		how = fmt.Sprintf("sharing %d cores", xo.Cores)
-	}
-	xo.KeepGoing = *keepGoing
-	xo.StagesPerGPU = *perGPU
-	if !*ignoreMem {
-		xo.MemoryLimit, xo.MemoryLimitSource = memoryLimit(a.getenv, sched.MemInfoFile, cgroupMemoryMax)
-		xo.MemoryHint = " (--ignore-memory-limit starts it anyway)"
-		if xo.Memory == nil {
-			xo.Memory = peakMemory(trainModels(en.reg))
-		}
-	}
-	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
-		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
-	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {
-		if *keepGoing && ctx.Err() == nil {
-			return a.keptGoing(en, spec, p, c, dest, err)
-		}
-		return err
-	}
-	if err := a.writeTables(en, spec, p, c, dest); err != nil {
-		return err
-	}
-	return a.writeReport(en, spec, p, c, dest)
-}
-
-// parallelism derives jobs and threads per stage: given one of them, the
-// other shares the CPUs; given neither, one job using every CPU (spn run
-// then shares the cores among its stages instead: sharedRun).
-func parallelism(jobs, threads, ncpu int) (int, int, error) {
-	if jobs < 0 || threads < 0 {
-		return 0, 0, fmt.Errorf("--jobs and --threads must be positive")
-	}
-	if ncpu < 1 {
-		ncpu = 1
-	}
-	switch {
-	case jobs == 0 && threads == 0:
-		jobs, threads = 1, ncpu
-	case threads == 0:
-		threads = max(1, ncpu/jobs)
-	case jobs == 0:
-		jobs = max(1, ncpu/threads)
-	}
-	return jobs, threads, nil
-}
-
-func outDir(flagValue string, spec *schema.Spec) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	return filepath.Join("results", spec.Name)
-}
-
-// writeTables copies every table's files from its tabulate stage into out
-// (atomically, file by file) and prints each table to stdout.
-func (a *app) writeTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir) error {
-	old := dir.previous()
-	if err := dir.record(old); err != nil {
-		return err
-	}
-	out := dir.path
-	printTable := en.printTable
-	var written []string
-	for i, t := range spec.Tables {
-		n := p.Tabulate[t.Name]
-		if n == nil {
-			return runtimeErrf("", "table %s is not in the plan", t.Name)
-		}
-		dir := c.StageDir(n.Kind, n.Key)
-		files, err := copyArtifacts(dir, out)
-		if err != nil {
-			return runtimeErrf("", "table %s: %w", t.Name, err)
-		}
-		if printTable != nil {
-			if i > 0 {
-				fmt.Fprintln(a.stdout)
-			}
-			if err := printTable(a.stdout, dir); err != nil {
-				return runtimeErrf("", "table %s: %w", t.Name, err)
-			}
-		}
-		fmt.Fprintf(a.stderr, "spn: table %s: wrote %s\n", t.Name, strings.Join(files, ", "))
-		written = append(written, baseNames(files)...)
-	}
-	figs, err := a.writeFigures(spec, p, c, out)
-	if err != nil {
-		return err
-	}
-	return dir.prune(old, append(written, baseNames(figs)...))
-}
-
-// copyArtifacts copies the regular files of a stage dir (record.json
-// excluded) into out, each through a temp file and a rename. It returns
-// the written paths in name order.
-func copyArtifacts(stageDir, out string) ([]string, error) {
-	ents, err := os.ReadDir(stageDir)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", stageDir, err)
-	}
-	var written []string
-	for _, e := range ents {
-		if !e.Type().IsRegular() || e.Name() == stages.FileRecord {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(stageDir, e.Name()))
-		if err != nil {
-			return written, fmt.Errorf("reading %s: %w", filepath.Join(stageDir, e.Name()), err)
-		}
-		dst := filepath.Join(out, e.Name())
-		if err := atomicfile.WriteFile(dst, b, 0o644); err != nil {
-			return written, err
-		}
-		written = append(written, dst)
-	}
-	sort.Strings(written)
-	return written, nil
-}
-
-func (a *app) table(en *engine, args []string) error {
-	fs := a.newFlagSet("table", "table FILE [--out DIR] [flags]")
-	o := a.envFlags(fs)
-	planDeviceFlag(fs, &o.device)
-	out := fs.String("out", "", "`dir` for the tables (default results/<spec name>)")
-	takeOver := takeOverFlagVar(fs)
-	noWait := fs.Bool("no-wait", false, "fail at once if another spn process is using the cache")
-	partial := fs.Bool("partial", false, "write the tables from the experiments that have results, the others' cells shown as --, instead of failing (figures are left out)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return usageErr("table", err)
-	}
-	if len(pos) != 1 {
-		return usageErr("table", fmt.Errorf("want one spec FILE, got %d arguments", len(pos)))
-	}
-	if err := o.resolve(a); err != nil {
-		return usageErr("table", err)
-	}
-	spec, p, reg, err := a.buildPlan(en, "table", pos[0], o)
-	if err != nil {
-		return err
-	}
-	dest, err := a.prepareOut(en, "table", pos[0], spec, *out, *takeOver)
-	if err != nil {
-		return err
-	}
-	c := &cache.Cache{Root: o.cache, Warn: a.warnDamage("table")}
-	if err := p.Resolve(c); err != nil {
-		return runtimeErr("table", err)
-	}
-	// Tables render from finished experiments only. A run in progress may
-	// still be computing the missing ones: wait for its lock (or fail at
-	// once with --no-wait, naming the holder), then look again.
-	missing, pending := tableNeeds(spec, p)
-	if len(missing) > 0 || pending > 0 {
-		if _, err := os.Stat(o.cache); err == nil || pending > 0 {
-			if _, err := cache.Open(o.cache); err != nil {
-				return runtimeErr("table", err)
-			}
-			ctx, stop := a.signalContext()
-			defer stop()
-			lk, err := a.lockCache(ctx, "table", c, *noWait)
-			if err != nil {
-				return err
-			}
-			defer lk.Unlock()
-			c.Forget() // the holder may have finished stages meanwhile
-			if err := p.Resolve(c); err != nil {
-				return runtimeErr("table", err)
-			}
-			missing, pending = tableNeeds(spec, p)
-		}
-	}
-	if len(missing) > 0 && *partial {
-		a.writePartialTables(en, "table", spec, p, c, dest, tabulate.NotYet)
-		return nil
-	}
-	if len(missing) > 0 {
-		errs := make([]error, len(missing))
-		for i, e := range missing {
-			errs[i] = runtimeErrf("table", "experiment %s has no results in %s yet; run it first: spn run %s", e, c.Root, pos[0])
-		}
-		return joinErrs(errs)
-	}
-	if pending > 0 {
-		ctx, stop := a.signalContext()
-		defer stop()
-		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == stages.KindFigure }
-		if err := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); err != nil {
-			return err
-		}
-	}
-	return a.writeTables(en, spec, p, c, dest)
-}
-
-// tableNeeds returns the experiments of the spec's tables whose
-// evaluation is not cached (sorted) and how many tables must be rendered.
-func tableNeeds(spec *schema.Spec, p *plan.Plan) (missing []string, pending int) {
-	seen := map[string]bool{}
-	for _, t := range spec.Tables {
-		if p.Tabulate[t.Name].Status == plan.ToRun {
-			pending++
-		}
-		for _, e := range p.TableExperiments[t.Name] {
-			if p.Evaluate[e].Status != plan.Cached && !seen[e] {
-				seen[e] = true
-				missing = append(missing, e)
-			}
-		}
-	}
-	for _, f := range spec.Figures {
-		n := p.Figure[f.Name]
-		if n.Status == plan.ToRun {
-			pending++
-		}
-		if figureInputsMissing(n) && !seen[f.Experiment] {
-			seen[f.Experiment] = true
-			missing = append(missing, f.Experiment)
-		}
-	}
-	sort.Strings(missing)
-	return missing, pending
 }

@@ -46,7 +46,7 @@ func prefix(cmd string) string {
 // printed as "spn CMD: ERR". For flag.ErrHelp, whose usage text the flag
 // set has printed, it is nil: -h succeeds.
 func usageErr(cmd string, err error) error {
-	if errors.Is(err, flag.ErrHelp) {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	return &exitError{code: exitUsage, msg: prefix(cmd) + err.Error(), err: err}

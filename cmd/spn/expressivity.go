@@ -15,6 +15,7 @@ import (
 
 	"github.com/spn-project/spn/data/exp"
 	"github.com/spn-project/spn/data/expressivity"
+	"github.com/spn-project/spn/models/separation"
 )
 
 const expressivityUsage = "expressivity (--paper | EXP | CEXP | PAIRS.jsonl) [--k LIST] [--unreachable] [--spn-seeds N] [--json] [flags]"
@@ -32,64 +33,6 @@ random weights separate their outputs.
                  [[u, v], …], "x": [labels…]}, "x" optional); - for stdin
 `
 
-// exprPair is one pair's answer: the refinement's and the concrete SPNs'.
-type exprPair struct {
-	*expressivity.Result
-	// SPN holds the concrete SPNs per k (absent with --spn-seeds 0).
-	SPN []spnSeparation `json:"spn,omitempty"`
-	// Claims are the paper's claims about the pair (--paper only).
-	Claims []expressivity.Verdict `json:"claims,omitempty"`
-}
-
-// exprCount is how many pairs one method separates.
-type exprCount struct {
-	Method    string `json:"method"`
-	K         int    `json:"k,omitempty"`
-	Separated int    `json:"separated"`
-	Pairs     int    `json:"pairs"`
-}
-
-// exprReport is the --json output.
-type exprReport struct {
-	Source      string      `json:"source"`
-	Unreachable bool        `json:"unreachable"`
-	SPNSeeds    int         `json:"spn_seeds"`
-	Counts      []exprCount `json:"counts"`
-	// Bound counts pairs a concrete SPN separated although the SP-MPNN(k)
-	// refinement, its upper bound, does not: 0 unless something is wrong.
-	BoundViolations int        `json:"bound_violations"`
-	Pairs           []exprPair `json:"pairs"`
-	// ClaimsHold is set with --paper: every claim holds.
-	ClaimsHold *bool `json:"claims_hold,omitempty"`
-}
-
-// parseKs parses "1,2,5" or "1-4" or a mix ("1-3,6").
-func parseKs(s string) ([]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var ks []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 1 {
-			return nil, fmt.Errorf("--k %q: %q is not a hop count >= 1", s, part)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b > 1<<16 {
-				return nil, fmt.Errorf("--k %q: %q is not a range lo-hi with 1 <= lo <= hi", s, part)
-			}
-		}
-		for k := a; k <= b; k++ {
-			ks = append(ks, k)
-		}
-	}
-	slices.Sort(ks)
-	return slices.Compact(ks), nil
-}
-
 // exprOptions are the flags and the input of spn expressivity.
 type exprOptions struct {
 	data *dataOpts
@@ -104,16 +47,11 @@ type exprOptions struct {
 	asJSON      bool
 }
 
-// exprPairs are the pairs to check and where they come from.
+// exprPairs are the pairs to check; dataset is set for EXP and CEXP
+// (only the counts are printed).
 type exprPairs struct {
-	source string // "paper", the dataset's name, the file or "stdin"
-	// dataset is set for EXP and CEXP: only the counts are printed.
+	expressivity.Input
 	dataset bool
-	pairs   []expressivity.Pair
-	// paper is parallel to pairs with --paper, else nil.
-	paper []expressivity.PaperPair
-	// ks are the hop limits to check (nil: 1..n−1 per pair).
-	ks []int
 }
 
 // cmdExpressivity implements spn expressivity: parse the options, load the
@@ -131,16 +69,16 @@ func cmdExpressivity(a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := checkPairs(ctx, in, opt)
+	rep, err := expressivity.Analyze(ctx, &in.Input, expressivity.AnalyzeOptions{Unreachable: opt.unreachable, Seeds: opt.seeds, Separate: separation.SPN})
 	if err != nil {
-		return err
+		return runtimeErr("expressivity", err)
 	}
 	if opt.asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = rep.render(a.stdout, !in.dataset)
+		err = renderExpr(a.stdout, rep, !in.dataset)
 	}
 	if err != nil {
 		return runtimeErr("expressivity", err)
@@ -170,7 +108,7 @@ func (a *app) exprOptions(args []string) (*exprOptions, error) {
 	if err != nil {
 		return nil, usageErr("expressivity", err)
 	}
-	if opt.ks, err = parseKs(*kList); err != nil {
+	if opt.ks, err = expressivity.ParseKs(*kList); err != nil {
 		return nil, usageErr("expressivity", err)
 	}
 	if opt.seeds < 0 || opt.seeds > 100 {
@@ -192,13 +130,13 @@ func (a *app) exprOptions(args []string) (*exprOptions, error) {
 // consecutive graphs (by default with k up to its largest diameter) or a
 // PAIRS.jsonl file's.
 func loadPairs(ctx context.Context, a *app, opt *exprOptions) (*exprPairs, error) {
-	in := &exprPairs{source: opt.input, ks: opt.ks}
+	in := &exprPairs{Input: expressivity.Input{Source: opt.input, Ks: opt.ks}}
 	switch {
 	case opt.paper:
-		in.source = "paper"
-		in.paper = expressivity.PaperPairs()
-		for _, pp := range in.paper {
-			in.pairs = append(in.pairs, pp.Pair)
+		in.Source = "paper"
+		in.Paper = expressivity.PaperPairs()
+		for _, pp := range in.Paper {
+			in.Pairs = append(in.Pairs, pp.Pair)
 		}
 	case slices.Contains(exp.Names(), opt.input):
 		in.dataset = true
@@ -206,22 +144,13 @@ func loadPairs(ctx context.Context, a *app, opt *exprOptions) (*exprPairs, error
 		if err != nil {
 			return nil, runtimeErr("expressivity", err)
 		}
-		if in.pairs, err = expressivity.Consecutive(ds); err != nil {
+		pairs, ks, err := expressivity.DatasetPairs(ds)
+		if err != nil {
 			return nil, runtimeErr("expressivity", err)
 		}
-		if in.ks == nil {
-			// k beyond the largest diameter adds nothing.
-			d := 1
-			for i := range ds.Graphs {
-				info, err := expressivity.Info(&ds.Graphs[i])
-				if err != nil {
-					return nil, runtimeErrf("expressivity", "%s graph %d: %w", opt.input, i, err)
-				}
-				d = max(d, info.Diameter)
-			}
-			for k := 1; k <= d; k++ {
-				in.ks = append(in.ks, k)
-			}
+		in.Pairs = pairs
+		if in.Ks == nil {
+			in.Ks = ks
 		}
 	default:
 		var r io.Reader = os.Stdin
@@ -233,120 +162,14 @@ func loadPairs(ctx context.Context, a *app, opt *exprOptions) (*exprPairs, error
 			defer f.Close()
 			r = f
 		} else {
-			in.source = "stdin"
+			in.Source = "stdin"
 		}
 		var err error
-		if in.pairs, err = expressivity.ReadPairs(r, in.source); err != nil {
+		if in.Pairs, err = expressivity.ReadPairs(r, in.Source); err != nil {
 			return nil, usageErr("expressivity", err)
 		}
 	}
 	return in, nil
-}
-
-// checkPairs decides every pair by colour refinement, runs the concrete
-// SPNs (unless --spn-seeds 0) and checks the paper's claims (--paper).
-func checkPairs(ctx context.Context, in *exprPairs, opt *exprOptions) (*exprReport, error) {
-	rep := &exprReport{Source: in.source, Unreachable: opt.unreachable, SPNSeeds: opt.seeds}
-	for i := range in.pairs {
-		if err := ctx.Err(); err != nil {
-			return nil, runtimeErr("expressivity", err)
-		}
-		r, err := expressivity.Check(ctx, &in.pairs[i], expressivity.Options{Ks: in.ks, Unreachable: opt.unreachable})
-		if err != nil {
-			return nil, runtimeErrf("expressivity", "%s: %w", in.source, err)
-		}
-		ep := exprPair{Result: r}
-		if in.paper != nil {
-			// The paper's SP-MPNNs aggregate over N_1..N_k only: its claims
-			// are checked without N_∞ even when --unreachable is given.
-			rc := r
-			if opt.unreachable {
-				if rc, err = expressivity.Check(ctx, &in.pairs[i], expressivity.Options{Ks: in.ks}); err != nil {
-					return nil, runtimeErrf("expressivity", "%s: %w", in.source, err)
-				}
-			}
-			ep.Claims = in.paper[i].Verify(rc)
-		}
-		rep.Pairs = append(rep.Pairs, ep)
-	}
-	if opt.seeds > 0 {
-		results := make([]*expressivity.Result, len(rep.Pairs))
-		for i, p := range rep.Pairs {
-			results[i] = p.Result
-		}
-		seps, err := separateSPN(ctx, in.pairs, results, opt.seeds, opt.unreachable)
-		if err != nil {
-			return nil, runtimeErrf("expressivity", "%s: %w", in.source, err)
-		}
-		for i := range rep.Pairs {
-			rep.Pairs[i].SPN = seps[i]
-		}
-	}
-	rep.count()
-	if in.paper != nil {
-		hold := true
-		for _, p := range rep.Pairs {
-			for _, v := range p.Claims {
-				hold = hold && v.Holds
-			}
-		}
-		rep.ClaimsHold = &hold
-	}
-	return rep, nil
-}
-
-// count fills Counts and BoundViolations from Pairs.
-func (rep *exprReport) count() {
-	n := len(rep.Pairs)
-	wl, sp := 0, 0
-	perK, spnK := map[int]int{}, map[int]int{}
-	// Pairs asked per k: by default a pair's ks stop at its n−1.
-	ofK, ofSPN := map[int]int{}, map[int]int{}
-	var ks, spnKs []int
-	for _, p := range rep.Pairs {
-		if p.WL {
-			wl++
-		}
-		if p.SP {
-			sp++
-		}
-		bound := map[int]bool{}
-		for _, kr := range p.SPMPNN {
-			if _, ok := perK[kr.K]; !ok {
-				ks = append(ks, kr.K)
-				perK[kr.K] = 0
-			}
-			bound[kr.K] = kr.Distinguishes
-			ofK[kr.K]++
-			if kr.Distinguishes {
-				perK[kr.K]++
-			}
-		}
-		violated := false
-		for _, s := range p.SPN {
-			if _, ok := spnK[s.K]; !ok {
-				spnKs = append(spnKs, s.K)
-				spnK[s.K] = 0
-			}
-			ofSPN[s.K]++
-			if s.Separates() {
-				spnK[s.K]++
-				violated = violated || !bound[s.K]
-			}
-		}
-		if violated {
-			rep.BoundViolations++
-		}
-	}
-	slices.Sort(ks)
-	slices.Sort(spnKs)
-	rep.Counts = []exprCount{{Method: "1-WL", Separated: wl, Pairs: n}, {Method: "SP kernel", Separated: sp, Pairs: n}}
-	for _, k := range ks {
-		rep.Counts = append(rep.Counts, exprCount{Method: "SP-MPNN", K: k, Separated: perK[k], Pairs: ofK[k]})
-	}
-	for _, k := range spnKs {
-		rep.Counts = append(rep.Counts, exprCount{Method: "SPN", K: k, Separated: spnK[k], Pairs: ofSPN[k]})
-	}
 }
 
 func newTable(w io.Writer) *tablewriter.Table {
@@ -392,7 +215,7 @@ func kSummary(ks, yes []int) string {
 
 // render prints the per-pair table (perPair), the counts, the claims
 // (--paper) and any bound violation.
-func (rep *exprReport) render(w io.Writer, perPair bool) error {
+func renderExpr(w io.Writer, rep *expressivity.Report, perPair bool) error {
 	if perPair {
 		t := newTable(w)
 		head := []string{"pair", "nodes", "edges", "connected", "diameter", "Wiener", "1-WL", "SP", "SP-MPNN(k)"}
@@ -450,11 +273,11 @@ func (rep *exprReport) render(w io.Writer, perPair bool) error {
 		notes[0] = "SP-MPNN(k): colour refinement over N_1..N_k and N_∞, the upper bound of any SP-MPNN with hop limit k that also aggregates over N_∞."
 	}
 	if rep.SPNSeeds > 0 {
-		desc := spnDescription
+		desc := separation.Description
 		if rep.Unreachable {
 			desc += ", N_∞ aggregated with α_∞"
 		}
-		notes = append(notes, fmt.Sprintf("SPN(k): some of %d random SPNs (%s) separates the outputs by more than %g (relative).", rep.SPNSeeds, desc, spnTolerance))
+		notes = append(notes, fmt.Sprintf("SPN(k): some of %d random SPNs (%s) separates the outputs by more than %g (relative).", rep.SPNSeeds, desc, separation.Tolerance))
 	}
 	for _, n := range notes {
 		fmt.Fprintln(w, n)

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spn-project/spn/data/expressivity"
 	"github.com/spn-project/spn/internal/testkit/mirrortest"
+	"github.com/spn-project/spn/models/separation"
 
 	"github.com/spn-project/spn/internal/testkit/golden"
 )
@@ -71,7 +73,7 @@ func TestExpressivityConcreteSPN(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
-		var rep exprReport
+		var rep expressivity.Report
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +91,7 @@ func TestExpressivityConcreteSPN(t *testing.T) {
 				if s.Separates() && !p.SPMPNN[i].Distinguishes {
 					t.Errorf("%s: SPN(k=%d) separates (rel. diff %g) what the refinement does not", p.Name, s.K, s.MaxRelDiff)
 				}
-				if !s.Separates() && s.MaxRelDiff > spnTolerance {
+				if !s.Separates() && s.MaxRelDiff > separation.Tolerance {
 					t.Errorf("%s: k=%d: max diff %g above the tolerance but not separating", p.Name, s.K, s.MaxRelDiff)
 				}
 			}
@@ -134,7 +136,7 @@ func TestExpressivityEXP(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("%s: exit %d: %s", tc.name, code, stderr)
 		}
-		var rep exprReport
+		var rep expressivity.Report
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatal(err)
 		}
@@ -156,18 +158,6 @@ func TestExpressivityEXP(t *testing.T) {
 			t.Errorf("%s: %d bound violations", tc.name, rep.BoundViolations)
 		}
 		t.Logf("%s: %v", tc.name, counts)
-	}
-}
-
-func TestParseKs(t *testing.T) {
-	got, err := parseKs("5, 1-3,2")
-	if err != nil || len(got) != 4 || got[0] != 1 || got[3] != 5 {
-		t.Errorf("parseKs = %v, %v", got, err)
-	}
-	for _, bad := range []string{"x", "0", "2-1", "1-", "-3", "1,,2"} {
-		if _, err := parseKs(bad); err == nil {
-			t.Errorf("parseKs(%q) accepted", bad)
-		}
 	}
 }
 
@@ -199,11 +189,11 @@ func TestLoadPairs(t *testing.T) {
 	a := &app{stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
 	file := filepath.Join("testdata", "expressivity", "pairs.jsonl")
 	in, err := loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, input: file, ks: []int{2}})
-	if err != nil || in.source != file || in.dataset || in.paper != nil || len(in.pairs) == 0 || !slices.Equal(in.ks, []int{2}) {
+	if err != nil || in.Source != file || in.dataset || in.Paper != nil || len(in.Pairs) == 0 || !slices.Equal(in.Ks, []int{2}) {
 		t.Fatalf("file: %+v, %v", in, err)
 	}
 	in, err = loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, paper: true})
-	if err != nil || in.source != "paper" || len(in.paper) != len(in.pairs) || len(in.pairs) != 3 {
+	if err != nil || in.Source != "paper" || len(in.Paper) != len(in.Pairs) || len(in.Pairs) != 3 {
 		t.Fatalf("paper: %+v, %v", in, err)
 	}
 	_, err = loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, input: filepath.Join("testdata", "expressivity", "bad.jsonl")})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/outdir"
 	"github.com/spn-project/spn/stages/plan"
 )
 
@@ -18,7 +19,7 @@ func (a *app) writeFigures(spec *schema.Spec, p *plan.Plan, c *cache.Cache, out 
 		if n == nil {
 			return written, runtimeErrf("", "figure %s is not in the plan", f.Name)
 		}
-		files, err := copyArtifacts(c.StageDir(n.Kind, n.Key), out)
+		files, err := outdir.CopyArtifacts(c.StageDir(n.Kind, n.Key), out)
 		if err != nil {
 			return written, runtimeErrf("", "figure %s: %w", f.Name, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/plan"
 )
 
@@ -56,7 +57,7 @@ func FuzzSpecPath(f *testing.F) {
 		f.Add(src, false)
 	}
 	reg := newRegistry()
-	mreg := modelRegistry(reg)
+	mreg := device.TrainModels(reg)
 	f.Fuzz(func(t *testing.T, src []byte, smoke bool) {
 		opt := schema.Options{Models: mreg}
 		if smoke {

@@ -33,11 +33,3 @@ func TestTrainOverMemoryLimit(t *testing.T) {
 		t.Errorf("train stages in the cache: %v", m)
 	}
 }
-
-func TestParseMemLimit(t *testing.T) {
-	for s, want := range map[string]uint64{"3GiB": 3 << 30, "512MiB": 512 << 20, "1000": 1000, "64KiB": 64 << 10, "7B": 7, "off": 0, "": 0, "-1": 0} {
-		if v, _ := parseMemLimit(s); v != want {
-			t.Errorf("parseMemLimit(%q) = %d, want %d", s, v, want)
-		}
-	}
-}

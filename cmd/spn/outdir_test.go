@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/stages/outdir"
 )
 
 // runApp runs spn with args and an empty environment.
@@ -50,7 +52,7 @@ func TestSameNameSpecs(t *testing.T) {
 	if code, _, errs := runApp("run", a, "--cache", cacheDir, "--log-level", "error"); code != exitOK {
 		t.Fatalf("first spec: exit %d: %s", code, errs)
 	}
-	rec, err := os.ReadFile(filepath.Join("results", "p", specRecordFile))
+	rec, err := os.ReadFile(filepath.Join("results", "p", outdir.RecordFile))
 	if err != nil || !strings.Contains(string(rec), `"path": "`+a+`"`) || !strings.Contains(string(rec), `"sha256": "`) {
 		t.Fatalf("spec record: %s %v", rec, err)
 	}
@@ -113,7 +115,7 @@ func TestSameNameSpecSymlink(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Skip("no symlinks:", err)
 	}
-	rec, err := specSource(realEngine(), link)
+	rec, err := outdir.Source(link, realEngine().quickstart)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestSameNameSpecSymlink(t *testing.T) {
 	// A record of the resolved path, and one that names the symlink
 	// itself (as records written without resolving do).
 	for _, recorded := range []string{rec.Path, link} {
-		if err := (tablesDir{cmd: "run", path: filepath.Join("results", "p"), spec: specRecord{Path: recorded, SHA256: rec.SHA256}}).record(nil); err != nil {
+		if err := (tablesDir{cmd: "run", Dir: outdir.Dir{Path: filepath.Join("results", "p"), Spec: outdir.Record{Path: recorded, SHA256: rec.SHA256}}}).record(nil); err != nil {
 			t.Fatal(err)
 		}
 		code, _, errs := runApp("table", real, "--cache", filepath.Join(dir, "cache"), "--log-level", "error")

@@ -9,6 +9,7 @@ import (
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/outdir"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/selection"
 	"github.com/spn-project/spn/stages/tabulate"
@@ -39,7 +40,7 @@ func (a *app) keptGoing(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Ca
 func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir, why string) {
 	// A partial write removes nothing: the tables it could not write keep
 	// their last complete version.
-	known := dir.previous()
+	known := dir.Previous()
 	if err := dir.record(known); err != nil {
 		fmt.Fprintln(a.stderr, err)
 		return
@@ -49,7 +50,7 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 			fmt.Fprintln(a.stderr, err)
 		}
 	}()
-	out := dir.path
+	out := dir.Path
 	for _, t := range spec.Tables {
 		n := p.Tabulate[t.Name]
 		if n == nil {
@@ -57,7 +58,7 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 		}
 		if ok, _ := c.Has(n.Kind, n.Key); ok {
 			dir := c.StageDir(n.Kind, n.Key)
-			files, err := copyArtifacts(dir, out)
+			files, err := outdir.CopyArtifacts(dir, out)
 			if err != nil {
 				fmt.Fprintf(a.stderr, "spn %s: table %s: %v\n", cmd, t.Name, err)
 				continue
@@ -66,7 +67,7 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 				en.printTable(a.stdout, dir)
 			}
 			fmt.Fprintf(a.stderr, "spn %s: table %s: wrote %s\n", cmd, t.Name, strings.Join(files, ", "))
-			known = append(known, baseNames(files)...)
+			known = append(known, outdir.BaseNames(files)...)
 			continue
 		}
 		results := map[string]*stages.EvalResult{}
@@ -97,7 +98,7 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 		}
 		fmt.Fprintf(a.stderr, "spn %s: table %s: incomplete, %d experiments missing (%s): wrote %s\n",
 			cmd, t.Name, len(missing), strings.Join(missing, ", "), strings.Join(written, ", "))
-		known = append(known, baseNames(written)...)
+		known = append(known, outdir.BaseNames(written)...)
 	}
 }
 
@@ -113,7 +114,7 @@ func (a *app) writeRendered(en *engine, files map[string][]byte, out string) ([]
 	if err := tabulate.WriteFiles(tmp, files); err != nil {
 		return nil, fmt.Errorf("not written: %w", err)
 	}
-	written, err := copyArtifacts(tmp, out)
+	written, err := outdir.CopyArtifacts(tmp, out)
 	if err != nil {
 		return nil, err
 	}

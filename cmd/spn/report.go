@@ -7,6 +7,7 @@ import (
 	"github.com/spn-project/spn/internal/atomicfile"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/report"
 	"github.com/spn-project/spn/stages/tabulate"
@@ -56,13 +57,13 @@ func (a *app) writeReport(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 		return runtimeErr(dir.cmd, err)
 	}
 	b, err := report.Render(report.Options{
-		Spec: spec, SpecPath: dir.spec.Path, SpecSHA256: dir.spec.SHA256, Version: version,
-		Plan: p, Cache: c, Tables: tabulate.WriteHTML, Memory: peakMemory(trainModels(en.reg)),
+		Spec: spec, SpecPath: dir.Spec.Path, SpecSHA256: dir.Spec.SHA256, Version: version,
+		Plan: p, Cache: c, Tables: tabulate.WriteHTML, Memory: peakMemory(device.TrainModels(en.reg)),
 	})
 	if err != nil {
 		return runtimeErr(dir.cmd, err)
 	}
-	path := filepath.Join(dir.path, report.FileName)
+	path := filepath.Join(dir.Path, report.FileName)
 	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return runtimeErr(dir.cmd, err)
 	}

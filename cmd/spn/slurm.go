@@ -15,103 +15,27 @@ import (
 	"github.com/spn-project/spn/stages/slurm"
 )
 
-// envExecutor names the environment variable that picks the executor.
-const envExecutor = "SPN_EXECUTOR"
-
-// Executors.
-const (
-	executorLocal = "local"
-	executorSlurm = "slurm"
-)
-
-// slurmOpts are spn run's executor flags.
+// slurmOpts are spn run's executor flags (slurm.Flags); tests may
+// replace the Slurm commands (runner).
 type slurmOpts struct {
-	executor  string
-	wait      bool
-	hold      bool
-	dryRun    bool
-	partition string
-	group     string
-	maxArray  int
-	binary    string
-	calFile   string
-	poll      time.Duration
-	runner    slurm.Runner // tests may replace the Slurm commands
+	slurm.Flags
+	runner slurm.Runner
 }
 
 // slurmFlags registers the executor flags on fs.
 func (a *app) slurmFlags(fs *flag.FlagSet) *slurmOpts {
 	s := &slurmOpts{}
-	fs.StringVar(&s.executor, "executor", "", "where stages run: local or slurm (env "+envExecutor+", default local)")
-	fs.BoolVar(&s.wait, "wait", false, "slurm: follow the jobs until the DAG is done, then write the tables")
-	fs.BoolVar(&s.hold, "hold", false, "slurm: submit the jobs held (release them with scontrol release)")
-	fs.BoolVar(&s.dryRun, "dry-run", false, "slurm: print the sbatch commands instead of submitting")
-	fs.StringVar(&s.partition, "partition", "", "slurm: partition of every job (overrides the spec's executor.slurm.partition)")
-	fs.StringVar(&s.group, "group", "", "slurm: array (job arrays per DAG level and kind) or stage (one job per stage); default the spec's")
-	fs.IntVar(&s.maxArray, "max-array", 0, "slurm: most tasks per job array (default the spec's, 1000)")
-	fs.StringVar(&s.binary, "spn-binary", "", "slurm: the spn `executable` jobs run, on the shared filesystem (default this one)")
-	fs.DurationVar(&s.poll, "poll", 5*time.Second, "slurm: how often --wait looks at the queue")
-	fs.StringVar(&s.calFile, "calibration", "", "slurm: calibration `file` for the kinds whose time is \"auto\" (default calibration.json beside the spec; spn calibrate writes it)")
+	fs.StringVar(&s.Executor, "executor", "", "where stages run: local or slurm (env "+slurm.EnvExecutor+", default local)")
+	fs.BoolVar(&s.Wait, "wait", false, "slurm: follow the jobs until the DAG is done, then write the tables")
+	fs.BoolVar(&s.Hold, "hold", false, "slurm: submit the jobs held (release them with scontrol release)")
+	fs.BoolVar(&s.DryRun, "dry-run", false, "slurm: print the sbatch commands instead of submitting")
+	fs.StringVar(&s.Partition, "partition", "", "slurm: partition of every job (overrides the spec's executor.slurm.partition)")
+	fs.StringVar(&s.Group, "group", "", "slurm: array (job arrays per DAG level and kind) or stage (one job per stage); default the spec's")
+	fs.IntVar(&s.MaxArray, "max-array", 0, "slurm: most tasks per job array (default the spec's, 1000)")
+	fs.StringVar(&s.Binary, "spn-binary", "", "slurm: the spn `executable` jobs run, on the shared filesystem (default this one)")
+	fs.DurationVar(&s.Poll, "poll", 5*time.Second, "slurm: how often --wait looks at the queue")
+	fs.StringVar(&s.CalFile, "calibration", "", "slurm: calibration `file` for the kinds whose time is \"auto\" (default calibration.json beside the spec; spn calibrate writes it)")
 	return s
-}
-
-// resolve picks the executor and checks the flags.
-func (s *slurmOpts) resolve(a *app) error {
-	if s.executor == "" {
-		s.executor = a.getenv(envExecutor)
-	}
-	if s.executor == "" {
-		s.executor = executorLocal
-	}
-	switch s.executor {
-	case executorLocal:
-		if s.wait || s.hold || s.dryRun || s.partition != "" || s.group != "" || s.maxArray != 0 || s.binary != "" || s.calFile != "" {
-			return fmt.Errorf("--wait, --hold, --dry-run, --partition, --group, --max-array, --spn-binary and --calibration need --executor slurm")
-		}
-	case executorSlurm:
-		if s.hold && s.wait {
-			return fmt.Errorf("--hold and --wait exclude each other: held jobs never finish until released")
-		}
-		if s.group != "" && s.group != schema.SlurmGroupArray && s.group != schema.SlurmGroupStage {
-			return fmt.Errorf("--group: %q is not array or stage", s.group)
-		}
-		if s.maxArray < 0 {
-			return fmt.Errorf("--max-array must be positive")
-		}
-		if s.poll <= 0 {
-			return fmt.Errorf("--poll must be positive")
-		}
-	default:
-		return fmt.Errorf("--executor (or %s): %q is not local or slurm", envExecutor, s.executor)
-	}
-	return nil
-}
-
-// config is the spec's Slurm settings with the command line's overrides.
-func (s *slurmOpts) config(spec *schema.Spec) schema.Slurm {
-	cfg := spec.Executor.Slurm
-	if s.partition != "" {
-		cfg.Partition = s.partition
-	}
-	if s.group != "" {
-		cfg.Group = s.group
-	}
-	if s.maxArray > 0 {
-		cfg.MaxArray = s.maxArray
-	}
-	return cfg
-}
-
-// estimates reads the calibration (--calibration, else calibration.json
-// beside the spec file) for the kinds whose time limit is "auto" and
-// returns its estimates of p's stages.
-func (s *slurmOpts) estimates(spec *schema.Spec, p *plan.Plan, file string) (*slurm.Estimates, error) {
-	cal, f, err := readCalibration(file, s.calFile, spec.Device)
-	if err != nil {
-		return nil, runtimeErrf("run", "executor.slurm: a time is %q: %w", schema.SlurmTimeAuto, err)
-	}
-	secs, _ := cal.Seconds(p)
-	return &slurm.Estimates{Seconds: secs, Threads: max(cal.Threads, 1), Source: f}, nil
 }
 
 // runSlurm submits the plan's missing stages to Slurm and, with --wait,
@@ -131,33 +55,33 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		runner = slurm.Commands{}
 	}
 	var active map[string]slurm.Active
-	if !s.dryRun || slurm.Available() {
+	if !s.DryRun || slurm.Available() {
 		act, dead, err := slurm.Queue(ctx, runner, c)
 		switch {
-		case err != nil && s.dryRun:
+		case err != nil && s.DryRun:
 			fmt.Fprintf(a.stderr, "spn run: %v (dry run: queued jobs are not taken into account)\n", err)
 		case err != nil:
 			return runtimeErr("run", err)
 		}
 		active = act
-		if len(dead) > 0 && !s.dryRun {
+		if len(dead) > 0 && !s.DryRun {
 			fmt.Fprintf(a.stderr, "spn run: cancelling %d jobs whose inputs failed (%s); their stages are submitted again\n", len(dead), strings.Join(dead, ", "))
 			if err := slurm.Cancel(ctx, runner, dead); err != nil {
 				return runtimeErr("run", err)
 			}
 		}
 	}
-	bin := s.binary
+	bin := s.Binary
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
 			return runtimeErrf("run", "finding the spn executable for the jobs: %w (give --spn-binary)", err)
 		}
 	}
-	cfg := s.config(spec)
+	cfg := s.Config(spec)
 	var est *slurm.Estimates
 	if cfg.AutoTime() {
-		if est, err = s.estimates(spec, p, file); err != nil {
-			return err
+		if est, err = s.Estimates(spec, p, file); err != nil {
+			return runtimeErr("run", err)
 		}
 	}
 	stageArgs := o.stageArgs(c.Root)
@@ -171,9 +95,9 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 	start := time.Now()
 	sub, err := slurm.Submit(ctx, p, c, active, slurm.Options{
 		Config: cfg, Binary: bin, StageArgs: stageArgs, Spec: spec.Name,
-		Hold: s.hold, DryRun: s.dryRun, Runner: runner, Estimates: est,
+		Hold: s.Hold, DryRun: s.DryRun, Runner: runner, Estimates: est,
 	})
-	if sub != nil && s.dryRun {
+	if sub != nil && s.DryRun {
 		for _, j := range sub.Jobs {
 			fmt.Fprintf(a.stdout, "sbatch %s   # %s: %d stages in %d tasks\n", strings.Join(j.Args, " "), j.ID, j.Stages(), len(j.Tasks))
 		}
@@ -191,18 +115,18 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 	}
 	verb := "submitted"
 	switch {
-	case s.dryRun:
+	case s.DryRun:
 		verb = "would submit"
-	case s.hold:
+	case s.Hold:
 		verb = "submitted (held)"
 	}
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d queued or running, %d %s as %d jobs (%d array tasks) in %.2f s\n",
 		specLabel(spec, file), len(p.Nodes), cached, queued, sub.Stages, verb, len(sub.Jobs), tasks, time.Since(start).Seconds())
-	if sub.Dir != "" && !s.dryRun {
+	if sub.Dir != "" && !s.DryRun {
 		fmt.Fprintf(a.stderr, "spn run: job files and logs in %s\n", sub.Dir)
 	}
-	if !s.wait {
-		if !s.dryRun {
+	if !s.Wait {
+		if !s.DryRun {
 			f := file
 			if f == "" {
 				f = "SPEC" // the built-in quickstart has no file to name
@@ -214,7 +138,7 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		}
 		return nil
 	}
-	return a.waitSlurm(ctx, en, spec, p, c, runner, s.poll, out)
+	return a.waitSlurm(ctx, en, spec, p, c, runner, s.Poll, out)
 }
 
 // waitSlurm follows spn's jobs on the cache until none of the plan's

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
 	"github.com/spn-project/spn/stages/plan"
 )
@@ -484,7 +485,7 @@ func TestSlurmGPURun(t *testing.T) {
 	bin := buildSpn(t)
 	dir := t.TempDir()
 	spec := testdataPath(t, "device_e2e.cue")
-	env := []string{envCUDALibs + "=" + libs}
+	env := []string{device.EnvCUDALibs + "=" + libs}
 	local := filepath.Join(dir, "out-local")
 	if _, stderr, code := spnCmdEnv(t, bin, dir, env, "run", spec, "--device", "cuda", "--cache", filepath.Join(dir, "cache-local"), "--out", local); code != 0 {
 		t.Fatalf("local run on the emulated device: exit %d: %s", code, stderr)

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/slurm"
 )
 
 func cmdStage(a *app, args []string) error { return a.stage(realEngine(), args) }
@@ -50,36 +48,17 @@ func (a *app) stage(en *engine, args []string) error {
 		if len(keys) > 0 {
 			return usageErr("stage run", errors.New("give stage KEYs or --tasks, not both"))
 		}
-		idx := *task
-		if idx < 0 {
-			v := a.getenv("SLURM_ARRAY_TASK_ID")
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return usageErr("stage run", fmt.Errorf("--tasks needs --task N or SLURM_ARRAY_TASK_ID (got %q)", v))
-			}
-			idx = n
-		}
-		lines, err := os.ReadFile(*tasksFile)
-		if err != nil {
+		var ue bool
+		if keys, ue, err = slurm.TaskKeys(*tasksFile, *task, a.getenv); ue {
+			return usageErr("stage run", err)
+		} else if err != nil {
 			return runtimeErr("stage run", err)
 		}
-		ls := strings.Split(strings.TrimRight(string(lines), "\n"), "\n")
-		if idx < 0 || idx >= len(ls) {
-			return usageErr("stage run", fmt.Errorf("%s has %d tasks, no task %d", *tasksFile, len(ls), idx))
-		}
-		keys = strings.Fields(ls[idx])
 	}
 	if len(keys) == 0 {
 		return usageErr("stage run", errors.New("no stage KEY given"))
 	}
-	t := *threads
-	if t <= 0 {
-		if n, err := strconv.Atoi(a.getenv("SLURM_CPUS_PER_TASK")); err == nil && n > 0 {
-			t = n
-		} else {
-			t = runtime.NumCPU()
-		}
-	}
+	t := slurm.TaskThreads(*threads, a.getenv)
 	pf, err := exec.ReadPlanFile(*planFile)
 	if err != nil {
 		return usageErr("stage run", err)

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"text/tabwriter"
 
-	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/slurm"
@@ -93,14 +89,9 @@ func (a *app) status(en *engine, args []string) error {
 }
 
 // writeReuse writes how many of the stages to run will copy an earlier
-// stage's artifacts instead of training (plan.Plan.ResolveReuse).
+// stage's artifacts instead of training (slurm.Reusing).
 func writeReuse(w io.Writer, p *plan.Plan, c *cache.Cache, active map[string]slurm.Active) error {
-	n := 0
-	for _, nd := range p.Nodes {
-		if nd.Reuses != "" && slurm.StateOf(nd, c, active) == slurm.ToRun {
-			n++
-		}
-	}
+	n := slurm.Reusing(p, c, active)
 	if n == 0 {
 		return nil
 	}
@@ -111,23 +102,9 @@ func writeReuse(w io.Writer, p *plan.Plan, c *cache.Cache, active map[string]slu
 // writeCompute writes what computed the cached train results: one line
 // per device and kernels, with how many results each computed.
 func writeCompute(w io.Writer, p *plan.Plan, c *cache.Cache) error {
-	counts := map[string]int{}
-	for _, n := range p.Nodes {
-		if n.Kind != stages.KindTrain || n.Status != plan.Cached {
-			continue
-		}
-		path := filepath.Join(c.StageDir(n.Kind, n.Key), stages.FileResult)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var r struct {
-			Compute *stages.Compute `json:"compute"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		counts[r.Compute.String()]++
+	counts, err := slurm.Computed(p, c)
+	if err != nil {
+		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		if _, err := fmt.Fprintf(w, "cached train results computed on %s: %d\n", k, counts[k]); err != nil {

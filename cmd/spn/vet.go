@@ -5,11 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/schema/findings"
@@ -81,7 +77,7 @@ func cmdVet(a *app, args []string) error {
 	if len(targets) == 0 {
 		return usageErrf("vet", "want at least one spec FILE or DIR (see 'spn vet -h')")
 	}
-	files, err := vetFiles(targets)
+	files, err := schema.SpecFiles(targets)
 	if err != nil {
 		return usageErr("vet", err)
 	}
@@ -131,40 +127,4 @@ func cmdVet(a *app, args []string) error {
 		}
 	}
 	return invalid
-}
-
-// vetFiles expands the command's arguments: files stay as given, a
-// directory becomes every *.cue file below it in lexical order.
-func vetFiles(targets []string) ([]string, error) {
-	var files []string
-	for _, t := range targets {
-		info, err := os.Stat(t)
-		if err != nil {
-			return nil, fmt.Errorf("reading spec: %w", err)
-		}
-		if !info.IsDir() {
-			files = append(files, t)
-			continue
-		}
-		n := len(files)
-		err = filepath.WalkDir(t, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return fmt.Errorf("walking %s: %w", path, err)
-			}
-			if d.IsDir() && d.Name() == "cue.mod" {
-				return filepath.SkipDir
-			}
-			if !d.IsDir() && strings.HasSuffix(d.Name(), ".cue") {
-				files = append(files, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if len(files) == n {
-			return nil, fmt.Errorf("no .cue files under %s", t)
-		}
-	}
-	return files, nil
 }

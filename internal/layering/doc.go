@@ -8,6 +8,10 @@
 // The rules it enforces:
 //
 //   - nothing imports cmd/...;
+//   - cmd/... imports neither models/fit nor models/kinds nor a model
+//     kind's package (those models/kinds imports): a command parses
+//     flags, dispatches and prints, and reaches training through stages;
+//     TestCommandFileSizes keeps each of its files within 400 lines;
 //   - data/... and schema/... import no models, stages or cmd package;
 //   - models/... imports no stages or cmd package and not schema itself
 //     (the CUE loader): the model library reads the CUE-free structs of

@@ -1,11 +1,13 @@
 package layering
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -191,6 +193,8 @@ func forbidden(pkgs map[string]*pkg, from *pkg, to string) string {
 		return "models sit below stages"
 	case under(from.rel, "models") && to == "schema":
 		return "models read schema/modelspec, not the CUE loader"
+	case under(from.rel, "cmd") && (to == "models/fit" || to == "models/kinds" || modelKind(pkgs, to)):
+		return "a command parses flags and prints: training and the model kinds are reached through stages"
 	case under(from.rel, "stages") && pkgs[to] != nil && pkgs[to].stageKind:
 		if from.stageKind {
 			return "a stage kind imports no sibling stage kind"
@@ -208,6 +212,49 @@ func forbidden(pkgs map[string]*pkg, from *pkg, to string) string {
 		return "test helpers (internal/testkit/...) are imported by tests and other test helpers only"
 	}
 	return ""
+}
+
+// modelKind reports whether rel is a model kind's package: one that
+// models/kinds, the registry of every kind, imports (models, the kinds'
+// common interface, aside).
+func modelKind(pkgs map[string]*pkg, rel string) bool {
+	reg := pkgs["models/kinds"]
+	if reg == nil || rel == "models" {
+		return false
+	}
+	for _, imp := range reg.imports {
+		if local(imp) == rel {
+			return true
+		}
+	}
+	return false
+}
+
+// maxCommandLines is the most lines a non-test Go file of a command may
+// have: a command is flags, dispatch and printing.
+const maxCommandLines = 400
+
+// TestCommandFileSizes checks that no non-test Go file under cmd/ has
+// more than maxCommandLines lines.
+func TestCommandFileSizes(t *testing.T) {
+	top := root(t)
+	files, err := filepath.Glob(filepath.Join(top, "cmd", "*", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no command sources under %s: %v", top, err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(b, []byte("\n")); n > maxCommandLines {
+			rel, _ := filepath.Rel(top, f)
+			t.Errorf("%s has %d lines, more than %d: move its logic below cmd", filepath.ToSlash(rel), n, maxCommandLines)
+		}
+	}
 }
 
 func TestLayering(t *testing.T) {
@@ -356,6 +403,13 @@ func TestRules(t *testing.T) {
 		{refPkg, "models/kernels", true},
 		{refPkg, "models/rt", true},
 		{refPkg, "models/param", false},
+		{"cmd/spn", "models/fit", true},
+		{"cmd/spn", "models/kinds", true},
+		{"cmd/spn", "models/spn", true},
+		{"cmd/spn", "models/gat", true},
+		{"cmd/spn", "models", false},
+		{"cmd/spn", "models/cuda", false},
+		{"cmd/spn", "stages/train", false},
 	}
 	for _, tc := range tests {
 		from := pkgs[tc.from]

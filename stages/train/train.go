@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spn-project/spn/data"
@@ -23,6 +22,7 @@ import (
 	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/device"
 )
 
 // Kind is the train stage kind. Params: stages.TrainParams. Inputs: one
@@ -44,39 +44,21 @@ type Kind struct {
 	GPU *GPU
 }
 
-// GPU says how train stages reach their GPUs.
-type GPU struct {
-	// Opener opens the CUDA libraries (cuda.System() on a machine with a
-	// GPU; tests give the emulated device's).
-	Opener cuda.Opener
-	// Ordinals are the GPUs (N of "cuda:N") the stages train on, one
-	// stage to a GPU at a time, the first preferred (StageGPU); they are
-	// of one model, so that a result does not depend on which.
-	Ordinals []int
-	// PTXDir holds the kernels compiled for the GPU's architecture
-	// (cuda.Compiler.CompileCached).
-	PTXDir string
-}
+// GPU says how train stages reach their GPUs (device.GPU).
+type GPU = device.GPU
 
 // DeviceName returns the device name of GPU ordinal, "cuda:N".
-func DeviceName(ordinal int) string { return fmt.Sprintf("%s:%d", schema.DeviceCUDA, ordinal) }
+func DeviceName(ordinal int) string { return device.Name(ordinal) }
 
-// Open probes the CUDA libraries and opens an engine on GPU ordinal, one
-// of g's; the caller closes it.
-func (g *GPU) Open(ordinal int) (*engine.Opened, error) {
-	name := DeviceName(ordinal)
-	if !slices.Contains(g.Ordinals, ordinal) {
-		return nil, fmt.Errorf("device %s: not one of the GPUs given to the train stages (%v)", name, g.Ordinals)
-	}
-	r, err := cuda.Probe(g.Opener)
-	if err != nil {
-		return nil, fmt.Errorf("device %s: %w", name, err)
-	}
-	o, err := engine.Open(r, ordinal, g.PTXDir)
-	if err != nil {
-		return nil, fmt.Errorf("device %s: %w", name, err)
-	}
-	return o, nil
+// GPUs returns the GPUs the kind trains on, nil when none
+// (device.Trainer).
+func (k Kind) GPUs() *GPU { return k.GPU }
+
+// WithGPU returns the kind training the stages of device "cuda" on gpu
+// (device.Trainer).
+func (k Kind) WithGPU(gpu *GPU) stages.Kind {
+	k.GPU = gpu
+	return k
 }
 
 // Registry returns the model constructors the kind trains with.
@@ -386,7 +368,11 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 	}
 	be := kernels.CPU{Threads: threads, Pool: pool}
 	defer be.Pool.Close()
-	m, err := reg.New(cfg, job.Seed, be)
+	var e *engine.Engine
+	if gpu != nil {
+		e = gpu.Engine
+	}
+	m, host, err := newModel(reg, cfg, job.Seed, be, e)
 	if err != nil {
 		return nil, err
 	}
@@ -420,11 +406,7 @@ func train(ctx context.Context, reg models.Registry, point schema.Point, ds *dat
 		Stream:   uint64(p.Seed) + uint64(p.Run),
 		Log:      job.Log,
 		Progress: progress,
-	}
-	if gpu != nil {
-		if opts.Host, err = UseDevice(reg, m, job.Seed, be, gpu.Engine); err != nil {
-			return nil, err
-		}
+		Host:     host,
 	}
 	r, err := fit.Train(ctx, m, ds, hops, sets, opts)
 	if err != nil {

@@ -1,4 +1,8 @@
-package main
+// Package separation runs concrete random SPNs on graph pairs: whether
+// a model of kind spn tells the two graphs of a pair apart, the concrete
+// side of spn expressivity (data/expressivity decides the pairs by colour
+// refinement).
+package separation
 
 import (
 	"context"
@@ -10,53 +14,41 @@ import (
 	"github.com/spn-project/spn/data/expressivity"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/models/predict"
-	"github.com/spn-project/spn/schema"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
-// The concrete SPNs of spn expressivity: the production model (kind spn,
+// The concrete SPNs of spn expressivity (Tolerance is exported for the
+// report's note): the production model (kind spn,
 // built by the train stage's registry, run through predict.Graphs in
 // evaluation mode) with random initial weights, sum pooling, no dropout.
 // Production models compute in float32, so two outputs count as different
-// when they differ by more than spnTolerance relative to the larger output
+// when they differ by more than Tolerance relative to the larger output
 // magnitude: float32 sums of the same numbers in another order (an
 // isomorphic graph's node order) differ by about 1e-7 relative, far below
 // it.
 const (
-	spnTolerance = 1e-4
-	spnHidden    = 32
-	spnOut       = 4
+	Tolerance = 1e-4
+	hidden    = 32
+	outputs   = 4
 	// layers: one more than the most refinement rounds SP-MPNN(k) needed
-	// on any pair, between spnMinLayers and spnMaxLayers.
-	spnMinLayers = 2
-	spnMaxLayers = 8
+	// on any pair, between minLayers and maxLayers.
+	minLayers = 2
+	maxLayers = 8
 )
 
-const spnDescription = "float32, hidden 32, sum pooling, layers = refinement rounds + 1 in 2..8, 4 outputs, initial α uniform"
+// Description describes the concrete SPNs, for a report's note.
+const Description = "float32, hidden 32, sum pooling, layers = refinement rounds + 1 in 2..8, 4 outputs, initial α uniform"
 
-// spnSeparation is the concrete check of one pair for one k.
-type spnSeparation struct {
-	K      int `json:"k"`
-	Layers int `json:"layers"`
-	Seeds  int `json:"seeds"`
-	// Separating counts the seeds whose two outputs differ by more than
-	// the tolerance.
-	Separating int `json:"separating"`
-	// MaxRelDiff is the largest relative output difference over the seeds.
-	MaxRelDiff float64 `json:"max_rel_diff"`
-}
-
-// Separates reports whether some random SPN told the pair apart.
-func (s spnSeparation) Separates() bool { return s.Separating > 0 }
-
-// separateSPN runs, for every k asked and seeds seeds, one random SPN on
+// SPN (an expressivity.Separator) runs, for every k asked and seeds seeds, one random SPN on
 // the graphs of all pairs at once (so a model is built once per k and
 // seed) and returns each pair's separations, parallel to pairs. results[i]
 // is pairs[i]'s refinement; the layers for k are one more than the most
 // rounds its SP-MPNN(k) refinement needed on any pair, within
-// spnMinLayers..spnMaxLayers. With unreachable the SPNs also aggregate
+// minLayers..maxLayers. With unreachable the SPNs also aggregate
 // over N_∞ (model.unreachable), as results' refinement then does.
-func separateSPN(ctx context.Context, pairs []expressivity.Pair, results []*expressivity.Result, seeds int, unreachable bool) ([][]spnSeparation, error) {
+func SPN(ctx context.Context, pairs []expressivity.Pair, results []*expressivity.Result, seeds int, unreachable bool) ([][]expressivity.Separation, error) {
 	var graphs []data.Graph
 	numLabels, attrDim := 1, -1
 	for pi := range pairs {
@@ -89,21 +81,21 @@ func separateSPN(ctx context.Context, pairs []expressivity.Pair, results []*expr
 			if _, ok := layers[kr.K]; !ok {
 				ks = append(ks, kr.K)
 			}
-			layers[kr.K] = max(layers[kr.K], min(max(kr.Rounds+1, spnMinLayers), spnMaxLayers))
+			layers[kr.K] = max(layers[kr.K], min(max(kr.Rounds+1, minLayers), maxLayers))
 		}
 	}
 	slices.Sort(ks)
-	reg := modelRegistry(realEngine().reg)
+	reg := kinds.All()
 	be := kernels.CPU{Threads: 1}
-	out := make([][]spnSeparation, len(pairs))
+	out := make([][]expressivity.Separation, len(pairs))
 	for _, k := range ks {
 		cfg := models.Config{
-			Model:     schema.Model{Kind: "spn", K: k, Layers: layers[k], Hidden: spnHidden, Pool: "sum", Unreachable: unreachable},
-			NumLabels: numLabels, AttrDim: attrDim, Task: models.TaskRegression, Out: spnOut,
+			Model:     modelspec.Model{Kind: "spn", K: k, Layers: layers[k], Hidden: hidden, Pool: "sum", Unreachable: unreachable},
+			NumLabels: numLabels, AttrDim: attrDim, Task: models.TaskRegression, Out: outputs,
 		}
-		seps := make([]spnSeparation, len(pairs))
+		seps := make([]expressivity.Separation, len(pairs))
 		for pi := range seps {
-			seps[pi] = spnSeparation{K: k, Layers: layers[k], Seeds: seeds}
+			seps[pi] = expressivity.Separation{K: k, Layers: layers[k], Seeds: seeds}
 		}
 		for seed := 1; seed <= seeds; seed++ {
 			m, err := reg.New(cfg, uint64(seed), be)
@@ -117,7 +109,7 @@ func separateSPN(ctx context.Context, pairs []expressivity.Pair, results []*expr
 			for pi := range seps {
 				d := relDiff(preds[2*pi].Values, preds[2*pi+1].Values)
 				seps[pi].MaxRelDiff = max(seps[pi].MaxRelDiff, d)
-				if d > spnTolerance {
+				if d > Tolerance {
 					seps[pi].Separating++
 				}
 			}

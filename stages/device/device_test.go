@@ -1,8 +1,9 @@
-package main
+package device
 
 import (
-	"slices"
 	"testing"
+
+	"github.com/spn-project/spn/models/cuda"
 )
 
 // FuzzParseGPUs: --gpus never panics; "all" is every ordinal below the
@@ -14,7 +15,7 @@ func FuzzParseGPUs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, list string, devices int) {
 		devices = min(max(devices, 0), 64)
-		got, err := parseGPUs(list, devices)
+		got, err := ParseGPUs(list, devices)
 		if err != nil {
 			return
 		}
@@ -48,25 +49,16 @@ func FuzzParseGPUs(f *testing.F) {
 	})
 }
 
-// FuzzParseKs: --k never panics, and what it accepts is a sorted list of
-// distinct hop counts of at least 1 (nil for "").
-func FuzzParseKs(f *testing.F) {
-	for _, s := range []string{"", "1", "1,2,5", "1-4", "1-3,6", "5, 1-3,2", "0", "3-1", "1-", "-1", "1-65537", "a"} {
-		f.Add(s)
+// TestOneModel: GPUs of two models (or two compute capabilities) are
+// refused, naming both.
+func TestOneModel(t *testing.T) {
+	h200 := cuda.Device{Ordinal: 0, Name: "NVIDIA H200", Major: 9}
+	if err := OneModel([]cuda.Device{h200, {Ordinal: 1, Name: "NVIDIA H200", Major: 9}}); err != nil {
+		t.Errorf("two H200s: %v", err)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if len(s) > 64 { // a range spans at most 2^16 values: keep an input's lists small
-			return
-		}
-		ks, err := parseKs(s)
-		if err != nil {
-			return
-		}
-		if s == "" && ks != nil || s != "" && len(ks) == 0 {
-			t.Fatalf("%q: %v", s, ks)
-		}
-		if !slices.IsSorted(ks) || len(slices.Compact(slices.Clone(ks))) != len(ks) || len(ks) > 0 && ks[0] < 1 {
-			t.Fatalf("%q: %v is not sorted distinct hop counts >= 1", s, ks)
-		}
-	})
+	err := OneModel([]cuda.Device{h200, {Ordinal: 1, Name: "NVIDIA H200", Major: 9}, {Ordinal: 3, Name: "NVIDIA A100-SXM4-80GB", Major: 8}})
+	want := "cuda:0 is NVIDIA H200 (compute capability 9.0) and cuda:3 NVIDIA A100-SXM4-80GB (8.0): results would depend on which GPU a stage ran on; give GPUs of one model"
+	if err == nil || err.Error() != want {
+		t.Errorf("an H200 and an A100: %v, want %s", err, want)
+	}
 }

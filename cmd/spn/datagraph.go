@@ -1,0 +1,267 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/catalog"
+	"github.com/spn-project/spn/data/graphfile"
+	"github.com/spn-project/spn/data/jsonl"
+	"github.com/spn-project/spn/data/known"
+	"github.com/spn-project/spn/data/sp"
+	"github.com/spn-project/spn/data/stats"
+	"github.com/spn-project/spn/internal/atomicfile"
+)
+
+func (a *app) dataExport(args []string) error {
+	fs := a.newFlagSet("data export", "data export NAME --format jsonl [--out FILE] [flags]")
+	o := a.dataFlags(fs, true)
+	format := fs.String("format", "jsonl", "output `format`: jsonl")
+	out := fs.String("out", "", "output `file` (default standard output)")
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return usageErr("data export", err)
+	}
+	if len(names) != 1 {
+		return usageErr("data export", fmt.Errorf("want one dataset NAME, got %d", len(names)))
+	}
+	if *format != "jsonl" {
+		return usageErr("data export", fmt.Errorf("unknown --format %q (supported: jsonl)", *format))
+	}
+	o.resolve(a)
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	ds, err := o.load(ctx, a, names[0])
+	if err != nil {
+		return dataErr("export", err)
+	}
+	if *out == "" {
+		if err := jsonl.Write(a.stdout, ds); err != nil {
+			return dataErr("export", err)
+		}
+		return nil
+	}
+	// Through a temporary file: a failed export leaves no half-written
+	// file, and an existing one is replaced whole or not at all.
+	if err := atomicfile.Write(*out, func(w io.Writer) error { return jsonl.Write(w, ds) }); err != nil {
+		return dataErr("export", err)
+	}
+	return nil
+}
+
+func (a *app) dataShow(args []string) error {
+	fs := a.newFlagSet("data show", "data show NAME --graph I [--json] [flags]")
+	o := a.dataFlags(fs, true)
+	idx := fs.Int("graph", -1, "graph `index` (from 0, in file order)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return usageErr("data show", err)
+	}
+	if len(names) != 1 {
+		return usageErr("data show", fmt.Errorf("want one dataset NAME, got %d", len(names)))
+	}
+	if *idx < 0 {
+		return usageErr("data show", errors.New("--graph I is required (I >= 0)"))
+	}
+	o.resolve(a)
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	ds, err := o.load(ctx, a, names[0])
+	if err != nil {
+		return dataErr("show", err)
+	}
+	if *idx >= len(ds.Graphs) {
+		return usageErr("data show", fmt.Errorf("--graph %d: %s has graphs 0..%d", *idx, ds.Name, len(ds.Graphs)-1))
+	}
+	sg, err := stats.Show(ds, *idx)
+	if err != nil {
+		return dataErr("show", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		if err := enc.Encode(sg); err != nil {
+			return dataErr("show", err)
+		}
+		return nil
+	}
+	if err := printGraph(a.stdout, sg); err != nil {
+		return dataErr("show", err)
+	}
+	return nil
+}
+
+// printGraph writes the text view of spn data show.
+func printGraph(w io.Writer, sg *stats.Shown) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s graph %d: %d nodes, %d edges", sg.Dataset, sg.Graph, sg.Nodes, len(sg.Edges))
+	if sg.Y != nil {
+		fmt.Fprintf(&b, ", class %d", *sg.Y)
+	}
+	if sg.Target != nil {
+		fmt.Fprintf(&b, ", targets %v", sg.Target)
+	}
+	b.WriteString("\n")
+	if sg.X != nil {
+		fmt.Fprintf(&b, "labels: %v\n", sg.X)
+	}
+	for u, row := range sg.Attrs {
+		fmt.Fprintf(&b, "attrs %d: %v\n", u, row)
+	}
+	b.WriteString("edges:")
+	for _, e := range sg.Edges {
+		fmt.Fprintf(&b, " %d-%d", e[0], e[1])
+	}
+	b.WriteString("\ndistances (-1: unreachable):\n")
+	for _, row := range sg.Distances {
+		for j, d := range row {
+			if j > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%2d", d)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (a *app) dataImport(args []string) error {
+	fs := a.newFlagSet("data import", "data import FILE.jsonl[.gz] --name NAME [flags]")
+	o := a.dataFlags(fs, false)
+	name := fs.String("name", "", "dataset `name` to store it under (a spec names it as dataset {kind: \"file\", name: NAME})")
+	files, err := parseArgs(fs, args)
+	if err != nil {
+		return usageErr("data import", err)
+	}
+	if len(files) != 1 {
+		return usageErr("data import", fmt.Errorf("want one FILE.jsonl or FILE.jsonl.gz, got %d", len(files)))
+	}
+	if !validName.MatchString(*name) {
+		return usageErr("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', starting with a letter or digit", *name))
+	}
+	kf, knownSet := known.Imported(*name)
+	if b := builtinName(*name); b != "" && !knownSet {
+		return usageErr("data import", fmt.Errorf("--name %q: %q is a built-in dataset name, which spn reads or generates itself; choose another name", *name, b))
+	}
+	o.resolve(a)
+	f, err := os.Open(files[0])
+	if err != nil {
+		return usageErr("data import", err)
+	}
+	defer f.Close()
+	ds, err := jsonl.Read(f, files[0])
+	if err != nil {
+		// The user's file does not validate: exit 2 like a bad spec.
+		return usageErr("data import", err)
+	}
+	if knownSet {
+		// A name spn knows stands for known content: the file must have
+		// its built-in figures.
+		if err := known.Compare(files[0], kf.Rel, kf.Figures, known.Of(ds)); err != nil {
+			if !o.acceptMismatch {
+				return usageErr("data import", fmt.Errorf("%w\n%s is the name of a dataset spn knows; its file must be that dataset (or pass --accept-data-mismatch)", err, *name))
+			}
+			fmt.Fprintf(a.stderr, "spn data import: warning (--accept-data-mismatch): %v\n", err)
+		}
+	}
+	ds.Name = *name
+	dir := filepath.Join(o.dataDir, importedDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return dataErr("import", err)
+	}
+	dest := graphfile.ImportedPath(o.dataDir, *name)
+	if err := data.WriteDatasetFile(dest, ds); err != nil {
+		return dataErr("import", err)
+	}
+	fmt.Fprintf(a.stdout, "imported %d graphs from %s as %s (%s)\n", len(ds.Graphs), files[0], *name, dest)
+	return nil
+}
+
+// builtinName returns the built-in dataset name that name is (in any
+// case), or "": the names spn data reads from upstream files or
+// generates, which an imported dataset must not shadow.
+func builtinName(name string) string {
+	for _, b := range append(catalog.Fetchable(), "prox") {
+		if strings.EqualFold(name, b) {
+			return b
+		}
+	}
+	return ""
+}
+
+func (a *app) dataHops(args []string) error {
+	fs := a.newFlagSet("data hops", "data hops NAME [--kmax K] [--unreachable] [--out FILE] [flags]")
+	o := a.dataFlags(fs, true)
+	kmax := fs.Int("kmax", sp.DefaultKMax, "largest hop distance `K`")
+	unreachable := fs.Bool("unreachable", false, "also compute N_inf (nodes of other components)")
+	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	out := fs.String("out", "", "write the hop sets to `file` (the precompute stage's hops.bin format)")
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return usageErr("data hops", err)
+	}
+	if len(names) != 1 {
+		return usageErr("data hops", fmt.Errorf("want one dataset NAME, got %d", len(names)))
+	}
+	if *kmax < 1 {
+		return usageErr("data hops", fmt.Errorf("--kmax %d: want >= 1", *kmax))
+	}
+	o.resolve(a)
+	ctx, cancel := a.signalContext()
+	defer cancel()
+	ds, err := o.load(ctx, a, names[0])
+	if err != nil {
+		return dataErr("hops", err)
+	}
+	start := time.Now()
+	h, err := sp.Compute(ctx, ds.Graphs, *kmax, *unreachable, *threads)
+	if err != nil {
+		return dataErr("hops", err)
+	}
+	elapsed := time.Since(start)
+	entries := make([]int, *kmax)
+	unr, split := 0, 0 // N_∞'s entries, the graphs with more than one component
+	for _, gh := range h.Graphs {
+		for d, c := range gh.Hop {
+			entries[d] += len(c.Idx)
+		}
+		if gh.Unreachable != nil && len(gh.Unreachable.Idx) > 0 {
+			unr += len(gh.Unreachable.Idx)
+			split++
+		}
+	}
+	sets := fmt.Sprintf("N_1..N_%d", *kmax)
+	if *unreachable {
+		sets += " and N_∞"
+	}
+	fmt.Fprintf(a.stdout, "%s: %d graphs, hop sets %s in %.3fs\n", ds.Name, len(ds.Graphs), sets, elapsed.Seconds())
+	total := 0
+	for d, e := range entries {
+		fmt.Fprintf(a.stdout, "  N_%d: %d (u,v) pairs\n", d+1, e)
+		total += e
+	}
+	if *unreachable {
+		fmt.Fprintf(a.stdout, "  N_∞: %d (u,v) pairs, in %d graphs of more than one component\n", unr, split)
+		total += unr
+	}
+	fmt.Fprintf(a.stdout, "  total: %d pairs\n", total)
+	if *out != "" {
+		if err := data.WriteHopsFile(*out, h); err != nil {
+			return dataErr("hops", err)
+		}
+		st, err := os.Stat(*out)
+		if err != nil {
+			return dataErr("hops", err)
+		}
+		fmt.Fprintf(a.stdout, "wrote %s (%d bytes)\n", *out, st.Size())
+	}
+	return nil
+}
