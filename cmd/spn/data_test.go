@@ -119,8 +119,9 @@ func TestDataExportProx(t *testing.T) {
 }
 
 // export --out replaces an existing file whole, through a temporary file
-// that does not stay behind; an unwritable destination is an error naming
-// it, exit 1, that leaves nothing.
+// that does not stay behind; a destination that cannot be written (here a
+// path below a regular file, unwritable even for root) is an error naming
+// it, exit 1, that leaves nothing. A missing parent folder is created.
 func TestDataExportOut(t *testing.T) {
 	dir := t.TempDir()
 	dest := filepath.Join(dir, "prox.jsonl")
@@ -137,10 +138,20 @@ func TestDataExportOut(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("%s holds %d entries, want only prox.jsonl", dir, len(ents))
 	}
-	bad := filepath.Join(dir, "missing", "x.jsonl")
+	nested := filepath.Join(dir, "new", "x.jsonl")
+	if code, _, errs := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--seed", "1", "--out", nested); code != exitOK {
+		t.Fatalf("--out in a missing folder: exit %d: %s", code, errs)
+	}
+	if got, err := os.ReadFile(nested); err != nil || string(got) != want {
+		t.Fatalf("--out in a missing folder wrote %d bytes (%v)", len(got), err)
+	}
+	bad := filepath.Join(dest, "x.jsonl")
 	code, _, errs := dataRun(t.TempDir(), "", "export", "prox", "--prox-h", "3", "--graphs", "20", "--out", bad)
 	if code != exitFail || !strings.Contains(errs, bad) {
 		t.Errorf("unwritable --out: exit %d: %s", code, errs)
+	}
+	if got, err := os.ReadFile(dest); err != nil || string(got) != want {
+		t.Errorf("a failed --out changed %s (%d bytes, %v)", dest, len(got), err)
 	}
 }
 
