@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/spn-project/spn/internal/testkit/numgrad"
 )
 
 // TestLossGradientsFloat64 checks the losses' float32 gradients against
@@ -16,7 +18,7 @@ func TestLossGradientsFloat64(t *testing.T) {
 	ys := []int32{0, 2, 1, 1, 0}
 	gce := make([]float32, len(logits))
 	CrossEntropy(gce, 1, logits, ys, len(ys), 3)
-	check64(t, "cross-entropy", func(v []float64) float64 {
+	numgrad.Check(t, 2e-4, "cross-entropy", func(v []float64) float64 {
 		var l float64
 		for i, y := range ys {
 			m := math.Max(v[i*3], math.Max(v[i*3+1], v[i*3+2]))
@@ -29,33 +31,13 @@ func TestLossGradientsFloat64(t *testing.T) {
 	tgt := []float64{1, 0, -1, 2, 0.5, 0}
 	gm := make([]float32, len(pred))
 	MSE(gm, 1, pred, tgt)
-	check64(t, "mse", func(v []float64) float64 {
+	numgrad.Check(t, 2e-4, "mse", func(v []float64) float64 {
 		var l float64
 		for i := range v {
 			l += (v[i] - tgt[i]) * (v[i] - tgt[i])
 		}
 		return l / 6
 	}, to64(pred), gm)
-}
-
-// check64 compares grad (float32 analytic) with the central differences of
-// f at x (float64), for every entry of x.
-func check64(t *testing.T, name string, f func(x []float64) float64, x []float64, grad []float32) {
-	t.Helper()
-	const h = 1e-6
-	for i := range x {
-		old := x[i]
-		x[i] = old + h
-		lp := f(x)
-		x[i] = old - h
-		lm := f(x)
-		x[i] = old
-		num := (lp - lm) / (2 * h)
-		if math.Abs(num-float64(grad[i])) > 2e-4*(1+math.Abs(num)) {
-			t.Errorf("%s[%d]: analytic %.7g, float64 numeric %.7g", name, i, grad[i], num)
-			return
-		}
-	}
 }
 
 func to64(s []float32) []float64 {

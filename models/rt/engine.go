@@ -72,8 +72,8 @@ type Engine struct {
 }
 
 // NewEngine returns the Engine of a model built for cfg from seed: the
-// dropout generator of the reference SPN (models/internal/ref) and an empty cache (NewCache). The
-// caller sets Arch, Enc and Readout.
+// dropout generator of the reference SPN (models/internal/testkit/ref) and
+// an empty cache (NewCache). The caller sets Arch, Enc and Readout.
 func NewEngine(cfg models.Config, seed uint64, be kernels.Backend) Engine {
 	return Engine{Cfg: cfg, be: be, rng: param.MaskStream(seed), ar: &arena{},
 		cache: NewCache[Key, *Program]()}

@@ -86,7 +86,8 @@ func (l *MLP) Params() []*param.Param {
 }
 
 // AddBuffers adds the running statistics of the MLP called name (e.g.
-// "layer2") to b, as name.bn1.running_mean, … (the names the reference SPN, models/internal/ref, uses).
+// "layer2") to b, as name.bn1.running_mean, …
+// (the names the reference SPN, models/internal/testkit/ref, uses).
 func (l *MLP) AddBuffers(b map[string][]float64, name string) {
 	b[name+".bn1.running_mean"], b[name+".bn1.running_var"] = l.st1.RunMean, l.st1.RunVar
 	b[name+".bn2.running_mean"], b[name+".bn2.running_var"] = l.st2.RunMean, l.st2.RunVar

@@ -106,8 +106,8 @@ type Parts struct {
 // n): it checks cfg for kind and the backend, then draws from
 // param.NewInit(seed), in this order, the encoder, the input term, the
 // layers and the readout, the order checkpoints and the reference SPN
-// (models/internal/ref) rely on, and sets Engine.Arch to arch. pkg names
-// the constructor in errors ("spn" for spn.New).
+// (models/internal/testkit/ref) rely on, and sets Engine.Arch to arch. pkg
+// names the constructor in errors ("spn" for spn.New).
 func (n *Net) Init(arch Arch, pkg string, kind models.Kind, cfg models.Config, seed uint64, be kernels.Backend, parts Parts) error {
 	if err := CheckConfig(kind, cfg); err != nil {
 		return err

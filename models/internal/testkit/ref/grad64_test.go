@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/spn-project/spn/internal/testkit/numgrad"
 	"github.com/spn-project/spn/models"
 )
 
@@ -13,26 +14,6 @@ import (
 // differences (step 1e-6, float64) must match the layer's analytic
 // gradients (float64 loops, stored in float32 for the parameters) within
 // 1e-6·(1+|g|): a relative float32 rounding and the O(h²) of the difference.
-
-// check64 compares grad (analytic, rounded to float32) with the central differences of
-// f at x (float64), for every entry of x.
-func check64(t *testing.T, name string, f func(x []float64) float64, x []float64, grad []float32) {
-	t.Helper()
-	const h = 1e-6
-	for i := range x {
-		old := x[i]
-		x[i] = old + h
-		lp := f(x)
-		x[i] = old - h
-		lm := f(x)
-		x[i] = old
-		num := (lp - lm) / (2 * h)
-		if math.Abs(num-float64(grad[i])) > 1e-6*(1+math.Abs(num)) {
-			t.Errorf("%s[%d]: analytic %.7g, float64 numeric %.7g", name, i, grad[i], num)
-			return
-		}
-	}
-}
 
 // weights returns the fixed random projection r of an output of length n.
 func weights(n int) []float64 {
@@ -76,9 +57,9 @@ func TestGradientsFloat64(t *testing.T) {
 	lin.Forward(to64(x), n)
 	dx := to32(lin.Backward(r))
 	x64, w64, b64 := to64(x), to64(lin.W.W), to64(lin.B.W)
-	check64(t, "linear dx", func(v []float64) float64 { return linRef(v, w64, b64) }, x64, dx)
-	check64(t, "linear dW", func(v []float64) float64 { return linRef(x64, v, b64) }, w64, lin.W.G)
-	check64(t, "linear db", func(v []float64) float64 { return linRef(x64, w64, v) }, b64, lin.B.G)
+	numgrad.Check(t, 1e-6, "linear dx", func(v []float64) float64 { return linRef(v, w64, b64) }, x64, dx)
+	numgrad.Check(t, 1e-6, "linear dW", func(v []float64) float64 { return linRef(x64, v, b64) }, w64, lin.W.G)
+	numgrad.Check(t, 1e-6, "linear db", func(v []float64) float64 { return linRef(x64, w64, v) }, b64, lin.B.G)
 
 	// BatchNorm + ReLU, training mode (batch statistics) and evaluation mode.
 	for _, train := range []bool{true, false} {
@@ -116,9 +97,9 @@ func TestGradientsFloat64(t *testing.T) {
 		dxb := to32(bn.Backward(rb))
 		xb64, g64, bb64 := to64(xb), to64(bn.Gamma.W), to64(bn.Beta.W)
 		name := map[bool]string{true: "batchnorm train", false: "batchnorm eval"}[train]
-		check64(t, name+" dx", func(v []float64) float64 { return ref(v, g64, bb64) }, xb64, dxb)
-		check64(t, name+" dγ", func(v []float64) float64 { return ref(xb64, v, bb64) }, g64, bn.Gamma.G)
-		check64(t, name+" dβ", func(v []float64) float64 { return ref(xb64, g64, v) }, bb64, bn.Beta.G)
+		numgrad.Check(t, 1e-6, name+" dx", func(v []float64) float64 { return ref(v, g64, bb64) }, xb64, dxb)
+		numgrad.Check(t, 1e-6, name+" dγ", func(v []float64) float64 { return ref(xb64, v, bb64) }, g64, bn.Gamma.G)
+		numgrad.Check(t, 1e-6, name+" dβ", func(v []float64) float64 { return ref(xb64, g64, v) }, bb64, bn.Beta.G)
 	}
 
 	// Hop aggregation: y_u = (1+ε)x_u + Σ_i softmax(l)_i Σ_{v∈N_i(u)} x_v.
@@ -152,9 +133,9 @@ func TestGradientsFloat64(t *testing.T) {
 	agg.Forward(to64(xa), hop, n)
 	dxa := to32(agg.Backward(ra))
 	xa64, l64, eps := to64(xa), to64(agg.Logits.W), float64(agg.Eps.W[0])
-	check64(t, "hop dx", func(v []float64) float64 { return aggRef(v, l64, eps) }, xa64, dxa)
-	check64(t, "hop dα-logits", func(v []float64) float64 { return aggRef(xa64, v, eps) }, l64, agg.Logits.G)
-	check64(t, "hop dε", func(v []float64) float64 { return aggRef(xa64, l64, v[0]) }, []float64{eps}, agg.Eps.G)
+	numgrad.Check(t, 1e-6, "hop dx", func(v []float64) float64 { return aggRef(v, l64, eps) }, xa64, dxa)
+	numgrad.Check(t, 1e-6, "hop dα-logits", func(v []float64) float64 { return aggRef(xa64, v, eps) }, l64, agg.Logits.G)
+	numgrad.Check(t, 1e-6, "hop dε", func(v []float64) float64 { return aggRef(xa64, l64, v[0]) }, []float64{eps}, agg.Eps.G)
 
 	// Pooling over graph segments.
 	ptr := []int32{0, 20, 20, 77, 150}
@@ -188,7 +169,7 @@ func TestGradientsFloat64(t *testing.T) {
 			return s
 		}
 		p.Forward(to64(xp), ptr, n)
-		check64(t, "pool "+kind, ref, to64(xp), to32(p.Backward(rp)))
+		numgrad.Check(t, 1e-6, "pool "+kind, ref, to64(xp), to32(p.Backward(rp)))
 	}
 
 	// Encoder: h0 = E[label] + attrs·W + b.
@@ -215,7 +196,7 @@ func TestGradientsFloat64(t *testing.T) {
 	enc.Forward(labels, attrs, n)
 	enc.Backward(re)
 	e64, ew64, eb64 := to64(enc.Emb.W), to64(enc.Attr.W), to64(enc.Bias.W)
-	check64(t, "encoder dE", func(v []float64) float64 { return encRef(v, ew64, eb64) }, e64, enc.Emb.G)
-	check64(t, "encoder dW", func(v []float64) float64 { return encRef(e64, v, eb64) }, ew64, enc.Attr.G)
-	check64(t, "encoder db", func(v []float64) float64 { return encRef(e64, ew64, v) }, eb64, enc.Bias.G)
+	numgrad.Check(t, 1e-6, "encoder dE", func(v []float64) float64 { return encRef(v, ew64, eb64) }, e64, enc.Emb.G)
+	numgrad.Check(t, 1e-6, "encoder dW", func(v []float64) float64 { return encRef(e64, v, eb64) }, ew64, enc.Attr.G)
+	numgrad.Check(t, 1e-6, "encoder db", func(v []float64) float64 { return encRef(e64, ew64, v) }, eb64, enc.Bias.G)
 }
