@@ -86,16 +86,12 @@ func (GivenFirstHop) ZeroOut() {}
 // (spn_hop_aggregate), then (1+ε)·S + α_1·R added (spn_combine_terms),
 // the CPU's bits; zero in the padding.
 func (o GivenFirstHop) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
-	h, err := o.D.devHops(o.ID, o.K, o.K-1)
+	h, coef, err := o.devHigher(in)
 	if err != nil {
 		return err
 	}
 	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
 	n, d := o.D.N, o.W
-	coef, err := o.higherCoef(alpha)
-	if err != nil {
-		return err
-	}
 	if err := e.Launch("spn_hop_aggregate", n*d, y, nil, H, h.Ptr, h.Idx, coef, nil, o.K-1, n, d); err != nil {
 		return err
 	}
@@ -107,16 +103,12 @@ func (o GivenFirstHop) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cud
 // their transposes keeping the sums T_i = A_iᵀ·dy, then dα_1 = ⟨dy, R⟩,
 // dα_i = ⟨H, T_i⟩ and dε = ⟨dy, S⟩ by one op.DeviceDots.
 func (o GivenFirstHop) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
-	h, err := o.D.devHops(o.ID, o.K, o.K-1)
+	h, coef, err := o.devHigher(in)
 	if err != nil {
 		return err
 	}
 	S, R, H, alpha, eps := in[0], in[1], in[2], in[3], in[4]
 	n, d := o.D.N, o.W
-	coef, err := o.higherCoef(alpha)
-	if err != nil {
-		return err
-	}
 	if err := e.Launch("spn_combine_terms_backward", n*d, g[0], g[1], dy, alpha, eps, n*d); err != nil {
 		return err
 	}
@@ -130,6 +122,22 @@ func (o GivenFirstHop) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dy
 		return err
 	}
 	return op.DeviceDots(e, op.Dots{G: dy, Xs: R, T: 1, H: H, Ys: T, U: o.K - 1, X1: S}, n, d, g[3], g[4])
+}
+
+// devHigher returns what both device passes gather the higher hops with:
+// the k − 1 hop sets on the device and their coefficients α_2..α_k
+// (from α, the op's input 3). The hop sets are checked first: a caller
+// whose hops are missing may give no inputs.
+func (o GivenFirstHop) devHigher(in []*cuda.Buffer) (*DeviceHops, *cuda.Buffer, error) {
+	h, err := o.D.devHops(o.ID, o.K, o.K-1)
+	if err != nil {
+		return nil, nil, err
+	}
+	coef, err := o.higherCoef(in[3])
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, coef, nil
 }
 
 // devHops returns the k' = want hop sets of an op over k hops on the
