@@ -312,7 +312,7 @@ func TestFileChangedRerun(t *testing.T) {
 	}
 	os.Remove(cls)
 	code, _, stderr = runApp("vet", spec)
-	if code != exitUsage || !strings.Contains(stderr, "s.cue:28:") || !strings.Contains(stderr, "experiments.cls.dataset.path: no file "+cls) {
+	if code != exitUsage || !strings.Contains(stderr, "s.cue:35:") || !strings.Contains(stderr, "experiments.cls.dataset.path: no file "+cls) {
 		t.Errorf("vet of a spec whose file is gone: exit %d: %s", code, stderr)
 	}
 }
@@ -343,7 +343,7 @@ func TestImportedByName(t *testing.T) {
 	}
 	// plan needs the graphs: a name not imported is an error at its field.
 	code, _, stderr = runApp("plan", spec, "--cache", filepath.Join(dir, "cache"), "--data-dir", filepath.Join(dir, "elsewhere"))
-	if code != exitUsage || !strings.Contains(stderr, "byname.cue:21:") || !strings.Contains(stderr, `experiments.reg.dataset.name: no dataset is imported as "mine"`) {
+	if code != exitUsage || !strings.Contains(stderr, "byname.cue:22:") || !strings.Contains(stderr, `experiments.reg.dataset.name: no dataset is imported as "mine"`) {
 		t.Errorf("plan with another data dir: exit %d: %s", code, stderr)
 	}
 	// vet checks the spec, not this machine's data: the file checks of a
