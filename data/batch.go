@@ -70,7 +70,7 @@ type Batch struct {
 	// Y holds the class of every graph (classification).
 	Y []int32
 	// Target holds NumGraphs×NumTargets targets: regression values, or
-	// binary labels 0/1 with NaN for a missing label (TaskBinary).
+	// binary labels 0/1 (TaskBinary), NaN for a missing one in both.
 	Target []float64
 	// NumTargets is the number of targets (regression) or tasks (binary).
 	NumTargets int
@@ -461,8 +461,8 @@ func checkGraph(g *Graph, ds *Dataset, gi int) error {
 			switch {
 			case binary && !math.IsNaN(y) && y != 0 && y != 1:
 				return fmt.Errorf("building batch: graph %d task %d has label %v, want 0, 1 or NaN (missing)", gi, t, y)
-			case !binary && (math.IsNaN(y) || math.IsInf(y, 0)):
-				return fmt.Errorf("building batch: graph %d target %d is %v, want a finite value", gi, t, y)
+			case !binary && math.IsInf(y, 0):
+				return fmt.Errorf("building batch: graph %d target %d is %v, want a finite value or NaN (missing)", gi, t, y)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -80,6 +81,34 @@ func TestValidate(t *testing.T) {
 	s := Split{Train: []int{0, 1}, Val: []int{1}, Test: []int{2}}
 	if err := s.Validate(3); err == nil || !strings.Contains(err.Error(), "graph 1 is in both train and validation") {
 		t.Fatalf("overlapping split: %v", err)
+	}
+}
+
+// TestValidateRegressionTargets: a regression target may be NaN (a
+// missing label), not infinite.
+func TestValidateRegressionTargets(t *testing.T) {
+	g, _ := FromEdges(2, [][2]int{{0, 1}})
+	ds := &Dataset{NumTargets: 2, Task: TaskRegression}
+	for _, tc := range []struct {
+		name    string
+		target  []float64
+		wantErr string
+	}{
+		{"labelled", []float64{1.5, -2}, ""},
+		{"one missing", []float64{math.NaN(), -2}, ""},
+		{"all missing", []float64{math.NaN(), math.NaN()}, ""},
+		{"infinite", []float64{1, math.Inf(-1)}, "target 1 is -Inf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g.Target = tc.target
+			err := g.Validate(ds)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }
 

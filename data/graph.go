@@ -44,8 +44,8 @@ type Graph struct {
 	// Y is the class index 0..Dataset.NumClasses-1 for classification.
 	Y int
 	// Target holds Dataset.NumTargets values, or nil: regression targets
-	// (TaskRegression), or binary labels 0/1 with NaN for a missing label
-	// (TaskBinary).
+	// (TaskRegression), or binary labels 0/1 (TaskBinary), NaN for a
+	// missing one in both.
 	Target []float64
 }
 
@@ -216,7 +216,8 @@ type Task string
 const (
 	// TaskClassification: one class Graph.Y in 0..NumClasses-1.
 	TaskClassification Task = "classification"
-	// TaskRegression: NumTargets real values in Graph.Target.
+	// TaskRegression: NumTargets real values in Graph.Target, NaN for a
+	// missing one (masked as OGB masks multi-task regression).
 	TaskRegression Task = "regression"
 	// TaskBinary: NumTargets binary tasks in Graph.Target, each 0, 1 or NaN
 	// (missing), as OGB's MoleculeNet classification sets.

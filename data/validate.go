@@ -126,8 +126,9 @@ func (g *Graph) Validate(ds *Dataset) error {
 			}
 		}
 	case TaskRegression:
+		// NaN is a missing target, skipped by the loss and the metrics.
 		for t, y := range g.Target {
-			if math.IsNaN(y) || math.IsInf(y, 0) {
+			if math.IsInf(y, 0) {
 				return fmt.Errorf("target %d is %v", t, y)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/stages"
 )
 
 // tableCells reads a table's CSV (row,column,mean,std,n,...) as
@@ -93,12 +96,19 @@ experiments: {
 		training: _train
 		protocol: {kind: "fixed", runs: 1, metric: "rocauc"}
 	}
-	// regression from gzip, real attributes, no split: holdout folds
+	// regression from gzip, real attributes, some targets null
+	// (missing), no split: holdout folds
 	reg: {
 		dataset: {kind: "file", path: "reg.jsonl.gz", task: "regression", kmax: 2, folds: 4, seed: 3, limit: 30}
 		model: {kind: "spn", k: 2, layers: 2, hidden: 8}
 		training: _train
 		protocol: {kind: "holdout", splits: 2, runs: 1, metric: "mae"}
+	}
+	reg_rmse: {
+		dataset: {kind: "file", path: "reg.jsonl.gz", task: "regression", kmax: 2, folds: 4, seed: 3, limit: 30}
+		model: {kind: "gin", layers: 2, hidden: 8}
+		training: _train
+		protocol: {kind: "holdout", splits: 1, runs: 1, metric: "rmse"}
 	}
 	// classification, node labels, no split: errica with a grid
 	cls: {
@@ -116,6 +126,7 @@ tables: t: {
 		{label: "multi", cells: c: experiment: "multi"},
 		{label: "multi_auc", cells: c: experiment: "multi_auc"},
 		{label: "reg", cells: c: experiment: "reg"},
+		{label: "reg_rmse", cells: c: experiment: "reg_rmse"},
 		{label: "cls", cells: c: experiment: "cls"},
 	]
 }
@@ -148,7 +159,16 @@ func writeFileTasks(t *testing.T, dir string) string {
 		for u := range attrs {
 			attrs[u] = fmt.Sprintf("[%g]", float64(u+i%3)/4)
 		}
-		return fmt.Sprintf(`{"nodes":%d,"edges":%s,"attrs":[%s],"target":[%g,%d]}`, n, pathEdges(n), strings.Join(attrs, ","), float64(n)/2, i%3)
+		// Missing targets: the second of every fourth graph, the first
+		// of every ninth, both of graph 0.
+		t1, t2 := fmt.Sprint(float64(n)/2), fmt.Sprint(i%3)
+		if i%9 == 0 {
+			t1 = "null"
+		}
+		if i%4 == 0 {
+			t2 = "null"
+		}
+		return fmt.Sprintf(`{"nodes":%d,"edges":%s,"attrs":[%s],"target":[%s,%s]}`, n, pathEdges(n), strings.Join(attrs, ","), t1, t2)
 	})
 	cls := fileGraphs(36, func(i int) string {
 		n := 2 + i%6
@@ -173,8 +193,10 @@ func writeFileTasks(t *testing.T, dir string) string {
 // TestFileDatasetTasks runs file datasets of every task and split form
 // for real: multilabel with the file's split (protocol fixed, ap and
 // rocauc, E-SPN on the file's categorical features), regression from a
-// gzip file without splits (holdout folds, limit), classification without
-// splits (errica folds, a grid), and checks each table cell.
+// gzip file without splits whose targets are partly null (missing; holdout
+// folds, limit, mae and rmse), classification without splits (errica
+// folds, a grid), and checks each table cell, and that every training's
+// losses and scores are finite.
 func TestFileDatasetTasks(t *testing.T) {
 	dir := t.TempDir()
 	spec := writeFileTasks(t, dir)
@@ -189,11 +211,57 @@ func TestFileDatasetTasks(t *testing.T) {
 		lo, high float64
 	}{
 		// Tables scale scores by 100; fixed has one split (n 1).
-		"multi": {1, 0, 100}, "multi_auc": {1, 0, 100}, "reg": {2, 0, math.Inf(1)}, "cls": {3, 0, 100},
+		"multi": {1, 0, 100}, "multi_auc": {1, 0, 100}, "reg": {2, 0, math.Inf(1)}, "reg_rmse": {1, 0, math.Inf(1)}, "cls": {3, 0, 100},
 	} {
 		c, ok := cells[row+"/c"]
-		if !ok || c[1] != want.n || !(c[0] >= want.lo && c[0] <= want.high) {
-			t.Errorf("%s: cell %v (found %v), want a score in [%v, %v] of %v scores", row, c, ok, want.lo, want.high, want.n)
+		if !ok || c[1] != want.n || !(c[0] >= want.lo && c[0] < math.Inf(1) && c[0] <= want.high) {
+			t.Errorf("%s: cell %v (found %v), want a finite score in [%v, %v] of %v scores", row, c, ok, want.lo, want.high, want.n)
+		}
+	}
+	checkFiniteTrainings(t, filepath.Join(dir, "cache"), "mae", "rmse") // reg, reg_rmse
+}
+
+// checkFiniteTrainings reads every train stage's result.json below cache
+// and checks that it did not diverge and that its losses and scores, per
+// epoch and at the best, are finite; trainings on each metric named must
+// be among them.
+func checkFiniteTrainings(t *testing.T, cache string, metrics ...string) {
+	t.Helper()
+	trained := map[string]int{}
+	err := filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "result.json" {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var r stages.TrainResult
+		if json.Unmarshal(b, &r) != nil || len(r.Epochs) == 0 {
+			return nil // another stage's result
+		}
+		trained[r.Metric]++
+		if r.Diverged != "" {
+			t.Errorf("%s: diverged: %s", p, r.Diverged)
+		}
+		vals := []float64{r.ValLoss, r.ValScore, r.TestLoss, r.TestScore}
+		for _, e := range r.Epochs {
+			vals = append(vals, e.TrainLoss, e.TrainScore, e.ValLoss, e.ValScore, e.TestLoss, e.TestScore)
+		}
+		for i, v := range vals {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Errorf("%s (metric %s): value %d of %v is not finite", p, r.Metric, i, vals)
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range metrics {
+		if trained[m] == 0 {
+			t.Errorf("no training on metric %s below %s (trainings per metric: %v)", m, cache, trained)
 		}
 	}
 }
@@ -244,7 +312,7 @@ func TestFileChangedRerun(t *testing.T) {
 	}
 	os.Remove(cls)
 	code, _, stderr = runApp("vet", spec)
-	if code != exitUsage || !strings.Contains(stderr, "s.cue:28:") || !strings.Contains(stderr, "experiments.cls.dataset.path: no file "+cls) {
+	if code != exitUsage || !strings.Contains(stderr, "s.cue:35:") || !strings.Contains(stderr, "experiments.cls.dataset.path: no file "+cls) {
 		t.Errorf("vet of a spec whose file is gone: exit %d: %s", code, stderr)
 	}
 }
@@ -275,7 +343,7 @@ func TestImportedByName(t *testing.T) {
 	}
 	// plan needs the graphs: a name not imported is an error at its field.
 	code, _, stderr = runApp("plan", spec, "--cache", filepath.Join(dir, "cache"), "--data-dir", filepath.Join(dir, "elsewhere"))
-	if code != exitUsage || !strings.Contains(stderr, "byname.cue:21:") || !strings.Contains(stderr, `experiments.reg.dataset.name: no dataset is imported as "mine"`) {
+	if code != exitUsage || !strings.Contains(stderr, "byname.cue:22:") || !strings.Contains(stderr, `experiments.reg.dataset.name: no dataset is imported as "mine"`) {
 		t.Errorf("plan with another data dir: exit %d: %s", code, stderr)
 	}
 	// vet checks the spec, not this machine's data: the file checks of a

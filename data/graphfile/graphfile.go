@@ -29,7 +29,8 @@ const (
 	Classification = "classification"
 	// Multilabel reads "target" as 0, 1 or null (missing) per task.
 	Multilabel = "multilabel"
-	// Regression reads "target" as numbers.
+	// Regression reads "target" as numbers or null (missing, NaN: skipped
+	// by the loss and the metrics, as OGB masks multi-task regression).
 	Regression = "regression"
 )
 
@@ -182,8 +183,9 @@ func (s *Source) where(i int) string {
 
 // Fit checks that s's graphs carry what task reads and sets the
 // dataset's task: "y" for classification, "target" of 0, 1 or null for
-// multilabel, "target" of numbers for regression. Its errors say what the
-// file holds instead.
+// multilabel, "target" of numbers or null for regression (null is a
+// missing label, NaN, in both). Its errors say what the file holds
+// instead.
 func (s *Source) Fit(task string) error {
 	ds := s.Dataset
 	switch task {
@@ -195,13 +197,12 @@ func (s *Source) Fit(task string) error {
 		if ds.NumTargets == 0 {
 			return fmt.Errorf("task %q reads \"target\" per graph, but %s has a class \"y\" (use task %q)", task, s.where(0), Classification)
 		}
-		for i, g := range ds.Graphs {
-			for t, y := range g.Target {
-				switch {
-				case task == Multilabel && !math.IsNaN(y) && y != 0 && y != 1:
-					return fmt.Errorf("task %q reads targets 0, 1 or null, but %s has target %d = %v", task, s.where(i), t, y)
-				case task == Regression && math.IsNaN(y):
-					return fmt.Errorf("task %q reads numbers, but %s has target %d = null (a missing label, which only task %q reads)", task, s.where(i), t, Multilabel)
+		if task == Multilabel {
+			for i, g := range ds.Graphs {
+				for t, y := range g.Target {
+					if !math.IsNaN(y) && y != 0 && y != 1 {
+						return fmt.Errorf("task %q reads targets 0, 1 or null, but %s has target %d = %v", task, s.where(i), t, y)
+					}
 				}
 			}
 		}

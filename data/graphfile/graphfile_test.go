@@ -1,6 +1,7 @@
 package graphfile
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -40,6 +41,48 @@ func TestLimitSplits(t *testing.T) {
 	want := []data.Split{{Train: []int{0, 2}, Val: []int{3, 5}, Test: []int{1, 4}}}
 	if !reflect.DeepEqual(ds.Splits, want) || !reflect.DeepEqual(src.Lines, []int{1, 2, 3, 4, 6, 7}) || ds.Task != data.TaskBinary {
 		t.Fatalf("splits %+v lines %v task %q, want %+v", ds.Splits, src.Lines, ds.Task, want)
+	}
+}
+
+// TestRegressionMissingTargets: task regression reads null targets as
+// missing (NaN) beside numbers, and binary-looking ones too; Contents
+// reports them; a target that is not a number is an error at its line.
+func TestRegressionMissingTargets(t *testing.T) {
+	in := `{"nodes":1,"edges":[],"target":[null,2.5],"split":"train"}
+{"nodes":2,"edges":[[0,1]],"target":[-0.5,1],"split":"valid"}
+{"nodes":1,"edges":[],"target":[null,null],"split":"test"}
+`
+	for _, c := range []struct {
+		name, in string
+		want     [][]float64 // NaN: missing
+	}{
+		{"numbers and null", in, [][]float64{{math.NaN(), 2.5}, {-0.5, 1}, {math.NaN(), math.NaN()}}},
+		{"0, 1 and null", strings.ReplaceAll(strings.ReplaceAll(in, "2.5", "1"), "-0.5", "0"), [][]float64{{math.NaN(), 1}, {0, 1}, {math.NaN(), math.NaN()}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src, err := ReadPath(write(t, c.in), "g.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := src.Prepare(Options{Task: Regression})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ds.Task != data.TaskRegression || !ContentsOf(ds).Missing {
+				t.Fatalf("task %q, contents %+v: want regression with missing targets", ds.Task, ContentsOf(ds))
+			}
+			for i, g := range ds.Graphs {
+				for j, w := range c.want[i] {
+					if y := g.Target[j]; math.IsNaN(w) != math.IsNaN(y) || !math.IsNaN(y) && y != w {
+						t.Errorf("graph %d target %d = %v, want %v", i, j, y, w)
+					}
+				}
+			}
+		})
+	}
+	_, err := ReadPath(write(t, `{"nodes":1,"edges":[],"target":[1]}`+"\n"+`{"nodes":1,"edges":[],"target":["x"]}`+"\n"), "g.jsonl")
+	if err == nil || !strings.HasPrefix(err.Error(), "g.jsonl:2:") {
+		t.Errorf("a string target: %v, want an error at g.jsonl:2", err)
 	}
 }
 

@@ -25,8 +25,10 @@
 //
 //	{"nodes": 2, "edges": [[0,1]], "node_feat": [[5,0,4,5,3,0,2,0,0],[7,0,1,5,2,0,2,0,0]], "edge_feat": [[0,0,0]], "target": [null,1]}
 //
-// Graphs whose targets hold a null are read as a binary dataset (every
-// other label must then be 0 or 1).
+// A null target is a missing label. Graphs whose targets hold a null and
+// otherwise only 0 and 1 are read as a binary dataset; with other values
+// they are a regression whose null targets are missing (NaN), skipped by
+// its loss and metrics.
 package jsonl
 
 import (
@@ -303,6 +305,9 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, []int, erro
 	if err := complete(ds, name, lines); err != nil {
 		return nil, nil, err
 	}
+	// A null target is a missing label: of a binary task when every
+	// labelled target is 0 or 1, of a regression otherwise.
+	missing, binary := false, true
 	for _, g := range ds.Graphs {
 		if g.Labels != nil {
 			for _, l := range g.Labels {
@@ -313,12 +318,18 @@ func read(r io.Reader, name string, unlabelled bool) (*data.Dataset, []int, erro
 			ds.NumClasses = max(ds.NumClasses, g.Y+1)
 		}
 		for _, y := range g.Target {
-			if math.IsNaN(y) {
-				ds.Task = data.TaskBinary
+			switch {
+			case math.IsNaN(y):
+				missing = true
+			case y != 0 && y != 1:
+				binary = false
 			}
 		}
 		vocab(ds.NodeCatVocab, g.NodeCat)
 		vocab(ds.EdgeFeatVocab, g.EdgeFeat)
+	}
+	if missing && binary {
+		ds.Task = data.TaskBinary
 	}
 	for i := range ds.Graphs {
 		if err := ds.Graphs[i].Validate(ds); err != nil {

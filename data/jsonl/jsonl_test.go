@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -109,6 +110,47 @@ func TestMolecules(t *testing.T) {
 	}
 }
 
+// TestMissingRegressionTargets: a null among targets that are not all 0
+// or 1 is a missing regression target (NaN), read as a regression and
+// written back as null; with only 0 and 1 beside it, a missing binary
+// label.
+func TestMissingRegressionTargets(t *testing.T) {
+	in := `{"nodes":1,"edges":[],"target":[null,2.5]}
+{"nodes":2,"edges":[[0,1]],"target":[-0.5,null]}
+{"nodes":1,"edges":[],"target":[1,0]}
+`
+	ds, err := Read(strings.NewReader(in), "r.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.TaskOf() != data.TaskRegression {
+		t.Fatalf("task %q, want regression", ds.TaskOf())
+	}
+	for _, c := range []struct {
+		g, t int
+		want float64 // NaN: missing
+	}{{0, 0, math.NaN()}, {0, 1, 2.5}, {1, 0, -0.5}, {1, 1, math.NaN()}, {2, 0, 1}} {
+		got := ds.Graphs[c.g].Target[c.t]
+		if math.IsNaN(c.want) != math.IsNaN(got) || !math.IsNaN(got) && got != c.want {
+			t.Errorf("graph %d target %d = %v, want %v", c.g, c.t, got, c.want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, ds); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"nodes":1,"edges":[],"target":[null,2.5]}
+{"nodes":2,"edges":[[0,1]],"target":[-0.5,null]}
+{"nodes":1,"edges":[],"target":[1,0]}
+`; buf.String() != want {
+		t.Fatalf("rewritten:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	bin, err := Read(strings.NewReader(`{"nodes":1,"edges":[],"target":[null,1]}`+"\n"+`{"nodes":1,"edges":[],"target":[0,0]}`), "b.jsonl")
+	if err != nil || bin.Task != data.TaskBinary {
+		t.Fatalf("0, 1 and null: %v, task %q, want binary", err, bin.Task)
+	}
+}
+
 func TestReadErrorsGolden(t *testing.T) {
 	ok := `{"nodes":2,"edges":[[0,1]],"x":[0,1],"y":0}` + "\n"
 	cases := []struct{ name, in string }{
@@ -141,7 +183,7 @@ func TestReadErrorsGolden(t *testing.T) {
 		{"node_feat missing earlier", `{"nodes":1,"edges":[],"y":0}` + "\n" + `{"nodes":1,"edges":[],"node_feat":[[1]],"y":0}`},
 		{"edge_feat wrong rows", `{"nodes":2,"edges":[[0,1]],"edge_feat":[],"y":0}`},
 		{"edge_feat width changes", `{"nodes":2,"edges":[[0,1]],"edge_feat":[[1,2]],"y":0}` + "\n" + `{"nodes":2,"edges":[[0,1]],"edge_feat":[[1]],"y":0}`},
-		{"null in a regression-like target", `{"nodes":1,"edges":[],"target":[null,2.5]}`},
+		{"string in a target", `{"nodes":1,"edges":[],"target":[1.5]}` + "\n" + `{"nodes":1,"edges":[],"target":["2.5"]}`},
 		{"zero nodes", ok + `{"nodes":0,"edges":[],"y":0}`},
 		{"label at the category limit", `{"nodes":1,"edges":[],"x":[1048576],"y":0}`},
 		{"class at the category limit", `{"nodes":1,"edges":[],"y":1048576}`},

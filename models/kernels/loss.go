@@ -39,22 +39,38 @@ func CrossEntropy(dz []float32, scale float64, logits []float32, y []int32, g, c
 	return loss
 }
 
-// MSE returns the mean squared error of pred[:len(target)] against target,
-// in float64. When dz is not nil it also writes
-// scale·∂loss/∂pred = scale·2(pred − target)/len into dz[:len(target)].
-// The one implementation of the regression loss (training graph and
+// MSE returns the mean squared error of pred[:len(target)] against target
+// over the labelled entries, in float64: a NaN target is a missing label
+// (as OGB masks multi-task regression) and is skipped. When dz is not nil
+// it also writes scale·∂loss/∂pred into dz[:len(target)]:
+// scale·2(pred − target)/labelled at a labelled entry, 0 at a missing one.
+// With no labelled entry the loss is 0 and dz all 0. Without a missing
+// label it is the plain mean over len(target) entries, bit for bit. The
+// one implementation of the regression loss (training graph and
 // evaluation).
 func MSE(dz []float32, scale float64, pred []float32, target []float64) float64 {
+	labelled := 0
+	for _, t := range target {
+		if !math.IsNaN(t) {
+			labelled++
+		}
+	}
 	var loss float64
 	for i, t := range target {
+		if math.IsNaN(t) {
+			if dz != nil {
+				dz[i] = 0
+			}
+			continue
+		}
 		e := float64(pred[i]) - t
 		loss += e * e
 		if dz != nil {
-			dz[i] = float32(scale * 2 * (float64(pred[i]) - t) / float64(len(target)))
+			dz[i] = float32(scale * 2 * (float64(pred[i]) - t) / float64(labelled))
 		}
 	}
-	if len(target) > 0 {
-		loss /= float64(len(target))
+	if labelled > 0 {
+		loss /= float64(labelled)
 	}
 	return loss
 }

@@ -47,3 +47,91 @@ func to64(s []float32) []float64 {
 	}
 	return o
 }
+
+// TestMSEMissingTargets checks the regression loss with missing (NaN)
+// targets against the masked mean written here in float64 with plain
+// loops: the loss over the labelled entries only, its gradient (central
+// differences over the labelled predictions, scaled), exactly 0 at a
+// missing target, 0 and no NaN when none is labelled, and, without a
+// missing target, the bits of the plain mean over every entry.
+func TestMSEMissingTargets(t *testing.T) {
+	nan := math.NaN()
+	rng := rand.New(rand.NewPCG(21, 22))
+	const scale = 0.7
+	for _, c := range []struct {
+		name   string
+		target []float64
+	}{
+		{"some missing", []float64{1.5, nan, -0.25, nan, nan, 2, 0, nan}},
+		{"one labelled", []float64{nan, nan, nan, -3}},
+		{"none labelled", []float64{nan, nan, nan}},
+		{"none missing", []float64{0.5, -1, 2, 0, 3.25}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pred := randMat(rng, len(c.target))
+			var lab []int
+			for i, v := range c.target {
+				if !math.IsNaN(v) {
+					lab = append(lab, i)
+				}
+			}
+			// The masked mean over the labelled entries, in float64.
+			masked := func(p []float64) float64 {
+				if len(lab) == 0 {
+					return 0
+				}
+				var s float64
+				for j, i := range lab {
+					d := p[j] - c.target[i]
+					s += d * d
+				}
+				return s / float64(len(lab))
+			}
+			labPred := make([]float64, len(lab))
+			for j, i := range lab {
+				labPred[j] = float64(pred[i])
+			}
+			dz := make([]float32, len(pred))
+			for i := range dz {
+				dz[i] = 9 // every entry must be written
+			}
+			loss := MSE(dz, scale, pred, c.target)
+			if want := masked(labPred); math.IsNaN(loss) || math.Abs(loss-want) > 1e-12*(1+want) {
+				t.Fatalf("loss %v, want %v (mean over %d labelled entries)", loss, want, len(lab))
+			}
+			if l := MSE(nil, 0, pred, c.target); l != loss {
+				t.Errorf("loss without the gradient %v, with it %v", l, loss)
+			}
+			labGrad := make([]float32, len(lab))
+			for j, i := range lab {
+				labGrad[j] = dz[i]
+			}
+			numgrad.Check(t, 2e-4, "dpred (labelled)", func(v []float64) float64 { return scale * masked(v) }, labPred, labGrad)
+			for i, v := range c.target {
+				if math.IsNaN(v) && dz[i] != 0 {
+					t.Errorf("dz[%d] = %v at a missing target, want 0", i, dz[i])
+				}
+			}
+			if len(lab) < len(c.target) {
+				return
+			}
+			// No missing target: the formula before masking, bit for bit.
+			var old float64
+			oldDz := make([]float32, len(pred))
+			for i, tv := range c.target {
+				e := float64(pred[i]) - tv
+				old += e * e
+				oldDz[i] = float32(scale * 2 * (float64(pred[i]) - tv) / float64(len(c.target)))
+			}
+			old /= float64(len(c.target))
+			if math.Float64bits(loss) != math.Float64bits(old) {
+				t.Errorf("loss %v, the unmasked mean %v: not the same bits", loss, old)
+			}
+			for i := range dz {
+				if math.Float32bits(dz[i]) != math.Float32bits(oldDz[i]) {
+					t.Errorf("dz[%d] = %v, the unmasked gradient %v: not the same bits", i, dz[i], oldDz[i])
+				}
+			}
+		})
+	}
+}

@@ -7,7 +7,8 @@
 // (ogb/graphproppred/evaluate.py, which LRGB's Peptides-func uses for AP)
 // for multi-task sets: per task over the labelled examples only (a NaN
 // target is a missing label), tasks lacking a positive or a negative
-// label skipped (ROC-AUC, AP), the mean over tasks.
+// label skipped (ROC-AUC, AP), the mean over tasks. MAE skips the missing
+// labels too: the mean over every labelled entry.
 package metric
 
 import (
@@ -165,17 +166,27 @@ func AccuracyOf(logits []float32, c int, y []int32) (float64, error) {
 	return float64(right) / float64(len(y)), nil
 }
 
-// MAEOf returns the mean absolute error of pred against target over every
-// entry.
+// MAEOf returns the mean absolute error of pred against target over the
+// labelled entries: a NaN target is a missing label, skipped (an error
+// when every target is missing). Without a missing target it is the mean
+// over every entry.
 func MAEOf(pred []float32, target []float64) (float64, error) {
 	if len(pred) != len(target) || len(pred) == 0 {
 		return 0, fmt.Errorf("mae: %d predictions for %d targets", len(pred), len(target))
 	}
 	var s float64
+	n := 0
 	for i, p := range pred {
+		if math.IsNaN(target[i]) {
+			continue
+		}
 		s += math.Abs(float64(p) - target[i])
+		n++
 	}
-	return s / float64(len(pred)), nil
+	if n == 0 {
+		return 0, fmt.Errorf("mae: no labelled target")
+	}
+	return s / float64(n), nil
 }
 
 // RMSEOf returns OGB's RMSE of pred against target, both g×tasks: per

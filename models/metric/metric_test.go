@@ -21,6 +21,37 @@ func TestAccuracyMAE(t *testing.T) {
 	}
 }
 
+// TestMAEMissing: MAE is the mean over the labelled (non-NaN) targets,
+// an error when none is labelled, as Score computes it.
+func TestMAEMissing(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		name    string
+		pred    []float32
+		target  []float64
+		want    float64
+		wantErr string
+	}{
+		{"all labelled", []float32{1, 2, -1}, []float64{0, 4, 0}, 4.0 / 3, ""},
+		{"some missing", []float32{1, 2, 3, -1}, []float64{0, nan, 0, nan}, 2, ""},
+		{"one labelled", []float32{5, 2}, []float64{nan, 4.5}, 2.5, ""},
+		{"none labelled", []float32{1, 2}, []float64{nan, nan}, 0, "mae: no labelled target"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Score(MAE, data.TaskRegression, c.pred, 1, nil, c.target)
+			if c.wantErr != "" {
+				if err == nil || err.Error() != c.wantErr {
+					t.Fatalf("mae = %v, %v; want error %q", got, err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || !(math.Abs(got-c.want) <= 1e-12) { // NaN fails
+				t.Fatalf("mae = %v, %v; want %v", got, err, c.want)
+			}
+		})
+	}
+}
+
 func TestAUCHandMade(t *testing.T) {
 	aucs := []struct {
 		s    []float64

@@ -2,6 +2,7 @@ package rt
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -28,7 +29,7 @@ import (
 // bits); the cross-entropy computes in
 // double on both (exp and log again: 1e-5 relative); the squared error
 // of three targets per graph adds its terms in double in the CPU's order
-// (the same bits); the layer norm computes its row statistics and column
+// (the same bits), also with some targets missing (NaN: skipped); the layer norm computes its row statistics and column
 // sums in double in the CPU's order (the same bits); the gated sum takes σ in double (exp again: 1e-6
 // relative) and the concatenation copies (the same bits). The linear map's padding rows are zero and
 // its padding inputs ignored on both (its output and dx are compared
@@ -66,6 +67,19 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	}
 	defer dev.Free()
 	bd.Dev = dev
+	// The same batch with some targets missing (NaN): the squared error
+	// skips them.
+	bdMiss := *bd
+	bdMiss.Target = slices.Clone(bd.Target)
+	for _, i := range []int{1, 5, 6, 7, 12} {
+		bdMiss.Target[i] = math.NaN()
+	}
+	devMiss, err := UploadBatch(e, &bdMiss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devMiss.Free()
+	bdMiss.Dev = devMiss
 	be := Env{Backend: kernels.CPU{Threads: 1}}
 	pool := func(kind string) pool {
 		p, err := newPool("readout0.pool", be, bd, kind, N, g, d)
@@ -130,6 +144,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"max pooling", pool(models.PoolMax), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
 		{"cross-entropy", newCrossEntropy("loss.cross_entropy", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 1e-7, 1e-5},
 		{"squared error", newMSE("loss.mse", bd, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 0, 0},
+		{"squared error, missing targets", newMSE("loss.mse", &bdMiss, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 0, 0},
 		{"batch norm + ReLU, training", newBNReLU("bn", graphOpts{be: be, bd: bd, train: true, update: true, N: N}, newBN(0.3), d), bnIn(), 0, 0},
 		{"batch norm + ReLU, evaluation", newBNReLU("bn", graphOpts{be: be, bd: bd, train: false, update: false, N: N}, newBN(0.3), d), bnIn(), 0, 0},
 		{"encoder labels+attrs", newEncoder("enc", be, bd, numLabels, attrD, N, d),

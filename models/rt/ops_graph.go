@@ -2,6 +2,7 @@ package rt
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
@@ -279,8 +280,10 @@ func (o crossEntropy) device(e *engine.Engine, logits, out, dz, dL *cuda.Buffer)
 }
 
 // mse is the mean squared error of the predictions (G×t) of the batch's g
-// graphs against their targets, a float32 scalar computed in float64; its
-// gradient is dpred = dL·2(pred − target)/len, zero in the padding rows.
+// graphs against their targets over the labelled ones (a NaN target is a
+// missing label, skipped: kernels.MSE), a float32 scalar computed in
+// float64; its gradient is dpred = dL·2(pred − target)/labelled, zero at
+// the missing labels and in the padding rows.
 type mse struct {
 	id   string
 	bd   *BatchData
@@ -304,22 +307,23 @@ func (o mse) Backward(in [][]float32, _, dL []float32, dIn [][]float32) error {
 	return nil
 }
 
-// DeviceForward implements op.DeviceOp: one squared difference per value
-// (spn_squared_error) added in order (spn_mean_loss), in double: the
-// CPU's bits.
+// DeviceForward implements op.DeviceOp: one squared difference per
+// labelled value, 0 per missing one (spn_squared_error), added in order
+// and divided by the labelled count (spn_bce_loss), in double: the CPU's
+// bits.
 func (o mse) DeviceForward(e *engine.Engine, in []*cuda.Buffer, out *cuda.Buffer) error {
 	return o.device(e, in[0], out, nil, nil)
 }
 
-// DeviceBackward implements op.DeviceOp: dpred = dL·2(pred − target)/len
-// on the real rows (spn_squared_error), the padding rows keeping the
-// adaptor's zeros.
+// DeviceBackward implements op.DeviceOp: dpred = dL·2(pred − target)/labelled
+// on the labelled values of the real rows, 0 at the missing labels
+// (spn_squared_error), the padding rows keeping the adaptor's zeros.
 func (o mse) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, _, dL *cuda.Buffer, dIn []*cuda.Buffer) error {
 	return o.device(e, in[0], nil, dIn[0], dL)
 }
 
 // device computes the loss into out (when not nil) or the gradient into
-// dz scaled by dL.
+// dz scaled by dL. The labelled count comes from the host's targets.
 func (o mse) device(e *engine.Engine, pred, out, dz, dL *cuda.Buffer) error {
 	db, err := o.bd.dev(o.id)
 	if err != nil {
@@ -329,13 +333,22 @@ func (o mse) device(e *engine.Engine, pred, out, dz, dL *cuda.Buffer) error {
 	if db.Target == nil || db.Target.Len() < m {
 		return fmt.Errorf("%s: the batch on the device has no targets for %d graphs × %d outputs", o.id, o.bd.G, o.t)
 	}
+	if len(o.bd.Target) < m {
+		return fmt.Errorf("%s: the batch has %d targets, want %d graphs × %d outputs", o.id, len(o.bd.Target), o.bd.G, o.t)
+	}
+	labelled := 0
+	for _, t := range o.bd.Target[:m] {
+		if !math.IsNaN(t) {
+			labelled++
+		}
+	}
 	part, err := e.Scratch64(m)
 	if err != nil {
 		return err
 	}
-	err = e.Launch("spn_squared_error", m, part, dz, pred, db.Target, dL, m)
+	err = e.Launch("spn_squared_error", m, part, dz, pred, db.Target, dL, m, labelled)
 	if err == nil && out != nil {
-		err = e.Launch("spn_mean_loss", 1, out, part, m)
+		err = e.Launch("spn_bce_loss", 1, out, part, m, labelled)
 	}
 	return err
 }

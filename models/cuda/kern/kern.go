@@ -212,7 +212,7 @@ func Kernels() []Kernel {
 		{"spn_graph_sum_broadcast", "pool.cu", ps("y", F32Ptr, "x", F32Ptr, "off", I32Ptr, "G", I32, "d", I32)},
 		{"spn_cross_entropy", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "logits", F32Ptr, "y", I32Ptr, "dl", F32Ptr, "G", I32, "c", I32)},
 		{"spn_mean_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "G", I32)},
-		{"spn_squared_error", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "pred", F32Ptr, "target", F64Ptr, "dl", F32Ptr, "len", I32)},
+		{"spn_squared_error", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "pred", F32Ptr, "target", F64Ptr, "dl", F32Ptr, "len", I32, "labelled", I32)},
 		{"spn_bce", "loss.cu", ps("part", F64Ptr, "dz", F32Ptr, "z", F32Ptr, "y", F64Ptr, "dl", F32Ptr, "m", I32, "labelled", I32)},
 		{"spn_bce_loss", "loss.cu", ps("loss", F32Ptr, "part", F64Ptr, "m", I32, "labelled", I32)},
 		{"spn_adam", "adam.cu", ps("w", F32Ptr, "g", F32Ptr, "m", F32Ptr, "v", F32Ptr, "len", I32, "lr", F64, "beta1", F64, "beta2", F64, "eps", F64, "wd", F64, "bc1", F64, "bc2", F64, "decay", I32, "frozen", I32)},

@@ -679,22 +679,52 @@ func TestDropout(t *testing.T) {
 }
 
 // TestSquaredError compares the mean squared error and its gradient with
-// kernels.MSE, bit for bit (the same operations in the same order).
+// kernels.MSE, bit for bit (the same operations in the same order):
+// every target labelled, some missing (NaN: part and gradient 0, the
+// mean over the labelled ones), and none labelled (loss 0).
 func TestSquaredError(t *testing.T) {
 	const n, dl = 300, 0.3
-	rng := rand.New(rand.NewPCG(16, 17))
-	pred := kerntest.Randn(rng, n, 1)
-	target := make([]float64, n)
-	for i := range target {
-		target[i] = rng.NormFloat64()
+	for _, c := range []struct {
+		name    string
+		missing func(i int) bool
+	}{
+		{"labelled", func(int) bool { return false }},
+		{"some missing", func(i int) bool { return i%3 == 1 }},
+		{"none labelled", func(int) bool { return true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(16, 17))
+			pred := kerntest.Randn(rng, n, 1)
+			target := make([]float64, n)
+			labelled := 0
+			for i := range target {
+				target[i] = rng.NormFloat64()
+				if c.missing(i) {
+					target[i] = math.NaN()
+				} else {
+					labelled++
+				}
+			}
+			dz := make([]float32, n)
+			loss := kernels.MSE(dz, float64(float32(dl)), pred, target) // the op passes its float32 output gradient
+			part, kdz, kloss := make([]float64, n), make([]float32, n), make([]float32, 1)
+			for i := range kdz {
+				kdz[i] = 9 // every value must be written
+			}
+			launch(t, "spn_squared_error", cover(n, 32), 32, part, kdz, pred, target, []float32{dl}, n, labelled)
+			launch(t, "spn_bce_loss", 1, 1, kloss, part, n, labelled)
+			equalBits(t, "loss", kloss, []float32{float32(loss)})
+			equalBits(t, "dpred", kdz, dz)
+			if math.IsNaN(float64(kloss[0])) || (labelled == 0 && kloss[0] != 0) {
+				t.Fatalf("loss %v with %d of %d values labelled", kloss[0], labelled, n)
+			}
+			if labelled == n {
+				// Without a missing label the masked mean is the plain one.
+				launch(t, "spn_mean_loss", 1, 1, kloss, part, n)
+				equalBits(t, "loss (plain mean)", kloss, []float32{float32(loss)})
+			}
+		})
 	}
-	dz := make([]float32, n)
-	loss := kernels.MSE(dz, float64(float32(dl)), pred, target) // the op passes its float32 output gradient
-	part, kdz, kloss := make([]float64, n), make([]float32, n), make([]float32, 1)
-	launch(t, "spn_squared_error", cover(n, 32), 32, part, kdz, pred, target, []float32{dl}, n)
-	launch(t, "spn_mean_loss", 1, 1, kloss, part, n)
-	equalBits(t, "loss", kloss, []float32{float32(loss)})
-	equalBits(t, "dpred", kdz, dz)
 }
 
 // TestBCE compares the multi-task binary cross-entropy with missing

@@ -1,7 +1,8 @@
 // The losses of a batch's graphs, in double as models/kernels computes
 // them: the mean softmax cross-entropy (kernels.CrossEntropy) and the mean
 // squared error (kernels.MSE). Each writes one term per graph (or value)
-// and spn_mean_loss adds them in order.
+// and spn_mean_loss adds them in order (spn_bce_loss, dividing by the
+// labelled count, for the losses that skip missing labels).
 
 // spn_cross_entropy sets, for graph i < G (one thread each) with logits
 // row i (G×c) and class y[i], part[i] = log Σ_j exp(logit_j) − logit_{y[i]}
@@ -57,21 +58,32 @@ SPN_KERNEL void spn_mean_loss(float* __restrict__ loss, const double* __restrict
 }
 
 // spn_squared_error sets, for value i < len (one thread each) of the
-// predictions against their targets, part[i] = (pred[i] − target[i])²
-// and, when dl is not null, the gradient of the mean over the len values
-// scaled by dl[0], dz[i] = dl[0]·2·(pred[i] − target[i])/len.
-// spn_mean_loss(loss, part, len) is the loss.
+// predictions against their targets (NaN for a missing label),
+// part[i] = (pred[i] − target[i])² (0 at a missing label) and, when dl is
+// not null, the gradient of the mean over the labelled values scaled by
+// dl[0], dz[i] = dl[0]·2·(pred[i] − target[i])/labelled (0 at a missing
+// label), as kernels.MSE computes them. spn_bce_loss(loss, part, len,
+// labelled) is the loss: with no missing label labelled = len and the
+// loss and gradient are those of the plain mean, bit for bit.
 SPN_KERNEL void spn_squared_error(double* __restrict__ part, float* __restrict__ dz, const float* __restrict__ pred,
-	const double* __restrict__ target, const float* __restrict__ dl, int len)
+	const double* __restrict__ target, const float* __restrict__ dl, int len, int labelled)
 {
 	long long t = spn_index();
 	if (t >= len) {
 		return;
 	}
-	double e = (double)pred[t] - target[t];
+	double tv = target[t];
+	if (tv != tv) {
+		part[t] = 0.0;
+		if (dl) {
+			dz[t] = 0.0f;
+		}
+		return;
+	}
+	double e = (double)pred[t] - tv;
 	part[t] = e * e;
 	if (dl) {
-		dz[t] = (float)((double)dl[0] * 2.0 * e / (double)len);
+		dz[t] = (float)((double)dl[0] * 2.0 * e / (double)labelled);
 	}
 }
 
@@ -110,6 +122,7 @@ SPN_KERNEL void spn_bce(double* __restrict__ part, float* __restrict__ dz, const
 // spn_bce_loss sets loss[0] = (Σ_{i<m} part[i]) / labelled (the sum when
 // no entry is labelled: 0), in order, in double, rounded to float once:
 // one thread. The missing labels' parts are 0 and leave the sum's bits.
+// It is the loss of spn_bce and of spn_squared_error alike.
 SPN_KERNEL void spn_bce_loss(float* __restrict__ loss, const double* __restrict__ part, int m, int labelled)
 {
 	if (spn_index() != 0) {
