@@ -95,6 +95,10 @@ type Input struct {
 	Paper []PaperPair
 	// Ks are the hop limits to check (nil: 1..n−1 per pair).
 	Ks []int
+	// Dataset is set when the pairs are a dataset's consecutive graphs
+	// (EXP, CEXP): too many to list one by one, only their counts are
+	// reported.
+	Dataset bool
 }
 
 // Separator runs the concrete models on pairs (results[i] is pairs[i]'s
