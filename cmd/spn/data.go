@@ -19,7 +19,6 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/catalog"
 	"github.com/spn-project/spn/data/fetch"
-	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/lrgb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/proxcheck"
@@ -27,9 +26,6 @@ import (
 	"github.com/spn-project/spn/data/stats"
 	"github.com/spn-project/spn/data/tu"
 )
-
-// importedDir is the sub-directory of the data dir holding imported datasets.
-const importedDir = graphfile.ImportedDir
 
 const dataUsage = `Usage: spn data SUBCOMMAND [flags] [args]
 
@@ -145,9 +141,6 @@ func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset
 	return catalog.Load(ctx, catalog.Source{Fetcher: o.fetcher(a), DataDir: o.dataDir, Prox: prox.Config{H: o.proxH, Graphs: o.graphs,
 		Seed: o.seed, Folds: o.folds, Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}}, name)
 }
-
-// validName is what import accepts as a dataset name.
-var validName = graphfile.ValidName
 
 // dataErr is err of subcommand sub: a usage error for unknown names and
 // impossible flags, a runtime error otherwise.
