@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -163,37 +162,15 @@ func (a *app) dataFetch(args []string) error {
 	if len(names) == 0 {
 		return usageErr("data fetch", fmt.Errorf("no dataset named (known: %s)", strings.Join(tu.Names(), ", ")))
 	}
-	known := catalog.Fetchable()
-	for _, n := range names {
-		if !slices.Contains(known, n) {
-			return usageErr("data fetch", fmt.Errorf("cannot fetch %q (known: %s)", n, strings.Join(known, ", ")))
-		}
+	if err := catalog.CheckFetchable(names); err != nil {
+		return usageErr("data fetch", err)
 	}
 	o.resolve(a)
 	ctx, cancel := a.signalContext()
 	defer cancel()
 	for _, n := range names {
 		f := o.fetcher(a)
-		if *refresh {
-			for _, u := range catalog.URLs(n) {
-				if err := f.Forget(ctx, u); err != nil {
-					return dataErr("fetch", err)
-				}
-			}
-		}
-		var err error
-		lrgbDir := ""
-		if n == lrgb.Name {
-			// Raw files for the conversion script, checked against
-			// upstream's SHA-256s; spn reads the converted set once
-			// imported.
-			lrgbDir, err = lrgb.Fetch(ctx, f)
-		} else {
-			// Fetch parses every file and checks its built-in content
-			// figures, so a broken or changed file is reported now, not
-			// at training.
-			_, err = catalog.FetchKnown(ctx, f, n)
-		}
+		lrgbDir, err := catalog.Fetch(ctx, f, n, *refresh)
 		for _, s := range f.Sources() {
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, filepath.Join(o.dataDir, filepath.FromSlash(s.Path)))
 		}

@@ -190,32 +190,19 @@ func (a *app) dataHops(args []string) error {
 		return dataErr("hops", err)
 	}
 	elapsed := time.Since(start)
-	entries := make([]int, *kmax)
-	unr, split := 0, 0 // N_∞'s entries, the graphs with more than one component
-	for _, gh := range h.Graphs {
-		for d, c := range gh.Hop {
-			entries[d] += len(c.Idx)
-		}
-		if gh.Unreachable != nil && len(gh.Unreachable.Idx) > 0 {
-			unr += len(gh.Unreachable.Idx)
-			split++
-		}
-	}
+	sizes := h.Sizes()
 	sets := fmt.Sprintf("N_1..N_%d", *kmax)
 	if *unreachable {
 		sets += " and N_∞"
 	}
 	fmt.Fprintf(a.stdout, "%s: %d graphs, hop sets %s in %.3fs\n", ds.Name, len(ds.Graphs), sets, elapsed.Seconds())
-	total := 0
-	for d, e := range entries {
+	for d, e := range sizes.Entries {
 		fmt.Fprintf(a.stdout, "  N_%d: %d (u,v) pairs\n", d+1, e)
-		total += e
 	}
 	if *unreachable {
-		fmt.Fprintf(a.stdout, "  N_∞: %d (u,v) pairs, in %d graphs of more than one component\n", unr, split)
-		total += unr
+		fmt.Fprintf(a.stdout, "  N_∞: %d (u,v) pairs, in %d graphs of more than one component\n", sizes.Unreachable, sizes.Split)
 	}
-	fmt.Fprintf(a.stdout, "  total: %d pairs\n", total)
+	fmt.Fprintf(a.stdout, "  total: %d pairs\n", sizes.Total())
 	if *out != "" {
 		if err := data.WriteHopsFile(*out, h); err != nil {
 			return dataErr("hops", err)
