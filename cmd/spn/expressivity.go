@@ -172,25 +172,13 @@ func renderExpr(w io.Writer, rep *expressivity.Report, perPair bool) error {
 		}
 		t.Header(head)
 		for _, p := range rep.Pairs {
-			var ks, yes, spnYes []int
-			for _, kr := range p.SPMPNN {
-				ks = append(ks, kr.K)
-				if kr.Distinguishes {
-					yes = append(yes, kr.K)
-				}
-			}
+			ks, yes := p.SPMPNNKs()
 			two := func(a, b any) string { return fmt.Sprintf("%v / %v", a, b) }
 			row := []string{p.Name, two(p.A.Nodes, p.B.Nodes), two(p.A.Edges, p.B.Edges),
 				two(yn(p.A.Connected), yn(p.B.Connected)), two(p.A.Diameter, p.B.Diameter), two(p.A.Wiener, p.B.Wiener),
 				yn(p.WL), yn(p.SP), kSummary(ks, yes)}
 			if rep.SPNSeeds > 0 {
-				var sks []int
-				for _, s := range p.SPN {
-					sks = append(sks, s.K)
-					if s.Separates() {
-						spnYes = append(spnYes, s.K)
-					}
-				}
+				sks, spnYes := p.SPNKs()
 				row = append(row, kSummary(sks, spnYes))
 			}
 			if err := t.Append(row); err != nil {

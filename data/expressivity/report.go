@@ -19,6 +19,30 @@ type PairReport struct {
 	Claims []Verdict `json:"claims,omitempty"`
 }
 
+// SPMPNNKs returns the hop limits the SP-MPNN(k) refinement checked for
+// the pair, ascending, and those at which it distinguishes the pair.
+func (p *PairReport) SPMPNNKs() (ks, yes []int) {
+	for _, kr := range p.SPMPNN {
+		ks = append(ks, kr.K)
+		if kr.Distinguishes {
+			yes = append(yes, kr.K)
+		}
+	}
+	return ks, yes
+}
+
+// SPNKs returns the hop limits of the concrete SPNs run on the pair and
+// those at which some random SPN separates it.
+func (p *PairReport) SPNKs() (ks, yes []int) {
+	for _, s := range p.SPN {
+		ks = append(ks, s.K)
+		if s.Separates() {
+			yes = append(yes, s.K)
+		}
+	}
+	return ks, yes
+}
+
 // Count is how many pairs one method separates.
 type Count struct {
 	Method    string `json:"method"`
