@@ -221,11 +221,10 @@ func (a *app) dataStats(args []string) error {
 			return dataErr("stats", err)
 		}
 		if n == "prox" && !o.blind {
-			noisy, negs, err := proxcheck.Noise(ds.Graphs, o.proxH)
+			f, err := proxcheck.Violating(ds.Graphs, o.proxH)
 			if err != nil {
 				return dataErr("stats", err)
 			}
-			f := 1 - float64(noisy)/float64(max(negs, 1))
 			s.NegativesViolating = &f
 		}
 		sums = append(sums, s)

@@ -87,3 +87,30 @@ func TestGC(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureMessage: a recorded failure's error, a damaged record's
+// stand-in, nothing for a stage that did not fail.
+func TestFailureMessage(t *testing.T) {
+	c := &Cache{Root: t.TempDir()}
+	if err := c.RecordFailure(Failure{Key: "aaaa", Kind: "train", Name: "train x", Error: "diverged"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RecordFailure(Failure{Key: "bbbb", Kind: "train", Name: "train y", Error: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.failurePath("bbbb"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key, want string
+		ok        bool
+	}{
+		{"aaaa", "diverged", true},
+		{"bbbb", "unknown (damaged failure record)", true},
+		{"cccc", "", false},
+	} {
+		if got, ok := c.FailureMessage(tc.key); got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.key, got, ok, tc.want, tc.ok)
+		}
+	}
+}
