@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/catalog"
+	"github.com/spn-project/spn/internal/profile"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/train"
@@ -133,14 +133,14 @@ func cmdBench(a *app, args []string) error {
 	ctx, cancel := a.signalContext()
 	defer cancel()
 	if *cpuProfile != "" {
-		stop, err := startRecording(*cpuProfile, "--cpuprofile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+		stop, err := profile.Start(*cpuProfile, "--cpuprofile", pprof.StartCPUProfile, pprof.StopCPUProfile)
 		if err != nil {
 			return runtimeErr("bench", err)
 		}
 		defer stop()
 	}
 	if *traceFile != "" {
-		stop, err := startRecording(*traceFile, "--trace", trace.Start, trace.Stop)
+		stop, err := profile.Start(*traceFile, "--trace", trace.Start, trace.Stop)
 		if err != nil {
 			return runtimeErr("bench", err)
 		}
@@ -156,7 +156,7 @@ func cmdBench(a *app, args []string) error {
 			Model: rep.Model, Training: rep.Training, Threads: rep.Threads, Jobs: rep.Jobs, Warmup: rep.Warmup,
 			SyncSteps: rep.SyncSteps, Seed: *seed, MemProfile: prof, GPU: gpu,
 		})
-		row.Workload = benchName(name, o)
+		row.Workload = train.BenchWorkload(name, o.proxH, o.graphs)
 		if errors.Is(err, catalog.ErrUnknown) || errors.Is(err, train.ErrBenchConfig) {
 			return usageErrf("bench", "%s: %w", name, err)
 		} else if err != nil {
@@ -176,29 +176,6 @@ func cmdBench(a *app, args []string) error {
 		return runtimeErr("bench", err)
 	}
 	return nil
-}
-
-// startRecording creates path and starts a recorder writing to it (a CPU
-// profile, an execution trace); the returned stop ends it and closes the
-// file. flag names the option in errors.
-func startRecording(path, flag string, start func(io.Writer) error, end func()) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	if err := start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	return func() { end(); f.Close() }, nil
-}
-
-// benchName labels prox workloads with their size.
-func benchName(name string, o *dataOpts) string {
-	if name == "prox" {
-		return fmt.Sprintf("%d-Prox (%d graphs)", o.proxH, o.graphs)
-	}
-	return name
 }
 
 // gemmName names the CPU's matrix products: the build's GEMM (kernels.GEMM)

@@ -70,3 +70,13 @@ func (r *BenchReport) Check() error {
 	}
 	return nil
 }
+
+// BenchWorkload is the report's label of the workload name (a dataset
+// name as spn data takes it): the generated h-Proximity set "prox" is
+// labelled with its h and size, "3-Prox (1000 graphs)".
+func BenchWorkload(name string, proxH, graphs int) string {
+	if name == "prox" {
+		return fmt.Sprintf("%d-Prox (%d graphs)", proxH, graphs)
+	}
+	return name
+}

@@ -45,3 +45,22 @@ func TestBenchReportCheck(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 }
+
+// TestBenchWorkload: prox is labelled with its h and size, any other
+// dataset by its name.
+func TestBenchWorkload(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		proxH, graphs int
+		want          string
+	}{
+		{"prox", 3, 1000, "3-Prox (1000 graphs)"},
+		{"prox", 5, 40, "5-Prox (40 graphs)"},
+		{"PROTEINS", 3, 1000, "PROTEINS"},
+		{"Prox", 3, 1000, "Prox"},
+	} {
+		if got := BenchWorkload(tc.name, tc.proxH, tc.graphs); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
