@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
@@ -18,9 +16,8 @@ import (
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/catalog"
-	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/internal/profile"
 	"github.com/spn-project/spn/schema"
-	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/train"
 )
@@ -65,31 +62,6 @@ as before; for measuring what the pipelining gains (by default the host
 prepares and enqueues a step while the GPU runs the one before, with
 the same results bit for bit).`
 
-// benchReport is the JSON output of spn bench.
-type benchReport struct {
-	Model    schema.Model    `json:"model"`
-	Training schema.Training `json:"training"`
-	Threads  int             `json:"threads"`
-	// Jobs is the number of copies of each workload trained at once.
-	Jobs int `json:"jobs"`
-	// Warmup is the number of untimed epochs each workload trains before
-	// the Training.Epochs that the figures cover.
-	Warmup int `json:"warmup,omitempty"`
-	// SyncSteps is --sync-steps: the host waited for every training step
-	// on the GPU (fit.Options.SyncSteps) instead of pipelining them.
-	SyncSteps bool   `json:"sync_steps,omitempty"`
-	GEMM      string `json:"gemm"`
-	// GEMMKernels names the kernels standing in for gonum's GEMM in the
-	// default build (same bits), "" when gonum computes them all.
-	GEMMKernels string `json:"gemm_kernels,omitempty"`
-	GOMAXPROCS  int    `json:"gomaxprocs"`
-	GoVersion   string `json:"go_version"`
-	// Compute is the GPU the steps ran on (as in a train stage's
-	// result.json); nil on the CPU.
-	Compute   *stages.Compute  `json:"compute,omitempty"`
-	Workloads []train.BenchRow `json:"workloads"`
-}
-
 func cmdBench(a *app, args []string) error {
 	fs := a.newFlagSet("bench", benchUsage)
 	o := a.dataFlags(fs, true)
@@ -128,32 +100,16 @@ func cmdBench(a *app, args []string) error {
 	if len(names) == 0 {
 		names = []string{"PROTEINS", "NCI1", "prox"}
 	}
-	switch {
-	case *epochs < 1:
-		err = fmt.Errorf("--epochs must be at least 1, got %d", *epochs)
-	case *warmup < 0:
-		err = fmt.Errorf("--warmup must not be negative, got %d", *warmup)
-	case *batch < 1:
-		err = fmt.Errorf("--batch must be at least 1, got %d", *batch)
-	case *threads < 1:
-		err = fmt.Errorf("--threads must be at least 1, got %d", *threads)
-	case *jobs < 1:
-		err = fmt.Errorf("--jobs must be at least 1, got %d", *jobs)
-	case o.graphs < 1:
-		err = fmt.Errorf("--graphs must be at least 1, got %d", o.graphs)
-	}
-	if err != nil {
-		return usageErr("bench", err)
-	}
 	model := schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout, Unreachable: *unreachable}
+	rep := train.NewBenchReport(model, *lr, *batch, *epochs, *threads, *jobs, *warmup, *syncSteps)
+	if err := rep.Check(); err != nil {
+		return usageErrf("bench", "--%w", err)
+	}
+	if o.graphs < 1 {
+		return usageErrf("bench", "--graphs must be at least 1, got %d", o.graphs)
+	}
 	if dev, err = a.resolveDevice("bench", "", dev, (train.Kind{}).Registry(), []schema.Model{model}); err != nil {
 		return err
-	}
-	rep := benchReport{
-		Model: model,
-		Training: schema.Training{Optimizer: "adam", LR: *lr, BatchSize: *batch, Epochs: *epochs,
-			Selection: train.SelectBestValLoss},
-		Threads: *threads, Jobs: *jobs, Warmup: *warmup, SyncSteps: *syncSteps, GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
 	gpu, compute, err := train.NewBenchGPU(a.cudaOpener(), dev, model, cache.Resolve(*cacheDir, a.getenv, "."))
 	if err != nil {
@@ -177,14 +133,14 @@ func cmdBench(a *app, args []string) error {
 	ctx, cancel := a.signalContext()
 	defer cancel()
 	if *cpuProfile != "" {
-		stop, err := startRecording(*cpuProfile, "--cpuprofile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+		stop, err := profile.Start(*cpuProfile, "--cpuprofile", pprof.StartCPUProfile, pprof.StopCPUProfile)
 		if err != nil {
 			return runtimeErr("bench", err)
 		}
 		defer stop()
 	}
 	if *traceFile != "" {
-		stop, err := startRecording(*traceFile, "--trace", trace.Start, trace.Stop)
+		stop, err := profile.Start(*traceFile, "--trace", trace.Start, trace.Stop)
 		if err != nil {
 			return runtimeErr("bench", err)
 		}
@@ -200,7 +156,7 @@ func cmdBench(a *app, args []string) error {
 			Model: rep.Model, Training: rep.Training, Threads: rep.Threads, Jobs: rep.Jobs, Warmup: rep.Warmup,
 			SyncSteps: rep.SyncSteps, Seed: *seed, MemProfile: prof, GPU: gpu,
 		})
-		row.Workload = benchName(name, o)
+		row.Workload = train.BenchWorkload(name, o.proxH, o.graphs)
 		if errors.Is(err, catalog.ErrUnknown) || errors.Is(err, train.ErrBenchConfig) {
 			return usageErrf("bench", "%s: %w", name, err)
 		} else if err != nil {
@@ -222,29 +178,6 @@ func cmdBench(a *app, args []string) error {
 	return nil
 }
 
-// startRecording creates path and starts a recorder writing to it (a CPU
-// profile, an execution trace); the returned stop ends it and closes the
-// file. flag names the option in errors.
-func startRecording(path, flag string, start func(io.Writer) error, end func()) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	if err := start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	return func() { end(); f.Close() }, nil
-}
-
-// benchName labels prox workloads with their size.
-func benchName(name string, o *dataOpts) string {
-	if name == "prox" {
-		return fmt.Sprintf("%d-Prox (%d graphs)", o.proxH, o.graphs)
-	}
-	return name
-}
-
 // gemmName names the CPU's matrix products: the build's GEMM (kernels.GEMM)
 // and, for gonum's, the kernels standing in for it (kernels.GEMMKernels).
 func gemmName(gemm, standIns string) string {
@@ -255,7 +188,7 @@ func gemmName(gemm, standIns string) string {
 }
 
 // renderBench prints the report as a terminal table with a header line.
-func renderBench(w io.Writer, rep benchReport) error {
+func renderBench(w io.Writer, rep train.BenchReport) error {
 	m := rep.Model
 	gemm := gemmName(rep.GEMM, rep.GEMMKernels)
 	par := fmt.Sprintf("%d threads", rep.Threads)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spn-project/spn/stages/train"
 )
 
 // benchRun runs `spn bench ARGS` with SPN_DATA set to a temporary dir.
@@ -23,13 +25,13 @@ func benchRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 // benchJSON runs `spn bench ARGS --json`, which must succeed, and returns
 // its report.
-func benchJSON(t *testing.T, args ...string) benchReport {
+func benchJSON(t *testing.T, args ...string) train.BenchReport {
 	t.Helper()
 	code, out, errs := benchRun(t, append(args, "--json")...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep benchReport
+	var rep train.BenchReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out)
 	}

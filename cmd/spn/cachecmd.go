@@ -69,23 +69,15 @@ func (a *app) cacheVerify(args []string) error {
 		return usageErr("cache verify", err)
 	}
 	c := &cache.Cache{Root: o.cache}
-	entries, err := c.Entries()
+	total, damaged, old, err := c.Verify(func(v cache.Verified) {
+		if v.Damage != nil {
+			fmt.Fprintf(a.stdout, "damaged   %s %s  %s: %v\n", v.Kind, short(v.Key), v.Name, v.Damage)
+		} else {
+			fmt.Fprintf(a.stdout, "unchecked %s %s  %s: written before checksums (no \"files\" in record.json)\n", v.Kind, short(v.Key), v.Name)
+		}
+	})
 	if err != nil {
 		return runtimeErr("cache verify", err)
-	}
-	damaged, old := 0, 0
-	for _, e := range entries {
-		ok, d, err := c.Check(e.Kind, e.Key)
-		switch {
-		case err != nil:
-			return runtimeErr("cache verify", err)
-		case d != nil:
-			damaged++
-			fmt.Fprintf(a.stdout, "damaged   %s %s  %s: %v\n", e.Kind, short(e.Key), e.Name, d)
-		case ok && c.Unverifiable(e.Kind, e.Key):
-			old++
-			fmt.Fprintf(a.stdout, "unchecked %s %s  %s: written before checksums (no \"files\" in record.json)\n", e.Kind, short(e.Key), e.Name)
-		}
 	}
 	strays, err := c.Strays()
 	if err != nil {
@@ -94,7 +86,7 @@ func (a *app) cacheVerify(args []string) error {
 	for _, s := range strays {
 		fmt.Fprintf(a.stdout, "damaged   %s: %s\n", s.Path, s.Problem)
 	}
-	fmt.Fprintf(a.stdout, "%d stages: %d intact, %d damaged, %d without checksums", len(entries), len(entries)-damaged-old, damaged, old)
+	fmt.Fprintf(a.stdout, "%d stages: %d intact, %d damaged, %d without checksums", total, total-damaged-old, damaged, old)
 	if len(strays) > 0 {
 		fmt.Fprintf(a.stdout, "; %d entries not stage folders (run recomputes what they stand for; spn cache gc removes them)", len(strays))
 	}
@@ -156,41 +148,18 @@ func (a *app) cacheGC(en *engine, args []string) error {
 			return runtimeErr("cache gc", err)
 		}
 	}
-	entries, err := c.Entries()
-	if err != nil {
-		return runtimeErr("cache gc", err)
-	}
-	var n int
-	var bytes int64
 	verb := "removed"
 	if *dry {
 		verb = "would remove"
 	}
-	for _, e := range entries {
-		if keep[e.Kind+"/"+e.Key] {
-			continue
-		}
-		if !*dry {
-			if err := c.Remove(e.Kind, e.Key); err != nil {
-				return runtimeErr("cache gc", err)
-			}
-		}
-		n++
-		bytes += e.Bytes
+	res, err := c.GC(keep, *dry, func(e cache.Entry) {
 		fmt.Fprintf(a.stdout, "%s %s %s  %s (%s)\n", verb, e.Kind, short(e.Key), e.Name, units.Bytes(e.Bytes))
-	}
-	strays, err := c.Strays()
+	}, func(s cache.Stray) {
+		fmt.Fprintf(a.stdout, "%s %s: %s\n", verb, s.Path, s.Problem)
+	})
 	if err != nil {
 		return runtimeErr("cache gc", err)
 	}
-	for _, s := range strays {
-		if !*dry {
-			if err := os.RemoveAll(s.Path); err != nil {
-				return runtimeErr("cache gc", err)
-			}
-		}
-		fmt.Fprintf(a.stdout, "%s %s: %s\n", verb, s.Path, s.Problem)
-	}
-	fmt.Fprintf(a.stdout, "%s %d of %d stages, %s; kept %d\n", verb, n, len(entries), units.Bytes(bytes), len(entries)-n)
+	fmt.Fprintf(a.stdout, "%s %d of %d stages, %s; kept %d\n", verb, res.Removed, res.Stages, units.Bytes(res.Bytes), res.Stages-res.Removed)
 	return nil
 }

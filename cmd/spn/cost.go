@@ -3,11 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
@@ -56,22 +53,9 @@ func writeCost(w io.Writer, cal *cost.Calibration, calFile string, p *plan.Plan)
 // when there is a calibration (calFile, or the default beside specFile if
 // it exists), the hours of the stages to run.
 func writeSummary(w io.Writer, specFile, calFile, device string, p *plan.Plan) error {
-	var cal *cost.Calibration
-	if _, err := os.Stat(cost.DefaultCalibration(specFile)); calFile != "" || err == nil {
-		c, _, err := cost.ReadFor(specFile, calFile, device)
-		if err != nil {
-			return err
-		}
-		cal = c
-	}
-	kinds := cost.Counts(p)
-	var est *cost.Estimate
-	if cal != nil {
-		var err error
-		if est, err = cal.Estimate(p); err != nil {
-			return err
-		}
-		kinds = est.Kinds
+	kinds, cal, est, err := cost.Summary(p, specFile, calFile, device)
+	if err != nil {
+		return err
 	}
 	unit := "CPU-hours"
 	if cal != nil && cal.OnGPU() {
@@ -184,9 +168,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 	if err := a.execute(ctx, "calibrate", p, c, en.reg, o, exec.Options{Jobs: 1, Threads: threads, Select: sel}); err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
-	cal := &cost.Calibration{Version: cost.CalibrationVersion, Host: host, GOARCH: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), Threads: threads, Date: time.Now().UTC().Truncate(time.Second), Device: spec.Device}
+	cal := cost.NewCalibration(threads, spec.Device)
 	if err := cost.Measured(cal, p, c); err != nil {
 		return nil, runtimeErr("calibrate", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/catalog"
 	"github.com/spn-project/spn/data/fetch"
-	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/lrgb"
 	"github.com/spn-project/spn/data/prox"
 	"github.com/spn-project/spn/data/proxcheck"
@@ -27,9 +25,6 @@ import (
 	"github.com/spn-project/spn/data/stats"
 	"github.com/spn-project/spn/data/tu"
 )
-
-// importedDir is the sub-directory of the data dir holding imported datasets.
-const importedDir = graphfile.ImportedDir
 
 const dataUsage = `Usage: spn data SUBCOMMAND [flags] [args]
 
@@ -146,9 +141,6 @@ func (o *dataOpts) load(ctx context.Context, a *app, name string) (*data.Dataset
 		Seed: o.seed, Folds: o.folds, Negatives: o.negatives, Balanced: o.balanced, ColourBlind: o.blind}}, name)
 }
 
-// validName is what import accepts as a dataset name.
-var validName = graphfile.ValidName
-
 // dataErr is err of subcommand sub: a usage error for unknown names and
 // impossible flags, a runtime error otherwise.
 func dataErr(sub string, err error) error {
@@ -170,37 +162,15 @@ func (a *app) dataFetch(args []string) error {
 	if len(names) == 0 {
 		return usageErr("data fetch", fmt.Errorf("no dataset named (known: %s)", strings.Join(tu.Names(), ", ")))
 	}
-	known := catalog.Fetchable()
-	for _, n := range names {
-		if !slices.Contains(known, n) {
-			return usageErr("data fetch", fmt.Errorf("cannot fetch %q (known: %s)", n, strings.Join(known, ", ")))
-		}
+	if err := catalog.CheckFetchable(names); err != nil {
+		return usageErr("data fetch", err)
 	}
 	o.resolve(a)
 	ctx, cancel := a.signalContext()
 	defer cancel()
 	for _, n := range names {
 		f := o.fetcher(a)
-		if *refresh {
-			for _, u := range catalog.URLs(n) {
-				if err := f.Forget(ctx, u); err != nil {
-					return dataErr("fetch", err)
-				}
-			}
-		}
-		var err error
-		lrgbDir := ""
-		if n == lrgb.Name {
-			// Raw files for the conversion script, checked against
-			// upstream's SHA-256s; spn reads the converted set once
-			// imported.
-			lrgbDir, err = lrgb.Fetch(ctx, f)
-		} else {
-			// Fetch parses every file and checks its built-in content
-			// figures, so a broken or changed file is reported now, not
-			// at training.
-			_, err = catalog.FetchKnown(ctx, f, n)
-		}
+		lrgbDir, err := catalog.Fetch(ctx, f, n, *refresh)
 		for _, s := range f.Sources() {
 			fmt.Fprintf(a.stdout, "%s\t%s\n", n, filepath.Join(o.dataDir, filepath.FromSlash(s.Path)))
 		}
@@ -251,11 +221,10 @@ func (a *app) dataStats(args []string) error {
 			return dataErr("stats", err)
 		}
 		if n == "prox" && !o.blind {
-			noisy, negs, err := proxcheck.Noise(ds.Graphs, o.proxH)
+			f, err := proxcheck.Violating(ds.Graphs, o.proxH)
 			if err != nil {
 				return dataErr("stats", err)
 			}
-			f := 1 - float64(noisy)/float64(max(negs, 1))
 			s.NegativesViolating = &f
 		}
 		sums = append(sums, s)

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/catalog"
-	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/jsonl"
 	"github.com/spn-project/spn/data/known"
 	"github.com/spn-project/spn/data/sp"
@@ -144,57 +142,22 @@ func (a *app) dataImport(args []string) error {
 	if len(files) != 1 {
 		return usageErr("data import", fmt.Errorf("want one FILE.jsonl or FILE.jsonl.gz, got %d", len(files)))
 	}
-	if !validName.MatchString(*name) {
-		return usageErr("data import", fmt.Errorf("--name %q: want letters, digits, '_', '.', '-', starting with a letter or digit", *name))
-	}
-	kf, knownSet := known.Imported(*name)
-	if b := builtinName(*name); b != "" && !knownSet {
-		return usageErr("data import", fmt.Errorf("--name %q: %q is a built-in dataset name, which spn reads or generates itself; choose another name", *name, b))
+	if err := catalog.CheckImportName(*name); err != nil {
+		return usageErrf("data import", "--%w", err)
 	}
 	o.resolve(a)
-	f, err := os.Open(files[0])
-	if err != nil {
-		return usageErr("data import", err)
-	}
-	defer f.Close()
-	ds, err := jsonl.Read(f, files[0])
-	if err != nil {
+	ds, dest, err := catalog.Import(files[0], *name, catalog.ImportOptions{DataDir: o.dataDir, AcceptMismatch: o.acceptMismatch,
+		Warn: func(err error) { fmt.Fprintf(a.stderr, "spn data import: warning (--accept-data-mismatch): %v\n", err) }})
+	if ie, me := (*catalog.ImportError)(nil), (*known.MismatchError)(nil); errors.As(err, &ie) {
 		// The user's file does not validate: exit 2 like a bad spec.
 		return usageErr("data import", err)
-	}
-	if knownSet {
-		// A name spn knows stands for known content: the file must have
-		// its built-in figures.
-		if err := known.Compare(files[0], kf.Rel, kf.Figures, known.Of(ds)); err != nil {
-			if !o.acceptMismatch {
-				return usageErr("data import", fmt.Errorf("%w\n%s is the name of a dataset spn knows; its file must be that dataset (or pass --accept-data-mismatch)", err, *name))
-			}
-			fmt.Fprintf(a.stderr, "spn data import: warning (--accept-data-mismatch): %v\n", err)
-		}
-	}
-	ds.Name = *name
-	dir := filepath.Join(o.dataDir, importedDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return dataErr("import", err)
-	}
-	dest := graphfile.ImportedPath(o.dataDir, *name)
-	if err := data.WriteDatasetFile(dest, ds); err != nil {
+	} else if errors.As(err, &me) {
+		return usageErr("data import", fmt.Errorf("%w\n%s is the name of a dataset spn knows; its file must be that dataset (or pass --accept-data-mismatch)", err, *name))
+	} else if err != nil {
 		return dataErr("import", err)
 	}
 	fmt.Fprintf(a.stdout, "imported %d graphs from %s as %s (%s)\n", len(ds.Graphs), files[0], *name, dest)
 	return nil
-}
-
-// builtinName returns the built-in dataset name that name is (in any
-// case), or "": the names spn data reads from upstream files or
-// generates, which an imported dataset must not shadow.
-func builtinName(name string) string {
-	for _, b := range append(catalog.Fetchable(), "prox") {
-		if strings.EqualFold(name, b) {
-			return b
-		}
-	}
-	return ""
 }
 
 func (a *app) dataHops(args []string) error {
@@ -227,32 +190,19 @@ func (a *app) dataHops(args []string) error {
 		return dataErr("hops", err)
 	}
 	elapsed := time.Since(start)
-	entries := make([]int, *kmax)
-	unr, split := 0, 0 // N_∞'s entries, the graphs with more than one component
-	for _, gh := range h.Graphs {
-		for d, c := range gh.Hop {
-			entries[d] += len(c.Idx)
-		}
-		if gh.Unreachable != nil && len(gh.Unreachable.Idx) > 0 {
-			unr += len(gh.Unreachable.Idx)
-			split++
-		}
-	}
+	sizes := h.Sizes()
 	sets := fmt.Sprintf("N_1..N_%d", *kmax)
 	if *unreachable {
 		sets += " and N_∞"
 	}
 	fmt.Fprintf(a.stdout, "%s: %d graphs, hop sets %s in %.3fs\n", ds.Name, len(ds.Graphs), sets, elapsed.Seconds())
-	total := 0
-	for d, e := range entries {
+	for d, e := range sizes.Entries {
 		fmt.Fprintf(a.stdout, "  N_%d: %d (u,v) pairs\n", d+1, e)
-		total += e
 	}
 	if *unreachable {
-		fmt.Fprintf(a.stdout, "  N_∞: %d (u,v) pairs, in %d graphs of more than one component\n", unr, split)
-		total += unr
+		fmt.Fprintf(a.stdout, "  N_∞: %d (u,v) pairs, in %d graphs of more than one component\n", sizes.Unreachable, sizes.Split)
 	}
-	fmt.Fprintf(a.stdout, "  total: %d pairs\n", total)
+	fmt.Fprintf(a.stdout, "  total: %d pairs\n", sizes.Total())
 	if *out != "" {
 		if err := data.WriteHopsFile(*out, h); err != nil {
 			return dataErr("hops", err)

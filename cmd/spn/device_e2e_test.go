@@ -19,6 +19,7 @@ import (
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/device"
 	"github.com/spn-project/spn/stages/exec"
+	"github.com/spn-project/spn/stages/train"
 )
 
 // emulatedOpener returns the opener of the emulated device (built for
@@ -467,7 +468,7 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("bench --device cuda --json: exit %d: %s", r.code, r.stderr)
 	}
-	var rep benchReport
+	var rep train.BenchReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, r.stdout)
 	}
@@ -490,7 +491,7 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	// shapes: the timed epoch's steps launch and allocate no more than a
 	// cold epoch's.
 	r, _ = benchOn(t, o, append(small, "--json", "--warmup", "1")...)
-	var warm benchReport
+	var warm train.BenchReport
 	if r.code != exitOK {
 		t.Fatalf("bench --device cuda --warmup 1: exit %d: %s", r.code, r.stderr)
 	}
@@ -507,7 +508,7 @@ func TestBenchOnEmulatedDevice(t *testing.T) {
 	// --stages-per-gpu 2 do: a copy's step launches what one copy's does,
 	// and their peak memory is the sum of two such copies'.
 	r, _ = benchOn(t, o, append(small, "--json", "--jobs", "2")...)
-	var two benchReport
+	var two train.BenchReport
 	if r.code != exitOK {
 		t.Fatalf("bench --device cuda --jobs 2: exit %d: %s", r.code, r.stderr)
 	}
@@ -534,7 +535,7 @@ func TestBenchKernelTimes(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("bench --kernel-times --json: exit %d: %s", r.code, r.stderr)
 	}
-	var rep benchReport
+	var rep train.BenchReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, r.stdout)
 	}
@@ -585,7 +586,7 @@ func TestBenchKernelTimes(t *testing.T) {
 func TestBenchSyncSteps(t *testing.T) {
 	o := emulatedOpener(t)
 	args := []string{"prox", "--graphs", "40", "--layers", "2", "--hidden", "8", "--k", "2", "--device", "cuda", "--json"}
-	var reps [2]benchReport
+	var reps [2]train.BenchReport
 	for i, extra := range [][]string{nil, {"--sync-steps"}} {
 		r, _ := benchOn(t, o, append(args, extra...)...)
 		if r.code != exitOK {

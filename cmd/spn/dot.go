@@ -37,11 +37,5 @@ func (o *dotOpts) check(other bool) error {
 }
 
 func (o *dotOpts) options(title string, c *cache.Cache) plan.DOTOptions {
-	return plan.DOTOptions{Title: title, ByKind: o.by == "kind", Failure: func(key string) (string, bool) {
-		f, ok := c.LastFailure(key)
-		if !ok {
-			return "", false
-		}
-		return f.Error, true
-	}}
+	return plan.DOTOptions{Title: title, ByKind: o.by == "kind", Failure: c.FailureMessage}
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +13,6 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/spn-project/spn/data/exp"
 	"github.com/spn-project/spn/data/expressivity"
 	"github.com/spn-project/spn/models/separation"
 )
@@ -47,13 +46,6 @@ type exprOptions struct {
 	asJSON      bool
 }
 
-// exprPairs are the pairs to check; dataset is set for EXP and CEXP
-// (only the counts are printed).
-type exprPairs struct {
-	expressivity.Input
-	dataset bool
-}
-
 // cmdExpressivity implements spn expressivity: parse the options, load the
 // pairs, check them (refinement, concrete SPNs and, with --paper, the
 // paper's claims) and print the report. It fails (exit 1) when a claim of
@@ -65,11 +57,13 @@ func cmdExpressivity(a *app, args []string) error {
 	}
 	ctx, cancel := a.signalContext()
 	defer cancel()
-	in, err := loadPairs(ctx, a, opt)
-	if err != nil {
-		return err
+	in, err := expressivity.Load(ctx, expressivity.Sources{Fetcher: opt.data.fetcher(a), Stdin: os.Stdin}, opt.input, opt.paper, opt.ks)
+	if ie := (*expressivity.InputError)(nil); errors.As(err, &ie) {
+		return usageErr("expressivity", err)
+	} else if err != nil {
+		return runtimeErr("expressivity", err)
 	}
-	rep, err := expressivity.Analyze(ctx, &in.Input, expressivity.AnalyzeOptions{Unreachable: opt.unreachable, Seeds: opt.seeds, Separate: separation.SPN})
+	rep, err := expressivity.Analyze(ctx, in, expressivity.AnalyzeOptions{Unreachable: opt.unreachable, Seeds: opt.seeds, Separate: separation.SPN})
 	if err != nil {
 		return runtimeErr("expressivity", err)
 	}
@@ -78,7 +72,7 @@ func cmdExpressivity(a *app, args []string) error {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = renderExpr(a.stdout, rep, !in.dataset)
+		err = renderExpr(a.stdout, rep, !in.Dataset)
 	}
 	if err != nil {
 		return runtimeErr("expressivity", err)
@@ -124,52 +118,6 @@ func (a *app) exprOptions(args []string) (*exprOptions, error) {
 	}
 	opt.data.resolve(a)
 	return opt, nil
-}
-
-// loadPairs returns the pairs opt asks for: the paper's, a dataset's
-// consecutive graphs (by default with k up to its largest diameter) or a
-// PAIRS.jsonl file's.
-func loadPairs(ctx context.Context, a *app, opt *exprOptions) (*exprPairs, error) {
-	in := &exprPairs{Input: expressivity.Input{Source: opt.input, Ks: opt.ks}}
-	switch {
-	case opt.paper:
-		in.Source = "paper"
-		in.Paper = expressivity.PaperPairs()
-		for _, pp := range in.Paper {
-			in.Pairs = append(in.Pairs, pp.Pair)
-		}
-	case slices.Contains(exp.Names(), opt.input):
-		in.dataset = true
-		ds, err := exp.Fetch(ctx, opt.data.fetcher(a), opt.input)
-		if err != nil {
-			return nil, runtimeErr("expressivity", err)
-		}
-		pairs, ks, err := expressivity.DatasetPairs(ds)
-		if err != nil {
-			return nil, runtimeErr("expressivity", err)
-		}
-		in.Pairs = pairs
-		if in.Ks == nil {
-			in.Ks = ks
-		}
-	default:
-		var r io.Reader = os.Stdin
-		if opt.input != "-" {
-			f, err := os.Open(opt.input)
-			if err != nil {
-				return nil, usageErr("expressivity", err)
-			}
-			defer f.Close()
-			r = f
-		} else {
-			in.Source = "stdin"
-		}
-		var err error
-		if in.Pairs, err = expressivity.ReadPairs(r, in.Source); err != nil {
-			return nil, usageErr("expressivity", err)
-		}
-	}
-	return in, nil
 }
 
 func newTable(w io.Writer) *tablewriter.Table {
@@ -224,25 +172,13 @@ func renderExpr(w io.Writer, rep *expressivity.Report, perPair bool) error {
 		}
 		t.Header(head)
 		for _, p := range rep.Pairs {
-			var ks, yes, spnYes []int
-			for _, kr := range p.SPMPNN {
-				ks = append(ks, kr.K)
-				if kr.Distinguishes {
-					yes = append(yes, kr.K)
-				}
-			}
+			ks, yes := p.SPMPNNKs()
 			two := func(a, b any) string { return fmt.Sprintf("%v / %v", a, b) }
 			row := []string{p.Name, two(p.A.Nodes, p.B.Nodes), two(p.A.Edges, p.B.Edges),
 				two(yn(p.A.Connected), yn(p.B.Connected)), two(p.A.Diameter, p.B.Diameter), two(p.A.Wiener, p.B.Wiener),
 				yn(p.WL), yn(p.SP), kSummary(ks, yes)}
 			if rep.SPNSeeds > 0 {
-				var sks []int
-				for _, s := range p.SPN {
-					sks = append(sks, s.K)
-					if s.Separates() {
-						spnYes = append(spnYes, s.K)
-					}
-				}
+				sks, spnYes := p.SPNKs()
 				row = append(row, kSummary(sks, spnYes))
 			}
 			if err := t.Append(row); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -180,24 +179,5 @@ func TestExpressivityOptions(t *testing.T) {
 	}
 	if _, err := a.exprOptions([]string{"--paper", "x"}); exitCode(err) != exitUsage {
 		t.Errorf("--paper with a file: %v", err)
-	}
-}
-
-// loadPairs reads a PAIRS.jsonl file (source: its name) and the paper's
-// pairs, each paper pair with its claims.
-func TestLoadPairs(t *testing.T) {
-	a := &app{stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
-	file := filepath.Join("testdata", "expressivity", "pairs.jsonl")
-	in, err := loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, input: file, ks: []int{2}})
-	if err != nil || in.Source != file || in.dataset || in.Paper != nil || len(in.Pairs) == 0 || !slices.Equal(in.Ks, []int{2}) {
-		t.Fatalf("file: %+v, %v", in, err)
-	}
-	in, err = loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, paper: true})
-	if err != nil || in.Source != "paper" || len(in.Paper) != len(in.Pairs) || len(in.Pairs) != 3 {
-		t.Fatalf("paper: %+v, %v", in, err)
-	}
-	_, err = loadPairs(context.Background(), a, &exprOptions{data: &dataOpts{}, input: filepath.Join("testdata", "expressivity", "bad.jsonl")})
-	if exitCode(err) != exitUsage {
-		t.Errorf("bad file: %v", err)
 	}
 }

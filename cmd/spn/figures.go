@@ -28,14 +28,3 @@ func (a *app) writeFigures(spec *schema.Spec, p *plan.Plan, c *cache.Cache, out 
 	}
 	return written, nil
 }
-
-// figureInputsMissing reports whether a figure stage lacks a cached input
-// (spn table renders figures from finished stages only).
-func figureInputsMissing(n *plan.Node) bool {
-	for _, d := range n.Deps {
-		if d.Status != plan.Cached {
-			return true
-		}
-	}
-	return false
-}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spn-project/spn/data"
+	"github.com/spn-project/spn/data/graphfile"
 )
 
 // storeImported writes one graph as the dataset name imported into
@@ -20,7 +21,7 @@ import (
 func storeImported(t *testing.T, dataDir, name string, g data.Graph) {
 	t.Helper()
 	ds := &data.Dataset{Name: name, Graphs: []data.Graph{g}, NumClasses: 2}
-	dir := filepath.Join(dataDir, importedDir)
+	dir := filepath.Join(dataDir, graphfile.ImportedDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

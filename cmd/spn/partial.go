@@ -3,15 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spn-project/spn/schema"
-	"github.com/spn-project/spn/stages"
 	"github.com/spn-project/spn/stages/cache"
 	"github.com/spn-project/spn/stages/outdir"
 	"github.com/spn-project/spn/stages/plan"
-	"github.com/spn-project/spn/stages/selection"
 	"github.com/spn-project/spn/stages/tabulate"
 )
 
@@ -70,22 +67,7 @@ func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *p
 			known = append(known, outdir.BaseNames(files)...)
 			continue
 		}
-		results := map[string]*stages.EvalResult{}
-		var missing []string
-		for _, e := range p.TableExperiments[t.Name] {
-			ev := p.Evaluate[e]
-			if ok, _ := c.Has(ev.Kind, ev.Key); !ok {
-				missing = append(missing, e)
-				continue
-			}
-			r, err := selection.ReadEvalResult(c.StageDir(ev.Kind, ev.Key))
-			if err != nil {
-				missing = append(missing, e)
-				continue
-			}
-			results[e] = r
-		}
-		sort.Strings(missing)
+		results, missing := p.TableResults(t.Name, c)
 		files, err := tabulate.Render(tabulate.Partial(t, missing, why), results)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "spn %s: table %s: not written: %v\n", cmd, t.Name, err)

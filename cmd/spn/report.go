@@ -11,6 +11,7 @@ import (
 	"github.com/spn-project/spn/stages/plan"
 	"github.com/spn-project/spn/stages/report"
 	"github.com/spn-project/spn/stages/tabulate"
+	"github.com/spn-project/spn/stages/train"
 )
 
 func cmdReport(a *app, args []string) error { return a.report(realEngine(), args) }
@@ -58,7 +59,7 @@ func (a *app) writeReport(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.
 	}
 	b, err := report.Render(report.Options{
 		Spec: spec, SpecPath: dir.Spec.Path, SpecSHA256: dir.Spec.SHA256, Version: version,
-		Plan: p, Cache: c, Tables: tabulate.WriteHTML, Memory: peakMemory(device.TrainModels(en.reg)),
+		Plan: p, Cache: c, Tables: tabulate.WriteHTML, Memory: train.PlanMemory(device.TrainModels(en.reg)),
 	})
 	if err != nil {
 		return runtimeErr(dir.cmd, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/spn-project/spn/stages/memguard"
 	"github.com/spn-project/spn/stages/sched"
 	"github.com/spn-project/spn/stages/slurm"
+	"github.com/spn-project/spn/stages/train"
 )
 
 func (a *app) run(en *engine, args []string) error {
@@ -117,7 +118,7 @@ func (a *app) run(en *engine, args []string) error {
 		xo.MemoryLimit, xo.MemoryLimitSource = memguard.Limit(a.getenv, sched.MemInfoFile, memguard.CgroupMemoryMax)
 		xo.MemoryHint = " (--ignore-memory-limit starts it anyway)"
 		if xo.Memory == nil {
-			xo.Memory = peakMemory(device.TrainModels(en.reg))
+			xo.Memory = train.PlanMemory(device.TrainModels(en.reg))
 		}
 	}
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",

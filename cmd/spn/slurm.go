@@ -86,12 +86,7 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 	}
 	stageArgs := o.stageArgs(c.Root)
 	cached, _ := p.Counts()
-	queued := 0
-	for _, n := range p.Nodes {
-		if _, ok := active[n.Key]; ok && n.Status != plan.Cached {
-			queued++
-		}
-	}
+	queued := slurm.InQueue(p, active)
 	start := time.Now()
 	sub, err := slurm.Submit(ctx, p, c, active, slurm.Options{
 		Config: cfg, Binary: bin, StageArgs: stageArgs, Spec: spec.Name,
@@ -109,10 +104,6 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		}
 		return runtimeErr("run", err)
 	}
-	tasks := 0
-	for _, j := range sub.Jobs {
-		tasks += len(j.Tasks)
-	}
 	verb := "submitted"
 	switch {
 	case s.DryRun:
@@ -121,7 +112,7 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		verb = "submitted (held)"
 	}
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d queued or running, %d %s as %d jobs (%d array tasks) in %.2f s\n",
-		specLabel(spec, file), len(p.Nodes), cached, queued, sub.Stages, verb, len(sub.Jobs), tasks, time.Since(start).Seconds())
+		specLabel(spec, file), len(p.Nodes), cached, queued, sub.Stages, verb, len(sub.Jobs), sub.Tasks(), time.Since(start).Seconds())
 	if sub.Dir != "" && !s.DryRun {
 		fmt.Fprintf(a.stderr, "spn run: job files and logs in %s\n", sub.Dir)
 	}

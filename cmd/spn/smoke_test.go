@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spn-project/spn/data/graphfile"
 	"github.com/spn-project/spn/data/lrgb"
 	"github.com/spn-project/spn/internal/testkit/lrgbtest"
 	"github.com/spn-project/spn/internal/testkit/mirrortest"
@@ -88,7 +89,7 @@ func TestSmokeSpecs(t *testing.T) {
 // second call finds it imported.
 func importPeptidesFunc(t *testing.T, dataDir string) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(dataDir, importedDir, lrgb.Name+".bin")); err == nil {
+	if _, err := os.Stat(filepath.Join(dataDir, graphfile.ImportedDir, lrgb.Name+".bin")); err == nil {
 		return
 	}
 	if code, _, errs := dataRun(dataDir, mirrortest.Dir(t), "fetch", lrgb.Name); code != exitOK {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spn-project/spn/stages/cache"
@@ -65,7 +64,7 @@ func (a *app) stage(en *engine, args []string) error {
 	}
 	reg, err := a.stageDevice(pf, keys, o.device, en.reg, o.cache)
 	if err != nil {
-		recordFailures(o.cache, pf, keys, err)
+		pf.RecordFailures(o.cache, keys, err)
 		return err
 	}
 	en = en.withStages(reg)
@@ -84,14 +83,7 @@ func (a *app) stage(en *engine, args []string) error {
 		if err != nil {
 			return usageErrf("stage run", "%s: %w", *planFile, err)
 		}
-		missing := ""
-		for _, d := range n.Deps {
-			if ok, _ := c.Has(d.Kind, d.Key); !ok {
-				missing = d.Name
-				break
-			}
-		}
-		if missing != "" {
+		if missing := exec.MissingInput(c, n); missing != "" {
 			fmt.Fprintf(a.stderr, "spn stage run: %s: input %s is not in the cache %s\n", n.Name, missing, c.Root)
 			failed = reported(exitFail)
 			continue
@@ -113,24 +105,4 @@ func (a *app) stage(en *engine, args []string) error {
 		}
 	}
 	return failed
-}
-
-// recordFailures records err as the failure of every stage of keys in
-// the cache at root, if that cache exists: a Slurm job that cannot run its
-// stages (no GPU on its node) then shows why in spn status and spn run
-// --wait, not only in its job log.
-func recordFailures(root string, pf *exec.PlanFile, keys []string, err error) {
-	if _, serr := os.Stat(root); serr != nil {
-		return
-	}
-	c, cerr := cache.Open(root)
-	if cerr != nil {
-		return
-	}
-	for _, key := range keys {
-		if n, nerr := pf.Node(key); nerr == nil {
-			// Best effort: the command's own error is what it reports.
-			_ = c.RecordFailure(cache.Failure{Key: n.Key, Kind: n.Kind, Name: n.Name, Error: err.Error(), Time: time.Now()})
-		}
-	}
 }

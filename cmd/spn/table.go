@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spn-project/spn/schema"
@@ -86,7 +85,7 @@ func (a *app) table(en *engine, args []string) error {
 	// Tables render from finished experiments only. A run in progress may
 	// still be computing the missing ones: wait for its lock (or fail at
 	// once with --no-wait, naming the holder), then look again.
-	missing, pending := tableNeeds(spec, p)
+	missing, pending := p.TableNeeds(spec)
 	if len(missing) > 0 || pending > 0 {
 		if _, err := os.Stat(o.cache); err == nil || pending > 0 {
 			if _, err := cache.Open(o.cache); err != nil {
@@ -103,7 +102,7 @@ func (a *app) table(en *engine, args []string) error {
 			if err := p.Resolve(c); err != nil {
 				return runtimeErr("table", err)
 			}
-			missing, pending = tableNeeds(spec, p)
+			missing, pending = p.TableNeeds(spec)
 		}
 	}
 	if len(missing) > 0 && *partial {
@@ -126,33 +125,4 @@ func (a *app) table(en *engine, args []string) error {
 		}
 	}
 	return a.writeTables(en, spec, p, c, dest)
-}
-
-// tableNeeds returns the experiments of the spec's tables whose
-// evaluation is not cached (sorted) and how many tables must be rendered.
-func tableNeeds(spec *schema.Spec, p *plan.Plan) (missing []string, pending int) {
-	seen := map[string]bool{}
-	for _, t := range spec.Tables {
-		if p.Tabulate[t.Name].Status == plan.ToRun {
-			pending++
-		}
-		for _, e := range p.TableExperiments[t.Name] {
-			if p.Evaluate[e].Status != plan.Cached && !seen[e] {
-				seen[e] = true
-				missing = append(missing, e)
-			}
-		}
-	}
-	for _, f := range spec.Figures {
-		n := p.Figure[f.Name]
-		if n.Status == plan.ToRun {
-			pending++
-		}
-		if figureInputsMissing(n) && !seen[f.Experiment] {
-			seen[f.Experiment] = true
-			missing = append(missing, f.Experiment)
-		}
-	}
-	sort.Strings(missing)
-	return missing, pending
 }

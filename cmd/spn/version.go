@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/spn-project/spn/models/cuda"
 	"github.com/spn-project/spn/models/cuda/kern"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/stages/device"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -71,12 +71,8 @@ func (a *app) reportCUDA() error {
 		}
 		fmt.Fprintf(a.stdout, "%v\n", d)
 	}
-	c, err := rt.Compiler(first)
-	if err != nil {
-		return err
-	}
 	start := time.Now()
-	ptx, err := c.Compile(kern.Name, kern.Source(), kern.Options()...)
+	ptx, c, err := device.CompileKernels(rt, first)
 	if err != nil {
 		return err
 	}
@@ -86,18 +82,8 @@ func (a *app) reportCUDA() error {
 	}
 	fmt.Fprintf(a.stdout, "kernels: %d compiled for %s by NVRTC %v in %.2f s (%d bytes of %s)\n",
 		len(kern.Kernels()), c.Arch, c.NVRTC.Version, time.Since(start).Seconds(), len(ptx), what)
-	// The module loads on GPU 0: the driver reads the CUBIN, or compiles
-	// the PTX with its JIT, as a training run's engine makes it do.
 	start = time.Now()
-	ctx, err := rt.NewContext(first.Ordinal)
-	if err != nil {
-		return err
-	}
-	mod, err := ctx.LoadModule(ptx)
-	if err == nil {
-		err = mod.Unload()
-	}
-	if err = errors.Join(err, ctx.Close()); err != nil {
+	if err := device.LoadKernels(rt, first.Ordinal, ptx); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "kernels: loaded on cuda:%d in %.2f s\n", first.Ordinal, time.Since(start).Seconds())

@@ -19,6 +19,30 @@ type PairReport struct {
 	Claims []Verdict `json:"claims,omitempty"`
 }
 
+// SPMPNNKs returns the hop limits the SP-MPNN(k) refinement checked for
+// the pair, ascending, and those at which it distinguishes the pair.
+func (p *PairReport) SPMPNNKs() (ks, yes []int) {
+	for _, kr := range p.SPMPNN {
+		ks = append(ks, kr.K)
+		if kr.Distinguishes {
+			yes = append(yes, kr.K)
+		}
+	}
+	return ks, yes
+}
+
+// SPNKs returns the hop limits of the concrete SPNs run on the pair and
+// those at which some random SPN separates it.
+func (p *PairReport) SPNKs() (ks, yes []int) {
+	for _, s := range p.SPN {
+		ks = append(ks, s.K)
+		if s.Separates() {
+			yes = append(yes, s.K)
+		}
+	}
+	return ks, yes
+}
+
 // Count is how many pairs one method separates.
 type Count struct {
 	Method    string `json:"method"`
@@ -95,6 +119,10 @@ type Input struct {
 	Paper []PaperPair
 	// Ks are the hop limits to check (nil: 1..n−1 per pair).
 	Ks []int
+	// Dataset is set when the pairs are a dataset's consecutive graphs
+	// (EXP, CEXP): too many to list one by one, only their counts are
+	// reported.
+	Dataset bool
 }
 
 // Separator runs the concrete models on pairs (results[i] is pairs[i]'s

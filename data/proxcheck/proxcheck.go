@@ -112,6 +112,17 @@ func Noise(graphs []data.Graph, h int) (positive, negatives int, err error) {
 	return positive, negatives, nil
 }
 
+// Violating returns the share of the negatives (class 0) of graphs that
+// violate h-Proximity's rule, as a negative should; the rest (Noise's
+// positive) are label noise. Without negatives it is 1.
+func Violating(graphs []data.Graph, h int) (float64, error) {
+	noisy, negs, err := Noise(graphs, h)
+	if err != nil {
+		return 0, err
+	}
+	return 1 - float64(noisy)/float64(max(negs, 1)), nil
+}
+
 // lists returns g's adjacency as plain lists, checked as it is read.
 func lists(g *data.Graph) ([][]int, error) {
 	if len(g.Labels) != g.N {

@@ -127,3 +127,29 @@ func TestNoise(t *testing.T) {
 		t.Error("negative without red accepted")
 	}
 }
+
+// TestViolating: the share of the negatives that keep the rule broken.
+func TestViolating(t *testing.T) {
+	const R, B, W = Red, Blue, White
+	pos := path(t, B, R, B, W)
+	pos.Y = 1
+	noisy := path(t, B, R, B, W)
+	broken := path(t, B, R, B, B)
+	for _, tc := range []struct {
+		name   string
+		graphs []data.Graph
+		want   float64
+	}{
+		{"one of two noisy", []data.Graph{pos, noisy, broken}, 0.5},
+		{"all broken", []data.Graph{broken, pos, broken}, 1},
+		{"all noisy", []data.Graph{noisy}, 0},
+		{"no negatives", []data.Graph{pos}, 1},
+	} {
+		if got, err := Violating(tc.graphs, 2); err != nil || got != tc.want {
+			t.Errorf("%s: %g, %v; want %g", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := Violating([]data.Graph{path(t, W, W, W)}, 2); err == nil {
+		t.Error("negative without red accepted")
+	}
+}

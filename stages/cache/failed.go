@@ -65,3 +65,13 @@ func (c *Cache) LastFailure(key string) (*Failure, bool) {
 	}
 	return &f, true
 }
+
+// FailureMessage returns the error of the recorded failure of stage key,
+// if any (LastFailure), as plan.DOTOptions.Failure takes it.
+func (c *Cache) FailureMessage(key string) (string, bool) {
+	f, ok := c.LastFailure(key)
+	if !ok {
+		return "", false
+	}
+	return f.Error, true
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -51,4 +52,19 @@ func ParseMemAvailable(r io.Reader) (uint64, error) {
 		return 0, err
 	}
 	return 0, fmt.Errorf("meminfo has no MemAvailable line")
+}
+
+// CapMemory returns avail capped by the Go memory limit (limit, as
+// debug.SetMemoryLimit(-1) reports it: GOMEMLIMIT, e.g. a cluster job's
+// memory) when one is set: the memory free for new stages.
+func CapMemory(avail func() (uint64, bool), limit int64) func() (uint64, bool) {
+	return func() (uint64, bool) {
+		free, ok := avail()
+		if limit > 0 && limit < math.MaxInt64 {
+			if !ok || uint64(limit) < free {
+				return uint64(limit), true
+			}
+		}
+		return free, ok
+	}
 }

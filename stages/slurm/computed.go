@@ -23,6 +23,19 @@ func Reusing(p *plan.Plan, c *cache.Cache, active map[string]Active) int {
 	return n
 }
 
+// InQueue counts the stages of p, not cached (after plan.Plan.Resolve),
+// that have a job in active: queued or running already, so a submission
+// leaves them to it.
+func InQueue(p *plan.Plan, active map[string]Active) int {
+	n := 0
+	for _, nd := range p.Nodes {
+		if _, ok := active[nd.Key]; ok && nd.Status != plan.Cached {
+			n++
+		}
+	}
+	return n
+}
+
 // Computed counts the cached train results of p by what computed them
 // (stages.Compute's String: the device and kernels).
 func Computed(p *plan.Plan, c *cache.Cache) (map[string]int, error) {

@@ -92,3 +92,38 @@ func TestComputed(t *testing.T) {
 		t.Fatalf("a damaged result: error %v, want one naming %s", err, path)
 	}
 }
+
+// InQueue counts the stages with a job that are not cached; Tasks the
+// array tasks of a submission's jobs.
+func TestInQueueAndTasks(t *testing.T) {
+	p := testPlan()
+	for _, tc := range []struct {
+		name   string
+		active map[string]Active
+		cached []int // nodes cached
+		want   int
+	}{
+		{"no queue", nil, nil, 0},
+		{"two queued", map[string]Active{p.Nodes[1].Key: {JobID: "7"}, p.Nodes[2].Key: {JobID: "7", Task: 1}}, nil, 2},
+		{"one of them cached meanwhile", map[string]Active{p.Nodes[1].Key: {JobID: "7"}, p.Nodes[2].Key: {JobID: "7", Task: 1}}, []int{2}, 1},
+		{"unknown keys", map[string]Active{"zz": {JobID: "8"}}, nil, 0},
+	} {
+		for _, n := range p.Nodes {
+			n.Status = plan.ToRun
+		}
+		for _, i := range tc.cached {
+			p.Nodes[i].Status = plan.Cached
+		}
+		if got := InQueue(p, tc.active); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	n := p.Nodes[0]
+	sub := &Submission{Jobs: []*Job{{Tasks: [][]*plan.Node{{n}, {n, n}}}, {Tasks: [][]*plan.Node{{n}}}, {}}}
+	if got := sub.Tasks(); got != 3 {
+		t.Errorf("Tasks = %d, want 3", got)
+	}
+	if got := (&Submission{}).Tasks(); got != 0 {
+		t.Errorf("Tasks of an empty submission = %d", got)
+	}
+}

@@ -147,6 +147,15 @@ type Submission struct {
 	Stages int
 }
 
+// Tasks is the number of array tasks of the submission's jobs.
+func (s *Submission) Tasks() int {
+	n := 0
+	for _, j := range s.Jobs {
+		n += len(j.Tasks)
+	}
+	return n
+}
+
 // Group splits the stages to run into jobs. todo is in plan order. Stages
 // are grouped by DAG level (0 for stages whose inputs are all cached or
 // queued, else one more than the highest level among their inputs), kind,

@@ -10,6 +10,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/schema"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/plan"
 )
 
 // PeakEstimator estimates, before a train stage runs, the most memory it
@@ -140,4 +141,23 @@ func (e *PeakEstimator) paramCount(point schema.Point, header *data.Dataset) int
 		return 0
 	}
 	return n
+}
+
+// PlanMemory returns the expected peak memory of a planned stage (a
+// train stage's, from its parameters and inputs by a PeakEstimator for the
+// model kinds of mr; 0 for other kinds), as exec.Options.Memory and spn
+// report take it. A stage whose parameters do not decode counts 0: the
+// stage itself reports what is wrong.
+func PlanMemory(mr models.Registry) func(n *plan.Node, in []stages.Input) uint64 {
+	est := NewPeakEstimator(mr)
+	return func(n *plan.Node, in []stages.Input) uint64 {
+		if n.Kind != stages.KindTrain {
+			return 0
+		}
+		b, err := est.PeakBytes(n.JSON, in)
+		if err != nil {
+			return 0
+		}
+		return b
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kinds"
 	"github.com/spn-project/spn/stages"
+	"github.com/spn-project/spn/stages/plan"
 )
 
 // TestGrowingThreadsSameBits: a stage given more threads between epochs
@@ -120,5 +121,33 @@ func TestPeakEstimate(t *testing.T) {
 	}
 	if _, err := NewPeakEstimator(Kind{}.Registry()).PeakBytes(raw, in[1:]); err == nil {
 		t.Error("no generate input: want an error")
+	}
+}
+
+// TestPlanMemory: a train node gets its PeakEstimator estimate, other
+// kinds and parameters that do not decode 0.
+func TestPlanMemory(t *testing.T) {
+	in := inputs(t)
+	raw, err := json.Marshal(stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 3), Metric: "accuracy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewPeakEstimator(Kind{}.Registry()).PeakBytes(raw, in)
+	if err != nil || want == 0 {
+		t.Fatalf("estimate %d, %v", want, err)
+	}
+	mem := PlanMemory(Kind{}.Registry())
+	for _, tc := range []struct {
+		name string
+		node plan.Node
+		want uint64
+	}{
+		{"train", plan.Node{Kind: stages.KindTrain, JSON: raw}, want},
+		{"evaluate", plan.Node{Kind: stages.KindEvaluate, JSON: raw}, 0},
+		{"bad params", plan.Node{Kind: stages.KindTrain, JSON: []byte("{")}, 0},
+	} {
+		if got := mem(&tc.node, in); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
