@@ -52,6 +52,18 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
+// TestReadmeShort: the README stays a short entry, at most 300 lines;
+// subjects live in docs/.
+func TestReadmeShort(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > 300 {
+		t.Fatalf("README.md has %d lines, more than 300: move a subject to docs/", n)
+	}
+}
+
 // TestLinksReportsBroken runs the check on files with known broken links:
 // each is reported, and nothing else.
 func TestLinksReportsBroken(t *testing.T) {
