@@ -57,7 +57,7 @@ type Options struct {
 	// "film_error".
 	Metric string
 	// Factors are the per-target normalising factors of "film_error"
-	// (metric.ScoreWith); ignored by the other metrics.
+	// (metric.Outputs.Factors); ignored by the other metrics.
 	Factors []float64
 	// Seed and Stream seed the PCG generator that shuffles the training set.
 	Seed, Stream uint64
@@ -536,14 +536,14 @@ func (t *trainer) recordEpoch(epoch int, sn *seen) (curve.EpochRecord, error) {
 	m, o, cfg := t.m, t.o, t.cfg
 	rec := curve.EpochRecord{Epoch: epoch, LR: t.opt.LR, TrainLoss: sn.lossSum / float64(len(t.order))}
 	var err error
-	if rec.TrainScore, err = metric.ScoreWith(o.Metric, data.Task(cfg.Task), sn.outs, cfg.Out, sn.ys, sn.targets, o.Factors); err != nil {
+	if rec.TrainScore, err = metric.Score(o.Metric, data.Task(cfg.Task), metric.Outputs{Out: sn.outs, C: cfg.Out, Y: sn.ys, Target: sn.targets, Factors: o.Factors}); err != nil {
 		return rec, fmt.Errorf("epoch %d: train score: %w", epoch, err)
 	}
-	if rec.ValLoss, rec.ValScore, err = evaluate(t.ctx, m, t.ds, t.hops, t.sets.Val, o.Metric, o.Factors, o.EvalBatch); err != nil {
+	if rec.ValLoss, rec.ValScore, err = evaluate(t.ctx, m, t.ds, t.hops, t.sets.Val, evalOpts{o.Metric, o.Factors, o.EvalBatch}); err != nil {
 		return rec, fmt.Errorf("epoch %d: validation: %w", epoch, err)
 	}
 	if len(t.sets.Test) > 0 {
-		if rec.TestLoss, rec.TestScore, err = evaluate(t.ctx, m, t.ds, t.hops, t.sets.Test, o.Metric, o.Factors, o.EvalBatch); err != nil {
+		if rec.TestLoss, rec.TestScore, err = evaluate(t.ctx, m, t.ds, t.hops, t.sets.Test, evalOpts{o.Metric, o.Factors, o.EvalBatch}); err != nil {
 			return rec, fmt.Errorf("epoch %d: test: %w", epoch, err)
 		}
 	}
@@ -615,16 +615,24 @@ func Loss(cfg models.Config, out []float32, b *data.Batch) (float64, []float32, 
 // Evaluate returns the mean loss and the metric of m (evaluation mode) on the
 // graphs idx, in batches of batchSize graphs.
 func Evaluate(m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, batchSize int) (loss, score float64, err error) {
-	return evaluate(context.Background(), m, ds, hops, idx, name, nil, batchSize)
+	return evaluate(context.Background(), m, ds, hops, idx, evalOpts{metric: name, batch: batchSize})
+}
+
+// evalOpts are how evaluate scores: the metric, the factors of metric
+// film_error, and the graphs per batch.
+type evalOpts struct {
+	metric  string
+	factors []float64
+	batch   int
 }
 
 // evaluate is Evaluate with the factors of metric film_error, stopping
 // between batches once ctx is done.
-func evaluate(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, name string, factors []float64, batchSize int) (loss, score float64, err error) {
+func evaluate(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.Hops, idx []int, o evalOpts) (loss, score float64, err error) {
 	if len(idx) == 0 {
 		return 0, 0, fmt.Errorf("empty evaluation set")
 	}
-	out, b, err := predict(ctx, m, ds, hops, idx, batchSize)
+	out, b, err := predict(ctx, m, ds, hops, idx, o.batch)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -632,7 +640,7 @@ func evaluate(ctx context.Context, m models.Model, ds *data.Dataset, hops *data.
 	if err != nil {
 		return 0, 0, err
 	}
-	score, err = metric.ScoreWith(name, data.Task(m.Config().Task), out, m.Config().Out, b.Y, b.Target, factors)
+	score, err = metric.Score(o.metric, data.Task(m.Config().Task), metric.Outputs{Out: out, C: m.Config().Out, Y: b.Y, Target: b.Target, Factors: o.factors})
 	return loss, score, err
 }
 

@@ -32,7 +32,7 @@ const (
 	AP = "ap"
 	// FiLM is GNN-FiLM's QM9 error: per target, the MAE divided by the
 	// target's chemical-accuracy factor (FiLMError); scoring it needs the
-	// factors (ScoreWith).
+	// factors (Outputs.Factors).
 	FiLM = "film_error"
 )
 
@@ -98,18 +98,28 @@ func Check(name string, task data.Task, out int) error {
 	return nil
 }
 
-// Score computes metric name from model outputs out (g×c) for a task:
-// logits of c classes against classes y (classification; rocauc scores
-// logit 1 minus logit 0), predictions against targets (regression, c
-// targets), or one logit per binary task against 0/1/NaN targets (binary,
-// c tasks; OGB's mean ROC-AUC or AP).
-func Score(name string, task data.Task, out []float32, c int, y []int32, target []float64) (float64, error) {
-	return ScoreWith(name, task, out, c, y, target, nil)
+// Outputs are a model's outputs on g graphs and what they are scored
+// against.
+type Outputs struct {
+	// Out is g×C: logits of C classes (classification), predictions of C
+	// targets (regression) or one logit per binary task (binary, C tasks).
+	Out []float32
+	C   int
+	// Y are the classes of a classification (rocauc scores logit 1 minus
+	// logit 0); Target the g×C targets of a regression (NaN: missing) or
+	// the 0/1/NaN labels of binary tasks.
+	Y      []int32
+	Target []float64
+	// Factors are FiLM's per-target normalising factors, one per output
+	// (metric film_error; ignored by the others).
+	Factors []float64
 }
 
-// ScoreWith is Score with the per-target normalising factors of FiLM
-// (one per output; ignored by the other metrics).
-func ScoreWith(name string, task data.Task, out []float32, c int, y []int32, target []float64, factors []float64) (float64, error) {
+// Score computes metric name of o for a task: accuracy or ROC-AUC of a
+// classification, MAE, RMSE or FiLM's error of a regression, OGB's mean
+// ROC-AUC or AP of binary tasks.
+func Score(name string, task data.Task, o Outputs) (float64, error) {
+	out, c, y, target, factors := o.Out, o.C, o.Y, o.Target, o.Factors
 	if err := Check(name, task, c); err != nil {
 		return 0, err
 	}

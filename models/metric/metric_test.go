@@ -38,7 +38,7 @@ func TestMAEMissing(t *testing.T) {
 		{"none labelled", []float32{1, 2}, []float64{nan, nan}, 0, "mae: no labelled target"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := Score(MAE, data.TaskRegression, c.pred, 1, nil, c.target)
+			got, err := Score(MAE, data.TaskRegression, Outputs{Out: c.pred, C: 1, Target: c.target})
 			if c.wantErr != "" {
 				if err == nil || err.Error() != c.wantErr {
 					t.Fatalf("mae = %v, %v; want error %q", got, err, c.wantErr)
@@ -168,7 +168,7 @@ func TestMeanROCAUCOGB(t *testing.T) {
 	if err != nil || math.Abs(got-0.625) > 1e-12 {
 		t.Fatalf("MeanROCAUC = %v, %v; want 0.625", got, err)
 	}
-	if s, err := Score(ROCAUC, data.TaskBinary, scores, 4, nil, target); err != nil || s != got {
+	if s, err := Score(ROCAUC, data.TaskBinary, Outputs{Out: scores, C: 4, Target: target}); err != nil || s != got {
 		t.Errorf("Score(rocauc, binary) = %v, %v; want %v", s, err, got)
 	}
 	// Only skipped tasks left: an error, as OGB raises.
@@ -187,7 +187,7 @@ func TestRMSE(t *testing.T) {
 	if want := (math.Sqrt(5) + 2) / 2; err != nil || math.Abs(got-want) > 1e-12 {
 		t.Errorf("RMSE = %v, %v; want %v", got, err, want)
 	}
-	if s, err := Score(RMSE, data.TaskRegression, []float32{1, 2}, 1, nil, []float64{0, 4}); err != nil || math.Abs(s-math.Sqrt(2.5)) > 1e-12 {
+	if s, err := Score(RMSE, data.TaskRegression, Outputs{Out: []float32{1, 2}, C: 1, Target: []float64{0, 4}}); err != nil || math.Abs(s-math.Sqrt(2.5)) > 1e-12 {
 		t.Errorf("Score(rmse) = %v, %v", s, err)
 	}
 }
@@ -251,7 +251,7 @@ func TestAveragePrecision(t *testing.T) {
 	nan := math.NaN()
 	target := []float64{1, 0, nan, 0, nan, 1, 1, 1, 0, 0, 0, nan, 1, 1, nan}
 	scores := []float32{0.9, 0.2, 0.3, 0.1, 0.5, 0.5, 0.9, 0.5, 0.5, 0.4, 0.1, 0.0, 0.2, 0.8, 1.0}
-	got, err := Score(AP, data.TaskBinary, scores, 3, nil, target)
+	got, err := Score(AP, data.TaskBinary, Outputs{Out: scores, C: 3, Target: target})
 	if err != nil || math.Abs(got-0.8055555555555555) > 1e-12 {
 		t.Errorf("mean AP over tasks %v (%v), OGB's eval_ap with scikit-learn 0.8055555555555555", got, err)
 	}
