@@ -101,7 +101,8 @@ func cmdBench(a *app, args []string) error {
 		names = []string{"PROTEINS", "NCI1", "prox"}
 	}
 	model := schema.Model{Kind: *kind, K: *k, Layers: *layers, Hidden: *hidden, Pool: *pool, Dropout: *dropout, Unreachable: *unreachable}
-	rep := train.NewBenchReport(model, *lr, *batch, *epochs, *threads, *jobs, *warmup, *syncSteps)
+	rep := train.NewBenchReport(model, train.BenchSettings{LR: *lr, Batch: *batch, Epochs: *epochs,
+		Threads: *threads, Jobs: *jobs, Warmup: *warmup, SyncSteps: *syncSteps})
 	if err := rep.Check(); err != nil {
 		return usageErrf("bench", "--%w", err)
 	}

@@ -35,18 +35,25 @@ type BenchReport struct {
 	Workloads []BenchRow      `json:"workloads"`
 }
 
-// NewBenchReport returns the report of training model with training
-// (optimizer Adam at rate lr, batch size batch, epochs epochs, the best
-// validation loss selected) on threads threads per copy, jobs copies at
-// once, after warmup untimed epochs, the host waiting for every GPU step
-// with syncSteps; this build's GEMM, GOMAXPROCS and Go version filled in,
-// no workloads yet.
-func NewBenchReport(model schema.Model, lr float64, batch, epochs, threads, jobs, warmup int, syncSteps bool) BenchReport {
+// BenchSettings are spn bench's settings of a report: Adam's learning
+// rate, the batch size, the timed epochs, the kernel threads per copy, the
+// copies trained at once, the untimed warm-up epochs, and whether the host
+// waits for every GPU step.
+type BenchSettings struct {
+	LR                                   float64
+	Batch, Epochs, Threads, Jobs, Warmup int
+	SyncSteps                            bool
+}
+
+// NewBenchReport returns the report of training model with s (optimizer
+// Adam, the best validation loss selected); this build's GEMM, GOMAXPROCS
+// and Go version filled in, no workloads yet.
+func NewBenchReport(model schema.Model, s BenchSettings) BenchReport {
 	return BenchReport{
 		Model: model,
-		Training: schema.Training{Optimizer: "adam", LR: lr, BatchSize: batch, Epochs: epochs,
+		Training: schema.Training{Optimizer: "adam", LR: s.LR, BatchSize: s.Batch, Epochs: s.Epochs,
 			Selection: SelectBestValLoss},
-		Threads: threads, Jobs: jobs, Warmup: warmup, SyncSteps: syncSteps,
+		Threads: s.Threads, Jobs: s.Jobs, Warmup: s.Warmup, SyncSteps: s.SyncSteps,
 		GEMM: kernels.GEMM, GEMMKernels: kernels.GEMMKernels(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
 }

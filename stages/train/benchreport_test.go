@@ -27,7 +27,7 @@ func TestBenchReportCheck(t *testing.T) {
 		{"no copies", 32, 1, 2, 0, 0, "jobs must be at least 1, got 0"},
 		{"epochs first", 0, 0, 0, 0, -1, "epochs must be at least 1, got 0"},
 	} {
-		rep := NewBenchReport(model, 1e-3, tc.batch, tc.epochs, tc.threads, tc.jobs, tc.warmup, false)
+		rep := NewBenchReport(model, BenchSettings{LR: 1e-3, Batch: tc.batch, Epochs: tc.epochs, Threads: tc.threads, Jobs: tc.jobs, Warmup: tc.warmup})
 		err := rep.Check()
 		if got := ""; err != nil {
 			got = err.Error()
@@ -38,7 +38,7 @@ func TestBenchReportCheck(t *testing.T) {
 			t.Errorf("%s: no error, want %q", tc.name, tc.want)
 		}
 	}
-	rep := NewBenchReport(model, 0.01, 8, 2, 3, 1, 1, true)
+	rep := NewBenchReport(model, BenchSettings{LR: 0.01, Batch: 8, Epochs: 2, Threads: 3, Jobs: 1, Warmup: 1, SyncSteps: true})
 	if rep.Training.Optimizer != "adam" || rep.Training.LR != 0.01 || rep.Training.BatchSize != 8 || rep.Training.Epochs != 2 ||
 		rep.Training.Selection != SelectBestValLoss || rep.Threads != 3 || !rep.SyncSteps || rep.GEMM != kernels.GEMM ||
 		rep.GoVersion != runtime.Version() || !strings.HasPrefix(rep.GoVersion, "go") || rep.Workloads != nil {
