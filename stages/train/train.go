@@ -231,7 +231,8 @@ func (k Kind) Run(ctx context.Context, job *stages.Job) (err error) {
 		d := gpu.Device
 		compute = &stages.Compute{Device: device, GPU: d.Name, Capability: fmt.Sprintf("%d.%d", d.Major, d.Minor), Driver: d.Driver.String()}
 	}
-	res, err := train(ctx, k.Registry(), point, ds, hopsPath, sets, p, job, gpu)
+	res, err := train(ctx, trainInput{reg: k.Registry(), point: point, ds: ds, hopsPath: hopsPath,
+		sets: sets, p: p, job: job, gpu: gpu})
 	if errors.Is(err, fit.ErrDiverged) {
 		// A diverged run is a result, not a failure of the stage: model
 		// selection excludes its grid point (select) and anything else
@@ -310,18 +311,27 @@ type Result struct {
 // Checkpoint returns the selected model's checkpoint bytes.
 func (r *Result) Checkpoint() []byte { return r.checkpoint }
 
-// Train builds the model of point for ds with reg and trains it on sets
-// over the hop sets of the hops file hopsPath ("": none); job supplies the
-// seed, threads, log and progress.
-func Train(ctx context.Context, reg models.Registry, point schema.Point, ds *data.Dataset, hopsPath string, sets fit.Sets, p stages.TrainParams, job *stages.Job) (*Result, error) {
-	return train(ctx, reg, point, ds, hopsPath, sets, p, job, nil)
+// trainInput is what a training takes: the kinds (reg), the grid point,
+// the dataset and its hop-set file hopsPath ("": none), the split, the
+// stage's parameters and its job (seed, threads, log, progress), and the
+// GPU (nil: the CPU).
+type trainInput struct {
+	reg      models.Registry
+	point    schema.Point
+	ds       *data.Dataset
+	hopsPath string
+	sets     fit.Sets
+	p        stages.TrainParams
+	job      *stages.Job
+	gpu      *engine.Opened
 }
 
-// train is Train, on the GPU gpu when not nil: the model's steps, Adam
-// and evaluation run there, and a CPU model of the same configuration
-// receives the selected epoch's state and gives the checkpoint
-// (fit.Options.Host).
-func train(ctx context.Context, reg models.Registry, point schema.Point, ds *data.Dataset, hopsPath string, sets fit.Sets, p stages.TrainParams, job *stages.Job, gpu *engine.Opened) (*Result, error) {
+// train builds the model of in.point for in.ds and trains it on in.sets,
+// on the GPU in.gpu when not nil: the model's steps, Adam and evaluation
+// run there, and a CPU model of the same configuration receives the
+// selected epoch's state and gives the checkpoint (fit.Options.Host).
+func train(ctx context.Context, in trainInput) (*Result, error) {
+	reg, point, ds, hopsPath, sets, p, job, gpu := in.reg, in.point, in.ds, in.hopsPath, in.sets, in.p, in.job, in.gpu
 	cfg, err := models.ConfigFor(point.Model, ds)
 	if err != nil {
 		return nil, err
