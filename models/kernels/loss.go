@@ -49,12 +49,7 @@ func CrossEntropy(dz []float32, scale float64, logits []float32, y []int32, g, c
 // one implementation of the regression loss (training graph and
 // evaluation).
 func MSE(dz []float32, scale float64, pred []float32, target []float64) float64 {
-	labelled := 0
-	for _, t := range target {
-		if !math.IsNaN(t) {
-			labelled++
-		}
-	}
+	labelled := Labelled(target)
 	var loss float64
 	for i, t := range target {
 		if math.IsNaN(t) {
@@ -73,4 +68,17 @@ func MSE(dz []float32, scale float64, pred []float32, target []float64) float64 
 		loss /= float64(labelled)
 	}
 	return loss
+}
+
+// Labelled counts the labelled entries of targets: those that are not NaN
+// (a NaN target is a missing label). The masked losses (MSE,
+// BCEWithLogits) divide by it, on the CPU and, given it, on the device.
+func Labelled(target []float64) int {
+	n := 0
+	for _, t := range target {
+		if !math.IsNaN(t) {
+			n++
+		}
+	}
+	return n
 }

@@ -201,11 +201,7 @@ func GraphSumBroadcast(be Backend, y, x []float32, ptr []int32, d int) {
 // the number of labelled entries. With no labelled entry the loss and the
 // gradient are 0. dz may be nil.
 func BCEWithLogits(dz, z []float32, y []float64) (loss float64, labelled int) {
-	for _, t := range y {
-		if !math.IsNaN(t) {
-			labelled++
-		}
-	}
+	labelled = Labelled(y)
 	for i, t := range y {
 		if math.IsNaN(t) {
 			if dz != nil {

@@ -3,7 +3,6 @@ package nbop
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models/cuda"
@@ -287,12 +286,7 @@ func (o BCE) device(e *engine.Engine, z, out, dz, dl *cuda.Buffer) error {
 	if o.D.DevTarget == nil || o.D.DevTarget.Len() < m {
 		return fmt.Errorf("%s: the batch on the device has no binary labels for %d graphs × %d tasks", o.ID, o.D.G, o.T)
 	}
-	labelled := 0
-	for _, t := range o.D.Target {
-		if !math.IsNaN(t) {
-			labelled++
-		}
-	}
+	labelled := kernels.Labelled(o.D.Target)
 	part, err := e.Scratch64(max(m, 1))
 	if err != nil {
 		return err

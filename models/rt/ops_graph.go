@@ -2,7 +2,6 @@ package rt
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/cuda"
@@ -336,12 +335,7 @@ func (o mse) device(e *engine.Engine, pred, out, dz, dL *cuda.Buffer) error {
 	if len(o.bd.Target) < m {
 		return fmt.Errorf("%s: the batch has %d targets, want %d graphs × %d outputs", o.id, len(o.bd.Target), o.bd.G, o.t)
 	}
-	labelled := 0
-	for _, t := range o.bd.Target[:m] {
-		if !math.IsNaN(t) {
-			labelled++
-		}
-	}
+	labelled := kernels.Labelled(o.bd.Target[:m])
 	part, err := e.Scratch64(m)
 	if err != nil {
 		return err
