@@ -116,9 +116,6 @@ func cmdBench(a *app, args []string) error {
 	if err != nil {
 		return usageErr("bench", err)
 	}
-	if err != nil {
-		return err
-	}
 	if gpu != nil {
 		if *kernelTimes && *jobs > 1 {
 			return usageErrf("bench", "--kernel-times times the kernels of one copy: give --jobs 1 (--jobs %d)", *jobs)
