@@ -11,7 +11,10 @@
 // model.delay; ν = ∞ reads x_t for every hop), α_t equal (1/m_t) or the
 // softmax of learned logits, and MLP SPN's (Linear → BN → ReLU → Linear →
 // BN → ReLU). With conv "gine" the first hop's sum is E-SPN's
-// Σ_{v∈N(u)} ReLU(x_s[v] + e_uv), e_uv from a BondEncoder per layer. The
+// Σ_{v∈N(u)} ReLU(x_s[v] + e_uv), e_uv from a BondEncoder per layer.
+// With conv "gcn" a hop's term is the official DRew-GCN's
+// ReLU(BN(Â_k·x_s·Θ_{k,t} + b_{k,t})), Â_k = D̂^-1/2 (A_k+I) D̂^-1/2 over
+// N_k (PyG's GCNConv per hop set, then GraphGym's batch norm). The
 // input encoder (with OGB's AtomEncoder for categorical node features),
 // pooling and layer-sum readout are the shared runtime's (models/rt).
 package drew
@@ -69,8 +72,8 @@ func Source(delay modelspec.Delay, t, k int) int {
 // conv "gine".
 func (Kind) Check(m modelspec.Model, d modelspec.DatasetInfo) []modelspec.FieldError {
 	errs := rt.CheckCommon(m)
-	if m.Conv != modelspec.ConvGIN && m.Conv != modelspec.ConvGINE {
-		errs = append(errs, rt.Errf("conv", "must be %q or %q, got %q", modelspec.ConvGIN, modelspec.ConvGINE, m.Conv))
+	if m.Conv != modelspec.ConvGIN && m.Conv != modelspec.ConvGINE && m.Conv != modelspec.ConvGCN {
+		errs = append(errs, rt.Errf("conv", "must be %q, %q or %q, got %q", modelspec.ConvGIN, modelspec.ConvGINE, modelspec.ConvGCN, m.Conv))
 	}
 	if m.Weights != modelspec.WeightsEqual && m.Weights != modelspec.WeightsLearned {
 		errs = append(errs, rt.Errf("weights", "must be %q or %q, got %q", modelspec.WeightsEqual, modelspec.WeightsLearned, m.Weights))
@@ -101,13 +104,18 @@ func (Kind) CheckDevice(cfg models.Config) error { return rt.CheckDevice(cfg) }
 
 // ParamCount implements models.Kind: the encoder and the categorical
 // node features' tables, per layer t its α logits (learned weights), its
-// BondEncoder tables (gine) and m_t MLPs, and the layer-sum readout.
+// BondEncoder tables (gine) and m_t MLPs (gcn: m_t Dense maps), and the
+// layer-sum readout.
 func (Kind) ParamCount(cfg models.Config) int64 {
 	m, d := cfg.Model, cfg.Model.Hidden
 	size := rt.NetSize(cfg, rt.AtomSize(cfg, d), 0, rt.LayerSumReadout)
 	for t := range m.Layers {
 		h := Hops(m, t)
-		size = param.Sum(size, rt.MLPSize(d, h))
+		if m.Conv == modelspec.ConvGCN {
+			size = param.Sum(size, rt.DenseSize(d, h))
+		} else {
+			size = param.Sum(size, rt.MLPSize(d, h))
+		}
 		if m.Weights == modelspec.WeightsLearned {
 			size = param.Sum(size, param.Prod(h))
 		}
@@ -129,11 +137,12 @@ type Model struct {
 	atom *rt.Atom
 	// td is what the input term and the edge messages read of the batch
 	// (node and edge features, graphs); hop[k−1] holds N_k alone (as
-	// the relation of a one-relation nbop.RelAgg), for the hop-k sums.
-	// Objects of their own, so that the compiled graphs do not point
-	// back into the model.
+	// the relation of a one-relation nbop.RelAgg), for the hop-k sums;
+	// with conv gcn, gcn[k−1] holds Â_k instead. Objects of their own,
+	// so that the compiled graphs do not point back into the model.
 	td  *nbop.Data
 	hop []*nbop.Data
+	gcn []*nbop.GCNData
 	// states are x_0..x_t while the layers are added to a graph: rt.Net
 	// gives a layer its input only, and the delayed messages read
 	// earlier ones.
@@ -147,23 +156,32 @@ var (
 )
 
 // layer is DRew layer t (from 0): its α logits (nil for equal weights),
-// its BondEncoder tables (gine, nil otherwise) and an MLP per hop.
+// its BondEncoder tables (gine, nil otherwise) and a map per hop: an MLP
+// (gin, gine) or a Dense (gcn).
 type layer struct {
 	t      int
 	logits *param.Param
 	bond   *param.Param
 	mlps   []rt.MLP
+	dense  []rt.Dense
 	md     *Model
 }
 
+// hops is the number of hop sets the layer reads, m_t.
+func (l *layer) hops() int { return len(l.mlps) + len(l.dense) }
+
 // New builds the DRew of cfg from seed: per layer, in this order, the
-// BondEncoder tables and the MLPs of hops 1..m_t from the initialisation
-// generator (the α logits start at zero).
+// BondEncoder tables and the maps (MLPs, or Dense for gcn) of hops
+// 1..m_t from the initialisation generator (the α logits start at zero).
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	m := cfg.Model
 	md := &Model{td: &nbop.Data{}, states: new([]*G.Node)}
 	for range MaxHop(m) {
-		md.hop = append(md.hop, &nbop.Data{})
+		if m.Conv == modelspec.ConvGCN {
+			md.gcn = append(md.gcn, &nbop.GCNData{})
+		} else {
+			md.hop = append(md.hop, &nbop.Data{})
+		}
 	}
 	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
 		Input: func(init *rand.Rand) rt.Input {
@@ -180,7 +198,11 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 				l.bond = rt.EmbedTables(name+".bond", cfg.EdgeFeatVocab, m.Hidden, init)
 			}
 			for k := 1; k <= h; k++ {
-				l.mlps = append(l.mlps, rt.NewMLP(hopName(name, k), m.Hidden, init))
+				if m.Conv == modelspec.ConvGCN {
+					l.dense = append(l.dense, rt.NewDense(hopName(name, k), m.Hidden, init))
+				} else {
+					l.mlps = append(l.mlps, rt.NewMLP(hopName(name, k), m.Hidden, init))
+				}
 			}
 			return l
 		},
@@ -195,7 +217,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 func hopName(name string, k int) string { return fmt.Sprintf("%s.hop%d", name, k) }
 
 // Params implements rt.Layer: the α logits, the BondEncoder tables, the
-// MLPs of hops 1..m_t.
+// maps of hops 1..m_t.
 func (l *layer) Params() []*param.Param {
 	var ps []*param.Param
 	if l.logits != nil {
@@ -207,14 +229,20 @@ func (l *layer) Params() []*param.Param {
 	for i := range l.mlps {
 		ps = append(ps, l.mlps[i].Params()...)
 	}
+	for i := range l.dense {
+		ps = append(ps, l.dense[i].Params()...)
+	}
 	return ps
 }
 
-// AddBuffers implements rt.Layer: the MLPs' batch-norm statistics, as
-// name.hopK.bn1.running_mean, ….
+// AddBuffers implements rt.Layer: the maps' batch-norm statistics, as
+// name.hopK.bn1.running_mean, … (gcn: name.hopK.bn.running_mean, …).
 func (l *layer) AddBuffers(b map[string][]float64, name string) {
 	for i := range l.mlps {
 		l.mlps[i].AddBuffers(b, hopName(name, i+1))
+	}
+	for i := range l.dense {
+		l.dense[i].AddBuffers(b, hopName(name, i+1))
 	}
 }
 
@@ -223,7 +251,8 @@ func (l *layer) AddBuffers(b map[string][]float64, name string) {
 //	x_{t+1} = x_t + Σ_{k=1..m_t} α_{t,k}·MLP_{k,t}(x_s + A_k·x_s),  s = Source(ν, t, k)
 //
 // with A_k·x_s the sum over N_k(u) (RelAgg over N_k; gine's first hop
-// EdgeMsg's Σ_{v∈N(u)} ReLU(x_s[v] + e_uv)). The official code's
+// EdgeMsg's Σ_{v∈N(u)} ReLU(x_s[v] + e_uv)), or with conv gcn the terms
+// Dense_{k,t}(Â_k·x_s) (nbop.GCN over N_k). The official code's
 // x_t + ReLU(Σ …) is this sum: every term ends in a ReLU and α ≥ 0.
 func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	md := l.md
@@ -234,20 +263,25 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	m := md.Cfg.Model
 	var alpha *G.Node
 	if l.logits != nil {
-		alpha = s.Op(rt.NewSoftmax(s.Name+".alpha", len(l.mlps)), s.Param(l.logits))
+		alpha = s.Op(rt.NewSoftmax(s.Name+".alpha", l.hops()), s.Param(l.logits))
 	}
 	var bond *G.Node
 	if l.bond != nil {
 		bond = s.Param(l.bond)
 	}
-	terms := make([]*G.Node, 0, len(l.mlps)+1)
+	terms := make([]*G.Node, 0, l.hops()+1)
 	if alpha != nil {
 		terms = append(terms, alpha)
 	}
-	for i := range l.mlps {
+	for i := range l.hops() {
 		k := i + 1
 		name := hopName(s.Name, k)
 		x := (*md.states)[Source(m.Delay, l.t, k)]
+		if l.dense != nil {
+			agg := s.Op(nbop.GCN{ID: name + ".gcn", Be: s.Be.Backend, D: md.gcn[i], N: s.N, W: s.D}, x)
+			terms = append(terms, l.dense[i].Apply(s, name, agg))
+			continue
+		}
 		var agg *G.Node
 		if k == 1 && bond != nil {
 			agg = s.Op(nbop.EdgeMsg{ID: name + ".edge", Be: s.Be, D: md.td, Rows: l.bond.Shape[0], N: s.N, W: s.D,
@@ -258,7 +292,7 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 		in := s.Bdr.Add(x, agg, name+"'s input")
 		terms = append(terms, l.mlps[i].Apply(s, name, in, l.mlps[i].Bind(s.Param)))
 	}
-	out := s.Op(mix{id: s.Name + ".mix", be: s.Be, bd: s.BD, m: len(l.mlps), equal: alpha == nil, N: s.N, d: s.D}, terms...)
+	out := s.Op(mix{id: s.Name + ".mix", be: s.Be, bd: s.BD, m: l.hops(), equal: alpha == nil, N: s.N, d: s.D}, terms...)
 	return s.Bdr.Add(h, out, s.Name+"'s residual")
 }
 
@@ -283,10 +317,16 @@ func (md *Model) CheckBatch(b *data.Batch, o rt.Opts) error {
 }
 
 // Prepare implements rt.Arch: the node and edge features, and each hop
-// set N_k with its transpose as the one relation of hop k's data.
+// set N_k with its transpose as the one relation of hop k's data (conv
+// gcn: Â_k of each hop set, which must be symmetric).
 func (md *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 	if err := md.td.Set(b, nbop.Need{K: 1, Edges: md.Cfg.Model.Conv == modelspec.ConvGINE}); err != nil {
 		return nil, err
+	}
+	for i, gd := range md.gcn {
+		if err := gd.Set(b.Hop[i], b.N); err != nil {
+			return nil, fmt.Errorf("drew (gcn): hop set N_%d: %w", i+1, err)
+		}
 	}
 	for i, d := range md.hop {
 		h := b.Hop[i]
@@ -300,12 +340,24 @@ func (md *Model) Prepare(b *data.Batch) ([]data.CSR, error) {
 }
 
 // PackDevice implements rt.DevicePreparer: the node and edge features
-// (nbop.Data.PackTyped) and every hop set with its transpose, in the
-// run's pack.
+// (nbop.Data.PackTyped) and every hop set with its transpose (conv gcn:
+// every Â_k), in the run's pack.
 func (md *Model) PackDevice(pk *cuda.Pack) (func(), error) {
 	release, err := md.td.PackTyped(pk)
 	if err != nil {
 		return nil, err
+	}
+	var drops []func()
+	for i, gd := range md.gcn {
+		drop, err := gd.Pack(pk)
+		if err != nil {
+			release()
+			for _, d := range drops {
+				d()
+			}
+			return nil, fmt.Errorf("hop set N_%d: %w", i+1, err)
+		}
+		drops = append(drops, drop)
 	}
 	for i, d := range md.hop {
 		if d.DevRel, err = nbop.PackSets(pk, d.Rel, d.RelT, d.N); err != nil {
@@ -317,6 +369,9 @@ func (md *Model) PackDevice(pk *cuda.Pack) (func(), error) {
 		release()
 		for _, d := range md.hop {
 			d.DevRel = nil
+		}
+		for _, d := range drops {
+			d()
 		}
 	}, nil
 }

@@ -98,7 +98,7 @@ func TestSourceAndHops(t *testing.T) {
 }
 
 // deviceCases are the DRew variants the device and determinism tests
-// run: gin and gine, ν = 1, 2 and ∞, equal and learned weights, 3
+// run: gin, gine and gcn, ν = 1, 2 and ∞, equal and learned weights, 3
 // layers (hops up to 3).
 var deviceCases = []struct {
 	conv, weights string
@@ -110,6 +110,8 @@ var deviceCases = []struct {
 	{modelspec.ConvGIN, modelspec.WeightsLearned, 2, 0, 0.5},
 	{modelspec.ConvGINE, modelspec.WeightsLearned, modelspec.DelayNone, 0, 0},
 	{modelspec.ConvGINE, modelspec.WeightsEqual, 1, 2, 0},
+	{modelspec.ConvGCN, modelspec.WeightsLearned, 1, 0, 0},
+	{modelspec.ConvGCN, modelspec.WeightsEqual, modelspec.DelayNone, 2, 0.5},
 }
 
 func caseConfig(t *testing.T, ds *data.Dataset, conv, weights string, delay modelspec.Delay, k int, dropout float64) models.Config {

@@ -30,8 +30,8 @@ func opOnDevice(t *testing.T, e *engine.Engine) {
 	devicetest.CheckAdjOp(t, e, devicetest.AdjOp{
 		Name: "gcn",
 		Data: gd,
-		New: func(bd *rt.BatchData, N int) optest.Both {
-			return newGCNAgg("gcn", rt.Env{Backend: kernels.CPU{Threads: 1}}, bd, gd, N, d)
+		New: func(_ *rt.BatchData, N int) optest.Both {
+			return newGCNAgg("gcn", rt.Env{Backend: kernels.CPU{Threads: 1}}, gd, N, d)
 		},
 		Missing: "gcn: the GCN weights are not on the device",
 		In:      func(rng *rand.Rand, N int) [][]float32 { return [][]float32{modeltest.RandFloats(rng, N*d, 1)} },

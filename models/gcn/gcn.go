@@ -102,7 +102,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 // summed over N(u) ∪ {u} and the MLP as update (rt.Net adds the encoder
 // before the layers and the SPN's readout after them).
 func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
-	agg := s.Op(newGCNAgg(s.Name+".gcn", s.Be, s.BD, l.gd, s.N, s.D), h)
+	agg := s.Op(newGCNAgg(s.Name+".gcn", s.Be, l.gd, s.N, s.D), h)
 	return l.Apply(s, s.Name, agg, l.Bind(s.Param))
 }
 
@@ -121,6 +121,6 @@ func (l *linearLayer) AddBuffers(map[string][]float64, string) {}
 
 // Step implements rt.Layer: hᵗ = Â·hᵗ⁻¹·Θᵗ + bᵗ.
 func (l *linearLayer) Step(s *rt.Step, h *G.Node) *G.Node {
-	agg := s.Op(newGCNAgg(s.Name+".gcn", s.Be, s.BD, l.gd, s.N, s.D), h)
+	agg := s.Op(newGCNAgg(s.Name+".gcn", s.Be, l.gd, s.N, s.D), h)
 	return s.Op(rt.NewLinear(s.Name+".lin", s.Be, s.BD, false, s.N, s.D, s.D), agg, s.Param(l.lin.W), s.Param(l.lin.B))
 }

@@ -24,12 +24,11 @@ func TestOpGradient(t *testing.T) {
 	for _, threads := range []int{1, 2} {
 		be := rt.Env{Backend: kernels.CPU{Threads: threads}}
 		rng := rand.New(rand.NewPCG(1, uint64(threads)))
-		bd := rt.NewBatchData(b, []data.CSR{b.Adj})
 		gd := &graphData{}
 		if err := gd.Set(b); err != nil {
 			t.Fatal(err)
 		}
-		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gcn aggregation", Op: newGCNAgg("gcn", be, bd, gd, N, d),
+		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gcn aggregation", Op: newGCNAgg("gcn", be, gd, N, d),
 			In: [][]float32{modeltest.RandFloats(rng, N*d, 1)}, Shapes: [][]int{{N, d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 			Ref: func(in [][]float64) []float64 { return refGCN(b, in[0], N, d) }}
 		c.Name = fmt.Sprintf("%s (threads %d)", c.Name, threads)

@@ -85,6 +85,9 @@ func sizeConfigs(kind string) []models.Config {
 						cfg.Model.Conv, cfg.Task, cfg.Out = modelspec.ConvGINE, models.TaskBinary, 1+v
 						cfg.NodeCatVocab, cfg.EdgeFeatVocab = []int{7, 3}[:1+v/2], []int{5, 4}[:1+v/3]
 					}
+					if v == 2 {
+						cfg.Model.Conv = modelspec.ConvGCN
+					}
 				}
 				switch kind {
 				case "spn", "gin", "espn": // the kinds with model.layer_norm

@@ -113,8 +113,8 @@ type torchCase struct {
 	cap           int
 }
 
-// drewCase is a DRew case of torchCases on NCI1 (conv gin) or tox21
-// (conv gine), with mean pooling (the residual sums grow with depth).
+// drewCase is a DRew case of torchCases on NCI1 (conv gin and gcn) or
+// tox21 (conv gine), with mean pooling (the residual sums grow with depth).
 func drewCase(conv, weights string, delay modelspec.Delay, cap int) torchCase {
 	c := torchCase{kind: "drew", data: "NCI1", k: 3, load: loadTU("NCI1.zip"), pool: models.PoolMean, conv: conv, weights: weights, delay: delay, cap: cap}
 	if conv == modelspec.ConvGINE {
@@ -175,6 +175,10 @@ var torchCases = []torchCase{
 	drewCase(modelspec.ConvGINE, modelspec.WeightsLearned, 1, 0),
 	drewCase(modelspec.ConvGINE, modelspec.WeightsEqual, 2, 0),
 	drewCase(modelspec.ConvGINE, modelspec.WeightsLearned, modelspec.DelayNone, 0),
+	drewCase(modelspec.ConvGCN, modelspec.WeightsLearned, 1, 0),
+	drewCase(modelspec.ConvGCN, modelspec.WeightsEqual, 2, 0),
+	drewCase(modelspec.ConvGCN, modelspec.WeightsLearned, modelspec.DelayNone, 0),
+	drewCase(modelspec.ConvGCN, modelspec.WeightsEqual, 1, 2),
 }
 
 func loadQM9(t *testing.T, mirror string) *data.Dataset {

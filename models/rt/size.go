@@ -41,6 +41,11 @@ func MLPSize(d, m int) int64 {
 	return param.Times(m, param.Sum(param.Times(2, param.LinearSize(d, d)), param.Times(2, param.BatchNormReLUSize(d))))
 }
 
+// DenseSize is the size of m Dense layers of width d (NewDense).
+func DenseSize(d, m int) int64 {
+	return param.Times(m, param.Sum(param.LinearSize(d, d), param.BatchNormReLUSize(d)))
+}
+
 // HopsSize is the size of NewHops for model section m.
 func HopsSize(m modelspec.Model) int64 {
 	var read int64

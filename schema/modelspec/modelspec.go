@@ -49,7 +49,8 @@ type Model struct {
 	// graph in other connected components, with a hop weight α_∞ of its
 	// own (the paper's appendix, on disconnected graphs): kind spn.
 	Unreachable bool `json:"unreachable,omitempty"`
-	// Conv is DRew's map per hop set (kind drew): ConvGIN or ConvGINE.
+	// Conv is DRew's map per hop set (kind drew): ConvGIN, ConvGINE or
+	// ConvGCN.
 	Conv string `json:"conv,omitempty"`
 	// Delay is DRew's delay ν (kind drew): ν ≥ 1, or DelayNone for ν = ∞.
 	Delay Delay `json:"delay,omitempty"`
@@ -62,6 +63,7 @@ type Model struct {
 const (
 	ConvGIN        = "gin"
 	ConvGINE       = "gine"
+	ConvGCN        = "gcn"
 	WeightsEqual   = "equal"
 	WeightsLearned = "learned"
 )

@@ -185,6 +185,28 @@ def hop_sum(h, hop):
     return torch.zeros_like(h).index_add_(0, dst, h[src])
 
 
+def dense(d):
+    """DRew-GCN's map after the propagation: GCNConv's linear map, then
+    GraphGym's batch norm and ReLU."""
+    return nn.Sequential(nn.Linear(d, d), nn.BatchNorm1d(d), nn.ReLU())
+
+
+def dense_pairs(prefix, m):
+    yield f"{prefix}.lin.w", [(m[0].weight, True)]
+    yield f"{prefix}.lin.b", [(m[0].bias, False)]
+    yield f"{prefix}.bn.gamma", [(m[1].weight, False)]
+    yield f"{prefix}.bn.beta", [(m[1].bias, False)]
+
+
+def gcn_hop(h, hop):
+    """D^-1/2 (A_k + I) D^-1/2 h over hop set N_k, hop (src v, dst u), D
+    the hop-k degrees plus one (A_k symmetric)."""
+    src, dst = hop
+    deg = torch.ones(h.shape[0], dtype=h.dtype).index_add_(0, dst, torch.ones(dst.shape[0], dtype=h.dtype))
+    w = (deg[src] * deg[dst]).rsqrt()
+    return h / deg[:, None] + torch.zeros_like(h).index_add_(0, dst, w[:, None] * h[src])
+
+
 def pool(h, b, how):
     """Each graph's sum, mean or max of h over its nodes."""
     s = torch.zeros(b["graphs"], h.shape[1], dtype=h.dtype).index_add_(0, b["batch"], h)
@@ -528,7 +550,10 @@ class DRew(Model):
       s = t - max(k - nu, 0)  (nu = inf: s = t)
 
     with conv gine's first hop sum_{v in N(u)} ReLU(x_s[v] + e_uv) (e_uv
-    a BondEncoder per layer, as espn's), a_t = 1/m_t (weights equal) or
+    a BondEncoder per layer, as espn's), with conv gcn the term
+    ReLU(BN(Ahat_k x_s W + b)) instead of the MLP's, Ahat_k =
+    D^-1/2 (A_k + I) D^-1/2 over N_k (PyG's GCNConv on the hop-k edges,
+    D the hop-k degrees plus one), a_t = 1/m_t (weights equal) or
     softmax of the layer's logits (learned), the input the SPN's label
     map (or espn's AtomEncoder) and the readout the SPN's."""
 
@@ -540,6 +565,7 @@ class DRew(Model):
         delay = m.get("delay", "none")
         self.nu = float("inf") if delay == "none" else int(delay)
         self.gine, self.learned = m["conv"] == "gine", m["weights"] == "learned"
+        self.gcn = m["conv"] == "gcn"
         self.labels = cfg["num_labels"]
         nv, ev = cfg.get("node_cat_vocab") or [], cfg.get("edge_feat_vocab") or []
         self.node_off = torch.tensor([sum(nv[:c]) for c in range(len(nv))])
@@ -549,7 +575,8 @@ class DRew(Model):
         self.atom = nn.Parameter(torch.zeros(sum(nv), d)) if nv else None
         self.alpha = nn.ParameterList(nn.Parameter(torch.zeros(h)) for h in self.hops) if self.learned else None
         self.bond = nn.ParameterList(nn.Parameter(torch.zeros(sum(ev), d)) for _ in self.hops) if self.gine else None
-        self.mlps = nn.ModuleList(nn.ModuleList(mlp(d) for _ in range(h)) for h in self.hops)
+        hop_map = dense if self.gcn else mlp
+        self.mlps = nn.ModuleList(nn.ModuleList(hop_map(d) for _ in range(h)) for h in self.hops)
         self.readout = nn.ModuleList(nn.Linear(d, out) for _ in range(m["layers"] + 1))
 
     def pairs(self):
@@ -566,7 +593,10 @@ class DRew(Model):
             if self.bond is not None:
                 yield f"layer{t + 1}.bond", [(self.bond[t], False)]
             for k, m in enumerate(mlps, 1):
-                yield from mlp_pairs(f"layer{t + 1}.hop{k}", [m])
+                if self.gcn:
+                    yield from dense_pairs(f"layer{t + 1}.hop{k}", m)
+                else:
+                    yield from mlp_pairs(f"layer{t + 1}.hop{k}", [m])
         yield from readout_pairs(self.readout)
 
     def forward(self, b):
@@ -584,6 +614,9 @@ class DRew(Model):
             out = torch.zeros_like(h)
             for k in range(1, m_t + 1):
                 x = xs[t - max(k - self.nu, 0)] if self.nu != float("inf") else xs[t]
+                if self.gcn:
+                    out = out + a[k - 1] * mlps[k - 1](gcn_hop(x, b["hops"][k - 1]))
+                    continue
                 if self.gine and k == 1:
                     msg = x[v] + self.bond[t][b["edge_feat"] + self.edge_off].sum(1)
                     self.kinks.see(msg)
