@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 )
 
@@ -121,10 +122,12 @@ const (
 // lanes gonum's eight partial sums), the rest through dotUnitaryGo. Where gonum runs in parallel and the inner dimension
 // exceeds 64, it splits every dot product into blocks of 64 and adds them
 // to C[i,j] one after the other (each block with the alignment prefix of
-// its own start); the kernels do the same. It declines (false) where rows
-// of B differ in alignment (ldb not a multiple of 4), and without AVX2.
+// its own start); the kernels do the same. Where rows of B differ in
+// alignment (ldb not a multiple of 4: widths such as 210, 175 or 125),
+// each inner block goes through ntByPrefix instead. It declines (false)
+// without AVX2.
 func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
-	if !haveAVX2 || alpha != 1 || m <= 0 || n <= 0 || k < 0 || lda < max(k, 1) || ldb < max(k, 1) || ldb%4 != 0 || ldc < n {
+	if !haveAVX2 || alpha != 1 || m <= 0 || n <= 0 || k < 0 || lda < max(k, 1) || ldb < max(k, 1) || ldc < n {
 		return false
 	}
 	if (k > 0 && (len(a) < (m-1)*lda+k || len(b) < (n-1)*ldb+k)) || len(c) < (m-1)*ldc+n {
@@ -149,8 +152,16 @@ func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32,
 		kb = gonumBlock
 	}
 	m2, n4 := m/2*2, n/4*4
+	var mixed *ntMixed
+	if ldb%4 != 0 {
+		mixed = newNTMixed(n, min(kb, k))
+	}
 	for k0 := 0; k0 < k; k0 += kb {
 		lk := min(kb, k-k0)
+		if mixed != nil {
+			mixed.block(ntBlock{m: m, n: n, lk: lk, a: a[k0:], lda: lda, b: b[k0:], ldb: ldb, c: c, ldc: ldc})
+			continue
+		}
 		p := alignPrefix(&b[k0], lk)
 		rem := lk - p
 		nb, t4, t1 := rem/16, rem%16/4, rem%4
@@ -179,6 +190,86 @@ func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32,
 }
 
 func blocks(d int) int { return (d + gonumBlock - 1) / gonumBlock }
+
+// ntBlock is one inner block of C = A·Bᵀ: C[i,j] += dot(A[i,:lk], B[j,:lk])
+// for i < m, j < n, a and b starting at the block's first column.
+type ntBlock struct {
+	m, n, lk int
+	a        []float32
+	lda      int
+	b        []float32
+	ldb      int
+	c        []float32
+	ldc      int
+}
+
+// ntMixed is sgemmExactNT's scratch for rows of B that differ in
+// alignment: gonum's order for a dot product depends on the alignment
+// prefix of B's row, and dot2x4 takes one prefix for its four rows.
+type ntMixed struct {
+	rows [4][]int  // rows of B by prefix
+	pack []float32 // rows of B with one prefix, next to each other
+	tmp  []float32 // dot2x4's 2 × jb results
+	jb   int       // rows of B per cache block (a multiple of 4)
+}
+
+func newNTMixed(n, kb int) *ntMixed {
+	jb := max(4, 16384/(4*kb)/4*4)
+	return &ntMixed{pack: make([]float32, n*kb), tmp: make([]float32, 2*jb), jb: jb}
+}
+
+// block adds one inner block to C bit for bit as gonum does: the rows of
+// B with the same prefix p are copied next to each other (dot2x4 loads
+// without alignment, and p alone sets the order of the additions), run
+// through dot2x4 in blocks of four into a scratch of −0, the identity of
+// addition (so the scratch holds each dot product exactly, −0 included),
+// and added to their columns of C, one addition per dot product as gonum
+// makes; the rows left over and C's last odd row go through
+// dotUnitaryGo.
+func (x *ntMixed) block(bl ntBlock) {
+	for p := range x.rows {
+		x.rows[p] = x.rows[p][:0]
+	}
+	for j := 0; j < bl.n; j++ {
+		p := alignPrefix(&bl.b[j*bl.ldb], bl.lk)
+		x.rows[p] = append(x.rows[p], j)
+	}
+	negZero := float32(math.Copysign(0, -1))
+	m2, lk := bl.m/2*2, bl.lk
+	for p, rows := range x.rows {
+		g4 := len(rows) / 4 * 4
+		rem := lk - p
+		nb, t4, t1 := rem/16, rem%16/4, rem%4
+		for t, j := range rows[:g4] {
+			copy(x.pack[t*lk:(t+1)*lk], bl.b[j*bl.ldb:j*bl.ldb+lk])
+		}
+		for t0 := 0; t0 < g4; t0 += x.jb {
+			w := min(x.jb, g4-t0)
+			for i := 0; i < m2; i += 2 {
+				tmp := x.tmp[:2*w]
+				for q := range tmp {
+					tmp[q] = negZero
+				}
+				dot2x4(&tmp[0], w, &bl.a[i*bl.lda], bl.lda, &x.pack[t0*lk], lk, p, nb, t4, t1, w/4)
+				c0, c1 := bl.c[i*bl.ldc:], bl.c[(i+1)*bl.ldc:]
+				for q, j := range rows[t0 : t0+w] {
+					c0[j] += tmp[q]
+					c1[j] += tmp[w+q]
+				}
+			}
+		}
+		for i := 0; i < bl.m; i++ {
+			left := rows[g4:]
+			if i >= m2 {
+				left = rows
+			}
+			ai := bl.a[i*bl.lda : i*bl.lda+lk]
+			for _, j := range left {
+				bl.c[i*bl.ldc+j] += dotUnitaryGo(ai, bl.b[j*bl.ldb:j*bl.ldb+lk], p)
+			}
+		}
+	}
+}
 
 // alignPrefix is the number of elements DotUnitary handles one by one
 // before y reaches a 16-byte boundary (at most k).

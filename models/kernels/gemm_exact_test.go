@@ -185,7 +185,6 @@ func TestSgemmExactDeclines(t *testing.T) {
 		ok   bool
 	}{
 		{"both transposed", sgemmExact(true, true, 4, 4, 4, 1, a, 4, b, 4, 0, c, 4)},
-		{"ldb not a multiple of 4", sgemmExact(false, true, 3, 3, 3, 1, a, 3, b, 5, 0, c, 3)},
 		{"alpha 2", sgemmExact(false, false, 4, 4, 4, 2, a, 4, b, 4, 0, c, 4)},
 		{"short a", sgemmExact(false, false, 4, 4, 5, 1, a, 5, b, 4, 0, c, 4)},
 		{"short c", sgemmExact(false, false, 5, 4, 4, 1, a, 4, b, 4, 0, c, 4)},
@@ -199,7 +198,8 @@ func TestSgemmExactDeclines(t *testing.T) {
 
 // BenchmarkSgemm compares gonum's Sgemm with sgemmExact on the kernels'
 // shapes: a 128-row chunk (or a few rows) by hidden 64, R-SPN's 128 and
-// E-SPN's 300 (four blocks of 64 columns and a tail of 44).
+// E-SPN's 300 (four blocks of 64 columns and a tail of 44), and the
+// Peptides-func widths 210 and 175, whose rows of W differ in alignment.
 func BenchmarkSgemm(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, s := range []struct {
@@ -217,6 +217,8 @@ func BenchmarkSgemm(b *testing.B) {
 		{"NN/128x300x300", false, false, 128, 300, 300},
 		{"NT/128x128x128", false, true, 128, 128, 128},
 		{"NT/128x300x300", false, true, 128, 300, 300},
+		{"NT/128x210x210", false, true, 128, 210, 210},
+		{"NT/128x175x175", false, true, 128, 175, 175},
 		{"TN/300x300x128", true, false, 300, 300, 128},
 	} {
 		lda, ldb := s.k, s.n
@@ -303,37 +305,35 @@ func TestSgemmExactNTMatchesGonum(t *testing.T) {
 		for _, n := range []int{1, 7, 8, 9, 64, 67, 130} {
 			for _, m := range []int{1, 5, 128} {
 				for shift := 0; shift < 4; shift++ {
-					for _, beta := range []float32{0, 1, -0.5} {
-						ldb := (k + 3) / 4 * 4
-						if ldb == 0 {
-							ldb = 4
-						}
-						lda := max(k, 1) + shift
-						a := make([]float32, m*lda)
-						bb := make([]float32, shift+n*ldb)[shift:] // rows start shift elements off 16 bytes
-						c0 := make([]float32, m*n)
-						for i := range a {
-							a[i] = float32(rng.NormFloat64())
-						}
-						for i := range bb {
-							bb[i] = float32(rng.NormFloat64())
-						}
-						for i := range c0 {
-							c0[i] = float32(rng.NormFloat64())
-							if i%7 == 0 {
-								c0[i] = float32(math.Copysign(0, -1))
+					for _, ldb := range ntStrides(k) {
+						for _, beta := range []float32{0, 1, -0.5} {
+							lda := max(k, 1) + shift
+							a := make([]float32, m*lda)
+							bb := make([]float32, shift+n*ldb)[shift:] // rows start shift elements off 16 bytes
+							c0 := make([]float32, m*n)
+							for i := range a {
+								a[i] = float32(rng.NormFloat64())
 							}
-						}
-						want := append([]float32(nil), c0...)
-						impl.Sgemm(blas.NoTrans, blas.Trans, m, n, k, 1, a, lda, bb, ldb, beta, want, n)
-						got := append([]float32(nil), c0...)
-						name := fmt.Sprintf("m=%d n=%d k=%d shift=%d beta=%g", m, n, k, shift, beta)
-						if !sgemmExact(false, true, m, n, k, 1, a, lda, bb, ldb, beta, got, n) {
-							t.Fatalf("%s: declined", name)
-						}
-						for i := range want {
-							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("%s: c[%d] = %v, gonum %v", name, i, got[i], want[i])
+							for i := range bb {
+								bb[i] = float32(rng.NormFloat64())
+							}
+							for i := range c0 {
+								c0[i] = float32(rng.NormFloat64())
+								if i%7 == 0 {
+									c0[i] = float32(math.Copysign(0, -1))
+								}
+							}
+							want := append([]float32(nil), c0...)
+							impl.Sgemm(blas.NoTrans, blas.Trans, m, n, k, 1, a, lda, bb, ldb, beta, want, n)
+							got := append([]float32(nil), c0...)
+							name := fmt.Sprintf("m=%d n=%d k=%d ldb=%d shift=%d beta=%g", m, n, k, ldb, shift, beta)
+							if !sgemmExact(false, true, m, n, k, 1, a, lda, bb, ldb, beta, got, n) {
+								t.Fatalf("%s: declined", name)
+							}
+							for i := range want {
+								if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+									t.Fatalf("%s: c[%d] = %v, gonum %v", name, i, got[i], want[i])
+								}
 							}
 						}
 					}
@@ -341,6 +341,23 @@ func TestSgemmExactNTMatchesGonum(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ntStrides returns the strides of B's rows TestSgemmExactNTMatchesGonum
+// tries for inner dimension k: a multiple of 4 (every row with one
+// alignment) and, for k > 0, one of each other residue mod 4 (rows in two
+// or four alignments, as at widths 210, 175 and 125).
+func ntStrides(k int) []int {
+	s := []int{max((k+3)/4*4, 4)}
+	if k == 0 {
+		return s
+	}
+	for pad := 0; pad < 4; pad++ {
+		if (k+pad)%4 != 0 {
+			s = append(s, k+pad)
+		}
+	}
+	return s
 }
 
 // TestDotUnitaryGo checks the Go spelling of gonum's dot product against
