@@ -36,7 +36,7 @@ func (o biasReLU) Forward(in [][]float32, out []float32) error {
 
 func (o biasReLU) Backward(in [][]float32, out, dOut []float32, dIn [][]float32) error {
 	kernels.ReLUMask(kernels.CPU{}, dIn[0], out, dOut, o.n, o.d)
-	kernels.CPU{Threads: 1}.MatMulAT([]float32{}, dIn[1], []float32{}, dIn[0], o.n, 0, o.d)
+	kernels.CPU{Threads: 1}.MatMulAT([]float32{}, dIn[1], []float32{}, dIn[0], kernels.MatMulShape{N: o.n, In: 0, Out: o.d})
 	return nil
 }
 

@@ -36,7 +36,7 @@ func (o linear) Sig() op.Sig {
 func (o linear) Forward(in [][]float32, y []float32) error {
 	x, w, b := in[0], in[1], in[2]
 	n := o.bd.Rows(o.graph)
-	o.be.MatMul(y[:n*o.outCh], x[:n*o.in], w, b, n, o.in, o.outCh)
+	o.be.MatMul(y[:n*o.outCh], x[:n*o.in], w, b, kernels.MatMulShape{N: n, In: o.in, Out: o.outCh})
 	clear(y[n*o.outCh:])
 	return nil
 }
@@ -45,9 +45,9 @@ func (o linear) Forward(in [][]float32, y []float32) error {
 func (o linear) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
 	x, w := in[0], in[1]
 	n := o.bd.Rows(o.graph)
-	o.be.MatMulBT(dIn[0][:n*o.in], dy[:n*o.outCh], w, n, o.in, o.outCh)
+	o.be.MatMulBT(dIn[0][:n*o.in], dy[:n*o.outCh], w, kernels.MatMulShape{N: n, In: o.in, Out: o.outCh})
 	buf := o.be.Buf(kernels.NumChunks(n) * (o.in*o.outCh + o.outCh)) // the per-chunk partial sums
-	o.be.MatMulATBuf(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], n, o.in, o.outCh, &buf)
+	o.be.MatMulATBuf(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], kernels.MatMulShape{N: n, In: o.in, Out: o.outCh}, &buf)
 	return nil
 }
 
@@ -152,7 +152,7 @@ func (o encoder) Forward(in [][]float32, y []float32) error {
 	d, n := o.d, o.bd.N
 	clear(y[n*d:])
 	if attrW != nil {
-		o.be.MatMul(y[:n*d], o.bd.Attrs[:n*o.attrD], attrW, bias, n, o.attrD, d)
+		o.be.MatMul(y[:n*d], o.bd.Attrs[:n*o.attrD], attrW, bias, kernels.MatMulShape{N: n, In: o.attrD, Out: d})
 	} else {
 		for r := 0; r < n; r++ {
 			copy(y[r*d:(r+1)*d], bias)
@@ -174,7 +174,7 @@ func (o encoder) Backward(_ [][]float32, _, dy []float32, dIn [][]float32) error
 	gEmb, gAttr, gBias := o.split(dIn)
 	d, n := o.d, o.bd.N
 	if gAttr != nil {
-		o.be.MatMulAT(gAttr, gBias, o.bd.Attrs[:n*o.attrD], dy[:n*d], n, o.attrD, d)
+		o.be.MatMulAT(gAttr, gBias, o.bd.Attrs[:n*o.attrD], dy[:n*d], kernels.MatMulShape{N: n, In: o.attrD, Out: d})
 	} else {
 		for r := 0; r < n; r++ {
 			for j, v := range dy[r*d : (r+1)*d] {

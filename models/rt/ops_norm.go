@@ -146,7 +146,7 @@ func (o bnReLU) Forward(in [][]float32, y []float32) error {
 	}
 	st.xhat = o.be.Buf(n * d)
 	clear(y[n*d:])
-	kernels.BNReLUForward(o.be, st.xhat, y, x, mu, st.invStd, g, bt, n, d)
+	kernels.BNReLUForward(o.be, kernels.BNReLUArgs{XHat: st.xhat, Y: y, X: x, Mu: mu, Inv: st.invStd, Gamma: g, Beta: bt, N: n, D: d})
 	return nil
 }
 
@@ -186,7 +186,7 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 		mdz[j] = float32(sdz[j] / float64(n))
 		mdzx[j] = float32(sdzx[j] / float64(n))
 	}
-	kernels.BNBackward(o.be, dx, dz, xhat, gi, mdz, mdzx, n, d)
+	kernels.BNBackward(o.be, kernels.BNBackwardArgs{DX: dx, DZ: dz, XHat: xhat, GI: gi, M: mdz, MX: mdzx, N: n, D: d})
 	return nil
 }
 

@@ -48,6 +48,6 @@ func BNTrain(x, g, bt []float32, runMean, runVar []float64, n, w int, momentum, 
 		mu[j], inv[j] = float32(mean[j]), float32(1/math.Sqrt(v+eps))
 	}
 	xhat, y = make([]float32, n*w), make([]float32, n*w)
-	kernels.BNReLUForward(be, xhat, y, x, mu, inv, g, bt, n, w)
+	kernels.BNReLUForward(be, kernels.BNReLUArgs{XHat: xhat, Y: y, X: x, Mu: mu, Inv: inv, Gamma: g, Beta: bt, N: n, D: w})
 	return mu, inv, xhat, y, newMean, newVar
 }
