@@ -221,7 +221,7 @@ func batchNorm(d *dev) {
 	for j := range runMean {
 		runMean[j], runVar[j] = rng.NormFloat64(), 1+rng.Float64()
 	}
-	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, w, momentum, eps)
+	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(kerntest.BNCase{X: x, Gamma: g, Beta: bt, RunMean: runMean, RunVar: runVar, N: n, W: w, Momentum: momentum, Eps: eps})
 
 	nc := kernels.NumChunks(n)
 	gInv, gMean, gVar, gX := out[float32](d, w), up(d, runMean), up(d, runVar), up(d, x)

@@ -21,10 +21,22 @@ type linear struct {
 	N, in, outCh int
 }
 
-// NewLinear returns the op y = x·W + b over the real rows of an N×in
-// node-level (graph: graph-level) tensor, W in×out, b out.
-func NewLinear(id string, be Env, bd *BatchData, graph bool, N, in, out int) op.Op {
-	return linear{id: id, be: be, bd: bd, graph: graph, N: N, in: in, outCh: out}
+// LinearOpts is the shape of a NewLinear op: its input is an N×In tensor
+// of node-level rows, or of graph-level rows with Graph, W is In×Out and
+// b Out.
+type LinearOpts struct {
+	// Graph says the rows are graphs (the batch's real graph count), not
+	// nodes.
+	Graph bool
+	// N is the padded number of rows, In and Out the input and output
+	// widths.
+	N, In, Out int
+}
+
+// NewLinear returns the op y = x·W + b over the real rows of an N×In
+// node-level (o.Graph: graph-level) tensor, W In×Out, b Out.
+func NewLinear(id string, be Env, bd *BatchData, o LinearOpts) op.Op {
+	return linear{id: id, be: be, bd: bd, graph: o.Graph, N: o.N, in: o.In, outCh: o.Out}
 }
 
 // Sig implements op.Op.
@@ -118,8 +130,16 @@ type encoder struct {
 	N, d             int
 }
 
-func newEncoder(id string, be Env, bd *BatchData, numLabels, attrDim, N, d int) encoder {
-	return encoder{id: id, be: be, bd: bd, numLabels: numLabels, attrD: attrDim, N: N, d: d}
+// encoderShape is the shape of a newEncoder op: the dataset's number of
+// node labels and attribute width (0 for none), the padded number of
+// nodes N and the hidden width D.
+type encoderShape struct {
+	NumLabels, AttrDim int
+	N, D               int
+}
+
+func newEncoder(id string, be Env, bd *BatchData, s encoderShape) encoder {
+	return encoder{id: id, be: be, bd: bd, numLabels: s.NumLabels, attrD: s.AttrDim, N: s.N, d: s.D}
 }
 
 // Sig implements op.Op.

@@ -296,7 +296,7 @@ func batchNorm(t *testing.T, n int) {
 	}
 
 	// Training mode, CPU.
-	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, d, momentum, eps)
+	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(kerntest.BNCase{X: x, Gamma: g, Beta: bt, RunMean: runMean, RunVar: runVar, N: n, W: d, Momentum: momentum, Eps: eps})
 	dz := make([]float32, n*d)
 	kernels.ReLUMask(be, dz, y, dy, n, d)
 	sdz, sdzx := kernels.ColSumsPair(be, dz, xhat, n, d)
