@@ -123,7 +123,7 @@ func (a *app) calibrate(en *engine, args []string) error {
 	if out == "" {
 		out = cost.DefaultCalibration(pos[0])
 	}
-	cal, err := a.measure(en, spec, o, *epochs, *threads, *proxGraphs, *noWait)
+	cal, err := a.measure(en, spec, o, calibrateOpts{Epochs: *epochs, Threads: *threads, ProxGraphs: *proxGraphs, NoWait: *noWait})
 	if err != nil {
 		return err
 	}
@@ -137,9 +137,22 @@ func (a *app) calibrate(en *engine, args []string) error {
 	return nil
 }
 
+// calibrateOpts are the flags of spn calibrate that measure uses.
+type calibrateOpts struct {
+	// Epochs is the number of epochs per measured configuration.
+	Epochs int
+	// Threads is the number of kernel threads per stage.
+	Threads int
+	// ProxGraphs caps the number of graphs of the h-Prox datasets.
+	ProxGraphs int
+	// NoWait fails at once when another spn process holds the cache.
+	NoWait bool
+}
+
 // measure runs spec's calibration spec (cost.CalibrationSpec) locally
-// and reads the timings back (cost.Measured).
-func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads, proxGraphs int, noWait bool) (*cost.Calibration, error) {
+// with the options co and reads the timings back (cost.Measured).
+func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, co calibrateOpts) (*cost.Calibration, error) {
+	epochs, threads, proxGraphs, noWait := co.Epochs, co.Threads, co.ProxGraphs, co.NoWait
 	cspec := cost.CalibrationSpec(spec, epochs, proxGraphs)
 	p, err := plan.Build(cspec, en.reg)
 	if err != nil {
@@ -165,7 +178,7 @@ func (a *app) measure(en *engine, spec *schema.Spec, o *envOpts, epochs, threads
 		len(cspec.Experiments), toRun, epochs, threads)
 	// Train stages only: select, evaluate and tabulate are not needed.
 	sel := func(n *plan.Node) bool { return n.Kind != stages.KindEvaluate }
-	if err := a.execute(ctx, "calibrate", p, c, en.reg, o, exec.Options{Jobs: 1, Threads: threads, Select: sel}); err != nil {
+	if err := a.execute(ctx, "calibrate", stagesRun{Plan: p, Cache: c, Reg: en.reg}, o, exec.Options{Jobs: 1, Threads: threads, Select: sel}); err != nil {
 		return nil, err
 	}
 	cal := cost.NewCalibration(threads, spec.Device)

@@ -315,11 +315,18 @@ func (a *app) lockCache(ctx context.Context, cmd string, c *cache.Cache, noWait 
 	return lk, nil
 }
 
-// execute runs the selected uncached stages of p with logging and
+// stagesRun is what execute runs: the stages of Plan, resolved against
+// Cache, which receives their results, run by the stage kinds of Reg.
+type stagesRun struct {
+	Plan  *plan.Plan
+	Cache *cache.Cache
+	Reg   *stages.Registry
+}
+
+// execute runs the selected uncached stages of r.Plan with logging and
 // progress, printing failure and skip messages as they happen. It fails
 // when a stage did not complete.
-func (a *app) execute(ctx context.Context, cmd string, p *plan.Plan, c *cache.Cache, reg *stages.Registry,
-	o *envOpts, opt exec.Options) error {
+func (a *app) execute(ctx context.Context, cmd string, r stagesRun, o *envOpts, opt exec.Options) error {
 	errw := a.stderr
 	var bar *exec.BarProgress
 	if isTerminal(a.stderr) && !o.logJSON {
@@ -337,7 +344,7 @@ func (a *app) execute(ctx context.Context, cmd string, p *plan.Plan, c *cache.Ca
 	} else {
 		opt.Progress = exec.NewLogProgress(log, 0)
 	}
-	res, err := exec.Run(ctx, p, c, reg, opt)
+	res, err := exec.Run(ctx, r.Plan, r.Cache, r.Reg, opt)
 	switch {
 	case err != nil && res != nil && res.Interrupted:
 		return runtimeErrf(cmd, "interrupted; finished stages are kept, run again to resume")

@@ -19,7 +19,7 @@ import (
 // exit status.
 func (a *app) keptGoing(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir, failed error) error {
 	fmt.Fprintln(a.stderr, failed)
-	a.writePartialTables(en, "run", spec, p, c, dir, tabulate.Failed)
+	a.writePartialTables(en, spec, p, c, dir, tabulate.Failed)
 	// The report shows the failed stages with their errors.
 	if err := a.writeReport(en, spec, p, c, dir); err != nil {
 		fmt.Fprintln(a.stderr, err)
@@ -33,8 +33,9 @@ func (a *app) keptGoing(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Ca
 // table whose stage completed is copied as usual; any other is rendered
 // from the experiments that did finish, the others' cells marked
 // (tabulate.Partial), and written to out without entering the cache. It
-// reports what it wrote, as command cmd.
-func (a *app) writePartialTables(en *engine, cmd string, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir, why string) {
+// reports what it wrote, as the command that prepared dir.
+func (a *app) writePartialTables(en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache, dir tablesDir, why string) {
+	cmd := dir.cmd
 	// A partial write removes nothing: the tables it could not write keep
 	// their last complete version.
 	known := dir.Previous()

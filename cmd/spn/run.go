@@ -77,7 +77,7 @@ func (a *app) run(en *engine, args []string) error {
 		return err
 	}
 	if sl.Executor == slurm.ExecutorSlurm {
-		return a.runSlurm(en, spec, p, file, o, sl, dest)
+		return a.runSlurm(en, slurmRun{Spec: spec, File: file, Plan: p, Out: dest}, o, sl)
 	}
 	c, err := cache.Open(o.cache)
 	if err != nil {
@@ -123,7 +123,7 @@ func (a *app) run(en *engine, args []string) error {
 	}
 	fmt.Fprintf(a.stderr, "spn run: %s: %d stages, %d cached, %d to run (%s)\n",
 		specLabel(spec, file), len(p.Nodes), cached, toRun, how)
-	if err := a.execute(ctx, "run", p, c, reg, o, xo); err != nil {
+	if err := a.execute(ctx, "run", stagesRun{Plan: p, Cache: c, Reg: reg}, o, xo); err != nil {
 		if *keepGoing && ctx.Err() == nil {
 			return a.keptGoing(en, spec, p, c, dest, err)
 		}

@@ -38,9 +38,20 @@ func (a *app) slurmFlags(fs *flag.FlagSet) *slurmOpts {
 	return s
 }
 
+// slurmRun is what runSlurm submits and waitSlurm follows: the spec read
+// from File ("" for the built-in quickstart), its plan, and the directory
+// the tables are written to.
+type slurmRun struct {
+	Spec *schema.Spec
+	File string
+	Plan *plan.Plan
+	Out  tablesDir
+}
+
 // runSlurm submits the plan's missing stages to Slurm and, with --wait,
 // follows them and writes the tables.
-func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string, o *envOpts, s *slurmOpts, out tablesDir) error {
+func (a *app) runSlurm(en *engine, r slurmRun, o *envOpts, s *slurmOpts) error {
+	spec, p, file := r.Spec, r.Plan, r.File
 	c, err := cache.Open(o.cache)
 	if err != nil {
 		return runtimeErr("run", err)
@@ -129,15 +140,15 @@ func (a *app) runSlurm(en *engine, spec *schema.Spec, p *plan.Plan, file string,
 		}
 		return nil
 	}
-	return a.waitSlurm(ctx, en, spec, p, c, runner, s.Poll, out)
+	return a.waitSlurm(ctx, en, r, c, runner, s.Poll)
 }
 
 // waitSlurm follows spn's jobs on the cache until none of the plan's
 // stages is queued or running, reports what did not complete, and writes
 // the tables (cells of experiments that did not complete marked, as after
-// a local run with --keep-going).
-func (a *app) waitSlurm(ctx context.Context, en *engine, spec *schema.Spec, p *plan.Plan, c *cache.Cache,
-	runner slurm.Runner, poll time.Duration, out tablesDir) error {
+// a local run with --keep-going). r.File is not read.
+func (a *app) waitSlurm(ctx context.Context, en *engine, r slurmRun, c *cache.Cache, runner slurm.Runner, poll time.Duration) error {
+	spec, p, out := r.Spec, r.Plan, r.Out
 	last := ""
 	_, err := slurm.Wait(ctx, runner, p, c, poll, func(t map[slurm.State]int) {
 		line := fmt.Sprintf("%d/%d stages done, %d running, %d queued, %d failed",

@@ -106,7 +106,7 @@ func (a *app) table(en *engine, args []string) error {
 		}
 	}
 	if len(missing) > 0 && *partial {
-		a.writePartialTables(en, "table", spec, p, c, dest, tabulate.NotYet)
+		a.writePartialTables(en, spec, p, c, dest, tabulate.NotYet)
 		return nil
 	}
 	if len(missing) > 0 {
@@ -120,7 +120,7 @@ func (a *app) table(en *engine, args []string) error {
 		ctx, stop := a.signalContext()
 		defer stop()
 		onlyTables := func(n *plan.Node) bool { return n.Kind == stages.KindTabulate || n.Kind == stages.KindFigure }
-		if err := a.execute(ctx, "table", p, c, reg, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); err != nil {
+		if err := a.execute(ctx, "table", stagesRun{Plan: p, Cache: c, Reg: reg}, o, exec.Options{Jobs: 1, Threads: 1, Select: onlyTables}); err != nil {
 			return err
 		}
 	}

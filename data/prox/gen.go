@@ -52,7 +52,7 @@ func pair(rng *rand.Rand, cfg Config, numRed int) (pos, neg data.Graph, err erro
 		}
 		pos = g
 		if cfg.Balanced {
-			keep, ok := keepingEdge(rng, &g, dist, colours, cfg.H, width, edge)
+			keep, ok := keepingEdge(rng, colouredGraph{G: &g, Dist: dist, Colours: colours}, cfg.H, width, edge)
 			if !ok {
 				continue
 			}
@@ -314,11 +314,22 @@ func codeEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, h in
 	return [2]int{min(e[0], e[1]), max(e[0], e[1])}, true
 }
 
-// keepingEdge draws uniformly a non-edge {u, v} of g whose addition
+// colouredGraph is a layered graph G of a pair being drawn with its
+// all-pairs distances Dist (sp.Distances) and the colours of its nodes
+// (proxcheck.Red, Blue or neither).
+type colouredGraph struct {
+	G       *data.Graph
+	Dist    []int32
+	Colours []int32
+}
+
+// keepingEdge draws uniformly a non-edge {u, v} of cg.G whose addition
 // leaves every red node with at most MaxBlue blue nodes within h (new
 // distances min(d(a,b), d(a,u)+1+d(v,b), d(a,v)+1+d(u,b))), among those
-// spanning as many levels as twin when there are any, else among all.
-func keepingEdge(rng *rand.Rand, g *data.Graph, dist []int32, colours []int32, h, width int, twin [2]int) ([2]int, bool) {
+// spanning as many levels (of width nodes) as twin when there are any,
+// else among all.
+func keepingEdge(rng *rand.Rand, cg colouredGraph, h, width int, twin [2]int) ([2]int, bool) {
+	g, dist, colours := cg.G, cg.Dist, cg.Colours
 	n := g.N
 	d := distFunc(dist, n)
 	reds, blues := redsAndBlues(colours)

@@ -197,7 +197,7 @@ func biasReLU(d *dev) {
 
 	db0 := kerntest.Randn(rng, w, 1)
 	wantDb := append([]float32(nil), db0...)
-	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantDb, []float32{}, wantDz, n, 0, w)
+	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantDb, []float32{}, wantDz, kernels.MatMulShape{N: n, In: 0, Out: w})
 	nc := kernels.NumChunks(n)
 	gDb, gPart := up(d, db0), out[float32](d, nc*w)
 	d.launch("spn_col_part", cover(nc*w, 4), 4, gDb, gPart, gDz, n, w)
@@ -221,7 +221,7 @@ func batchNorm(d *dev) {
 	for j := range runMean {
 		runMean[j], runVar[j] = rng.NormFloat64(), 1+rng.Float64()
 	}
-	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, w, momentum, eps)
+	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(kerntest.BNCase{X: x, Gamma: g, Beta: bt, RunMean: runMean, RunVar: runVar, N: n, W: w, Momentum: momentum, Eps: eps})
 
 	nc := kernels.NumChunks(n)
 	gInv, gMean, gVar, gX := out[float32](d, w), up(d, runMean), up(d, runVar), up(d, x)
@@ -363,7 +363,7 @@ func sgemm(d *dev) {
 		nan[i] = float32(math.NaN())
 	}
 	y := make([]float32, m*n)
-	be.MatMul(y, x, w, nil, m, k, n)
+	be.MatMul(y, x, w, nil, kernels.MatMulShape{N: m, In: k, Out: n})
 	xw := gemm(false, false, m, n, 1, x, w, 0, nan)
 	check("x·w", xw, y,
 		func(i, l int) float32 { return x[i*k+l] }, func(l, j int) float32 { return w[l*n+j] }, m, n)
@@ -372,14 +372,14 @@ func sgemm(d *dev) {
 	// dx = dy·wᵀ (dy m×k, w n×k).
 	dy, w2 := kerntest.Randn(rng, m*k, 1), kerntest.Randn(rng, n*k, 1)
 	dx := make([]float32, m*n)
-	be.MatMulBT(dx, dy, w2, m, n, k)
+	be.MatMulBT(dx, dy, w2, kernels.MatMulShape{N: m, In: n, Out: k})
 	check("dy·wᵀ", gemm(false, true, m, n, 1, dy, w2, 0, make([]float32, m*n)), dx,
 		func(i, l int) float32 { return dy[i*k+l] }, func(l, j int) float32 { return w2[j*k+l] }, m, n)
 
 	// dw += xᵀ·dy (x k×m, dy k×n): beta = 1 accumulates.
 	x3, dy3, dw0 := kerntest.Randn(rng, k*m, 1), kerntest.Randn(rng, k*n, 1), kerntest.Randn(rng, m*n, 1)
 	dw := append([]float32(nil), dw0...)
-	be.MatMulAT(dw, nil, x3, dy3, k, m, n)
+	be.MatMulAT(dw, nil, x3, dy3, kernels.MatMulShape{N: k, In: m, Out: n})
 	check("dw + xᵀ·dy", gemm(true, false, m, n, 1, x3, dy3, 1, dw0), dw,
 		func(i, l int) float32 { return x3[l*m+i] }, func(l, j int) float32 { return dy3[l*n+j] }, m, n)
 

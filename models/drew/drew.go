@@ -183,7 +183,8 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 			md.hop = append(md.hop, &nbop.Data{})
 		}
 	}
-	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
+	err := md.Init(md, Kind{}, cfg, seed, be, rt.Parts{
+		Pkg: Name,
 		Input: func(init *rand.Rand) rt.Input {
 			md.atom = rt.NewAtom(cfg, m.Hidden, init)
 			return md.atom.Input(md.td)

@@ -68,7 +68,7 @@ func TestMixGradient(t *testing.T) {
 func TestMixOnDevice(t *testing.T) {
 	e := enginetest.Emulated(t)
 	for _, c := range mixCases(rand.New(rand.NewPCG(5, 6))) {
-		optest.CheckDevice(t, e, fmt.Sprintf("mix equal=%v", c.o.equal), c.o, c.in, 1e-4, 1e-5)
+		optest.CheckDevice(t, e, fmt.Sprintf("mix equal=%v", c.o.equal), c.o, c.in, optest.Tol{Abs: 1e-4, Rel: 1e-5})
 	}
 }
 

@@ -92,7 +92,8 @@ var (
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{rt.HopNet{TD: &nbop.Data{}, Typed: nbop.Need{Edges: true}}}
 	readInit, logitInit := param.GlobalReadInit(seed), param.HopLogitInit(seed)
-	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
+	err := md.Init(md, Kind{}, cfg, seed, be, rt.Parts{
+		Pkg:   Name,
 		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit, logitInit), td: md.TD}

@@ -13,6 +13,7 @@ import (
 	"github.com/spn-project/spn/models/internal/testkit/optest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/rt"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // TestOpOnDevice runs GAT's attention aggregation (2 heads) on the
@@ -33,7 +34,7 @@ func opOnDevice(t *testing.T, e *engine.Engine) {
 		Name: "gat",
 		Data: gd,
 		New: func(bd *rt.BatchData, N int) optest.Both {
-			return newGATAttn("gat", rt.Env{Backend: kernels.CPU{Threads: 1}}, bd, gd, H, N, d)
+			return newGATAttn("gat", rt.Env{Backend: kernels.CPU{Threads: 1}}, bd, gd, attnShape{Heads: H, N: N, D: d})
 		},
 		Missing: "gat: the neighbourhoods are not on the device",
 		In: func(rng *rand.Rand, N int) [][]float32 {
@@ -67,7 +68,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	b := devicetest.SmallBatch(t, 1)
 	for _, linear := range []bool{false, true} {
 		t.Run(fmt.Sprintf("linear %v", linear), func(t *testing.T) {
-			cfg := modeltest.Config(Name, 1, 2, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
+			cfg := modeltest.Config(modelspec.Model{Kind: Name, K: 1, Layers: 2, Hidden: 8, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0)
 			cfg.Model.Linear, cfg.Model.Heads = linear, 2
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)

@@ -91,7 +91,8 @@ var (
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	gd := &graphData{}
 	md := &Model{AdjNet: rt.AdjNet{Data: gd}}
-	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
+	err := md.Init(md, Kind{}, cfg, seed, be, rt.Parts{
+		Pkg: Name,
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			d, heads := cfg.Model.Hidden, cfg.Model.Heads
 			dh := d / heads
@@ -139,8 +140,8 @@ func (l *layer) AddBuffers(b map[string][]float64, name string) {
 func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 	w, b := s.Param(l.att.W), s.Param(l.att.B)
 	aSrc, aDst := s.Param(l.aSrc), s.Param(l.aDst)
-	z := s.Op(rt.NewLinear(s.Name+".att.lin", s.Be, s.BD, false, s.N, s.D, s.D), h, w, b)
-	agg := s.Op(newGATAttn(s.Name+".att", s.Be, s.BD, l.gd, l.heads, s.N, s.D), z, aSrc, aDst)
+	z := s.Op(rt.NewLinear(s.Name+".att.lin", s.Be, s.BD, rt.LinearOpts{N: s.N, In: s.D, Out: s.D}), h, w, b)
+	agg := s.Op(newGATAttn(s.Name+".att", s.Be, s.BD, l.gd, attnShape{Heads: l.heads, N: s.N, D: s.D}), z, aSrc, aDst)
 	if l.linear {
 		return agg
 	}

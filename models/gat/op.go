@@ -43,8 +43,14 @@ type gatAttn struct {
 	st      *gatState
 }
 
-func newGATAttn(id string, be rt.Env, bd *rt.BatchData, gd *graphData, heads, N, d int) gatAttn {
-	return gatAttn{id: id, be: be, bd: bd, gd: gd, H: heads, N: N, d: d, st: &gatState{}}
+// attnShape is the shape of a newGATAttn op: Heads attention heads over
+// N padded node rows of width D (D/Heads per head).
+type attnShape struct {
+	Heads, N, D int
+}
+
+func newGATAttn(id string, be rt.Env, bd *rt.BatchData, gd *graphData, s attnShape) gatAttn {
+	return gatAttn{id: id, be: be, bd: bd, gd: gd, H: s.Heads, N: s.N, d: s.D, st: &gatState{}}
 }
 
 // Sig implements op.Op.

@@ -29,7 +29,7 @@ func TestOpGradient(t *testing.T) {
 		if err := gd.Set(b); err != nil {
 			t.Fatal(err)
 		}
-		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gat attention", Op: newGATAttn("gat", be, bd, gd, H, N, d),
+		c := modeltest.RefCase{OpCase: modeltest.OpCase{Name: "gat attention", Op: newGATAttn("gat", be, bd, gd, attnShape{Heads: H, N: N, D: d}),
 			In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d, 0.7), modeltest.RandFloats(rng, d, 0.7)},
 			Shapes: [][]int{{N, d}, {H, d / H}, {H, d / H}}, H: 1e-3, Tol: 3e-2, ZeroFrom: n * d},
 			Ref: func(in [][]float64) []float64 { return refGAT(b, in[0], in[1], in[2], H, N, d) }}

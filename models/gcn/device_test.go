@@ -13,6 +13,7 @@ import (
 	"github.com/spn-project/spn/models/internal/testkit/optest"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/rt"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // TestOpOnDevice runs the GCN propagation on the emulated device and on
@@ -59,7 +60,7 @@ func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {
 	b := devicetest.SmallBatch(t, 1)
 	for _, linear := range []bool{false, true} {
 		t.Run(fmt.Sprintf("linear %v", linear), func(t *testing.T) {
-			cfg := modeltest.Config(Name, 1, 2, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
+			cfg := modeltest.Config(modelspec.Model{Kind: Name, K: 1, Layers: 2, Hidden: 8, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0)
 			cfg.Model.Linear = linear
 			if err := (Kind{}).CheckDevice(cfg); err != nil {
 				t.Fatal(err)

@@ -83,7 +83,8 @@ type layer struct {
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	gd := &graphData{}
 	md := &Model{AdjNet: rt.AdjNet{Data: gd}}
-	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
+	err := md.Init(md, Kind{}, cfg, seed, be, rt.Parts{
+		Pkg: Name,
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			d := cfg.Model.Hidden
 			if cfg.Model.Linear {
@@ -122,5 +123,5 @@ func (l *linearLayer) AddBuffers(map[string][]float64, string) {}
 // Step implements rt.Layer: hᵗ = Â·hᵗ⁻¹·Θᵗ + bᵗ.
 func (l *linearLayer) Step(s *rt.Step, h *G.Node) *G.Node {
 	agg := s.Op(newGCNAgg(s.Name+".gcn", s.Be, l.gd, s.N, s.D), h)
-	return s.Op(rt.NewLinear(s.Name+".lin", s.Be, s.BD, false, s.N, s.D, s.D), agg, s.Param(l.lin.W), s.Param(l.lin.B))
+	return s.Op(rt.NewLinear(s.Name+".lin", s.Be, s.BD, rt.LinearOpts{N: s.N, In: s.D, Out: s.D}), agg, s.Param(l.lin.W), s.Param(l.lin.B))
 }

@@ -35,8 +35,15 @@ type graphAttn struct {
 	st         *attnState
 }
 
-func newGraphAttn(id string, be rt.Env, bd *rt.BatchData, gd *graphData, heads, buckets, N, d int) graphAttn {
-	return graphAttn{id: id, be: be, bd: bd, gd: gd, H: heads, B: buckets, N: N, d: d, st: &attnState{}}
+// attnShape is the shape of a newGraphAttn op: Heads attention heads with
+// Buckets learnt biases each (one per distance bucket) over N padded node
+// rows of width D (D/Heads per head).
+type attnShape struct {
+	Heads, Buckets, N, D int
+}
+
+func newGraphAttn(id string, be rt.Env, bd *rt.BatchData, gd *graphData, s attnShape) graphAttn {
+	return graphAttn{id: id, be: be, bd: bd, gd: gd, H: s.Heads, B: s.Buckets, N: s.N, d: s.D, st: &attnState{}}
 }
 
 // Sig implements op.Op.

@@ -74,7 +74,7 @@ func TestAttnOpGradients(t *testing.T) {
 		}
 		B := maxDist + 2
 		cases := []modeltest.RefCase{
-			{OpCase: modeltest.OpCase{Name: "graph attention", Op: newGraphAttn("attn", be, bd, gph, H, B, N, d),
+			{OpCase: modeltest.OpCase{Name: "graph attention", Op: newGraphAttn("attn", be, bd, gph, attnShape{Heads: H, Buckets: B, N: N, D: d}),
 				In: [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*d, 1),
 					modeltest.RandFloats(rng, B*H, 1)},
 				Shapes: [][]int{{N, d}, {N, d}, {N, d}, {B, H}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},

@@ -88,7 +88,8 @@ var _ models.Model = (*Model)(nil)
 func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	m := cfg.Model
 	md := &Model{maxDist: m.MaxDist, gd: &graphData{}}
-	err := md.Init(md, Name, Kind{}, cfg, seed, be, rt.Parts{
+	err := md.Init(md, Kind{}, cfg, seed, be, rt.Parts{
+		Pkg: Name,
 		Input: func(init *rand.Rand) rt.Input {
 			e := &degreeInput{p: param.NewParam("enc.degree", MaxDegree+1, m.Hidden), gd: md.gd}
 			e.p.Uniform(init, 0.1)
@@ -191,12 +192,12 @@ func (l *tfLayer) AddBuffers(map[string][]float64, string) {}
 func (l *tfLayer) Step(s *rt.Step, h *G.Node) *G.Node {
 	bdr, bind, name, be, bd, gd, heads, maxDist, N, d := s.Bdr, s.Param, s.Name, s.Be, s.BD, l.gd, l.heads, l.maxDist, s.N, s.D
 	lin := func(id string, ln *param.Linear, x *G.Node) *G.Node {
-		return bdr.Op(be, rt.NewLinear(id, be, bd, false, N, d, d), x, bind(ln.W), bind(ln.B))
+		return bdr.Op(be, rt.NewLinear(id, be, bd, rt.LinearOpts{N: N, In: d, Out: d}), x, bind(ln.W), bind(ln.B))
 	}
 	add := func(a, b *G.Node) *G.Node { return bdr.Add(a, b, "the residual of "+name) }
 	a := bdr.Op(be, rt.NewLayerNorm(name+".ln1", be, bd, false, N, d), h, bind(l.ln1.Gamma), bind(l.ln1.Beta))
 	q, k, v := lin(name+".attn.q", l.q, a), lin(name+".attn.k", l.k, a), lin(name+".attn.v", l.v, a)
-	att := bdr.Op(be, newGraphAttn(name+".attn", be, bd, gd, heads, maxDist+2, N, d), q, k, v, bind(l.bias))
+	att := bdr.Op(be, newGraphAttn(name+".attn", be, bd, gd, attnShape{Heads: heads, Buckets: maxDist + 2, N: N, D: d}), q, k, v, bind(l.bias))
 	h = add(h, lin(name+".attn.o", l.o, att))
 	f := bdr.Op(be, rt.NewLayerNorm(name+".ln2", be, bd, false, N, d), h, bind(l.ln2.Gamma), bind(l.ln2.Beta))
 	f = bdr.Op(be, newReLU(name+".ffn.relu", N, d), lin(name+".ffn1", l.ff1, f))

@@ -2,14 +2,26 @@ package kernels
 
 import "math"
 
+// BNReLUArgs are the operands of BNReLUForward: the N×D matrices XHat,
+// Y (written) and X (read), and the per-column vectors Mu (μ), Inv (1/σ),
+// Gamma (γ) and Beta (β), D values each.
+type BNReLUArgs struct {
+	XHat, Y, X           []float32
+	Mu, Inv, Gamma, Beta []float32
+	N, D                 int
+}
+
 // BNReLUForward is the elementwise part of a batch norm followed by ReLU
 // over the n rows of x (n×d): x̂ = (x−μ)·inv and y = max(γ·x̂+β, 0), both
-// stored, for the per-column μ, inv (1/σ), γ and β (d each). The AVX2
-// kernel gives the bits of the Go loop (no fused multiply-add; ReLU writes
-// +0, NaN stays NaN).
-func BNReLUForward(be Backend, xhat, y, x, mu, inv, g, bt []float32, n, d int) {
+// stored, for the per-column μ, inv (1/σ), γ and β (d each), all given by
+// a. The AVX2 kernel gives the bits of the Go loop (no fused
+// multiply-add; ReLU writes +0, NaN stays NaN).
+func BNReLUForward(be Backend, a BNReLUArgs) {
+	xhat, y, x, mu, inv, g, bt, n, d := a.XHat, a.Y, a.X, a.Mu, a.Inv, a.Gamma, a.Beta, a.N, a.D
 	be.ForEachChunk(n, func(_, lo, hi int) {
-		j0 := bnFwdAVX2(xhat[lo*d:hi*d], y[lo*d:hi*d], x[lo*d:hi*d], mu, inv, g, bt, hi-lo, d)
+		c := a
+		c.XHat, c.Y, c.X, c.N = xhat[lo*d:hi*d], y[lo*d:hi*d], x[lo*d:hi*d], hi-lo
+		j0 := bnFwdAVX2(c)
 		if j0 == d {
 			return
 		}
@@ -39,13 +51,25 @@ func ReLUMask(be Backend, dz, y, dy []float32, n, d int) {
 	})
 }
 
+// BNBackwardArgs are the operands of BNBackward: the N×D matrices DX
+// (written), DZ and XHat (read), and the per-column vectors GI (γ/σ), M
+// (the mean of dz) and MX (the mean of dz·x̂), D values each.
+type BNBackwardArgs struct {
+	DX, DZ, XHat []float32
+	GI, M, MX    []float32
+	N, D         int
+}
+
 // BNBackward sets dx = gi·((dz − m) − x̂·mx) over the n rows (n×d), for the
-// per-column gi (γ/σ), m (mean of dz) and mx (mean of dz·x̂): the input
-// gradient of a training-mode batch norm. The AVX2 kernel gives the bits
-// of the Go loop.
-func BNBackward(be Backend, dx, dz, xhat, gi, m, mx []float32, n, d int) {
+// per-column gi (γ/σ), m (mean of dz) and mx (mean of dz·x̂), all given by
+// a: the input gradient of a training-mode batch norm. The AVX2 kernel
+// gives the bits of the Go loop.
+func BNBackward(be Backend, a BNBackwardArgs) {
+	dx, dz, xhat, gi, m, mx, n, d := a.DX, a.DZ, a.XHat, a.GI, a.M, a.MX, a.N, a.D
 	be.ForEachChunk(n, func(_, lo, hi int) {
-		j0 := bnBwdAVX2(dx[lo*d:hi*d], dz[lo*d:hi*d], xhat[lo*d:hi*d], gi, m, mx, hi-lo, d)
+		c := a
+		c.DX, c.DZ, c.XHat, c.N = dx[lo*d:hi*d], dz[lo*d:hi*d], xhat[lo*d:hi*d], hi-lo
+		j0 := bnBwdAVX2(c)
 		if j0 == d {
 			return
 		}

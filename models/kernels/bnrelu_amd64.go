@@ -11,9 +11,11 @@ func reluMask8(dz, y, dy *float32, n int)
 //go:noescape
 func bnBwd8(dx, dz, xhat, gi, m, mx *float32, n, d8, ld int)
 
-// bnFwdAVX2 does BNReLUForward's loop over the n rows of x (n×d) for the
-// first j = 8·⌊d/8⌋ columns, with its bits, and returns j (0 without AVX2).
-func bnFwdAVX2(xhat, y, x, mu, inv, g, bt []float32, n, d int) int {
+// bnFwdAVX2 does BNReLUForward's loop over the a.N rows of a.X (N×D) for
+// the first j = 8·⌊D/8⌋ columns, with its bits, and returns j (0 without
+// AVX2).
+func bnFwdAVX2(a BNReLUArgs) int {
+	xhat, y, x, mu, inv, g, bt, n, d := a.XHat, a.Y, a.X, a.Mu, a.Inv, a.Gamma, a.Beta, a.N, a.D
 	d8 := d / 8 * 8
 	if !haveAVX2 || n <= 0 || d8 == 0 || len(x) < n*d || len(xhat) < n*d || len(y) < n*d ||
 		len(mu) < d || len(inv) < d || len(g) < d || len(bt) < d {
@@ -34,9 +36,10 @@ func reluMaskAVX2(dz, y, dy []float32) int {
 	return m
 }
 
-// bnBwdAVX2 does BNBackward's loop over the n rows for the first
-// j = 8·⌊d/8⌋ columns, with its bits, and returns j (0 without AVX2).
-func bnBwdAVX2(dx, dz, xhat, gi, m, mx []float32, n, d int) int {
+// bnBwdAVX2 does BNBackward's loop over the a.N rows for the first
+// j = 8·⌊D/8⌋ columns, with its bits, and returns j (0 without AVX2).
+func bnBwdAVX2(a BNBackwardArgs) int {
+	dx, dz, xhat, gi, m, mx, n, d := a.DX, a.DZ, a.XHat, a.GI, a.M, a.MX, a.N, a.D
 	d8 := d / 8 * 8
 	if !haveAVX2 || n <= 0 || d8 == 0 || len(dx) < n*d || len(dz) < n*d || len(xhat) < n*d ||
 		len(gi) < d || len(m) < d || len(mx) < d {

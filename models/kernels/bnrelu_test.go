@@ -40,7 +40,7 @@ func TestBNKernels(t *testing.T) {
 			}
 			be := CPU{Threads: 2}
 			h, y := make([]float32, n*d), make([]float32, n*d)
-			BNReLUForward(be, h, y, x, mu, inv, g, bt, n, d)
+			BNReLUForward(be, BNReLUArgs{XHat: h, Y: y, X: x, Mu: mu, Inv: inv, Gamma: g, Beta: bt, N: n, D: d})
 			same(t, "x̂", d, n, h, wantH)
 			same(t, "y", d, n, y, wantY)
 
@@ -61,7 +61,7 @@ func TestBNKernels(t *testing.T) {
 				}
 			}
 			dx := make([]float32, n*d)
-			BNBackward(be, dx, dz, h, gi, m, mx, n, d)
+			BNBackward(be, BNBackwardArgs{DX: dx, DZ: dz, XHat: h, GI: gi, M: m, MX: mx, N: n, D: d})
 			same(t, "dx", d, n, dx, wantX)
 		}
 	}
@@ -90,9 +90,9 @@ func BenchmarkBN(b *testing.B) {
 	}
 	be := CPU{Threads: 1}
 	for b.Loop() {
-		BNReLUForward(be, h, y, x, v, v, v, v, n, d)
+		BNReLUForward(be, BNReLUArgs{XHat: h, Y: y, X: x, Mu: v, Inv: v, Gamma: v, Beta: v, N: n, D: d})
 		ReLUMask(be, dz, y, x, n, d)
-		BNBackward(be, dx, dz, h, v, v, v, n, d)
+		BNBackward(be, BNBackwardArgs{DX: dx, DZ: dz, XHat: h, GI: v, M: v, MX: v, N: n, D: d})
 	}
 }
 

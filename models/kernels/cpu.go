@@ -23,23 +23,24 @@ const ChunkRows = 128
 // Backend is the set of kernels a model needs. All matrices are dense,
 // row-major float32 slices.
 type Backend interface {
-	// MatMul sets y (n×out) = x (n×in) · w (in×out) + bias (nil = none).
-	MatMul(y, x, w, bias []float32, n, in, out int)
+	// MatMul sets y (n×out) = x (n×in) · w (in×out) + bias (nil = none),
+	// for s = MatMulShape{n, in, out}.
+	MatMul(y, x, w, bias []float32, s MatMulShape)
 	// MatMulBT sets dx (n×in) = dy (n×out) · wᵀ.
-	MatMulBT(dx, dy, w []float32, n, in, out int)
+	MatMulBT(dx, dy, w []float32, s MatMulShape)
 	// MatMulAT adds xᵀ (in×n) · dy (n×out) to dw (in×out) and the column
 	// sums of dy to db (nil = skip).
-	MatMulAT(dw, db, x, dy []float32, n, in, out int)
+	MatMulAT(dw, db, x, dy []float32, s MatMulShape)
 	// MatMulATBuf is MatMulAT with the per-chunk partial sums kept in *buf
 	// (grown as needed; its contents need not be zero), so repeated calls
 	// do not allocate.
-	MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32)
-	// HopAggregate sets y = scale·x + Σ_i coef[i]·A_i·x over the rows of x
-	// (n×d), where A_i is the 0/1 matrix of hop[i].
-	HopAggregate(y, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int)
+	MatMulATBuf(dw, db, x, dy []float32, s MatMulShape, buf *[]float32)
+	// HopAggregate sets y = m.Scale·x + Σ_i m.Coef[i]·A_i·x over the rows
+	// of x (n×d), where A_i is the 0/1 matrix of m.Hops[i].
+	HopAggregate(y, x []float32, m HopMix, n, d int)
 	// HopAggregateSums is HopAggregate that also stores A_i·x in sums[i]
 	// (n×d each), for the gradient of the coefficients.
-	HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int)
+	HopAggregateSums(y []float32, sums [][]float32, x []float32, m HopMix, n, d int)
 	// Dots returns ⟨g, xs[i]⟩ for each i over n×d matrices, summed per
 	// row chunk in float32 and over chunks in float64.
 	Dots(g []float32, xs [][]float32, n, d int) []float64
@@ -62,6 +63,22 @@ type GemmArgs struct {
 	Alpha, Beta   float32
 	A, B, C       []float32
 	LdA, LdB, LdC int
+}
+
+// MatMulShape is the shape of Backend's dense products: the N rows of
+// the data matrix (x or dy), the In columns of x (rows of w) and the Out
+// columns of y (columns of w).
+type MatMulShape struct {
+	N, In, Out int
+}
+
+// HopMix is the linear map of the SPN hop aggregation over the rows of a
+// matrix x, x ↦ Scale·x + Σ_i Coef[i]·A_i·x, where A_i is the 0/1 matrix
+// of Hops[i] (len(Coef) ≥ len(Hops)).
+type HopMix struct {
+	Hops  []csr.CSR
+	Coef  []float32
+	Scale float32
 }
 
 // CPU is the pure-Go backend. Threads ≤ 1 runs serially. With a Pool
@@ -119,7 +136,8 @@ func (c CPU) ForEachChunk(n int, f func(chunk, lo, hi int)) {
 var impl gonum.Implementation
 
 // MatMul implements Backend.
-func (c CPU) MatMul(y, x, w, bias []float32, n, in, out int) {
+func (c CPU) MatMul(y, x, w, bias []float32, s MatMulShape) {
+	n, in, out := s.N, s.In, s.Out
 	c.ForEachChunk(n, func(_, lo, hi int) {
 		ys := y[lo*out : hi*out]
 		if bias != nil {
@@ -142,7 +160,8 @@ func (c CPU) MatMul(y, x, w, bias []float32, n, in, out int) {
 }
 
 // MatMulBT implements Backend.
-func (c CPU) MatMulBT(dx, dy, w []float32, n, in, out int) {
+func (c CPU) MatMulBT(dx, dy, w []float32, s MatMulShape) {
+	n, in, out := s.N, s.In, s.Out
 	if in == 0 {
 		return
 	}
@@ -152,13 +171,14 @@ func (c CPU) MatMulBT(dx, dy, w []float32, n, in, out int) {
 }
 
 // MatMulAT implements Backend.
-func (c CPU) MatMulAT(dw, db, x, dy []float32, n, in, out int) {
+func (c CPU) MatMulAT(dw, db, x, dy []float32, s MatMulShape) {
 	var buf []float32
-	c.MatMulATBuf(dw, db, x, dy, n, in, out, &buf)
+	c.MatMulATBuf(dw, db, x, dy, s, &buf)
 }
 
 // MatMulATBuf implements Backend.
-func (c CPU) MatMulATBuf(dw, db, x, dy []float32, n, in, out int, buf *[]float32) {
+func (c CPU) MatMulATBuf(dw, db, x, dy []float32, shape MatMulShape, buf *[]float32) {
+	n, in, out := shape.N, shape.In, shape.Out
 	nc := NumChunks(n)
 	if nc == 0 {
 		return

@@ -91,30 +91,30 @@ func TestKernelsAgainstNaive(t *testing.T) {
 	for _, threads := range []int{1, 3} {
 		be := CPU{Threads: threads}
 		y := make([]float32, n*out)
-		be.MatMul(y, x, w, bias, n, in, out)
+		be.MatMul(y, x, w, bias, MatMulShape{N: n, In: in, Out: out})
 		close32(t, "MatMul", y, y64, 1e-5)
 		dx := make([]float32, n*in)
-		be.MatMulBT(dx, dy, w, n, in, out)
+		be.MatMulBT(dx, dy, w, MatMulShape{N: n, In: in, Out: out})
 		close32(t, "MatMulBT", dx, dx64, 1e-5)
 		dw, db := make([]float32, in*out), make([]float32, out)
-		be.MatMulAT(dw, db, x, dy, n, in, out)
+		be.MatMulAT(dw, db, x, dy, MatMulShape{N: n, In: in, Out: out})
 		close32(t, "MatMulAT dw", dw, dw64, 1e-4)
 		close32(t, "MatMulAT db", db, db64, 1e-4)
 		var buf []float32
 		for range 2 { // a reused scratch buffer must not leak into the result
 			dw2, db2 := make([]float32, in*out), make([]float32, out)
-			be.MatMulATBuf(dw2, db2, x, dy, n, in, out, &buf)
+			be.MatMulATBuf(dw2, db2, x, dy, MatMulShape{N: n, In: in, Out: out}, &buf)
 			if !slices.Equal(dw, dw2) || !slices.Equal(db, db2) {
 				t.Fatal("MatMulATBuf differs from MatMulAT")
 			}
 		}
 		agg := make([]float32, n*in)
 		sums := [][]float32{make([]float32, n*in), make([]float32, n*in)}
-		be.HopAggregateSums(agg, sums, xs, hop, coef, 1.5, n, in)
+		be.HopAggregateSums(agg, sums, xs, HopMix{Hops: hop, Coef: coef, Scale: 1.5}, n, in)
 		close32(t, "HopAggregateSums", agg, agg64, 1e-5)
 		close32(t, "HopAggregateSums sums[1]", sums[1], sums64[1], 1e-5)
 		agg2 := make([]float32, n*in)
-		be.HopAggregate(agg2, xs, hop, coef, 1.5, n, in)
+		be.HopAggregate(agg2, xs, HopMix{Hops: hop, Coef: coef, Scale: 1.5}, n, in)
 		if !slices.Equal(agg, agg2) {
 			t.Fatal("HopAggregate differs from HopAggregateSums")
 		}
@@ -187,7 +187,7 @@ func BenchmarkHopAggregate(b *testing.B) {
 	coef := []float32{0.2, 0.2, 0.2, 0.2, 0.2}
 	be := CPU{Threads: 2}
 	for b.Loop() {
-		be.HopAggregateSums(y, sums, x, hop, coef, 1, n, d)
+		be.HopAggregateSums(y, sums, x, HopMix{Hops: hop, Coef: coef, Scale: 1}, n, d)
 	}
 }
 
@@ -199,6 +199,6 @@ func BenchmarkMatMul(b *testing.B) {
 	y := make([]float32, n*64)
 	be := CPU{Threads: 2}
 	for b.Loop() {
-		be.MatMul(y, x, w, nil, n, 64, 64)
+		be.MatMul(y, x, w, nil, MatMulShape{N: n, In: 64, Out: 64})
 	}
 }

@@ -27,10 +27,11 @@ var tailMask = [16]uint32{
 }
 
 // axpyRow sets c[j] += Σ_l a[l·astride]·b[l·ldb+j] for j < len(c) (c[j] =
-// +0 + … with zero: c need not be cleared), terms with a zero a skipped:
-// the AVX2 kernels over blocks of 64 columns and then the rest, with the
-// same order and rounding as axpyRowGo.
-func axpyRow(c, a []float32, astride, k int, b []float32, ldb int, zero bool) {
+// +0 + … with zero: c need not be cleared), terms with a zero a skipped,
+// for the operands r: the AVX2 kernels over blocks of 64 columns and then
+// the rest, with the same order and rounding as axpyRowGo.
+func axpyRow(c []float32, r axpyRowArgs) {
+	a, astride, k, b, ldb, zero := r.A, r.AStride, r.K, r.B, r.LdB, r.Zero
 	n, j := len(c), 0
 	for ; j+64 <= n; j += 64 {
 		axpyRow64(&c[j], &a[0], astride, k, &b[j], ldb, zero)

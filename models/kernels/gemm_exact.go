@@ -61,11 +61,23 @@ func sgemmExact(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b
 			w := min(64, n-j)
 			for i := 0; i < m; i++ {
 				ci := i*ldc + j
-				axpyRow(c[ci:ci+w], a[i*rowStep+l0*astride:], astride, kb, b[l0*ldb+j:], ldb, beta == 0 && l0 == 0)
+				axpyRow(c[ci:ci+w], axpyRowArgs{A: a[i*rowStep+l0*astride:], AStride: astride, K: kb, B: b[l0*ldb+j:], LdB: ldb, Zero: beta == 0 && l0 == 0})
 			}
 		}
 	}
 	return true
+}
+
+// axpyRowArgs are the operands of axpyRow after its output row c: the K
+// values of a row of A, AStride apart (A), the K rows of B they multiply,
+// LdB apart (B), and whether c starts from +0 instead of its old values
+// (Zero).
+type axpyRowArgs struct {
+	A          []float32
+	AStride, K int
+	B          []float32
+	LdB        int
+	Zero       bool
 }
 
 // kBlock is the number of rows of B one pass of sgemmExact's row kernels

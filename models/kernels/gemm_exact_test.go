@@ -426,7 +426,7 @@ func TestAxpyRowWidths(t *testing.T) {
 				}
 				axpyRowGo(want[:n], a, astride, k, b, ldb)
 				got := append([]float32(nil), c...)
-				axpyRow(got[:n], a, astride, k, b, ldb, zero)
+				axpyRow(got[:n], axpyRowArgs{A: a, AStride: astride, K: k, B: b, LdB: ldb, Zero: zero})
 				for j := range got {
 					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
 						t.Fatalf("n=%d k=%d zero=%v: c[%d] = %v, Go row kernel %v", n, k, zero, j, got[j], want[j])

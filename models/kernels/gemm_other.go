@@ -8,11 +8,11 @@ import "github.com/spn-project/spn/data/csr"
 // gonum computes every product.
 const haveAVX2 = false
 
-func axpyRow(c, a []float32, astride, k int, b []float32, ldb int, zero bool) {
-	if zero {
+func axpyRow(c []float32, r axpyRowArgs) {
+	if r.Zero {
 		clear(c)
 	}
-	axpyRowGo(c, a, astride, k, b, ldb)
+	axpyRowGo(c, r.A, r.AStride, r.K, r.B, r.LdB)
 }
 
 func dot2x4(c *float32, ldc int, x *float32, lda int, w *float32, ldb int, p, nb, t4, t1, nq int) {
@@ -27,11 +27,11 @@ func colSumsAVX2(p []float64, x []float32, center []float64, n, d int) int { ret
 
 func colPairAVX2(s, sp []float64, a, b []float32, n, d int) int { return 0 }
 
-func bnFwdAVX2(xhat, y, x, mu, inv, g, bt []float32, n, d int) int { return 0 }
+func bnFwdAVX2(BNReLUArgs) int { return 0 }
 
 func reluMaskAVX2(dz, y, dy []float32) int { return 0 }
 
-func bnBwdAVX2(dx, dz, xhat, gi, m, mx []float32, n, d int) int { return 0 }
+func bnBwdAVX2(BNBackwardArgs) int { return 0 }
 
 func scaleAVX2(y, x []float32, a float32) int { return 0 }
 

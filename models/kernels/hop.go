@@ -7,21 +7,22 @@ import (
 )
 
 // This file is the CPU arithmetic of the SPN hop aggregation, read top to
-// bottom: HopAggregateSums (y = scale·x + Σ_i coef_i·A_i·x per row chunk),
+// bottom: HopAggregateSums (y = Scale·x + Σ_i Coef_i·A_i·x per row chunk),
 // the row sums it is made of (sumRowsCSR, sumRows, sumRowsGo; the AVX2
 // kernels give the same bits), and Dots, the chunked dot products of the
 // hop weights' gradients (dotsExact).
 
 // HopAggregate implements Backend.
-func (c CPU) HopAggregate(y, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int) {
-	c.HopAggregateSums(y, nil, x, hop, coef, scale, n, d)
+func (c CPU) HopAggregate(y, x []float32, m HopMix, n, d int) {
+	c.HopAggregateSums(y, nil, x, m, n, d)
 }
 
 // HopAggregateSums implements Backend: per row chunk, the hop sums of
 // every row first, then y = scale·x and y += coef_i·sums_i over the whole
 // chunk, hop by hop (the same operations per value as row by row, in
 // fewer and longer kernel calls).
-func (c CPU) HopAggregateSums(y []float32, sums [][]float32, x []float32, hop []csr.CSR, coef []float32, scale float32, n, d int) {
+func (c CPU) HopAggregateSums(y []float32, sums [][]float32, x []float32, mix HopMix, n, d int) {
+	hop, coef, scale := mix.Hops, mix.Coef, mix.Scale
 	c.ForEachChunk(n, func(_, lo, hi int) {
 		m := (hi - lo) * d
 		var tmp []float32

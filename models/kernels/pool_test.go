@@ -67,7 +67,7 @@ func TestPoolSameBits(t *testing.T) {
 	defer pool.Close()
 	run := func(be CPU) ([]float32, []float32) {
 		dw, db := make([]float32, in*out), make([]float32, out)
-		be.MatMulAT(dw, db, x, dy, n, in, out)
+		be.MatMulAT(dw, db, x, dy, MatMulShape{N: n, In: in, Out: out})
 		return dw, db
 	}
 	dw0, db0 := run(CPU{Threads: 1})
@@ -133,7 +133,7 @@ func TestPoolGrow(t *testing.T) {
 	x, dy := randMat(rng, n*in), randMat(rng, n*out)
 	run := func(be CPU) []float32 {
 		dw, db := make([]float32, in*out), make([]float32, out)
-		be.MatMulAT(dw, db, x, dy, n, in, out)
+		be.MatMulAT(dw, db, x, dy, MatMulShape{N: n, In: in, Out: out})
 		return append(dw, db...)
 	}
 	want := run(CPU{Threads: 1})

@@ -12,11 +12,22 @@ import (
 // deterministic row chunks. The Gorgonia ops of the model packages call
 // these functions and nothing else.
 
+// RelInputs are the inputs of RelAggregate: one N×D matrix per relation
+// (Xs[j]) and the direct edges of every relation (Rel[j], a square CSR
+// over the N rows).
+type RelInputs struct {
+	Xs   [][]float32
+	Rel  []csr.CSR
+	N, D int
+}
+
 // RelAggregate sets y (n×d) = Σ_j A_j·xs[j], where A_j is the 0/1 matrix
-// of rel[j] (the direct edges of relation r_j): y_u = Σ_j Σ_{v: r_j(u,v)}
-// xs[j]_v. sums, when not nil, receives A_j·xs[j] (n×d each) for the
-// backward of a coefficient on y. An empty rel sets y to zero.
-func RelAggregate(be Backend, y []float32, sums [][]float32, xs [][]float32, rel []csr.CSR, n, d int) {
+// of rel[j] (the direct edges of relation r_j) and xs, rel, n and d are
+// in's: y_u = Σ_j Σ_{v: r_j(u,v)} xs[j]_v. sums, when not nil, receives
+// A_j·xs[j] (n×d each) for the backward of a coefficient on y. An empty
+// rel sets y to zero.
+func RelAggregate(be Backend, y []float32, sums [][]float32, in RelInputs) {
+	xs, rel, n, d := in.Xs, in.Rel, in.N, in.D
 	y = y[:n*d]
 	clear(y)
 	one := []float32{1}
@@ -29,7 +40,7 @@ func RelAggregate(be Backend, y []float32, sums [][]float32, xs [][]float32, rel
 			tmp = make([]float32, n*d)
 			s = tmp
 		}
-		be.HopAggregate(s, xs[j], []csr.CSR{a}, one, 0, n, d)
+		be.HopAggregate(s, xs[j], HopMix{Hops: []csr.CSR{a}, Coef: one}, n, d)
 		for i, v := range s {
 			y[i] += v
 		}
@@ -41,8 +52,19 @@ func RelAggregate(be Backend, y []float32, sums [][]float32, xs [][]float32, rel
 func RelAggregateGrad(be Backend, dxs [][]float32, dy []float32, relT []csr.CSR, n, d int) {
 	one := []float32{1}
 	for j, a := range relT {
-		be.HopAggregate(dxs[j][:n*d], dy, []csr.CSR{a}, one, 0, n, d)
+		be.HopAggregate(dxs[j][:n*d], dy, HopMix{Hops: []csr.CSR{a}, Coef: one}, n, d)
 	}
+}
+
+// EdgeInputs are the inputs of the E-SPN first-hop aggregation
+// (EdgeMessages and EdgeMessagesGrad): the node states H (N×D), one edge
+// embedding per entry of Adj in E (len(Adj.Idx)×D), the square CSR Adj
+// over the N nodes, and, for the gradient only, In =
+// IncomingEntries(Adj).
+type EdgeInputs struct {
+	H, E    []float32
+	Adj, In csr.CSR
+	N, D    int
 }
 
 // EdgeMessages sets y (n×d) to the E-SPN first-hop aggregation
@@ -50,8 +72,10 @@ func RelAggregateGrad(be Backend, dxs [][]float32, dy []float32, relT []csr.CSR,
 //	y_u = Σ_{v ∈ N(u)} ReLU(h_v + e_uv)
 //
 // where the neighbours of u are the entries p of row u of adj (v =
-// adj.Idx[p]) and e (len(adj.Idx)×d) holds one edge embedding per entry.
-func EdgeMessages(be Backend, y, h, e []float32, adj csr.CSR, n, d int) {
+// adj.Idx[p]) and e (len(adj.Idx)×d) holds one edge embedding per entry
+// (h, e, adj, n and d are in's; in.In is not read).
+func EdgeMessages(be Backend, y []float32, in EdgeInputs) {
+	h, e, adj, n, d := in.H, in.E, in.Adj, in.N, in.D
 	be.ForEachChunk(n, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			yu := y[u*d : (u+1)*d]
@@ -90,12 +114,13 @@ func IncomingEntries(adj csr.CSR) csr.CSR {
 	return in
 }
 
-// EdgeMessagesGrad is the backward of EdgeMessages for the output gradient
-// dy: it sets de_p = dy_u ⊙ 1[h_v + e_p > 0] for every entry p = (u, v)
-// and dh_v = Σ_{p: adj.Idx[p] = v} de_p (in entry order; in =
-// IncomingEntries(adj)). de (len(adj.Idx)×d) is always written: the
-// scatter into dh reads it.
-func EdgeMessagesGrad(be Backend, dh, de, dy, h, e []float32, adj, in csr.CSR, n, d int) {
+// EdgeMessagesGrad is the backward of EdgeMessages over ei for the output
+// gradient dy: it sets de_p = dy_u ⊙ 1[h_v + e_p > 0] for every entry
+// p = (u, v) and dh_v = Σ_{p: adj.Idx[p] = v} de_p (in entry order; in =
+// ei.In = IncomingEntries(adj)). de (len(adj.Idx)×d) is always written:
+// the scatter into dh reads it.
+func EdgeMessagesGrad(be Backend, dh, de, dy []float32, ei EdgeInputs) {
+	h, e, adj, in, n, d := ei.H, ei.E, ei.Adj, ei.In, ei.N, ei.D
 	be.ForEachChunk(n, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			du := dy[u*d : (u+1)*d]
@@ -130,15 +155,25 @@ func EmbedOffsets(vocab []int) (off []int32, rows int) {
 	return off, rows
 }
 
+// Categorical are the categorical features of EmbedSum and EmbedSumGrad:
+// N rows of C = len(Off) categories each, row-major in X (N×C), and the
+// first table row of every column in Off (from EmbedOffsets).
+type Categorical struct {
+	X, Off []int32
+	N      int
+}
+
 // EmbedSum sets y (n×d) to the sum of one learnable embedding per
 // categorical column (OGB's AtomEncoder / BondEncoder):
 //
 //	y_u = Σ_c T[off[c] + x[u·C + c]]
 //
-// where x holds n×C categories (C = len(off)) and T (rows×d) stacks the
-// tables of the C columns (off from EmbedOffsets). The categories must lie
-// in their column's vocabulary (checked when the batch is built).
-func EmbedSum(be Backend, y, table []float32, x, off []int32, n, d int) {
+// where x holds n×C categories (C = len(off); x, off and n are cat's) and
+// T (rows×d) stacks the tables of the C columns (off from EmbedOffsets).
+// The categories must lie in their column's vocabulary (checked when the
+// batch is built).
+func EmbedSum(be Backend, y, table []float32, cat Categorical, d int) {
+	x, off, n := cat.X, cat.Off, cat.N
 	C := len(off)
 	be.ForEachChunk(n, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
@@ -155,9 +190,11 @@ func EmbedSum(be Backend, y, table []float32, x, off []int32, n, d int) {
 }
 
 // EmbedSumGrad adds the gradient of EmbedSum to dT: dy_u to row
-// off[c] + x[u·C + c] for every node u and column c, in node order (one
-// thread: the scatter is cheap and its order fixed).
-func EmbedSumGrad(dT, dy []float32, x, off []int32, n, d int) {
+// off[c] + x[u·C + c] for every node u and column c (x, off and n are
+// cat's), in node order (one thread: the scatter is cheap and its order
+// fixed).
+func EmbedSumGrad(dT, dy []float32, cat Categorical, d int) {
+	x, off, n := cat.X, cat.Off, cat.N
 	C := len(off)
 	for u := 0; u < n; u++ {
 		du := dy[u*d : (u+1)*d]

@@ -85,9 +85,9 @@ func TestRelAggregateGrad(t *testing.T) {
 		xs := [][]float32{randVec(r, n*d), randVec(r, n*d)}
 		w := randVec(r, n*d)
 		y := make([]float32, n*d)
-		loss := func() float64 { RelAggregate(be, y, nil, xs, rel, n, d); return dot(w, y) }
+		loss := func() float64 { RelAggregate(be, y, nil, RelInputs{Xs: xs, Rel: rel, N: n, D: d}); return dot(w, y) }
 		// Reference: y_u = Σ_j Σ_{v: r_j(u,v)} xs[j]_v by brute force.
-		RelAggregate(be, y, nil, xs, rel, n, d)
+		RelAggregate(be, y, nil, RelInputs{Xs: xs, Rel: rel, N: n, D: d})
 		for u := 0; u < n; u++ {
 			for c := 0; c < d; c++ {
 				var want float32
@@ -127,7 +127,7 @@ func TestEdgeMessagesGrad(t *testing.T) {
 		}
 		w := randVec(r, n*d)
 		y := make([]float32, n*d)
-		EdgeMessages(be, y, h, e, adj, n, d)
+		EdgeMessages(be, y, EdgeInputs{H: h, E: e, Adj: adj, N: n, D: d})
 		for u := 0; u < n; u++ {
 			for j := 0; j < d; j++ {
 				var want float32
@@ -139,9 +139,9 @@ func TestEdgeMessagesGrad(t *testing.T) {
 				}
 			}
 		}
-		loss := func() float64 { EdgeMessages(be, y, h, e, adj, n, d); return dot(w, y) }
+		loss := func() float64 { EdgeMessages(be, y, EdgeInputs{H: h, E: e, Adj: adj, N: n, D: d}); return dot(w, y) }
 		dh, de := make([]float32, n*d), make([]float32, E*d)
-		EdgeMessagesGrad(be, dh, de, w, h, e, adj, IncomingEntries(adj), n, d)
+		EdgeMessagesGrad(be, dh, de, w, EdgeInputs{H: h, E: e, Adj: adj, In: IncomingEntries(adj), N: n, D: d})
 		checkFD(t, "dh", h, dh, loss)
 		checkFD(t, "de", e, de, loss)
 	}
@@ -179,7 +179,7 @@ func TestEmbedSumGrad(t *testing.T) {
 	tab, w := randVec(r, rows*d), randVec(r, n*d)
 	y := make([]float32, n*d)
 	for _, be := range []Backend{CPU{}, CPU{Threads: 2}} {
-		EmbedSum(be, y, tab, x, off, n, d)
+		EmbedSum(be, y, tab, Categorical{X: x, Off: off, N: n}, d)
 		for u := 0; u < n; u++ {
 			for j := 0; j < d; j++ {
 				want := tab[int(x[u*3])*d+j] + tab[(3+int(x[u*3+1]))*d+j] + tab[(4+int(x[u*3+2]))*d+j]
@@ -189,8 +189,8 @@ func TestEmbedSumGrad(t *testing.T) {
 			}
 		}
 		dT := make([]float32, rows*d)
-		EmbedSumGrad(dT, w, x, off, n, d)
-		checkFD(t, "dT", tab, dT, func() float64 { EmbedSum(be, y, tab, x, off, n, d); return dot(w, y) })
+		EmbedSumGrad(dT, w, Categorical{X: x, Off: off, N: n}, d)
+		checkFD(t, "dT", tab, dT, func() float64 { EmbedSum(be, y, tab, Categorical{X: x, Off: off, N: n}, d); return dot(w, y) })
 	}
 }
 

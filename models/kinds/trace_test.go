@@ -16,6 +16,7 @@ import (
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
 	"github.com/spn-project/spn/models/param"
+	"github.com/spn-project/spn/schema/modelspec"
 
 	"github.com/spn-project/spn/internal/testkit/golden"
 )
@@ -61,7 +62,7 @@ func traceOf(t *testing.T) string {
 	small, large := batch(0, 1, 2, 3, 4), batch(5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
 	be := kernels.CPU{Threads: 2}
 	cfgOf := func(kind string, k int) models.Config {
-		c := modeltest.Config(kind, k, 2, 8, 0.3, models.PoolMean, models.TaskClassification, 2, ds.NumLabels, 0)
+		c := modeltest.Config(modelspec.Model{Kind: kind, K: k, Layers: 2, Hidden: 8, Dropout: 0.3, Pool: models.PoolMean}, models.TaskClassification, 2, ds.NumLabels, 0)
 		c.Model.Heads, c.Model.MaxDist = 2, 3
 		return c
 	}

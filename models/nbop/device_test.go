@@ -50,7 +50,7 @@ func combineOnDevice(t *testing.T, e *engine.Engine) {
 		D.Dev = dev
 		alpha := randFloats(rng, kk, 0.5)
 		in := [][]float32{randFloats(rng, N*w, 1), alpha, {0.3}}
-		optest.CheckDevice(t, e, "combine", &HopCombine{ID: "agg", Be: be, D: D, K: kk, N: N, W: w}, in, 1e-4, 1e-5)
+		optest.CheckDevice(t, e, "combine", &HopCombine{ID: "agg", Be: be, D: D, K: kk, N: N, W: w}, in, optest.Tol{Abs: 1e-4, Rel: 1e-5})
 	}
 	bad := &HopCombine{ID: "agg", Be: be, D: &Data{N: n}, K: k, N: N, W: w}
 	if err := bad.DeviceForward(e, nil, nil); err == nil || err.Error() != "agg: the hop sets are not on the device" {
@@ -106,9 +106,9 @@ func rspnOnDevice(t *testing.T, e *engine.Engine) {
 		for range R {
 			xs = append(xs, randFloats(rng, N*w, 1))
 		}
-		optest.CheckDevice(t, e, "relations", RelAgg{ID: "rel", Be: be, D: D, R: R, N: N, W: w}, xs, 0, 0)
+		optest.CheckDevice(t, e, "relations", RelAgg{ID: "rel", Be: be, D: D, R: R, N: N, W: w}, xs, optest.Tol{})
 		in := [][]float32{randFloats(rng, N*w, 1), randFloats(rng, N*w, 1), randFloats(rng, N*w, 1), randFloats(rng, k, 0.5), {0.3}}
-		optest.CheckDevice(t, e, "combine", GivenFirstHop{ID: "combine", Be: be, D: D, K: k, N: N, W: w}, in, 1e-4, 1e-5)
+		optest.CheckDevice(t, e, "combine", GivenFirstHop{ID: "combine", Be: be, D: D, K: k, N: N, W: w}, in, optest.Tol{Abs: 1e-4, Rel: 1e-5})
 		_, rows := kernels.EmbedOffsets(b.NodeCatVocab)
 		if len(b.NodeCatVocab) < 2 || D.DevNodeCat == nil {
 			t.Fatalf("node feature vocabularies %v, on the device %v: want two columns or more, packed", b.NodeCatVocab, D.DevNodeCat != nil)
@@ -117,7 +117,7 @@ func rspnOnDevice(t *testing.T, e *engine.Engine) {
 		// than a chunk of them) by chunks: within rounding of the CPU's
 		// one sum (nbop.DeviceRows.Grad); the rest are the same bits.
 		atom := CatEmbed{ID: "atom", Be: be, D: D, Rows: rows, N: N, W: w}
-		optest.CheckDevice(t, e, "atom", atom, [][]float32{randFloats(rng, rows*w, 1)}, 1e-5, 1e-6)
+		optest.CheckDevice(t, e, "atom", atom, [][]float32{randFloats(rng, rows*w, 1)}, optest.Tol{Abs: 1e-5, Rel: 1e-6})
 		release()
 		if err := buf.Free(); err != nil {
 			t.Fatal(err)
@@ -170,7 +170,7 @@ func bceOnDevice(t *testing.T, e *engine.Engine) {
 	defer dev.Free()
 	D := &Data{G: g, Target: target, DevTarget: dev}
 	o := BCE{ID: "loss.bce", D: D, G: G, T: T}
-	optest.CheckDevice(t, e, "bce", o, [][]float32{randFloats(rng, G*T, 2)}, 1e-7, 1e-5)
+	optest.CheckDevice(t, e, "bce", o, [][]float32{randFloats(rng, G*T, 2)}, optest.Tol{Abs: 1e-7, Rel: 1e-5})
 	bad := BCE{ID: "loss.bce", D: &Data{G: g, Target: target}, G: G, T: T}
 	want := "loss.bce: the batch on the device has no binary labels for 23 graphs × 4 tasks"
 	if err := bad.DeviceForward(e, []*cuda.Buffer{nil}, nil); err == nil || err.Error() != want {
@@ -227,11 +227,11 @@ func espnOnDevice(t *testing.T, e *engine.Engine) {
 	// The bond tables' gradient adds a common bond type's entries by
 	// chunks: within rounding of the CPU's one sum (DeviceRows.Grad).
 	in := [][]float32{randFloats(rng, N*w, 1), randFloats(rng, rows*w, 1)}
-	optest.CheckDevice(t, e, "edge messages", o, in, 1e-5, 1e-6)
+	optest.CheckDevice(t, e, "edge messages", o, in, optest.Tol{Abs: 1e-5, Rel: 1e-6})
 	// The same with the embeddings kept from the forward pass
 	// (EdgeMsg.Kept): the same values, one launch less.
 	o.Kept = new(EdgeEmbeddings)
-	optest.CheckDevice(t, e, "edge messages, embeddings kept", o, in, 1e-5, 1e-6)
+	optest.CheckDevice(t, e, "edge messages, embeddings kept", o, in, optest.Tol{Abs: 1e-5, Rel: 1e-6})
 	if o.Kept.dev == nil {
 		t.Error("the forward pass kept no embeddings")
 	}
@@ -294,7 +294,7 @@ func globalReadOnDevice(t *testing.T, e *engine.Engine) {
 	}
 	defer buf.Free()
 	rng := rand.New(rand.NewPCG(10, 11))
-	optest.CheckDevice(t, e, "global readout", o, [][]float32{randFloats(rng, N*w, 1), randFloats(rng, w*w, 0.5)}, 1e-4, 1e-5)
+	optest.CheckDevice(t, e, "global readout", o, [][]float32{randFloats(rng, N*w, 1), randFloats(rng, w*w, 0.5)}, optest.Tol{Abs: 1e-4, Rel: 1e-5})
 	release()
 	if D.DevPtr != nil {
 		t.Error("the release of PackPtr left the offsets in Data")

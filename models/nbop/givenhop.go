@@ -40,7 +40,7 @@ func (o GivenFirstHop) Forward(in [][]float32, y []float32) error {
 	}
 	n, d := o.D.N, o.W
 	clear(y[n*d:])
-	o.Be.HopAggregate(y[:n*d], H[:n*d], o.D.Hops, alpha[1:], 0, n, d)
+	o.Be.HopAggregate(y[:n*d], H[:n*d], kernels.HopMix{Hops: o.D.Hops, Coef: alpha[1:], Scale: 0}, n, d)
 	s, a1 := 1+eps[0], alpha[0]
 	for i := range y[:n*d] {
 		y[i] += s*S[i] + a1*R[i]
@@ -61,7 +61,7 @@ func (o GivenFirstHop) Backward(in [][]float32, _, dy []float32, g [][]float32) 
 	for i := range T {
 		T[i] = make([]float32, n*d)
 	}
-	o.Be.HopAggregateSums(g[2][:n*d], T, dy[:n*d], o.D.HopsT, alpha[1:], 0, n, d)
+	o.Be.HopAggregateSums(g[2][:n*d], T, dy[:n*d], kernels.HopMix{Hops: o.D.HopsT, Coef: alpha[1:], Scale: 0}, n, d)
 	dots := o.Be.Dots(dy[:n*d], [][]float32{R[:n*d], S[:n*d]}, n, d)
 	g[3][0], g[4][0] = float32(dots[0]), float32(dots[1])
 	for i, v := range o.Be.Dots(H[:n*d], T, n, d) {

@@ -70,7 +70,7 @@ func (o *HopCombine) aggregate(y, H, alpha, eps []float32) ([][]float32, error) 
 	for i := range sums {
 		sums[i] = scratch(o.Be, n*d)
 	}
-	o.Be.HopAggregateSums(y[:n*d], sums, H[:n*d], hops, alpha, 1+eps[0], n, d)
+	o.Be.HopAggregateSums(y[:n*d], sums, H[:n*d], kernels.HopMix{Hops: hops, Coef: alpha, Scale: 1 + eps[0]}, n, d)
 	return sums, nil
 }
 
@@ -99,7 +99,7 @@ func (o *HopCombine) Backward(in [][]float32, _, dy []float32, g [][]float32) er
 		}
 	}
 	clear(g[0][n*d:]) // Sig.Sets: the rows below are all set
-	o.Be.HopAggregate(g[0][:n*d], dy[:n*d], hopsT, alpha, 1+eps[0], n, d)
+	o.Be.HopAggregate(g[0][:n*d], dy[:n*d], kernels.HopMix{Hops: hopsT, Coef: alpha, Scale: 1 + eps[0]}, n, d)
 	dots := o.Be.Dots(dy[:n*d], append(sums[:o.K:o.K], H[:n*d]), n, d)
 	for i := 0; i < o.K; i++ {
 		g[1][i] = float32(dots[i])

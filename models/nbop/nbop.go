@@ -232,7 +232,7 @@ func (o RelAgg) Forward(in [][]float32, y []float32) error {
 	}
 	n := o.D.N
 	clear(y[n*o.W:])
-	kernels.RelAggregate(o.Be, y, nil, inputs(o, in, o.hostBlock), o.D.Rel, n, o.W)
+	kernels.RelAggregate(o.Be, y, nil, kernels.RelInputs{Xs: inputs(o, in, o.hostBlock), Rel: o.D.Rel, N: n, D: o.W})
 	return nil
 }
 
@@ -276,7 +276,7 @@ func (o EdgeMsg) Sig() op.Sig {
 func (o EdgeMsg) edges(T []float32) []float32 {
 	E := len(o.D.Adj.Idx)
 	e := make([]float32, E*o.W)
-	kernels.EmbedSum(o.Be, e, T, o.D.EdgeFeat, o.D.EdgeOff, E, o.W)
+	kernels.EmbedSum(o.Be, e, T, kernels.Categorical{X: o.D.EdgeFeat, Off: o.D.EdgeOff, N: E}, o.W)
 	return e
 }
 
@@ -287,7 +287,7 @@ func (o EdgeMsg) Forward(in [][]float32, y []float32) error {
 	}
 	n := o.D.N
 	clear(y[n*o.W:])
-	kernels.EdgeMessages(o.Be, y, in[0], o.edges(in[1]), o.D.Adj, n, o.W)
+	kernels.EdgeMessages(o.Be, y, kernels.EdgeInputs{H: in[0], E: o.edges(in[1]), Adj: o.D.Adj, N: n, D: o.W})
 	return nil
 }
 
@@ -295,8 +295,8 @@ func (o EdgeMsg) Forward(in [][]float32, y []float32) error {
 func (o EdgeMsg) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
 	E := len(o.D.Adj.Idx)
 	de := make([]float32, E*o.W)
-	kernels.EdgeMessagesGrad(o.Be, g[0], de, dy, in[0], o.edges(in[1]), o.D.Adj, o.D.AdjIn, o.D.N, o.W)
-	kernels.EmbedSumGrad(g[1], de, o.D.EdgeFeat, o.D.EdgeOff, E, o.W)
+	kernels.EdgeMessagesGrad(o.Be, g[0], de, dy, kernels.EdgeInputs{H: in[0], E: o.edges(in[1]), Adj: o.D.Adj, In: o.D.AdjIn, N: o.D.N, D: o.W})
+	kernels.EmbedSumGrad(g[1], de, kernels.Categorical{X: o.D.EdgeFeat, Off: o.D.EdgeOff, N: E}, o.W)
 	return nil
 }
 
@@ -321,13 +321,13 @@ func (o CatEmbed) Forward(in [][]float32, y []float32) error {
 		return fmt.Errorf("batch has %d categorical node feature values for %d nodes × %d columns", len(o.D.NodeCat), n, len(o.D.NodeOff))
 	}
 	clear(y[n*o.W:])
-	kernels.EmbedSum(o.Be, y, in[0], o.D.NodeCat, o.D.NodeOff, n, o.W)
+	kernels.EmbedSum(o.Be, y, in[0], kernels.Categorical{X: o.D.NodeCat, Off: o.D.NodeOff, N: n}, o.W)
 	return nil
 }
 
 // Backward implements op.Op.
 func (o CatEmbed) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
-	kernels.EmbedSumGrad(g[0], dy, o.D.NodeCat, o.D.NodeOff, o.D.N, o.W)
+	kernels.EmbedSumGrad(g[0], dy, kernels.Categorical{X: o.D.NodeCat, Off: o.D.NodeOff, N: o.D.N}, o.W)
 	return nil
 }
 
@@ -354,7 +354,7 @@ func (o GlobalRead) Forward(in [][]float32, y []float32) error {
 	s := make([]float32, n*d)
 	kernels.GraphSumBroadcast(o.Be, s, in[0], o.D.Ptr, d)
 	clear(y[n*d:])
-	o.Be.MatMul(y[:n*d], s, in[1], nil, n, d, d)
+	o.Be.MatMul(y[:n*d], s, in[1], nil, kernels.MatMulShape{N: n, In: d, Out: d})
 	return nil
 }
 
@@ -363,9 +363,9 @@ func (o GlobalRead) Backward(in [][]float32, _, dy []float32, g [][]float32) err
 	n, d := o.D.N, o.W
 	s := make([]float32, n*d)
 	kernels.GraphSumBroadcast(o.Be, s, in[0], o.D.Ptr, d)
-	o.Be.MatMulAT(g[1], nil, s, dy[:n*d], n, d, d)
+	o.Be.MatMulAT(g[1], nil, s, dy[:n*d], kernels.MatMulShape{N: n, In: d, Out: d})
 	t := make([]float32, n*d)
-	o.Be.MatMulBT(t, dy[:n*d], in[1], n, d, d)
+	o.Be.MatMulBT(t, dy[:n*d], in[1], kernels.MatMulShape{N: n, In: d, Out: d})
 	kernels.GraphSumBroadcast(o.Be, g[0], t, o.D.Ptr, d)
 	return nil
 }

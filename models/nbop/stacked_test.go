@@ -269,7 +269,7 @@ func stackedOnDevice(t *testing.T, e *engine.Engine) {
 			y, g := deviceRun(t, e, what+" stacked", p.stacked, p.in, r)
 			sy, sg := deviceRun(t, e, what+" separate", p.separate, p.sepIn, r)
 			compareStacked(t, what+" on the device", p, y, g, sy, sg)
-			optest.CheckDevice(t, e, what, p.stacked, p.in, 0, 0)
+			optest.CheckDevice(t, e, what, p.stacked, p.in, optest.Tol{})
 		}
 		done()
 	}
@@ -389,7 +389,7 @@ func TestStackedRelations(t *testing.T) {
 			kerntest.EqualBits(t, where+": dα", g[1], sg[3])
 			kerntest.EqualBits(t, where+": dε", g[2], sg[4])
 		}
-		optest.CheckDevice(t, e, what, stacked, in, 1e-4, 1e-5)
+		optest.CheckDevice(t, e, what, stacked, in, optest.Tol{Abs: 1e-4, Rel: 1e-5})
 		done()
 		_, small := stackedData(t, 6, sh.k, sh.r)
 		Ns := small.N + sh.pad

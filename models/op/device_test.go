@@ -36,7 +36,7 @@ func (o biasReLU) Forward(in [][]float32, out []float32) error {
 
 func (o biasReLU) Backward(in [][]float32, out, dOut []float32, dIn [][]float32) error {
 	kernels.ReLUMask(kernels.CPU{}, dIn[0], out, dOut, o.n, o.d)
-	kernels.CPU{Threads: 1}.MatMulAT([]float32{}, dIn[1], []float32{}, dIn[0], o.n, 0, o.d)
+	kernels.CPU{Threads: 1}.MatMulAT([]float32{}, dIn[1], []float32{}, dIn[0], kernels.MatMulShape{N: o.n, In: 0, Out: o.d})
 	return nil
 }
 
@@ -236,9 +236,9 @@ func TestCheckDevice(t *testing.T) {
 		s[i] = float32(math.Cos(float64(i) * 0.11))
 	}
 	t.Run("Dot", func(t *testing.T) {
-		optest.CheckDevice(t, e, "dot", op.Dot{ID: "dot", Shape: []int{n, d}}, [][]float32{x, s}, 1e-6, 1e-6)
+		optest.CheckDevice(t, e, "dot", op.Dot{ID: "dot", Shape: []int{n, d}}, [][]float32{x, s}, optest.Tol{Abs: 1e-6, Rel: 1e-6})
 	})
 	t.Run("biasReLU", func(t *testing.T) {
-		optest.CheckDevice(t, e, "bias_relu", biasReLU{n, d}, [][]float32{x, s[:d]}, 0, 0)
+		optest.CheckDevice(t, e, "bias_relu", biasReLU{n, d}, [][]float32{x, s[:d]}, optest.Tol{})
 	})
 }

@@ -73,14 +73,24 @@ func (a *Adam) StepBlocks(run Blocks) {
 		p := a.params[b.p]
 		g := p.G[b.lo:b.hi]
 		if !p.Frozen {
-			a.update(p.W[b.lo:b.hi], g, a.m[b.p][b.lo:b.hi], a.v[b.p][b.lo:b.hi], !p.NoDecay, bc1, bc2)
+			a.update(adamSlice{W: p.W[b.lo:b.hi], G: g, M: a.m[b.p][b.lo:b.hi], V: a.v[b.p][b.lo:b.hi], Decay: !p.NoDecay}, bc1, bc2)
 		}
 		clear(g)
 	})
 }
 
-// update is Adam's step on one slice of a parameter.
-func (a *Adam) update(w, g, m, v []float32, decay bool, bc1, bc2 float64) {
+// adamSlice is one slice of a parameter for Adam.update: its values W,
+// gradient G and first and second moments M and V (the same length), and
+// whether weight decay applies to it (Decay).
+type adamSlice struct {
+	W, G, M, V []float32
+	Decay      bool
+}
+
+// update is Adam's step on one slice s of a parameter, with the bias
+// corrections bc1 and bc2 of the step.
+func (a *Adam) update(s adamSlice, bc1, bc2 float64) {
+	w, g, m, v, decay := s.W, s.G, s.M, s.V, s.Decay
 	for i, g32 := range g {
 		g := float64(g32)
 		if a.WeightDecay != 0 && decay {

@@ -107,6 +107,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	md := &Model{rt.HopNet{TD: &nbop.Data{}, Typed: nbop.Need{Relations: true}}}
 	readInit, logitInit := param.GlobalReadInit(seed), param.HopLogitInit(seed)
 	parts := rt.Parts{
+		Pkg:   Name,
 		Input: md.AtomInput(cfg),
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			l := &layer{Hops: rt.NewHops(name, cfg.Model, readInit, logitInit), td: md.TD, name: name + ".mlps", r: cfg.NumEdgeTypes}
@@ -118,7 +119,7 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	if cfg.Model.GatedReadout {
 		parts.Output = func(init *rand.Rand) rt.Output { return rt.NewGated(cfg, init) }
 	}
-	if err := md.Init(md, Name, Kind{}, cfg, seed, be, parts); err != nil {
+	if err := md.Init(md, Kind{}, cfg, seed, be, parts); err != nil {
 		return nil, err
 	}
 	return md, nil

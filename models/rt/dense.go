@@ -44,6 +44,6 @@ func (l *Dense) AddBuffers(b map[string][]float64, name string) {
 func (l *Dense) Apply(s *Step, name string, x *G.Node) *G.Node {
 	g := graphOpts{be: s.Be, bd: s.BD, train: s.Key.train, update: s.Key.update, N: s.Key.N}
 	d := l.lin.Out
-	z := s.Op(NewLinear(name+".lin", s.Be, s.BD, false, s.Key.N, l.lin.In, d), x, s.Param(l.lin.W), s.Param(l.lin.B))
+	z := s.Op(NewLinear(name+".lin", s.Be, s.BD, LinearOpts{N: s.Key.N, In: l.lin.In, Out: d}), x, s.Param(l.lin.W), s.Param(l.lin.B))
 	return s.Op(newBNReLU(name+".bn", g, l.st, d), z, s.Param(l.bn.Gamma), s.Param(l.bn.Beta))
 }

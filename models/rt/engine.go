@@ -380,7 +380,7 @@ func (e *Engine) Encode(bdr *Builder, p *Program, be Env, bd *BatchData) *G.Node
 	for _, prm := range e.Enc.Params() {
 		encIn = append(encIn, p.Param(bdr, prm))
 	}
-	return bdr.Op(be, newEncoder("enc", be, bd, e.Cfg.NumLabels, e.Cfg.AttrDim, p.key.N, e.Cfg.Model.Hidden), encIn...)
+	return bdr.Op(be, newEncoder("enc", be, bd, encoderShape{NumLabels: e.Cfg.NumLabels, AttrDim: e.Cfg.AttrDim, N: p.key.N, D: e.Cfg.Model.Hidden}), encIn...)
 }
 
 // NewReadout draws the readout's maps Wᵗ, bᵗ (t = 0..layers, named

@@ -70,8 +70,8 @@ func (g *Gated) Apply(bdr *Builder, p *Program, be Env, bd *BatchData, h0, hT *G
 			return bdr.Fail(fmt.Errorf("readout.gate: concatenating h⁰ and hᵀ: %w", err))
 		}
 	}
-	z := bdr.Op(be, NewLinear("readout.gate", be, bd, false, N, 2*d, c), cat, p.Param(bdr, g.Gate.W), p.Param(bdr, g.Gate.B))
-	t := bdr.Op(be, NewLinear("readout.transform", be, bd, false, N, d, c), hT, p.Param(bdr, g.Transform.W), p.Param(bdr, g.Transform.B))
+	z := bdr.Op(be, NewLinear("readout.gate", be, bd, LinearOpts{N: N, In: 2 * d, Out: c}), cat, p.Param(bdr, g.Gate.W), p.Param(bdr, g.Gate.B))
+	t := bdr.Op(be, NewLinear("readout.transform", be, bd, LinearOpts{N: N, In: d, Out: c}), hT, p.Param(bdr, g.Transform.W), p.Param(bdr, g.Transform.B))
 	return bdr.Op(be, gatedSum{id: "readout.gated_sum", be: be, bd: bd, N: N, G: p.key.G, c: c}, z, t)
 }
 

@@ -114,13 +114,13 @@ func TestOpGradientsFloat64(t *testing.T) {
 				}
 				return y
 			}},
-		{modeltest.OpCase{Name: "linear", Op: NewLinear("lin", be, bd, false, N, d, 3),
+		{modeltest.OpCase{Name: "linear", Op: NewLinear("lin", be, bd, LinearOpts{N: N, In: d, Out: 3}),
 			In: [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d*3, 0.5), modeltest.RandFloats(rng, 3, 0.5)}, Shapes: [][]int{{N, d}, {d, 3}, {3}}},
 			func(in [][]float64) []float64 { return linear64(in[0], in[1], in[2], n, N, d, 3) }},
-		{modeltest.OpCase{Name: "linear graph-level", Op: NewLinear("readout", be, bd, true, G, d, 2),
+		{modeltest.OpCase{Name: "linear graph-level", Op: NewLinear("readout", be, bd, LinearOpts{Graph: true, N: G, In: d, Out: 2}),
 			In: [][]float32{modeltest.RandFloats(rng, G*d, 1), modeltest.RandFloats(rng, d*2, 0.5), modeltest.RandFloats(rng, 2, 0.5)}, Shapes: [][]int{{G, d}, {d, 2}, {2}}},
 			func(in [][]float64) []float64 { return linear64(in[0], in[1], in[2], g, G, d, 2) }},
-		{modeltest.OpCase{Name: "encoder", Op: newEncoder("enc", be, bd, 3, 2, N, d),
+		{modeltest.OpCase{Name: "encoder", Op: newEncoder("enc", be, bd, encoderShape{NumLabels: 3, AttrDim: 2, N: N, D: d}),
 			In: [][]float32{modeltest.RandFloats(rng, 3*d, 1), modeltest.RandFloats(rng, 2*d, 1), modeltest.RandFloats(rng, d, 1)}, Shapes: [][]int{{3, d}, {2, d}, {d}}},
 			func(in [][]float64) []float64 {
 				y := linear64(to64(attrs), in[1], in[2], n, N, 2, d)
@@ -170,7 +170,7 @@ func TestOpGradientsFloat64(t *testing.T) {
 			}},
 	}
 	for _, kind := range []string{models.PoolSum, models.PoolMean, models.PoolMax} {
-		p, err := newPool("pool", be, bd, kind, N, G, d)
+		p, err := newPool("pool", be, bd, poolOpts{Kind: kind, N: N, G: G, D: d})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -70,11 +70,11 @@ type layerSumOpts struct {
 // newLayerSum returns the layer-sum readout of shape s.
 func newLayerSum(id string, be Env, bd *BatchData, s layerSumOpts) (layerSum, error) {
 	T1, norm, dropout, N, G, d, c := s.T1, s.Norm, s.Dropout, s.N, s.G, s.D, s.C
-	p, err := newPool(id+".pool", be, bd, s.Pool, N, G, d)
+	p, err := newPool(id+".pool", be, bd, poolOpts{Kind: s.Pool, N: N, G: G, D: d})
 	if err != nil {
 		return layerSum{}, err
 	}
-	o := layerSum{id: id, be: be, bd: bd, pool: p, lin: NewLinear(id+".lin", be, bd, true, G, d, c).(linear),
+	o := layerSum{id: id, be: be, bd: bd, pool: p, lin: NewLinear(id+".lin", be, bd, LinearOpts{Graph: true, N: G, In: d, Out: c}).(linear),
 		drop: newDropout(id+".dropout", G, c), T1: T1, dropout: dropout, N: N, G: G, d: d, c: c, st: &layerSumState{}}
 	if norm {
 		o.norms = make([]layerNorm, T1)

@@ -152,9 +152,9 @@ func newMLPOpOf(name string, st1, st2 *bnStats, g graphOpts, d int) mlpOp {
 	be, bd, N := g.be, g.bd, g.N
 	return mlpOp{
 		id: name + ".mlp." + g.mode(), be: be, bd: bd, N: N, d: d, st: &mlpState{},
-		lin1: NewLinear(name+".lin1", be, bd, false, N, d, d).(linear),
+		lin1: NewLinear(name+".lin1", be, bd, LinearOpts{N: N, In: d, Out: d}).(linear),
 		bn1:  newBNReLU(name+".bn1", g, st1, d),
-		lin2: NewLinear(name+".lin2", be, bd, false, N, d, d).(linear),
+		lin2: NewLinear(name+".lin2", be, bd, LinearOpts{N: N, In: d, Out: d}).(linear),
 		bn2:  newBNReLU(name+".bn2", g, st2, d),
 	}
 }
@@ -257,13 +257,13 @@ func (o mlpOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.B
 		}
 	}
 	dz2, da1, dz1 := g[0], g[1], g[2]
-	if err := o.bn2.deviceBackward(e, in[7], y, dy, dz2, dIn[7], dIn[8], dIn[6]); err != nil {
+	if err := o.bn2.deviceBackward(e, in[7], y, dy, bnGrads{DX: dz2, DG: dIn[7], DB: dIn[8], DBias: dIn[6]}); err != nil {
 		return err
 	}
 	if err := o.lin2.deviceGrads(e, a1, in[5], dz2, da1, dIn[5]); err != nil {
 		return err
 	}
-	if err := o.bn1.deviceBackward(e, in[3], a1, da1, dz1, dIn[3], dIn[4], dIn[2]); err != nil {
+	if err := o.bn1.deviceBackward(e, in[3], a1, da1, bnGrads{DX: dz1, DG: dIn[3], DB: dIn[4], DBias: dIn[2]}); err != nil {
 		return err
 	}
 	return o.lin1.deviceGrads(e, in[0], in[1], dz1, dIn[0], dIn[1])

@@ -195,7 +195,7 @@ func (o mlpsOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.
 	if err := e.Launch("spn_blocks", n*md, dyi, dy, n, o.N, d, m, 0); err != nil {
 		return err
 	}
-	if err := o.bn2.deviceBackward(e, in[7], yi, dyi, dz2, dIn[7], dIn[8], dIn[6]); err != nil {
+	if err := o.bn2.deviceBackward(e, in[7], yi, dyi, bnGrads{DX: dz2, DG: dIn[7], DB: dIn[8], DBias: dIn[6]}); err != nil {
 		return err
 	}
 	blas, err := e.BLAS()
@@ -216,7 +216,9 @@ func (o mlpsOp) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.
 		// dW₂⁽ᵇ⁾ = a1⁽ᵇ⁾ᵀ·dz2⁽ᵇ⁾, da1⁽ᵇ⁾ = dz2⁽ᵇ⁾·W₂⁽ᵇ⁾ᵀ
 		{true, false, d, d, n, a1, md, d, dz2, md, d, dIn[5], d, d * d, nil},
 		{false, true, n, d, d, dz2, md, d, in[5], d, d * d, da1, md, d,
-			func() error { return o.bn1.deviceBackward(e, in[3], a1, da1, dz1, dIn[3], dIn[4], dIn[2]) }},
+			func() error {
+				return o.bn1.deviceBackward(e, in[3], a1, da1, bnGrads{DX: dz1, DG: dIn[3], DB: dIn[4], DBias: dIn[2]})
+			}},
 		// dW₁⁽ᵇ⁾ = xᵀ·dz1⁽ᵇ⁾, dx⁽ᵇ⁾ = dz1⁽ᵇ⁾·W₁⁽ᵇ⁾ᵀ
 		{true, false, d, d, n, in[0], d, 0, dz1, md, d, dIn[1], d, d * d, nil},
 		{false, true, n, d, d, dz1, md, d, in[1], d, d * d, dxs, d, n * d, nil},

@@ -190,7 +190,7 @@ func mlpsOnDevice(t *testing.T, e *engine.Engine, exact bool) {
 	}
 	for _, train := range []bool{true, false} {
 		mlps := NewMLPs("layer1", d, m, rng)
-		optest.CheckDevice(t, e, fmt.Sprintf("mlps train=%v", train), newMLPsOp("layer1", &mlps, graphOpts{be: be, bd: bd, train: train, update: train, N: N}), mlpsIn(rng, m, N, d, 0.5), 1e-4, 1e-4)
+		optest.CheckDevice(t, e, fmt.Sprintf("mlps train=%v", train), newMLPsOp("layer1", &mlps, graphOpts{be: be, bd: bd, train: train, update: train, N: N}), mlpsIn(rng, m, N, d, 0.5), optest.Tol{Abs: 1e-4, Rel: 1e-4})
 		free(mlps.st1, mlps.st2)
 	}
 

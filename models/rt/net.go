@@ -89,8 +89,10 @@ type Net struct {
 }
 
 // Parts says how Net.Init draws a kind's parameters from the initialisation
-// generator.
+// generator, and the names it gives in errors.
 type Parts struct {
+	// Pkg names the kind's constructor in errors ("spn" for spn.New).
+	Pkg string
 	// Input draws the input term (nil: none; the func may return nil).
 	Input func(init *rand.Rand) Input
 	// Layer draws layer t (from 1), named name ("layerT").
@@ -106,14 +108,14 @@ type Parts struct {
 // n): it checks cfg for kind and the backend, then draws from
 // param.NewInit(seed), in this order, the encoder, the input term, the
 // layers and the readout, the order checkpoints and the reference SPN
-// (models/internal/testkit/ref) rely on, and sets Engine.Arch to arch. pkg
-// names the constructor in errors ("spn" for spn.New).
-func (n *Net) Init(arch Arch, pkg string, kind models.Kind, cfg models.Config, seed uint64, be kernels.Backend, parts Parts) error {
+// (models/internal/testkit/ref) rely on, and sets Engine.Arch to arch.
+// parts.Pkg names the constructor in errors.
+func (n *Net) Init(arch Arch, kind models.Kind, cfg models.Config, seed uint64, be kernels.Backend, parts Parts) error {
 	if err := CheckConfig(kind, cfg); err != nil {
 		return err
 	}
 	if be == nil {
-		return fmt.Errorf("%s.New: nil kernel backend", pkg)
+		return fmt.Errorf("%s.New: nil kernel backend", parts.Pkg)
 	}
 	init := param.NewInit(seed)
 	*n = Net{Engine: NewEngine(cfg, seed, be), what: parts.What}

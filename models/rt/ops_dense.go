@@ -21,10 +21,22 @@ type linear struct {
 	N, in, outCh int
 }
 
-// NewLinear returns the op y = x·W + b over the real rows of an N×in
-// node-level (graph: graph-level) tensor, W in×out, b out.
-func NewLinear(id string, be Env, bd *BatchData, graph bool, N, in, out int) op.Op {
-	return linear{id: id, be: be, bd: bd, graph: graph, N: N, in: in, outCh: out}
+// LinearOpts is the shape of a NewLinear op: its input is an N×In tensor
+// of node-level rows, or of graph-level rows with Graph, W is In×Out and
+// b Out.
+type LinearOpts struct {
+	// Graph says the rows are graphs (the batch's real graph count), not
+	// nodes.
+	Graph bool
+	// N is the padded number of rows, In and Out the input and output
+	// widths.
+	N, In, Out int
+}
+
+// NewLinear returns the op y = x·W + b over the real rows of an N×In
+// node-level (o.Graph: graph-level) tensor, W In×Out, b Out.
+func NewLinear(id string, be Env, bd *BatchData, o LinearOpts) op.Op {
+	return linear{id: id, be: be, bd: bd, graph: o.Graph, N: o.N, in: o.In, outCh: o.Out}
 }
 
 // Sig implements op.Op.
@@ -36,7 +48,7 @@ func (o linear) Sig() op.Sig {
 func (o linear) Forward(in [][]float32, y []float32) error {
 	x, w, b := in[0], in[1], in[2]
 	n := o.bd.Rows(o.graph)
-	o.be.MatMul(y[:n*o.outCh], x[:n*o.in], w, b, n, o.in, o.outCh)
+	o.be.MatMul(y[:n*o.outCh], x[:n*o.in], w, b, kernels.MatMulShape{N: n, In: o.in, Out: o.outCh})
 	clear(y[n*o.outCh:])
 	return nil
 }
@@ -45,9 +57,9 @@ func (o linear) Forward(in [][]float32, y []float32) error {
 func (o linear) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error {
 	x, w := in[0], in[1]
 	n := o.bd.Rows(o.graph)
-	o.be.MatMulBT(dIn[0][:n*o.in], dy[:n*o.outCh], w, n, o.in, o.outCh)
+	o.be.MatMulBT(dIn[0][:n*o.in], dy[:n*o.outCh], w, kernels.MatMulShape{N: n, In: o.in, Out: o.outCh})
 	buf := o.be.Buf(kernels.NumChunks(n) * (o.in*o.outCh + o.outCh)) // the per-chunk partial sums
-	o.be.MatMulATBuf(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], n, o.in, o.outCh, &buf)
+	o.be.MatMulATBuf(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], kernels.MatMulShape{N: n, In: o.in, Out: o.outCh}, &buf)
 	return nil
 }
 
@@ -118,8 +130,16 @@ type encoder struct {
 	N, d             int
 }
 
-func newEncoder(id string, be Env, bd *BatchData, numLabels, attrDim, N, d int) encoder {
-	return encoder{id: id, be: be, bd: bd, numLabels: numLabels, attrD: attrDim, N: N, d: d}
+// encoderShape is the shape of a newEncoder op: the dataset's number of
+// node labels and attribute width (0 for none), the padded number of
+// nodes N and the hidden width D.
+type encoderShape struct {
+	NumLabels, AttrDim int
+	N, D               int
+}
+
+func newEncoder(id string, be Env, bd *BatchData, s encoderShape) encoder {
+	return encoder{id: id, be: be, bd: bd, numLabels: s.NumLabels, attrD: s.AttrDim, N: s.N, d: s.D}
 }
 
 // Sig implements op.Op.
@@ -152,7 +172,7 @@ func (o encoder) Forward(in [][]float32, y []float32) error {
 	d, n := o.d, o.bd.N
 	clear(y[n*d:])
 	if attrW != nil {
-		o.be.MatMul(y[:n*d], o.bd.Attrs[:n*o.attrD], attrW, bias, n, o.attrD, d)
+		o.be.MatMul(y[:n*d], o.bd.Attrs[:n*o.attrD], attrW, bias, kernels.MatMulShape{N: n, In: o.attrD, Out: d})
 	} else {
 		for r := 0; r < n; r++ {
 			copy(y[r*d:(r+1)*d], bias)
@@ -174,7 +194,7 @@ func (o encoder) Backward(_ [][]float32, _, dy []float32, dIn [][]float32) error
 	gEmb, gAttr, gBias := o.split(dIn)
 	d, n := o.d, o.bd.N
 	if gAttr != nil {
-		o.be.MatMulAT(gAttr, gBias, o.bd.Attrs[:n*o.attrD], dy[:n*d], n, o.attrD, d)
+		o.be.MatMulAT(gAttr, gBias, o.bd.Attrs[:n*o.attrD], dy[:n*d], kernels.MatMulShape{N: n, In: o.attrD, Out: d})
 	} else {
 		for r := 0; r < n; r++ {
 			for j, v := range dy[r*d : (r+1)*d] {

@@ -82,7 +82,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 	bdMiss.Dev = devMiss
 	be := Env{Backend: kernels.CPU{Threads: 1}}
 	pool := func(kind string) pool {
-		p, err := newPool("readout0.pool", be, bd, kind, N, g, d)
+		p, err := newPool("readout0.pool", be, bd, poolOpts{Kind: kind, N: N, G: g, D: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,9 +135,9 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		abs, rel float64
 	}{
 		{"softmax", NewSoftmax("alpha", k).(softmax), [][]float32{modeltest.RandFloats(rng, k, 1)}, 1e-7, 1e-6},
-		{"linear", NewLinear("lin", be, bd, false, N, d, out).(linear),
+		{"linear", NewLinear("lin", be, bd, LinearOpts{N: N, In: d, Out: out}).(linear),
 			[][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d*out, 0.5), modeltest.RandFloats(rng, out, 0.5)}, 1e-4, 1e-5},
-		{"linear graph-level", NewLinear("readout", be, bd, true, g, d, c).(linear),
+		{"linear graph-level", NewLinear("readout", be, bd, LinearOpts{Graph: true, N: g, In: d, Out: c}).(linear),
 			[][]float32{modeltest.RandFloats(rng, g*d, 1), modeltest.RandFloats(rng, d*c, 0.5), modeltest.RandFloats(rng, c, 0.5)}, 1e-5, 1e-5},
 		{"sum pooling", pool(models.PoolSum), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
 		{"mean pooling", pool(models.PoolMean), [][]float32{modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
@@ -147,11 +147,11 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"squared error, missing targets", newMSE("loss.mse", &bdMiss, g, c), [][]float32{modeltest.RandFloats(rng, g*c, 2)}, 0, 0},
 		{"batch norm + ReLU, training", newBNReLU("bn", graphOpts{be: be, bd: bd, train: true, update: true, N: N}, newBN(0.3), d), bnIn(), 0, 0},
 		{"batch norm + ReLU, evaluation", newBNReLU("bn", graphOpts{be: be, bd: bd, train: false, update: false, N: N}, newBN(0.3), d), bnIn(), 0, 0},
-		{"encoder labels+attrs", newEncoder("enc", be, bd, numLabels, attrD, N, d),
+		{"encoder labels+attrs", newEncoder("enc", be, bd, encoderShape{NumLabels: numLabels, AttrDim: attrD, N: N, D: d}),
 			[][]float32{modeltest.RandFloats(rng, numLabels*d, 1), modeltest.RandFloats(rng, attrD*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
-		{"encoder labels", newEncoder("enc", be, bd, numLabels, 0, N, d),
+		{"encoder labels", newEncoder("enc", be, bd, encoderShape{NumLabels: numLabels, AttrDim: 0, N: N, D: d}),
 			[][]float32{modeltest.RandFloats(rng, numLabels*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
-		{"encoder attrs", newEncoder("enc", be, bd, 0, attrD, N, d),
+		{"encoder attrs", newEncoder("enc", be, bd, encoderShape{NumLabels: 0, AttrDim: attrD, N: N, D: d}),
 			[][]float32{modeltest.RandFloats(rng, attrD*d, 1), modeltest.RandFloats(rng, d, 1)}, 1e-4, 1e-5},
 		{"MLP, training", newMLPOp("layer1", newMLP(), graphOpts{be: be, bd: bd, train: true, update: true, N: N}, d), mlpIn(), 1e-4, 1e-4},
 		{"MLP, evaluation", newMLPOp("layer1", newMLP(), graphOpts{be: be, bd: bd, train: false, update: false, N: N}, d), mlpIn(), 1e-4, 1e-4},
@@ -165,7 +165,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"concatenation", concatCols{id: "readout.gate.concat", N: N, a: d, b: 2}, [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*2, 1)}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			optest.CheckDevice(t, e, tc.name, tc.op, tc.in, tc.abs, tc.rel)
+			optest.CheckDevice(t, e, tc.name, tc.op, tc.in, optest.Tol{Abs: tc.abs, Rel: tc.rel})
 		})
 	}
 	// The layer-sum readout: its products are the linear map's (cuBLAS
@@ -184,7 +184,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		}
 		in := layerSumInputs(rng, ls.T1, ls.norm, ls.dropout, N, g, d, c)
 		name := fmt.Sprintf("layer sum %s T+1 = %d layer norm %v dropout %v", ls.kind, ls.T1, ls.norm, ls.dropout)
-		t.Run(name, func(t *testing.T) { optest.CheckDevice(t, e, name, o, in, 1e-5, 1e-5) })
+		t.Run(name, func(t *testing.T) { optest.CheckDevice(t, e, name, o, in, optest.Tol{Abs: 1e-5, Rel: 1e-5}) })
 	}
 	// More graphs than a chunk of rows: the biases' gradients by
 	// Engine.ColSums per readout (two chunks), 150 graphs of two nodes
@@ -375,6 +375,6 @@ func layerSumOfMany(t *testing.T, e *engine.Engine, rng *rand.Rand, be Env) {
 			t.Fatal(err)
 		}
 		in := layerSumInputs(rng, 3, norm, true, N, gm, d, c)
-		optest.CheckDevice(t, e, fmt.Sprintf("layer sum of 150 graphs, layer norm %v", norm), o, in, 1e-5, 1e-5)
+		optest.CheckDevice(t, e, fmt.Sprintf("layer sum of 150 graphs, layer norm %v", norm), o, in, optest.Tol{Abs: 1e-5, Rel: 1e-5})
 	}
 }

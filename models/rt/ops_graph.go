@@ -23,13 +23,22 @@ type pool struct {
 	N, G, d int
 }
 
-func newPool(id string, be Env, bd *BatchData, kind string, N, G, d int) (pool, error) {
+// poolOpts are the pooling of a newPool op (models.PoolSum, PoolMean or
+// PoolMax) and its shape: N padded node rows pooled into G padded graph
+// rows of width D.
+type poolOpts struct {
+	Kind    string
+	N, G, D int
+}
+
+func newPool(id string, be Env, bd *BatchData, o poolOpts) (pool, error) {
+	kind := o.Kind
 	switch kind {
 	case models.PoolSum, models.PoolMean, models.PoolMax:
 	default:
 		return pool{}, fmt.Errorf("%s: unknown pooling %q (want sum, mean or max)", id, kind)
 	}
-	return pool{id: id + "." + kind, be: be, bd: bd, kind: kind, N: N, G: G, d: d}, nil
+	return pool{id: id + "." + kind, be: be, bd: bd, kind: kind, N: o.N, G: o.G, d: o.D}, nil
 }
 
 // Sig implements op.Op.

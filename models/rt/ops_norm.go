@@ -146,7 +146,7 @@ func (o bnReLU) Forward(in [][]float32, y []float32) error {
 	}
 	st.xhat = o.be.Buf(n * d)
 	clear(y[n*d:])
-	kernels.BNReLUForward(o.be, st.xhat, y, x, mu, st.invStd, g, bt, n, d)
+	kernels.BNReLUForward(o.be, kernels.BNReLUArgs{XHat: st.xhat, Y: y, X: x, Mu: mu, Inv: st.invStd, Gamma: g, Beta: bt, N: n, D: d})
 	return nil
 }
 
@@ -186,7 +186,7 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 		mdz[j] = float32(sdz[j] / float64(n))
 		mdzx[j] = float32(sdzx[j] / float64(n))
 	}
-	kernels.BNBackward(o.be, dx, dz, xhat, gi, mdz, mdzx, n, d)
+	kernels.BNBackward(o.be, kernels.BNBackwardArgs{DX: dx, DZ: dz, XHat: xhat, GI: gi, M: mdz, MX: mdzx, N: n, D: d})
 	return nil
 }
 
@@ -275,17 +275,25 @@ func (o bnReLU) deviceForward(e *engine.Engine, x, bias, gamma, beta, y *cuda.Bu
 // thread adding the partials itself, its chunk-0 threads setting dγ and
 // dβ (spn_bn_backward, in either mode).
 func (o bnReLU) DeviceBackward(e *engine.Engine, in []*cuda.Buffer, y, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
-	return o.deviceBackward(e, in[1], y, dy, dIn[0], dIn[1], dIn[2], nil)
+	return o.deviceBackward(e, in[1], y, dy, bnGrads{DX: dIn[0], DG: dIn[1], DB: dIn[2]})
+}
+
+// bnGrads are the gradient buffers bnReLU.deviceBackward sets: those of
+// the input x (DX), of γ (DG) and of β (DB), and, when not nil, DBias,
+// to which it adds Σ_rows dx.
+type bnGrads struct {
+	DX, DG, DB, DBias *cuda.Buffer
 }
 
 // deviceBackward is DeviceBackward of γ (gamma), the forward pass's
 // output y and its gradient dy, setting the gradients dx, dγ (dg) and dβ
-// (db); when dbias is not nil it also adds Σ_rows dx to it, the gradient
-// of the bias of the linear map before the batch norm (the fused MLP's),
-// by the chunk partials spn_bn_backward keeps as it writes dx and, for
-// more than one chunk, spn_col_sums: the bits of Engine.ColSums over dx,
-// one launch fewer.
-func (o bnReLU) deviceBackward(e *engine.Engine, gamma, y, dy, dx, dg, db, dbias *cuda.Buffer) error {
+// (db) of g; when g.DBias is not nil it also adds Σ_rows dx to it, the
+// gradient of the bias of the linear map before the batch norm (the fused
+// MLP's), by the chunk partials spn_bn_backward keeps as it writes dx
+// and, for more than one chunk, spn_col_sums: the bits of Engine.ColSums
+// over dx, one launch fewer.
+func (o bnReLU) deviceBackward(e *engine.Engine, gamma, y, dy *cuda.Buffer, g bnGrads) error {
+	dx, dg, db, dbias := g.DX, g.DG, g.DB, g.DBias
 	n, d, st := o.bd.N, o.d, o.st
 	if st.Dev == nil || st.Dev.xhat == nil {
 		return fmt.Errorf("%s: no device forward pass recorded", o.id)

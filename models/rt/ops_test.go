@@ -51,16 +51,16 @@ func TestOpGradients(t *testing.T) {
 		cases := []modeltest.OpCase{
 			{Name: "softmax", Op: NewSoftmax("alpha", k),
 				In: [][]float32{modeltest.RandFloats(rng, k, 1)}, Shapes: [][]int{{k}}, H: 1e-2, Tol: 1e-3},
-			{Name: "linear", Op: NewLinear("lin", be, bd, false, N, d, 3),
+			{Name: "linear", Op: NewLinear("lin", be, bd, LinearOpts{N: N, In: d, Out: 3}),
 				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, d*3, 0.5), modeltest.RandFloats(rng, 3, 0.5)},
 				Shapes: [][]int{{N, d}, {d, 3}, {3}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * 3},
-			{Name: "linear graph-level", Op: NewLinear("readout", be, bd, true, 8, d, 2),
+			{Name: "linear graph-level", Op: NewLinear("readout", be, bd, LinearOpts{Graph: true, N: 8, In: d, Out: 2}),
 				In:     [][]float32{modeltest.RandFloats(rng, 8*d, 1), modeltest.RandFloats(rng, d*2, 0.5), modeltest.RandFloats(rng, 2, 0.5)},
 				Shapes: [][]int{{8, d}, {d, 2}, {2}}, H: 1e-2, Tol: 2e-2, ZeroFrom: 5 * 2},
-			{Name: "encoder labels+attrs", Op: newEncoder("enc", be, bd, 4, 2, N, d),
+			{Name: "encoder labels+attrs", Op: newEncoder("enc", be, bd, encoderShape{NumLabels: 4, AttrDim: 2, N: N, D: d}),
 				In:     [][]float32{modeltest.RandFloats(rng, 4*d, 1), modeltest.RandFloats(rng, 2*d, 1), modeltest.RandFloats(rng, d, 1)},
 				Shapes: [][]int{{4, d}, {2, d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
-			{Name: "encoder labels", Op: newEncoder("enc", be, &bdAttrs, 4, 0, N, d),
+			{Name: "encoder labels", Op: newEncoder("enc", be, &bdAttrs, encoderShape{NumLabels: 4, AttrDim: 0, N: N, D: d}),
 				In: [][]float32{modeltest.RandFloats(rng, 4*d, 1), modeltest.RandFloats(rng, d, 1)}, Shapes: [][]int{{4, d}, {d}}, H: 1e-2, Tol: 2e-2, ZeroFrom: n * d},
 			// β = 10 keeps every entry far from the ReLU kink: checks the
 			// normalisation (training: through the batch statistics).
@@ -97,7 +97,7 @@ func TestOpGradients(t *testing.T) {
 				In: [][]float32{modeltest.RandFloats(rng, 8, 1)}, Shapes: [][]int{{4, 2}}, H: 1e-2, Tol: 1e-3},
 		}
 		for _, kind := range []string{models.PoolSum, models.PoolMean, models.PoolMax} {
-			p, err := newPool("pool", be, bd, kind, N, 8, d)
+			p, err := newPool("pool", be, bd, poolOpts{Kind: kind, N: N, G: 8, D: d})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestOpIdentity(t *testing.T) {
 	w := G.NewMatrix(g, G.Float32, G.WithShape(3, 1), G.WithName("w"), G.WithInit(G.Ones()))
 	b := G.NewVector(g, G.Float32, G.WithShape(1), G.WithName("b"), G.WithInit(G.Zeroes()))
 	apply := func(id string) *G.Node {
-		n, err := op.Apply(nil, NewLinear(id, be, bd, false, 2, 3, 1), x, w, b)
+		n, err := op.Apply(nil, NewLinear(id, be, bd, LinearOpts{N: 2, In: 3, Out: 1}), x, w, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestOpIdentity(t *testing.T) {
 	}
 	mlp := NewMLP("layer1", 3, rand.New(rand.NewPCG(5, 6)))
 	ops := []G.Op{
-		op.Adapt(nil, NewLinear("layer1.lin1", be, bd, false, 2, 3, 3)), op.Adapt(nil, NewLinear("layer1.lin2", be, bd, false, 2, 3, 3)),
+		op.Adapt(nil, NewLinear("layer1.lin1", be, bd, LinearOpts{N: 2, In: 3, Out: 3})), op.Adapt(nil, NewLinear("layer1.lin2", be, bd, LinearOpts{N: 2, In: 3, Out: 3})),
 		op.Adapt(nil, newBNReLU("layer1.bn1", graphOpts{be: be, bd: bd, train: true, update: true, N: 2}, nil, 3)), op.Adapt(nil, newBNReLU("layer1.bn1", graphOpts{be: be, bd: bd, train: false, update: false, N: 2}, nil, 3)),
 		op.Adapt(nil, newMLPOp("layer1", &mlp, graphOpts{be: be, bd: bd, train: true, update: true, N: 2}, 3)), op.Adapt(nil, newMLPOp("layer1", &mlp, graphOpts{be: be, bd: bd, train: false, update: false, N: 2}, 3)),
 		op.Adapt(nil, newMLPOp("layer2", &mlp, graphOpts{be: be, bd: bd, train: true, update: true, N: 2}, 3)),

@@ -18,6 +18,7 @@ import (
 	"github.com/spn-project/spn/models/internal/testkit/modeltest"
 	"github.com/spn-project/spn/models/param"
 	"github.com/spn-project/spn/models/rt"
+	"github.com/spn-project/spn/schema/modelspec"
 )
 
 // deviceTol bounds the difference of the per-step losses on the CPU and
@@ -71,7 +72,7 @@ func smallConfig(kind string, dropout float64) models.Config {
 	if kind == "gin" {
 		k = 1
 	}
-	return modeltest.Config(kind, k, 2, 8, dropout, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	return modeltest.Config(modelspec.Model{Kind: kind, K: k, Layers: 2, Hidden: 8, Dropout: dropout, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0)
 }
 
 func stepOnDevice(t *testing.T, e *engine.Engine, reverse func(on bool)) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/schema/modelspec"
 
 	"github.com/spn-project/spn/internal/testkit/golden"
 )
@@ -17,7 +18,7 @@ import (
 // TestErrorsGolden renders the errors of bad configurations and bad batches
 // and compares them with testdata/errors.golden (go test -update rewrites it).
 func TestErrorsGolden(t *testing.T) {
-	good := modeltest.Config("spn", 3, 2, 8, 0.2, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	good := modeltest.Config(modelspec.Model{Kind: "spn", K: 3, Layers: 2, Hidden: 8, Dropout: 0.2, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0)
 	be := kernels.CPU{}
 	var sb strings.Builder
 	newCases := []struct {
@@ -48,7 +49,7 @@ func TestErrorsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := New(modeltest.Config("spn", 3, 2, 8, 0, models.PoolSum, models.TaskRegression, 2, 3, 0), 1, be)
+	reg, err := New(modeltest.Config(modelspec.Model{Kind: "spn", K: 3, Layers: 2, Hidden: 8, Pool: models.PoolSum}, models.TaskRegression, 2, 3, 0), 1, be)
 	if err != nil {
 		t.Fatal(err)
 	}

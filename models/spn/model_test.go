@@ -180,11 +180,11 @@ func zeroGrads(ps []*param.Param) {
 func TestMatchesHandWritten(t *testing.T) {
 	_, _, b := modeltest.LayeredBatch(t, 3, 24, 5)
 	cases := []models.Config{
-		modeltest.Config("spn", 5, 3, 16, 0, models.PoolSum, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("spn", 3, 2, 8, 0.5, models.PoolMean, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("spn", 2, 2, 8, 0.3, models.PoolMax, models.TaskClassification, 2, 3, 2),
-		modeltest.Config("gin", 1, 3, 16, 0.2, models.PoolSum, models.TaskClassification, 2, 3, 0),
-		modeltest.Config("spn", 4, 2, 8, 0, models.PoolSum, models.TaskRegression, 2, 3, 0),
+		modeltest.Config(modelspec.Model{Kind: "spn", K: 5, Layers: 3, Hidden: 16, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0),
+		modeltest.Config(modelspec.Model{Kind: "spn", K: 3, Layers: 2, Hidden: 8, Dropout: 0.5, Pool: models.PoolMean}, models.TaskClassification, 2, 3, 0),
+		modeltest.Config(modelspec.Model{Kind: "spn", K: 2, Layers: 2, Hidden: 8, Dropout: 0.3, Pool: models.PoolMax}, models.TaskClassification, 2, 3, 2),
+		modeltest.Config(modelspec.Model{Kind: "gin", K: 1, Layers: 3, Hidden: 16, Dropout: 0.2, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0),
+		modeltest.Config(modelspec.Model{Kind: "spn", K: 4, Layers: 2, Hidden: 8, Pool: models.PoolSum}, models.TaskRegression, 2, 3, 0),
 	}
 	for _, cfg := range cases {
 		name := fmt.Sprintf("%s_k%d_p%v_%s_%s", cfg.Model.Kind, cfg.Model.K, cfg.Model.Dropout, cfg.Model.Pool, cfg.Task)
@@ -243,11 +243,11 @@ func TestMatchesHandWritten(t *testing.T) {
 func TestSPNk1IsGIN(t *testing.T) {
 	_, _, b := modeltest.LayeredBatch(t, 5, 16, 1)
 	be := kernels.CPU{Threads: 2}
-	spn, err := New(modeltest.Config("spn", 1, 3, 8, 0.4, models.PoolSum, models.TaskClassification, 2, 3, 0), 21, be)
+	spn, err := New(modeltest.Config(modelspec.Model{Kind: "spn", K: 1, Layers: 3, Hidden: 8, Dropout: 0.4, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0), 21, be)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gin, err := New(modeltest.Config("gin", 1, 3, 8, 0.4, models.PoolSum, models.TaskClassification, 2, 3, 0), 21, be)
+	gin, err := New(modeltest.Config(modelspec.Model{Kind: "gin", K: 1, Layers: 3, Hidden: 8, Dropout: 0.4, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0), 21, be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestSPNk1IsGIN(t *testing.T) {
 // hand-written model, and that it updates the running statistics once.
 func TestAdaptorMatchesStep(t *testing.T) {
 	_, _, b := modeltest.LayeredBatch(t, 7, 20, 4)
-	cfg := modeltest.Config("spn", 4, 2, 8, 0.3, models.PoolMean, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config(modelspec.Model{Kind: "spn", K: 4, Layers: 2, Hidden: 8, Dropout: 0.3, Pool: models.PoolMean}, models.TaskClassification, 2, 3, 0)
 	ref, m := pair(t, cfg, 5)
 	var mm models.Model = m
 	for step := 0; step < 2; step++ {
@@ -333,7 +333,7 @@ func TestLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(modeltest.Config("spn", 4, 3, 32, 0, models.PoolSum, models.TaskClassification, 2, 3, 0), 1, kernels.CPU{Threads: 2})
+	m, err := New(modeltest.Config(modelspec.Model{Kind: "spn", K: 4, Layers: 3, Hidden: 32, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0), 1, kernels.CPU{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestCacheAcrossBatches(t *testing.T) {
 		b.Attrs, b.AttrDim = distinctAttrs(b.N, 2), 2
 		batches = append(batches, b)
 	}
-	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, models.PoolMax, models.TaskClassification, 2, 3, 2)
+	cfg := modeltest.Config(modelspec.Model{Kind: "spn", K: 3, Layers: 2, Hidden: 8, Dropout: 0.3, Pool: models.PoolMax}, models.TaskClassification, 2, 3, 2)
 	ref, m := pair(t, cfg, 9)
 	for round := 0; round < 2; round++ {
 		for i, b := range batches {
@@ -423,7 +423,7 @@ func TestCacheEviction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := modeltest.Config("spn", 3, 2, 8, 0.3, models.PoolMean, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config(modelspec.Model{Kind: "spn", K: 3, Layers: 2, Hidden: 8, Dropout: 0.3, Pool: models.PoolMean}, models.TaskClassification, 2, 3, 0)
 	be := kernels.CPU{Threads: 2}
 	small, err := New(cfg, 3, be)
 	if err != nil {
@@ -476,7 +476,7 @@ func TestCacheEviction(t *testing.T) {
 // the same bit for bit with 1 and 3 kernel threads.
 func TestThreadIndependence(t *testing.T) {
 	_, _, b := modeltest.LayeredBatch(t, 8, 60, 4) // several kernel row chunks
-	cfg := modeltest.Config("spn", 4, 2, 16, 0.3, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config(modelspec.Model{Kind: "spn", K: 4, Layers: 2, Hidden: 16, Dropout: 0.3, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0)
 	var outs [][]float32
 	var grads [][]float32
 	for _, th := range []int{1, 3} {
@@ -513,7 +513,7 @@ func TestThreadIndependence(t *testing.T) {
 // the default initialisation's.
 func TestAlphaInitNormal(t *testing.T) {
 	be := kernels.CPU{Threads: 1}
-	cfg := modeltest.Config("spn", 5, 3, 8, 0, models.PoolSum, models.TaskClassification, 2, 3, 0)
+	cfg := modeltest.Config(modelspec.Model{Kind: "spn", K: 5, Layers: 3, Hidden: 8, Pool: models.PoolSum}, models.TaskClassification, 2, 3, 0)
 	plain, err := New(cfg, 4, be)
 	if err != nil {
 		t.Fatal(err)

@@ -103,7 +103,8 @@ func New(cfg models.Config, seed uint64, be kernels.Backend) (*Model, error) {
 	useAdj := cfg.Model.Kind == "gin"
 	md := &Model{useAdj: useAdj, gd: &nbop.Data{}}
 	readInit, logitInit := param.GlobalReadInit(seed), param.HopLogitInit(seed)
-	err := md.Init(md, "spn", Kind{GIN: useAdj}, cfg, seed, be, rt.Parts{
+	err := md.Init(md, Kind{GIN: useAdj}, cfg, seed, be, rt.Parts{
+		Pkg:  "spn",
 		What: "model",
 		Layer: func(_ int, name string, init *rand.Rand) rt.Layer {
 			// Same draws, in the same order, as ref.NewSPN: the MLP's

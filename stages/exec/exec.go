@@ -598,6 +598,7 @@ func RunNode(ctx context.Context, c *cache.Cache, reg *stages.Registry, n *plan.
 	log := opt.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
+		opt.Log = log
 	}
 	if opt.Threads < 1 {
 		opt.Threads = 1
@@ -626,7 +627,7 @@ func RunNode(ctx context.Context, c *cache.Cache, reg *stages.Registry, n *plan.
 		log.Debug("stage completed by another writer", "stage", n.Name)
 		return false, nil
 	}
-	err = runLocked(ctx, c, reg, kind, n, opt, log)
+	err = runLocked(ctx, c, reg, kind, n, opt)
 	if err != nil && ctx.Err() == nil {
 		if ferr := c.RecordFailure(cache.Failure{Key: n.Key, Kind: n.Kind, Name: n.Name,
 			Error: err.Error(), Time: time.Now().UTC()}); ferr != nil {
@@ -642,8 +643,10 @@ func RunNode(ctx context.Context, c *cache.Cache, reg *stages.Registry, n *plan.
 	return true, nil
 }
 
-// runLocked runs and commits the stage; the caller holds its lock.
-func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind stages.Kind, n *plan.Node, opt NodeOptions, log hclog.Logger) error {
+// runLocked runs and commits the stage, logging to opt.Log (not nil); the
+// caller holds its lock.
+func runLocked(ctx context.Context, c *cache.Cache, reg *stages.Registry, kind stages.Kind, n *plan.Node, opt NodeOptions) error {
+	log := opt.Log
 	tmp, err := c.NewTemp(n.Key)
 	if err != nil {
 		return err

@@ -25,13 +25,26 @@ func AbsDot(a, b []float32) float64 {
 	return s
 }
 
+// BNCase is the input of BNTrain: the N×W matrix X, the per-column γ
+// (Gamma) and β (Beta), the running statistics RunMean and RunVar (W
+// each), the momentum of their update and the ε added to the variance
+// (Eps).
+type BNCase struct {
+	X, Gamma, Beta  []float32
+	RunMean, RunVar []float64
+	N, W            int
+	Momentum, Eps   float64
+}
+
 // BNTrain is batch norm + ReLU in training mode on the n×w rows of x as
 // models/rt's op computes it from the CPU kernels: mean and biased
 // variance from kernels.ColSums, μ and 1/√(σ²+eps), the running
 // statistics updated with momentum (unbiased variance), x̂ and
-// y = ReLU(g·x̂ + bt). runMean and runVar are left as they are; the
-// updated statistics are returned.
-func BNTrain(x, g, bt []float32, runMean, runVar []float64, n, w int, momentum, eps float64) (mu, inv, xhat, y []float32, newMean, newVar []float64) {
+// y = ReLU(g·x̂ + bt), for x, g (γ), bt (β), n, w, momentum and eps of c.
+// c.RunMean and c.RunVar are left as they are; the updated statistics are
+// returned.
+func BNTrain(c BNCase) (mu, inv, xhat, y []float32, newMean, newVar []float64) {
+	x, g, bt, runMean, runVar, n, w, momentum, eps := c.X, c.Gamma, c.Beta, c.RunMean, c.RunVar, c.N, c.W, c.Momentum, c.Eps
 	be := kernels.CPU{Threads: 2}
 	newMean, newVar = append([]float64(nil), runMean...), append([]float64(nil), runVar...)
 	s := kernels.ColSums(be, x, nil, n, w)
@@ -48,6 +61,6 @@ func BNTrain(x, g, bt []float32, runMean, runVar []float64, n, w int, momentum, 
 		mu[j], inv[j] = float32(mean[j]), float32(1/math.Sqrt(v+eps))
 	}
 	xhat, y = make([]float32, n*w), make([]float32, n*w)
-	kernels.BNReLUForward(be, xhat, y, x, mu, inv, g, bt, n, w)
+	kernels.BNReLUForward(be, kernels.BNReLUArgs{XHat: xhat, Y: y, X: x, Mu: mu, Inv: inv, Gamma: g, Beta: bt, N: n, D: w})
 	return mu, inv, xhat, y, newMean, newVar
 }

@@ -296,7 +296,7 @@ func batchNorm(t *testing.T, n int) {
 	}
 
 	// Training mode, CPU.
-	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(x, g, bt, runMean, runVar, n, d, momentum, eps)
+	_, inv, xhat, y, wantMean, wantVar := kerntest.BNTrain(kerntest.BNCase{X: x, Gamma: g, Beta: bt, RunMean: runMean, RunVar: runVar, N: n, W: d, Momentum: momentum, Eps: eps})
 	dz := make([]float32, n*d)
 	kernels.ReLUMask(be, dz, y, dy, n, d)
 	sdz, sdzx := kernels.ColSumsPair(be, dz, xhat, n, d)
@@ -306,7 +306,7 @@ func batchNorm(t *testing.T, n int) {
 		gi[j], m[j], mx[j] = g[j]*inv[j], float32(sdz[j]/float64(n)), float32(sdzx[j]/float64(n))
 	}
 	dx := make([]float32, n*d)
-	kernels.BNBackward(be, dx, dz, xhat, gi, m, mx, n, d)
+	kernels.BNBackward(be, kernels.BNBackwardArgs{DX: dx, DZ: dz, XHat: xhat, GI: gi, M: m, MX: mx, N: n, D: d})
 
 	// Training mode, kernels: the statistics' partials per chunk and
 	// column, x̂ and y (and inv, the running statistics) per value; dz and
@@ -348,7 +348,7 @@ func batchNorm(t *testing.T, n int) {
 	// bias gradient of dx, added to what it held, and dx is unchanged.
 	dbias0 := kerntest.Randn(rng, d, 1)
 	wantBias := append([]float32(nil), dbias0...)
-	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantBias, []float32{}, dx, n, 0, d)
+	kernels.CPU{Threads: 2}.MatMulAT([]float32{}, wantBias, []float32{}, dx, kernels.MatMulShape{N: n, In: 0, Out: d})
 	dbias, bpart := append([]float32(nil), dbias0...), []float32(nil) // one chunk: added by spn_bn_backward
 	if nc > 1 {
 		bpart = make([]float32, nc*d)
@@ -378,7 +378,7 @@ func batchNorm(t *testing.T, n int) {
 	launch(t, "spn_bn_eval_stats", cover(d, 4), 4, kMu, kInv, runMean, runVar, d, eps)
 	equalBits(t, "eval μ", kMu, eMu)
 	equalBits(t, "eval inv", kInv, eInv)
-	kernels.BNReLUForward(be, xhat, y, x, eMu, eInv, g, bt, n, d)
+	kernels.BNReLUForward(be, kernels.BNReLUArgs{XHat: xhat, Y: y, X: x, Mu: eMu, Inv: eInv, Gamma: g, Beta: bt, N: n, D: d})
 	launch(t, "spn_bn_relu", cover(n*d, 32), 32, kXhat, kY, x, []float32(nil), kMu, kInv, g, bt, n, d)
 	equalBits(t, "eval y", kY, y)
 	launch(t, "spn_bn_relu", cover(n*d, 32), 32, kXhat, kY, x0, bias, kMu, kInv, g, bt, n, d)

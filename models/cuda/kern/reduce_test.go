@@ -161,7 +161,7 @@ func TestColSums(t *testing.T) {
 		rng := rand.New(rand.NewPCG(8, uint64(n)))
 		dz, db0 := kerntest.Randn(rng, max(n*d, 1), 1), kerntest.Randn(rng, d, 1)
 		want := append([]float32(nil), db0...)
-		kernels.CPU{Threads: 2}.MatMulAT([]float32{}, want, []float32{}, dz[:n*d], n, 0, d)
+		kernels.CPU{Threads: 2}.MatMulAT([]float32{}, want, []float32{}, dz[:n*d], kernels.MatMulShape{N: n, In: 0, Out: d})
 		for _, block := range []int{32, 3} {
 			db := append([]float32(nil), db0...)
 			colSums(t, db, dz, n, d, block)

@@ -243,8 +243,8 @@ func TestEmbedSum(t *testing.T) {
 		T := kerntest.Randn(rng, rows*d, 1)
 		dy := kerntest.Randn(rng, c.n*d, 1)
 		want, wantT := make([]float32, c.n*d), make([]float32, rows*d)
-		kernels.EmbedSum(kernels.CPU{Threads: 1}, want, T, c.x, off, c.n, d)
-		kernels.EmbedSumGrad(wantT, dy, c.x, off, c.n, d)
+		kernels.EmbedSum(kernels.CPU{Threads: 1}, want, T, kernels.Categorical{X: c.x, Off: off, N: c.n}, d)
+		kernels.EmbedSumGrad(wantT, dy, kernels.Categorical{X: c.x, Off: off, N: c.n}, d)
 		y, dT := make([]float32, c.n*d), make([]float32, rows*d)
 		launch(t, "spn_embed_sum", cover(c.n*d, 32), 32, y, T, c.x, off, c.n, len(off), d)
 		equalBits(t, c.name+": y", y, want)
@@ -276,11 +276,11 @@ func TestEdgeMessages(t *testing.T) {
 	h, T, dy := kerntest.Randn(rng, n*d, 1), kerntest.Randn(rng, rows*d, 1), kerntest.Randn(rng, n*d, 1)
 	be := kernels.CPU{Threads: 1}
 	e := make([]float32, E*d)
-	kernels.EmbedSum(be, e, T, b.EdgeFeat, off, E, d)
+	kernels.EmbedSum(be, e, T, kernels.Categorical{X: b.EdgeFeat, Off: off, N: E}, d)
 	want, wantDh, wantDe, wantDT := make([]float32, n*d), make([]float32, n*d), make([]float32, E*d), make([]float32, rows*d)
-	kernels.EdgeMessages(be, want, h, e, a, n, d)
-	kernels.EdgeMessagesGrad(be, wantDh, wantDe, dy, h, e, a, in, n, d)
-	kernels.EmbedSumGrad(wantDT, wantDe, b.EdgeFeat, off, E, d)
+	kernels.EdgeMessages(be, want, kernels.EdgeInputs{H: h, E: e, Adj: a, N: n, D: d})
+	kernels.EdgeMessagesGrad(be, wantDh, wantDe, dy, kernels.EdgeInputs{H: h, E: e, Adj: a, In: in, N: n, D: d})
+	kernels.EmbedSumGrad(wantDT, wantDe, kernels.Categorical{X: b.EdgeFeat, Off: off, N: E}, d)
 	zeros := 0
 	for _, v := range wantDe {
 		if v == 0 {

@@ -323,7 +323,7 @@ func CheckAdjOp(t *testing.T, e *engine.Engine, c AdjOp) {
 	defer buf.Free()
 	defer release()
 	rng := rand.New(rand.NewPCG(2, 3))
-	optest.CheckDevice(t, e, c.Name, o, c.In(rng, N), c.Abs, c.Rel)
+	optest.CheckDevice(t, e, c.Name, o, c.In(rng, N), optest.Tol{Abs: c.Abs, Rel: c.Rel})
 }
 
 // DefaultGEMM skips t unless the CPU's products are the default build's

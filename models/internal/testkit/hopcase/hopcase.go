@@ -71,7 +71,7 @@ func New(t testing.TB, k, w int) *Case {
 	for i := range c.Sums {
 		c.Sums[i] = make([]float32, n*w)
 	}
-	be.HopAggregateSums(make([]float32, n*w), c.Sums, c.H, append([]data.CSR{c.D.Hop1}, c.D.Hops...), c.Alpha, 1+c.Eps[0], n, w)
+	be.HopAggregateSums(make([]float32, n*w), c.Sums, c.H, kernels.HopMix{Hops: append([]data.CSR{c.D.Hop1}, c.D.Hops...), Coef: c.Alpha, Scale: 1 + c.Eps[0]}, n, w)
 	c.Grad = [][]float32{make([]float32, n*w), make([]float32, k), make([]float32, 1)}
 	if err := op.Backward(in, c.Y, c.DY, c.Grad); err != nil {
 		t.Fatal(err)

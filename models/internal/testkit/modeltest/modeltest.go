@@ -60,11 +60,13 @@ func LayeredBatch(t testing.TB, seed uint64, graphs, kmax int) (*data.Dataset, *
 	return ds, hops, b
 }
 
-// Config returns a model configuration of an SP-MPNN kind (ε = 0.1,
-// learnable).
-func Config(kind string, k, layers, hidden int, dropout float64, pool, task string, out, numLabels, attrDim int) models.Config {
+// Config returns the configuration of the model m of an SP-MPNN kind,
+// its ε set to 0.1 and learnable, for task with out outputs on a dataset
+// with numLabels node labels and attrDim attributes.
+func Config(m modelspec.Model, task string, out, numLabels, attrDim int) models.Config {
+	m.Eps, m.LearnEps = 0.1, true
 	return models.Config{
-		Model:     modelspec.Model{Kind: kind, K: k, Layers: layers, Hidden: hidden, Dropout: dropout, Pool: pool, Eps: 0.1, LearnEps: true},
+		Model:     m,
 		NumLabels: numLabels, AttrDim: attrDim, Task: task, Out: out,
 	}
 }

@@ -19,14 +19,21 @@ type Both interface {
 	op.DeviceOp
 }
 
+// Tol is the tolerance of CheckDevice: a device value may differ from the
+// CPU's by Abs + Rel·|CPU value| (kerntest.Near); the zero Tol asks for
+// the same bits.
+type Tol struct {
+	Abs, Rel float64
+}
+
 // CheckDevice runs o over the inputs in on the CPU (its Forward, and
 // Gradients through op.Apply) and on e's device (op.ApplyDevice on a
 // TapeMachine with e's engine, new scratch tensors filled with NaN), and
 // requires the outputs and the gradients of L = ⟨o(in), r⟩ (r a fixed
-// random probe; L = o(in) for a scalar op) to agree within
-// abs + rel·|CPU value| (kerntest.Near; 0, 0 asks for the same bits).
-func CheckDevice(t testing.TB, e *engine.Engine, name string, o Both, in [][]float32, abs, rel float64) {
+// random probe; L = o(in) for a scalar op) to agree within tol.
+func CheckDevice(t testing.TB, e *engine.Engine, name string, o Both, in [][]float32, tol Tol) {
 	t.Helper()
+	abs, rel := tol.Abs, tol.Rel
 	sig := o.Sig()
 	r := make([]float32, op.Size(sig.Out))
 	rng := rand.New(rand.NewPCG(7, 11))

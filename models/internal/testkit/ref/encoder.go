@@ -53,7 +53,7 @@ func (e *Encoder) Forward(labels []int32, attrs []float32, n int) []float64 {
 func (e *Encoder) Backward(dy []float64) {
 	d := e.Dim
 	if e.Attr != nil {
-		affineBackward(e.Attr.G, e.Bias.G, e.attrs, dy, e.n, e.AttrDim, d)
+		affineBackward(e.Attr.G, e.Bias.G, e.attrs, dy, affineShape{N: e.n, In: e.AttrDim, Out: d})
 	} else {
 		for j := range e.Bias.G {
 			var s float64

@@ -28,7 +28,7 @@ func (l *Linear) Forward(x []float64, n int) []float64 {
 // Backward accumulates dW = xᵀ·dy, db = Σ_r dy_r and returns dx = dy·Wᵀ
 // for the last Forward.
 func (l *Linear) Backward(dy []float64) []float64 {
-	affineBackward(l.W.G, l.B.G, l.x, dy, l.n, l.In, l.Out)
+	affineBackward(l.W.G, l.B.G, l.x, dy, affineShape{N: l.n, In: l.In, Out: l.Out})
 	dx := make([]float64, l.n*l.In)
 	for r := 0; r < l.n; r++ {
 		for i := 0; i < l.In; i++ {
@@ -60,8 +60,15 @@ func affine(x []float64, w, b []float32, n, in, out int) []float64 {
 	return y
 }
 
+// affineShape is the shape of affineBackward's operands: N rows of x
+// (N×In) and dy (N×Out).
+type affineShape struct {
+	N, In, Out int
+}
+
 // affineBackward accumulates dw += xᵀ·dy and db += Σ_r dy_r.
-func affineBackward(dw, db []float32, x, dy []float64, n, in, out int) {
+func affineBackward(dw, db []float32, x, dy []float64, s affineShape) {
+	n, in, out := s.N, s.In, s.Out
 	for i := 0; i < in; i++ {
 		for o := 0; o < out; o++ {
 			var s float64
