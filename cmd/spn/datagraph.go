@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spn-project/spn/data"
@@ -90,45 +89,10 @@ func (a *app) dataShow(args []string) error {
 		}
 		return nil
 	}
-	if err := printGraph(a.stdout, sg); err != nil {
+	if err := sg.WriteText(a.stdout); err != nil {
 		return dataErr("show", err)
 	}
 	return nil
-}
-
-// printGraph writes the text view of spn data show.
-func printGraph(w io.Writer, sg *stats.Shown) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s graph %d: %d nodes, %d edges", sg.Dataset, sg.Graph, sg.Nodes, len(sg.Edges))
-	if sg.Y != nil {
-		fmt.Fprintf(&b, ", class %d", *sg.Y)
-	}
-	if sg.Target != nil {
-		fmt.Fprintf(&b, ", targets %v", sg.Target)
-	}
-	b.WriteString("\n")
-	if sg.X != nil {
-		fmt.Fprintf(&b, "labels: %v\n", sg.X)
-	}
-	for u, row := range sg.Attrs {
-		fmt.Fprintf(&b, "attrs %d: %v\n", u, row)
-	}
-	b.WriteString("edges:")
-	for _, e := range sg.Edges {
-		fmt.Fprintf(&b, " %d-%d", e[0], e[1])
-	}
-	b.WriteString("\ndistances (-1: unreachable):\n")
-	for _, row := range sg.Distances {
-		for j, d := range row {
-			if j > 0 {
-				b.WriteString(" ")
-			}
-			fmt.Fprintf(&b, "%2d", d)
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func (a *app) dataImport(args []string) error {

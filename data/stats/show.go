@@ -2,6 +2,8 @@ package stats
 
 import (
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/data/sp"
@@ -47,4 +49,41 @@ func Show(ds *data.Dataset, idx int) (*Shown, error) {
 		sg.Distances[u] = dist[u*g.N : (u+1)*g.N]
 	}
 	return sg, nil
+}
+
+// WriteText writes sg as spn data show prints it: a header line, the
+// node labels, attributes and edges, and the distance matrix (-1 for an
+// unreachable pair).
+func (sg *Shown) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s graph %d: %d nodes, %d edges", sg.Dataset, sg.Graph, sg.Nodes, len(sg.Edges))
+	if sg.Y != nil {
+		fmt.Fprintf(&b, ", class %d", *sg.Y)
+	}
+	if sg.Target != nil {
+		fmt.Fprintf(&b, ", targets %v", sg.Target)
+	}
+	b.WriteString("\n")
+	if sg.X != nil {
+		fmt.Fprintf(&b, "labels: %v\n", sg.X)
+	}
+	for u, row := range sg.Attrs {
+		fmt.Fprintf(&b, "attrs %d: %v\n", u, row)
+	}
+	b.WriteString("edges:")
+	for _, e := range sg.Edges {
+		fmt.Fprintf(&b, " %d-%d", e[0], e[1])
+	}
+	b.WriteString("\ndistances (-1: unreachable):\n")
+	for _, row := range sg.Distances {
+		for j, d := range row {
+			if j > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%2d", d)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

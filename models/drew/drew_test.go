@@ -63,7 +63,7 @@ func TestMixGradient(t *testing.T) {
 
 // TestMixOnDevice: the weighted sum's output and term gradients on the
 // emulated device are the CPU's; dα (products summed in double on the
-// device, per chunk in float32 on the CPU) within Combine's tolerance
+// device, per chunk in float32 on the CPU) within HopCombine's tolerance
 // for its dα.
 func TestMixOnDevice(t *testing.T) {
 	e := enginetest.Emulated(t)

@@ -17,7 +17,7 @@ import (
 // terms in order, with α an input (m values, the softmax of the learned
 // logits) or, with Equal, the constant 1/m. Its gradient: dM_i = α_i·dy,
 // dα_i = ⟨dy, M_i⟩. The padding rows of y are zero. No other op weighs
-// several tensors by the entries of a vector: Combine weighs hop sums of
+// several tensors by the entries of a vector: HopCombine weighs hop sums of
 // one state, RelAgg sums without weights.
 //
 // The device math launches the existing kernels: spn_combine_terms
