@@ -231,17 +231,23 @@ func modelKind(pkgs map[string]*pkg, rel string) bool {
 }
 
 // maxCommandLines is the most lines a non-test Go file of a command may
-// have: a command is flags, dispatch and printing.
-const maxCommandLines = 400
+// have, and maxCommandTotal the most all of one command's non-test files
+// may have together: a command is flags, dispatch and printing.
+const (
+	maxCommandLines = 400
+	maxCommandTotal = 3500
+)
 
 // TestCommandFileSizes checks that no non-test Go file under cmd/ has
-// more than maxCommandLines lines.
+// more than maxCommandLines lines, and no command more than
+// maxCommandTotal.
 func TestCommandFileSizes(t *testing.T) {
 	top := root(t)
 	files, err := filepath.Glob(filepath.Join(top, "cmd", "*", "*.go"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no command sources under %s: %v", top, err)
 	}
+	total := map[string]int{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -250,9 +256,17 @@ func TestCommandFileSizes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := bytes.Count(b, []byte("\n")); n > maxCommandLines {
+		n := bytes.Count(b, []byte("\n"))
+		total[filepath.Dir(f)] += n
+		if n > maxCommandLines {
 			rel, _ := filepath.Rel(top, f)
 			t.Errorf("%s has %d lines, more than %d: move its logic below cmd", filepath.ToSlash(rel), n, maxCommandLines)
+		}
+	}
+	for dir, n := range total {
+		if n > maxCommandTotal {
+			rel, _ := filepath.Rel(top, dir)
+			t.Errorf("%s has %d lines in its non-test files, more than %d: move logic below cmd", filepath.ToSlash(rel), n, maxCommandTotal)
 		}
 	}
 }
