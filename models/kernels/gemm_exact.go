@@ -166,7 +166,7 @@ func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32,
 	m2, n4 := m/2*2, n/4*4
 	var mixed *ntMixed
 	if ldb%4 != 0 {
-		mixed = newNTMixed(n, min(kb, k))
+		mixed = newNTMixed(min(kb, k))
 	}
 	for k0 := 0; k0 < k; k0 += kb {
 		lk := min(kb, k-k0)
@@ -220,18 +220,24 @@ type ntBlock struct {
 // prefix of B's row, and dot2x4 takes one prefix for its four rows.
 type ntMixed struct {
 	rows [4][]int  // rows of B by prefix
-	pack []float32 // rows of B with one prefix, next to each other
+	pack []float32 // jb rows of B with one prefix, next to each other
 	tmp  []float32 // dot2x4's 2 × jb results
 	jb   int       // rows of B per cache block (a multiple of 4)
 }
 
-func newNTMixed(n, kb int) *ntMixed {
+// newNTMixed returns the scratch for inner blocks of at most kb columns:
+// about 16 KiB of packed rows, whatever the number of rows of B, so that
+// a call allocates little (a product with as many rows of B as a batch
+// has nodes would otherwise allocate a copy of B per call, garbage that
+// raises the collector's peak).
+func newNTMixed(kb int) *ntMixed {
 	jb := max(4, 16384/(4*kb)/4*4)
-	return &ntMixed{pack: make([]float32, n*kb), tmp: make([]float32, 2*jb), jb: jb}
+	return &ntMixed{pack: make([]float32, jb*kb), tmp: make([]float32, 2*jb), jb: jb}
 }
 
 // block adds one inner block to C bit for bit as gonum does: the rows of
-// B with the same prefix p are copied next to each other (dot2x4 loads
+// B with the same prefix p are copied next to each other, a cache block
+// of jb rows at a time (dot2x4 loads
 // without alignment, and p alone sets the order of the additions), run
 // through dot2x4 in blocks of four into a scratch of −0, the identity of
 // addition (so the scratch holds each dot product exactly, −0 included),
@@ -252,17 +258,17 @@ func (x *ntMixed) block(bl ntBlock) {
 		g4 := len(rows) / 4 * 4
 		rem := lk - p
 		nb, t4, t1 := rem/16, rem%16/4, rem%4
-		for t, j := range rows[:g4] {
-			copy(x.pack[t*lk:(t+1)*lk], bl.b[j*bl.ldb:j*bl.ldb+lk])
-		}
 		for t0 := 0; t0 < g4; t0 += x.jb {
 			w := min(x.jb, g4-t0)
+			for t, j := range rows[t0 : t0+w] {
+				copy(x.pack[t*lk:(t+1)*lk], bl.b[j*bl.ldb:j*bl.ldb+lk])
+			}
 			for i := 0; i < m2; i += 2 {
 				tmp := x.tmp[:2*w]
 				for q := range tmp {
 					tmp[q] = negZero
 				}
-				dot2x4(&tmp[0], w, &bl.a[i*bl.lda], bl.lda, &x.pack[t0*lk], lk, p, nb, t4, t1, w/4)
+				dot2x4(&tmp[0], w, &bl.a[i*bl.lda], bl.lda, &x.pack[0], lk, p, nb, t4, t1, w/4)
 				c0, c1 := bl.c[i*bl.ldc:], bl.c[(i+1)*bl.ldc:]
 				for q, j := range rows[t0 : t0+w] {
 					c0[j] += tmp[q]
