@@ -136,7 +136,7 @@ const (
 // to C[i,j] one after the other (each block with the alignment prefix of
 // its own start); the kernels do the same. Where rows of B differ in
 // alignment (ldb not a multiple of 4: widths such as 210, 175 or 125),
-// each inner block goes through ntByPrefix instead. It declines (false)
+// each inner block goes through ntMixed.block instead. It declines (false)
 // without AVX2.
 func sgemmExactNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
 	if !haveAVX2 || alpha != 1 || m <= 0 || n <= 0 || k < 0 || lda < max(k, 1) || ldb < max(k, 1) || ldc < n {
@@ -235,15 +235,14 @@ func newNTMixed(kb int) *ntMixed {
 	return &ntMixed{pack: make([]float32, jb*kb), tmp: make([]float32, 2*jb), jb: jb}
 }
 
-// block adds one inner block to C bit for bit as gonum does: the rows of
+// block adds one inner block to C bit for bit as gonum does. The rows of
 // B with the same prefix p are copied next to each other, a cache block
-// of jb rows at a time (dot2x4 loads
-// without alignment, and p alone sets the order of the additions), run
-// through dot2x4 in blocks of four into a scratch of −0, the identity of
-// addition (so the scratch holds each dot product exactly, −0 included),
-// and added to their columns of C, one addition per dot product as gonum
-// makes; the rows left over and C's last odd row go through
-// dotUnitaryGo.
+// of jb rows at a time (dot2x4 loads without alignment, and p alone sets
+// the order of the additions), run through dot2x4 in groups of four into
+// a scratch of −0, the identity of addition (so the scratch holds each
+// dot product exactly, −0 included), and added to their columns of C,
+// one addition per dot product as gonum makes. The rows left over and
+// C's last odd row go through dotUnitaryGo.
 func (x *ntMixed) block(bl ntBlock) {
 	for p := range x.rows {
 		x.rows[p] = x.rows[p][:0]
