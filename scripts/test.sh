@@ -39,6 +39,12 @@ scripts/gpu-check-test.sh
 step "go test ./..."
 go test -count=1 -timeout 60m ./...
 
+# The stages run concurrently (the scheduler starts each in a goroutine
+# and asks the plan's callbacks from there): their packages again under
+# the race detector, which needs cgo and a C compiler.
+step "go test -race ./stages/..."
+CGO_ENABLED=1 go test -race -count=1 -timeout 30m ./stages/...
+
 # The optional OpenBLAS build (go build -tags openblas): its kernels must
 # compile and pass the same tests. Needs Debian's libopenblas-dev.
 step "go test -tags openblas ./models/..."

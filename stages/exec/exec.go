@@ -71,7 +71,9 @@ type Options struct {
 	Cores int
 	// Memory, if not nil, returns the expected peak memory of a stage
 	// about to start, given its finished inputs (0: negligible or
-	// unknown). Used with Cores and Available.
+	// unknown). Used with Cores and Available, and with MemoryLimit. It is
+	// called from the goroutines of the stages it is asked for, so it must
+	// be safe for concurrent use.
 	Memory func(n *plan.Node, inputs []stages.Input) uint64
 	// MemoryLimit, when positive, is the most memory the process can have
 	// (physical memory, GOMEMLIMIT, a cgroup's or ulimit's bound): a

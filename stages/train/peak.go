@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/spn-project/spn/data"
 	"github.com/spn-project/spn/models"
@@ -31,10 +32,13 @@ import (
 // the estimate errs high.
 //
 // An estimator remembers what it read of each dataset file, so the many
-// train stages of one dataset read it once; it is for one goroutine.
+// train stages of one dataset read it once. It is safe for concurrent use:
+// a run's scheduler asks it from the goroutines of the stages it starts.
 type PeakEstimator struct {
-	models   models.Registry        // the kinds the train stages build (their ParamCount)
-	datasets map[string]datasetSize // by dataset path
+	models models.Registry // the kinds the train stages build (their ParamCount)
+
+	mu       sync.Mutex
+	datasets map[string]datasetSize // by dataset path; guarded by mu
 }
 
 // datasetSize is what an estimate needs of a dataset file.
@@ -88,26 +92,9 @@ func (e *PeakEstimator) PeakBytes(params []byte, inputs []stages.Input) (uint64,
 			}
 		}
 	}
-	dsz, ok := e.datasets[dsPath]
-	if !ok {
-		info, err := os.Stat(dsPath)
-		if err != nil {
-			return 0, err
-		}
-		ds, err := data.ReadDatasetFile(dsPath)
-		if err != nil {
-			return 0, err
-		}
-		dsz.bytes = info.Size()
-		for _, g := range ds.Graphs {
-			dsz.nodes = append(dsz.nodes, g.N)
-		}
-		hdr := *ds
-		hdr.Graphs = nil
-		dsz.header = &hdr
-		slices.Sort(dsz.nodes)
-		slices.Reverse(dsz.nodes)
-		e.datasets[dsPath] = dsz
+	dsz, err := e.dataset(dsPath)
+	if err != nil {
+		return 0, err
 	}
 	batch := max(point.Training.BatchSize, 1)
 	nmax := 0
@@ -122,6 +109,36 @@ func (e *PeakEstimator) PeakBytes(params []byte, inputs []stages.Input) (uint64,
 	arena := 1.25*r + 1<<20
 	live := 2*float64(dsz.bytes) + 4*float64(hopsBytes) + arena + compiledGraphBytes + paramBytes*float64(e.paramCount(point, dsz.header))
 	return uint64(peakOverLive * live), nil
+}
+
+// dataset returns what an estimate needs of the dataset file at path,
+// reading it on the first call for that path only. The lock is held while
+// the file is read, so that concurrent stages of one dataset read it once.
+func (e *PeakEstimator) dataset(path string) (datasetSize, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if dsz, ok := e.datasets[path]; ok {
+		return dsz, nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return datasetSize{}, err
+	}
+	ds, err := data.ReadDatasetFile(path)
+	if err != nil {
+		return datasetSize{}, err
+	}
+	dsz := datasetSize{bytes: info.Size()}
+	for _, g := range ds.Graphs {
+		dsz.nodes = append(dsz.nodes, g.N)
+	}
+	hdr := *ds
+	hdr.Graphs = nil
+	dsz.header = &hdr
+	slices.Sort(dsz.nodes)
+	slices.Reverse(dsz.nodes)
+	e.datasets[path] = dsz
+	return dsz, nil
 }
 
 // paramBytes are the bytes a parameter value takes while a model trains:

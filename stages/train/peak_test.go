@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/spn-project/spn/data"
@@ -148,6 +149,38 @@ func TestPlanMemory(t *testing.T) {
 	} {
 		if got := mem(&tc.node, in); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPlanMemoryConcurrent: a run's scheduler asks PlanMemory from the
+// goroutines of the stages it starts; every caller gets the estimate, and
+// under -race the estimator's dataset memo shows no race.
+func TestPlanMemoryConcurrent(t *testing.T) {
+	in := inputs(t)
+	raw, err := json.Marshal(stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 3), Metric: "accuracy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewPeakEstimator(Kind{}.Registry()).PeakBytes(raw, in)
+	if err != nil || want == 0 {
+		t.Fatalf("estimate %d, %v", want, err)
+	}
+	mem := PlanMemory(Kind{}.Registry())
+	node := plan.Node{Kind: stages.KindTrain, JSON: raw}
+	got := make([]uint64, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = mem(&node, in)
+		}()
+	}
+	wg.Wait()
+	for i, g := range got {
+		if g != want {
+			t.Errorf("caller %d: %d, want %d", i, g, want)
 		}
 	}
 }
