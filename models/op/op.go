@@ -59,6 +59,33 @@ type Buffers interface {
 	Buf(n int) []float32
 }
 
+// Tracker is implemented by Buffers that recycle memory within a run
+// (rt's arena): the adaptor calls Enter with its Gorgonia op before each
+// Do, so that the buffers taken during a Do are known to be its node's,
+// to be reused once every node that reads them has run.
+type Tracker interface {
+	Enter(o G.Op)
+}
+
+// enter tells bufs, when it is a Tracker, that o's Do begins.
+func enter(bufs Buffers, o G.Op) {
+	if t, ok := bufs.(Tracker); ok {
+		t.Enter(o)
+	}
+}
+
+// Adaptor reports whether o is one of this package's Gorgonia ops (a
+// forward, gradient or gradient-part node), whose Do announces itself to
+// a Tracker, takes every buffer of its node from its Buffers and
+// returns fresh memory, never a view of an input.
+func Adaptor(o G.Op) bool {
+	switch o.(type) {
+	case *fwd, *bwd, *part:
+		return true
+	}
+	return false
+}
+
 // Size is the number of values of shape s (1 for a scalar).
 func Size(s []int) int {
 	n := 1
@@ -218,6 +245,7 @@ type fwd struct {
 
 // Do implements gorgonia.Op.
 func (o *fwd) Do(vals ...G.Value) (G.Value, error) {
+	enter(o.bufs, o)
 	if len(vals) != len(o.sig.In) {
 		return nil, fmt.Errorf("%s: %d inputs, want %d", o.id, len(vals), len(o.sig.In))
 	}
@@ -300,6 +328,7 @@ type bwd struct {
 
 // Do implements gorgonia.Op.
 func (o *bwd) Do(vals ...G.Value) (G.Value, error) {
+	enter(o.f.bufs, o)
 	s := o.f.sig
 	m := len(s.In)
 	if len(vals) != m+2 {
@@ -349,6 +378,7 @@ type part struct {
 
 // Do implements gorgonia.Op.
 func (p *part) Do(...G.Value) (G.Value, error) {
+	enter(p.bufs, p)
 	src := p.g.last
 	if p.off+p.n > len(src) {
 		return nil, fmt.Errorf("%s: part [%d,%d) outside %d side values", p.id, p.off, p.off+p.n, len(src))

@@ -1,8 +1,14 @@
 package rt
 
 import (
+	"cmp"
+	"slices"
+
+	G "gorgonia.org/gorgonia"
+
 	"github.com/spn-project/spn/models/cuda/engine"
 	"github.com/spn-project/spn/models/kernels"
+	"github.com/spn-project/spn/models/op"
 )
 
 // Env is what the ops compute with: the kernel backend and, when not nil,
@@ -36,6 +42,13 @@ func (e Env) Zeros(n int) []float32 {
 	return b
 }
 
+// Enter implements op.Tracker: the op adaptor's Do of o begins.
+func (e Env) Enter(o G.Op) {
+	if e.ar != nil {
+		e.ar.enter(o)
+	}
+}
+
 // arena is the memory of the node-sized buffers of one model, recycled
 // from run to run: a run of a compiled graph takes buffers with get, and
 // reset (before the next run) makes all of it available again. Every
@@ -50,22 +63,44 @@ func (e Env) Zeros(n int) []float32 {
 //
 //	Bytes() ≤ 5/4·R + C·L + minChunk
 //
-// bytes, where R is the most one run has taken (Requested, buffers rounded
-// up to the alignment), C the number of chunks and L the largest single
-// buffer (the tail a chunk may leave unused): close to R, where the
-// first-fit list of buffers it replaces kept 1.8–3.5·R. It grows only when a run
-// takes more than every run before it, so it is flat across epochs once
-// the largest batch has been seen. Buffers start at multiples of align
-// floats (64 bytes). Which memory a request gets depends on the order of
-// requests only; results never depend on it, since every user overwrites
-// its buffer.
+// bytes, where R is the most one run has taken from the bump (Requested,
+// buffers rounded up to the alignment), C the number of chunks and L the
+// largest single buffer (the tail a chunk may leave unused). It grows only
+// when a run takes more than every run before it, so it is flat across
+// epochs once the largest batch has been seen. Buffers start at multiples
+// of align floats (64 bytes).
+//
+// Within a run, buffers are also reused once dead. With the lifetimes of
+// the run's compiled graph (use), the op adaptor announces each node's Do
+// (enter); the buffers taken during a node's Do are its node's, and they
+// are released, to be handed out again by get, once every node that reads
+// that node's value has run (lifetimes). A training step then holds the
+// forward values its backward pass still reads and the gradients in
+// flight, not every buffer of the step. get takes the smallest released
+// block that fits (the lowest address of equal ones) before cutting from
+// the bump. Which memory a request gets depends on the order of requests
+// and releases only, the same from run to run; results never depend on
+// it, since every user overwrites its buffer.
 type arena struct {
 	chunks [][]float32
 	cur    int   // chunk being cut from
 	off    int   // next free float in chunks[cur]
-	run    int64 // floats taken since the last reset (aligned)
-	maxRun int64 // most floats one run took
+	run    int64 // floats the bump holds since the last reset (aligned)
+	peak   int64 // most of run since the last reset
+	maxRun int64 // most floats one run took from the bump
+
+	// The run's lifetimes (nil: nothing is released before reset) and
+	// what the run has done with them.
+	life  *lifetimes
+	node  int       // the node whose Do is running, -1: none or unknown
+	left  []int     // per node, consumers still to run
+	done  []bool    // per node, whether its Do has begun
+	owned [][]block // per node, the blocks taken during its Do
+	free  []block   // released blocks, by chunk and start, adjacent ones merged
 }
+
+// block is floats [start, end) of chunk c.
+type block struct{ c, start, end int }
 
 const (
 	// align is the alignment of buffers, in floats (64 bytes).
@@ -74,31 +109,150 @@ const (
 	minChunk = 1 << 18
 )
 
-// get returns a buffer of length n not handed out since the last reset.
+// get returns a buffer of length n not handed out since the last reset, or
+// handed out and released since.
 func (a *arena) get(n int) []float32 {
 	m := RoundUp(max(n, 1), align)
+	b, ok := a.reuse(m)
+	if !ok {
+		b = a.bump(m)
+	}
+	if a.node >= 0 {
+		a.owned[a.node] = append(a.owned[a.node], b)
+	}
+	return a.chunks[b.c][b.start : b.start+n : b.start+n]
+}
+
+// reuse cuts m floats from the smallest released block that holds them.
+func (a *arena) reuse(m int) (block, bool) {
+	best := -1
+	for i, f := range a.free {
+		if l := f.end - f.start; l >= m && (best < 0 || l < a.free[best].end-a.free[best].start) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return block{}, false
+	}
+	f := a.free[best]
+	b := block{f.c, f.start, f.start + m}
+	if b.end == f.end {
+		a.free = append(a.free[:best], a.free[best+1:]...)
+	} else {
+		a.free[best].start = b.end
+	}
+	return b, true
+}
+
+// bump cuts m floats from the chunks, appending one when none has room.
+func (a *arena) bump(m int) block {
 	a.run += int64(m)
+	a.peak = max(a.peak, a.run)
 	for ; a.cur < len(a.chunks); a.cur, a.off = a.cur+1, 0 {
 		if c := a.chunks[a.cur]; a.off+m <= len(c) {
-			b := c[a.off : a.off+n : a.off+n]
 			a.off += m
-			return b
+			return block{a.cur, a.off - m, a.off}
 		}
 	}
 	// A new chunk: what this buffer needs, at least a quarter of what the
 	// run has taken and an eighth of the largest run so far (so a growing
 	// run appends few chunks and overshoots by at most a quarter).
-	size := max(m, int(a.run/4), int(a.maxRun/8), minChunk)
-	c := make([]float32, size)
-	a.chunks = append(a.chunks, c)
+	size := max(m, int(a.peak/4), int(a.maxRun/8), minChunk)
+	a.chunks = append(a.chunks, make([]float32, size))
 	a.cur, a.off = len(a.chunks)-1, m
-	return c[:n:n]
+	return block{a.cur, 0, m}
+}
+
+// release makes b available to get again: merged with the released blocks
+// next to it, and given back to the bump when it ends where the bump
+// cuts.
+func (a *arena) release(b block) {
+	i, _ := slices.BinarySearchFunc(a.free, b, func(f, b block) int {
+		return cmp.Or(cmp.Compare(f.c, b.c), cmp.Compare(f.start, b.start))
+	})
+	if i < len(a.free) && a.free[i].c == b.c && a.free[i].start == b.end {
+		b.end = a.free[i].end
+		a.free = append(a.free[:i], a.free[i+1:]...)
+	}
+	if i > 0 && a.free[i-1].c == b.c && a.free[i-1].end == b.start {
+		i--
+		b.start = a.free[i].start
+		a.free = append(a.free[:i], a.free[i+1:]...)
+	}
+	if b.c == a.cur && b.end == a.off {
+		a.run -= int64(b.end - b.start)
+		a.off = b.start
+		return
+	}
+	a.free = slices.Insert(a.free, i, b)
+}
+
+// use sets the lifetimes of the next run's compiled graph (nil: none,
+// nothing released before reset); reset keeps them.
+func (a *arena) use(l *lifetimes) {
+	a.life = l
+	a.startRun()
+}
+
+// startRun clears what a run has done with its lifetimes.
+func (a *arena) startRun() {
+	a.node, a.free = -1, a.free[:0]
+	if a.life == nil {
+		return
+	}
+	n := len(a.life.uses)
+	if len(a.left) != n {
+		a.left, a.done, a.owned = make([]int, n), make([]bool, n), make([][]block, n)
+	}
+	copy(a.left, a.life.uses)
+	clear(a.done)
+	for i := range a.owned {
+		a.owned[i] = a.owned[i][:0]
+	}
+}
+
+// enter ends the Do of the node running (releasing the blocks of the nodes
+// all of whose readers have now run) and begins o's.
+func (a *arena) enter(o G.Op) {
+	if a.life == nil {
+		return
+	}
+	if j := a.node; j >= 0 {
+		for _, p := range a.life.reads[j] {
+			if a.left[p]--; a.left[p] == 0 {
+				a.releaseNode(p)
+			}
+		}
+		if a.life.uses[j] == 0 {
+			a.releaseNode(j)
+		}
+	}
+	j, ok := a.life.node[o]
+	if ok && a.done[j] {
+		// A node run twice is not what the lifetimes describe: release
+		// nothing more this run.
+		a.life, a.node = nil, -1
+		return
+	}
+	a.node = -1
+	if ok {
+		a.node, a.done[j] = j, true
+	}
+}
+
+// releaseNode releases the blocks taken during node j's Do.
+func (a *arena) releaseNode(j int) {
+	for _, b := range a.owned[j] {
+		a.release(b)
+	}
+	a.owned[j] = a.owned[j][:0]
 }
 
 // reset makes all of the arena available again.
 func (a *arena) reset() {
-	a.maxRun = max(a.maxRun, a.run)
-	a.cur, a.off, a.run = 0, 0, 0
+	a.maxRun = max(a.maxRun, a.peak)
+	a.cur, a.off, a.run, a.peak = 0, 0, 0, 0
+	a.startRun()
 }
 
 // Bytes returns the bytes the arena holds.
@@ -110,5 +264,88 @@ func (a *arena) Bytes() int64 {
 	return n
 }
 
-// Requested returns the most bytes one run has taken (aligned).
-func (a *arena) Requested() int64 { return 4 * max(a.maxRun, a.run) }
+// Requested returns the most bytes one run has taken from the bump
+// (aligned).
+func (a *arena) Requested() int64 { return 4 * max(a.maxRun, a.peak) }
+
+// lifetimes are when the buffers of a compiled graph's nodes die within a
+// run, for the arena: which node of the graph each op adaptor (op.Adaptor)
+// is, how many adaptor nodes read each one's value, and which values
+// each one reads. A node reads a value when it has the value's node as an
+// input, or has as an input a node of another op (Gorgonia's own, which
+// may return its input or a view of it) that reads the value so. A value
+// read by a node of another op with no node reading it in turn (a
+// gorgonia.Read, a graph output), and a value no node reads, live until
+// the run ends.
+type lifetimes struct {
+	node  map[G.Op]int // adaptor op → node number
+	uses  []int        // per node, how many nodes read its value (-1: it lives to the end)
+	reads [][]int      // per node, the nodes whose values it reads (of those with uses ≥ 0)
+}
+
+// graphLifetimes returns the lifetimes of g's nodes.
+func graphLifetimes(g *G.ExprGraph) *lifetimes {
+	all := g.AllNodes()
+	// An adaptor op of more than one node is left out: its Do could not
+	// be told apart.
+	count := map[G.Op]int{}
+	for _, n := range all {
+		if o := n.Op(); o != nil && op.Adaptor(o) {
+			count[o]++
+		}
+	}
+	l := &lifetimes{node: map[G.Op]int{}}
+	var nodes []*G.Node
+	for _, n := range all {
+		if o := n.Op(); o != nil && count[o] == 1 {
+			l.node[o] = len(nodes)
+			nodes = append(nodes, n)
+		}
+	}
+	l.uses = make([]int, len(nodes))
+	l.reads = make([][]int, len(nodes))
+	readers := func(n *G.Node) []*G.Node {
+		var r []*G.Node
+		it := g.To(n.ID())
+		for it.Next() {
+			r = append(r, it.Node().(*G.Node))
+		}
+		slices.SortFunc(r, func(a, b *G.Node) int { return cmp.Compare(a.ID(), b.ID()) })
+		return r
+	}
+	for j, n := range nodes {
+		seen := map[*G.Node]bool{}
+		var users []int
+		forever := false
+		todo := readers(n)
+		if len(todo) == 0 {
+			forever = true
+		}
+		for len(todo) > 0 && !forever {
+			r := todo[0]
+			todo = todo[1:]
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			if k, ok := l.node[r.Op()]; ok && r.Op() != nil {
+				users = append(users, k)
+				continue
+			}
+			next := readers(r)
+			if len(next) == 0 {
+				forever = true
+			}
+			todo = append(todo, next...)
+		}
+		if forever {
+			l.uses[j] = -1
+			continue
+		}
+		l.uses[j] = len(users)
+		for _, k := range users {
+			l.reads[k] = append(l.reads[k], j)
+		}
+	}
+	return l
+}

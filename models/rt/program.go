@@ -86,6 +86,7 @@ type Program struct {
 	// lossData are the targets of the multi-task BCE loss (binary task).
 	lossData *nbop.Data
 	ar       *arena
+	life     *lifetimes // when the arena's buffers of a run die (CPU path)
 	// dev is the device the graph runs on (nil: the CPU); outNode,
 	// lossNode (the loss, one value) and gradNodes are then the nodes
 	// whose device values a run leaves (no gorgonia.Read, which would
@@ -226,8 +227,16 @@ func RoundUp(x, m int) int { return (x + m - 1) / m * m }
 // (outputs, loss, gradients) outlive a run.
 func (p *Program) run() error {
 	p.ar.reset()
+	if p.dev == nil {
+		if p.life == nil {
+			p.life = graphLifetimes(p.g)
+		}
+		p.ar.use(p.life)
+	}
 	p.vm.Reset()
-	if err := p.vm.RunAll(); err != nil {
+	err := p.vm.RunAll()
+	p.ar.use(nil) // no reference to this graph once it may be dropped
+	if err != nil {
 		return fmt.Errorf("running the model graph: %w", vmError(err))
 	}
 	if p.vals.out == nil && p.dev == nil {
