@@ -57,9 +57,10 @@ func (o GivenFirstHop) Backward(in [][]float32, _, dy []float32, g [][]float32) 
 	for i, v := range dy[:n*d] {
 		g[0][i], g[1][i] = s*v, a1*v
 	}
-	T := make([][]float32, len(o.D.HopsT))
+	T := make([][]float32, len(o.D.HopsT)) // the hop sums A_iᵀ·dy, scratch
 	for i := range T {
-		T[i] = make([]float32, n*d)
+		T[i] = scratch(o.Be, n*d)
+		defer op.Release(o.Be, T[i])
 	}
 	o.Be.HopAggregateSums(g[2][:n*d], T, dy[:n*d], kernels.HopMix{Hops: o.D.HopsT, Coef: alpha[1:], Scale: 0}, n, d)
 	dots := o.Be.Dots(dy[:n*d], [][]float32{R[:n*d], S[:n*d]}, n, d)

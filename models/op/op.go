@@ -65,6 +65,10 @@ type Buffers interface {
 // to be reused once every node that reads them has run.
 type Tracker interface {
 	Enter(o G.Op)
+	// Side says that buf, taken during the running gradient node's Do,
+	// holds the gradients its part nodes copy out (PartOf), and nothing
+	// else reads it: it may be reused once they have run.
+	Side(buf []float32)
 }
 
 // enter tells bufs, when it is a Tracker, that o's Do begins.
@@ -84,6 +88,24 @@ func Adaptor(o G.Op) bool {
 		return true
 	}
 	return false
+}
+
+// Release gives buf, scratch that the running op took from bufs (Buf) and
+// reads no more, back to bufs when bufs recycles memory within a run (rt's
+// arena); otherwise it does nothing.
+func Release(bufs any, buf []float32) {
+	if r, ok := bufs.(interface{ Release([]float32) }); ok {
+		r.Release(buf)
+	}
+}
+
+// PartOf returns, when o is a gradient-part node's op, the op of the
+// gradient node whose side values it copies.
+func PartOf(o G.Op) (G.Op, bool) {
+	if p, ok := o.(*part); ok {
+		return p.g, true
+	}
+	return nil, false
 }
 
 // Size is the number of values of shape s (1 for a scalar).
@@ -352,6 +374,9 @@ func (o *bwd) Do(vals ...G.Value) (G.Value, error) {
 	}
 	o.last = o.buf(o.f.bufs, o.side)
 	clear(o.last)
+	if t, ok := o.f.bufs.(Tracker); ok {
+		t.Side(o.last)
+	}
 	dIn := make([][]float32, m)
 	dIn[o.first] = g
 	off := 0

@@ -3,6 +3,7 @@ package rt
 import (
 	"cmp"
 	"slices"
+	"unsafe"
 
 	G "gorgonia.org/gorgonia"
 
@@ -40,6 +41,24 @@ func (e Env) Zeros(n int) []float32 {
 	b := e.ar.get(n)
 	clear(b)
 	return b
+}
+
+// Release gives buf back to the arena at once: a buffer the running op
+// took for scratch (Buf, Zeros) and reads no more. Without lifetimes (or
+// for a buffer not from the arena) it does nothing: the buffer is then
+// free at the next run.
+func (e Env) Release(buf []float32) {
+	if e.ar != nil {
+		e.ar.drop(buf)
+	}
+}
+
+// Side implements op.Tracker: buf, the running gradient node's side
+// values, dies once its part nodes have run.
+func (e Env) Side(buf []float32) {
+	if e.ar != nil {
+		e.ar.handOff(buf)
+	}
 }
 
 // Enter implements op.Tracker: the op adaptor's Do of o begins.
@@ -96,6 +115,8 @@ type arena struct {
 	left  []int     // per node, consumers still to run
 	done  []bool    // per node, whether its Do has begun
 	owned [][]block // per node, the blocks taken during its Do
+	side  [][]block // per gradient node, its side values' blocks (op.Tracker.Side)
+	parts []int     // per gradient node, part nodes still to run
 	free  []block   // released blocks, by chunk and start, adjacent ones merged
 }
 
@@ -203,11 +224,13 @@ func (a *arena) startRun() {
 	n := len(a.life.uses)
 	if len(a.left) != n {
 		a.left, a.done, a.owned = make([]int, n), make([]bool, n), make([][]block, n)
+		a.side, a.parts = make([][]block, n), make([]int, n)
 	}
 	copy(a.left, a.life.uses)
+	copy(a.parts, a.life.parts)
 	clear(a.done)
 	for i := range a.owned {
-		a.owned[i] = a.owned[i][:0]
+		a.owned[i], a.side[i] = a.owned[i][:0], a.side[i][:0]
 	}
 }
 
@@ -226,6 +249,14 @@ func (a *arena) enter(o G.Op) {
 		if a.life.uses[j] == 0 {
 			a.releaseNode(j)
 		}
+		if g := a.life.partOf[j]; g >= 0 {
+			if a.parts[g]--; a.parts[g] == 0 {
+				for _, b := range a.side[g] {
+					a.release(b)
+				}
+				a.side[g] = a.side[g][:0]
+			}
+		}
 	}
 	j, ok := a.life.node[o]
 	if ok && a.done[j] {
@@ -237,6 +268,39 @@ func (a *arena) enter(o G.Op) {
 	a.node = -1
 	if ok {
 		a.node, a.done[j] = j, true
+	}
+}
+
+// drop releases buf, taken during the running node's Do, at once.
+func (a *arena) drop(buf []float32) {
+	if a.life == nil || a.node < 0 || len(buf) == 0 {
+		return
+	}
+	p := unsafe.SliceData(buf)
+	own := a.owned[a.node]
+	for i := len(own) - 1; i >= 0; i-- {
+		if b := own[i]; &a.chunks[b.c][b.start] == p {
+			a.owned[a.node] = append(own[:i], own[i+1:]...)
+			a.release(b)
+			return
+		}
+	}
+}
+
+// handOff moves buf, taken during the running node's Do, from the node's
+// blocks to its side values (released once its part nodes have run).
+func (a *arena) handOff(buf []float32) {
+	if a.life == nil || a.node < 0 || len(buf) == 0 || a.life.parts[a.node] == 0 {
+		return
+	}
+	p := unsafe.SliceData(buf)
+	own := a.owned[a.node]
+	for i := len(own) - 1; i >= 0; i-- {
+		if b := own[i]; &a.chunks[b.c][b.start] == p {
+			a.owned[a.node] = append(own[:i], own[i+1:]...)
+			a.side[a.node] = append(a.side[a.node], b)
+			return
+		}
 	}
 }
 
@@ -276,11 +340,14 @@ func (a *arena) Requested() int64 { return 4 * max(a.maxRun, a.peak) }
 // may return its input or a view of it) that reads the value so. A value
 // read by a node of another op with no node reading it in turn (a
 // gorgonia.Read, a graph output), and a value no node reads, live until
-// the run ends.
+// the run ends. A gradient node's side values (op.Tracker.Side) are read
+// by its part nodes only.
 type lifetimes struct {
-	node  map[G.Op]int // adaptor op → node number
-	uses  []int        // per node, how many nodes read its value (-1: it lives to the end)
-	reads [][]int      // per node, the nodes whose values it reads (of those with uses ≥ 0)
+	node   map[G.Op]int // adaptor op → node number
+	uses   []int        // per node, how many nodes read its value (-1: it lives to the end)
+	reads  [][]int      // per node, the nodes whose values it reads (of those with uses ≥ 0)
+	parts  []int        // per gradient node, how many part nodes read its side values
+	partOf []int        // per part node, the gradient node it reads (-1: none)
 }
 
 // graphLifetimes returns the lifetimes of g's nodes.
@@ -304,6 +371,34 @@ func graphLifetimes(g *G.ExprGraph) *lifetimes {
 	}
 	l.uses = make([]int, len(nodes))
 	l.reads = make([][]int, len(nodes))
+	l.parts = make([]int, len(nodes))
+	l.partOf = make([]int, len(nodes))
+	for k := range nodes {
+		l.partOf[k] = -1
+	}
+	// A gradient node one of whose part nodes was left out keeps its side
+	// values to the end (parts 0): that part's Do could not be counted.
+	unsure := map[int]bool{}
+	for _, n := range all {
+		g, ok := op.PartOf(n.Op())
+		if !ok {
+			continue
+		}
+		j, ok := l.node[g]
+		if !ok {
+			continue
+		}
+		k, ok := l.node[n.Op()]
+		if !ok {
+			unsure[j] = true
+			continue
+		}
+		l.partOf[k] = j
+		l.parts[j]++
+	}
+	for j := range unsure {
+		l.parts[j] = 0
+	}
 	readers := func(n *G.Node) []*G.Node {
 		var r []*G.Node
 		it := g.To(n.ID())

@@ -1,6 +1,7 @@
 package rt
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"unsafe"
@@ -75,9 +76,11 @@ func overlap(a, b []float32) bool {
 func TestArenaReleasesReadBuffers(t *testing.T) {
 	ops := []G.Op{op.Adapt(nil, square{"a", 1}), op.Adapt(nil, square{"b", 1}), op.Adapt(nil, square{"c", 1})}
 	l := &lifetimes{
-		node:  map[G.Op]int{ops[0]: 0, ops[1]: 1, ops[2]: 2},
-		uses:  []int{1, 1, -1},
-		reads: [][]int{nil, {0}, {1}},
+		node:   map[G.Op]int{ops[0]: 0, ops[1]: 1, ops[2]: 2},
+		uses:   []int{1, 1, -1},
+		reads:  [][]int{nil, {0}, {1}},
+		parts:  []int{0, 0, 0},
+		partOf: []int{-1, -1, -1},
 	}
 	a := &arena{}
 	for run := 0; run < 2; run++ {
@@ -248,5 +251,115 @@ func TestStepReleasesBuffers(t *testing.T) {
 	}
 	if b1 > (depth+2)*buf+4<<10 {
 		t.Errorf("with lifetimes a run takes %d bytes, more than %d buffers of %d", b1, depth+2, buf)
+	}
+}
+
+// mul is y = x ⊙ w over n values, both differentiated (dw goes to the
+// gradient node's side values and out through a part node). Its backward
+// pass then takes a scratch buffer from be and fills it with NaN, so that
+// side values released too early (and handed out as that scratch) come
+// out as NaN.
+type mul struct {
+	be Env
+	n  int
+}
+
+func (m mul) Sig() op.Sig { return op.Sig{ID: "mul", In: [][]int{{m.n}, {m.n}}, Out: []int{m.n}} }
+
+func (m mul) Forward(in [][]float32, out []float32) error {
+	for i := range out {
+		out[i] = in[0][i] * in[1][i]
+	}
+	return nil
+}
+
+func (m mul) Backward(in [][]float32, _, dOut []float32, dIn [][]float32) error {
+	for i, g := range dOut {
+		dIn[0][i] = g * in[1][i]
+		dIn[1][i] = g * in[0][i]
+	}
+	s := m.be.Buf(m.n)
+	for i := range s {
+		s[i] = float32(math.NaN())
+	}
+	return nil
+}
+
+// TestSideValuesLiveToTheirParts: a gradient node's side values (dw of
+// mul) are released once its part node has run, not before: the part's
+// copy is the gradient, with lifetimes as without, and the lifetimes
+// name the part node as the side values' one reader.
+func TestSideValuesLiveToTheirParts(t *testing.T) {
+	const n = 1024
+	run := func(withLife bool) []float32 {
+		g := G.NewGraph()
+		x0, w0 := make([]float32, n), make([]float32, n)
+		for i := range x0 {
+			x0[i], w0[i] = 1+float32(i%5)/8, 2-float32(i%3)/8
+		}
+		x := G.NewVector(g, G.Float32, G.WithShape(n), G.WithName("x"), G.WithValue(tensor.New(tensor.WithBacking(x0))))
+		w := G.NewVector(g, G.Float32, G.WithShape(n), G.WithName("w"), G.WithValue(tensor.New(tensor.WithBacking(w0))))
+		ar := &arena{}
+		env := Env{ar: ar}
+		h, err := op.Apply(env, mul{env, n}, x, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if h, err = op.Apply(env, square{"sq" + string(rune('0'+i)), n}, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cost, err := op.Apply(env, total{n}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs, err := G.Grad(cost, x, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gv G.Value
+		G.Read(gs[1], &gv)
+		l := graphLifetimes(g)
+		if withLife {
+			sides := 0
+			for k, j := range l.partOf {
+				if j >= 0 {
+					sides++
+					if l.parts[j] != 1 {
+						t.Errorf("gradient node %d: %d part nodes, want 1", j, l.parts[j])
+					}
+					if l.uses[k] != -1 {
+						t.Errorf("the part node (read by gorgonia.Read) has uses %d, want -1", l.uses[k])
+					}
+				}
+			}
+			if sides != 1 {
+				t.Errorf("%d part nodes with a gradient node, want 1 (dw)", sides)
+			}
+		}
+		vm := G.NewTapeMachine(g)
+		defer vm.Close()
+		for range 2 {
+			ar.reset()
+			if withLife {
+				ar.use(l)
+			}
+			vm.Reset()
+			if err := vm.RunAll(); err != nil {
+				t.Fatal(err)
+			}
+			ar.use(nil)
+		}
+		return slices.Clone(gv.Data().([]float32))
+	}
+	want, got := run(false), run(true)
+	if !slices.Equal(got, want) {
+		t.Fatalf("dw with lifetimes %v…, without %v…", got[:4], want[:4])
+	}
+	for i, v := range got {
+		if math.IsNaN(float64(v)) {
+			t.Fatalf("dw[%d] is NaN", i)
+		}
 	}
 }

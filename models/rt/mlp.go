@@ -136,10 +136,11 @@ type mlpOp struct {
 }
 
 // mlpState is what the forward pass keeps for the backward pass: the
-// outputs of lin1, bn1 and lin2.
+// output of bn1 (the input of lin2). The batch norms keep their x̂; the
+// linear maps' outputs are not read again (scratch of the forward pass).
 type mlpState struct {
-	z1, a1, z2 []float32
-	dev        [3]*cuda.Buffer // z1, a1, z2 of the device forward pass
+	a1  []float32
+	dev [3]*cuda.Buffer // z1, a1, z2 of the device forward pass
 }
 
 // newMLPOp returns l's MLP over d columns as one op of graph g.
@@ -165,45 +166,55 @@ func (o mlpOp) Sig() op.Sig {
 	return op.Sig{ID: o.id, In: [][]int{nd, dd, v, v, v, dd, v, v, v}, Out: nd, Sets: true}
 }
 
-// Forward implements op.Op.
+// Forward implements op.Op. lin1's output z1 and lin2's z2 share one
+// scratch buffer, given back at the end: the batch norms' backward passes
+// read their x̂ and output, the linear maps' their input, never z.
 func (o mlpOp) Forward(in [][]float32, y []float32) error {
 	nd := o.N * o.d
 	st := o.st
-	st.z1, st.a1, st.z2 = o.be.Buf(nd), o.be.Buf(nd), o.be.Buf(nd)
-	if err := o.lin1.Forward([][]float32{in[0], in[1], in[2]}, st.z1); err != nil {
+	z := o.be.Buf(nd)
+	defer o.be.Release(z)
+	st.a1 = o.be.Buf(nd)
+	if err := o.lin1.Forward([][]float32{in[0], in[1], in[2]}, z); err != nil {
 		return err
 	}
-	if err := o.bn1.Forward([][]float32{st.z1, in[3], in[4]}, st.a1); err != nil {
+	if err := o.bn1.Forward([][]float32{z, in[3], in[4]}, st.a1); err != nil {
 		return err
 	}
-	if err := o.lin2.Forward([][]float32{st.a1, in[5], in[6]}, st.z2); err != nil {
+	if err := o.lin2.Forward([][]float32{st.a1, in[5], in[6]}, z); err != nil {
 		return err
 	}
-	return o.bn2.Forward([][]float32{st.z2, in[7], in[8]}, y)
+	return o.bn2.Forward([][]float32{z, in[7], in[8]}, y)
 }
 
-// Backward implements op.Op: the four backward passes in reverse order.
-// The intermediate gradients need no zeroing: each pass writes every real
-// row of its input gradient and reads only real rows.
+// Backward implements op.Op: the four backward passes in reverse order,
+// the intermediate gradients dz2, then da1, then dz1 (in dz2's buffer)
+// scratch given back at the end. They need no zeroing: each pass writes
+// every real row of its input gradient and reads only real rows.
 func (o mlpOp) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error {
 	nd := o.N * o.d
 	st := o.st
-	if len(st.z1) != nd || len(st.a1) != nd || len(st.z2) != nd {
+	if len(st.a1) != nd {
 		return fmt.Errorf("%s: no forward pass recorded", o.id)
 	}
-	dz2, da1, dz1 := o.be.Buf(nd), o.be.Buf(nd), o.be.Buf(nd)
-	if err := o.bn2.Backward([][]float32{st.z2, in[7], in[8]}, y, dy, [][]float32{dz2, dIn[7], dIn[8]}); err != nil {
+	dz2, da1 := o.be.Buf(nd), o.be.Buf(nd)
+	defer o.be.Release(dz2)
+	defer o.be.Release(da1)
+	// The batch norms' backward passes read their x̂, not their input x
+	// (nil), and the linear maps' do not read their output (nil).
+	if err := o.bn2.Backward([][]float32{nil, in[7], in[8]}, y, dy, [][]float32{dz2, dIn[7], dIn[8]}); err != nil {
 		return err
 	}
-	if err := o.lin2.Backward([][]float32{st.a1, in[5], in[6]}, st.z2, dz2, [][]float32{da1, dIn[5], dIn[6]}); err != nil {
+	if err := o.lin2.Backward([][]float32{st.a1, in[5], in[6]}, nil, dz2, [][]float32{da1, dIn[5], dIn[6]}); err != nil {
 		return err
 	}
-	if err := o.bn1.Backward([][]float32{st.z1, in[3], in[4]}, st.a1, da1, [][]float32{dz1, dIn[3], dIn[4]}); err != nil {
+	dz1 := dz2
+	if err := o.bn1.Backward([][]float32{nil, in[3], in[4]}, st.a1, da1, [][]float32{dz1, dIn[3], dIn[4]}); err != nil {
 		return err
 	}
 	// dx: lin1 sets the real rows, the padding is zeroed here (Sig.Sets).
 	clear(dIn[0][o.bd.N*o.d:])
-	return o.lin1.Backward([][]float32{in[0], in[1], in[2]}, st.z1, dz1, [][]float32{dIn[0], dIn[1], dIn[2]})
+	return o.lin1.Backward([][]float32{in[0], in[1], in[2]}, nil, dz1, [][]float32{dIn[0], dIn[1], dIn[2]})
 }
 
 // ZeroOut implements op.ZeroOut: DeviceForward writes the real rows.

@@ -59,7 +59,9 @@ func (o linear) Backward(in [][]float32, _, dy []float32, dIn [][]float32) error
 	n := o.bd.Rows(o.graph)
 	o.be.MatMulBT(dIn[0][:n*o.in], dy[:n*o.outCh], w, kernels.MatMulShape{N: n, In: o.in, Out: o.outCh})
 	buf := o.be.Buf(kernels.NumChunks(n) * (o.in*o.outCh + o.outCh)) // the per-chunk partial sums
+	scratch := buf
 	o.be.MatMulATBuf(dIn[1], dIn[2], x[:n*o.in], dy[:n*o.outCh], kernels.MatMulShape{N: n, In: o.in, Out: o.outCh}, &buf)
+	o.be.Release(scratch)
 	return nil
 }
 

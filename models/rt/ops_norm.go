@@ -160,6 +160,7 @@ func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error
 		return fmt.Errorf("no forward pass recorded for %d×%d rows", n, d)
 	}
 	dz := o.be.Buf(n * d)
+	defer o.be.Release(dz)
 	kernels.ReLUMask(o.be, dz, y, dy, n, d)
 	sdz, sdzx := kernels.ColSumsPair(o.be, dz, xhat, n, d)
 	for j := 0; j < d; j++ {
