@@ -273,35 +273,38 @@ func (a *arena) enter(o G.Op) {
 
 // drop releases buf, taken during the running node's Do, at once.
 func (a *arena) drop(buf []float32) {
-	if a.life == nil || a.node < 0 || len(buf) == 0 {
-		return
-	}
-	p := unsafe.SliceData(buf)
-	own := a.owned[a.node]
-	for i := len(own) - 1; i >= 0; i-- {
-		if b := own[i]; &a.chunks[b.c][b.start] == p {
-			a.owned[a.node] = append(own[:i], own[i+1:]...)
-			a.release(b)
-			return
-		}
+	if b, ok := a.take(buf); ok {
+		a.release(b)
 	}
 }
 
 // handOff moves buf, taken during the running node's Do, from the node's
 // blocks to its side values (released once its part nodes have run).
 func (a *arena) handOff(buf []float32) {
-	if a.life == nil || a.node < 0 || len(buf) == 0 || a.life.parts[a.node] == 0 {
+	if a.life == nil || a.node < 0 || a.life.parts[a.node] == 0 {
 		return
+	}
+	if b, ok := a.take(buf); ok {
+		a.side[a.node] = append(a.side[a.node], b)
+	}
+}
+
+// take removes the block of buf from the running node's blocks; false
+// when buf is not one of them (or no node's Do is running with
+// lifetimes).
+func (a *arena) take(buf []float32) (block, bool) {
+	if a.life == nil || a.node < 0 || len(buf) == 0 {
+		return block{}, false
 	}
 	p := unsafe.SliceData(buf)
 	own := a.owned[a.node]
 	for i := len(own) - 1; i >= 0; i-- {
 		if b := own[i]; &a.chunks[b.c][b.start] == p {
 			a.owned[a.node] = append(own[:i], own[i+1:]...)
-			a.side[a.node] = append(a.side[a.node], b)
-			return
+			return b, true
 		}
 	}
+	return block{}, false
 }
 
 // releaseNode releases the blocks taken during node j's Do.

@@ -125,9 +125,10 @@ func TestPeakEstimate(t *testing.T) {
 	}
 }
 
-// TestPlanMemory: a train node gets its PeakEstimator estimate, other
-// kinds and parameters that do not decode 0.
-func TestPlanMemory(t *testing.T) {
+// planMemoryCase returns the inputs and parameters of a train stage and
+// its estimate by a PeakEstimator of its own.
+func planMemoryCase(t *testing.T) ([]stages.Input, []byte, uint64) {
+	t.Helper()
 	in := inputs(t)
 	raw, err := json.Marshal(stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 3), Metric: "accuracy"})
 	if err != nil {
@@ -137,6 +138,13 @@ func TestPlanMemory(t *testing.T) {
 	if err != nil || want == 0 {
 		t.Fatalf("estimate %d, %v", want, err)
 	}
+	return in, raw, want
+}
+
+// TestPlanMemory: a train node gets its PeakEstimator estimate, other
+// kinds and parameters that do not decode 0.
+func TestPlanMemory(t *testing.T) {
+	in, raw, want := planMemoryCase(t)
 	mem := PlanMemory(Kind{}.Registry())
 	for _, tc := range []struct {
 		name string
@@ -157,15 +165,7 @@ func TestPlanMemory(t *testing.T) {
 // goroutines of the stages it starts; every caller gets the estimate, and
 // under -race the estimator's dataset memo shows no race.
 func TestPlanMemoryConcurrent(t *testing.T) {
-	in := inputs(t)
-	raw, err := json.Marshal(stages.TrainParams{Role: stages.RoleHoldout, Point: point("spn", 3), Metric: "accuracy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := NewPeakEstimator(Kind{}.Registry()).PeakBytes(raw, in)
-	if err != nil || want == 0 {
-		t.Fatalf("estimate %d, %v", want, err)
-	}
+	in, raw, want := planMemoryCase(t)
 	mem := PlanMemory(Kind{}.Registry())
 	node := plan.Node{Kind: stages.KindTrain, JSON: raw}
 	got := make([]uint64, 8)
