@@ -69,12 +69,22 @@ type Tracker interface {
 	// holds the gradients its part nodes copy out (PartOf), and nothing
 	// else reads it: it may be reused once they have run.
 	Side(buf []float32)
+	// Release says that buf, taken during the running Do, is scratch the
+	// op reads no more: it may be reused at once.
+	Release(buf []float32)
 }
 
 // enter tells bufs, when it is a Tracker, that o's Do begins.
 func enter(bufs Buffers, o G.Op) {
 	if t, ok := bufs.(Tracker); ok {
 		t.Enter(o)
+	}
+}
+
+// side tells bufs, when it is a Tracker, that buf holds side values.
+func side(bufs Buffers, buf []float32) {
+	if t, ok := bufs.(Tracker); ok {
+		t.Side(buf)
 	}
 }
 
@@ -91,11 +101,12 @@ func Adaptor(o G.Op) bool {
 }
 
 // Release gives buf, scratch that the running op took from bufs (Buf) and
-// reads no more, back to bufs when bufs recycles memory within a run (rt's
-// arena); otherwise it does nothing.
+// reads no more, back to bufs when bufs is a Tracker; otherwise it does
+// nothing. bufs is any, so that an op holding its buffers as another
+// interface (a kernels.Backend that is also Buffers) can pass it.
 func Release(bufs any, buf []float32) {
-	if r, ok := bufs.(interface{ Release([]float32) }); ok {
-		r.Release(buf)
+	if t, ok := bufs.(Tracker); ok {
+		t.Release(buf)
 	}
 }
 
@@ -374,9 +385,7 @@ func (o *bwd) Do(vals ...G.Value) (G.Value, error) {
 	}
 	o.last = o.buf(o.f.bufs, o.side)
 	clear(o.last)
-	if t, ok := o.f.bufs.(Tracker); ok {
-		t.Side(o.last)
-	}
+	side(o.f.bufs, o.last)
 	dIn := make([][]float32, m)
 	dIn[o.first] = g
 	off := 0

@@ -43,10 +43,10 @@ func (e Env) Zeros(n int) []float32 {
 	return b
 }
 
-// Release gives buf back to the arena at once: a buffer the running op
-// took for scratch (Buf, Zeros) and reads no more. Without lifetimes (or
-// for a buffer not from the arena) it does nothing: the buffer is then
-// free at the next run.
+// Release implements op.Tracker: buf, scratch the running op took (Buf,
+// Zeros) and reads no more, goes back to the arena at once. Without
+// lifetimes (or for a buffer not from the arena) it does nothing: the
+// buffer is then free at the next run.
 func (e Env) Release(buf []float32) {
 	if e.ar != nil {
 		e.ar.drop(buf)
@@ -138,7 +138,7 @@ func (a *arena) get(n int) []float32 {
 	if !ok {
 		b = a.bump(m)
 	}
-	if a.node >= 0 {
+	if a.life != nil && a.node >= 0 {
 		a.owned[a.node] = append(a.owned[a.node], b)
 	}
 	return a.chunks[b.c][b.start : b.start+n : b.start+n]
@@ -245,9 +245,6 @@ func (a *arena) enter(o G.Op) {
 			if a.left[p]--; a.left[p] == 0 {
 				a.releaseNode(p)
 			}
-		}
-		if a.life.uses[j] == 0 {
-			a.releaseNode(j)
 		}
 		if g := a.life.partOf[j]; g >= 0 {
 			if a.parts[g]--; a.parts[g] == 0 {
@@ -380,7 +377,9 @@ func graphLifetimes(g *G.ExprGraph) *lifetimes {
 		l.partOf[k] = -1
 	}
 	// A gradient node one of whose part nodes was left out keeps its side
-	// values to the end (parts 0): that part's Do could not be counted.
+	// values with its own blocks (parts 0, so handOff leaves them there):
+	// that part's Do could not be counted, but the part is then a node of
+	// another op, whose readers count as the gradient node's.
 	unsure := map[int]bool{}
 	for _, n := range all {
 		g, ok := op.PartOf(n.Op())
@@ -402,41 +401,9 @@ func graphLifetimes(g *G.ExprGraph) *lifetimes {
 	for j := range unsure {
 		l.parts[j] = 0
 	}
-	readers := func(n *G.Node) []*G.Node {
-		var r []*G.Node
-		it := g.To(n.ID())
-		for it.Next() {
-			r = append(r, it.Node().(*G.Node))
-		}
-		slices.SortFunc(r, func(a, b *G.Node) int { return cmp.Compare(a.ID(), b.ID()) })
-		return r
-	}
 	for j, n := range nodes {
-		seen := map[*G.Node]bool{}
-		var users []int
-		forever := false
-		todo := readers(n)
-		if len(todo) == 0 {
-			forever = true
-		}
-		for len(todo) > 0 && !forever {
-			r := todo[0]
-			todo = todo[1:]
-			if seen[r] {
-				continue
-			}
-			seen[r] = true
-			if k, ok := l.node[r.Op()]; ok && r.Op() != nil {
-				users = append(users, k)
-				continue
-			}
-			next := readers(r)
-			if len(next) == 0 {
-				forever = true
-			}
-			todo = append(todo, next...)
-		}
-		if forever {
+		users, ok := l.readersOf(g, n)
+		if !ok {
 			l.uses[j] = -1
 			continue
 		}
@@ -446,4 +413,43 @@ func graphLifetimes(g *G.ExprGraph) *lifetimes {
 		}
 	}
 	return l
+}
+
+// readersOf returns the adaptor nodes (their numbers) that read n's value
+// in g, directly or through nodes of other ops, each once; false when the
+// value lives to the end of the run (no node reads it, or a node of
+// another op that no node reads in turn does).
+func (l *lifetimes) readersOf(g *G.ExprGraph, n *G.Node) ([]int, bool) {
+	readers := func(n *G.Node) []*G.Node {
+		var r []*G.Node
+		for it := g.To(n.ID()); it.Next(); {
+			r = append(r, it.Node().(*G.Node))
+		}
+		slices.SortFunc(r, func(a, b *G.Node) int { return cmp.Compare(a.ID(), b.ID()) })
+		return r
+	}
+	todo := readers(n)
+	if len(todo) == 0 {
+		return nil, false
+	}
+	seen := map[*G.Node]bool{}
+	var users []int
+	for len(todo) > 0 {
+		r := todo[0]
+		todo = todo[1:]
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		if k, ok := l.node[r.Op()]; ok {
+			users = append(users, k)
+			continue
+		}
+		next := readers(r)
+		if len(next) == 0 {
+			return nil, false
+		}
+		todo = append(todo, next...)
+	}
+	return users, true
 }

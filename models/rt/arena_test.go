@@ -13,24 +13,19 @@ func runSizes(t *testing.T, a *arena, ns []int) [][]float32 {
 	t.Helper()
 	a.reset()
 	bufs := make([][]float32, len(ns))
-	type span struct{ lo, hi uintptr }
-	var spans []span
 	for i, n := range ns {
 		b := a.get(n)
 		if len(b) != n || cap(b) != n {
 			t.Fatalf("get(%d): len %d cap %d", n, len(b), cap(b))
 		}
-		p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-		if p%64 != 0 {
+		if p, _ := span(b); p%64 != 0 {
 			t.Fatalf("get(%d): buffer at %#x is not 64-byte aligned", n, p)
 		}
-		s := span{p, p + 4*uintptr(n)}
-		for _, o := range spans {
-			if s.lo < o.hi && o.lo < s.hi {
-				t.Fatalf("buffer %d [%#x,%#x) overlaps [%#x,%#x)", i, s.lo, s.hi, o.lo, o.hi)
+		for j, o := range bufs[:i] {
+			if overlap(b, o) {
+				t.Fatalf("buffer %d overlaps buffer %d", i, j)
 			}
 		}
-		spans = append(spans, s)
 		bufs[i] = b
 	}
 	return bufs

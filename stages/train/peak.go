@@ -25,9 +25,10 @@ import (
 // with d the hidden width, N_max the nodes of the batch_size largest graphs
 // rounded up to 64, and B ≈ 2·L·(k+2) node-sized buffers per training step
 // (95 taken by a step of SPN k = 10, L = 4; the arena reuses a dead
-// buffer within the step, so fewer are held at once). The hop sets are bounded by four
-// bytes per byte of the hops file (its varints take at least a byte per
-// int32), the dataset by twice its file, and the parameters at 16 bytes
+// buffer within the step, so fewer are held at once). The hop sets are
+// bounded by four bytes per byte of the hops file (its varints take at
+// least a byte per int32), the dataset by twice its file, and the
+// parameters at 16 bytes
 // each (value, gradient, two Adam moments; the kind's ParamCount, without
 // building the model). Every term is an upper bound or close to one, so
 // the estimate errs high.
