@@ -204,8 +204,8 @@ func checkBatchArgs(ds *Dataset, hops *Hops, opt BatchOptions) error {
 		if k > hops.KMax {
 			return fmt.Errorf("building batch: k=%d exceeds the precomputed kmax=%d", k, hops.KMax)
 		}
-		if len(hops.Graphs) != len(ds.Graphs) {
-			return fmt.Errorf("building batch: hop sets cover %d graphs, dataset %q has %d", len(hops.Graphs), ds.Name, len(ds.Graphs))
+		if hops.NumGraphs() != len(ds.Graphs) {
+			return fmt.Errorf("building batch: hop sets cover %d graphs, dataset %q has %d", hops.NumGraphs(), ds.Name, len(ds.Graphs))
 		}
 	}
 	if ds.NumEdgeTypes < 0 {
@@ -223,7 +223,9 @@ type batchSizes struct {
 
 // sizeBatch is NewBatchWith's first pass: it checks every graph of idx
 // (and its hop sets) and sums the sizes, so that every slice of the batch
-// is allocated exactly once.
+// is allocated exactly once. Of packed hop sets it reads the stored entry
+// counts and node count; their rows are checked as appendGraph decodes
+// them.
 func sizeBatch(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (batchSizes, error) {
 	k := opt.K
 	sz := batchSizes{nnzHop: make([]int, k), nnzRel: make([]int, ds.NumEdgeTypes)}
@@ -240,7 +242,11 @@ func sizeBatch(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (batchSizes
 		for _, t := range g.EdgeType {
 			sz.nnzRel[t]++
 		}
-		if k > 0 || opt.Unreachable {
+		if (k > 0 || opt.Unreachable) && hops.packed != nil {
+			if err := sizePacked(&sz, hops.packed, gi, g.N, opt); err != nil {
+				return sz, err
+			}
+		} else if k > 0 || opt.Unreachable {
 			gh := &hops.Graphs[gi]
 			if len(gh.Hop) < k {
 				return sz, fmt.Errorf("building batch: graph %d has %d hop sets, need %d", gi, len(gh.Hop), k)
@@ -266,6 +272,30 @@ func sizeBatch(ds *Dataset, hops *Hops, idx []int, opt BatchOptions) (batchSizes
 		return sz, fmt.Errorf("building batch: %d nodes and %d edge entries exceed the int32 index range", sz.n, sz.nnzAdj)
 	}
 	return sz, nil
+}
+
+// sizePacked adds the entries of graph gi's packed hop sets N_1..N_K (and
+// N_∞ when asked for) to sz, checking that they are there and that the
+// graph has n nodes.
+func sizePacked(sz *batchSizes, p *packedHops, gi, n int, opt BatchOptions) error {
+	if int(p.n[gi]) != n {
+		return fmt.Errorf("building batch: graph %d has hop sets over %d nodes, the graph %d", gi, p.n[gi], n)
+	}
+	for i := 1; i <= opt.K; i++ {
+		nnz := p.nnz[p.hop(gi, i)]
+		if nnz < 0 {
+			return fmt.Errorf("building batch: graph %d has %d hop sets, need %d", gi, i-1, opt.K)
+		}
+		sz.nnzHop[i-1] += int(nnz)
+	}
+	if opt.Unreachable {
+		u := p.unr(gi)
+		if u < 0 {
+			return fmt.Errorf("building batch: graph %d has no N_∞ (unreachable pairs were not kept; set the dataset's unreachable: true)", gi)
+		}
+		sz.nnzUnr += int(p.nnz[u])
+	}
+	return nil
 }
 
 // allocBatch returns the empty batch of graphs graphs with the sizes sz:
@@ -325,7 +355,7 @@ func allocBatch(ds *Dataset, graphs int, opt BatchOptions, sz batchSizes) *Batch
 // start at off: its nodes, neighbourhoods (shifted by off), relations,
 // features and target. Its hop sets' entries are checked here, as they
 // are copied (sizeBatch checked their rows): an error leaves b partly
-// filled.
+// filled. Packed hop sets are decoded straight into the batch's arrays.
 func (b *Batch) appendGraph(ds *Dataset, hops *Hops, gi, j int, off int32) error {
 	g := &ds.Graphs[gi]
 	for u := int32(0); u < int32(g.N); u++ {
@@ -335,14 +365,14 @@ func (b *Batch) appendGraph(ds *Dataset, hops *Hops, gi, j int, off int32) error
 	if b.Adj.Idx, err = appendShifted(b.Adj.Idx, b.Adj.Ptr[off:], g.Adj, g.N, off); err != nil {
 		return fmt.Errorf("building batch: graph %d adjacency: %w", gi, err)
 	}
-	for i := range b.Hop {
-		if b.Hop[i].Idx, err = appendShifted(b.Hop[i].Idx, b.Hop[i].Ptr[off:], hops.Graphs[gi].Hop[i], g.N, off); err != nil {
-			return fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
+	if len(b.Hop) > 0 || b.Unreachable != nil {
+		if hops.packed != nil {
+			err = b.appendPacked(hops.packed, gi, g.N, off)
+		} else {
+			err = b.appendHops(hops, gi, g.N, off)
 		}
-	}
-	if b.Unreachable != nil {
-		if b.Unreachable.Idx, err = appendShifted(b.Unreachable.Idx, b.Unreachable.Ptr[off:], *hops.Graphs[gi].Unreachable, g.N, off); err != nil {
-			return fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
+		if err != nil {
+			return err
 		}
 	}
 	if b.Rel != nil {
@@ -366,6 +396,42 @@ func (b *Batch) appendGraph(ds *Dataset, hops *Hops, gi, j int, off int32) error
 	}
 	if b.Target != nil {
 		b.Target = append(b.Target, g.Target...)
+	}
+	return nil
+}
+
+// appendHops appends the decoded hop sets of graph gi (n nodes, the
+// first at off) that b holds, shifted by off.
+func (b *Batch) appendHops(hops *Hops, gi, n int, off int32) error {
+	var err error
+	for i := range b.Hop {
+		if b.Hop[i].Idx, err = appendShifted(b.Hop[i].Idx, b.Hop[i].Ptr[off:], hops.Graphs[gi].Hop[i], n, off); err != nil {
+			return fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
+		}
+	}
+	if b.Unreachable != nil {
+		if b.Unreachable.Idx, err = appendShifted(b.Unreachable.Idx, b.Unreachable.Ptr[off:], *hops.Graphs[gi].Unreachable, n, off); err != nil {
+			return fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
+		}
+	}
+	return nil
+}
+
+// appendPacked is appendHops for packed hop sets (sizePacked checked that
+// they are there, over n nodes): it decodes them into b's arrays.
+func (b *Batch) appendPacked(p *packedHops, gi, n int, off int32) error {
+	var err error
+	for i := range b.Hop {
+		rows, nnz := p.set(p.hop(gi, i+1))
+		if b.Hop[i].Idx, err = unpackRows(b.Hop[i].Idx, b.Hop[i].Ptr[off:], rows, n, nnz, off); err != nil {
+			return fmt.Errorf("building batch: graph %d hop set N_%d: %w", gi, i+1, err)
+		}
+	}
+	if b.Unreachable != nil {
+		rows, nnz := p.set(p.unr(gi))
+		if b.Unreachable.Idx, err = unpackRows(b.Unreachable.Idx, b.Unreachable.Ptr[off:], rows, n, nnz, off); err != nil {
+			return fmt.Errorf("building batch: graph %d N_∞: %w", gi, err)
+		}
 	}
 	return nil
 }

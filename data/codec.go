@@ -109,9 +109,10 @@ func WriteHopsFile(path string, h *Hops) error {
 }
 
 // ReadHopsFile reads and validates a hops file and records its hop sets'
-// symmetry (Hops.RecordSymmetry).
+// symmetry (Hops.RecordSymmetry). The hop sets are decoded (Hops.Graphs);
+// ReadHopsFilePrefix reads them packed.
 func ReadHopsFile(path string) (*Hops, error) {
-	h, _, err := ReadHopsFilePrefix(path, -1)
+	h, _, err := readHopsFile(path, -1, false)
 	return h, err
 }
 
@@ -155,18 +156,29 @@ func hopsHeader(r io.Reader, size int64) (kmax int, unreachable bool, err error)
 
 // ReadHopsFilePrefix reads and validates a hops file like ReadHopsFile but
 // keeps only N_1..N_k of every graph (all of them when k < 0 or k ≥ the
-// file's kmax), as Hops.Prefix would, without ever holding the others:
-// each is decoded, validated and dropped graph by graph, so a model that
-// reads few hop sets of a large kmax artifact does not pay for all of
-// them. It also returns the file's kmax (the result's KMax is min(k,
-// kmax)).
+// file's kmax), and N_∞ where the file has it, as Hops.Prefix would,
+// and returns them packed (Hops.Packed): every graph is decoded,
+// validated and its symmetry recorded (Hops.RecordSymmetry), then its
+// kept sets are packed and the decoded ones dropped, so neither the sets
+// it does not keep nor the decoded form of all graphs is ever held: a
+// training stage holds its hop sets in about the file's size, and a
+// model that reads few hop sets of a large kmax artifact does not pay for
+// the others. A file that keeps N_∞ for some graphs only is read as
+// such (a graph without it has none in the result). It also returns the
+// file's kmax (the result's KMax is min(k, kmax)).
 func ReadHopsFilePrefix(path string, k int) (*Hops, int, error) {
+	return readHopsFile(path, k, true)
+}
+
+// readHopsFile is ReadHopsFilePrefix, returning the hop sets packed or
+// decoded.
+func readHopsFile(path string, k int, packed bool) (*Hops, int, error) {
 	f, size, err := openSized(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading hops: %w", err)
 	}
 	defer f.Close()
-	h, kmax, err := decodeHops(f, size, k)
+	h, kmax, err := decodeHops(f, size, k, packed)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading hops %s: %w", path, err)
 	}
@@ -193,7 +205,7 @@ func ReadHops(r io.Reader) (*Hops, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading hops: %w", err)
 	}
-	h, _, err := decodeHops(bytes.NewReader(b), int64(len(b)), -1)
+	h, _, err := decodeHops(bytes.NewReader(b), int64(len(b)), -1, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading hops: %w", err)
 	}
@@ -286,7 +298,8 @@ func WriteDataset(w io.Writer, ds *Dataset) error {
 	return nil
 }
 
-// WriteHops validates h and writes it to w in the hops format.
+// WriteHops validates h and writes it to w in the hops format; packed hop
+// sets are decoded graph by graph.
 func WriteHops(w io.Writer, h *Hops) error {
 	if err := h.Validate(); err != nil {
 		return fmt.Errorf("writing hops: %w", err)
@@ -295,9 +308,10 @@ func WriteHops(w io.Writer, h *Hops) error {
 	e.bytes([]byte(hopsMagic))
 	e.u32(hopsVersion)
 	e.u32(uint32(h.KMax))
-	e.u32(uint32(len(h.Graphs)))
+	e.u32(uint32(h.NumGraphs()))
 	var rows []byte // one CSR's encoded rows, reused
-	for _, gh := range h.Graphs {
+	for i := range h.NumGraphs() {
+		gh := h.Graph(i)
 		n := 0
 		if len(gh.Hop) > 0 {
 			n = gh.Hop[0].Len()
@@ -341,11 +355,22 @@ func appendRows(b []byte, c CSR) []byte {
 
 // Validate checks that every graph has KMax hop CSRs over the same node
 // count, with sorted in-range rows that never contain their own node.
+// Packed hop sets are decoded graph by graph; corrupt packed bytes are an
+// error.
 func (h *Hops) Validate() error {
 	if h.KMax < 1 {
 		return fmt.Errorf("hops: KMax %d < 1", h.KMax)
 	}
-	for i, gh := range h.Graphs {
+	for i := range h.NumGraphs() {
+		var gh GraphHops
+		if h.packed != nil {
+			var err error
+			if gh, err = h.unpackGraph(i); err != nil {
+				return fmt.Errorf("hops: %w", err)
+			}
+		} else {
+			gh = h.Graphs[i]
+		}
 		if len(gh.Hop) != h.KMax {
 			return fmt.Errorf("hops: graph %d has %d hop sets, want %d", i, len(gh.Hop), h.KMax)
 		}
@@ -365,10 +390,19 @@ func (h *Hops) Validate() error {
 }
 
 // Matches checks that h was computed for ds: same number of graphs and the
-// same node count per graph.
+// same node count per graph (its N_1's rows, so hop sets without N_1 do
+// not match).
 func (h *Hops) Matches(ds *Dataset) error {
-	if len(h.Graphs) != len(ds.Graphs) {
-		return fmt.Errorf("hops hold %d graphs, dataset %q has %d", len(h.Graphs), ds.Name, len(ds.Graphs))
+	if h.NumGraphs() != len(ds.Graphs) {
+		return fmt.Errorf("hops hold %d graphs, dataset %q has %d", h.NumGraphs(), ds.Name, len(ds.Graphs))
+	}
+	if p := h.packed; p != nil {
+		for i := range p.numGraphs() {
+			if h.KMax < 1 || p.nnz[p.hop(i, 1)] < 0 || int(p.n[i]) != ds.Graphs[i].N {
+				return fmt.Errorf("hops of graph %d do not cover its %d nodes", i, ds.Graphs[i].N)
+			}
+		}
+		return nil
 	}
 	for i, gh := range h.Graphs {
 		if len(gh.Hop) == 0 || gh.Hop[0].Len() != ds.Graphs[i].N {
@@ -918,13 +952,14 @@ func (d *decoder) splits(ds *Dataset) error {
 }
 
 // decodeHops decodes hop sets, keeping N_1..N_keep of every graph (all
-// when keep < 0), and returns them with the file's kmax.
-func decodeHops(r io.Reader, size int64, keep int) (*Hops, int, error) {
+// when keep < 0), packed or decoded, and returns them with the file's
+// kmax.
+func decodeHops(r io.Reader, size int64, keep int, packed bool) (*Hops, int, error) {
 	d, err := newDecoder(r, size, hopsMagic, hopsVersion, hopsVersionInt32)
 	if err != nil {
 		return nil, 0, err
 	}
-	h, kmax, err := d.hops(keep)
+	h, kmax, err := d.hops(keep, packed)
 	if err := d.finish(err); err != nil {
 		return nil, 0, err
 	}
@@ -960,7 +995,12 @@ func (d *decoder) hopsGraphHead(i, kmax int) (n int, unreachable bool, err error
 	return n, flag == 1, nil
 }
 
-func (d *decoder) hops(keep int) (*Hops, int, error) {
+// hops decodes the hop sets of a hops file graph by graph, validating
+// every one and recording the symmetry of those it keeps, N_1..N_keep
+// and N_∞ (all hop sets when keep < 0 or keep > kmax). Packed, each
+// graph's kept sets are packed (Hops.Packed) before the next graph is
+// decoded, so only one graph is ever held decoded.
+func (d *decoder) hops(keep int, packed bool) (*Hops, int, error) {
 	kmax, ng, err := d.hopsHead()
 	if err != nil {
 		return nil, 0, err
@@ -969,7 +1009,19 @@ func (d *decoder) hops(keep int) (*Hops, int, error) {
 		keep = kmax
 	}
 	h := &Hops{KMax: keep}
-	h.Graphs = make([]GraphHops, ng)
+	var pk *packer
+	if packed {
+		// When every set is kept, the rows take at most what is left
+		// of a version-2 file; else the buffer grows as needed.
+		rowsCap := 0
+		if keep == kmax && d.version == hopsVersion {
+			rowsCap = int(d.remain)
+		}
+		pk = newPacker(keep, ng, rowsCap)
+	} else {
+		h.Graphs = make([]GraphHops, ng)
+	}
+	sym := newSymRecorder(keep)
 	csr := d.csr
 	if d.version == hopsVersion {
 		csr = d.rowsCSR
@@ -979,8 +1031,7 @@ func (d *decoder) hops(keep int) (*Hops, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		gh := &h.Graphs[i]
-		gh.Hop = make([]CSR, keep)
+		gh := GraphHops{Hop: make([]CSR, keep)}
 		for k := range kmax {
 			c := csr(n, "hop")
 			if d.err == nil {
@@ -1004,11 +1055,20 @@ func (d *decoder) hops(keep int) (*Hops, int, error) {
 		if d.err != nil {
 			return nil, 0, fmt.Errorf("graph %d: %w", i, d.err)
 		}
+		sym.add(i, &gh)
+		if packed {
+			pk.add(n, gh.Hop, gh.Unreachable)
+		} else {
+			h.Graphs[i] = gh
+		}
 	}
 	if d.err != nil {
 		return nil, 0, d.err
 	}
-	h.RecordSymmetry()
+	if packed {
+		h.packed = pk.finish()
+	}
+	h.sym = sym.s
 	return h, kmax, nil
 }
 

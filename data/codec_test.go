@@ -414,10 +414,16 @@ func FuzzReadHops(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := ReadHops(bytes.NewReader(b))
 		// Keeping only N_1 verifies the same: it fails exactly when the
-		// whole read does, and otherwise gives Prefix(1) of it.
-		one, kmax, errOne := decodeHops(bytes.NewReader(b), int64(len(b)), 1)
+		// whole read does, and otherwise gives Prefix(1) of it; so does
+		// reading it packed, and packing all of it.
+		one, kmax, errOne := decodeHops(bytes.NewReader(b), int64(len(b)), 1, false)
 		if (err == nil) != (errOne == nil) {
 			t.Fatalf("whole read: %v; keeping N_1: %v", err, errOne)
+		}
+		packedOne, _, errPacked := decodeHops(bytes.NewReader(b), int64(len(b)), 1, true)
+		packedAll, _, errAll := decodeHops(bytes.NewReader(b), int64(len(b)), -1, true)
+		if (err == nil) != (errPacked == nil) || (err == nil) != (errAll == nil) {
+			t.Fatalf("whole read: %v; keeping N_1 packed: %v; all packed: %v", err, errPacked, errAll)
 		}
 		if err != nil {
 			if len(b) >= sha256.Size {
@@ -427,6 +433,12 @@ func FuzzReadHops(f *testing.F) {
 		}
 		if kmax != got.KMax || !reflect.DeepEqual(one, got.Prefix(1)) {
 			t.Fatalf("keeping N_1 gave kmax %d and %+v, want %d and %+v", kmax, one, got.KMax, got.Prefix(1))
+		}
+		if u := unpacked(packedOne); packedOne.Graphs != nil || !reflect.DeepEqual(u, one) {
+			t.Fatalf("keeping N_1 packed gave %+v, want %+v", u, one)
+		}
+		if u := unpacked(packedAll); !reflect.DeepEqual(u, got) {
+			t.Fatalf("reading packed gave %+v, want %+v", u, got)
 		}
 		// The header alone (HopsFileHeader) agrees with the whole read.
 		hk, hu, herr := hopsHeader(bytes.NewReader(b), int64(len(b)))
@@ -451,7 +463,8 @@ func FuzzReadHops(f *testing.F) {
 }
 
 // TestReadHopsFilePrefix checks that reading the first k hop sets of a file
-// (both format versions) gives what Prefix gives of the whole file, and
+// (both format versions) gives what Prefix gives of the whole file,
+// packed (sampleHops keeps N_∞ of its second graph only), and
 // that HopsFileHeader reads the header's kmax and the first graph's N_∞
 // flag.
 func TestReadHopsFilePrefix(t *testing.T) {
@@ -482,8 +495,8 @@ func TestReadHopsFilePrefix(t *testing.T) {
 			if k >= 0 {
 				want = h.Prefix(k)
 			}
-			if fileK != h.KMax || !reflect.DeepEqual(got, want) {
-				t.Errorf("%s, k = %d: got kmax %d, hops %+v; want %d, %+v", path, k, fileK, got, h.KMax, want)
+			if fileK != h.KMax || got.Graphs != nil || !reflect.DeepEqual(unpacked(got), want) {
+				t.Errorf("%s, k = %d: got kmax %d, hops %+v; want %d, packed %+v", path, k, fileK, unpacked(got), h.KMax, want)
 			}
 		}
 	}

@@ -90,11 +90,19 @@ type Dataset struct {
 
 // Hops holds, for every graph of a dataset, the shortest-path hop sets
 // N_i(u) = {v : dist(u,v) = i} for i = 1..KMax.
+//
+// They are held either decoded, as int32 CSRs in Graphs, or packed
+// (Packed, ReadHopsFilePrefix): in the row coding of the hops file, about
+// a quarter of the memory, decoded graph by graph as batches are built.
+// NumGraphs, Graph, NewBatchWith and the methods below read both forms.
 type Hops struct {
 	// KMax is the largest hop distance stored.
 	KMax int
-	// Graphs is parallel to Dataset.Graphs.
+	// Graphs is parallel to Dataset.Graphs; nil when the hop sets are
+	// packed (read them with Graph).
 	Graphs []GraphHops
+	// packed holds the packed hop sets (nil when decoded).
+	packed *packedHops
 	// sym is what RecordSymmetry found (nil before it ran).
 	sym *hopSymmetry
 }
@@ -114,33 +122,55 @@ type hopSymmetry struct {
 // NewBatchWith can tell a batch whose hop set needs no transpose
 // (Batch.HopSymmetric, Batch.UnreachableSymmetric). It reads every entry
 // once (O(nodes + nnz)) and writes nothing into the hop sets or their
-// files: sp.Compute and the hops readers call it when the sets are made
-// or read, and Prefix keeps the record. Hop sets built by hand without it
-// have no record, and their batches never claim symmetry. The hop sets
-// must not change afterwards, nor may it run while batches are built.
+// files: sp.Compute calls it when the sets are made, the hops readers
+// record the same graph by graph as they read, and Prefix and Packed keep
+// the record. Packed hop sets are decoded one graph at a time. Hop sets
+// built by hand without it have no record, and their batches never claim
+// symmetry. The hop sets must not change afterwards, nor may it run while
+// batches are built.
 func (h *Hops) RecordSymmetry() {
-	s := &hopSymmetry{asym: make([][]int32, h.KMax)}
-	var scratch []int32
-	symmetric := func(c *CSR) bool {
-		if c == nil {
-			return false
-		}
-		if len(scratch) < c.Len() {
-			scratch = make([]int32, c.Len())
-		}
-		return c.Symmetric(scratch)
+	r := newSymRecorder(h.KMax)
+	for g := range h.NumGraphs() {
+		gh := h.Graph(g)
+		r.add(g, &gh)
 	}
-	for g, gh := range h.Graphs {
-		for i := 0; i < h.KMax; i++ {
-			if i >= len(gh.Hop) || !symmetric(&gh.Hop[i]) {
-				s.asym[i] = append(s.asym[i], int32(g))
-			}
-		}
-		if !symmetric(gh.Unreachable) {
-			s.asymUnreachable = append(s.asymUnreachable, int32(g))
+	h.sym = r.s
+}
+
+// symRecorder builds the record of RecordSymmetry graph by graph, so that
+// the hops readers record it while they read.
+type symRecorder struct {
+	s       *hopSymmetry
+	kmax    int
+	scratch []int32
+}
+
+func newSymRecorder(kmax int) *symRecorder {
+	return &symRecorder{s: &hopSymmetry{asym: make([][]int32, kmax)}, kmax: kmax}
+}
+
+// add records the symmetry of the hop sets gh of graph g: N_1..N_kmax (a
+// set beyond len(gh.Hop) is not symmetric) and N_∞ (not kept: not
+// symmetric). Graphs must be added in ascending order.
+func (r *symRecorder) add(g int, gh *GraphHops) {
+	for i := 0; i < r.kmax; i++ {
+		if i >= len(gh.Hop) || !r.symmetric(&gh.Hop[i]) {
+			r.s.asym[i] = append(r.s.asym[i], int32(g))
 		}
 	}
-	h.sym = s
+	if !r.symmetric(gh.Unreachable) {
+		r.s.asymUnreachable = append(r.s.asymUnreachable, int32(g))
+	}
+}
+
+func (r *symRecorder) symmetric(c *CSR) bool {
+	if c == nil {
+		return false
+	}
+	if len(r.scratch) < c.Len() {
+		r.scratch = make([]int32, c.Len())
+	}
+	return c.Symmetric(r.scratch)
 }
 
 // Symmetric reports whether the record of RecordSymmetry says that N_i
@@ -175,6 +205,14 @@ func noneOf(asym []int32, idx []int) bool {
 // KeptUnreachable reports whether every graph of h has its N_∞
 // (Compute's keepUnreachable, dataset.unreachable).
 func (h *Hops) KeptUnreachable() bool {
+	if p := h.packed; p != nil {
+		for g := range p.numGraphs() {
+			if p.unr(g) < 0 {
+				return false
+			}
+		}
+		return true
+	}
 	for _, g := range h.Graphs {
 		if g.Unreachable == nil {
 			return false
@@ -186,15 +224,22 @@ func (h *Hops) KeptUnreachable() bool {
 // Prefix returns hop sets holding only N_1..N_k of h (and N_∞ where kept),
 // sharing the CSRs' arrays with h but not the per-graph slices of them: a
 // model that reads k < KMax hop sets keeps only those alive once h itself
-// is dropped. k ≥ KMax returns h.
+// is dropped. Packed hop sets share all of h's packed data (the sets
+// beyond k stay in memory; ReadHopsFilePrefix reads only those asked
+// for). k ≥ KMax returns h.
 func (h *Hops) Prefix(k int) *Hops {
 	if k >= h.KMax {
 		return h
 	}
 	k = max(k, 0)
-	p := &Hops{KMax: k, Graphs: make([]GraphHops, len(h.Graphs))}
-	for i, gh := range h.Graphs {
-		p.Graphs[i] = GraphHops{Hop: slices.Clone(gh.Hop[:k]), Unreachable: gh.Unreachable}
+	var p *Hops
+	if h.packed != nil {
+		p = &Hops{KMax: k, packed: h.packed}
+	} else {
+		p = &Hops{KMax: k, Graphs: make([]GraphHops, len(h.Graphs))}
+		for i, gh := range h.Graphs {
+			p.Graphs[i] = GraphHops{Hop: slices.Clone(gh.Hop[:k]), Unreachable: gh.Unreachable}
+		}
 	}
 	if h.sym != nil {
 		p.sym = &hopSymmetry{asym: h.sym.asym[:k], asymUnreachable: h.sym.asymUnreachable}

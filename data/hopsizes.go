@@ -19,9 +19,22 @@ func (s HopSizes) Total() int {
 	return t
 }
 
-// Sizes counts the pairs of every hop set of h.
+// Sizes counts the pairs of every hop set of h, packed or not (a packed
+// h's counts are stored, nothing is decoded).
 func (h *Hops) Sizes() HopSizes {
 	s := HopSizes{Entries: make([]int, h.KMax)}
+	if p := h.packed; p != nil {
+		for g := range p.numGraphs() {
+			for i := 1; i <= h.KMax; i++ {
+				s.Entries[i-1] += max(int(p.nnz[p.hop(g, i)]), 0)
+			}
+			if u := p.unr(g); u >= 0 && p.nnz[u] > 0 {
+				s.Unreachable += int(p.nnz[u])
+				s.Split++
+			}
+		}
+		return s
+	}
 	for _, gh := range h.Graphs {
 		for d, c := range gh.Hop {
 			s.Entries[d] += len(c.Idx)

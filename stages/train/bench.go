@@ -217,6 +217,9 @@ func Bench(ctx context.Context, o BenchOptions) (row BenchRow, err error) {
 		if hops, err = sp.Compute(ctx, ds.Graphs, max(nb.K, 1), nb.Unreachable, o.Threads); err != nil {
 			return BenchRow{}, err
 		}
+		// A train stage holds its hop sets packed (data.ReadHopsFilePrefix)
+		// and decodes them as it builds batches: so does the benchmark.
+		hops = hops.Packed()
 	}
 	all := make([]int, len(ds.Graphs))
 	nodes := 0
