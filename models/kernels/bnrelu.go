@@ -3,8 +3,9 @@ package kernels
 import "math"
 
 // BNReLUArgs are the operands of BNReLUForward: the N×D matrices XHat,
-// Y (written) and X (read), and the per-column vectors Mu (μ), Inv (1/σ),
-// Gamma (γ) and Beta (β), D values each.
+// Y (written) and X (read; XHat may be X, each value is read before its
+// x̂ is written), and the per-column vectors Mu (μ), Inv (1/σ), Gamma (γ)
+// and Beta (β), D values each.
 type BNReLUArgs struct {
 	XHat, Y, X           []float32
 	Mu, Inv, Gamma, Beta []float32

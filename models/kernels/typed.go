@@ -58,13 +58,28 @@ func RelAggregateGrad(be Backend, dxs [][]float32, dy []float32, relT []csr.CSR,
 
 // EdgeInputs are the inputs of the E-SPN first-hop aggregation
 // (EdgeMessages and EdgeMessagesGrad): the node states H (N×D), one edge
-// embedding per entry of Adj in E (len(Adj.Idx)×D), the square CSR Adj
-// over the N nodes, and, for the gradient only, In =
-// IncomingEntries(Adj).
+// embedding per entry of Adj, the square CSR Adj over the N nodes, and,
+// for the gradient only, In = IncomingEntries(Adj). The embeddings are E
+// (len(Adj.Idx)×D) when it is not nil; else each entry's is computed
+// where it is read, EmbedSum's sum of the tables T over the entry's
+// categories Cat (Cat.N = len(Adj.Idx)), the same bits without an
+// entry-sized buffer.
 type EdgeInputs struct {
 	H, E    []float32
+	T       []float32
+	Cat     Categorical
 	Adj, In csr.CSR
 	N, D    int
+}
+
+// embedding returns entry p's embedding: a row of E, or EmbedSum's row p
+// computed into buf (D floats).
+func (in *EdgeInputs) embedding(buf []float32, p int) []float32 {
+	if in.E != nil {
+		return in.E[p*in.D : (p+1)*in.D]
+	}
+	embedRow(buf, in.T, in.Cat, p, in.D)
+	return buf
 }
 
 // EdgeMessages sets y (n×d) to the E-SPN first-hop aggregation
@@ -75,14 +90,15 @@ type EdgeInputs struct {
 // adj.Idx[p]) and e (len(adj.Idx)×d) holds one edge embedding per entry
 // (h, e, adj, n and d are in's; in.In is not read).
 func EdgeMessages(be Backend, y []float32, in EdgeInputs) {
-	h, e, adj, n, d := in.H, in.E, in.Adj, in.N, in.D
+	h, adj, n, d := in.H, in.Adj, in.N, in.D
 	be.ForEachChunk(n, func(_, lo, hi int) {
+		buf := make([]float32, d)
 		for u := lo; u < hi; u++ {
 			yu := y[u*d : (u+1)*d]
 			clear(yu)
 			for p := adj.Ptr[u]; p < adj.Ptr[u+1]; p++ {
 				v := int(adj.Idx[p])
-				hv, ep := h[v*d:(v+1)*d], e[int(p)*d:int(p+1)*d]
+				hv, ep := h[v*d:(v+1)*d], in.embedding(buf, int(p))
 				for j := range yu {
 					if m := hv[j] + ep[j]; m > 0 {
 						yu[j] += m
@@ -120,13 +136,14 @@ func IncomingEntries(adj csr.CSR) csr.CSR {
 // ei.In = IncomingEntries(adj)). de (len(adj.Idx)×d) is always written:
 // the scatter into dh reads it.
 func EdgeMessagesGrad(be Backend, dh, de, dy []float32, ei EdgeInputs) {
-	h, e, adj, in, n, d := ei.H, ei.E, ei.Adj, ei.In, ei.N, ei.D
+	h, adj, in, n, d := ei.H, ei.Adj, ei.In, ei.N, ei.D
 	be.ForEachChunk(n, func(_, lo, hi int) {
+		buf := make([]float32, d)
 		for u := lo; u < hi; u++ {
 			du := dy[u*d : (u+1)*d]
 			for p := adj.Ptr[u]; p < adj.Ptr[u+1]; p++ {
 				v := int(adj.Idx[p])
-				hv, ep, dp := h[v*d:(v+1)*d], e[int(p)*d:int(p+1)*d], de[int(p)*d:int(p+1)*d]
+				hv, ep, dp := h[v*d:(v+1)*d], ei.embedding(buf, int(p)), de[int(p)*d:int(p+1)*d]
 				for j := range dp {
 					if hv[j]+ep[j] > 0 {
 						dp[j] = du[j]
@@ -173,20 +190,25 @@ type Categorical struct {
 // The categories must lie in their column's vocabulary (checked when the
 // batch is built).
 func EmbedSum(be Backend, y, table []float32, cat Categorical, d int) {
-	x, off, n := cat.X, cat.Off, cat.N
-	C := len(off)
-	be.ForEachChunk(n, func(_, lo, hi int) {
+	be.ForEachChunk(cat.N, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
-			yu := y[u*d : (u+1)*d]
-			clear(yu)
-			for c := 0; c < C; c++ {
-				r := int(off[c] + x[u*C+c])
-				for j, v := range table[r*d : (r+1)*d] {
-					yu[j] += v
-				}
-			}
+			embedRow(y[u*d:(u+1)*d], table, cat, u, d)
 		}
 	})
+}
+
+// embedRow sets y (d floats) to row u of EmbedSum: zero, then the tables'
+// rows of u's categories added column by column.
+func embedRow(y, table []float32, cat Categorical, u, d int) {
+	C := len(cat.Off)
+	y = y[:d]
+	clear(y)
+	for c, k := range cat.X[u*C : (u+1)*C] {
+		r := int(cat.Off[c] + k)
+		for j, v := range table[r*d : (r+1)*d] {
+			y[j] += v
+		}
+	}
 }
 
 // EmbedSumGrad adds the gradient of EmbedSum to dT: dy_u to row

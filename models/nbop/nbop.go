@@ -250,8 +250,8 @@ func (o RelAgg) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
 //
 //	y_u = Σ_{v∈N(u)} ReLU(h_v + e_uv),  e_uv = Σ_c T[off_c + f_uv,c]
 //
-// (the CPU path computes the edge embeddings again in the backward pass;
-// the device path keeps them with Kept).
+// (the CPU path computes each entry's embedding where its kernels read
+// it, in both passes; the device path keeps them with Kept).
 type EdgeMsg struct {
 	ID         string
 	Be         kernels.Backend
@@ -272,12 +272,13 @@ func (o EdgeMsg) Sig() op.Sig {
 	return op.Sig{ID: o.ID, In: [][]int{{o.N, o.W}, {o.Rows, o.W}}, Out: []int{o.N, o.W}}
 }
 
-// edges returns the embeddings e (E×d) of the batch's edge entries.
-func (o EdgeMsg) edges(T []float32) []float32 {
+// inputs returns the kernels' inputs over the node states h and the
+// BondEncoder tables T: the entries' embeddings are computed where the
+// kernels read them, never held.
+func (o EdgeMsg) inputs(h, T []float32) kernels.EdgeInputs {
 	E := len(o.D.Adj.Idx)
-	e := make([]float32, E*o.W)
-	kernels.EmbedSum(o.Be, e, T, kernels.Categorical{X: o.D.EdgeFeat, Off: o.D.EdgeOff, N: E}, o.W)
-	return e
+	return kernels.EdgeInputs{H: h, T: T, Cat: kernels.Categorical{X: o.D.EdgeFeat, Off: o.D.EdgeOff, N: E},
+		Adj: o.D.Adj, In: o.D.AdjIn, N: o.D.N, D: o.W}
 }
 
 // Forward implements op.Op.
@@ -285,18 +286,19 @@ func (o EdgeMsg) Forward(in [][]float32, y []float32) error {
 	if len(o.D.EdgeFeat) != len(o.D.Adj.Idx)*len(o.D.EdgeOff) || len(o.D.EdgeOff) == 0 {
 		return fmt.Errorf("batch has %d edge feature values for %d edge entries × %d columns", len(o.D.EdgeFeat), len(o.D.Adj.Idx), len(o.D.EdgeOff))
 	}
-	n := o.D.N
-	clear(y[n*o.W:])
-	kernels.EdgeMessages(o.Be, y, kernels.EdgeInputs{H: in[0], E: o.edges(in[1]), Adj: o.D.Adj, N: n, D: o.W})
+	clear(y[o.D.N*o.W:])
+	kernels.EdgeMessages(o.Be, y, o.inputs(in[0], in[1]))
 	return nil
 }
 
-// Backward implements op.Op.
+// Backward implements op.Op: the entries' gradients in scratch, given
+// back once the tables' gradient has read them.
 func (o EdgeMsg) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
-	E := len(o.D.Adj.Idx)
-	de := make([]float32, E*o.W)
-	kernels.EdgeMessagesGrad(o.Be, g[0], de, dy, kernels.EdgeInputs{H: in[0], E: o.edges(in[1]), Adj: o.D.Adj, In: o.D.AdjIn, N: o.D.N, D: o.W})
-	kernels.EmbedSumGrad(g[1], de, kernels.Categorical{X: o.D.EdgeFeat, Off: o.D.EdgeOff, N: E}, o.W)
+	ei := o.inputs(in[0], in[1])
+	de := scratch(o.Be, ei.Cat.N*o.W)
+	kernels.EdgeMessagesGrad(o.Be, g[0], de, dy, ei)
+	kernels.EmbedSumGrad(g[1], de, ei.Cat, o.W)
+	op.Release(o.Be, de)
 	return nil
 }
 
@@ -351,22 +353,25 @@ func (o GlobalRead) Sig() op.Sig {
 // Forward implements op.Op.
 func (o GlobalRead) Forward(in [][]float32, y []float32) error {
 	n, d := o.D.N, o.W
-	s := make([]float32, n*d)
+	s := scratch(o.Be, n*d)
 	kernels.GraphSumBroadcast(o.Be, s, in[0], o.D.Ptr, d)
 	clear(y[n*d:])
 	o.Be.MatMul(y[:n*d], s, in[1], nil, kernels.MatMulShape{N: n, In: d, Out: d})
+	op.Release(o.Be, s)
 	return nil
 }
 
 // Backward implements op.Op.
 func (o GlobalRead) Backward(in [][]float32, _, dy []float32, g [][]float32) error {
 	n, d := o.D.N, o.W
-	s := make([]float32, n*d)
+	s := scratch(o.Be, n*d)
 	kernels.GraphSumBroadcast(o.Be, s, in[0], o.D.Ptr, d)
 	o.Be.MatMulAT(g[1], nil, s, dy[:n*d], kernels.MatMulShape{N: n, In: d, Out: d})
-	t := make([]float32, n*d)
+	op.Release(o.Be, s)
+	t := scratch(o.Be, n*d)
 	o.Be.MatMulBT(t, dy[:n*d], in[1], kernels.MatMulShape{N: n, In: d, Out: d})
 	kernels.GraphSumBroadcast(o.Be, g[0], t, o.D.Ptr, d)
+	op.Release(o.Be, t)
 	return nil
 }
 

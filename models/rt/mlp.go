@@ -135,11 +135,11 @@ type mlpOp struct {
 	st         *mlpState
 }
 
-// mlpState is what the forward pass keeps for the backward pass: the
-// output of bn1 (the input of lin2). The batch norms keep their x̂; the
-// linear maps' outputs are not read again (scratch of the forward pass).
+// mlpState is what the device forward pass keeps for the backward pass.
+// The CPU forward pass keeps nothing of its own: the batch norms keep
+// their x̂, and the backward pass computes bn1's output a1 (the input of
+// lin2) again from x̂₁ (bnReLU.output).
 type mlpState struct {
-	a1  []float32
 	dev [3]*cuda.Buffer // z1, a1, z2 of the device forward pass
 }
 
@@ -167,35 +167,39 @@ func (o mlpOp) Sig() op.Sig {
 }
 
 // Forward implements op.Op. lin1's output z1 and lin2's z2 share one
-// scratch buffer, given back at the end: the batch norms' backward passes
-// read their x̂ and output, the linear maps' their input, never z.
+// scratch buffer, and bn1's output a1 has another, both given back at
+// the end: the batch norms' backward passes read their x̂ and output, the
+// linear maps' their input, never z, and the backward pass computes a1
+// again.
 func (o mlpOp) Forward(in [][]float32, y []float32) error {
 	nd := o.N * o.d
-	st := o.st
-	z := o.be.Buf(nd)
+	z, a1 := o.be.Buf(nd), o.be.Buf(nd)
 	defer o.be.Release(z)
-	st.a1 = o.be.Buf(nd)
+	defer o.be.Release(a1)
 	if err := o.lin1.Forward([][]float32{in[0], in[1], in[2]}, z); err != nil {
 		return err
 	}
-	if err := o.bn1.Forward([][]float32{z, in[3], in[4]}, st.a1); err != nil {
+	if err := o.bn1.Forward([][]float32{z, in[3], in[4]}, a1); err != nil {
 		return err
 	}
-	if err := o.lin2.Forward([][]float32{st.a1, in[5], in[6]}, z); err != nil {
+	if err := o.lin2.Forward([][]float32{a1, in[5], in[6]}, z); err != nil {
 		return err
 	}
 	return o.bn2.Forward([][]float32{z, in[7], in[8]}, y)
 }
 
-// Backward implements op.Op: the four backward passes in reverse order,
-// the intermediate gradients dz2, then da1, then dz1 (in dz2's buffer)
-// scratch given back at the end. They need no zeroing: each pass writes
-// every real row of its input gradient and reads only real rows.
+// Backward implements op.Op: bn1's output a1 computed again from its x̂
+// (the forward pass's bits), then the four backward passes in reverse
+// order, the intermediate gradients dz2, then da1, then dz1 (in dz2's
+// buffer); a1 and the gradients are scratch given back at the end. They
+// need no zeroing: each pass writes every real row of its input gradient
+// and reads only real rows.
 func (o mlpOp) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error {
 	nd := o.N * o.d
-	st := o.st
-	if len(st.a1) != nd {
-		return fmt.Errorf("%s: no forward pass recorded", o.id)
+	a1 := o.be.Buf(nd)
+	defer o.be.Release(a1)
+	if err := o.bn1.output(a1, in[3], in[4]); err != nil {
+		return fmt.Errorf("%s: %w", o.id, err)
 	}
 	dz2, da1 := o.be.Buf(nd), o.be.Buf(nd)
 	defer o.be.Release(dz2)
@@ -205,11 +209,11 @@ func (o mlpOp) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error 
 	if err := o.bn2.Backward([][]float32{nil, in[7], in[8]}, y, dy, [][]float32{dz2, dIn[7], dIn[8]}); err != nil {
 		return err
 	}
-	if err := o.lin2.Backward([][]float32{st.a1, in[5], in[6]}, nil, dz2, [][]float32{da1, dIn[5], dIn[6]}); err != nil {
+	if err := o.lin2.Backward([][]float32{a1, in[5], in[6]}, nil, dz2, [][]float32{da1, dIn[5], dIn[6]}); err != nil {
 		return err
 	}
 	dz1 := dz2
-	if err := o.bn1.Backward([][]float32{nil, in[3], in[4]}, st.a1, da1, [][]float32{dz1, dIn[3], dIn[4]}); err != nil {
+	if err := o.bn1.Backward([][]float32{nil, in[3], in[4]}, a1, da1, [][]float32{dz1, dIn[3], dIn[4]}); err != nil {
 		return err
 	}
 	// dx: lin1 sets the real rows, the padding is zeroed here (Sig.Sets).

@@ -150,6 +150,24 @@ func (o bnReLU) Forward(in [][]float32, y []float32) error {
 	return nil
 }
 
+// output sets y (N×d) to the output of the last forward pass from its x̂
+// and γ, β: y = max(γ·x̂+β, 0) over the real rows, the padding zero. It is
+// BNReLUForward with μ = 0 and 1/σ = 1, whose x̂' = (x̂−0)·1 is x̂ bit for
+// bit (written over x̂ itself), so y has the forward pass's bits.
+func (o bnReLU) output(y, gamma, beta []float32) error {
+	n, d, st := o.bd.N, o.d, o.st
+	if len(st.xhat) != n*d {
+		return fmt.Errorf("no forward pass recorded for %d×%d rows", n, d)
+	}
+	mu, one := make([]float32, d), make([]float32, d)
+	for j := range one {
+		one[j] = 1
+	}
+	clear(y[n*d:])
+	kernels.BNReLUForward(o.be, kernels.BNReLUArgs{XHat: st.xhat, Y: y, X: st.xhat, Mu: mu, Inv: one, Gamma: gamma, Beta: beta, N: n, D: d})
+	return nil
+}
+
 // Backward implements op.Op: dz and its column sums once, then [dγ; dβ]
 // and dx from them.
 func (o bnReLU) Backward(in [][]float32, y, dy []float32, dIn [][]float32) error {
