@@ -26,8 +26,10 @@ import (
 // rounded up to 64, and B ≈ 2·L·(k+2) node-sized buffers per training step
 // (95 taken by a step of SPN k = 10, L = 4; the arena reuses a dead
 // buffer within the step, so fewer are held at once). The hop sets are
-// bounded by four bytes per byte of the hops file (its varints take at
-// least a byte per int32), the dataset by twice its file, and the
+// held packed in the hops file's own coding (data.ReadHopsFilePrefix), so
+// they are bounded by the file's bytes plus 12 bytes of index per set
+// kept (k hop sets and an N_∞ slot per graph), the dataset by twice its
+// file, and the
 // parameters at 16 bytes
 // each (value, gradient, two Adam moments; the kind's ParamCount, without
 // building the model). Every term is an upper bound or close to one, so
@@ -60,6 +62,7 @@ func NewPeakEstimator(mr models.Registry) *PeakEstimator {
 
 const (
 	compiledGraphBytes = 16 << 20 // the compiled-graph cache's structure
+	packedIndexBytes   = 12       // per packed hop set: its start (int64) and entry count (int32)
 	peakOverLive       = 1.3      // GOGC = 25 and the Go runtime
 )
 
@@ -109,7 +112,8 @@ func (e *PeakEstimator) PeakBytes(params []byte, inputs []stages.Input) (uint64,
 	buffers := 2 * max(point.Model.Layers, 1) * (k + 2)
 	r := float64(buffers) * 4 * float64(d) * float64(nmax)
 	arena := 1.25*r + 1<<20
-	live := 2*float64(dsz.bytes) + 4*float64(hopsBytes) + arena + compiledGraphBytes + paramBytes*float64(e.paramCount(point, dsz.header))
+	hops := float64(hopsBytes) + packedIndexBytes*float64(len(dsz.nodes)*(k+1))
+	live := 2*float64(dsz.bytes) + hops + arena + compiledGraphBytes + paramBytes*float64(e.paramCount(point, dsz.header))
 	return uint64(peakOverLive * live), nil
 }
 
