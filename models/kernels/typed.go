@@ -197,6 +197,23 @@ func EmbedSum(be Backend, y, table []float32, cat Categorical, d int) {
 	})
 }
 
+// EmbedSumOnto sets y (n×d) to x + EmbedSum over the n rows of cat:
+// y_u = x_u + Σ_c T[off[c] + x[u·C + c]], each row's sum computed as
+// EmbedSum computes it and then added to x_u, the bits of EmbedSum into
+// a buffer followed by an elementwise x + that buffer.
+func EmbedSumOnto(be Backend, y, x, table []float32, cat Categorical, d int) {
+	be.ForEachChunk(cat.N, func(_, lo, hi int) {
+		buf := make([]float32, d)
+		for u := lo; u < hi; u++ {
+			embedRow(buf, table, cat, u, d)
+			yu, xu := y[u*d:(u+1)*d], x[u*d:(u+1)*d]
+			for j, v := range buf {
+				yu[j] = xu[j] + v
+			}
+		}
+	})
+}
+
 // embedRow sets y (d floats) to row u of EmbedSum: zero, then the tables'
 // rows of u's categories added column by column.
 func embedRow(y, table []float32, cat Categorical, u, d int) {

@@ -443,25 +443,46 @@ func (CatEmbed) ZeroOut() {}
 
 // DeviceForward implements op.DeviceOp: y_u = Σ_c T[off_c + x_u,c] over
 // the real rows in column order (spn_embed_sum), the padding rows zero:
-// the CPU's bits.
+// the CPU's bits. With Onto the sums go to zeroed scratch, then y = H +
+// scratch over every row (spn_bias_relu over one row, as the engine's
+// Add): the CPU's bits again.
 func (o CatEmbed) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer) error {
 	c, err := o.devNodeCat()
 	if err != nil {
 		return err
 	}
-	return c.embedSum(e, y, in[0], o.W)
+	if !o.Onto {
+		return c.embedSum(e, y, in[0], o.W)
+	}
+	nw := o.N * o.W
+	s, err := e.Zeros(nw)
+	if err != nil {
+		return err
+	}
+	if err := c.embedSum(e, s, in[1], o.W); err != nil {
+		return err
+	}
+	return e.Launch("spn_bias_relu", nw, y, in[0], s, 1, nw, 0)
 }
 
 // DeviceBackward implements op.DeviceOp: dT[r] = Σ dy_u over the nodes u
 // that use row r, in ascending order, by chunks of entries
 // (DeviceRows.Grad: gathers, no atomics; the CPU's bits for rows of at
-// most kernels.ChunkRows entries).
+// most kernels.ChunkRows entries); with Onto, dH = dy first
+// (spn_copy_cols).
 func (o CatEmbed) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, g []*cuda.Buffer) error {
 	c, err := o.devNodeCat()
 	if err != nil {
 		return err
 	}
-	if err := c.embedGrad(e, g[0], dy, o.Rows, o.W); err != nil {
+	dT := g[0]
+	if o.Onto {
+		if err := e.Launch("spn_copy_cols", o.N*o.W, g[0], dy, o.N, o.W, o.W, 0, o.W, 0); err != nil {
+			return err
+		}
+		dT = g[1]
+	}
+	if err := c.embedGrad(e, dT, dy, o.Rows, o.W); err != nil {
 		return fmt.Errorf("%s: %w", o.ID, err)
 	}
 	return nil

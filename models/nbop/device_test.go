@@ -118,6 +118,8 @@ func rspnOnDevice(t *testing.T, e *engine.Engine) {
 		// one sum (nbop.DeviceRows.Grad); the rest are the same bits.
 		atom := CatEmbed{ID: "atom", Be: be, D: D, Rows: rows, N: N, W: w}
 		optest.CheckDevice(t, e, "atom", atom, [][]float32{randFloats(rng, rows*w, 1)}, optest.Tol{Abs: 1e-5, Rel: 1e-6})
+		atom.Onto = true
+		optest.CheckDevice(t, e, "atom onto h", atom, [][]float32{randFloats(rng, N*w, 1), randFloats(rng, rows*w, 1)}, optest.Tol{Abs: 1e-5, Rel: 1e-6})
 		release()
 		if err := buf.Free(); err != nil {
 			t.Fatal(err)

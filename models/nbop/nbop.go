@@ -303,33 +303,69 @@ func (o EdgeMsg) Backward(in [][]float32, _, dy []float32, g [][]float32) error 
 }
 
 // CatEmbed is OGB's AtomEncoder over the batch's categorical node features
-// for the stacked tables T (Rows×d): y_u = Σ_c T[off_c + x_u,c].
+// for the stacked tables T (Rows×d): y_u = Σ_c T[off_c + x_u,c]. With
+// Onto the embeddings go onto the op's first input H (N×d): y = H +
+// AtomEncoder, the input encoding's sum in the op's own buffer (the bits
+// of the embeddings added to H, H's padding rows plus zero), so that
+// neither the embeddings nor a sum of Gorgonia's outside the arena are
+// held; its gradient is then dH = dy and the tables' as without Onto.
 type CatEmbed struct {
 	ID         string
 	Be         kernels.Backend
 	D          *Data
 	Rows, N, W int
+	Onto       bool
 }
 
-// Sig implements op.Op.
+// Sig implements op.Op: inputs T, or H and T with Onto (whose backward
+// sets all of dH).
 func (o CatEmbed) Sig() op.Sig {
-	return op.Sig{ID: o.ID, In: [][]int{{o.Rows, o.W}}, Out: []int{o.N, o.W}}
+	t := []int{o.Rows, o.W}
+	if o.Onto {
+		return op.Sig{ID: o.ID, In: [][]int{{o.N, o.W}, t}, Out: []int{o.N, o.W}, Sets: true}
+	}
+	return op.Sig{ID: o.ID, In: [][]int{t}, Out: []int{o.N, o.W}}
+}
+
+// cat returns the batch's categorical node features, checked against its
+// node count.
+func (o CatEmbed) cat() (kernels.Categorical, error) {
+	n := o.D.N
+	if len(o.D.NodeCat) != n*len(o.D.NodeOff) || len(o.D.NodeOff) == 0 {
+		return kernels.Categorical{}, fmt.Errorf("batch has %d categorical node feature values for %d nodes × %d columns", len(o.D.NodeCat), n, len(o.D.NodeOff))
+	}
+	return kernels.Categorical{X: o.D.NodeCat, Off: o.D.NodeOff, N: n}, nil
 }
 
 // Forward implements op.Op.
 func (o CatEmbed) Forward(in [][]float32, y []float32) error {
-	n := o.D.N
-	if len(o.D.NodeCat) != n*len(o.D.NodeOff) || len(o.D.NodeOff) == 0 {
-		return fmt.Errorf("batch has %d categorical node feature values for %d nodes × %d columns", len(o.D.NodeCat), n, len(o.D.NodeOff))
+	c, err := o.cat()
+	if err != nil {
+		return err
 	}
-	clear(y[n*o.W:])
-	kernels.EmbedSum(o.Be, y, in[0], kernels.Categorical{X: o.D.NodeCat, Off: o.D.NodeOff, N: n}, o.W)
+	nd := o.D.N * o.W
+	if !o.Onto {
+		clear(y[nd:])
+		kernels.EmbedSum(o.Be, y, in[0], c, o.W)
+		return nil
+	}
+	h := in[0]
+	for i := nd; i < len(y); i++ {
+		y[i] = h[i] + 0
+	}
+	kernels.EmbedSumOnto(o.Be, y, h, in[1], c, o.W)
 	return nil
 }
 
 // Backward implements op.Op.
 func (o CatEmbed) Backward(_ [][]float32, _, dy []float32, g [][]float32) error {
-	kernels.EmbedSumGrad(g[0], dy, kernels.Categorical{X: o.D.NodeCat, Off: o.D.NodeOff, N: o.D.N}, o.W)
+	c := kernels.Categorical{X: o.D.NodeCat, Off: o.D.NodeOff, N: o.D.N}
+	if !o.Onto {
+		kernels.EmbedSumGrad(g[0], dy, c, o.W)
+		return nil
+	}
+	copy(g[0], dy)
+	kernels.EmbedSumGrad(g[1], dy, c, o.W)
 	return nil
 }
 

@@ -106,6 +106,8 @@ func TestGradients(t *testing.T) {
 				In: [][]float32{awayFromZero(nd()), randFloats(rng, edgeRows*w, 0.02)}, H: 1e-3, ZeroFrom: n * w},
 			{Name: "atom encoder", Op: CatEmbed{ID: "a", Be: be, D: D, Rows: nodeRows, N: N, W: w},
 				In: [][]float32{randFloats(rng, nodeRows*w, 1)}, ZeroFrom: n * w},
+			{Name: "atom encoder onto h", Op: CatEmbed{ID: "ah", Be: be, D: D, Rows: nodeRows, N: N, W: w, Onto: true},
+				In: [][]float32{nd(), randFloats(rng, nodeRows*w, 1)}},
 			{Name: "global readout", Op: GlobalRead{ID: "gr", Be: be, D: D, N: N, W: w},
 				In: [][]float32{nd(), randFloats(rng, w*w, 1)}, ZeroFrom: n * w},
 			{Name: "masked bce", Op: BCE{ID: "b", D: Dbin, G: G, T: bin.NumTargets},
@@ -113,6 +115,57 @@ func TestGradients(t *testing.T) {
 		}
 		for _, c := range cases {
 			optest.CheckGrad(t, c)
+		}
+	}
+}
+
+// TestCatEmbedOnto: the input encoding's sum in one op (Onto) has the
+// bits of the embeddings added to h (Gorgonia's Add of the two, which it
+// replaces), padding rows included, and the same gradients: dh = dy and
+// the tables' gradient of the embeddings alone.
+func TestCatEmbedOnto(t *testing.T) {
+	ds, hops, err := synth.Relational(5, 8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := data.NewBatch(ds, hops, []int{0, 1, 2, 3, 4, 5, 6, 7}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	D := &Data{}
+	if err := D.Set(b, Need{K: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	_, rows := kernels.EmbedOffsets(b.NodeCatVocab)
+	w, N := 6, b.N+5
+	for _, be := range []kernels.Backend{kernels.CPU{Threads: 1}, kernels.CPU{Threads: 3}} {
+		h, T, dy := randFloats(rng, N*w, 1), randFloats(rng, rows*w, 1), randFloats(rng, N*w, 1)
+		h[N*w-1] = float32(math.Copysign(0, -1)) // −0 in the padding: −0 + 0 is +0
+		emb := CatEmbed{ID: "a", Be: be, D: D, Rows: rows, N: N, W: w}
+		onto := emb
+		onto.Onto = true
+		atom, y := make([]float32, N*w), make([]float32, N*w)
+		if err := emb.Forward([][]float32{T}, atom); err != nil {
+			t.Fatal(err)
+		}
+		if err := onto.Forward([][]float32{h, T}, y); err != nil {
+			t.Fatal(err)
+		}
+		for i := range y {
+			if want := h[i] + atom[i]; math.Float32bits(y[i]) != math.Float32bits(want) {
+				t.Fatalf("y[%d] = %v, want h + embeddings %v", i, y[i], want)
+			}
+		}
+		dT, dT2, dh := make([]float32, rows*w), make([]float32, rows*w), make([]float32, N*w)
+		if err := emb.Backward(nil, atom, dy, [][]float32{dT}); err != nil {
+			t.Fatal(err)
+		}
+		if err := onto.Backward(nil, y, dy, [][]float32{dh, dT2}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(dh, dy) || !slices.Equal(dT, dT2) {
+			t.Fatal("the gradients with Onto differ from dh = dy and the embeddings' own")
 		}
 	}
 }

@@ -104,8 +104,8 @@ type atomInput struct {
 // Params implements Input: the stacked tables.
 func (in atomInput) Params() []*param.Param { return []*param.Param{in.a.P} }
 
-// Add implements Input: h + AtomEncoder(node features).
+// Add implements Input: h + AtomEncoder(node features), one op whose
+// output is the sum (nbop.CatEmbed's Onto).
 func (in atomInput) Add(s *Step, h *G.Node) *G.Node {
-	atom := s.Op(nbop.CatEmbed{ID: "enc.atom", Be: s.Be, D: in.td, Rows: in.a.P.Shape[0], N: s.N, W: s.D}, s.Param(in.a.P))
-	return s.Bdr.Add(h, atom, "the input encoding")
+	return s.Op(nbop.CatEmbed{ID: "enc.atom", Be: s.Be, D: in.td, Rows: in.a.P.Shape[0], N: s.N, W: s.D, Onto: true}, h, s.Param(in.a.P))
 }
