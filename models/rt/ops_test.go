@@ -49,6 +49,9 @@ func TestOpGradients(t *testing.T) {
 		bdAttrs.Attrs = nil
 		bdMSE := &BatchData{G: 3, Target: []float64{1, -1, 0.5, 2, 0, 3}}
 		cases := []modeltest.OpCase{
+			{Name: "sum", Op: sumOp{id: "sum", shape: []int{N, d}},
+				In:     [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*d, 1)},
+				Shapes: [][]int{{N, d}, {N, d}}, H: 1e-2, Tol: 2e-2},
 			{Name: "softmax", Op: NewSoftmax("alpha", k),
 				In: [][]float32{modeltest.RandFloats(rng, k, 1)}, Shapes: [][]int{{k}}, H: 1e-2, Tol: 1e-3},
 			{Name: "linear", Op: NewLinear("lin", be, bd, LinearOpts{N: N, In: d, Out: 3}),

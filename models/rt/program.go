@@ -129,7 +129,9 @@ func (b *Builder) Fail(err error) *G.Node {
 	return nil
 }
 
-// Add returns x + y (same shapes); what names the sum in an error.
+// Add returns x + y (same shapes) by Gorgonia's Add; what names the sum
+// in an error. Its sum is outside the arena, and the compiled graph keeps
+// it until it runs again: a layer's node-sized sums use Step.Add.
 func (b *Builder) Add(x, y *G.Node, what string) *G.Node {
 	if b.err != nil {
 		return nil
