@@ -50,11 +50,14 @@ func (o sumOp) DeviceForward(e *engine.Engine, in []*cuda.Buffer, y *cuda.Buffer
 	return e.Launch("spn_bias_relu", n, y, in[0], in[1], 1, n, 0)
 }
 
-// DeviceBackward implements op.DeviceOp: dy copied to both gradients
-// (spn_copy_cols over one row).
+// DeviceBackward implements op.DeviceOp: dy copied to the gradients
+// asked for (spn_copy_cols over one row).
 func (o sumOp) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Buffer, dIn []*cuda.Buffer) error {
 	n := op.Size(o.shape)
 	for _, d := range dIn[:2] {
+		if d == nil {
+			continue
+		}
 		if err := e.Launch("spn_copy_cols", n, d, dy, 1, n, n, 0, n, 0); err != nil {
 			return err
 		}
