@@ -194,12 +194,12 @@ func (l *tfLayer) Step(s *rt.Step, h *G.Node) *G.Node {
 	lin := func(id string, ln *param.Linear, x *G.Node) *G.Node {
 		return bdr.Op(be, rt.NewLinear(id, be, bd, rt.LinearOpts{N: N, In: d, Out: d}), x, bind(ln.W), bind(ln.B))
 	}
-	add := func(a, b *G.Node) *G.Node { return bdr.Add(a, b, "the residual of "+name) }
+	add := func(a, b *G.Node, part string) *G.Node { return s.Add(a, b, name+"."+part+".residual") }
 	a := bdr.Op(be, rt.NewLayerNorm(name+".ln1", be, bd, false, N, d), h, bind(l.ln1.Gamma), bind(l.ln1.Beta))
 	q, k, v := lin(name+".attn.q", l.q, a), lin(name+".attn.k", l.k, a), lin(name+".attn.v", l.v, a)
 	att := bdr.Op(be, newGraphAttn(name+".attn", be, bd, gd, attnShape{Heads: heads, Buckets: maxDist + 2, N: N, D: d}), q, k, v, bind(l.bias))
-	h = add(h, lin(name+".attn.o", l.o, att))
+	h = add(h, lin(name+".attn.o", l.o, att), "attn")
 	f := bdr.Op(be, rt.NewLayerNorm(name+".ln2", be, bd, false, N, d), h, bind(l.ln2.Gamma), bind(l.ln2.Beta))
 	f = bdr.Op(be, newReLU(name+".ffn.relu", N, d), lin(name+".ffn1", l.ff1, f))
-	return add(h, lin(name+".ffn2", l.ff2, f))
+	return add(h, lin(name+".ffn2", l.ff2, f), "ffn")
 }

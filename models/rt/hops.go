@@ -1,7 +1,6 @@
 package rt
 
 import (
-	"fmt"
 	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
@@ -70,9 +69,5 @@ func (s *Step) AddGlobal(gd *nbop.Data, w, x, h *G.Node) *G.Node {
 	if bdr.err != nil {
 		return x
 	}
-	y, err := G.Add(x, r)
-	if err != nil {
-		bdr.err = fmt.Errorf("%s: adding the global readout: %w", s.Name, err)
-	}
-	return y
+	return s.Add(x, r, s.Name+".global_readout.sum")
 }

@@ -129,20 +129,6 @@ func (b *Builder) Fail(err error) *G.Node {
 	return nil
 }
 
-// Add returns x + y (same shapes) by Gorgonia's Add; what names the sum
-// in an error. Its sum is outside the arena, and the compiled graph keeps
-// it until it runs again: a layer's node-sized sums use Step.Add.
-func (b *Builder) Add(x, y *G.Node, what string) *G.Node {
-	if b.err != nil {
-		return nil
-	}
-	s, err := G.Add(x, y)
-	if err != nil {
-		return b.Fail(fmt.Errorf("building %s: %w", what, err))
-	}
-	return s
-}
-
 // Data returns an input node holding the non-trainable values v.
 func (b *Builder) Data(name string, v []float32, shape ...int) *G.Node {
 	t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))

@@ -12,8 +12,8 @@ import (
 
 // sumOp is y = a + b over two values of one shape (a residual, or a
 // layer's input plus its aggregation), its output from the arena like
-// every op's. Gorgonia's Add (Builder.Add) allocates its sum outside the
-// arena at every run, and a compiled graph keeps it bound to its node
+// every op's. Gorgonia's Add allocates its sum outside the arena at
+// every run, and a compiled graph keeps it bound to its node
 // until it runs again, so a cache of graphs holds one per graph and Add.
 // The bits are Gorgonia's: a + b elementwise (on the device the engine's
 // Add, spn_bias_relu over one row). Its gradient: da = db = dy.
