@@ -741,51 +741,10 @@ func (d *decoder) rowsCSR(n int, what string) CSR {
 	if d.err != nil {
 		return CSR{}
 	}
-	c := CSR{Ptr: make([]int32, n+1)}
-	if nnz > 0 {
-		c.Idx = make([]int32, 0, nnz)
-	}
-	bad := func(format string, a ...any) CSR {
-		d.err = fmt.Errorf("%s: "+format, append([]any{what}, a...)...)
+	c, err := decodeCSR(rows, n, int(nnz))
+	if err != nil {
+		d.err = fmt.Errorf("%s: %w", what, err)
 		return CSR{}
-	}
-	pos := 0
-	next := func() (uint64, bool) {
-		v, k := binary.Uvarint(rows[pos:])
-		// k > 1 with a zero last byte is a longer encoding than needed.
-		if k <= 0 || k > 1 && rows[pos+k-1] == 0 {
-			return 0, false
-		}
-		pos += k
-		return v, true
-	}
-	for u := 0; u < n; u++ {
-		cnt, ok := next()
-		if !ok {
-			return bad("row %d: bad varint", u)
-		}
-		if cnt > nnz-uint64(len(c.Idx)) {
-			return bad("row %d: %d entries exceed the entry count %d", u, cnt, nnz)
-		}
-		id := int64(-1)
-		for range cnt {
-			g, ok := next()
-			if !ok {
-				return bad("row %d: bad varint", u)
-			}
-			if g >= uint64(n) || id+1+int64(g) >= int64(n) {
-				return bad("row %d: node id beyond %d nodes", u, n)
-			}
-			id += 1 + int64(g)
-			c.Idx = append(c.Idx, int32(id))
-		}
-		c.Ptr[u+1] = int32(len(c.Idx))
-	}
-	if pos != len(rows) {
-		return bad("%d bytes left after the rows", len(rows)-pos)
-	}
-	if uint64(len(c.Idx)) != nnz {
-		return bad("rows hold %d entries, want %d", len(c.Idx), nnz)
 	}
 	return c
 }

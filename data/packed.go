@@ -255,13 +255,24 @@ func (h *Hops) unpackGraph(i int) (GraphHops, error) {
 }
 
 // unpackCSR decodes one packed set of n rows and nnz entries into a fresh
-// CSR (Idx nil when empty, as the hops readers decode it).
+// CSR (decodeCSR; its errors say "packed rows").
 func unpackCSR(b []byte, n, nnz int) (CSR, error) {
+	c, err := decodeCSR(b, n, nnz)
+	if err != nil {
+		return CSR{}, fmt.Errorf("packed rows: %w", err)
+	}
+	return c, nil
+}
+
+// decodeCSR decodes rows coded by appendRows, n rows holding nnz entries,
+// into a fresh CSR (Idx nil when empty): the hops file's reader and the
+// packed sets share it.
+func decodeCSR(b []byte, n, nnz int) (CSR, error) {
 	c := CSR{Ptr: make([]int32, n+1)}
 	if nnz > 0 {
 		c.Idx = make([]int32, 0, nnz)
 	}
-	idx, err := unpackRows(c.Idx, c.Ptr, b, n, nnz, 0)
+	idx, err := decodeRows(c.Idx, c.Ptr, b, n, nnz, 0)
 	if err != nil {
 		return CSR{}, err
 	}
@@ -271,15 +282,26 @@ func unpackCSR(b []byte, n, nnz int) (CSR, error) {
 	return c, nil
 }
 
-// unpackRows decodes the rows of one packed set, n rows holding nnz
-// entries coded in b (appendRows), into the nnz places after len(idx)
+// unpackRows is decodeRows for a packed set: its errors say "packed
+// rows".
+func unpackRows(idx, ptr []int32, b []byte, n, nnz int, off int32) ([]int32, error) {
+	idx, err := decodeRows(idx, ptr, b, n, nnz, off)
+	if err != nil {
+		return idx, fmt.Errorf("packed rows: %w", err)
+	}
+	return idx, nil
+}
+
+// decodeRows decodes n rows holding nnz entries coded in b (appendRows)
+// into the nnz places after len(idx)
 // (cap(idx) ≥ len(idx)+nnz), each id shifted by off, and writes the
 // running row ends, counted from len(idx), into ptr[1:n+1] (ptr[0]
 // already holds the start): appendShifted for a packed set. It returns
 // idx extended by the nnz entries. Corrupt bytes are an error, never a
-// panic: a varint that runs past b or overflows, a row count beyond the
-// entries left, an id at or beyond n, entries missing or bytes left over.
-func unpackRows(idx, ptr []int32, b []byte, n, nnz int, off int32) ([]int32, error) {
+// panic: a varint that runs past b, overflows or is longer than needed
+// (the coding is canonical), a row count beyond the entries left, an id
+// at or beyond n, entries missing or bytes left over.
+func decodeRows(idx, ptr []int32, b []byte, n, nnz int, off int32) ([]int32, error) {
 	base := len(idx)
 	dst := idx[base : base+nnz]
 	ptr = ptr[:n+1]
@@ -291,53 +313,15 @@ func unpackRows(idx, ptr []int32, b []byte, n, nnz int, off int32) ([]int32, err
 			pos++
 		} else {
 			v, k := binary.Uvarint(b[pos:])
-			if k <= 0 {
-				return idx, fmt.Errorf("packed rows: row %d: bad count varint", u)
+			if k <= 0 || b[pos+k-1] == 0 {
+				return idx, fmt.Errorf("row %d: bad varint", u)
 			}
 			cnt, pos = v, pos+k
 		}
 		if cnt > uint64(len(dst)-j) {
-			return idx, fmt.Errorf("packed rows: row %d: %d entries exceed the %d left of %d", u, cnt, len(dst)-j, nnz)
+			return idx, fmt.Errorf("row %d: %d entries exceed the entry count %d", u, cnt, nnz)
 		}
 		row := dst[j : j+int(cnt)]
-		// Rows are short (3 entries on average in Peptides-func's N_1..
-		// N_10), so a loop per row would mispredict its exit at every
-		// row. A row of up to 5 ids whose gaps after the first (a node
-		// id, which can be large) take one byte each, most rows, is
-		// decoded from one 4-byte load without a loop: the ids past the
-		// row are written too, into places that the rows after it fill,
-		// and only the last of the row is checked (the ids ascend).
-		if len(row) > 0 && len(row) <= 5 && j+5 <= len(dst) {
-			id0, p := 0, pos
-			if p < len(b) && b[p] < 0x80 {
-				id0, p = int(b[p]), p+1
-			} else {
-				g, k := binary.Uvarint(b[p:])
-				if k <= 0 || g >= uint64(n) {
-					return idx, fmt.Errorf("packed rows: row %d: bad gap varint or gap beyond %d nodes", u, n)
-				}
-				id0, p = int(g), p+k
-			}
-			rest := len(row) - 1
-			if p+4 <= len(b) {
-				w := uint64(binary.LittleEndian.Uint32(b[p:]))
-				if w&(1<<(8*rest)-1)&0x80808080 == 0 {
-					i1 := id0 + 1 + int(w&0xff)
-					i2 := i1 + 1 + int(w>>8&0xff)
-					i3 := i2 + 1 + int(w>>16&0xff)
-					i4 := i3 + 1 + int(w>>24)
-					d := dst[j : j+5]
-					d[0], d[1], d[2], d[3], d[4] = int32(id0)+off, int32(i1)+off, int32(i2)+off, int32(i3)+off, int32(i4)+off
-					if last := [5]int{id0, i1, i2, i3, i4}[rest]; last >= n {
-						return idx, fmt.Errorf("packed rows: row %d: node id %d beyond %d nodes", u, last, n)
-					}
-					pos = p + rest
-					j += len(row)
-					ptr[u+1] = int32(base + j)
-					continue
-				}
-			}
-		}
 		id := -1
 		for r := range row {
 			if pos < len(b) && b[pos] < 0x80 {
@@ -345,25 +329,25 @@ func unpackRows(idx, ptr []int32, b []byte, n, nnz int, off int32) ([]int32, err
 				pos++
 			} else {
 				g, k := binary.Uvarint(b[pos:])
-				if k <= 0 || g >= uint64(n) {
-					return idx, fmt.Errorf("packed rows: row %d: bad gap varint or gap beyond %d nodes", u, n)
+				if k <= 0 || b[pos+k-1] == 0 || g >= uint64(n) {
+					return idx, fmt.Errorf("row %d: bad varint", u)
 				}
 				id += 1 + int(g)
 				pos += k
 			}
 			if id >= n {
-				return idx, fmt.Errorf("packed rows: row %d: node id %d beyond %d nodes", u, id, n)
+				return idx, fmt.Errorf("row %d: node id beyond %d nodes", u, n)
 			}
 			row[r] = int32(id) + off
 		}
 		j += len(row)
 		ptr[u+1] = int32(base + j)
 	}
-	if j != nnz {
-		return idx, fmt.Errorf("packed rows: rows hold %d entries, want %d", j, nnz)
-	}
 	if pos != len(b) {
-		return idx, fmt.Errorf("packed rows: %d bytes left after the rows", len(b)-pos)
+		return idx, fmt.Errorf("%d bytes left after the rows", len(b)-pos)
+	}
+	if j != nnz {
+		return idx, fmt.Errorf("rows hold %d entries, want %d", j, nnz)
 	}
 	return idx[:base+nnz], nil
 }
