@@ -290,11 +290,11 @@ func (l *layer) Step(s *rt.Step, h *G.Node) *G.Node {
 		} else {
 			agg = s.Op(nbop.RelAgg{ID: name + ".sum", Be: s.Be, D: md.hop[i], R: 1, N: s.N, W: s.D}, x)
 		}
-		in := s.Add(x, agg, name+"'s input")
+		in := s.Add(x, agg, name+".input")
 		terms = append(terms, l.mlps[i].Apply(s, name, in, l.mlps[i].Bind(s.Param)))
 	}
 	out := s.Op(mix{id: s.Name + ".mix", be: s.Be, bd: s.BD, m: l.hops(), equal: alpha == nil, N: s.N, d: s.D}, terms...)
-	return s.Add(h, out, s.Name+"'s residual")
+	return s.Add(h, out, s.Name+".residual")
 }
 
 // Hops implements models.Model: the kind reads N_1..N_K.

@@ -163,7 +163,7 @@ func opsOnDevice(t *testing.T, e *engine.Engine) {
 		{"gated sum", gatedSum{id: "readout.gated_sum", be: be, bd: bd, N: N, G: g, c: c},
 			[][]float32{modeltest.RandFloats(rng, N*c, 2), modeltest.RandFloats(rng, N*c, 1)}, 1e-6, 1e-6},
 		{"concatenation", concatCols{id: "readout.gate.concat", N: N, a: d, b: 2}, [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*2, 1)}, 0, 0},
-		{"sum", sumOp{id: "layer1's residual", shape: []int{N, d}}, [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
+		{"sum", sumOp{id: "layer1.residual", shape: []int{N, d}}, [][]float32{modeltest.RandFloats(rng, N*d, 1), modeltest.RandFloats(rng, N*d, 1)}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			optest.CheckDevice(t, e, tc.name, tc.op, tc.in, optest.Tol{Abs: tc.abs, Rel: tc.rel})

@@ -66,13 +66,13 @@ func (o sumOp) DeviceBackward(e *engine.Engine, _ []*cuda.Buffer, _, dy *cuda.Bu
 }
 
 // Add returns x + y (of one shape) as an op of the step's graph, its
-// sum in the arena (sumOp); what names it in errors and its id.
-func (s *Step) Add(x, y *G.Node, what string) *G.Node {
+// sum in the arena (sumOp); id is the op's id (its node's name).
+func (s *Step) Add(x, y *G.Node, id string) *G.Node {
 	if s.Bdr.Err() != nil {
 		return nil
 	}
 	if x == nil || y == nil {
-		return s.Bdr.Fail(fmt.Errorf("building %s: an input is missing", what))
+		return s.Bdr.Fail(fmt.Errorf("building %s: an input is missing", id))
 	}
-	return s.Op(sumOp{id: what, shape: []int(x.Shape().Clone())}, x, y)
+	return s.Op(sumOp{id: id, shape: []int(x.Shape().Clone())}, x, y)
 }
